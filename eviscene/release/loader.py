@@ -1,0 +1,309 @@
+"""Load a benchmark release: its manifest, its public cases, and checks on their images.
+
+Layout (DESIGN §2): ``<release>/manifest.json``, ``<release>/runtime_input/cases.jsonl``,
+``<release>/runtime_input/images/…``, ``<release>/private/…``. Every path a release
+names must stay inside the release root, symlinks included. Only the public fields of a
+case row (``case_id``, ``image_path``, ``image_sha256``) ever leave this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Iterable
+
+from eviscene.errors import ReleaseError
+from eviscene.release.jsonl import parse_json, read_jsonl_numbered
+
+RUNTIME_RELEASE_SCHEMA_VERSION = "ifv-runtime-release-v0.3"
+SCORING_PACKAGE_SCHEMA_VERSION = "ifv-scoring-gold-v1"
+ACCEPTED_SCHEMA_VERSIONS = (RUNTIME_RELEASE_SCHEMA_VERSION, SCORING_PACKAGE_SCHEMA_VERSION)
+
+REQUIRED_MANIFEST_STRINGS = (
+    "release_id",
+    "release_stage",
+    "runtime_contract_version",
+    "input_mode",
+    "decision_policy_version",
+)
+# Artifacts that are single files; `corpus` may be a directory (pages.jsonl + images/).
+FILE_ARTIFACTS = (
+    "evaluation_gold",
+    "classification_protocol",
+    "process_reference_protocol",
+    "source_access_policy",
+)
+REQUIRED_ARTIFACTS = ("evaluation_gold",)
+
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ReleaseArtifacts:
+    """Resolved paths of the release's declared artifacts; None when not declared."""
+
+    evaluation_gold: Path | None
+    classification_protocol: Path | None
+    process_reference_protocol: Path | None
+    source_access_policy: Path | None
+    corpus: Path | None
+
+
+@dataclass(frozen=True)
+class Release:
+    """A loaded release manifest. `root`, `manifest_path` and `cases_path` are resolved."""
+
+    root: Path
+    manifest_path: Path
+    manifest: dict[str, Any] = field(hash=False)
+    schema_version: str
+    release_id: str
+    release_stage: str
+    runtime_contract_version: str
+    input_mode: str
+    decision_policy_version: str
+    label_set: tuple[str, ...]
+    artifacts: ReleaseArtifacts
+    cases_path: Path
+    is_scoring_package: bool
+
+
+@dataclass(frozen=True)
+class Case:
+    """One public case: all the agent may ever see of a row in cases.jsonl."""
+
+    case_id: str
+    image_path: str
+    """As written in the row, relative to the release root."""
+    image_file: Path
+    """Resolved; inside the release root."""
+    image_sha256: str
+    """Lower-case hex."""
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_descriptor(path: str | Path | None) -> dict[str, str] | None:
+    """``{"path": <resolved>, "sha256": …}`` for an existing file, else None (seed semantics)."""
+    if path is None:
+        return None
+    path = Path(path)
+    if not path.is_file():
+        return None
+    return {"path": str(path.resolve()), "sha256": sha256_file(path)}
+
+
+def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
+    """Resolve `relative` against `root`, refusing anything that could leave the root:
+    non-strings, absolute paths, `..` components, and symlinks resolving outside."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise ReleaseError(f"{what}: path must be a non-empty string, got {relative!r}")
+    if (
+        PurePosixPath(relative).is_absolute()
+        or PureWindowsPath(relative).is_absolute()
+        or PureWindowsPath(relative).drive
+    ):
+        raise ReleaseError(f"{what}: path {relative!r} is absolute; it must be relative to the release root {root}")
+    if ".." in PureWindowsPath(relative).parts:
+        raise ReleaseError(f"{what}: path {relative!r} contains '..'; it must stay inside the release root {root}")
+    resolved = (root / relative).resolve()
+    if not resolved.is_relative_to(root):
+        raise ReleaseError(
+            f"{what}: path {relative!r} resolves to {resolved}, outside the release root {root}"
+        )
+    return resolved
+
+
+def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+    try:
+        text = manifest_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReleaseError(
+            f"{manifest_path}: release manifest not found (expected two levels above cases.jsonl)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReleaseError(f"{manifest_path}: cannot read release manifest: {exc}") from None
+    try:
+        manifest = parse_json(text)
+    except ValueError as exc:
+        raise ReleaseError(f"{manifest_path}: malformed JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise ReleaseError(f"{manifest_path}: release manifest must be a JSON object")
+    return manifest
+
+
+def _required_string(manifest: dict[str, Any], key: str, manifest_path: Path) -> str:
+    value = manifest.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ReleaseError(
+            f"{manifest_path}: field {key!r} must be a non-empty string, got {value!r}"
+        )
+    return value
+
+
+def _label_set(manifest: dict[str, Any], manifest_path: Path) -> tuple[str, ...]:
+    labels = manifest.get("label_set")
+    if (
+        not isinstance(labels, list)
+        or not labels
+        or not all(isinstance(label, str) and label.strip() for label in labels)
+    ):
+        raise ReleaseError(
+            f"{manifest_path}: field 'label_set' must be a non-empty list of non-empty strings, got {labels!r}"
+        )
+    if len(labels) != len(set(labels)):
+        raise ReleaseError(f"{manifest_path}: field 'label_set' repeats a label: {labels!r}")
+    return tuple(labels)
+
+
+def _artifacts(manifest: dict[str, Any], root: Path, manifest_path: Path) -> ReleaseArtifacts:
+    declared = manifest.get("artifacts")
+    if not isinstance(declared, dict):
+        raise ReleaseError(f"{manifest_path}: field 'artifacts' must be an object, got {declared!r}")
+    resolved: dict[str, Path | None] = {}
+    for name in (*FILE_ARTIFACTS, "corpus"):
+        relative = declared.get(name)
+        if relative is None:
+            if name in REQUIRED_ARTIFACTS:
+                raise ReleaseError(f"{manifest_path}: required artifact {name!r} is not declared")
+            resolved[name] = None
+            continue
+        what = f"{manifest_path}: artifact {name!r}"
+        path = _path_inside(root, relative, what=what)
+        if name in FILE_ARTIFACTS and not path.is_file():
+            raise ReleaseError(f"{what}: file {relative!r} does not exist ({path})")
+        if name == "corpus" and not path.exists():
+            raise ReleaseError(f"{what}: path {relative!r} does not exist ({path})")
+        resolved[name] = path
+    return ReleaseArtifacts(**resolved)
+
+
+def load_release(cases_path: str | Path) -> Release:
+    """Load the release whose public cases are at ``<release>/runtime_input/cases.jsonl``.
+
+    Accepts schema versions ``ifv-runtime-release-v0.3`` and ``ifv-scoring-gold-v1`` (a
+    reviewed scoring package: same layout, ``is_scoring_package=True``).
+    """
+    cases_path = Path(cases_path).expanduser().resolve()
+    if not cases_path.is_file():
+        raise ReleaseError(f"{cases_path}: benchmark cases file not found")
+    root = cases_path.parent.parent
+    manifest_path = root / "manifest.json"
+    manifest = _read_manifest(manifest_path)
+
+    schema_version = manifest.get("schema_version")
+    if schema_version not in ACCEPTED_SCHEMA_VERSIONS:
+        raise ReleaseError(
+            f"{manifest_path}: unsupported schema_version {schema_version!r}; "
+            f"accepted: {', '.join(ACCEPTED_SCHEMA_VERSIONS)}"
+        )
+    strings = {key: _required_string(manifest, key, manifest_path) for key in REQUIRED_MANIFEST_STRINGS}
+    return Release(
+        root=root,
+        manifest_path=manifest_path,
+        manifest=manifest,
+        schema_version=schema_version,
+        label_set=_label_set(manifest, manifest_path),
+        artifacts=_artifacts(manifest, root, manifest_path),
+        cases_path=cases_path,
+        is_scoring_package=schema_version == SCORING_PACKAGE_SCHEMA_VERSION,
+        **strings,
+    )
+
+
+def _private_locations(release: Release) -> list[Path]:
+    """Places an image must never point into: a case row naming them would hand
+    private material (gold, protocols, policy) to the agent as its input. The corpus is
+    the agent's offline web, not private, so it is not listed."""
+    artifacts = release.artifacts
+    declared = (
+        artifacts.evaluation_gold,
+        artifacts.classification_protocol,
+        artifacts.process_reference_protocol,
+        artifacts.source_access_policy,
+    )
+    return [release.root / "private", release.manifest_path, *(p for p in declared if p is not None)]
+
+
+def load_cases(release: Release) -> list[Case]:
+    """Read and check the release's cases.jsonl, in file order.
+
+    Each row needs a ``case_id`` (a string without surrounding whitespace), an
+    ``image_path`` inside the release root and outside ``private/`` and the declared
+    artifacts, and a 64-hex ``image_sha256``. Other fields are ignored and never forwarded.
+    """
+    path = release.cases_path
+    private = _private_locations(release)
+    first_line: dict[str, int] = {}
+    cases: list[Case] = []
+    for line_number, row in read_jsonl_numbered(path):
+        where = f"{path}:{line_number}"
+        case_id = row.get("case_id")
+        if not isinstance(case_id, str) or not case_id.strip():
+            raise ReleaseError(f"{where}: 'case_id' must be a non-empty string, got {case_id!r}")
+        if case_id != case_id.strip():
+            raise ReleaseError(f"{where}: 'case_id' {case_id!r} has leading or trailing whitespace")
+        if case_id in first_line:
+            raise ReleaseError(
+                f"{where}: duplicate case_id {case_id!r} (first on line {first_line[case_id]})"
+            )
+        first_line[case_id] = line_number
+        image_sha256 = row.get("image_sha256")
+        if not isinstance(image_sha256, str) or not _SHA256_HEX.fullmatch(image_sha256):
+            raise ReleaseError(
+                f"{where}: case {case_id!r}: 'image_sha256' must be 64 hex characters, got {image_sha256!r}"
+            )
+        image_path = row.get("image_path")
+        image_file = _path_inside(release.root, image_path, what=f"{where}: case {case_id!r} image_path")
+        for location in private:
+            if image_file == location or image_file.is_relative_to(location):
+                raise ReleaseError(
+                    f"{where}: case {case_id!r} image_path {image_path!r} points into private "
+                    f"release material ({location})"
+                )
+        cases.append(
+            Case(
+                case_id=case_id,
+                image_path=image_path,
+                image_file=image_file,
+                image_sha256=image_sha256.lower(),
+            )
+        )
+    return cases
+
+
+def verify_case_images(cases: Iterable[Case]) -> None:
+    """Check every case's image exists and matches its sha256.
+
+    Hashes all images (streamed) and reports every problem in one ReleaseError, so a
+    broken release is fixed in one pass rather than one image per run.
+    """
+    problems: list[str] = []
+    for case in cases:
+        if not case.image_file.is_file():
+            problems.append(f"case {case.case_id!r}: image {case.image_path!r} not found ({case.image_file})")
+            continue
+        try:
+            actual = sha256_file(case.image_file)
+        except OSError as exc:
+            problems.append(f"case {case.case_id!r}: cannot read image {case.image_file}: {exc.strerror or exc}")
+            continue
+        if actual != case.image_sha256:
+            problems.append(
+                f"case {case.case_id!r}: image {case.image_path!r} sha256 mismatch: "
+                f"expected {case.image_sha256}, actual {actual}"
+            )
+    if problems:
+        shown = "; ".join(problems[:10])
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise ReleaseError(f"{len(problems)} case image(s) failed verification: {shown}{more}")

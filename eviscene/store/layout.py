@@ -1,0 +1,87 @@
+"""Where a log's files live.
+
+A log named `eviscene.duckdb` is:
+  eviscene.duckdb                       the DuckDB archive of sealed events (schema/migrations)
+  eviscene.duckdb.live/<run_id>/        one folder per run being written (or not yet sealed)
+      writer.lock                       flock'd by the run's writer; holds its pid
+      events-<first>-<last>.parquet     committed batches (seq range), immutable once renamed into place
+      blobs-<pid>-<n>.parquet           blobs committed with a batch (read distinct by sha256)
+A writer owns only its run folder, so runs write at once, and readers never take a lock
+on anything being written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_LOG = "eviscene.duckdb"
+_SEGMENT = re.compile(r"^events-(\d{12})-(\d{12})\.parquet$")
+_BLOB_SEGMENT = re.compile(r"^blobs-\d+-\d{9}\.parquet$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
+
+
+def resolve_log_path(path: str | os.PathLike[str] | None) -> Path:
+    return Path(path or os.environ.get("EVISCENE_DB") or DEFAULT_LOG).expanduser().resolve()
+
+
+def live_root(log_path: Path) -> Path:
+    return log_path.with_name(log_path.name + ".live")
+
+
+def run_folder(log_path: Path, run_id: str) -> Path:
+    if not _RUN_ID.match(run_id) or run_id in {".", ".."}:
+        raise ValueError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
+    return live_root(log_path) / run_id
+
+
+@dataclass(frozen=True)
+class Segment:
+    first_seq: int
+    last_seq: int
+    path: Path
+
+
+def segment_name(first_seq: int, last_seq: int) -> str:
+    return f"events-{first_seq:012d}-{last_seq:012d}.parquet"
+
+
+def blob_segment_name(counter: int, pid: int) -> str:
+    return f"blobs-{pid}-{counter:09d}.parquet"
+
+
+def list_segments(folder: Path) -> list[Segment]:
+    """Event segments of a run folder, keeping only maximal seq ranges: a compacted
+    segment covers the small ones it replaced, which may linger for a moment."""
+    found = []
+    for name in _names(folder):
+        match = _SEGMENT.match(name)
+        if match:
+            found.append(Segment(int(match.group(1)), int(match.group(2)), folder / name))
+    found.sort(key=lambda s: (s.first_seq, -s.last_seq))
+    kept: list[Segment] = []
+    for segment in found:
+        if kept and segment.last_seq <= kept[-1].last_seq:
+            continue
+        kept.append(segment)
+    return kept
+
+
+def list_blob_files(folder: Path) -> list[Path]:
+    return sorted(folder / name for name in _names(folder) if _BLOB_SEGMENT.match(name))
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+def live_run_ids(log_path: Path) -> list[str]:
+    root = live_root(log_path)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir())

@@ -1,0 +1,89 @@
+"""`EventLog`: the one object the CLI and Python users hold to read, query and append."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import duckdb
+import pyarrow as pa
+
+from eviscene.store.layout import resolve_log_path
+from eviscene.store.seal import seal_runs
+from eviscene.store.snapshot import open_snapshot
+from eviscene.store.verify import VerifyReport, verify_chain
+from eviscene.store.writer import EventDraft, RunWriter
+from eviscene.views import apply_views
+
+_SNAPSHOT_RETRIES = 3
+
+
+class EventLog:
+    """A log on disk: the DuckDB archive plus its live runs.
+
+    >>> log = EventLog("eviscene.duckdb")
+    >>> log.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        self.path = resolve_log_path(path)
+
+    def __repr__(self) -> str:
+        return f"EventLog({str(self.path)!r})"
+
+    def connect(self, *, views: bool = True) -> duckdb.DuckDBPyConnection:
+        """A read-only snapshot connection with `events`, `blobs` and every view."""
+        con = open_snapshot(self.path)
+        if views:
+            apply_views(con)
+        return con
+
+    def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:
+        """Run one query over a fresh snapshot and return an Arrow table."""
+        for attempt in range(_SNAPSHOT_RETRIES):
+            con = self.connect()
+            try:
+                return con.sql(query, params=params).to_arrow_table()
+            except duckdb.IOException as exc:
+                # A live segment was compacted or sealed between listing and reading it.
+                if attempt == _SNAPSHOT_RETRIES - 1 or "No files found" not in str(exc) and "No such file" not in str(exc):
+                    raise
+            finally:
+                con.close()
+        raise AssertionError("unreachable")
+
+    def view(self, name: str) -> pa.Table:
+        return self.sql(f'SELECT * FROM "{name}"')
+
+    def writer(self, run_id: str, **options: Any) -> RunWriter:
+        """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""
+        return RunWriter(self.path, run_id, **options)
+
+    def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
+        """Append events to a run from synchronous code; returns how many were new."""
+
+        async def _append() -> int:
+            async with self.writer(run_id) as writer:
+                for draft in drafts:
+                    await writer.emit(draft)
+            return writer.committed_events
+
+        return anyio.run(_append)
+
+    def verify(self) -> VerifyReport:
+        con = self.connect(views=False)
+        try:
+            return verify_chain(con)
+        finally:
+            con.close()
+
+    def seal(self, run_ids: list[str] | None = None) -> list[str]:
+        """Move finished runs' live segments into the DuckDB archive."""
+        return seal_runs(self.path, run_ids)
+
+
+def open_log(path: str | os.PathLike[str] | None = None) -> EventLog:
+    return EventLog(path)

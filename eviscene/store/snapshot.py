@@ -1,0 +1,140 @@
+"""Read connections: the archive plus every committed live segment, presented as one
+`events` relation (and one `blobs` relation), without taking any lock a writer needs.
+
+A connection is a snapshot of the files present when it opened: what a run committed a
+moment ago is there, what it commits later is seen by the next connection.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from eviscene.errors import LogLockedError
+from eviscene.store.chain import GENESIS_HASH
+from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
+from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
+
+DUCKDB_CONFIG = {
+    # Only the extensions built into the wheel (json, parquet, icu) exist on our machines.
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+LOCK_WAIT_SECONDS = 10.0
+_HOLDER_PID = re.compile(r"PID (\d+)")
+
+
+def new_connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only: bool) -> None:
+    """Attach the archive as `archive`, waiting a moment while a seal holds it."""
+    mode = " (READ_ONLY)" if read_only else ""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            con.execute(f"ATTACH '{_quote(log_path)}' AS archive{mode}")
+            return
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if time.monotonic() > deadline:
+                match = _HOLDER_PID.search(str(exc))
+                holder = f"pid {match.group(1)}" if match else "another process"
+                raise LogLockedError(f"log {log_path} is held for writing by {holder}") from None
+            time.sleep(0.1)
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join(f"'{_quote(p)}'" for p in paths) + "]"
+
+
+@dataclass
+class LiveFiles:
+    events: list[Path] = field(default_factory=list)
+    blobs: list[Path] = field(default_factory=list)
+
+
+def live_files(log_path: Path, sealed: set[tuple[str, str]]) -> LiveFiles:
+    files = LiveFiles()
+    for run_id in live_run_ids(log_path):
+        folder = live_root(log_path) / run_id
+        files.events += [s.path for s in list_segments(folder) if (run_id, s.path.name) not in sealed]
+        files.blobs += [p for p in list_blob_files(folder) if (run_id, p.name) not in sealed]
+    return files
+
+
+def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection whose `events` and `blobs` views cover the whole log."""
+    con = new_connection()
+    sealed: set[tuple[str, str]] = set()
+    parts_events, parts_blobs = [], []
+    if log_path.exists():
+        attach_archive(con, log_path, read_only=True)
+        if con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'events'"
+        ).fetchone()[0]:
+            sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall())
+            parts_events.append(f"SELECT {EVENT_COLUMNS} FROM archive.events")
+            parts_blobs.append(f"SELECT {BLOB_COLUMNS} FROM archive.blobs")
+    files = live_files(log_path, sealed)
+    if files.events:
+        parts_events.append(
+            f"SELECT {EVENT_COLUMNS.replace('payload', 'payload::JSON AS payload')} FROM read_parquet({_sql_list(files.events)})"
+        )
+    if files.blobs:
+        parts_blobs.append(
+            f"SELECT DISTINCT ON (sha256) {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
+        )
+    if not parts_events:
+        parts_events.append(_empty_events())
+    if not parts_blobs:
+        parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
+    con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
+    con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    return con
+
+
+def _empty_events() -> str:
+    return (
+        "SELECT NULL::BIGINT AS seq, NULL::VARCHAR AS event_id, NULL::TIMESTAMPTZ AS ts, NULL::VARCHAR AS run_id, "
+        "NULL::VARCHAR AS episode_id, NULL::INTEGER AS attempt, NULL::VARCHAR AS type, NULL::INTEGER AS step, "
+        "NULL::JSON AS payload, NULL::VARCHAR AS prev_hash, NULL::VARCHAR AS hash WHERE false"
+    )
+
+
+@dataclass
+class RunState:
+    last_seq: int = 0
+    last_hash: str = GENESIS_HASH
+    event_ids: dict[str, str] = field(default_factory=dict)
+    blob_hashes: set[str] = field(default_factory=set)
+
+
+def run_state(log_path: Path, run_id: str) -> RunState:
+    """What a writer resuming `run_id` must know: where the chain ends and what is stored."""
+    con = open_snapshot(log_path)
+    try:
+        rows = con.execute(
+            "SELECT seq, hash, event_id, sha256(payload::VARCHAR) FROM events WHERE run_id = ? ORDER BY seq",
+            [run_id],
+        ).fetchall()
+        state = RunState()
+        if rows:
+            state.last_seq, state.last_hash = rows[-1][0], rows[-1][1]
+            state.event_ids = {row[2]: row[3] for row in rows}
+        state.blob_hashes = {row[0] for row in con.execute("SELECT sha256 FROM blobs").fetchall()}
+        return state
+    finally:
+        con.close()

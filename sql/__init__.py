@@ -1,0 +1,1 @@
+"""SQL view definitions, applied in file-name order (data only)."""
