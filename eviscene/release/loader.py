@@ -116,7 +116,10 @@ def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
         raise ReleaseError(f"{what}: path {relative!r} is absolute; it must be relative to the release root {root}")
     if ".." in PureWindowsPath(relative).parts:
         raise ReleaseError(f"{what}: path {relative!r} contains '..'; it must stay inside the release root {root}")
-    resolved = (root / relative).resolve()
+    try:
+        resolved = (root / relative).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte
+        raise ReleaseError(f"{what}: path {relative!r} cannot be resolved: {exc}") from None
     if not resolved.is_relative_to(root):
         raise ReleaseError(
             f"{what}: path {relative!r} resolves to {resolved}, outside the release root {root}"

@@ -1,18 +1,55 @@
-"""The canonical serializer and the per-run sha256 hash chain.
+"""Event identity and the per-run sha256 hash chain, defined in this one place.
 
-One serializer for everything the log stores and every export writes: sorted keys,
-compact separators, UTF-8 (ensure_ascii=False), Python's float repr. DuckDB's own JSON
-writer formats floats and timestamps differently, so exports never rely on it.
+    content  = sha256(run_id ␟ episode_id ␟ attempt ␟ type ␟ step ␟ payload)
+    event_id = 'ev-' + content[:32]                 unless the producer names the event itself
+    hash     = sha256(prev_hash ␟ seq ␟ event_id ␟ ts ␟ content)     ts in UTC epoch microseconds
+    prev_hash of a run's first event = 64 zeros
+
+(␟ is the unit separator U+001F; NULL enters as U+001E.) A derived event_id depends only on
+content, so appending the same event twice stores it once; the hash covers every stored
+column, so editing, deleting or reordering an event breaks the chain at that event.
+
+`canonical_json` is the one serializer every export uses: sorted keys, compact separators,
+UTF-8, Python's float repr. DuckDB's JSON writer formats floats and timestamps differently,
+so exports never rely on it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import datetime, timezone
 from typing import Any
 
 GENESIS_HASH = "0" * 64
+_NULL = "\x1e"
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+def content_digest(run_id: str, episode_id: str | None, attempt: int | None, type: str, step: int | None, payload: str) -> str:
+    material = "\x1f".join(
+        (
+            run_id,
+            _NULL if episode_id is None else episode_id,
+            _NULL if attempt is None else str(attempt),
+            type,
+            _NULL if step is None else str(step),
+            payload,
+        )
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def derived_event_id(content: str) -> str:
+    return "ev-" + content[:32]
+
+
+def event_hash(prev_hash: str, seq: int, event_id: str, ts_micros: int, content: str) -> str:
+    return hashlib.sha256(f"{prev_hash}\x1f{seq}\x1f{event_id}\x1f{ts_micros}\x1f{content}".encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
@@ -20,28 +57,5 @@ def canonical_json(value: Any) -> str:
 
 
 def format_ts(ts: datetime) -> str:
+    """ISO-8601 in UTC with microseconds, e.g. 2026-11-30T13:39:14.120017Z."""
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def event_hash(
-    prev_hash: str,
-    *,
-    seq: int,
-    event_id: str,
-    ts: datetime,
-    run_id: str,
-    episode_id: str | None,
-    attempt: int | None,
-    type: str,
-    step: int | None,
-    payload: str,
-) -> str:
-    """sha256 over the previous hash and every stored column of the event."""
-    header = canonical_json([seq, event_id, format_ts(ts), run_id, episode_id, attempt, type, step])
-    return hashlib.sha256(f"{prev_hash}\n{header}\n{payload}".encode("utf-8")).hexdigest()
-
-
-def derived_event_id(run_id: str, episode_id: str | None, attempt: int | None, type: str, step: int | None, payload: str) -> str:
-    """A content-derived id: re-appending the same event yields the same id, so it is stored once."""
-    material = canonical_json([run_id, episode_id, attempt, type, step, payload])
-    return "ev-" + hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]

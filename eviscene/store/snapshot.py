@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from eviscene.errors import LogLockedError
-from eviscene.store.chain import GENESIS_HASH
+from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
@@ -127,13 +127,14 @@ def run_state(log_path: Path, run_id: str) -> RunState:
     con = open_snapshot(log_path)
     try:
         rows = con.execute(
-            "SELECT seq, hash, event_id, sha256(payload::VARCHAR) FROM events WHERE run_id = ? ORDER BY seq",
+            "SELECT seq, hash, event_id, episode_id, attempt, type, step, payload::VARCHAR FROM events "
+            "WHERE run_id = ? ORDER BY seq",
             [run_id],
         ).fetchall()
         state = RunState()
         if rows:
             state.last_seq, state.last_hash = rows[-1][0], rows[-1][1]
-            state.event_ids = {row[2]: row[3] for row in rows}
+            state.event_ids = {row[2]: content_digest(run_id, *row[3:]) for row in rows}
         state.blob_hashes = {row[0] for row in con.execute("SELECT sha256 FROM blobs").fetchall()}
         return state
     finally:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from eviscene.store.chain import GENESIS_HASH, event_hash
+from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def verify_chain(con: duckdb.DuckDBPyConnection) -> VerifyReport:
     for event_id, run_id, seq, count in duplicates:
         problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
     reader = con.sql(
-        "SELECT run_id, seq, event_id, ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
+        "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
         "FROM events ORDER BY run_id, seq"
     ).to_arrow_reader(50_000)
     runs = events = 0
@@ -62,14 +62,14 @@ def verify_chain(con: duckdb.DuckDBPyConnection) -> VerifyReport:
                 )
             elif columns["prev_hash"][i] != prev_hash:
                 problem = "prev_hash does not match the previous event (reordered, inserted or deleted events)"
-            else:
-                recomputed = event_hash(
-                    prev_hash, seq=seq, event_id=event_id, ts=columns["ts"][i], run_id=run_id,
-                    episode_id=columns["episode_id"][i], attempt=columns["attempt"][i], type=columns["type"][i],
-                    step=columns["step"][i], payload=columns["payload"][i],
-                )
-                if recomputed != columns["hash"][i]:
-                    problem = "hash does not match the event's content (edited event)"
+            elif event_hash(
+                prev_hash, seq, event_id, columns["ts"][i],
+                content_digest(
+                    run_id, columns["episode_id"][i], columns["attempt"][i], columns["type"][i],
+                    columns["step"][i], columns["payload"][i],
+                ),
+            ) != columns["hash"][i]:
+                problem = "hash does not match the event's content (edited event)"
             if problem:
                 problems.append(ChainProblem(run_id, seq, event_id, problem))
                 run_broken = True

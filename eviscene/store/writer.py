@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,26 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 
 from eviscene.errors import DuplicateEventError
-from eviscene.store.chain import GENESIS_HASH, canonical_json, derived_event_id, event_hash
+from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
 from eviscene.store.layout import blob_segment_name, list_blob_files, list_segments, run_folder, segment_name
 from eviscene.store.locks import RunLock
 from eviscene.store.schema import BLOB_SCHEMA, EVENT_SCHEMA
 from eviscene.store.snapshot import run_state
 
 COMPACT_AFTER_SEGMENTS = 32
+_BATCH_POLL_SECONDS = 0.02
+
+
+def _drain(receive: MemoryObjectReceiveStream[Any], pending: list[Any], limit: int) -> bool:
+    """Move queued items into `pending` without waiting; True once the stream has ended."""
+    while len(pending) < limit and not isinstance(pending[-1], _Sync):
+        try:
+            pending.append(receive.receive_nowait())
+        except anyio.WouldBlock:
+            return False
+        except anyio.EndOfStream:
+            return True
+    return False
 
 
 @dataclass
@@ -41,7 +53,7 @@ class EventDraft:
     attempt: int | None = None
     step: int | None = None
     event_id: str | None = None
-    ts: datetime | None = None
+    ts: int | None = None  # UTC epoch microseconds; set when emitted if not given
 
 
 @dataclass
@@ -64,9 +76,9 @@ class RunWriter:
         log_path: Path,
         run_id: str,
         *,
-        batch_rows: int = 4096,
+        batch_rows: int = 10_000,
         flush_seconds: float = 1.0,
-        queue_size: int = 8192,
+        queue_size: int = 32_768,
     ):
         self.log_path = log_path
         self.run_id = run_id
@@ -114,9 +126,14 @@ class RunWriter:
             self._lock.release()
 
     async def emit(self, draft: EventDraft) -> None:
-        """Queue an event; waits while the queue is full (backpressure)."""
+        """Queue an event; waits only while the queue is full (backpressure)."""
         assert self._send is not None, "use the writer inside `async with`"
-        await self._send.send(draft)
+        if draft.ts is None:
+            draft.ts = now_micros()
+        try:
+            self._send.send_nowait(draft)
+        except anyio.WouldBlock:
+            await self._send.send(draft)
 
     async def put_blob(self, content: bytes, media_type: str) -> str:
         """Store content once, keyed by its sha256; committed with the next batch."""
@@ -133,72 +150,43 @@ class RunWriter:
         await marker.done.wait()
 
     async def _run(self) -> None:
+        """Take what is queued, commit it as one batch; wait a moment for a fuller batch
+        unless one is full, a sync() asks for it, or the stream closed."""
         assert self._receive is not None
         receive = self._receive
-        pending: list[Any] = []
         async with receive:
             while True:
                 try:
-                    first = await receive.receive()
+                    pending = [await receive.receive()]
                 except anyio.EndOfStream:
                     break
-                pending.append(first)
+                batch_started = anyio.current_time()
                 closed = False
-                with anyio.move_on_after(self.flush_seconds):
-                    while len(pending) < self.batch_rows and not isinstance(pending[-1], _Sync):
-                        try:
-                            pending.append(await receive.receive())
-                        except anyio.EndOfStream:
-                            closed = True
-                            break
-                await anyio.to_thread.run_sync(self._commit, pending)
+                while True:
+                    closed = _drain(receive, pending, self.batch_rows)
+                    if (
+                        closed
+                        or len(pending) >= self.batch_rows
+                        or isinstance(pending[-1], _Sync)
+                        or anyio.current_time() - batch_started >= self.flush_seconds
+                    ):
+                        break
+                    await anyio.sleep(_BATCH_POLL_SECONDS)
+                # Serializing and hashing stay on this thread (a worker thread would only fight
+                # the producers for the GIL); the file write releases it, so it goes to a thread.
+                files = self._prepare(pending)
+                await anyio.to_thread.run_sync(self._write_files, files)
                 for item in pending:
                     if isinstance(item, _Sync):
                         item.done.set()
-                pending = []
                 if closed:
                     break
         await anyio.to_thread.run_sync(self._compact)
 
-    def _commit(self, items: list[Any]) -> None:
-        columns: dict[str, list[Any]] = {name: [] for name in EVENT_SCHEMA.names}
-        blobs: dict[str, _Blob] = {}
-        seq, prev_hash = self._last_seq, self._last_hash
-        for item in items:
-            if isinstance(item, _Blob):
-                if item.sha256 not in self._known_blobs:
-                    blobs.setdefault(item.sha256, item)
-                continue
-            if not isinstance(item, EventDraft):
-                continue
-            type_tag = item.payload.type  # type: ignore[attr-defined]
-            payload = canonical_json(item.payload.model_dump(mode="json"))
-            event_id = item.event_id or derived_event_id(
-                self.run_id, item.episode_id, item.attempt, type_tag, item.step, payload
-            )
-            digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-            known = self._seen_ids.get(event_id)
-            if known is not None:
-                if known != digest:
-                    raise DuplicateEventError(f"event_id {event_id} was appended again with a different payload")
-                continue
-            self._seen_ids[event_id] = digest
-            seq += 1
-            ts = item.ts or datetime.now(timezone.utc)
-            row_prev, prev_hash = prev_hash, event_hash(
-                prev_hash, seq=seq, event_id=event_id, ts=ts, run_id=self.run_id,
-                episode_id=item.episode_id, attempt=item.attempt, type=type_tag, step=item.step, payload=payload,
-            )
-            for name, value in (
-                ("seq", seq), ("event_id", event_id), ("ts", ts), ("run_id", self.run_id),
-                ("episode_id", item.episode_id), ("attempt", item.attempt), ("type", type_tag),
-                ("step", item.step), ("payload", payload), ("prev_hash", row_prev), ("hash", prev_hash),
-            ):
-                columns[name].append(value)
-        if seq == self._last_seq and not blobs:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        # Blobs land before the events that cite them.
+    def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, str]]:
+        """The batch's segment files, blobs first so they land before the events citing them."""
+        files = []
+        blobs = {b.sha256: b for b in items if isinstance(b, _Blob) and b.sha256 not in self._known_blobs}
         if blobs:
             rows = list(blobs.values())
             table = pa.Table.from_pydict(
@@ -211,13 +199,73 @@ class RunWriter:
                 schema=BLOB_SCHEMA,
             )
             self._blob_files += 1
-            self._write_atomically(table, blob_segment_name(self._blob_files, os.getpid()))
+            files.append((table, blob_segment_name(self._blob_files, os.getpid())))
             self._known_blobs.update(blobs)
-        if seq > self._last_seq:
-            table = pa.Table.from_pydict(columns, schema=EVENT_SCHEMA)
-            self._write_atomically(table, segment_name(self._last_seq + 1, seq))
-            self.committed_events += seq - self._last_seq
-            self._last_seq, self._last_hash = seq, prev_hash
+        drafts = [item for item in items if isinstance(item, EventDraft)]
+        if drafts:
+            events = self._event_segment(drafts)
+            if events is not None:
+                files.append(events)
+        return files
+
+    def _write_files(self, files: list[tuple[pa.Table, str]]) -> None:
+        if files:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        for table, name in files:
+            self._write_atomically(table, name)
+
+    def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, str] | None:
+        """Number, identify and chain the drafts; the new ones become one segment."""
+        seqs, event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = (
+            [] for _ in range(10)
+        )
+        seq, prev_hash, run_id, seen = self._last_seq, self._last_hash, self.run_id, self._seen_ids
+        for draft in drafts:
+            type_tag = draft.payload.type  # type: ignore[attr-defined]
+            # pydantic's serializer is deterministic (field order) and far faster than json.dumps.
+            payload = draft.payload.model_dump_json()
+            content = content_digest(run_id, draft.episode_id, draft.attempt, type_tag, draft.step, payload)
+            event_id = draft.event_id or derived_event_id(content)
+            known = seen.get(event_id)
+            if known is not None:
+                if known != content:
+                    raise DuplicateEventError(f"event_id {event_id} was appended again with different content")
+                continue  # the same event again: stored once
+            seen[event_id] = content
+            seq += 1
+            prev_hashes.append(prev_hash)
+            prev_hash = event_hash(prev_hash, seq, event_id, draft.ts, content)  # type: ignore[arg-type]
+            seqs.append(seq)
+            event_ids.append(event_id)
+            stamps.append(draft.ts)
+            episode_ids.append(draft.episode_id)
+            attempts.append(draft.attempt)
+            types.append(type_tag)
+            steps.append(draft.step)
+            payloads.append(payload)
+            hashes.append(prev_hash)
+        if not seqs:
+            return None
+        table = pa.Table.from_arrays(
+            [
+                pa.array(seqs, pa.int64()),
+                pa.array(event_ids, pa.string()),
+                pa.array(stamps, pa.int64()).cast(EVENT_SCHEMA.field("ts").type),
+                pa.array([run_id] * len(seqs), pa.string()),
+                pa.array(episode_ids, pa.string()),
+                pa.array(attempts, pa.int32()),
+                pa.array(types, pa.string()),
+                pa.array(steps, pa.int32()),
+                pa.array(payloads, pa.string()),
+                pa.array(prev_hashes, pa.string()),
+                pa.array(hashes, pa.string()),
+            ],
+            schema=EVENT_SCHEMA,
+        )
+        name = segment_name(self._last_seq + 1, seq)
+        self.committed_events += seq - self._last_seq
+        self._last_seq, self._last_hash = seq, prev_hash
+        return table, name
 
     def _write_atomically(self, table: pa.Table, name: str) -> None:
         final = self.folder / name

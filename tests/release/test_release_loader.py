@@ -362,3 +362,13 @@ def test_file_descriptor(tmp_path: Path) -> None:
     assert file_descriptor(None) is None
     assert file_descriptor(tmp_path / "absent") is None
     assert file_descriptor(tmp_path / "sub") is None  # a directory is not a file
+
+
+@pytest.mark.parametrize(("case_id", "image_path"), [("nul", "runtime_input/images/a\x00.jpg"), ("loop", "runtime_input/images/loop.jpg")])
+def test_unresolvable_image_path(make_release, tmp_path: Path, case_id: str, image_path: str) -> None:
+    images = tmp_path / "release" / "runtime_input" / "images"
+    images.mkdir(parents=True)
+    os.symlink("loop.jpg", images / "loop.jpg")
+    release = load_release(make_release(images={}, cases=[_row(case_id, image_path)]))
+    with pytest.raises(ReleaseError, match=f"'{case_id}' image_path: path .* cannot be resolved"):
+        load_cases(release)

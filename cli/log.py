@@ -1,0 +1,51 @@
+"""`eviscene log …`: integrity and housekeeping of the log itself."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from eviscene.store import EventLog
+
+
+@click.group()
+def log() -> None:
+    """Check and maintain the event log."""
+
+
+@log.command()
+@click.pass_obj
+def verify(event_log: EventLog) -> None:
+    """Check every run's hash chain; name each edited, deleted or reordered event.
+
+    \b
+    Example:
+        eviscene log verify
+    """
+    report = event_log.verify()
+    for problem in report.problems:
+        click.echo(f"BROKEN {problem}")
+    if not report.ok:
+        click.echo(f"{len(report.problems)} problem(s) in {report.runs} run(s), {report.events} events", err=True)
+        sys.exit(1)
+    click.echo(f"ok: {report.runs} run(s), {report.events} events, every chain intact")
+
+
+@log.command()
+@click.pass_obj
+def seal(event_log: EventLog) -> None:
+    """Move finished runs' live segments into the DuckDB archive file.
+
+    Runs are sealed automatically when they finish; this catches up runs whose sealing
+    was skipped (the archive was busy) or that were interrupted.
+
+    \b
+    Example:
+        eviscene log seal
+    """
+    sealed = event_log.seal()
+    click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
+
+
+COMMANDS = [log]

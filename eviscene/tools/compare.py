@@ -1,0 +1,404 @@
+"""Is the case image a copy of a reference picture, and was a local region changed?
+
+Method (`align-ncc-blockdiff-v1`):
+1. Both images are trimmed of caption banners and borders (`images.prepare`).
+2. Alignment: multi-scale template matching (normalized cross-correlation, OpenCV
+   `TM_CCOEFF_NORMED`) on grey thumbnails, in both directions (the query as a crop of the
+   reference, and the reference as a crop of the query), plus a plain stretch of one onto
+   the other; the best candidate is refined at working resolution (±4% scale, ±1 px steps).
+   The result is an axis-aligned scale + offset from query pixels to reference pixels.
+3. The reference is warped into the query frame at the lower of the two resolutions,
+   both are blurred slightly (σ = 1 px) and a per-channel gain/offset is fitted, which
+   absorbs recompression, resizing and brightness/contrast changes.
+4. Caption bands: rows where the photo is still there but uniformly re-toned (a
+   semi-transparent or opaque text band across the full width) are found by fitting each
+   row its own gain/offset; rows whose own fit explains them across the width while
+   departing from the global fit by at least `BAND_SHIFT` grey levels are masked out.
+5. Changed pixels: residual above max(`PIXEL_THRESHOLD`, 5 robust σ of the residual),
+   cleaned by a 3×3 opening (thin misalignment edges vanish, pasted objects stay); groups
+   of at least `MIN_REGION` of the compared area are changed regions. `GRID`×`GRID` blocks
+   with any changed-region pixel are the changed blocks.
+6. `similarity` is the grey-level correlation over the compared pixels outside changed
+   regions; the images match when it reaches `MATCH_THRESHOLD` with at least half of the
+   compared area unchanged and at least `MIN_OVERLAP` of the query compared.
+
+Thresholds and why: copies (resized, cropped, recompressed down to JPEG quality 30,
+captioned) correlate at 0.95-1.0 after alignment; unrelated pictures — even after the
+alignment search picked their best window — stay below about 0.6 (see tests/tools). 0.8
+sits between with margin on both sides. `PIXEL_THRESHOLD` = 30 grey levels is about
+three times the worst JPEG error left after blurring, far below the contrast of an
+inserted or removed object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import cv2
+import numpy as np
+from pydantic import BaseModel, Field
+
+from eviscene.tools.images import ImageInput, PreparedImage, prepare
+
+METHOD = "align-ncc-blockdiff-v1"
+MATCH_THRESHOLD = 0.80
+MIN_OVERLAP = 0.25
+MIN_SCALE = 0.4  # the query may be a crop showing down to 40% of the reference's width (and vice versa)
+COARSE_SIDE = 96
+WORK_SIDE = 256
+MIN_WORK_SIDE = 48
+GRID = 8
+BLUR_SIGMA = 1.0
+PIXEL_THRESHOLD = 30.0
+NOISE_FACTOR = 5.0
+MIN_REGION = 0.002
+BAND_SHIFT = 14.0
+BAND_GAP = 0.06
+MIN_BAND = 0.015
+
+
+class ChangedRegion(BaseModel):
+    x0: float = Field(description="Left edge as a fraction of the case image's picture width.")
+    y0: float
+    x1: float
+    y1: float
+    area: float = Field(description="Fraction of the compared area.")
+
+
+class Comparison(BaseModel):
+    """Outcome of comparing a query (the case image) with a reference picture."""
+
+    similarity: float = Field(description="Correlation 0..1 of the aligned pictures outside changed regions.")
+    match: bool = Field(description="The query shows the same picture as the reference.")
+    threshold: float = Field(description="Similarity needed for a match.")
+    edited: bool = Field(description="A match with at least one locally changed region.")
+    changed_blocks: int = Field(description="Blocks of the GRID x GRID grid over the query touching a changed region.")
+    total_blocks: int = Field(description="Blocks that were compared (not masked, inside the overlap).")
+    changed_fraction: float = Field(description="Changed pixels as a fraction of the compared area.")
+    regions: list[ChangedRegion] = Field(default_factory=list, description="Changed regions, largest first.")
+    overlap: float = Field(description="Fraction of the query's picture that the reference covers.")
+    masked_fraction: float = Field(description="Fraction of the overlap ignored as caption band/text.")
+    alignment: dict = Field(default_factory=dict, description="How the query maps onto the reference.")
+    query_trimmed: dict[str, int] = Field(default_factory=dict, description="Banner/border pixels trimmed from the query per side.")
+    reference_trimmed: dict[str, int] = Field(default_factory=dict)
+    method: str = METHOD
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Reference content px = (sx * x + tx, sy * y + ty) for query content px (x, y)."""
+
+    sx: float
+    sy: float
+    tx: float
+    ty: float
+    score: float
+    mode: str  # "query_in_reference" | "reference_in_query" | "stretch"
+
+
+def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedImage) -> Comparison:
+    """Decide whether `query` is a copy of `reference` and where it locally differs."""
+    ref = reference if isinstance(reference, PreparedImage) else prepare(reference)
+    qry = query if isinstance(query, PreparedImage) else prepare(query)
+    alignment = align(ref, qry)
+    return _diff(ref, qry, alignment)
+
+
+# -- alignment -----------------------------------------------------------------------------
+
+def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
+    ref_c, kr = _grey_at(ref, COARSE_SIDE)
+    qry_c, kq = _grey_at(qry, COARSE_SIDE)
+    candidates = []
+    score, f, (x, y) = _best_placement(ref_c, qry_c, _scales(ref_c, qry_c))
+    if score > -1:
+        # ref_c = f * qry_c + loc  ->  ref content = (f * kq * q + loc) / kr
+        candidates.append(Alignment(f * kq / kr, f * kq / kr, x / kr, y / kr, score, "query_in_reference"))
+    score, g, (x, y) = _best_placement(qry_c, ref_c, _scales(qry_c, ref_c))
+    if score > -1:
+        # qry_c = g * ref_c + loc  ->  ref content = (kq * q - loc) / (g * kr)
+        candidates.append(Alignment(kq / (g * kr), kq / (g * kr), -x / (g * kr), -y / (g * kr), score, "reference_in_query"))
+    stretched = cv2.resize(ref_c, (qry_c.shape[1], qry_c.shape[0]), interpolation=cv2.INTER_AREA)
+    (rw, rh), (qw, qh) = ref.content_size, qry.content_size
+    candidates.append(Alignment(rw / qw, rh / qh, 0.0, 0.0, _ncc(stretched, qry_c), "stretch"))
+    best = max(candidates, key=lambda a: a.score)
+    return best if best.mode == "stretch" else _refine(ref, qry, best)
+
+
+def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignment:
+    """Re-run the placement at working resolution in a small window around `coarse`."""
+    inside = coarse.mode == "query_in_reference"
+    big, small = (ref, qry) if inside else (qry, ref)
+    big_g, kb = _grey_at(big, WORK_SIDE)
+    small_g, ks = _grey_at(small, WORK_SIDE)
+    # scale f: big px per small px at this resolution; loc: where small's origin lands in big.
+    if inside:
+        f0 = coarse.sx * kb / ks
+        x0, y0 = coarse.tx * kb, coarse.ty * kb
+    else:
+        f0 = 1.0 / (coarse.sx * ks / kb)
+        x0, y0 = -coarse.tx * f0 * ks, -coarse.ty * f0 * ks
+    margin = 6
+    best = (-2.0, f0, (x0, y0))
+    for step in np.linspace(-0.04, 0.04, 9):
+        f = f0 * (1.0 + step)
+        tw, th = round(small_g.shape[1] * f), round(small_g.shape[0] * f)
+        if tw > big_g.shape[1] or th > big_g.shape[0] or min(tw, th) < 8:
+            continue
+        left = int(max(0, min(big_g.shape[1] - tw, round(x0) - margin)))
+        top = int(max(0, min(big_g.shape[0] - th, round(y0) - margin)))
+        right = int(min(big_g.shape[1], left + tw + 2 * margin))
+        bottom = int(min(big_g.shape[0], top + th + 2 * margin))
+        window = big_g[top:bottom, left:right]
+        if window.shape[0] < th or window.shape[1] < tw:
+            continue
+        template = cv2.resize(small_g, (tw, th), interpolation=cv2.INTER_AREA)
+        if template.std() < 1e-3:
+            continue
+        result = np.nan_to_num(cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED), nan=-1.0)
+        _, value, _, loc = cv2.minMaxLoc(result)
+        if value > best[0]:
+            best = (value, f, (left + loc[0], top + loc[1]))
+    score, f, (x, y) = best
+    if score < coarse.score:
+        return coarse
+    # Actual template size after rounding sets the true scale on each axis.
+    fx = round(small_g.shape[1] * f) / small_g.shape[1]
+    fy = round(small_g.shape[0] * f) / small_g.shape[0]
+    if inside:
+        return Alignment(fx * ks / kb, fy * ks / kb, x / kb, y / kb, score, coarse.mode)
+    return Alignment(kb / (fx * ks), kb / (fy * ks), -x / (fx * ks), -y / (fy * ks), score, coarse.mode)
+
+
+def _scales(big: np.ndarray, small: np.ndarray) -> list[float]:
+    fit = min(big.shape[0] / small.shape[0], big.shape[1] / small.shape[1])
+    ratio = 0.96
+    count = int(np.floor(np.log(MIN_SCALE) / np.log(ratio))) + 1
+    return [fit * ratio**i for i in range(count)]
+
+
+def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float]) -> tuple[float, float, tuple[int, int]]:
+    best: tuple[float, float, tuple[int, int]] = (-2.0, 1.0, (0, 0))
+    for f in scales:
+        tw, th = int(small.shape[1] * f), int(small.shape[0] * f)
+        if min(tw, th) < 8 or tw > big.shape[1] or th > big.shape[0]:
+            continue
+        template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
+        if template.std() < 1e-3:
+            continue
+        result = np.nan_to_num(cv2.matchTemplate(big, template, cv2.TM_CCOEFF_NORMED), nan=-1.0, posinf=-1.0, neginf=-1.0)
+        _, value, _, loc = cv2.minMaxLoc(result)
+        if value > best[0]:
+            best = (value, tw / small.shape[1], loc)
+    return best
+
+
+def _grey_at(image: PreparedImage, side: int) -> tuple[np.ndarray, float]:
+    """Grey float32 content at long side `side` (never upscaled) and px per content px."""
+    rgb = image.rgb
+    factor = min(1.0, side / max(rgb.shape[:2]))
+    if factor < 1.0:
+        rgb = cv2.resize(rgb, (max(1, round(rgb.shape[1] * factor)), max(1, round(rgb.shape[0] * factor))), interpolation=cv2.INTER_AREA)
+    grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return grey, image.scale * rgb.shape[1] / image.rgb.shape[1]
+
+
+def _ncc(a: np.ndarray, b: np.ndarray, mask: Optional[np.ndarray] = None) -> float:
+    if mask is not None:
+        a, b = a[mask], b[mask]
+    a = a.astype(np.float64).ravel() - a.mean()
+    b = b.astype(np.float64).ravel() - b.mean()
+    denom = np.sqrt((a * a).sum() * (b * b).sum())
+    return float((a * b).sum() / denom) if denom > 1e-9 else 0.0
+
+
+# -- difference ----------------------------------------------------------------------------
+
+def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
+    (qw_c, qh_c) = qry.content_size
+    smax = max(al.sx, al.sy)
+    # Query work scale (px per query content px): at most WORK_SIDE on the long side, never
+    # finer than either source holds (the reference region must not be upsampled).
+    zq = min(WORK_SIDE / max(qw_c, qh_c), qry.scale, smax * ref.scale)
+    zq = max(zq, MIN_WORK_SIDE / max(qw_c, qh_c))
+    zr = zq / smax
+    q_img = _resized(qry.rgb, zq / qry.scale)
+    r_img = _resized(ref.rgb, zr / ref.scale)
+    h, w = q_img.shape[:2]
+    matrix = np.array([[zr * al.sx / zq, 0.0, zr * al.tx], [0.0, zr * al.sy / zq, zr * al.ty]], dtype=np.float64)
+    # Pixel centres: query px i (centre i + 0.5) lands on reference px m * i + t + 0.5 * (m - 1).
+    matrix[:, 2] += 0.5 * (np.diag(matrix[:, :2]) - 1.0)
+    warped = cv2.warpAffine(r_img, matrix, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    valid = cv2.warpAffine(np.ones(r_img.shape[:2], np.uint8), matrix, (w, h), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0)
+    valid = cv2.erode(valid, np.ones((3, 3), np.uint8)).astype(bool)
+    overlap = float(valid.mean())
+
+    q = cv2.GaussianBlur(q_img.astype(np.float32), (0, 0), BLUR_SIGMA)
+    r = cv2.GaussianBlur(warped.astype(np.float32), (0, 0), BLUR_SIGMA)
+    usable = valid.copy()
+    if qry.ignore_rows is not None:
+        rows = cv2.resize(qry.ignore_rows.astype(np.uint8)[:, None], (1, h), interpolation=cv2.INTER_NEAREST)[:, 0].astype(bool)
+        usable[rows] = False
+
+    fitted = _fit_photometric(r, q, usable)
+    band_rows = _band_rows(fitted, q, usable)
+    if band_rows.any():
+        usable[band_rows] = False
+        fitted = _fit_photometric(r, q, usable)
+    masked_fraction = 1.0 - float(usable.sum()) / max(1.0, float(valid.sum()))
+
+    residual = np.abs(q - fitted).mean(axis=2)
+    base = _result_base(al, overlap, masked_fraction, qry, ref)
+    if overlap < MIN_OVERLAP or usable.sum() < 0.5 * valid.sum():
+        similarity = max(0.0, _ncc(_grey(q), _grey(fitted), usable)) if usable.any() else 0.0
+        return Comparison(similarity=round(similarity, 4), match=False, edited=False, changed_blocks=0,
+                          total_blocks=0, changed_fraction=0.0, **base)
+
+    noise = 1.4826 * float(np.median(residual[usable]))
+    threshold = max(PIXEL_THRESHOLD, NOISE_FACTOR * noise)
+    changed = ((residual > threshold) & usable).astype(np.uint8)
+    changed = cv2.morphologyEx(changed, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
+    usable_area = float(usable.sum())
+    regions, region_mask = [], np.zeros((h, w), bool)
+    for label in range(1, count):
+        x, y, bw, bh, area = stats[label]
+        if area < MIN_REGION * usable_area:
+            continue
+        region_mask |= labels == label
+        regions.append(ChangedRegion(x0=round(x / w, 3), y0=round(y / h, 3), x1=round((x + bw) / w, 3),
+                                     y1=round((y + bh) / h, 3), area=round(area / usable_area, 4)))
+    regions.sort(key=lambda region: -region.area)
+
+    changed_blocks, total_blocks = _block_counts(region_mask, usable)
+    keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    changed_fraction = float(region_mask.sum()) / usable_area
+    similarity = max(0.0, _ncc(_grey(q), _grey(fitted), keep)) if keep.any() else 0.0
+    match = similarity >= MATCH_THRESHOLD and changed_fraction <= 0.5
+    return Comparison(
+        similarity=round(similarity, 4),
+        match=match,
+        edited=match and bool(regions),
+        changed_blocks=changed_blocks,
+        total_blocks=total_blocks,
+        changed_fraction=round(changed_fraction, 4),
+        regions=regions if match else [],
+        **base,
+    )
+
+
+def _result_base(al: Alignment, overlap: float, masked: float, qry: PreparedImage, ref: PreparedImage) -> dict:
+    return {
+        "threshold": MATCH_THRESHOLD,
+        "overlap": round(overlap, 4),
+        "masked_fraction": round(masked, 4),
+        "alignment": {"mode": al.mode, "scale_x": round(al.sx, 4), "scale_y": round(al.sy, 4),
+                      "offset_x": round(al.tx, 1), "offset_y": round(al.ty, 1), "score": round(al.score, 4)},
+        "query_trimmed": dict(qry.trimmed),
+        "reference_trimmed": dict(ref.trimmed),
+    }
+
+
+def _resized(rgb: np.ndarray, factor: float) -> np.ndarray:
+    if abs(factor - 1.0) < 1e-6:
+        return rgb
+    size = (max(1, round(rgb.shape[1] * factor)), max(1, round(rgb.shape[0] * factor)))
+    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA if factor < 1 else cv2.INTER_LINEAR)
+
+
+def _grey(rgb: np.ndarray) -> np.ndarray:
+    return rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def _fit_photometric(r: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """`r` mapped per channel by the gain/offset that best predicts `q` on usable pixels
+    (least squares, refitted on the 80% best-explained pixels)."""
+    out = np.empty_like(r)
+    for channel in range(3):
+        x, y = r[..., channel][usable], q[..., channel][usable]
+        gain, offset = _line_fit(x, y)
+        error = np.abs(y - (gain * x + offset))
+        if error.size > 10:
+            keep = error <= np.quantile(error, 0.8)
+            gain, offset = _line_fit(x[keep], y[keep])
+        out[..., channel] = gain * r[..., channel] + offset
+    return out
+
+
+def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if x.size < 2:
+        return 1.0, 0.0
+    vx = float(x.var())
+    if vx < 1e-6:
+        return 1.0, float(y.mean() - x.mean())
+    gain = float(((x - x.mean()) * (y - y.mean())).mean() / vx)
+    return gain, float(y.mean() - gain * x.mean())
+
+
+def _band_rows(fitted: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Rows re-toned as a whole: each row gets its own grey gain/offset; a row is a band
+    row when that fit leaves little error over most of the row, spread across its width,
+    while shifting the row's grey levels by at least BAND_SHIFT from the global fit."""
+    x, y = _grey(fitted).astype(np.float64), _grey(q).astype(np.float64)
+    h, w = x.shape
+    ok = usable.sum(axis=1) >= 0.6 * w
+    error = np.abs(y - _row_fit(x, y, usable))
+    # Refit on each row's better-explained half, so caption text does not pull the fit.
+    median = np.median(np.where(usable, error, np.nan), axis=1, keepdims=True)
+    core = usable & (error <= np.nan_to_num(median, nan=0.0) * 2.0 + 1.0)
+    predicted = _row_fit(x, y, core)
+    error = np.abs(y - predicted)
+    inlier = (error <= 10.0) & usable
+    segments = np.array_split(np.arange(w), GRID)
+    covered = np.stack([inlier[:, seg].mean(1) >= 0.3 for seg in segments], axis=1).mean(1) >= 0.75
+    explained = inlier.sum(1) / np.maximum(usable.sum(1), 1) >= 0.6
+    shift = np.abs(np.where(inlier, predicted - x, 0.0)).sum(1) / np.maximum(inlier.sum(1), 1)
+    candidate = ok & covered & explained & (shift >= BAND_SHIFT)
+    return _close_runs(candidate, max(1, int(BAND_GAP * h)), max(2, int(MIN_BAND * h)))
+
+
+def _row_fit(x: np.ndarray, y: np.ndarray, weight_mask: np.ndarray) -> np.ndarray:
+    """Per-row least-squares y ≈ gain * x + offset over the masked pixels, evaluated on all."""
+    weight = weight_mask.astype(np.float64)
+    n = np.maximum(weight.sum(axis=1), 1.0)
+    mx, my = (x * weight).sum(1) / n, (y * weight).sum(1) / n
+    dx, dy = (x - mx[:, None]) * weight, (y - my[:, None]) * weight
+    vx = (dx * dx).sum(1) / n
+    gain = np.where(vx > 1.0, (dx * dy).sum(1) / n / np.maximum(vx, 1.0), 1.0)
+    return gain[:, None] * x + (my - gain * mx)[:, None]
+
+
+def _close_runs(rows: np.ndarray, max_gap: int, min_run: int) -> np.ndarray:
+    """Fill gaps of at most `max_gap` between True rows, then drop runs shorter than `min_run`;
+    the result is widened by one row each side (blur spreads a band's edge)."""
+    out = rows.copy()
+    idx = np.flatnonzero(rows)
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= max_gap + 1:
+            out[a:b] = True
+    result = np.zeros_like(out)
+    start = None
+    for i, value in enumerate(np.append(out, False)):
+        if value and start is None:
+            start = i
+        elif not value and start is not None:
+            if i - start >= min_run:
+                result[max(0, start - 2):min(len(out), i + 2)] = True
+            start = None
+    return result
+
+
+def _block_counts(region_mask: np.ndarray, usable: np.ndarray) -> tuple[int, int]:
+    h, w = usable.shape
+    ys = np.linspace(0, h, GRID + 1).astype(int)
+    xs = np.linspace(0, w, GRID + 1).astype(int)
+    changed = total = 0
+    for i in range(GRID):
+        for j in range(GRID):
+            block = (slice(ys[i], ys[i + 1]), slice(xs[j], xs[j + 1]))
+            if usable[block].mean() < 0.5:
+                continue
+            total += 1
+            changed += bool(region_mask[block].any())
+    return changed, total

@@ -1,0 +1,243 @@
+"""The release corpus: the offline "web" (`corpus/pages.jsonl` + `corpus/images/`).
+
+Loaded once per run and shared read-only by every episode. The search and image indexes
+are built lazily, once, under a lock, so any number of threads or tasks may use one Corpus.
+
+Image URLs: a corpus image is addressed as `<page url>#image=<path>`, where `path` is the
+image's path relative to the corpus directory as written in pages.jsonl (e.g.
+`https://news.example/story#image=images/a1.jpg`). The fragment keeps it a URL of the
+page that shows the image (so the source-access policy and scoring see the page), and
+the path makes it unambiguous when a page shows several images or an image appears on
+several pages. `resolve_image` also accepts a bare corpus path (`images/a1.jpg`) and a
+page URL (meaning every image on that page).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from eviscene.errors import ReleaseError
+from eviscene.tools.urls import normalize_url, url_host, without_scheme
+
+if TYPE_CHECKING:
+    from eviscene.tools.image_index import ImageIndex
+    from eviscene.tools.search import SearchIndex
+
+IMAGE_FRAGMENT = "#image="
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class PageImage(BaseModel):
+    """One image as a page lists it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    path: str = Field(description="Path relative to the corpus directory.")
+    sha256: str
+    alt: str = ""
+    width: Optional[int] = None
+    height: Optional[int] = None
+
+    @field_validator("alt", mode="before")
+    @classmethod
+    def _none_alt(cls, value: object) -> object:
+        return "" if value is None else value
+
+
+class Page(BaseModel):
+    """One row of pages.jsonl."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    page_id: str
+    url: str
+    domain: str
+    site_name: Optional[str] = None
+    title: str = ""
+    published: Optional[str] = None
+    author: Optional[str] = None
+    text: str
+    content_sha256: str
+    images: tuple[PageImage, ...] = ()
+
+    @field_validator("published")
+    @classmethod
+    def _date(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _DATE.match(value):
+            raise ValueError(f"published must be YYYY-MM-DD or null, got {value!r}")
+        return value
+
+    @field_validator("title", mode="before")
+    @classmethod
+    def _none_title(cls, value: object) -> object:
+        return "" if value is None else value
+
+    @property
+    def host(self) -> str:
+        return url_host(self.url)
+
+    def image_url(self, image: PageImage) -> str:
+        return f"{self.url}{IMAGE_FRAGMENT}{image.path}"
+
+
+@dataclass(frozen=True)
+class CorpusImage:
+    """An image on a page: what search results and image references resolve to."""
+
+    page: Page
+    image: PageImage
+    file: Path
+
+    @property
+    def url(self) -> str:
+        return self.page.image_url(self.image)
+
+
+class Corpus:
+    """Pages indexed by normalized URL and images by path; immutable after `load`."""
+
+    def __init__(self, root: Path, pages: list[Page], source: str) -> None:
+        self.root = root
+        self.pages: tuple[Page, ...] = tuple(pages)
+        self.source = source
+        self._by_url: dict[str, Page] = {}
+        by_loose_url: dict[str, list[Page]] = {}
+        self._images_by_path: dict[str, list[CorpusImage]] = {}
+        images: list[CorpusImage] = []
+        for page in self.pages:
+            self._by_url[normalize_url(page.url)] = page
+            by_loose_url.setdefault(without_scheme(normalize_url(page.url)), []).append(page)
+            for image in page.images:
+                entry = CorpusImage(page=page, image=image, file=root / image.path)
+                images.append(entry)
+                self._images_by_path.setdefault(_path_key(image.path), []).append(entry)
+        # http/https or scheme-less forms of a URL reach its page only when unambiguous.
+        self._by_loose_url = {key: found[0] for key, found in by_loose_url.items() if len(found) == 1}
+        self.images: tuple[CorpusImage, ...] = tuple(images)
+        self._lock = threading.Lock()
+        self._search_index: Optional["SearchIndex"] = None
+        self._image_index: Optional["ImageIndex"] = None
+
+    @classmethod
+    def load(cls, corpus_dir: str | Path) -> "Corpus":
+        """Read `<corpus_dir>/pages.jsonl` (or the given pages.jsonl), validating every row."""
+        path = Path(corpus_dir)
+        pages_file = path if path.is_file() else path / "pages.jsonl"
+        root = pages_file.parent.resolve()
+        if not pages_file.is_file():
+            raise ReleaseError(f"{pages_file}: corpus pages file not found")
+        pages: list[Page] = []
+        seen_urls: dict[str, int] = {}
+        seen_ids: dict[str, int] = {}
+        with pages_file.open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{pages_file}:{lineno}"
+                page = _parse_page(line, where)
+                _check_page(page, root, where)
+                key = normalize_url(page.url)
+                if key in seen_urls:
+                    raise ReleaseError(f"{where}: url {page.url!r} repeats line {seen_urls[key]}")
+                if page.page_id in seen_ids:
+                    raise ReleaseError(f"{where}: page_id {page.page_id!r} repeats line {seen_ids[page.page_id]}")
+                seen_urls[key] = seen_ids[page.page_id] = lineno
+                pages.append(page)
+        return cls(root, pages, str(pages_file))
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def page(self, url: str) -> Optional[Page]:
+        """The page at `url` (any fragment, e.g. `#image=…`, ignored), or None."""
+        key = normalize_url(url)
+        found = self._by_url.get(key)
+        return found if found is not None else self._by_loose_url.get(without_scheme(key))
+
+    def resolve_image(self, ref: str) -> list[CorpusImage]:
+        """Corpus images a reference names: `<page url>#image=<path>`, a corpus path, or a page URL."""
+        ref = ref.strip()
+        page_part, sep, path = ref.partition(IMAGE_FRAGMENT)
+        if sep:
+            page = self.page(page_part)
+            key = _path_key(path)
+            if page is not None:
+                return [CorpusImage(page, im, self.root / im.path) for im in page.images if _path_key(im.path) == key]
+            return []
+        by_path = self._images_by_path.get(_path_key(ref))
+        if by_path:
+            return by_path[:1]
+        page = self.page(ref)
+        if page is not None:
+            return [CorpusImage(page, im, self.root / im.path) for im in page.images]
+        return []
+
+    def images_with_sha256(self, sha256: str) -> list[CorpusImage]:
+        return [entry for entry in self.images if entry.image.sha256 == sha256]
+
+    # -- shared indexes --------------------------------------------------------------------
+
+    def search_index(self) -> "SearchIndex":
+        """BM25 index over pages and image alt texts, built on first use."""
+        with self._lock:
+            if self._search_index is None:
+                from eviscene.tools.search import SearchIndex
+
+                self._search_index = SearchIndex.build(self)
+            return self._search_index
+
+    def image_index(self) -> "ImageIndex":
+        """Perceptual-hash index over every corpus image, built on first use."""
+        with self._lock:
+            if self._image_index is None:
+                from eviscene.tools.image_index import ImageIndex
+
+                self._image_index = ImageIndex.build(self)
+            return self._image_index
+
+
+def _path_key(path: str) -> str:
+    """Paths compare without `./` or a leading `corpus/`, in POSIX form."""
+    text = path.strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    if text.startswith("corpus/"):
+        text = text[len("corpus/"):]
+    return str(PurePosixPath(text))
+
+
+def _parse_page(line: str, where: str) -> Page:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ReleaseError(f"{where}: not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{where}: a page row must be a JSON object")
+    try:
+        return Page.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(map(str, first["loc"])) or "row"
+        raise ReleaseError(f"{where}: {field}: {first['msg']}") from None
+
+
+def _check_page(page: Page, root: Path, where: str) -> None:
+    actual = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
+    if actual != page.content_sha256.lower():
+        raise ReleaseError(f"{where}: content_sha256 does not match the page text (sha256 is {actual})")
+    for image in page.images:
+        relative = PurePosixPath(image.path.replace("\\", "/"))
+        if relative.is_absolute() or Path(image.path).is_absolute() or ".." in relative.parts:
+            raise ReleaseError(f"{where}: image path {image.path!r} must be relative and stay inside the corpus")
+        file = (root / relative).resolve()
+        if not file.is_relative_to(root):
+            raise ReleaseError(f"{where}: image path {image.path!r} escapes the corpus directory")
+        if not file.is_file():
+            raise ReleaseError(f"{where}: image file {image.path!r} not found under {root}")

@@ -1,0 +1,211 @@
+"""Loading images for matching: decode, orient, trim caption banners and uniform borders,
+and compute perceptual hashes.
+
+A case image is often a copy of a corpus picture with a printed caption: a banner strip
+of uniform colour holding text (below or above the photo), letterbox bars, or a
+semi-transparent band over the photo. Banners and bars are trimmed here
+(`find_content_box`); bands over the photo are found later by `compare`, which sees both
+images. The same trimming runs on corpus images, so a banner on either side is ignored.
+
+Banner rule (documented thresholds, none tied to a fixture):
+- a side (top/bottom/left/right) is a border when its outermost line is uniform: at least
+  90% of its pixels lie within `COLOR_TOLERANCE` (max channel difference) of its median colour;
+- top/bottom banners extend inward over lines where at least half of the pixels have that
+  colour (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the
+  image height; left/right bars extend only over lines that are 90% uniform;
+- a side is never trimmed past 45% of the image: a larger uniform area is the picture
+  itself (a product shot on white, a night sky), not a caption.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import cv2
+import imagehash
+import numpy as np
+from PIL import Image, ImageOps
+
+DECODE_SIDE = 512  # long side kept in memory for matching; finer detail does not change decisions
+COLOR_TOLERANCE = 24  # a JPEG'd flat banner stays within this of its median colour
+BORDER_EDGE_UNIFORM = 0.90
+BANNER_LINE_BACKGROUND = 0.50
+BANNER_TEXT_GAP = 0.06
+MAX_TRIM = 0.45
+
+ImageInput = Union[str, Path, Image.Image]
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """An image ready for matching: the content region (banners trimmed) as uint8 RGB with
+    its long side at most DECODE_SIDE, and where that region lies in the original."""
+
+    rgb: np.ndarray = field(repr=False)
+    content_box: tuple[int, int, int, int]  # x0, y0, x1, y1 in original pixels
+    size: tuple[int, int]  # original width, height
+    trimmed: dict[str, int]  # side -> pixels removed in the original, for sides that had a border
+    scale: float  # pixels of `rgb` per original pixel
+    ignore_rows: Optional[np.ndarray] = field(default=None, repr=False)  # bool per row of `rgb`: known text, not picture
+
+    @property
+    def content_size(self) -> tuple[int, int]:
+        x0, y0, x1, y1 = self.content_box
+        return x1 - x0, y1 - y0
+
+    def caption_trimmed(self) -> bool:
+        """True when a banner of at least 3% of the image height was trimmed (a printed caption)."""
+        return any(self.trimmed.get(side, 0) >= 0.03 * self.size[1] for side in ("top", "bottom"))
+
+
+def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.Image, tuple[int, int]]:
+    """Decoded RGB image (EXIF orientation applied), reduced so its long side is about
+    `max_side`, and the original size. JPEGs are decoded directly at reduced scale."""
+    if isinstance(source, Image.Image):
+        image = ImageOps.exif_transpose(source)
+        original = image.size
+    else:
+        with Image.open(Path(source)) as opened:
+            original = _oriented_size(opened)
+            opened.draft("RGB", (max_side, max_side))
+            image = ImageOps.exif_transpose(opened)
+            image.load()
+    image = image.convert("RGB")
+    if max(image.size) > max_side:
+        ratio = max_side / max(image.size)
+        image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.Resampling.BOX)
+    return image, original
+
+
+def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> PreparedImage:
+    """Decode and trim an image. `text_boxes` (OCR boxes in original pixels, optional) mark
+    rows of printed text inside the picture that comparisons should ignore."""
+    image, size = open_image(source)
+    rgb = np.asarray(image, dtype=np.uint8)
+    (x0, y0, x1, y1), trimmed = find_content_box(rgb)
+    factor = size[0] / rgb.shape[1]
+    box = (round(x0 * factor), round(y0 * factor), round(x1 * factor), round(y1 * factor))
+    content = np.ascontiguousarray(rgb[y0:y1, x0:x1])
+    scale = content.shape[1] / max(1, box[2] - box[0])
+    trimmed_px = {side: round(px * factor) for side, px in trimmed.items()}
+    ignore = _text_rows(text_boxes, box, scale, content.shape[0]) if text_boxes else None
+    return PreparedImage(rgb=content, content_box=box, size=size, trimmed=trimmed_px, scale=scale, ignore_rows=ignore)
+
+
+def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[str, int]]:
+    """The picture region of `rgb` (H x W x 3 uint8) without uniform borders and caption
+    banners, and the pixels trimmed per side (see the module docstring for the rule)."""
+    height, width = rgb.shape[:2]
+    top = _border_depth(rgb, text_tolerant=True)
+    bottom = _border_depth(rgb[::-1], text_tolerant=True)
+    left = _border_depth(rgb.transpose(1, 0, 2), text_tolerant=False)
+    right = _border_depth(rgb.transpose(1, 0, 2)[::-1], text_tolerant=False)
+    if height - top - bottom < height * 0.1 or width - left - right < width * 0.1:
+        return (0, 0, width, height), {}
+    trimmed = {side: depth for side, depth in (("top", top), ("bottom", bottom), ("left", left), ("right", right)) if depth}
+    return (left, top, width - right, height - bottom), trimmed
+
+
+def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
+    """Lines (rows of `rgb`, counted from row 0) that form a uniform border or banner."""
+    lines = rgb.shape[0]
+    edge = rgb[0].astype(np.int16)
+    color = np.median(edge, axis=0)
+    if _background_fraction(edge, color) < BORDER_EDGE_UNIFORM:
+        return 0
+    limit = int(lines * MAX_TRIM)
+    threshold = BANNER_LINE_BACKGROUND if text_tolerant else BORDER_EDGE_UNIFORM
+    max_gap = max(2, int(lines * BANNER_TEXT_GAP)) if text_tolerant else 0
+    fractions = _background_fraction(rgb[: limit + max_gap + 2].astype(np.int16), color)
+    depth, gap = 0, 0
+    for index, fraction in enumerate(fractions):
+        if fraction >= threshold:
+            depth, gap = index + 1, 0
+        else:
+            gap += 1
+            if gap > max_gap:
+                break
+    if depth > limit:
+        return 0
+    return depth
+
+
+def _background_fraction(lines: np.ndarray, color: np.ndarray) -> np.ndarray:
+    """Per line (or for one line), the fraction of pixels within tolerance of `color`."""
+    close = np.abs(lines - color).max(axis=-1) <= COLOR_TOLERANCE
+    return close.mean(axis=-1)
+
+
+def _text_rows(boxes: Sequence[Sequence[Sequence[float]]], box: tuple[int, int, int, int], scale: float, rows: int) -> np.ndarray:
+    mask = np.zeros(rows, dtype=bool)
+    for points in boxes:
+        ys = [float(p[1]) for p in points]
+        top, bottom = min(ys), max(ys)
+        pad = 0.5 * (bottom - top)  # a caption band's padding is about half a line
+        start = int(np.floor((top - pad - box[1]) * scale))
+        stop = int(np.ceil((bottom + pad - box[1]) * scale))
+        mask[max(0, start):max(0, min(rows, stop))] = True
+    return mask
+
+
+def _oriented_size(image: Image.Image) -> tuple[int, int]:
+    orientation = image.getexif().get(0x0112, 1)
+    return (image.height, image.width) if orientation in (5, 6, 7, 8) else image.size
+
+
+# -- hashes --------------------------------------------------------------------------------
+
+HASH_CROPS: tuple[tuple[float, float, float, float], ...] = (
+    (0.0, 0.0, 1.0, 1.0),
+    (0.1, 0.1, 0.9, 0.9),
+    (0.0, 0.0, 0.8, 0.8),
+    (0.2, 0.0, 1.0, 0.8),
+    (0.0, 0.2, 0.8, 1.0),
+    (0.2, 0.2, 1.0, 1.0),
+    (0.175, 0.175, 0.825, 0.825),
+)
+"""Crops (x0, y0, x1, y1 as fractions) hashed for every corpus image: the whole picture,
+a centre 80% and 65%, and the four 80% corners. A case image cropped from a corpus
+picture lands near one of them."""
+
+QUERY_CROPS: tuple[tuple[float, float, float, float], ...] = (
+    (0.0, 0.0, 1.0, 1.0),
+    (0.0, 0.0, 1.0, 0.8),
+    (0.0, 0.2, 1.0, 1.0),
+    (0.1, 0.1, 0.9, 0.9),
+)
+"""Crops hashed for a query: the whole picture, without its top or bottom fifth (where
+an overlaid caption band usually sits) and a centre 80% (for added margins)."""
+
+
+def crop_hashes(prepared: PreparedImage, crops: Sequence[tuple[float, float, float, float]]) -> np.ndarray:
+    """(len(crops), 2) uint64: pHash and dHash (64 bits each) of each crop of the content."""
+    image = Image.fromarray(prepared.rgb).convert("L")
+    out = np.zeros((len(crops), 2), dtype=np.uint64)
+    for index, (fx0, fy0, fx1, fy1) in enumerate(crops):
+        w, h = image.size
+        piece = image.crop((round(fx0 * w), round(fy0 * h), max(round(fx1 * w), round(fx0 * w) + 1), max(round(fy1 * h), round(fy0 * h) + 1)))
+        out[index, 0] = _hash_int(imagehash.phash(piece))
+        out[index, 1] = _hash_int(imagehash.dhash(piece))
+    return out
+
+
+def phash_hex(source: ImageInput) -> str:
+    """pHash (hex) of an image's content region, for reports."""
+    return str(imagehash.hex_to_hash(format(int(crop_hashes(prepare(source), HASH_CROPS[:1])[0, 0]), "016x")))
+
+
+def _hash_int(value: imagehash.ImageHash) -> int:
+    bits = value.hash.flatten()
+    return int("".join("1" if bit else "0" for bit in bits), 2)
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,129 @@
+"""Okapi BM25 text search over the corpus: pages (title + text) for `text_search` and
+images (alt text + the page's title) for `text_image_search`.
+
+score(D, Q) = sum over distinct query terms t of
+    idf(t) * tf(t, D) * (k1 + 1) / (tf(t, D) + k1 * (1 - b + b * |D| / avgdl))
+with k1 = 1.2, b = 0.75 and the non-negative idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))
+(Lucene's form: a term in most documents still counts a little instead of negatively).
+Tokens are runs of Unicode letters and digits, case-folded; a query term counts once
+however often it is repeated. Ties are broken by document order, so rankings are stable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from eviscene.tools.corpus import Corpus, CorpusImage, Page
+
+K1 = 1.2
+B = 0.75
+_TOKEN = re.compile(r"[^\W_]+")
+_SNIPPET_TOKENS = 36
+_SNIPPET_CHARS = 280
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text.casefold())
+
+
+class BM25:
+    """An inverted index over token lists; `rank` returns (doc index, score) best first."""
+
+    def __init__(self, documents: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
+        self.k1, self.b = k1, b
+        self.doc_count = len(documents)
+        self.lengths = [len(doc) for doc in documents]
+        self.avgdl = (sum(self.lengths) / self.doc_count) if self.doc_count else 0.0
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for index, doc in enumerate(documents):
+            for term, tf in Counter(doc).items():
+                self.postings.setdefault(term, []).append((index, tf))
+
+    def idf(self, term: str) -> float:
+        n = len(self.postings.get(term, ()))
+        return math.log(1.0 + (self.doc_count - n + 0.5) / (n + 0.5))
+
+    def scores(self, query_terms: Sequence[str]) -> dict[int, float]:
+        scores: dict[int, float] = {}
+        if not self.avgdl:
+            return scores
+        for term in dict.fromkeys(query_terms):
+            idf = self.idf(term)
+            for index, tf in self.postings.get(term, ()):
+                norm = self.k1 * (1.0 - self.b + self.b * self.lengths[index] / self.avgdl)
+                scores[index] = scores.get(index, 0.0) + idf * tf * (self.k1 + 1.0) / (tf + norm)
+        return scores
+
+    def rank(self, query_terms: Sequence[str]) -> list[tuple[int, float]]:
+        return sorted(self.scores(query_terms).items(), key=lambda item: (-item[1], item[0]))
+
+
+@dataclass(frozen=True)
+class PageHit:
+    page: "Page"
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class ImageHit:
+    entry: "CorpusImage"
+    score: float
+
+
+class SearchIndex:
+    """Both BM25 indexes of one corpus; immutable once built."""
+
+    def __init__(self, pages: Sequence["Page"], images: Sequence["CorpusImage"]) -> None:
+        self._pages = tuple(pages)
+        self._images = tuple(images)
+        self._page_bm25 = BM25([tokenize(f"{p.title}\n{p.text}") for p in self._pages])
+        self._image_bm25 = BM25([tokenize(f"{e.image.alt}\n{e.page.title}") for e in self._images])
+
+    @classmethod
+    def build(cls, corpus: "Corpus") -> "SearchIndex":
+        return cls(corpus.pages, corpus.images)
+
+    def pages(self, query: str) -> Iterator[PageHit]:
+        """Every page with a positive score, best first (callers filter, then cut to k)."""
+        terms = tokenize(query)
+        for index, score in self._page_bm25.rank(terms):
+            page = self._pages[index]
+            yield PageHit(page=page, score=score, snippet=snippet(page.text, terms))
+
+    def images(self, query: str) -> Iterator[ImageHit]:
+        terms = tokenize(query)
+        for index, score in self._image_bm25.rank(terms):
+            yield ImageHit(entry=self._images[index], score=score)
+
+
+def snippet(text: str, terms: Sequence[str]) -> str:
+    """The stretch of `text` holding the most distinct query terms (first such stretch)."""
+    wanted = set(terms)
+    spans = [(m.start(), m.end(), m.group(0).casefold()) for m in _TOKEN.finditer(text)]
+    if not spans:
+        return ""
+    best_start, best_count = 0, -1
+    for start in range(len(spans)):
+        if spans[start][2] not in wanted and start != 0:
+            continue
+        window = spans[start:start + _SNIPPET_TOKENS]
+        count = len({token for _, _, token in window if token in wanted})
+        if count > best_count:
+            best_start, best_count = start, count
+    # Open a few tokens before the first hit so the match reads in context.
+    first = max(0, best_start - 4) if best_start else 0
+    begin = spans[first][0]
+    end = spans[min(len(spans), first + _SNIPPET_TOKENS) - 1][1]
+    piece = " ".join(text[begin:end].split())
+    if len(piece) > _SNIPPET_CHARS:
+        piece = piece[:_SNIPPET_CHARS].rsplit(" ", 1)[0]
+        end = -1
+    prefix = "…" if begin > 0 else ""
+    suffix = "…" if end == -1 or end < len(text.rstrip()) else ""
+    return f"{prefix}{piece}{suffix}"

@@ -1,0 +1,56 @@
+"""The one URL normalization of the project: tools, the source-access policy and scoring
+all compare URLs through `normalize_url`, so a page is the same page everywhere.
+
+Rules: scheme and host lowercased; `www.` and a trailing dot dropped from the host;
+userinfo and default ports (http 80, https 443) dropped; the fragment dropped; trailing
+slashes of the path dropped (the bare root becomes no path); path case and the query are
+kept as written, since servers may treat them as significant.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_host(host: str) -> str:
+    """Lowercased host without `www.` prefix or trailing dot: `WWW.Example.com.` -> `example.com`."""
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("www."):
+        host = host[4:]
+    return host
+
+
+def normalize_url(url: str) -> str:
+    """Canonical form of `url` used for every URL comparison (see the module docstring)."""
+    raw = url.strip()
+    if "://" not in raw and not raw.startswith("//"):
+        # A bare `host/path` as models often write it: read it as a network location,
+        # not as a relative path, but keep it scheme-less.
+        raw = "//" + raw
+    parts = urlsplit(raw)
+    scheme = parts.scheme.lower()
+    host = normalize_host(parts.hostname or "")
+    try:
+        port = parts.port
+    except ValueError:  # a non-numeric port: keep the URL comparable rather than fail
+        port = None
+    netloc = host
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc = f"{host}:{port}"
+    path = parts.path.rstrip("/")
+    query = f"?{parts.query}" if parts.query else ""
+    prefix = f"{scheme}://" if scheme else "//"
+    return f"{prefix}{netloc}{path}{query}"
+
+
+def without_scheme(normalized: str) -> str:
+    """`https://a.org/x` -> `a.org/x`: the key under which http and https forms meet."""
+    _, sep, rest = normalized.partition("//")
+    return rest if sep else normalized
+
+
+def url_host(url: str) -> str:
+    """Normalized host of `url` (`''` when it has none)."""
+    return without_scheme(normalize_url(url)).split("/", 1)[0].split("?", 1)[0].split(":", 1)[0]
