@@ -33,9 +33,10 @@ def verify(event_log: EventLog) -> None:
 
 
 @log.command()
+@click.argument("run_ids", nargs=-1)
 @click.pass_obj
-def seal(event_log: EventLog) -> None:
-    """Move finished runs' live segments into the DuckDB archive file.
+def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
+    """Move finished runs' live segments into the DuckDB archive file (all, or RUN_IDS).
 
     Runs are sealed automatically when they finish; this catches up runs whose sealing
     was skipped (the archive was busy) or that were interrupted.
@@ -44,7 +45,7 @@ def seal(event_log: EventLog) -> None:
     Example:
         eviscene log seal
     """
-    sealed = event_log.seal()
+    sealed = event_log.seal(list(run_ids) or None)
     click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
 
 

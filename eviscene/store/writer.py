@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from eviscene.errors import DuplicateEventError
+from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
 from eviscene.store.layout import blob_segment_name, list_blob_files, list_segments, run_folder, segment_name
 from eviscene.store.locks import RunLock
@@ -122,6 +122,12 @@ class RunWriter:
         await self._send.aclose()
         try:
             return await self._task_group.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            # Surface the writer's own error (e.g. a conflicting event_id) rather than the group.
+            errors = group.exceptions
+            if len(errors) == 1 and isinstance(errors[0], EvisceneError):
+                raise errors[0] from None
+            raise
         finally:
             self._lock.release()
 

@@ -14,7 +14,10 @@ Banner rule (documented thresholds, none tied to a fixture):
   colour (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the
   image height; left/right bars extend only over lines that are 90% uniform;
 - a side is never trimmed past 45% of the image: a larger uniform area is the picture
-  itself (a product shot on white, a night sky), not a caption.
+  itself (a product shot on white, a night sky), not a caption;
+- borders thinner than 2% of the image are kept: a photo's own dark or light rim would
+  otherwise be trimmed on one copy and not on a resized one, and comparisons already
+  ignore a thin rim.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-import cv2
 import imagehash
 import numpy as np
 from PIL import Image, ImageOps
@@ -35,6 +37,7 @@ BORDER_EDGE_UNIFORM = 0.90
 BANNER_LINE_BACKGROUND = 0.50
 BANNER_TEXT_GAP = 0.06
 MAX_TRIM = 0.45
+MIN_TRIM = 0.02
 
 ImageInput = Union[str, Path, Image.Image]
 
@@ -128,7 +131,7 @@ def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
             gap += 1
             if gap > max_gap:
                 break
-    if depth > limit:
+    if depth > limit or depth < lines * MIN_TRIM:
         return 0
     return depth
 
@@ -194,8 +197,8 @@ def crop_hashes(prepared: PreparedImage, crops: Sequence[tuple[float, float, flo
 
 
 def phash_hex(source: ImageInput) -> str:
-    """pHash (hex) of an image's content region, for reports."""
-    return str(imagehash.hex_to_hash(format(int(crop_hashes(prepare(source), HASH_CROPS[:1])[0, 0]), "016x")))
+    """pHash (16 hex digits) of an image's picture region, banners trimmed."""
+    return f"{int(crop_hashes(prepare(source), HASH_CROPS[:1])[0, 0]):016x}"
 
 
 def _hash_int(value: imagehash.ImageHash) -> int:

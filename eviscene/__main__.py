@@ -1,0 +1,3 @@
+from eviscene.cli.main import cli
+
+cli()

@@ -1,0 +1,74 @@
+"""Real processes: analysts read a log while runs write it, and two runs write at once."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+WRITER = Path(__file__).with_name("writer_process.py")
+
+
+def start_writer(log_path: Path, run_id: str, batches: int, per_batch: int = 20, pause: float = 0.1):
+    process = subprocess.Popen(
+        [sys.executable, str(WRITER), str(log_path), run_id, str(batches), str(per_batch), str(pause)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline().startswith("committed")  # something is committed
+    return process
+
+
+def eviscene(log_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "eviscene", "--db", str(log_path), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def count(log_path: Path) -> int:
+    result = eviscene(log_path, "sql", "SELECT count(*) AS n FROM events", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)[0]["n"]
+
+
+def test_queries_see_committed_events_while_a_run_writes(tmp_path):
+    log_path = tmp_path / "live.duckdb"
+    writer = start_writer(log_path, "r1", batches=40)
+    try:
+        seen = [count(log_path)]
+        runs = eviscene(log_path, "runs", "--format", "json")
+        assert runs.returncode == 0 and json.loads(runs.stdout)[0]["run_id"] == "r1"
+        verify = eviscene(log_path, "log", "verify")
+        assert verify.returncode == 0 and verify.stdout.startswith("ok: 1 run(s)")
+        seen.append(count(log_path))
+        assert writer.poll() is None, "the writer should still be running during the reads"
+        assert 0 < seen[0] <= seen[1] < 800
+    finally:
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
+    assert count(log_path) == 800
+
+
+def test_a_second_writer_of_a_run_gets_one_line_naming_the_holder(tmp_path):
+    log_path = tmp_path / "locked.duckdb"
+    writer = start_writer(log_path, "r1", batches=30)
+    try:
+        result = eviscene(log_path, "log", "seal", "r1")
+        assert result.returncode == 2
+        assert result.stderr.strip().count("\n") == 0, result.stderr
+        assert f"run r1 is being written by pid {writer.pid}" in result.stderr
+        assert "Traceback" not in result.stderr
+    finally:
+        writer.wait(timeout=60)
+
+
+def test_two_runs_write_at_once(tmp_path):
+    log_path = tmp_path / "two.duckdb"
+    first = start_writer(log_path, "r1", batches=15)
+    second = start_writer(log_path, "r2", batches=15)
+    assert first.poll() is None and second.poll() is None
+    assert first.wait(timeout=60) == 0 and second.wait(timeout=60) == 0
+    assert count(log_path) == 600
+    assert eviscene(log_path, "log", "seal").stdout.startswith("sealed 2 run(s)")
+    assert count(log_path) == 600
+    verify = eviscene(log_path, "log", "verify")
+    assert verify.returncode == 0 and "2 run(s), 600 events" in verify.stdout

@@ -1,0 +1,131 @@
+"""The run writer: numbering, idempotency, the chain, blobs, backpressure, sealing."""
+
+import hashlib
+
+import anyio
+import pytest
+
+from eviscene.errors import DuplicateEventError
+from eviscene.events import GateDecided, JudgmentMade
+from eviscene.store import EventDraft, EventLog
+from eviscene.store.chain import GENESIS_HASH
+
+
+def gate(i: int) -> GateDecided:
+    return GateDecided(gate="g", subject=f"s{i}", passed=i % 2 == 0)
+
+
+def drafts(n: int, episode: str = "e1"):
+    return [EventDraft(gate(i), episode_id=episode, attempt=1, step=i) for i in range(n)]
+
+
+def test_seq_is_gapless_and_payload_round_trips(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    assert log.append("r1", drafts(5)) == 5
+    rows = log.sql("SELECT seq, type, step, payload->>'subject' AS subject FROM events ORDER BY seq").to_pylist()
+    assert [r["seq"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["subject"] for r in rows] == ["s0", "s1", "s2", "s3", "s4"]
+    assert {r["type"] for r in rows} == {"gate.decided"}
+
+
+def test_same_event_twice_is_stored_once(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(3))
+    assert log.append("r1", drafts(3)) == 0
+    assert log.append("r1", drafts(4)) == 1  # only the new fourth event
+    assert log.sql("SELECT count(*) AS n, max(seq) AS m FROM events").to_pylist() == [{"n": 4, "m": 4}]
+
+
+def test_explicit_event_id_reused_with_other_content_is_refused(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(gate(1), event_id="fixed-1")])
+    with pytest.raises(DuplicateEventError, match="fixed-1"):
+        log.append("r1", [EventDraft(gate(2), event_id="fixed-1")])
+
+
+def test_derived_event_id_and_chain_match_a_hand_computation(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(gate(0), episode_id="e1", attempt=1, step=0, ts=1_700_000_000_000_000)])
+    row = log.sql("SELECT event_id, prev_hash, hash, payload::VARCHAR AS payload FROM events").to_pylist()[0]
+    payload = '{"type":"gate.decided","gate":"g","subject":"s0","passed":true,"reasons":[]}'
+    assert row["payload"] == payload
+    content = hashlib.sha256(f"r1\x1fe1\x1f1\x1fgate.decided\x1f0\x1f{payload}".encode()).hexdigest()
+    assert row["event_id"] == "ev-" + content[:32]
+    assert row["prev_hash"] == "0" * 64 == GENESIS_HASH
+    expected = hashlib.sha256(f"{'0' * 64}\x1f1\x1f{row['event_id']}\x1f1700000000000000\x1f{content}".encode()).hexdigest()
+    assert row["hash"] == expected
+
+
+def test_runs_write_independent_chains(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(3))
+    log.append("r2", drafts(2))
+    counts = log.sql("SELECT run_id, max(seq) AS m FROM events GROUP BY run_id ORDER BY run_id").to_pylist()
+    assert counts == [{"run_id": "r1", "m": 3}, {"run_id": "r2", "m": 2}]
+    assert log.verify().ok
+
+
+@pytest.mark.anyio
+async def test_many_producers_with_a_tiny_queue_lose_nothing(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1", queue_size=4, batch_rows=7, flush_seconds=0.01) as writer:
+
+        async def produce(p: int) -> None:
+            for i in range(50):
+                await writer.emit(EventDraft(gate(i), episode_id=f"e{p}", attempt=1, step=i))
+
+        async with anyio.create_task_group() as tg:
+            for p in range(16):
+                tg.start_soon(produce, p)
+    result = log.sql("SELECT count(*) AS n, count(DISTINCT seq) AS d, min(seq) AS lo, max(seq) AS hi FROM events")
+    assert result.to_pylist() == [{"n": 800, "d": 800, "lo": 1, "hi": 800}]
+    assert log.verify().ok
+
+
+@pytest.mark.anyio
+async def test_sync_commits_and_blobs_are_stored_once(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1", flush_seconds=30) as writer:
+        first = await writer.put_blob(b"page text", "text/plain")
+        again = await writer.put_blob(b"page text", "text/plain")
+        await writer.emit(EventDraft(gate(0), episode_id="e", attempt=1, step=0))
+        await writer.sync()  # flush_seconds is long: only sync() can have committed it
+        assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+    assert first == again == hashlib.sha256(b"page text").hexdigest()
+    assert log.sql("SELECT sha256, size, content FROM blobs").to_pylist() == [
+        {"sha256": first, "size": 9, "content": b"page text"}
+    ]
+
+
+def test_sealing_keeps_every_event_and_resume_continues_the_chain(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(4))
+    assert log.seal() == ["r1"]
+    assert not (tmp_path / "log.duckdb.live" / "r1").exists()
+    assert log.append("r1", drafts(6)) == 2
+    assert log.sql("SELECT count(*) AS n, max(seq) AS m FROM events").to_pylist() == [{"n": 6, "m": 6}]
+    assert log.verify().ok
+    log.seal()
+    assert log.verify().ok
+    assert log.sql("SELECT max(version) AS v FROM archive.schema_migrations").to_pylist() == [{"v": 1}]
+
+
+def test_compaction_keeps_order_and_count(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+
+    async def write() -> None:
+        async with log.writer("r1", flush_seconds=0) as writer:
+            for i in range(40):
+                await writer.emit(EventDraft(gate(i), episode_id="e", attempt=1, step=i))
+                await writer.sync()  # 40 one-event segments, compacted at close
+
+    anyio.run(write)
+    segments = list((tmp_path / "log.duckdb.live" / "r1").glob("events-*.parquet"))
+    assert len(segments) == 1
+    assert log.sql("SELECT count(*) AS n, max(seq) AS m FROM events").to_pylist() == [{"n": 40, "m": 40}]
+    assert log.verify().ok
+
+
+def test_payload_models_reject_unknown_fields():
+    with pytest.raises(ValueError):
+        JudgmentMade(verdict="authentic", confidence=1.5)
