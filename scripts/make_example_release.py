@@ -231,7 +231,7 @@ def reflect_into_water(image: Image.Image, rng: np.random.Generator, waterline: 
     return to_image(array)
 
 
-def finish(image: Image.Image, rng: np.random.Generator, grain: float = 5.0, vignette: float = 0.25,
+def finish(image: Image.Image, rng: np.random.Generator, grain: float = 3.5, vignette: float = 0.25,
            cast: Color = (0, 0, 0)) -> Image.Image:
     """Camera look: a slight blur, colour cast, vignette and sensor grain."""
     image = image.filter(ImageFilter.GaussianBlur(0.6))
@@ -449,13 +449,13 @@ def scene_crowd_plaza(rng: np.random.Generator) -> Painted:
 
 def scene_protest_banner(rng: np.random.Generator, banner_text: str) -> Painted:
     """A street protest with tractors and a big painted banner carrying `banner_text`."""
-    horizon = int(rng.uniform(0.4, 0.5) * SCENE_H)
-    image = sky(rng, (135, 160, 190), (205, 210, 215), (225, 225, 228), 0.6)
+    horizon = int(rng.uniform(0.34, 0.52) * SCENE_H)
+    image = sky(rng, (135, 160, 190), (205, 210, 215), (225, 225, 228), float(rng.uniform(0.2, 0.8)))
     image = ground(image, rng, horizon, (110, 110, 115), (150, 150, 150))
     draw = ImageDraw.Draw(image)
     building_row(draw, rng, -30, SCENE_W, horizon + 5, 170, 300,
                  [(200, 195, 185), (160, 160, 170), (190, 170, 140)])
-    for _ in range(3):
+    for _ in range(int(rng.integers(2, 5))):
         x = float(rng.uniform(0, SCENE_W - 200))
         base = horizon + float(rng.uniform(40, 90))
         draw.rectangle([x, base - 90, x + 120, base - 20], fill=(30, 110, 50))
@@ -470,8 +470,8 @@ def scene_protest_banner(rng: np.random.Generator, banner_text: str) -> Painted:
 
 
 def banner_box(rng: np.random.Generator) -> tuple[float, float, float, float]:
-    x0 = float(rng.uniform(140, 220))
-    y0 = float(rng.uniform(0.55, 0.62) * SCENE_H)
+    x0 = float(rng.uniform(60, 340))
+    y0 = float(rng.uniform(0.5, 0.64) * SCENE_H)
     return (x0, y0, x0 + 560, y0 + 90)
 
 
@@ -549,7 +549,7 @@ def scene_dust_skyline(rng: np.random.Generator) -> Painted:
     crowd(draw, rng, 14, 0, SCENE_W, SCENE_H * 0.9, SCENE_H + 20, 80, 130,
           clothes=[(60, 50, 45), (90, 70, 50), (40, 40, 45)])
     dust = fractal_noise(rng, SCENE_H, SCENE_W, cells=2, octaves=4) * 0.35
-    return Painted(finish(blend(image, haze, dust), rng, grain=6, cast=(6, 0, -10)))
+    return Painted(finish(blend(image, haze, dust), rng, grain=4.5, cast=(6, 0, -10)))
 
 
 def scene_rubble(rng: np.random.Generator) -> Painted:
@@ -658,26 +658,34 @@ def scene_night_skyline(rng: np.random.Generator, lit: float = 0.45, tower: bool
         draw.line([(tx, waterline - 420), (tx, waterline - 470)], fill=(90, 90, 100), width=3)
     image = reflect_into_water(image, rng, waterline, (10, 12, 25), murk=0.5)
     open_sky = (float(rng.uniform(0.15, 0.4)), float(rng.uniform(0.12, 0.22)))
-    return Painted(finish(image, rng, grain=7, vignette=0.35), {"open_sky": open_sky})
+    return Painted(finish(image, rng, grain=5, vignette=0.35), {"open_sky": open_sky})
 
 
 def scene_stadium(rng: np.random.Generator) -> Painted:
     image = to_image(vertical_gradient(jitter(rng, (40, 60, 110)), (150, 160, 180)))
     ys, xs = np.mgrid[0:SCENE_H, 0:SCENE_W].astype(np.float32)
-    cx, cy = SCENE_W / 2 + float(rng.uniform(-120, 120)), SCENE_H * float(rng.uniform(0.62, 0.72))
-    outer = ((xs - cx) / (SCENE_W * 0.75)) ** 2 + ((ys - cy) / (SCENE_H * 0.55)) ** 2 < 1
-    pitch = ((xs - cx) / (SCENE_W * 0.38)) ** 2 + ((ys - cy) / (SCENE_H * 0.16)) ** 2 < 1
+    cx = SCENE_W / 2 + float(rng.uniform(-220, 220))
+    cy = SCENE_H * float(rng.uniform(0.55, 0.8))
+    rx, ry = SCENE_W * float(rng.uniform(0.6, 0.95)), SCENE_H * float(rng.uniform(0.45, 0.75))
+    outer = ((xs - cx) / rx) ** 2 + ((ys - cy) / ry) ** 2 < 1
+    upper_tier = outer & (((xs - cx) / (rx * 0.8)) ** 2 + ((ys - cy) / (ry * 0.8)) ** 2 > 1)
+    pitch = ((xs - cx) / (rx * float(rng.uniform(0.4, 0.55)))) ** 2 + ((ys - cy) / (ry * 0.3)) ** 2 < 1
     array = to_array(image)
     speckle = rng.integers(0, len(CLOTHES), (SCENE_H, SCENE_W))
     colours = np.array(CLOTHES, np.float32)[speckle] * 0.8
     array[outer] = colours[outer]
-    array[pitch] = np.array((60, 140, 60), np.float32) + (rng.random((int(pitch.sum()), 1)) * 20)
+    array[upper_tier] *= float(rng.uniform(0.45, 0.7))
+    array[pitch] = np.array(jitter(rng, (60, 140, 60), 15), np.float32) + (rng.random((int(pitch.sum()), 1)) * 20)
+    roof = int(rng.uniform(0.05, 0.22) * SCENE_H)
+    array[:roof] = np.array((35, 38, 45), np.float32)
     image = to_image(array).filter(ImageFilter.GaussianBlur(0.8))
     draw = ImageDraw.Draw(image)
-    for k in range(4):
-        x = SCENE_W * (0.1 + 0.27 * k)
-        draw.line([(x, SCENE_H * 0.35), (x, SCENE_H * 0.05)], fill=(200, 200, 200), width=5)
-        draw.rectangle([x - 30, SCENE_H * 0.03, x + 30, SCENE_H * 0.08], fill=(255, 250, 220))
+    for k in range(int(rng.integers(3, 8))):
+        x = float(rng.uniform(0, SCENE_W))
+        draw.rectangle([x - 25, roof - 14, x + 25, roof - 2], fill=(255, 250, 220))
+    screen_x = float(rng.uniform(0.1, 0.7) * SCENE_W)
+    draw.rectangle([screen_x, roof + 20, screen_x + 190, roof + 110], fill=(25, 25, 30))
+    draw.rectangle([screen_x + 8, roof + 28, screen_x + 182, roof + 102], fill=jitter(rng, (70, 120, 200), 40))
     return Painted(finish(image, rng))
 
 
@@ -708,8 +716,8 @@ def scene_industrial_fire(rng: np.random.Generator) -> Painted:
 
 def scene_empty_street(rng: np.random.Generator) -> Painted:
     image = sky(rng, (100, 150, 210), (200, 220, 235), (245, 245, 245), 0.2)
-    vx = float(rng.uniform(0.4, 0.6) * SCENE_W)
-    vy = float(rng.uniform(0.38, 0.48) * SCENE_H)
+    vx = float(rng.uniform(0.28, 0.72) * SCENE_W)
+    vy = float(rng.uniform(0.32, 0.52) * SCENE_H)
     draw = ImageDraw.Draw(image)
     draw.polygon([(vx, vy), (SCENE_W, SCENE_H), (0, SCENE_H)], fill=(85, 85, 90))
     draw.polygon([(vx, vy), (0, SCENE_H), (0, SCENE_H * 0.92)], fill=(150, 145, 140))
@@ -717,12 +725,13 @@ def scene_empty_street(rng: np.random.Generator) -> Painted:
     for side, edge in ((-1, 0.0), (1, float(SCENE_W))):
         for k in range(6):
             t0, t1 = 0.12 + k * 0.15, 0.12 + (k + 1) * 0.15
-            top0 = vy - (vy - float(rng.uniform(0.0, 0.25)) * SCENE_H) * t0 * 1.2
-            top1 = vy - (vy - float(rng.uniform(0.0, 0.25)) * SCENE_H) * t1 * 1.2
+            top0 = vy - (vy - float(rng.uniform(-0.3, 0.3)) * SCENE_H) * t0 * 1.2
+            top1 = vy - (vy - float(rng.uniform(-0.3, 0.3)) * SCENE_H) * t1 * 1.2
             xa, xb = vx + (edge - vx) * t0, vx + (edge - vx) * t1
             ya, yb = vy + (SCENE_H * 0.92 - vy) * t0, vy + (SCENE_H * 0.92 - vy) * t1
             draw.polygon([(xa, top0), (xb, top1), (xb, yb), (xa, ya)],
-                         fill=jitter(rng, [(200, 170, 130), (170, 175, 180), (220, 210, 195)][k % 3], 15))
+                         fill=jitter(rng, [(200, 170, 130), (170, 175, 180), (220, 210, 195), (120, 90, 80),
+                                           (235, 235, 230)][int(rng.integers(5))], 15))
             draw.polygon([(xa, ya - (ya - top0) * 0.25), (xb, yb - (yb - top1) * 0.25), (xb, yb), (xa, ya)],
                          fill=(70, 72, 78))
     for k in range(1, 8):
@@ -734,11 +743,11 @@ def scene_empty_street(rng: np.random.Generator) -> Painted:
 
 def scene_mountain_lake(rng: np.random.Generator) -> Painted:
     image = sky(rng, (70, 120, 200), (190, 215, 235), (250, 250, 250), 0.15)
-    peak_x = float(rng.uniform(0.3, 0.7) * SCENE_W)
-    peak_y = float(rng.uniform(0.12, 0.2) * SCENE_H)
-    waterline = int(rng.uniform(0.6, 0.68) * SCENE_H)
+    peak_x = float(rng.uniform(0.2, 0.8) * SCENE_W)
+    peak_y = float(rng.uniform(0.1, 0.3) * SCENE_H)
+    waterline = int(rng.uniform(0.55, 0.72) * SCENE_H)
     xs = np.arange(SCENE_W, dtype=np.float32)
-    slope = peak_y + np.abs(xs - peak_x) ** 1.15 * 0.55
+    slope = peak_y + np.abs(xs - peak_x) ** float(rng.uniform(1.05, 1.2)) * float(rng.uniform(0.4, 0.8))
     image = fill_under(image, np.minimum(slope, waterline), (90, 100, 130), 0.0, rng)
     cap = np.where(slope < peak_y + 90, slope, SCENE_H + 1)
     image = fill_under(image, cap, (245, 247, 252), 0.0)
@@ -769,7 +778,7 @@ def scene_hail_street(rng: np.random.Generator) -> Painted:
             length = 150 + row * 60
             car(draw, x, y, length, jitter(rng, CLOTHES[int(rng.integers(len(CLOTHES)))], 20))
             x += length + float(rng.uniform(10, 60))
-    stones = (rng.random((SCENE_H, SCENE_W)) > 0.985) & (np.arange(SCENE_H)[:, None] > horizon)
+    stones = (rng.random((SCENE_H, SCENE_W)) > 0.993) & (np.arange(SCENE_H)[:, None] > horizon)
     image = blend(image, (245, 248, 250), stones.astype(np.float32))
     image = image.filter(ImageFilter.MaxFilter(3))
     return Painted(finish(image, rng, cast=(-4, 0, 4)))
@@ -1095,3 +1104,1114 @@ def render(image: Image.Image, rendition: Rendition) -> Image.Image:
     cropped = image.crop(box)
     height = round(cropped.height * rendition.width / cropped.width)
     return cropped.resize((rendition.width, height), Image.Resampling.LANCZOS)
+
+
+def photo_region(case_image: Image.Image) -> Image.Image:
+    """The picture part of a case image: a post's white strip below the photo is cut off.
+
+    The strip is found the way a reverse-image-search front end trims uniform borders:
+    bottom rows where at least 40% of the pixels are pure white (photo rows never are,
+    grain keeps even snow below that). Band-style captions sit on the photo and stay.
+    """
+    grey = np.asarray(case_image.convert("L"))
+    white_rows = (grey >= 250).mean(axis=1) >= 0.4
+    bottom = grey.shape[0]
+    while bottom > grey.shape[0] // 2 and white_rows[bottom - 1]:
+        bottom -= 1
+    return case_image.crop((0, 0, case_image.width, bottom))
+
+
+class SceneBook:
+    """Paints every distinct picture of the release and keeps them visually distinct.
+
+    A new picture whose perceptual hash lands too close to one already painted is
+    repainted from the next seed variant, so a look-alike stays a *different* picture
+    (a hard negative) and never a near-duplicate by accident. Some pictures are mirrored:
+    it multiplies layouts for free; pictures with lettering never are.
+    """
+
+    def __init__(self) -> None:
+        self.hashes: list[tuple[str, object]] = []
+
+    def paint(self, kind: str, name: str) -> Painted:
+        import imagehash  # a project dependency; imported here so --help stays instant
+
+        for variant in range(40):
+            seed_name = name if variant == 0 else f"{name}#{variant}"
+            painted = self._mirrored(kind, seed_name, render_scene(kind, seed_name))
+            digest = imagehash.phash(painted.image)
+            if all(digest - other >= MIN_SCENE_PHASH_DISTANCE for _, other in self.hashes):
+                self.hashes.append((name, digest))
+                return painted
+        raise RuntimeError(f"no distinct variant of scene {name!r} ({kind}) after 40 tries")
+
+    @staticmethod
+    def _mirrored(kind: str, name: str, painted: Painted) -> Painted:
+        if kind.startswith("protest") or stable_seed(name, "mirror") % 2 == 0:
+            return painted
+        anchors = {key: (1.0 - fx, fy) for key, (fx, fy) in painted.anchors.items()}
+        return Painted(painted.image.transpose(Image.Transpose.FLIP_LEFT_RIGHT), anchors)
+
+
+# ---------------------------------------------------------------------------------------
+# The offline web: sites, and the stories behind each case
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    domain: str
+    name: str
+    url_style: str  # how this site builds article URLs, see `article_url`
+
+
+SITES: dict[str, Site] = {
+    # News agencies: where photos are first published.
+    "meridian": Site("meridianpress.example", "Meridian Press Agency", "agency_dated"),
+    "globalwire": Site("globalwire.example", "Global Wire", "agency_serial"),
+    "northstar": Site("www.northstar-news.example", "Northstar News", "section_serial"),
+    # Photo libraries and photo blogs: later copies that credit and link the original.
+    "atlas": Site("atlasphoto.example", "Atlas Photo Service", "image_serial"),
+    "archive": Site("pressimages-archive.example", "Press Images Archive", "collection"),
+    "lens": Site("lenscollective.example", "Lens Collective", "yearly"),
+    # Local and specialist outlets.
+    "gazette": Site("riverside-gazette.example", "Riverside Gazette", "monthly_slash"),
+    "observer": Site("metro-observer.example", "Metro Observer", "monthly_slash"),
+    "tribune": Site("coastal-tribune.example", "Coastal Tribune", "monthly_slash"),
+    "herald": Site("valley-herald.example", "Valley Herald", "monthly_slash"),
+    "ledger": Site("southern-ledger.example", "Southern Ledger", "monthly_slash"),
+    "capital": Site("capital-daily.example", "Capital Daily", "monthly_slash"),
+    "stormtrack": Site("stormtrack-weather.example", "StormTrack Weather", "report"),
+    "trendfeed": Site("trendfeed.example", "TrendFeed", "post"),
+    "urbanlens": Site("urbanlens-blog.example", "Urban Lens", "blog_html"),
+    # Fact-checkers: they publish this benchmark's answers, so the policy blocks them.
+    "factdesk": Site("factcheck-desk.example", "FactCheck Desk", "check"),
+    "truthmeter": Site("truthmeter.example", "TruthMeter", "rating"),
+    "verifyline": Site("verifyline.example", "VerifyLine", "yearly"),
+}
+FACT_CHECK_DOMAINS = ("factcheck-desk.example", "truthmeter.example", "verifyline.example")
+# Fact-check desks inside otherwise allowed news sites: blocked by URL prefix...
+FACT_CHECK_SECTIONS = {"observer": "https://metro-observer.example/fact-check/",
+                       "globalwire": "https://globalwire.example/verify/"}
+# ...or, where the article sits among ordinary news URLs, by its content hash.
+FACT_CHECK_BY_CONTENT = ("tribune", "capital")
+
+# How each fact-check site words its verdicts (visible only on blocked pages).
+VERDICT_WORDS = {
+    "factdesk": {"authentic": "True", "out_of_context": "Missing context", "manipulated": "Altered",
+                 "unverifiable": "Unproven"},
+    "truthmeter": {"authentic": "Accurate", "out_of_context": "Out of context", "manipulated": "Manipulated image",
+                   "unverifiable": "Unverified"},
+    "verifyline": {"authentic": "Genuine photo", "out_of_context": "Misleading context", "manipulated": "Doctored",
+                   "unverifiable": "Unconfirmed"},
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened, as the publisher of a photo of it reported it."""
+
+    place: str
+    country: str
+    day: str  # ISO date
+    topic: str  # key of TOPIC_PARAGRAPHS
+    what: str  # short noun phrase for facts, e.g. "flooding in central Porto Alegre"
+    headline: str
+    lead: str
+    detail: str
+    caption: str  # the photo's caption / alt text
+
+
+@dataclass(frozen=True)
+class Article:
+    """A page that is not where the case photo comes from (context, distractor)."""
+
+    site: str
+    place: str
+    country: str
+    day: str  # the day reported on
+    topic: str
+    headline: str
+    lead: str
+    author: str | None = None
+    published: str | None = "same"  # "same" = `day`; None = the page shows no date
+    scene: str | None = None  # a different picture on the page, if any
+    caption: str | None = None
+    links_to: tuple[str, ...] = ()  # keys of other articles whose URLs the text cites
+
+
+@dataclass(frozen=True)
+class Caption:
+    """How the claim is printed: a post's strip below the photo, or a band over it."""
+
+    style: str  # "post" | "band"
+    handle: str | None = None
+    posted: str = "2h"
+    at_top: bool = False
+    tag: str | None = None
+    size: int = 24
+
+
+@dataclass(frozen=True)
+class Edit:
+    apply: Callable[[Painted, np.random.Generator], Image.Image]
+    added: str  # what the edit put into the picture
+    original: str  # what the unedited photo shows
+
+
+@dataclass(frozen=True)
+class Story:
+    key: str  # internal name; seeds only, never written
+    label: str
+    scene: str
+    claim: str
+    caption: Caption
+    event: Event | None  # where the photo really comes from; None when nobody published it
+    origin_site: str | None = None
+    photographer: str | None = None
+    reporter: str | None = None
+    bridge: tuple[str, str] | None = None  # (site, published day) of a later credited copy
+    context: tuple[Article, ...] = ()
+    claimed_what: str | None = None  # out_of_context: the event the claim invokes
+    edit: Edit | None = None
+    fact_check: str | None = None  # site key of the fact-check; None: nobody checked it
+
+
+def post(handle: str, posted: str = "2h", size: int = 24) -> Caption:
+    return Caption("post", handle=handle, posted=posted, size=size)
+
+
+def band(at_top: bool = False, tag: str | None = None, size: int = 24) -> Caption:
+    return Caption("band", at_top=at_top, tag=tag, size=size)
+
+
+STORIES: tuple[Story, ...] = (
+    # --- authentic: the claim matches where and when the photo was taken ----------------
+    Story(
+        "poa-flood", "authentic", "flood_street", "Floodwaters sweep through Porto Alegre, 6 May 2024",
+        post("@sul_updates"),
+        Event("Porto Alegre", "Brazil", "2024-05-06", "flood", "flooding in central Porto Alegre",
+              "Floodwaters sweep through central Porto Alegre as the Guaíba overflows",
+              "Floodwater poured into the historic centre of Porto Alegre on Monday as the Guaíba river rose past "
+              "its previous record, forcing residents onto rooftops and into boats.",
+              "Civil defence teams and volunteers with private boats worked through the day to reach families in "
+              "the Centro Histórico and Navegantes districts. The main bus station and the airport were closed.",
+              "Floodwater fills a street in the Centro Histórico district of Porto Alegre, Brazil, on 6 May 2024."),
+        "meridian", "Lucas Ferreira", "Ana Beatriz Lima", ("atlas", "2024-05-09"),
+        (Article("ledger", "Porto Alegre", "Brazil", "2024-05-06", "flood",
+                 "Guaíba river reaches record level as Porto Alegre airport closes",
+                 "The Guaíba river in Porto Alegre rose above five metres on Monday, the highest level ever "
+                 "recorded, flooding the city centre and closing Salgado Filho airport.", "Marcos Teixeira"),),
+        fact_check="factdesk"),
+    Story(
+        "valpo-fire", "authentic", "wildfire_hills", "Wildfire smoke engulfs hills above Valparaiso, 3 February 2024",
+        band(tag="LIVE"),
+        Event("Valparaíso", "Chile", "2024-02-03", "wildfire", "wildfires on the hills above Valparaíso",
+              "Wildfires race through hills above Valparaíso and Viña del Mar",
+              "Fast-moving wildfires spread across the hills above Valparaíso on Saturday, sending thick smoke over "
+              "the port city as firefighters fought flames close to homes.",
+              "Authorities declared a state of emergency in the region and ordered evacuations in several hillside "
+              "neighbourhoods. Strong winds and temperatures above 35 degrees hampered the response.",
+              "Smoke rises from a wildfire on the hills above Valparaíso, Chile, on 3 February 2024."),
+        "globalwire", "Camila Rojas", "Diego Fuentes", None,
+        (Article("tribune", "Viña del Mar", "Chile", "2024-02-03", "wildfire",
+                 "Evacuations ordered as fires spread near Viña del Mar",
+                 "Residents of several hillside neighbourhoods of Viña del Mar and Valparaíso were told to leave "
+                 "their homes on Saturday as wildfires spread towards the coast.", "Paula Contreras",
+                 scene="wildfire_hills",
+                 caption="Firefighters work on a ridge near Viña del Mar, Chile, on 3 February 2024."),
+         Article("stormtrack", "Valparaíso", "Chile", "2024-02-05", "wildfire",
+                 "Heat and wind: why the Valparaíso fires spread so fast",
+                 "A heatwave, dry vegetation and strong afternoon winds combined to drive the fires that burned "
+                 "across the hills of the Valparaíso region on 2 and 3 February.", None)),
+        fact_check="truthmeter"),
+    Story(
+        "berlin-march", "authentic", "crowd_plaza", "Thousands march for climate action in Berlin, 2023-09-15",
+        post("@klima_live", "5h"),
+        Event("Berlin", "Germany", "2023-09-15", "protest", "the climate strike march in Berlin",
+              "Thousands join climate strike march in Berlin",
+              "Thousands of people marched through central Berlin on Friday as part of a global climate strike, "
+              "filling the square in front of the Reichstag building.",
+              "Organisers said the protest called for a faster phase-out of fossil fuels. Police reported no major "
+              "incidents.",
+              "Climate strike protesters gather in front of the Reichstag building in Berlin, Germany, on "
+              "15 September 2023."),
+        "northstar", "Jonas Weber", "Miriam Schulz", ("lens", "2023-12-20"),
+        (Article("capital", "Berlin", "Germany", "2023-09-15", "protest",
+                 "Climate strike: tens of thousands protest across Germany",
+                 "Climate activists staged marches in more than 200 German towns on Friday, with the largest crowd "
+                 "gathering in Berlin's government quarter.", "Lena Hoffmann"),),
+        fact_check="observer"),
+    Story(
+        "buffalo-blizzard", "authentic", "snow_highway",
+        "Blizzard strands drivers on highway outside Buffalo, 24 December 2022", band(at_top=True),
+        Event("Buffalo", "United States", "2022-12-24", "snow", "the Christmas blizzard around Buffalo",
+              "Blizzard strands hundreds of drivers around Buffalo",
+              "A ferocious blizzard left hundreds of drivers stranded on highways around Buffalo, New York, on "
+              "Saturday as whiteout conditions and drifting snow made roads impassable.",
+              "Erie County officials imposed a driving ban and said emergency crews were unable to answer many "
+              "calls. Wind gusts topped 110 km/h.",
+              "Trucks and cars stranded in snow on a highway outside Buffalo, New York, on 24 December 2022."),
+        "meridian", "Dana Kowalski", "Peter Novak", ("archive", "2023-01-10"),
+        (Article("stormtrack", "Buffalo", "United States", "2022-12-24", "snow",
+                 "Lake-effect blizzard buries Erie County",
+                 "Blizzard conditions persisted across Erie County on Saturday, with snowfall rates of several "
+                 "centimetres an hour and visibility near zero on the highways around Buffalo.", None),),
+        fact_check="verifyline"),
+    Story(
+        "hamburg-ship", "authentic", "harbor", "Fire breaks out on cargo ship in port of Hamburg, 8 November 2023",
+        post("@portwatcher", "1h"),
+        Event("Hamburg", "Germany", "2023-11-08", "ship_fire", "a container ship fire in the port of Hamburg",
+              "Container ship catches fire at Hamburg terminal",
+              "A fire broke out on a container ship moored at a terminal in the port of Hamburg on Wednesday, "
+              "sending a column of dark smoke over the Elbe.",
+              "The harbour fire brigade said the blaze started in containers stacked on deck. Nobody was injured "
+              "and the crew left the vessel safely.",
+              "Smoke rises from a container ship on fire at a terminal in the port of Hamburg, Germany, on "
+              "8 November 2023."),
+        "globalwire", "Henrik Lange", "Katrin Vogel", ("atlas", "2023-11-10"),
+        (Article("observer", "Hamburg", "Germany", "2023-11-08", "ship_fire",
+                 "Harbour fire brigade battles blaze on container vessel",
+                 "Fireboats and more than 80 firefighters fought a fire on a container ship in Hamburg's port on "
+                 "Wednesday afternoon; the fire brigade said the blaze was under control by the evening.",
+                 "Jan Petersen"),),
+        fact_check="factdesk"),
+    Story(
+        "beijing-dust", "authentic", "dust_skyline", "Sandstorm turns the sky orange over Beijing, 2023-03-22",
+        band(tag="NEWS"),
+        Event("Beijing", "China", "2023-03-22", "dust", "the sandstorm over Beijing",
+              "Sandstorm turns Beijing sky orange",
+              "A thick sandstorm swept over Beijing on Wednesday, turning the sky an orange-brown colour and pushing "
+              "air pollution readings to hazardous levels.",
+              "The weather service issued a yellow alert and advised residents to stay indoors. Visibility in parts "
+              "of the city fell below one kilometre.",
+              "Pedestrians walk beneath high-rise buildings shrouded in sand and dust in Beijing, China, on "
+              "22 March 2023."),
+        "northstar", "Li Wei", "Chen Yu", None,
+        (Article("stormtrack", "Beijing", "China", "2023-03-22", "dust",
+                 "Dust storm pushes Beijing air quality off the scale",
+                 "Readings of coarse particles in Beijing passed 2,000 micrograms per cubic metre on Wednesday as "
+                 "the season's strongest sandstorm reached the capital.", None),),
+        fact_check="truthmeter"),
+    Story(
+        "antakya-quake", "authentic", "rubble", "Rescuers search collapsed buildings in Antakya, 7 February 2023",
+        post("@relief_now", "3h"),
+        Event("Antakya", "Turkey", "2023-02-07", "quake", "the search for survivors in Antakya",
+              "Rescuers search rubble in Antakya a day after deadly earthquake",
+              "Rescue teams dug through the rubble of collapsed apartment blocks in Antakya on Tuesday, a day after "
+              "a powerful earthquake struck southern Turkey and northern Syria.",
+              "Volunteers in hard hats formed human chains to remove debris by hand. Heavy machinery was in short "
+              "supply in the worst-hit districts of Hatay province.",
+              "Rescue workers search the rubble of collapsed buildings in Antakya, Turkey, on 7 February 2023."),
+        "meridian", "Elif Demir", "Murat Aksoy", ("archive", "2023-02-20"),
+        (Article("capital", "Antakya", "Turkey", "2023-02-07", "quake",
+                 "Search and rescue continues across Hatay province",
+                 "Rescuers worked through a freezing night in Antakya and other towns of Hatay province on Tuesday, "
+                 "pulling survivors from the rubble more than 24 hours after the earthquake.", "Selin Kaya"),),
+        fact_check="tribune"),
+    # --- out_of_context: a real photo, but from another time and place ------------------
+    Story(
+        "jakarta-dubai", "out_of_context", "flood_street", "Dubai streets underwater after record storm, 16 April 2024",
+        post("@gulf_alerts", "4h"),
+        Event("Jakarta", "Indonesia", "2020-01-01", "flood", "the New Year floods in Jakarta",
+              "New Year floods submerge East Jakarta neighbourhoods",
+              "Torrential rain on New Year's Eve flooded large parts of Jakarta on Wednesday, submerging streets and "
+              "cars and forcing thousands of residents to leave their homes.",
+              "The city recorded its heaviest rainfall in more than a decade. Residents waded through chest-deep "
+              "water carrying children and belongings.",
+              "Residents wade through floodwater in a street in East Jakarta, Indonesia, on 1 January 2020."),
+        "northstar", "Rizky Pratama", "Sari Wulandari", ("lens", "2022-06-14"),
+        (Article("tribune", "Dubai", "United Arab Emirates", "2024-04-16", "flood",
+                 "Dubai records heaviest rain in 75 years as flights are diverted",
+                 "A storm dumped more than a year's worth of rain on parts of the United Arab Emirates on Tuesday, "
+                 "flooding highways and residential streets in Dubai and disrupting flights.", "Omar Haddad",
+                 scene="flood_street",
+                 caption="Cars stranded on a flooded road in Dubai, United Arab Emirates, on 16 April 2024."),
+         Article("stormtrack", "Dubai", "United Arab Emirates", "2024-04-18", "flood",
+                 "How a slow-moving storm flooded the UAE",
+                 "The system that flooded Dubai on 16 April stalled over the Gulf for more than a day, feeding "
+                 "repeated thunderstorms over the same cities.", None)),
+        claimed_what="the April 2024 floods in Dubai", fact_check="factdesk"),
+    Story(
+        "santiago-paris", "out_of_context", "crowd_plaza", "Pension protest crowds fill central Paris, 23 March 2023",
+        band(tag="VIRAL"),
+        Event("Santiago", "Chile", "2019-10-25", "protest", "the mass march in Santiago",
+              "More than a million march in Santiago in largest protest in decades",
+              "More than a million people marched through central Santiago on Friday in the largest demonstration "
+              "since the return of democracy, demanding social reforms.",
+              "The peaceful march filled Plaza Italia and the surrounding avenues. Protesters waved Chilean and "
+              "Mapuche flags.",
+              "Demonstrators fill a square in central Santiago, Chile, on 25 October 2019."),
+        "globalwire", "Francisca Soto", "Matías Herrera", ("atlas", "2019-11-02"),
+        (Article("capital", "Paris", "France", "2023-03-23", "protest",
+                 "Pension reform protests: hundreds of thousands march in Paris",
+                 "Hundreds of thousands of people marched in Paris on Thursday against the government's plan to "
+                 "raise the retirement age, the ninth national day of action since January.", "Claire Martin",
+                 scene="crowd_plaza",
+                 caption="Protesters march against pension reform in Paris, France, on 23 March 2023."),),
+        claimed_what="the pension reform protests in Paris", fact_check="truthmeter"),
+    Story(
+        "paradise-athens", "out_of_context", "wildfire_hills", "Forest fire rages near Athens, 18 July 2023",
+        post("@hellas_now", "6h"),
+        Event("Paradise", "United States", "2018-11-08", "wildfire", "the Camp Fire near Paradise, California",
+              "Camp Fire races into Paradise, forcing mass evacuation",
+              "A fast-moving wildfire swept into the town of Paradise in Northern California on Thursday, forcing "
+              "thousands of residents to flee as flames jumped roads and smoke blotted out the sun.",
+              "Fire officials said the blaze, driven by strong winds, had grown to tens of thousands of acres "
+              "within hours.",
+              "Smoke billows over the hills as the Camp Fire burns near Paradise, California, on 8 November 2018."),
+        "meridian", "Mark Ellison", "Jessica Tran", ("archive", "2019-11-08"),
+        (Article("ledger", "Athens", "Greece", "2023-07-18", "wildfire",
+                 "Wildfires burn west of Athens as heatwave grips Greece",
+                 "Wildfires fanned by strong winds burned through pine forest west of Athens on Tuesday, forcing "
+                 "the evacuation of several villages as temperatures passed 40 degrees.", "Nikos Papadakis",
+                 scene="wildfire_hills",
+                 caption="A wildfire burns near Mandra, west of Athens, Greece, on 18 July 2023."),),
+        claimed_what="the July 2023 wildfires near Athens", fact_check="verifyline"),
+    Story(
+        "houston-tampa", "out_of_context", "highway_traffic",
+        "Residents flee Tampa ahead of Hurricane Milton, 2024-10-08", band(at_top=True, tag="BREAKING"),
+        Event("Houston", "United States", "2005-09-21", "evacuation", "the evacuation of Houston before Hurricane Rita",
+              "Gridlock as Houston residents flee Hurricane Rita",
+              "Hundreds of thousands of people tried to leave the Houston area on Wednesday ahead of Hurricane Rita, "
+              "creating traffic jams that stretched for dozens of kilometres on outbound highways.",
+              "Officials opened inbound lanes to outbound traffic, but many drivers spent more than ten hours on "
+              "the road. Petrol stations along the route ran dry.",
+              "Traffic backs up on a highway out of Houston, Texas, as residents evacuate ahead of Hurricane Rita "
+              "on 21 September 2005."),
+        "globalwire", "Carla Jiménez", "Tom Becker", ("lens", "2015-09-21"),
+        (Article("stormtrack", "Tampa", "United States", "2024-10-08", "evacuation",
+                 "Milton: mandatory evacuations ordered around Tampa Bay",
+                 "Officials ordered residents of coastal zones around Tampa Bay to leave on Tuesday as Hurricane "
+                 "Milton strengthened over the Gulf of Mexico.", None, scene="highway_traffic",
+                 caption="Traffic heads east out of Tampa, Florida, on 8 October 2024."),),
+        claimed_what="the evacuation of Tampa before Hurricane Milton", fact_check="globalwire"),
+    Story(
+        "oklahoma-bologna", "out_of_context", "storm_field",
+        "Supercell storm looms over farmland near Bologna, 21 June 2024", post("@meteo_italia", "1h"),
+        Event("El Reno", "United States", "2013-05-31", "storm", "the El Reno supercell in Oklahoma",
+              "Supercell storm produces tornadoes near El Reno",
+              "A massive supercell thunderstorm moved across central Oklahoma on Friday evening, producing "
+              "tornadoes near El Reno and bringing hail and flash flooding to the Oklahoma City area.",
+              "Storm chasers and residents photographed the rotating storm as it crossed open farmland west of "
+              "the city.",
+              "A supercell thunderstorm over farmland near El Reno, Oklahoma, on 31 May 2013."),
+        "northstar", "Travis Boone", "Emily Carter", ("atlas", "2013-06-03"),
+        (Article("herald", "Bologna", "Italy", "2024-06-21", "storm",
+                 "Hailstorms and strong winds hit Emilia-Romagna",
+                 "Violent thunderstorms swept across the plains around Bologna on Friday afternoon, flattening "
+                 "crops and bringing down trees.", "Giulia Ferri", scene="storm_field",
+                 caption="Storm clouds over fields outside Bologna, Italy, on 21 June 2024."),),
+        claimed_what="the June 2024 storms around Bologna", fact_check="factdesk"),
+    Story(
+        "johannesburg-buenosaires", "out_of_context", "stadium",
+        "Fans pack stadium to celebrate World Cup win in Buenos Aires, 20 December 2022", band(),
+        Event("Johannesburg", "South Africa", "2010-06-11", "football", "the 2010 World Cup opening match in Johannesburg",
+              "Soccer City roars as World Cup kicks off in Johannesburg",
+              "Tens of thousands of fans filled Soccer City stadium in Johannesburg on Friday for the opening match "
+              "of the first World Cup held in Africa.",
+              "The sound of vuvuzelas filled the stadium as South Africa played Mexico in the tournament's first "
+              "game.",
+              "Fans fill the stands of Soccer City stadium in Johannesburg, South Africa, during the World Cup "
+              "opening match on 11 June 2010."),
+        "meridian", "Thabo Nkosi", "Sipho Dlamini", ("archive", "2020-06-11"),
+        (Article("ledger", "Buenos Aires", "Argentina", "2022-12-20", "football",
+                 "Millions take to Buenos Aires streets to greet world champions",
+                 "Millions of fans filled the streets of Buenos Aires on Tuesday to welcome Argentina's World Cup "
+                 "winners, so many that the team bus could not reach the Obelisco.", "Martín Acosta",
+                 scene="crowd_plaza",
+                 caption="Fans celebrate in central Buenos Aires, Argentina, on 20 December 2022."),),
+        claimed_what="the World Cup victory celebrations in Buenos Aires", fact_check="truthmeter"),
+    Story(
+        "nyc-karachi", "out_of_context", "night_skyline_dark",
+        "Nationwide blackout plunges Karachi into darkness, 23 January 2023", post("@pk_citydesk", "8h"),
+        Event("New York City", "United States", "2003-08-14", "blackout", "the 2003 Northeast blackout in New York",
+              "Blackout plunges New York and much of the Northeast into darkness",
+              "A massive power failure left New York City and large parts of the northeastern United States and "
+              "Canada without electricity on Thursday evening.",
+              "Millions of commuters walked home across bridges as subways stopped. Only a few buildings with "
+              "backup generators remained lit.",
+              "The Manhattan skyline sits mostly dark during the blackout in New York City on 14 August 2003."),
+        "globalwire", "Robert Hayes", "Linda Moreno", ("lens", "2013-08-14"),
+        (Article("capital", "Karachi", "Pakistan", "2023-01-23", "blackout",
+                 "Power gradually restored after nationwide grid failure in Pakistan",
+                 "Electricity began to return to parts of Karachi, Lahore and Islamabad on Monday evening after a "
+                 "grid failure left much of Pakistan without power for most of the day.", "Ayesha Siddiqui"),
+         Article("tribune", "Karachi", "Pakistan", "2023-01-23", "blackout",
+                 "Karachi in the dark: traders count losses after grid failure",
+                 "Shopkeepers in Karachi ran diesel generators on Monday as a nationwide power cut stretched into "
+                 "the evening.", "Bilal Ahmed", scene="night_skyline",
+                 caption="Generators light a few buildings in Karachi, Pakistan, on 23 January 2023.")),
+        claimed_what="the January 2023 grid failure in Pakistan", fact_check="capital"),
+    # --- manipulated: a real photo with something pasted in -----------------------------
+    Story(
+        "houston-shark", "manipulated", "flood_street", "Shark swims down flooded street in Houston, 28 August 2017",
+        band(tag="VIRAL"),
+        Event("Houston", "United States", "2017-08-28", "flood", "the Hurricane Harvey floods in Houston",
+              "Harvey floodwaters swamp Houston neighbourhoods",
+              "Floodwater from Hurricane Harvey filled streets across Houston on Monday as record rainfall kept "
+              "falling and rescuers in boats pulled residents from their homes.",
+              "Forecasters said parts of the Houston area could receive more than a metre of rain before the storm "
+              "moved away.",
+              "Floodwater from Hurricane Harvey covers a street in Houston, Texas, on 28 August 2017."),
+        "meridian", "Grace Miller", "Daniel Ortiz", None,
+        (Article("meridian", "Houston", "United States", "2017-08-29", "flood",
+                 "Harvey: volunteers in boats rescue residents from flooded streets",
+                 "Volunteers with fishing boats joined emergency crews in Houston on Tuesday, ferrying residents "
+                 "who had waded through brown floodwater past submerged cars and parked trucks.", "Daniel Ortiz"),
+         Article("urbanlens", "Houston", "United States", "2018-09-14", "editing",
+                 "Why the same hoax pictures return with every hurricane",
+                 "Every big flood brings back a familiar set of pictures: sharks in streets, animals on highways, "
+                 "impossible waves. Most are old photos with something pasted in.", "Kim Harlow", published=None)),
+        edit=Edit(edit_shark_fin, "a shark fin in the floodwater",
+                  "residents in brown floodwater between houses and parked cars, with no animal in the water"),
+        fact_check="factdesk"),
+    Story(
+        "rotterdam-fire", "manipulated", "industrial_fire", "Second explosion rocks refinery in Rotterdam, 2024-03-14",
+        post("@nl_breaking", "2h"),
+        Event("Rotterdam", "Netherlands", "2024-03-14", "industrial_fire", "a storage tank fire in the port of Rotterdam",
+              "Fire breaks out at storage tank in Rotterdam port",
+              "A fire broke out at a fuel storage tank in the port of Rotterdam on Thursday, sending a plume of "
+              "black smoke over the Botlek industrial area.",
+              "The safety region said there was no danger to residents but advised people nearby to keep windows "
+              "closed.",
+              "Black smoke rises from a burning storage tank in the port of Rotterdam, Netherlands, on "
+              "14 March 2024."),
+        "globalwire", "Pieter de Vries", "Sanne Jansen", None,
+        (Article("globalwire", "Rotterdam", "Netherlands", "2024-03-15", "industrial_fire",
+                 "Rotterdam tank fire under control, no injuries",
+                 "Firefighters brought the blaze at a storage tank in Rotterdam's Botlek area under control "
+                 "overnight. The fire stayed confined to the one tank where it started.", "Sanne Jansen"),),
+        edit=Edit(edit_second_fireball, "a second fireball and smoke column over another tank",
+                  "a single burning tank with one column of black smoke"),
+        fact_check="truthmeter"),
+    Story(
+        "brussels-banner", "manipulated", "protest_fair_prices",
+        "Farmers' banner calls to burn parliament in Brussels, 1 February 2024", band(at_top=True),
+        Event("Brussels", "Belgium", "2024-02-01", "protest", "the farmers' protest in Brussels",
+              "Tractors fill Brussels as farmers protest during EU summit",
+              "Farmers drove hundreds of tractors into Brussels on Thursday, blocking streets around the European "
+              "quarter as EU leaders met for a summit.",
+              "Protesters carried banners demanding fair prices for farmers and lower costs.",
+              "Farmers hold a banner reading 'Fair prices for farmers' during a protest in Brussels, Belgium, on "
+              "1 February 2024."),
+        "northstar", "Sofie Claes", "Thomas Peeters", None,
+        (Article("northstar", "Brussels", "Belgium", "2024-02-02", "protest",
+                 "Farmers leave Brussels after day of protests",
+                 "Tractors began leaving Brussels on Friday morning after a day of protests in which farmers marched "
+                 "behind banners calling for fair prices for farmers.", "Thomas Peeters"),),
+        edit=Edit(lambda painted, rng: edit_banner_text(painted, rng, "BURN THE PARLIAMENT"),
+                  "new banner lettering reading 'BURN THE PARLIAMENT'",
+                  "protesters holding a banner that reads 'FAIR PRICES FOR FARMERS'"),
+        fact_check="verifyline"),
+    Story(
+        "johannesburg-lion", "manipulated", "empty_street",
+        "Lion roams empty streets of Johannesburg during lockdown, 2020-04-02", post("@jozi_watch", "7h"),
+        Event("Johannesburg", "South Africa", "2020-04-02", "lockdown", "the first week of lockdown in Johannesburg",
+              "Johannesburg streets deserted in first week of lockdown",
+              "Streets in central Johannesburg stood empty on Thursday as South Africa's nationwide lockdown entered "
+              "its first week, with residents allowed out only for essential trips.",
+              "Police and soldiers patrolled the city to enforce the stay-at-home order. Shops other than "
+              "supermarkets and pharmacies were closed.",
+              "An empty street in central Johannesburg, South Africa, during the coronavirus lockdown on "
+              "2 April 2020."),
+        "meridian", "Naledi Mokoena", "Johan Botha", None,
+        (Article("meridian", "Johannesburg", "South Africa", "2020-04-04", "lockdown",
+                 "Lockdown diary: a city without traffic",
+                 "For a week the streets of central Johannesburg have been silent: no minibus taxis, no street "
+                 "vendors, only the occasional police patrol passing closed shopfronts.", "Johan Botha"),),
+        edit=Edit(edit_lion, "a lion standing in the road", "an empty street with closed shops and no people or animals"),
+        fact_check="factdesk"),
+    Story(
+        "lisbon-tornado", "manipulated", "storm_city", "Tornado touches down over Lisbon, 5 November 2023",
+        band(tag="BREAKING"),
+        Event("Lisbon", "Portugal", "2023-11-05", "storm", "the November storm over Lisbon",
+              "Heavy rain and wind warnings as storm sweeps over Lisbon",
+              "Dark storm clouds rolled over Lisbon on Sunday as a powerful Atlantic storm brought heavy rain and "
+              "strong winds to the Portuguese coast.",
+              "The civil protection authority placed the Lisbon district on orange alert and reported fallen trees "
+              "and flooded underpasses.",
+              "Storm clouds gather over the rooftops of Lisbon, Portugal, on 5 November 2023."),
+        "globalwire", "Rui Santos", "Inês Carvalho", None,
+        (Article("globalwire", "Lisbon", "Portugal", "2023-11-06", "storm",
+                 "Lisbon counts the cost of Sunday's storm",
+                 "Crews in Lisbon cleared fallen trees and pumped water from underpasses on Monday after a day of "
+                 "heavy rain and gusty wind.", "Inês Carvalho"),),
+        edit=Edit(edit_tornado, "a tornado funnel reaching down to the rooftops",
+                  "dark rain clouds over the rooftops with no funnel cloud"),
+        fact_check="observer"),
+    Story(
+        "fuji-eruption", "manipulated", "mountain_lake",
+        "Mount Fuji erupts for the first time in 300 years, 12 January 2024", post("@japan_now", "3h"),
+        Event("Fujikawaguchiko", "Japan", "2024-01-12", "mountain", "a clear winter morning at Lake Kawaguchi",
+              "Clear winter skies bring crowds to Lake Kawaguchi",
+              "A cold, clear spell brought sharp views of Mount Fuji on Friday, drawing photographers and tourists "
+              "to the shores of Lake Kawaguchi.",
+              "Local tourism officials said visitor numbers had returned to pre-pandemic levels for the winter "
+              "season.",
+              "Mount Fuji reflected in Lake Kawaguchi on a clear winter morning, 12 January 2024."),
+        "northstar", "Haruto Sato", "Yuki Tanaka", None,
+        (Article("northstar", "Fujikawaguchiko", "Japan", "2024-01-20", "mountain",
+                 "Fuji Five Lakes winter season draws record visitors",
+                 "Hotels around Lake Kawaguchi reported near-full bookings through January as clear weather kept "
+                 "Mount Fuji's snow-capped summit in view day after day.", "Yuki Tanaka"),),
+        edit=Edit(edit_eruption, "an ash plume and lava streaks at the summit",
+                  "a calm, snow-capped Mount Fuji above the lake"),
+        fact_check="truthmeter"),
+    Story(
+        "seattle-craft", "manipulated", "night_skyline_tower", "Glowing craft hovers over Seattle skyline, 2023-10-14",
+        band(at_top=True, tag="VIRAL"),
+        Event("Seattle", "United States", "2023-10-14", "night_city", "a clear night over the Seattle skyline",
+              "Seattle skyline glows on a clear autumn night",
+              "A rare clear night gave photographers a sharp view of the Seattle skyline across Elliott Bay on "
+              "Saturday.",
+              "Long exposures from the waterfront caught the lights of downtown towers and the Space Needle "
+              "reflected in the water.",
+              "The Seattle skyline and the Space Needle at night, seen across the water on 14 October 2023."),
+        "meridian", "Evan Brooks", "Megan Price", None,
+        (Article("meridian", "Seattle", "United States", "2023-10-15", "night_city",
+                 "Photographers flock to the waterfront for clear-night views",
+                 "Dozens of photographers lined the Seattle waterfront on Saturday night to make the most of a "
+                 "cloudless sky over the city.", "Megan Price"),),
+        edit=Edit(edit_glowing_craft, "a glowing disc-shaped craft with a light beam",
+                  "the lit skyline and tower under an empty night sky"),
+        fact_check="factdesk"),
+    # --- unverifiable: nobody published this photo; pages nearby neither confirm nor deny -
+    Story(
+        "madrid-hail", "unverifiable", "hail_street", "Giant hail smashes car windows in Madrid, 30 May 2024",
+        post("@madrid_directo", "9h"), None,
+        context=(Article("stormtrack", "Zaragoza", "Spain", "2023-08-29", "hail",
+                         "Hailstorm dents hundreds of cars in Zaragoza",
+                         "Hailstones the size of tennis balls fell on Zaragoza on Tuesday evening, denting cars and "
+                         "smashing windows across the city.", None, scene="hail_street",
+                         caption="Hail-damaged cars in a street in Zaragoza, Spain, on 29 August 2023."),
+                 Article("capital", "Madrid", "Spain", "2023-09-03", "flood",
+                         "Summer storm floods streets and metro stations in Madrid",
+                         "A violent storm dropped a month's rain on Madrid in a few hours on Sunday, flooding "
+                         "streets and several metro stations.", "Lucía Romero")),
+        fact_check="truthmeter"),
+    Story(
+        "lagos-market", "unverifiable", "market_fire", "Fire destroys market stalls in Lagos, 2024-01-12",
+        band(tag="LIVE"), None,
+        context=(Article("ledger", "Lagos", "Nigeria", "2021-11-20", "market_fire",
+                         "Fire guts shops at busy Lagos market",
+                         "A fire tore through rows of shops at a busy market on Lagos Island on Saturday, destroying "
+                         "goods worth millions of naira.", "Chinedu Okafor", scene="market_fire",
+                         caption="Smoke rises over a market on Lagos Island, Nigeria, on 20 November 2021."),
+                 Article("tribune", "Accra", "Ghana", "2023-03-05", "market_fire",
+                         "Blaze at Accra market destroys hundreds of stalls",
+                         "Traders at a second-hand clothing market in Accra lost their stock when fire spread "
+                         "through the stalls early on Sunday.", "Kwame Mensah")),
+        fact_check=None),
+    Story(
+        "kathmandu-flood", "unverifiable", "village_flood", "Flash flood hits village near Kathmandu, 4 July 2023",
+        post("@nepal_watch", "5h"), None,
+        context=(Article("herald", "Kathmandu", "Nepal", "2024-09-28", "flood",
+                         "Monsoon floods inundate Kathmandu valley",
+                         "Rivers burst their banks across the Kathmandu valley on Saturday after the heaviest "
+                         "rainfall in decades, flooding low-lying settlements.", "Anil Shrestha", scene="village_flood",
+                         caption="Floodwater surrounds houses in the Kathmandu valley, Nepal, on 28 September 2024."),
+                 Article("stormtrack", "Pokhara", "Nepal", "2023-07-06", "flood",
+                         "Landslides block highways in western Nepal",
+                         "Monsoon landslides cut several highways around Pokhara on Thursday, stranding buses and "
+                         "trucks.", None)),
+        fact_check="factdesk"),
+    Story(
+        "chennai-water", "unverifiable", "queue_street", "Residents queue for water tankers in Chennai, 19 June 2019",
+        band(at_top=True), None,
+        context=(Article("tribune", "Cape Town", "South Africa", "2018-01-26", "water",
+                         "Cape Town residents queue at springs as taps run low",
+                         "Long queues formed at natural springs across Cape Town on Friday as the city warned that "
+                         "its taps could be switched off within months.", "Lindiwe Dube", scene="queue_street",
+                         caption="Residents queue to fill containers in Cape Town, South Africa, on 26 January 2018."),
+                 Article("capital", "Chennai", "India", "2015-12-02", "flood",
+                         "Chennai under water after record rainfall",
+                         "Record rainfall submerged large parts of Chennai on Wednesday, cutting off neighbourhoods and "
+                         "closing the airport.", "Priya Raman")),
+        fact_check=None),
+    Story(
+        "marseille-warehouse", "unverifiable", "industrial_fire",
+        "Black smoke rises over warehouse fire in Marseille, 2024-08-09", post("@marseille_info", "1h"), None,
+        context=(Article("gazette", "Lyon", "France", "2022-07-19", "industrial_fire",
+                         "Warehouse fire sends smoke over Lyon suburb",
+                         "A fire at a logistics warehouse in the eastern suburbs of Lyon sent a column of black "
+                         "smoke over the area on Tuesday.", "Julien Moreau", scene="industrial_fire",
+                         caption="Smoke rises from a warehouse fire near Lyon, France, on 19 July 2022."),
+                 Article("observer", "Marseille", "France", "2016-08-10", "wildfire",
+                         "Wildfire near Marseille forces evacuations",
+                         "A wildfire driven by the mistral burned towards the northern suburbs of Marseille on "
+                         "Wednesday, forcing hundreds of people from their homes.", "Élodie Bernard",
+                         scene="wildfire_hills",
+                         caption="A wildfire burns near Marseille, France, on 10 August 2016.")),
+        fact_check="verifyline"),
+    Story(
+        "montreal-ice", "unverifiable", "powerlines", "Ice storm brings down power lines in Montreal, 5 April 2023",
+        band(tag="NEWS"), None,
+        context=(Article("lens", "Montreal", "Canada", "2018-01-05", "ice",
+                         "The great ice storm of 1998, remembered",
+                         "Twenty years ago this week, freezing rain coated southern Quebec in ice, toppling pylons and "
+                         "leaving more than a million homes without power.", "Marie Tremblay",
+                         scene="powerlines", caption="Ice-laden power lines near Montreal, Canada, in January 1998."),
+                 Article("stormtrack", "Ottawa", "Canada", "2022-05-21", "storm",
+                         "Derecho knocks out power across Ottawa",
+                         "A line of violent thunderstorms brought down trees and hydro poles across Ottawa on Saturday, "
+                         "cutting power to hundreds of thousands of customers.", None)),
+        fact_check=None),
+    Story(
+        "lima-fish", "unverifiable", "beach", "Thousands of dead fish wash up on beach in Lima, 2024-02-18",
+        post("@peru_costa", "6h"), None,
+        context=(Article("ledger", "Lima", "Peru", "2022-01-18", "fish_kill",
+                         "Oil spill blackens beaches north of Lima",
+                         "Oil from a spill at a refinery terminal spread along beaches north of Lima on Tuesday, "
+                         "killing fish and seabirds.", "Rosa Quispe", scene="beach",
+                         caption="Workers clean a beach north of Lima, Peru, on 18 January 2022."),
+                 Article("herald", "Menindee", "Australia", "2023-03-17", "fish_kill",
+                         "Millions of dead fish clog river at Menindee",
+                         "Millions of dead fish choked a stretch of the Darling River near Menindee on Friday, "
+                         "which officials blamed on low oxygen levels after floods.", "Sam Whitaker")),
+        fact_check="observer"),
+)
+
+
+# Pages that belong to no case's chain but share its places, events or look (hard negatives).
+DISTRACTORS: tuple[Article, ...] = (
+    Article("ledger", "Porto Alegre", "Brazil", "2024-06-18", "flood", "Flooding returns to Porto Alegre's Sarandi district",
+            "Heavy rain sent water back into streets of the Sarandi district of Porto Alegre on Tuesday, six weeks "
+            "after the city's worst flood on record.", "Marcos Teixeira", scene="flood_street",
+            caption="Water covers a street in the Sarandi district of Porto Alegre, Brazil, on 18 June 2024."),
+    Article("gazette", "Houston", "United States", "2016-04-18", "flood", "Flash floods strand drivers across Houston",
+            "More than 40 centimetres of rain fell on parts of Houston overnight, stranding hundreds of drivers on "
+            "flooded roads on Monday.", "Rachel Gomez", scene="flood_street",
+            caption="Floodwater covers a street in west Houston, Texas, on 18 April 2016."),
+    Article("tribune", "Jakarta", "Indonesia", "2021-02-20", "flood", "Floods return to Jakarta after heavy rain",
+            "Parts of Jakarta were under water again on Saturday after a night of heavy rain, forcing more than "
+            "a thousand people into shelters.", "Dewi Lestari", scene="flood_street",
+            caption="Residents wade through floodwater in South Jakarta, Indonesia, on 20 February 2021."),
+    Article("observer", "Valparaíso", "Chile", "2014-04-13", "wildfire", "Valparaíso fire destroys thousands of homes",
+            "A wildfire that jumped from forest into the hillside neighbourhoods of Valparaíso destroyed more than "
+            "2,500 homes over the weekend.", "Andrés Vidal", scene="wildfire_hills",
+            caption="Smoke over the hills of Valparaíso, Chile, on 13 April 2014."),
+    Article("capital", "Berlin", "Germany", "2023-09-24", "protest", "Berlin Marathon draws record field",
+            "Nearly 48,000 runners from more than 150 countries set off from the Tiergarten on Sunday, watched by "
+            "crowds lining the course.", "Lena Hoffmann", scene="crowd_plaza",
+            caption="Spectators gather near the finish of the Berlin Marathon in Berlin, Germany, on 24 September 2023."),
+    Article("stormtrack", "Buffalo", "United States", "2014-11-20", "snow", "Buffalo digs out after November lake-effect storm",
+            "Parts of the Buffalo area were buried under more than 1.5 metres of snow after three days of "
+            "lake-effect storms.", None, scene="snow_highway",
+            caption="Snow-covered vehicles on a road near Buffalo, New York, on 20 November 2014."),
+    Article("herald", "Hamburg", "Germany", "2023-05-12", "ship_fire", "Hamburg port celebrates its birthday with parade of ships",
+            "Tall ships, tugboats and container vessels paraded along the Elbe on Friday as Hamburg's port marked "
+            "its 834th birthday.", "Jan Petersen", scene="harbor",
+            caption="Ships in the port of Hamburg, Germany, on 12 May 2023."),
+    Article("northstar", "Beijing", "China", "2021-03-15", "dust", "Beijing hit by worst sandstorm in a decade",
+            "A huge sandstorm blown in from Inner Mongolia and the Gobi desert turned the sky over Beijing yellow "
+            "on Monday.", "Chen Yu", scene="dust_skyline",
+            caption="Buildings in Beijing, China, shrouded in dust on 15 March 2021."),
+    Article("meridian", "Antakya", "Turkey", "2024-02-06", "quake", "One year after the earthquake, Antakya rebuilds slowly",
+            "A year after the earthquake that flattened much of Antakya, cranes and container homes fill the city "
+            "where apartment blocks once stood.", "Murat Aksoy", scene="rubble",
+            caption="Demolition work continues in Antakya, Turkey, on 6 February 2024."),
+    Article("ledger", "Athens", "Greece", "2023-07-13", "wildfire", "Heatwave: Acropolis closes as temperatures top 40C",
+            "Authorities closed the Acropolis during the hottest hours of the day on Thursday as a heatwave pushed "
+            "temperatures in Athens above 40 degrees.", "Nikos Papadakis"),
+    Article("globalwire", "Santiago", "Chile", "2020-10-18", "protest", "Santiago marks a year since the start of mass protests",
+            "Tens of thousands gathered around Plaza Italia in Santiago on Sunday to mark one year since the "
+            "protests that shook Chile began.", "Matías Herrera", scene="crowd_plaza",
+            caption="Crowds gather in Santiago, Chile, on 18 October 2020."),
+    Article("lens", "Paradise", "United States", "2023-11-08", "wildfire", "Paradise, five years after the Camp Fire",
+            "Five years after the Camp Fire, new houses stand on lots that were ash, and the town's population is "
+            "slowly growing again.", "Jessica Tran"),
+    Article("stormtrack", "Fort Myers", "United States", "2022-09-29", "flood", "Hurricane Ian: storm surge floods Fort Myers",
+            "A storm surge of more than three metres swept through Fort Myers on Wednesday as Hurricane Ian made "
+            "landfall on Florida's Gulf coast.", None, scene="flood_street",
+            caption="Floodwater in a street in Fort Myers, Florida, on 29 September 2022."),
+    Article("northstar", "Moore", "United States", "2013-05-20", "storm", "Tornado devastates Moore, Oklahoma",
+            "A violent tornado tore through the city of Moore, south of Oklahoma City, on Monday afternoon, "
+            "flattening homes and two schools.", "Emily Carter", scene="storm_field",
+            caption="A storm over the plains near Moore, Oklahoma, on 20 May 2013."),
+    Article("observer", "Johannesburg", "South Africa", "2023-08-03", "evacuation",
+            "Minibus taxi strike brings Johannesburg traffic to a standstill",
+            "A strike by minibus taxi operators left commuters stranded and highways around Johannesburg jammed on "
+            "Thursday.", "Naledi Mokoena", scene="highway_traffic",
+            caption="Traffic on a highway into Johannesburg, South Africa, on 3 August 2023."),
+    Article("gazette", "New York City", "United States", "2019-07-13", "blackout",
+            "Manhattan blackout leaves West Side in the dark",
+            "A power failure cut electricity to a large part of Manhattan's West Side on Saturday evening, "
+            "darkening Times Square billboards and stopping subway lines.", "Rachel Gomez",
+            scene="night_skyline_dark",
+            caption="Darkened buildings in Manhattan, New York City, on 13 July 2019."),
+    Article("globalwire", "Antwerp", "Belgium", "2022-06-09", "industrial_fire", "Fire at chemical plant in Antwerp port",
+            "A fire at a chemical plant in the port of Antwerp sent a column of smoke over the Scheldt on "
+            "Thursday; residents were told to keep windows closed.", "Sanne Jansen", scene="industrial_fire",
+            caption="Smoke rises from a chemical plant in the port of Antwerp, Belgium, on 9 June 2022."),
+    Article("capital", "Brussels", "Belgium", "2024-02-26", "protest", "Farmers return to Brussels with tractors",
+            "Hundreds of tractors blocked streets near the EU headquarters in Brussels on Monday as agriculture "
+            "ministers met.", "Claire Martin", scene="protest_no_farmers",
+            caption="Farmers protest with tractors in Brussels, Belgium, on 26 February 2024."),
+    Article("meridian", "Kruger National Park", "South Africa", "2020-04-16", "lockdown",
+            "Lions nap on empty road in Kruger park during lockdown",
+            "With tourists kept away by the lockdown, rangers in Kruger National Park found a pride of lions "
+            "sleeping on a tarred road normally busy with safari vehicles.", "Johan Botha"),
+    Article("tribune", "Lisbon", "Portugal", "2022-12-13", "storm", "Flash floods hit Lisbon for second time in a week",
+            "Torrential rain flooded streets and metro stations in Lisbon on Tuesday, days after a first storm "
+            "caused widespread damage.", "Inês Carvalho", scene="storm_city",
+            caption="Rain over the rooftops of Lisbon, Portugal, on 13 December 2022."),
+    Article("northstar", "Fujiyoshida", "Japan", "2024-07-01", "mountain", "Mount Fuji climbing season opens with new entry fee",
+            "Climbers on Mount Fuji's most popular trail now pay a fee and must book a slot, as the summer climbing "
+            "season opened on Monday.", "Yuki Tanaka", scene="mountain_lake",
+            caption="Mount Fuji seen from the lakeshore, Japan, on 1 July 2024."),
+    Article("stormtrack", "Seattle", "United States", "2022-04-20", "sky",
+            "Bright lights over the Pacific Northwest were a satellite train",
+            "A string of bright dots moving across the sky over Seattle on Wednesday evening was a batch of "
+            "recently launched satellites, astronomers said.", None, published=None),
+    Article("urbanlens", "Seattle", "United States", "2022-11-05", "night_city", "Seattle after dark: a photo walk",
+            "Our photo walk along the Seattle waterfront, from the piers to the sculpture park, with tips for long "
+            "exposures of the skyline.", "Kim Harlow", scene="night_skyline_tower",
+            caption="The Seattle skyline at night, 5 November 2022."),
+    Article("herald", "Verona", "Italy", "2023-07-21", "hail", "Hail the size of golf balls hits northern Italy",
+            "Hailstorms swept across the Veneto and Lombardy on Friday, smashing car windscreens and injuring "
+            "dozens of people.", "Giulia Ferri", scene="hail_street",
+            caption="Hail-damaged cars in Verona, Italy, on 21 July 2023."),
+    Article("ledger", "Al Haouz", "Morocco", "2023-09-09", "quake", "Rescuers search for survivors after Morocco earthquake",
+            "Rescuers dug through the rubble of mountain villages in Al Haouz province on Saturday after the "
+            "strongest earthquake to hit Morocco in decades.", "Youssef Amrani", scene="rubble",
+            caption="Rescue workers in a damaged village in Al Haouz province, Morocco, on 9 September 2023."),
+    Article("observer", "Colombo", "Sri Lanka", "2021-05-25", "ship_fire", "Container ship burns off Sri Lanka's coast",
+            "A container ship carrying chemicals burned off the coast near Colombo on Tuesday, with plastic pellets "
+            "washing up on nearby beaches.", "Nimal Perera", scene="harbor",
+            caption="Smoke rises from a container ship off Colombo, Sri Lanka, on 25 May 2021."),
+    Article("capital", "Madrid", "Spain", "2021-01-09", "snow", "Storm Filomena buries Madrid in snow",
+            "The heaviest snowfall in half a century paralysed Madrid on Saturday, stranding drivers on the city's "
+            "ring roads.", "Lucía Romero", scene="snow_highway",
+            caption="Vehicles stuck in snow on a road in Madrid, Spain, on 9 January 2021."),
+    Article("tribune", "Buenos Aires", "Argentina", "2023-11-04", "football", "Fans pack the Monumental for the cup final",
+            "More than 80,000 fans filled the Monumental stadium in Buenos Aires on Saturday for the final of South "
+            "America's top club competition.", "Martín Acosta", scene="stadium",
+            caption="Fans in the stands of the Monumental stadium in Buenos Aires, Argentina, on 4 November 2023."),
+    Article("trendfeed", "Lisbon", "Portugal", "2023-11-07", "storm", "Waterspout filmed off the Lisbon coast",
+            "Beachgoers filmed a waterspout spinning over the sea off the coast near Lisbon on Tuesday; it "
+            "dissipated before reaching land.", None),
+    Article("gazette", "Mumbai", "India", "2019-06-28", "water", "Mumbai residents wait for tankers as wells run dry",
+            "In suburbs on the edge of Mumbai, families queued for hours on Friday for water delivered by tanker "
+            "trucks.", "Priya Raman", scene="queue_street",
+            caption="Residents wait for a water tanker on the outskirts of Mumbai, India, on 28 June 2019."),
+    Article("trendfeed", "Phoenix", "United States", "2022-07-10", "dust", "Haboob swallows Phoenix in minutes",
+            "A towering wall of dust rolled over Phoenix on Sunday evening, cutting visibility to near zero on "
+            "the freeways.", None, published=None, scene="dust_skyline",
+            caption="A dust storm over Phoenix, Arizona, on 10 July 2022."),
+)
+
+
+TOPIC_PARAGRAPHS: dict[str, tuple[str, ...]] = {
+    "flood": ("Emergency services urged residents in low-lying areas to move to higher ground and not to walk or drive "
+              "through floodwater, which can hide open drains and debris.",
+              "Power was cut to several neighbourhoods as a precaution, and schools in the affected districts were "
+              "closed until further notice.",
+              "Meteorologists warned that more rain was expected over the coming days."),
+    "wildfire": ("Firefighting aircraft dropped water on the flames while ground crews cut firebreaks to protect homes on "
+                 "the edge of the burning area.",
+                 "Officials urged residents to follow evacuation orders promptly, warning that a shift in the wind could "
+                 "push the fire in a new direction within minutes.",
+                 "Smoke drifted over nearby towns, and health authorities advised people to stay indoors."),
+    "protest": ("Organisers put the turnout at several times the figure given by police, a familiar gap in counts of "
+                "large demonstrations.",
+                "Public transport in the city centre was disrupted for several hours as marchers filled the main "
+                "avenues.",
+                "Police said the day passed largely without incident."),
+    "snow": ("Snowploughs struggled to keep up with drifting snow, and officials said abandoned vehicles were slowing "
+             "the clean-up.",
+             "Forecasters said temperatures would stay well below freezing for several more days.",
+             "Residents were urged to stay off the roads unless their journey was essential."),
+    "ship_fire": ("Fireboats sprayed water onto the burning containers while crews on the quay kept other vessels at a "
+                  "distance.",
+                  "Port authorities suspended operations at nearby berths for several hours as a precaution.",
+                  "Investigators will examine the cargo manifests to find out what was stored in the containers."),
+    "dust": ("Health officials advised children, older people and anyone with breathing problems to stay indoors and "
+             "to wear masks outside.",
+             "Meteorologists said the dust had been carried hundreds of kilometres by strong winds from arid regions.",
+             "Flights were delayed as visibility dropped at the city's airports."),
+    "quake": ("Aftershocks continued to rattle the region, complicating the work of rescue teams and leaving many "
+              "residents afraid to return indoors.",
+              "International search-and-rescue teams were arriving, but debris still blocked access to some districts.",
+              "Aid groups appealed for tents, blankets and heaters as night-time temperatures fell below freezing."),
+    "evacuation": ("Officials urged drivers to fill up before leaving and to follow designated evacuation routes rather "
+                   "than side roads.",
+                   "Shelters opened in schools and sports halls further inland for residents with nowhere else to go.",
+                   "Traffic authorities said journeys that normally take an hour were taking five or more."),
+    "storm": ("Weather services issued warnings for large hail, damaging winds and possible tornadoes as the storm "
+              "system moved east.",
+              "Storm chasers lined rural roads to photograph the towering clouds, while emergency managers urged "
+              "residents to stay indoors.",
+              "Utility crews were on standby to repair lines brought down by the wind."),
+    "football": ("Fans began arriving hours before kick-off, and public transport ran extra services to cope with the "
+                 "crowds.",
+                 "Police said the celebrations were largely peaceful, although several streets were closed to traffic "
+                 "late into the night.",
+                 "Street vendors sold flags, scarves and shirts in the national colours."),
+    "blackout": ("Traffic lights failed across the city, and volunteers directed cars at major junctions until police "
+                 "arrived.",
+                 "Hospitals switched to backup generators, and officials appealed to residents to check on elderly "
+                 "neighbours.",
+                 "Grid operators said restoring power would be done in stages to avoid overloading the network."),
+    "industrial_fire": ("Air quality was being monitored around the site, and residents were advised to keep windows and "
+                        "doors closed.",
+                        "Investigators said it was too early to say what caused the fire.",
+                        "Nearby roads were closed to allow fire engines to reach the site."),
+    "lockdown": ("Only essential workers and people buying food or medicine were allowed to travel, and roadblocks were "
+                 "set up on major routes.",
+                 "Business groups warned that the restrictions would hit informal traders especially hard.",
+                 "Officials said the measures would be reviewed at the end of the month."),
+    "mountain": ("Photographers gathered before dawn along the shore to capture the mountain's reflection on the still "
+                 "water.",
+                 "Local officials reminded visitors to respect private land and not to stop on narrow roads.",
+                 "Winter is the best season for views of the mountain, when the air is clear and dry."),
+    "night_city": ("The waterfront is a favourite spot for night photography, with long exposures capturing the city "
+                   "lights reflected in the bay.",
+                   "Clear nights are rare in the region at this time of year, when cloud and drizzle usually dominate.",
+                   "Photographers recommend a tripod and an exposure of several seconds."),
+    "sky": ("Astronomers said such sightings are increasingly common shortly after launches, when the satellites fly "
+            "close together.",
+            "Reports of unusual lights in the sky usually have an ordinary explanation, from aircraft to planets."),
+    "hail": ("Insurers said they expected a large number of claims for damaged cars, roofs and windows.",
+             "Meteorologists said warm, humid air combined with cold air aloft had created ideal conditions for large "
+             "hail.",
+             "Residents shared pictures of hailstones piled in gutters and on balconies."),
+    "market_fire": ("Traders said they had lost goods worth years of savings, and many had no insurance.",
+                    "Fire officials said narrow passageways and illegal electrical connections made it hard to stop the "
+                    "blaze from spreading.",
+                    "The market association called for a review of fire safety across the city's markets."),
+    "water": ("Residents said they were spending hours each day waiting for tankers, often starting before dawn.",
+              "Authorities blamed the shortage on weak rains and reservoirs that had fallen to a fraction of their "
+              "capacity.",
+              "Hotels and restaurants cut back on services to save water."),
+    "ice": ("Crews worked around the clock to restore power, but officials warned that some customers could be without "
+            "electricity for days.",
+            "Residents were urged not to approach fallen lines and to report them to the utility.",
+            "Warming centres opened for people whose homes had lost heating."),
+    "fish_kill": ("Environmental officials collected water samples to find out whether low oxygen, pollution or warm "
+                  "water was to blame.",
+                  "Residents were told not to collect or eat the dead fish.",
+                  "Fishermen said the losses would hit their income for months."),
+    "editing": ("Reverse image search usually finds the original within minutes: the same street, the same cars, the "
+                "same clouds, but nothing swimming in the water.",
+                "Look for edges that are too sharp, shadows that fall the wrong way, and water that does not ripple "
+                "around the object.",
+                "Many of these pictures first circulated years ago and are reshared with a new caption each time."),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Page writing
+# ---------------------------------------------------------------------------------------
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+LABEL_WORDS = ("authentic", "out_of_context", "out-of-context", "out of context", "manipulated", "unverifiable")
+
+
+def long_date(iso: str) -> str:
+    day = date.fromisoformat(iso)
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
+
+
+def shifted(iso: str, days: int) -> str:
+    return (date.fromisoformat(iso) + timedelta(days=days)).isoformat()
+
+
+def claim_day(claim: str) -> str:
+    """The date printed in a claim, as ISO (claims use '6 May 2024' or '2024-05-06')."""
+    iso = re.search(r"\d{4}-\d{2}-\d{2}", claim)
+    if iso:
+        return iso.group(0)
+    day, month, year = re.search(r"(\d{1,2}) ([A-Z][a-z]+) (\d{4})", claim).groups()
+    return date(int(year), MONTHS.index(month) + 1, int(day)).isoformat()
+
+
+def slugify(text: str, max_words: int = 9) -> str:
+    ascii_text = text.encode("ascii", "ignore").decode().lower()
+    return "-".join(re.findall(r"[a-z0-9]+", ascii_text)[:max_words])
+
+
+def serial(*parts: object, digits: int = 6) -> int:
+    return stable_seed("serial", *parts) % 10**digits
+
+
+def article_url(site_key: str, day: str, title: str) -> str:
+    site = SITES[site_key]
+    base, slug, n = f"https://{site.domain}", slugify(title), serial(site_key, day, title)
+    yyyy, mm, dd = day.split("-")
+    styles = {
+        "agency_dated": f"{base}/news/{yyyy}/{mm}/{dd}/{slug}",
+        "agency_serial": f"{base}/{day}/{slug}-{n:06d}",
+        "section_serial": f"{base}/world/{slug}-n{n:06d}",
+        "image_serial": f"{base}/editorial/image/{n:06d}",
+        "collection": f"{base}/collections/{slugify(title, 5)}/photo-{n % 100000:05d}",
+        "yearly": f"{base}/{yyyy}/{slug}",
+        "monthly_slash": f"{base}/{yyyy}/{mm}/{slug}/",
+        "report": f"{base}/reports/{yyyy}{mm}{dd}-{slug}",
+        "post": f"{base}/p/{slug}-{n % 100000:05d}",
+        "blog_html": f"{base}/{yyyy}/{mm}/{dd}/{slug}.html",
+        "check": f"{base}/checks/{yyyy}/{mm}/{slug}",
+        "rating": f"{base}/rating/{n % 100000:05d}-{slug}",
+    }
+    return styles[site.url_style]
+
+
+def fact_check_url(site_key: str, day: str, title: str) -> str:
+    if site_key == "observer":
+        return f"{FACT_CHECK_SECTIONS['observer']}{day[:4]}/{slugify(title)}"
+    if site_key == "globalwire":
+        return f"{FACT_CHECK_SECTIONS['globalwire']}{slugify(title)}-{serial('verify', title):06d}"
+    return article_url(site_key, day, title)
+
+
+@dataclass
+class PageImage:
+    jpeg: bytes
+    alt: str
+    size: tuple[int, int]
+
+
+@dataclass
+class Page:
+    url: str
+    site: str
+    title: str
+    published: str | None
+    author: str | None
+    paragraphs: list[str]
+    images: list[PageImage] = field(default_factory=list)
+    blocked: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.paragraphs)
+
+
+def page_image(image: Image.Image, rendition: Rendition, alt: str) -> PageImage:
+    rendered = render(image, rendition)
+    return PageImage(jpeg_bytes(rendered, rendition.quality), alt, rendered.size)
+
+
+def topic_paragraphs(topic: str, rng: random.Random, count: int) -> list[str]:
+    return rng.sample(TOPIC_PARAGRAPHS[topic], k=min(count, len(TOPIC_PARAGRAPHS[topic])))
+
+
+def origin_page(story: Story, photo: Image.Image, rng: np.random.Generator) -> Page:
+    event, site = story.event, SITES[story.origin_site]
+    text_rng = random.Random(stable_seed("origin-text", story.key))
+    crop = [0.0, 0.0, 0.0, 0.0]
+    crop[int(rng.integers(4))] = 0.05  # agencies publish (nearly) the full frame
+    rendition = Rendition(int(rng.choice([640, 680, 720])), int(rng.choice([86, 88, 90])), tuple(crop))
+    return Page(
+        article_url(story.origin_site, event.day, event.headline), story.origin_site, event.headline, event.day,
+        story.reporter,
+        [f"{event.place.upper()}, {event.country}, {long_date(event.day)} ({site.name}) — {event.lead}",
+         event.detail,
+         *topic_paragraphs(event.topic, text_rng, 2),
+         f"Photo: {event.caption} Photograph by {story.photographer} for {site.name}."],
+        [page_image(photo, rendition, event.caption)])
+
+
+def bridge_page(story: Story, origin: Page, photo: Image.Image, rng: np.random.Generator) -> Page:
+    """A later copy that credits the photographer and links the origin by URL."""
+    event, agency = story.event, SITES[story.origin_site].name
+    site_key, day = story.bridge
+    crop = [0.0, 0.0, 0.0, 0.0]
+    for edge in rng.choice(4, size=2, replace=False):
+        crop[int(edge)] = float(np.round(rng.uniform(0.06, 0.15), 3))
+    rendition = Rendition(int(rng.choice([480, 520, 560])), int(rng.choice([76, 80, 84])), tuple(crop))
+    credit = f"{story.photographer} / {agency}"
+    years = int(day[:4]) - int(event.day[:4])
+    if site_key == "atlas":
+        title = f"Editorial image: {event.what}"
+        paragraphs = [f"Editorial image {serial(site_key, story.key):06d}", event.caption,
+                      f"Photographer: {credit}. Date taken: {long_date(event.day)}. Location: {event.place}, "
+                      f"{event.country}.",
+                      f"Editorial use only. First distributed with the {agency} report \"{event.headline}\": "
+                      f"{origin.url}",
+                      f"Keywords: {event.topic.replace('_', ' ')}, {event.place}, {event.country}, {event.day[:4]}"]
+        author = None
+    elif site_key == "archive":
+        title = f"{event.place} {event.day[:4]} — {event.what} (collection)"
+        paragraphs = [f"From the collection \"{event.what[0].upper() + event.what[1:]}\".", event.caption,
+                      f"Credit: {credit}. Source story: {origin.url}",
+                      "Prints and licences are available for editorial and educational use. Captions are reproduced "
+                      "as supplied by the original agency."]
+        author = None
+    else:
+        ago = f"{years} years ago" if years > 1 else "This year"
+        title = f"Looking back: {event.what}"
+        paragraphs = [f"{ago}, {story.photographer} made this picture for {agency}: {event.caption}",
+                      f"The original report, \"{event.headline}\", is still online at {origin.url}",
+                      "We asked photographers to pick one frame that stayed with them. Their choices, and the stories "
+                      "behind them, are collected in this series."]
+        author = "Lens Collective editors"
+    return Page(article_url(site_key, day, title), site_key, title, day, author, paragraphs,
+                [page_image(photo, rendition, event.caption)])
+
+
+def article_page(article: Article, book: SceneBook, name: str, rng: np.random.Generator,
+                 related: tuple[str, ...] = ()) -> Page:
+    """A news or blog article; it may carry its own (different) photo."""
+    published = article.day if article.published == "same" else article.published
+    text_rng = random.Random(stable_seed("article-text", name))
+    if article.site == "stormtrack":
+        opening = f"Report for {article.day} — {article.place}, {article.country}. {article.lead}"
+    elif article.published is None:
+        opening = f"{article.place}, {long_date(article.day)}. {article.lead}"
+    else:
+        opening = f"{article.place.upper()} — {article.lead}"
+    paragraphs = [opening, *topic_paragraphs(article.topic, text_rng, 2)]
+    images = []
+    if article.scene:
+        picture = book.paint(article.scene, name).image
+        rendition = Rendition(int(rng.choice([520, 560, 600, 640])), int(rng.choice([78, 82, 85])))
+        images.append(page_image(picture, rendition, article.caption))
+        paragraphs.append(f"Pictured: {article.caption}")
+    if related:
+        paragraphs.append("Related coverage: " + " ".join(related))
+    if article.author:
+        paragraphs.append(f"Reporting by {article.author}.")
+    title = article.headline
+    return Page(article_url(article.site, article.day, title), article.site, title, published, article.author,
+                paragraphs, images)
+
+
+def fact_check_page(story: Story, case_image: Image.Image, original: Image.Image | None,
+                    origin: Page | None, context: list[Page]) -> Page:
+    """The benchmark's answer, stated outright: only ever reachable if the policy fails."""
+    site_key, label, event = story.fact_check, story.label, story.event
+    published = shifted(claim_day(story.claim), 3)
+    title = f"Fact check: photo shared as \"{story.claim}\""
+    rating = VERDICT_WORDS.get(site_key, VERDICT_WORDS["factdesk"])[label]
+    agency = SITES[story.origin_site].name if story.origin_site else None
+    if label == "authentic":
+        finding = (f"The photo is genuine. It was taken by {story.photographer} for {agency} in {event.place} on "
+                   f"{long_date(event.day)} and published with the report \"{event.headline}\" ({origin.url}). "
+                   f"We found no earlier copies, and the scene matches other reporting of {event.what}.")
+    elif label == "out_of_context":
+        finding = (f"The photo is real, but it does not show {story.claimed_what}. It was taken by "
+                   f"{story.photographer} in {event.place}, {event.country}, on {long_date(event.day)} during "
+                   f"{event.what}, and first published by {agency} at {origin.url}. It is being reshared with a "
+                   f"new caption.")
+    elif label == "manipulated":
+        finding = (f"The picture has been edited. The original, taken by {story.photographer} for {agency} on "
+                   f"{long_date(event.day)} ({origin.url}), shows {story.edit.original}. The circulating version "
+                   f"adds {story.edit.added}.")
+    else:
+        finding = ("We could not verify this picture. Reverse image searches found no earlier copy, and we found no "
+                   "report of the scene described in the caption. The coverage we found concerns other events: "
+                   + "; ".join(f"\"{page.title}\" ({page.url})" for page in context)
+                   + ". Until an original source comes forward, we cannot say where or when it was taken.")
+    paragraphs = [f"Claim: a picture shared on social media is captioned \"{story.claim}\".",
+                  f"Rating: {rating}.", finding,
+                  "How we checked: reverse image searches, comparison with agency archives and local news "
+                  "coverage, and a frame-by-frame comparison with the earliest copy we could find."]
+    images = []
+    if label != "unverifiable":
+        images.append(page_image(case_image, Rendition(420, 75), "Screenshot of the post being checked"))
+    if original is not None:
+        images.append(page_image(original, Rendition(400, 75), "The original photograph"))
+    return Page(fact_check_url(site_key, published, title), site_key, title, published, "Fact-check team",
+                paragraphs, images, blocked=True)

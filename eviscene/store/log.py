@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from eviscene.store.layout import resolve_log_path
+from eviscene.store.rows import EventRow
 from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import open_snapshot
 from eviscene.store.verify import VerifyReport, verify_chain
@@ -57,6 +59,15 @@ class EventLog:
 
     def view(self, name: str) -> pa.Table:
         return self.sql(f'SELECT * FROM "{name}"')
+
+    def events(self, run_id: str, episode_id: str | None = None) -> list[EventRow]:
+        """One run's events (optionally one episode's) in order, as typed rows."""
+        table = self.sql(
+            "SELECT seq, event_id, ts, run_id, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
+            "FROM events WHERE run_id = ? AND (? IS NULL OR episode_id = ?) ORDER BY seq",
+            [run_id, episode_id, episode_id],
+        )
+        return [EventRow.model_validate({**row, "payload": json.loads(row["payload"])}) for row in table.to_pylist()]
 
     def writer(self, run_id: str, **options: Any) -> RunWriter:
         """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import BinaryIO, Optional, Sequence, Union
 
 import imagehash
 import numpy as np
@@ -39,7 +39,7 @@ BANNER_TEXT_GAP = 0.06
 MAX_TRIM = 0.45
 MIN_TRIM = 0.02
 
-ImageInput = Union[str, Path, Image.Image]
+ImageInput = Union[str, Path, Image.Image, BinaryIO]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
         image = ImageOps.exif_transpose(source)
         original = image.size
     else:
-        with Image.open(Path(source)) as opened:
+        with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
             original = _oriented_size(opened)
             opened.draft("RGB", (max_side, max_side))
             image = ImageOps.exif_transpose(opened)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 WRITER = Path(__file__).with_name("writer_process.py")
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))  # the installed console script
 
 
 def start_writer(log_path: Path, run_id: str, batches: int, per_batch: int = 20, pause: float = 0.1):
@@ -13,6 +14,7 @@ def start_writer(log_path: Path, run_id: str, batches: int, per_batch: int = 20,
         [sys.executable, str(WRITER), str(log_path), run_id, str(batches), str(per_batch), str(pause)],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=log_path.parent,
     )
     assert process.stdout.readline().startswith("committed")  # something is committed
     return process
@@ -20,7 +22,7 @@ def start_writer(log_path: Path, run_id: str, batches: int, per_batch: int = 20,
 
 def eviscene(log_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "eviscene", "--db", str(log_path), *args], capture_output=True, text=True, timeout=60
+        [EVISCENE, "--db", str(log_path), *args], capture_output=True, text=True, timeout=60, cwd=log_path.parent
     )
 
 

@@ -129,3 +129,11 @@ def test_compaction_keeps_order_and_count(tmp_path):
 def test_payload_models_reject_unknown_fields():
     with pytest.raises(ValueError):
         JudgmentMade(verdict="authentic", confidence=1.5)
+
+
+def test_events_come_back_as_typed_rows(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(2))
+    rows = log.events("r1", episode_id="e1")
+    assert [r.seq for r in rows] == [1, 2]
+    assert rows[1].typed_payload() == gate(1)

@@ -49,6 +49,8 @@ COARSE_SIDE = 96
 WORK_SIDE = 256
 MIN_WORK_SIDE = 48
 GRID = 8
+SCAN_SIDE = 40
+LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 BORDER_RIM = 0.012
 BLUR_SIGMA = 1.0
 PIXEL_THRESHOLD = 30.0
@@ -129,13 +131,35 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     if score > -1:
         # qry_c = g * ref_c + loc  ->  ref content = (kq * q - loc) / (g * kr)
         candidates.append(Alignment(kq / (g * kr), kq / (g * kr), -x / (g * kr), -y / (g * kr), score, "reference_in_query"))
-    stretched = cv2.resize(ref_c, (qry_full.shape[1], qry_full.shape[0]), interpolation=cv2.INTER_AREA)
+    sigma = LCN_SIGMA * max(qry_full.shape)
+    stretched = _lcn(cv2.resize(ref_c, (qry_full.shape[1], qry_full.shape[0]), interpolation=cv2.INTER_AREA), sigma)
+    qry_n = _lcn(qry_full, sigma)
     (rw, rh), (qw, qh) = ref.content_size, qry.content_size
     for rows in QUERY_STRIPS:
-        score = _ncc(_strip(stretched, rows)[0], _strip(qry_full, rows)[0])
+        score = _ncc(_strip(stretched, rows)[0], _strip(qry_n, rows)[0])
         candidates.append(Alignment(rw / qw, rh / qh, 0.0, 0.0, score, "stretch", rows))
     best = max(candidates, key=lambda a: a.score)
     return best if best.mode == "stretch" else _refine(ref, qry, best)
+
+
+
+
+def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
+    """Grey float32 picture with long side `side`, for `scan_score`."""
+    return _grey_at(image, side)[0]
+
+
+def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray) -> float:
+    """A quick version of the alignment search on thumbnails (7 scales, 10% apart, each
+    direction, the query strips included): the best correlation any placement reaches.
+    Used to rank candidates for the full `compare`, never to decide a match."""
+    best = -1.0
+    for rows in QUERY_STRIPS:
+        strip, _ = _strip(query_thumb, rows)
+        fit = min(ref_thumb.shape[0] / strip.shape[0], ref_thumb.shape[1] / strip.shape[1])
+        best = max(best, _best_placement(ref_thumb, strip, [fit * 0.9**i for i in range(7)])[0])
+    fit = min(query_thumb.shape[0] / ref_thumb.shape[0], query_thumb.shape[1] / ref_thumb.shape[1])
+    return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(7)])[0])
 
 
 def _strip(grey: np.ndarray, rows: tuple[float, float]) -> tuple[np.ndarray, int]:
@@ -159,6 +183,8 @@ def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignm
     else:
         f0 = 1.0 / (coarse.sx * ks / kb)
         x0, y0 = -coarse.tx * f0 * ks, -coarse.ty * f0 * ks
+    sigma = LCN_SIGMA * max(big_g.shape)
+    big_n = _lcn(big_g, sigma)
     best = (-2.0, f0, (x0, y0))
     # Two passes: ±4% in 1% steps within 6 px, then ±1% in 0.25% steps within 2 px.
     for spread, steps, margin in ((0.04, 9, 6), (0.01, 9, 2)):
@@ -170,12 +196,11 @@ def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignm
                 continue
             left = int(max(0, min(big_g.shape[1] - tw, round(xc) - margin)))
             upper = int(max(0, min(big_g.shape[0] - th, round(yc) - margin)))
-            window = big_g[upper:min(big_g.shape[0], upper + th + 2 * margin), left:min(big_g.shape[1], left + tw + 2 * margin)]
+            window = big_n[upper:min(big_g.shape[0], upper + th + 2 * margin), left:min(big_g.shape[1], left + tw + 2 * margin)]
             template = cv2.resize(small_g, (tw, th), interpolation=cv2.INTER_AREA)
             if template.std() < 1e-3:
                 continue
-            result = np.nan_to_num(cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED), nan=-1.0)
-            _, value, _, loc = cv2.minMaxLoc(result)
+            value, loc = _match(window, _lcn(template, sigma))
             if value > best[0]:
                 best = (value, f, (left + loc[0], upper + loc[1]))
     score, f, (x, y) = best
@@ -191,12 +216,16 @@ def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignm
 
 def _scales(big: np.ndarray, small: np.ndarray) -> list[float]:
     fit = min(big.shape[0] / small.shape[0], big.shape[1] / small.shape[1])
-    ratio = 0.96
+    ratio = 0.94  # 6% steps; refinement covers the ±3% in between
     count = int(np.floor(np.log(MIN_SCALE) / np.log(ratio))) + 1
     return [fit * ratio**i for i in range(count)]
 
 
 def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float]) -> tuple[float, float, tuple[int, int]]:
+    """Best (score, scale, top-left) of `small` resized by each scale inside `big`, matched
+    on locally contrast-normalized images (see `_lcn`)."""
+    sigma = LCN_SIGMA * max(big.shape)
+    big_n = _lcn(big, sigma)
     best: tuple[float, float, tuple[int, int]] = (-2.0, 1.0, (0, 0))
     for f in scales:
         tw, th = int(small.shape[1] * f), int(small.shape[0] * f)
@@ -205,11 +234,28 @@ def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float]) -> 
         template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
         if template.std() < 1e-3:
             continue
-        result = np.nan_to_num(cv2.matchTemplate(big, template, cv2.TM_CCOEFF_NORMED), nan=-1.0, posinf=-1.0, neginf=-1.0)
-        _, value, _, loc = cv2.minMaxLoc(result)
+        value, loc = _match(big_n, _lcn(template, sigma))
         if value > best[0]:
             best = (value, tw / small.shape[1], loc)
     return best
+
+
+def _match(big_n: np.ndarray, template_n: np.ndarray) -> tuple[float, tuple[int, int]]:
+    result = cv2.matchTemplate(big_n, template_n, cv2.TM_CCOEFF_NORMED)
+    result = np.nan_to_num(result, nan=-1.0, posinf=-1.0, neginf=-1.0)
+    _, value, _, loc = cv2.minMaxLoc(result)
+    return float(value), (int(loc[0]), int(loc[1]))
+
+
+def _lcn(grey: np.ndarray, sigma: float) -> np.ndarray:
+    """Local contrast normalization: (I - local mean) / (local std + 4 grey levels).
+    A caption band that darkens or lightens the photo under it (a local gain/offset)
+    leaves this unchanged, so alignment is not pulled off by it."""
+    sigma = max(0.8, sigma)
+    mean = cv2.GaussianBlur(grey, (0, 0), sigma)
+    centered = grey - mean
+    spread = np.sqrt(np.maximum(cv2.GaussianBlur(centered * centered, (0, 0), sigma), 0.0))
+    return (centered / (spread + 4.0)).astype(np.float32)
 
 
 def _grey_at(image: PreparedImage, side: int) -> tuple[np.ndarray, float]:
@@ -295,6 +341,9 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
     keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
     changed_fraction = float(region_mask.sum()) / usable_area
     similarity = max(0.0, _ncc(_grey(q), _grey(fitted), keep)) if keep.any() else 0.0
+    detail = max(0.0, _ncc(_detail(_grey(q)), _detail(_grey(fitted)), keep)) if keep.any() else 0.0
+    global DEBUG_DETAIL
+    DEBUG_DETAIL = detail
     match = similarity >= MATCH_THRESHOLD and changed_fraction <= 0.5
     return Comparison(
         similarity=round(similarity, 4),
@@ -325,6 +374,11 @@ def _resized(rgb: np.ndarray, factor: float) -> np.ndarray:
         return rgb
     size = (max(1, round(rgb.shape[1] * factor)), max(1, round(rgb.shape[0] * factor)))
     return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA if factor < 1 else cv2.INTER_LINEAR)
+
+
+def _detail(grey: np.ndarray) -> np.ndarray:
+    """Band-pass (difference of Gaussians): the picture's detail without its layout."""
+    return cv2.GaussianBlur(grey, (0, 0), 1.0) - cv2.GaussianBlur(grey, (0, 0), 4.0)
 
 
 def _grey(rgb: np.ndarray) -> np.ndarray:

@@ -1,0 +1,129 @@
+"""`eviscene eval run` and `eviscene eval resume`: drive the agent over a release."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import anyio
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import RunSummary, resume_run, start_run
+from eviscene.eval.report import accuracy_lines
+from eviscene.store import EventLog
+
+_stderr = Console(stderr=True)
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Run the verification agent over a benchmark release into the log."""
+
+
+class _ProgressBar:
+    """Episodes done/errored, rate and ETA on stderr."""
+
+    def __init__(self) -> None:
+        self.done = self.errored = 0
+        self.started = time.monotonic()
+        self.progress = Progress(
+            TextColumn("[bold]episodes"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[errored]} errored · {task.fields[rate]}/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=_stderr,
+        )
+        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00")
+
+    def planned(self, episodes: int) -> None:
+        self.started = time.monotonic()
+        self.progress.update(self.task, total=episodes)
+
+    def finished(self, spec, finished) -> None:
+        self.done += 1
+        self.errored += finished.termination == "error"
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
+
+
+def _finish(log: EventLog, summary: RunSummary) -> None:
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
+    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts})")
+    for line in accuracy_lines(log, summary.run_id):
+        click.echo(line)
+    if summary.seal_note:
+        click.echo(summary.seal_note, err=True)
+    if summary.errored:
+        sys.exit(1)
+
+
+@eval_group.command()
+@click.option("--benchmark", required=True, type=click.Path(exists=True, dir_okay=False), help="<release>/runtime_input/cases.jsonl")
+@click.option("--profile", default=None, help="Teacher/student provider profile.")
+@click.option("--provider", default=None, help="Model provider (default: offline, the embedded policy).")
+@click.option("--model", default=None, help="Model name for the agent.")
+@click.option("--vlm-provider", default=None, help="VLM provider for --image-access-mode separate_vlm.")
+@click.option("--vlm-model", default=None, help="VLM model for --image-access-mode separate_vlm.")
+@click.option("--image-access-mode", type=click.Choice(["direct_multimodal", "separate_vlm"]), default="direct_multimodal", show_default=True)
+@click.option("--llm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
+@click.option("--vlm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight at once.")
+@click.option("--rollouts-per-case", type=int, default=1, show_default=True, help="Independent episodes per case (RL: 4).")
+@click.option("--base-sampling-seed", type=int, default=1729, show_default=True)
+@click.option("--timeout", type=float, default=1800.0, show_default=True, help="Per-episode timeout in seconds.")
+@click.option("--limit", type=int, default=None, help="Run only the first N selected cases.")
+@click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
+@click.option("--shard-count", type=int, default=1, show_default=True)
+@click.option("--shard-index", type=int, default=0, show_default=True)
+@click.option("--training-prohibited", is_flag=True, help="Mark every episode ineligible for training.")
+@click.option("--source-access-policy", type=click.Path(exists=True, dir_okay=False), default=None, help="Policy JSON (default: the release's).")
+@click.option("--disable-web-search", is_flag=True, help="Ablation: remove text_search.")
+@click.option("--disable-image-retrieval", is_flag=True, help="Ablation: remove text_image_search and reverse_image_search.")
+@click.option("--disable-evidence-inspection", is_flag=True, help="Ablation: remove visit and compare_with_reference.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
+@click.pass_obj
+def run(log: EventLog, progress: bool, case_ids: tuple[str, ...], **flags) -> None:
+    """Run the agent over a release, every step into the log; exit 1 if any episode errored.
+
+    \b
+    Example:
+        eviscene eval run --benchmark examples/eviscene-demo-v1/runtime_input/cases.jsonl \\
+            --rollouts-per-case 4 --concurrency 4
+    """
+    options = EvalOptions(case_ids=list(case_ids) or None, **flags)
+    _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
+
+
+@eval_group.command()
+@click.argument("run_id")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
+@click.pass_obj
+def resume(log: EventLog, run_id: str, progress: bool) -> None:
+    """Finish the episodes of RUN_ID that never finished; never repeats a finished one.
+
+    \b
+    Example:
+        eviscene eval resume 20261130_141500_offline_offline-react-v1
+    """
+    _drive(log, lambda observer: resume_run(log, run_id, observer=observer), progress)
+
+
+def _drive(log: EventLog, start, progress: bool) -> None:
+    bar = _ProgressBar() if progress else None
+    if bar is not None:
+        bar.progress.start()
+    try:
+        summary = anyio.run(start, bar)
+    finally:
+        if bar is not None:
+            bar.progress.stop()
+    _finish(log, summary)
+
+
+COMMANDS = [eval_group]

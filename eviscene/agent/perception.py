@@ -1,0 +1,52 @@
+"""The perception step: what the image shows before any tool runs. The embedded backend
+reads the printed text (OCR) and hashes the picture; reports are cached by (image sha256,
+backend version), in-process and from earlier runs in the log."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import imagehash
+from PIL import Image
+
+from eviscene.events import PerceptionReported
+from eviscene.tools.ocr import aread_text
+
+PERCEPTION_BACKEND = "embedded-rapidocr-phash-v1"
+
+
+def _phash(path: Path) -> str:
+    with Image.open(path) as image:
+        return str(imagehash.phash(image.convert("RGB")))
+
+
+class EmbeddedPerception:
+    """Callable perception step; one instance per run, shared by its episodes."""
+
+    def __init__(self, cached: dict[str, PerceptionReported] | None = None, *, enabled: bool = True):
+        self.enabled = enabled
+        self._reports: dict[str, PerceptionReported] = dict(cached or {}) if enabled else {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def __call__(self, image_file: Path, image_sha256: str) -> PerceptionReported:
+        lock = self._locks.setdefault(image_sha256, anyio.Lock())
+        async with lock:  # rollouts of one case wait for the first OCR instead of repeating it
+            cached = self._reports.get(image_sha256)
+            if cached is not None:
+                return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
+            clock = time.monotonic()
+            ocr = await aread_text(image_file)
+            phash = await anyio.to_thread.run_sync(_phash, image_file)
+            report = PerceptionReported(
+                backend=PERCEPTION_BACKEND,
+                ocr_text=ocr.text,
+                ocr_lines=[line.model_dump() for line in ocr.lines],
+                image_phash=phash,
+                report={"width": ocr.width, "height": ocr.height},
+                latency_ms=round((time.monotonic() - clock) * 1000, 3),
+            )
+            if self.enabled:
+                self._reports[image_sha256] = report
+            return report

@@ -1,0 +1,60 @@
+"""The provider interface: every model backend (the offline policy, OpenAI-compatible,
+Responses, Gemini) turns a ModelRequest into a ModelResponse. The loop never knows which.
+
+Messages use the Chat Completions shape as the internal lingua franca. The case image
+appears in them as an `image://sha256:<hex>` URL; a provider that sends images resolves it
+to bytes with `ImageStore` when it builds its wire request, so requests stay small in the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from eviscene.events import TokenUsage, ToolCallRequest
+
+Stage = Literal["unified_react", "unified_judgment", "perception"]
+IMAGE_URL_PREFIX = "image://sha256:"
+
+
+class ModelRequest(BaseModel):
+    stage: Stage
+    messages: list[dict[str, Any]] = Field(description="Chat Completions messages.")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="Function tool schemas; empty in the judgment stage.")
+    sampling_seed: int = Field(description="The episode's seed; providers pass it as `seed`.")
+    response_schema: dict[str, Any] | None = Field(None, description="JSON Schema the answer must follow (judgment stage).")
+
+
+class ModelResponse(BaseModel):
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    retries: list[dict[str, Any]] = Field(default_factory=list, description="Failed tries before this answer.")
+
+
+class ProviderError(Exception):
+    """The provider failed for good (after its retries); the episode ends as `error`."""
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class ImageStore:
+    """Case images by sha256, for providers that send the image itself."""
+
+    def __init__(self) -> None:
+        self._paths: dict[str, Path] = {}
+
+    def add(self, sha256: str, path: Path) -> str:
+        self._paths[sha256] = path
+        return IMAGE_URL_PREFIX + sha256
+
+    def read(self, url: str) -> bytes:
+        return self._paths[url.removeprefix(IMAGE_URL_PREFIX)].read_bytes()

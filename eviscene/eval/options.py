@@ -1,0 +1,158 @@
+"""What a run was asked to do (the seed's flags) and the manifest recorded in `run.started`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
+from eviscene.agent.perception import PERCEPTION_BACKEND
+from eviscene.errors import EvisceneError
+from eviscene.release import Release, file_descriptor, sha256_file
+
+RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
+SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
+DEFAULT_PROVIDER = "offline"
+
+
+class EvalOptions(BaseModel):
+    """`eviscene eval run` flags; stored in the run's manifest so `eval resume` can rebuild the run."""
+
+    benchmark: str = Field(description="Path to <release>/runtime_input/cases.jsonl.")
+    profile: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    vlm_provider: str | None = None
+    vlm_model: str | None = None
+    image_access_mode: str = "direct_multimodal"
+    llm_wire_api: str | None = None
+    vlm_wire_api: str | None = None
+    concurrency: int = 1
+    rollouts_per_case: int = 1
+    base_sampling_seed: int = 1729
+    timeout: float = 1800.0
+    limit: int | None = None
+    case_ids: list[str] | None = None
+    shard_count: int = 1
+    shard_index: int = 0
+    training_prohibited: bool = False
+    source_access_policy: str | None = None
+    disable_web_search: bool = False
+    disable_image_retrieval: bool = False
+    disable_evidence_inspection: bool = False
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider or DEFAULT_PROVIDER
+
+
+def _env_flag(name: str, default: str) -> bool:
+    return os.getenv(name, default).strip().lower() in {"1", "true", "yes"}
+
+
+def git_commit() -> str:
+    """The runtime checkout's commit (seed semantics: GIT_COMMIT must agree when both exist)."""
+    configured = os.getenv("GIT_COMMIT", "").strip()
+    try:
+        completed = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return configured
+    actual = completed.stdout.strip()
+    if configured and actual and configured != actual:
+        raise EvisceneError(f"GIT_COMMIT does not match the runtime checkout: configured={configured}, actual={actual}")
+    return actual or configured
+
+
+def now_iso() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def tool_families(options: EvalOptions) -> dict[str, Any]:
+    return {
+        "web_search": {"enabled": not options.disable_web_search, "tools": ["text_search"]},
+        "image_retrieval": {
+            "enabled": not options.disable_image_retrieval,
+            "tools": ["text_image_search", "reverse_image_search"],
+        },
+        "evidence_inspection": {
+            "enabled": not options.disable_evidence_inspection,
+            "tools": ["visit", "compare_with_reference"],
+        },
+    }
+
+
+def manifest_blocks(
+    options: EvalOptions,
+    release: Release,
+    *,
+    model: str,
+    sample_count: int,
+    episode_count: int,
+    policy: Any,
+) -> dict[str, Any]:
+    """The seed run_manifest.json's `benchmark`, `agent` and `source_access_policy` blocks."""
+    benchmark_path = Path(options.benchmark).expanduser().resolve()
+    concurrency = max(1, options.concurrency)
+    return {
+        "benchmark": {
+            "path": str(benchmark_path),
+            "sha256": sha256_file(benchmark_path),
+            "sample_count": sample_count,
+            "episode_count": episode_count,
+            "limit": options.limit,
+            "shard_count": options.shard_count,
+            "shard_index": options.shard_index,
+            "training_prohibited": options.training_prohibited,
+            "runtime_release": True,
+            "release_id": release.release_id,
+            "release_stage": release.release_stage,
+            "release_manifest": file_descriptor(release.manifest_path),
+            "runtime_contract_version": release.runtime_contract_version,
+            "input_mode": release.input_mode,
+            "decision_policy_version": release.decision_policy_version,
+            "classification_protocol": file_descriptor(release.artifacts.classification_protocol),
+            "process_reference_protocol": file_descriptor(release.artifacts.process_reference_protocol),
+            "evaluation_gold": None,
+        },
+        "agent": {
+            "profile_id": options.profile,
+            "decision_policy_version": AGENT_DECISION_POLICY_VERSION,
+            "provider": options.provider_name,
+            "model": model,
+            "vlm_provider": options.vlm_provider,
+            "vlm_model": options.vlm_model,
+            "image_access_mode": options.image_access_mode,
+            "base_url": None,
+            "vlm_base_url": None,
+            "llm_wire_api": options.llm_wire_api,
+            "vlm_wire_api": options.vlm_wire_api,
+            "timeout_seconds": options.timeout,
+            "max_tool_actions": MAX_TOOL_ACTIONS,
+            "concurrency": concurrency,
+            "perception_cache_enabled": _env_flag("PERCEPTION_CACHE_ENABLED", "1"),
+            "web_cache_enabled": _env_flag("TOOL_CACHE_ENABLED", "0"),
+            "tool_cache_ttl_seconds": os.getenv("TOOL_CACHE_TTL_SECONDS", "3600"),
+            "perception_cache_version": os.getenv("PERCEPTION_CACHE_VERSION", PERCEPTION_BACKEND),
+            "rollouts_per_case": options.rollouts_per_case,
+            "base_sampling_seed": options.base_sampling_seed,
+            "tool_families": tool_families(options),
+            "sampling_seed_derivation": SAMPLING_SEED_DERIVATION,
+        },
+        "source_access_policy": {
+            "active": bool(policy is not None and policy.active),
+            "policy_id": policy.policy_id if policy is not None else None,
+            "cache_partition": policy.cache_partition if policy is not None else None,
+        },
+    }

@@ -1,0 +1,309 @@
+"""Runs: plan a release's rollouts, drive their episodes concurrently into the log, and
+resume an interrupted run without repeating or losing an episode."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
+from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
+from eviscene.agent.provider import ImageStore, Provider
+from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.eval.gold_import import import_scoring_artifacts
+from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso
+from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
+from eviscene.eval.providers import make_provider
+from eviscene.release import (
+    Release,
+    RolloutSpec,
+    load_cases,
+    load_release,
+    positive_int,
+    rollout_specs,
+    select_cases,
+    sha256_file,
+    verify_case_images,
+)
+from eviscene.store import EventDraft, EventLog
+from eviscene.store.layout import live_root, run_folder
+from eviscene.tools import Corpus, SourceAccessPolicy, Toolbox
+
+class RunObserver(Protocol):
+    """Told how many episodes will run, then of each one as it finishes (e.g. a progress bar)."""
+
+    def planned(self, episodes: int) -> None: ...
+
+    def finished(self, spec: RolloutSpec, finished: EpisodeFinished) -> None: ...
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    planned: int
+    ran: int
+    terminations: Counter = field(default_factory=Counter)
+    sealed: bool = False
+    seal_note: str = ""
+
+    @property
+    def errored(self) -> int:
+        return self.terminations["error"]
+
+
+@dataclass
+class RunPlan:
+    options: EvalOptions
+    release: Release
+    specs: list[RolloutSpec]
+    sample_count: int
+    provider: Provider
+    policy: SourceAccessPolicy | None
+    toolbox: Toolbox
+    policy_revision: str
+
+
+def plan_run(options: EvalOptions, *, revision: str | None = None) -> RunPlan:
+    """Load and check the release, select cases and expand rollouts exactly as the seed.
+    `revision` pins the policy revision (a resumed run keeps its own commit)."""
+    positive_int(options.concurrency, "--concurrency")
+    rollouts = positive_int(options.rollouts_per_case, "--rollouts-per-case")
+    if options.timeout <= 0:
+        raise EvisceneError("--timeout must be positive")
+    release = load_release(options.benchmark)
+    cases = select_cases(
+        load_cases(release),
+        case_ids=options.case_ids,
+        limit=options.limit,
+        shard_count=options.shard_count,
+        shard_index=options.shard_index,
+    )
+    verify_case_images(cases)
+    provider = make_provider(options)
+    revision = git_commit() if revision is None else revision
+    specs = rollout_specs(
+        cases,
+        rollouts_per_case=rollouts,
+        base_sampling_seed=options.base_sampling_seed,
+        policy_revision=revision,
+        model=str(provider.model),
+    )
+    policy_path = options.source_access_policy or release.artifacts.source_access_policy
+    policy = SourceAccessPolicy.load(policy_path) if policy_path else None
+    if release.artifacts.corpus is None:
+        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
+    toolbox = Toolbox(
+        Corpus.load(release.artifacts.corpus),
+        policy,
+        enable_web_search=not options.disable_web_search,
+        enable_image_retrieval=not options.disable_image_retrieval,
+        enable_evidence_inspection=not options.disable_evidence_inspection,
+    )
+    return RunPlan(options, release, specs, len(cases), provider, policy, toolbox, revision)
+
+
+def _new_run_id(log: EventLog, plan: RunPlan) -> str:
+    """`<timestamp>_<provider>_<model>` as the seed names run dirs, made unique in this log."""
+    stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
+    base = f"{stamp}_{plan.options.provider_name}_{str(plan.provider.model).replace('/', '_')}"
+    known = set(log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist())
+    live_root(log.path).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = base if n == 1 else f"{base}-{n}"
+        if candidate in known:
+            continue
+        try:
+            run_folder(log.path, candidate).mkdir()  # atomic: two runs started the same second differ
+            return candidate
+        except FileExistsError:
+            continue
+    raise EvisceneError(f"could not find a free run id for {base}")
+
+
+def _cached_perception(log: EventLog) -> dict[str, PerceptionReported]:
+    """Perception reports already in the log, by image sha256 (PERCEPTION_CACHE_ENABLED)."""
+    rows = log.sql(
+        """
+        SELECT s.payload->>'image_sha256' AS image_sha256, arg_max(p.payload::VARCHAR, p.ts) AS report
+        FROM events p
+        JOIN events s ON s.type = 'episode.scheduled' AND s.run_id = p.run_id AND s.episode_id = p.episode_id
+        WHERE p.type = 'perception.reported' AND p.payload->>'backend' = ?
+        GROUP BY 1
+        """,
+        [PERCEPTION_BACKEND],
+    ).to_pylist()
+    return {row["image_sha256"]: PerceptionReported.model_validate_json(row["report"]) for row in rows}
+
+
+async def start_run(log: EventLog, options: EvalOptions, *, observer: RunObserver | None = None) -> RunSummary:
+    # Absolute paths in the manifest, so `eval resume` works from any directory.
+    options = options.model_copy(
+        update={
+            "benchmark": str(Path(options.benchmark).expanduser().resolve()),
+            "source_access_policy": (
+                str(Path(options.source_access_policy).expanduser().resolve()) if options.source_access_policy else None
+            ),
+        }
+    )
+    plan = plan_run(options)
+    run_id = _new_run_id(log, plan)
+    blocks = manifest_blocks(
+        options,
+        plan.release,
+        model=str(plan.provider.model),
+        sample_count=plan.sample_count,
+        episode_count=len(plan.specs),
+        policy=plan.policy,
+    )
+    started = RunStarted(
+        schema_version=RUN_SCHEMA_VERSION,
+        started_at=now_iso(),
+        git_commit=plan.policy_revision,
+        selection={
+            "case_ids": options.case_ids,
+            "limit": options.limit,
+            "shard_count": options.shard_count,
+            "shard_index": options.shard_index,
+        },
+        config=options.model_dump(mode="json"),
+        **blocks,
+    )
+    scheduled = [
+        EventDraft(
+            EpisodeScheduled(
+                case_id=spec.case_id,
+                prompt_group_id=spec.prompt_group_id,
+                rollout_index=spec.rollout_index,
+                group_size=spec.group_size,
+                sampling_seed=spec.sampling_seed,
+                image_sha256=spec.case.image_sha256,
+                image_path=spec.case.image_path,
+            ),
+            episode_id=spec.episode_id,
+        )
+        for spec in plan.specs
+    ]
+    return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+
+
+async def resume_run(log: EventLog, run_id: str, *, observer: RunObserver | None = None) -> RunSummary:
+    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished."""
+    started = log.sql(
+        "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
+        [run_id],
+    ).to_pylist()
+    if not started:
+        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
+    manifest = json.loads(started[0]["payload"])
+    options = EvalOptions.model_validate(manifest["config"])
+    if sha256_file(manifest["benchmark"]["path"]) != manifest["benchmark"]["sha256"]:
+        raise EvisceneError(f"{manifest['benchmark']['path']} changed since run {run_id} started; resume refused")
+    # prompt_group_id and episode ids derive from the commit: keep the run's own.
+    plan = plan_run(options, revision=manifest["git_commit"])
+    state = log.sql(
+        """
+        SELECT s.episode_id,
+               bool_or(e.type = 'episode.finished') AS finished,
+               coalesce(max(e.attempt), 0) AS last_attempt
+        FROM events s
+        LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
+        WHERE s.run_id = ? AND s.type = 'episode.scheduled'
+        GROUP BY s.episode_id
+        """,
+        [run_id],
+    ).to_pylist()
+    by_episode = {row["episode_id"]: row for row in state}
+    missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
+    if missing or len(by_episode) != len(plan.specs):
+        raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
+    todo = [
+        (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
+        for spec in plan.specs
+        if not by_episode[spec.episode_id]["finished"]
+    ]
+    return await _execute(log, run_id, plan, todo, [], observer)
+
+
+async def _execute(
+    log: EventLog,
+    run_id: str,
+    plan: RunPlan,
+    todo: list[tuple[RolloutSpec, int]],
+    opening: list[EventDraft],
+    observer: RunObserver | None,
+) -> RunSummary:
+    summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
+    perceive = EmbeddedPerception(
+        _cached_perception(log) if _perception_cache_enabled() else {}, enabled=_perception_cache_enabled()
+    )
+    settings = AgentSettings(
+        label_set=plan.release.label_set,
+        timeout_seconds=plan.options.timeout,
+        image_access_mode=plan.options.image_access_mode,
+    )
+    images = ImageStore()
+    queue = list(todo)
+    if observer is not None:
+        observer.planned(len(queue))
+
+    async with log.writer(run_id) as writer:
+        for draft in opening:
+            await writer.emit(draft)
+
+        async def worker() -> None:
+            while queue:
+                spec, attempt = queue.pop(0)
+                image_url = images.add(spec.case.image_sha256, spec.case.image_file)
+                episode = Episode(
+                    EpisodeSpec(
+                        episode_id=spec.episode_id,
+                        case_id=spec.case_id,
+                        image_file=spec.case.image_file,
+                        image_sha256=spec.case.image_sha256,
+                        sampling_seed=spec.sampling_seed,
+                        attempt=attempt,
+                    ),
+                    provider=plan.provider,
+                    toolbox=plan.toolbox,
+                    perceive=perceive,
+                    settings=settings,
+                    writer=writer,
+                    image_url=image_url,
+                )
+                finished = await episode.run()
+                summary.terminations[finished.termination] += 1
+                if observer is not None:
+                    observer.finished(spec, finished)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
+                group.start_soon(worker)
+
+        await import_scoring_artifacts(writer, plan.release)
+        await writer.emit(
+            EventDraft(
+                RunFinished(
+                    status="completed_with_errors" if summary.errored else "completed",
+                    completed_at=now_iso(),
+                    num_episodes=len(todo),
+                    num_errors=summary.errored,
+                )
+            )
+        )
+    try:
+        log.seal([run_id])
+        summary.sealed = True
+    except LogLockedError as exc:
+        summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+    return summary
+
+
+def _perception_cache_enabled() -> bool:
+    return os.getenv("PERCEPTION_CACHE_ENABLED", "1").strip().lower() in {"1", "true", "yes"}

@@ -1,0 +1,112 @@
+"""What a printed claim asserts: its dates, its named places/events and its topic words,
+read from OCR text with rules that know nothing about any particular release."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DATE_PATTERNS = [
+    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I), ("d", "m", "y")),
+    (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), ("m", "d", "y")),
+    (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("y", "m", "d")),
+    (re.compile(r"\b(\d{1,2})[./](\d{1,2})[./](\d{4})\b"), ("d", "m", "y")),
+]
+_STOP = set(
+    """a an the and or of in on at to for from with by as is are was were be been this that these those it its
+    here there now through across about against toward towards today yesterday tonight after before during near over under into onto out up down off not no
+    new just more most very breaking news photo photos picture video live update watch see look shows showing
+    shown says said viral post share shared amid via who what when where why how all our your their his her
+    we you they he she i me my us them""".split()
+)
+_HANDLE = re.compile(r"[@#]\w+")
+
+
+@dataclass
+class Claim:
+    text: str
+    dates: list[date] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # capitalized phrases: places, events, organisations
+    topic: list[str] = field(default_factory=list)  # other content words
+
+    @property
+    def date(self) -> date | None:
+        return self.dates[0] if self.dates else None
+
+    def query(self, *, with_date: bool) -> str:
+        parts = self.names[:3] + self.topic[:4]
+        if with_date and self.date:
+            parts.append(f"{self.date.day} {_month_name(self.date.month)} {self.date.year}")
+        return " ".join(parts) or self.text[:120]
+
+
+def _month_name(month: int) -> str:
+    return date(2000, month, 1).strftime("%B")
+
+
+def parse_dates(text: str) -> list[date]:
+    found: list[tuple[int, date]] = []
+    for pattern, order in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            parts = dict(zip(order, match.groups()))
+            month = parts["m"]
+            month_number = MONTHS.get(month.lower().rstrip("."), 0) if not month.isdigit() else int(month)
+            try:
+                found.append((match.start(), date(int(parts["y"]), month_number, int(parts["d"]))))
+            except ValueError:
+                continue
+    return [d for _, d in sorted(found)]
+
+
+def parse_claim(ocr_text: str) -> Claim:
+    text = " ".join(_HANDLE.sub(" ", ocr_text).split())
+    without_dates = text
+    for pattern, _ in _DATE_PATTERNS:
+        without_dates = pattern.sub(" ", without_dates)
+    names: list[str] = []
+    topic: list[str] = []
+    phrase: list[tuple[str, bool]] = []  # (token, starts a sentence)
+
+    def close_phrase() -> None:
+        # A lone capitalized word opening a sentence is just capitalized, not a name.
+        if len(phrase) == 1 and phrase[0][1]:
+            topic.append(phrase[0][0].lower())
+        elif phrase:
+            names.append(" ".join(token for token, _ in phrase))
+        phrase.clear()
+
+    sentence_start = True
+    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|]", without_dates):
+        token = match.group()
+        if token in ".!?:;|":
+            close_phrase()
+            sentence_start = True
+            continue
+        lower = token.lower()
+        if token[0].isupper() and lower not in _STOP and lower not in MONTHS:
+            phrase.append((token.title() if token.isupper() and len(token) > 4 else token, sentence_start))
+        else:
+            close_phrase()
+            if lower not in _STOP and lower not in MONTHS and len(lower) > 2:
+                topic.append(lower)
+        sentence_start = False
+    close_phrase()
+    return Claim(text=text, dates=parse_dates(text), names=list(dict.fromkeys(names)), topic=list(dict.fromkeys(topic)))
+
+
+def mentions(text: str, phrase: str) -> bool:
+    return re.search(r"\b" + re.escape(phrase.lower()) + r"\b", text.lower()) is not None

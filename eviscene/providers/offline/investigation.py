@@ -1,0 +1,218 @@
+"""The offline policy's reading of a conversation: what the claim says, what each tool
+returned, and from that the next actions and the verdict.
+
+It sees exactly what a model sees — the perception report in the user message and the tool
+results (their structured form, `data`, rides beside each tool message's text) — and never
+the release's gold. Choices a model would sample (how many copies to open, which query
+to try first) come from the episode's sampling seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from eviscene.providers.offline.claim import Claim, mentions, parse_claim, parse_dates
+
+# A copy published this long before the claimed date shows the picture predates the claim.
+PREDATES_CLAIM_DAYS = 30
+
+
+@dataclass
+class Copy:
+    """A page showing the case picture (a reverse-search match or a matched comparison)."""
+
+    evidence_id: str
+    url: str
+    image_url: str
+    published: date | None
+    similarity: float
+    edited: bool
+
+
+@dataclass
+class Investigation:
+    claim: Claim
+    tools: set[str]
+    rng: random.Random
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    copies: dict[str, Copy] = field(default_factory=dict)  # by url
+    compared: dict[str, dict[str, Any]] = field(default_factory=dict)  # image_url -> comparison data
+    pages: dict[str, dict[str, Any]] = field(default_factory=dict)  # visited url -> page data
+    search_hits: list[dict[str, Any]] = field(default_factory=list)
+    image_hits: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_messages(cls, messages: list[dict[str, Any]], tools: list[dict[str, Any]], seed: int) -> "Investigation":
+        state = cls(
+            claim=parse_claim(_perceived_text(messages)),
+            tools={t["function"]["name"] for t in tools},
+            rng=random.Random(seed),
+        )
+        requested: dict[str, tuple[str, dict[str, Any]]] = {}
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                arguments = json.loads(call["function"]["arguments"] or "{}")
+                requested[call["id"]] = (call["function"]["name"], arguments)
+                state.calls.append((call["function"]["name"], arguments))
+            if message.get("role") == "tool" and message.get("tool_call_id") in requested:
+                state._absorb(*requested[message["tool_call_id"]], message.get("data") or {})
+        return state
+
+    def _absorb(self, tool: str, arguments: dict[str, Any], data: dict[str, Any]) -> None:
+        if tool == "reverse_image_search":
+            for match in data.get("matches", []):
+                self._add_copy(match, match.get("similarity", 0.0), bool(match.get("edited")))
+        elif tool == "compare_with_reference":
+            self.compared[arguments.get("reference_image_url", "")] = data
+            for result in data.get("comparisons", []):
+                if result.get("match"):
+                    self._add_copy(result, result.get("similarity", 0.0), bool(result.get("edited")))
+        elif tool == "visit" and data.get("url"):
+            self.pages[data["url"]] = data
+        elif tool == "text_search":
+            self.search_hits += data.get("results", [])
+        elif tool == "text_image_search":
+            self.image_hits += data.get("results", [])
+
+    def _add_copy(self, item: dict[str, Any], similarity: float, edited: bool) -> None:
+        known = self.copies.get(item["url"])
+        published = _date(item.get("published"))
+        if known is None or similarity > known.similarity:
+            self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity, edited or bool(known and known.edited))
+
+    # -- planning ---------------------------------------------------------------------------
+
+    def done(self, tool: str, **arguments: Any) -> bool:
+        return any(name == tool and all(args.get(k) == v for k, v in arguments.items()) for name, args in self.calls)
+
+    def copies_by_age(self) -> list[Copy]:
+        return sorted(self.copies.values(), key=lambda c: (c.published is None, c.published or date.max, -c.similarity, c.url))
+
+    def next_actions(self) -> list[tuple[str, dict[str, Any]]]:
+        """The next tool calls, or [] when the investigation is over."""
+        if "reverse_image_search" in self.tools and not self.done("reverse_image_search"):
+            return [("reverse_image_search", {})]
+        first_search = self.rng.random() < 0.5  # some rollouts read the web before the copies
+        if first_search and (step := self._search_step()):
+            return step
+        if step := self._copy_step():
+            return step
+        if step := self._search_step():
+            return step
+        return self._image_search_step()
+
+    def _copy_step(self) -> list[tuple[str, dict[str, Any]]]:
+        copies = self.copies_by_age()
+        if not copies:
+            return []
+        depth = 1 + self.rng.randrange(3)  # open the earliest 1-3 copies
+        if "visit" in self.tools:
+            for copy in copies[:depth]:
+                if copy.url not in self.pages and not self.done("visit", url=copy.url):
+                    return [("visit", {"url": copy.url})]
+            # A copy's page may credit an earlier publisher by linking to it.
+            for copy in copies[:depth]:
+                for link in (self.pages.get(copy.url) or {}).get("links", [])[:2]:
+                    if link not in self.pages and not self.done("visit", url=link):
+                        return [("visit", {"url": link})]
+        if "compare_with_reference" in self.tools:
+            for copy in (copies[0], max(copies, key=lambda c: c.similarity)):
+                if not self.done("compare_with_reference", reference_image_url=copy.image_url):
+                    return [("compare_with_reference", {"reference_image_url": copy.image_url})]
+        return []
+
+    def _search_step(self) -> list[tuple[str, dict[str, Any]]]:
+        if "text_search" not in self.tools:
+            return []
+        if not self.done("text_search"):
+            return [("text_search", {"query": self.claim.query(with_date=self.rng.random() < 0.5)})]
+        if "visit" in self.tools:
+            wanted = 1 + self.rng.randrange(2)
+            for hit in self.search_hits[:wanted]:
+                if hit["url"] not in self.pages and not self.done("visit", url=hit["url"]):
+                    return [("visit", {"url": hit["url"]})]
+        return []
+
+    def _image_search_step(self) -> list[tuple[str, dict[str, Any]]]:
+        """Without reverse search, look for the picture by its description and compare."""
+        if "reverse_image_search" in self.tools or "text_image_search" not in self.tools:
+            return []
+        if not self.done("text_image_search"):
+            return [("text_image_search", {"query": self.claim.query(with_date=False)})]
+        if "compare_with_reference" in self.tools:
+            for hit in self.image_hits[:3]:
+                if not self.done("compare_with_reference", reference_image_url=hit["image_url"]):
+                    return [("compare_with_reference", {"reference_image_url": hit["image_url"]})]
+        return []
+
+    # -- judging ----------------------------------------------------------------------------
+
+    def verdict(self, labels: list[str]) -> dict[str, Any]:
+        copies = self.copies_by_age()
+        basis: list[dict[str, str]] = []
+        if not copies:
+            label, confidence = "unverifiable", 0.6
+            for hit in self.search_hits[:2]:
+                basis.append({"evidence_id": hit["evidence_id"], "finding": "related coverage, but no copy of the picture"})
+            rationale = "No earlier copy of the picture was found, so its origin cannot be established."
+        elif any(c.edited for c in copies):
+            edited = next(c for c in copies if c.edited)
+            label, confidence = "manipulated", 0.8
+            basis.append({"evidence_id": edited.evidence_id, "finding": "the same picture without the altered region"})
+            rationale = "An unedited copy of the picture exists; the claimed image differs from it in a local region."
+        else:
+            origin = copies[0]
+            origin_text = self._page_text(origin.url)
+            predates = bool(
+                self.claim.date and origin.published and (self.claim.date - origin.published).days > PREDATES_CLAIM_DAYS
+            )
+            places_missing = bool(self.claim.names and origin_text and not any(mentions(origin_text, n) for n in self.claim.names))
+            basis.append({"evidence_id": origin.evidence_id, "finding": f"earliest copy, published {origin.published or 'on an unknown date'}"})
+            if predates or places_missing:
+                label, confidence = "out_of_context", 0.85 if predates else 0.7
+                rationale = (
+                    f"The picture was published {origin.published} or earlier, before the claimed {self.claim.date}."
+                    if predates
+                    else "The earliest copy describes another place or event than the claim."
+                )
+            else:
+                label, confidence = "authentic", 0.8 if self.claim.date and origin.published else 0.65
+                rationale = "The earliest copy matches the claimed date, place and event."
+        for url, page in self.pages.items():
+            if len(basis) >= 3:
+                break
+            if url not in {c.url for c in copies} and any(mentions(page.get("text", ""), n) for n in self.claim.names):
+                basis.append({"evidence_id": page["evidence_id"], "finding": "coverage of the claimed place or event"})
+        if label not in labels:  # a release with its own label set: keep to what it allows
+            label = labels[-1]
+        return {"verdict": label, "confidence": confidence, "verdict_basis": basis, "rationale": rationale}
+
+    def _page_text(self, url: str) -> str:
+        page = self.pages.get(url)
+        return f"{page.get('title', '')}\n{page.get('text', '')}" if page else ""
+
+
+def _date(value: str | None) -> date | None:
+    if not value:
+        return None
+    found = parse_dates(value)
+    return found[0] if found else None
+
+
+def _perceived_text(messages: list[dict[str, Any]]) -> str:
+    """The OCR text from the perception report in the first user message."""
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        content = message["content"]
+        texts = [part["text"] for part in content if part.get("type") == "text"] if isinstance(content, list) else [content]
+        for text in texts:
+            if "Text printed in the image:" in text:
+                block = text.split("Text printed in the image:", 1)[1]
+                return "\n".join(line.strip() for line in block.splitlines() if line.startswith("  "))
+        return ""
+    return ""

@@ -1,0 +1,84 @@
+"""Project-wide contracts: generated schemas match the models, every view declares its
+grain and key, imports flow one way, every command has help and a README entry."""
+
+import ast
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from eviscene.events import schema_files
+from eviscene.views import view_definitions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_event_json_schemas_match_the_models():
+    generated = schema_files()
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "schema" / "events").glob("*.json")}
+    assert on_disk == generated, "run `python -m eviscene.events` to regenerate schema/events/"
+
+
+def test_every_view_file_declares_view_grain_key_and_meaning():
+    definitions = view_definitions()
+    assert definitions
+    for d in definitions:
+        assert d.path.endswith(f"/{d.name}.sql"), f"{d.path}: file name must be the view name"
+        assert d.grain.startswith("one row per"), d.path
+        assert d.key, d.path
+        assert d.meaning, d.path
+        assert re.search(rf"CREATE OR REPLACE VIEW {d.name}\b", d.sql), d.path
+
+
+LAYERS = {
+    # package -> packages it must never import (events <- store <- runtime <- views/exports <- cli)
+    "eviscene.store": ("eviscene.agent", "eviscene.tools", "eviscene.providers", "eviscene.release", "eviscene.cli", "click"),
+    "eviscene.release": ("eviscene.agent", "eviscene.tools", "eviscene.providers", "eviscene.cli", "click"),
+    "eviscene.tools": ("eviscene.agent", "eviscene.cli", "eviscene.release.gold", "click"),
+    "eviscene.agent": ("eviscene.cli", "eviscene.release.gold", "click"),
+    "eviscene.providers": ("eviscene.cli", "eviscene.release.gold", "click"),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_imports_flow_one_way(package):
+    folder = ROOT / package.replace(".", "/")
+    for path in folder.rglob("*.py"):
+        for name in _imports(path):
+            for forbidden in LAYERS[package]:
+                assert not (name == forbidden or name.startswith(forbidden + ".")), f"{path} imports {name}"
+
+
+def test_library_never_imports_click():
+    for path in (ROOT / "eviscene").rglob("*.py"):
+        assert not any(n == "click" or n.startswith("click.") for n in _imports(path)), path
+
+
+def _commands(group: click.Group, prefix: str = ""):
+    for name, command in sorted(group.commands.items()):
+        full = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            yield from _commands(command, full + " ")
+        else:
+            yield full, command
+
+
+def test_every_command_has_help_with_an_example_and_a_readme_entry():
+    from eviscene.cli.main import cli
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, command in _commands(cli):
+        assert command.help and "Example:" in command.help, f"`eviscene {name}` needs help with an example"
+        assert f"eviscene {name}" in readme, f"`eviscene {name}` is missing from README's command reference"

@@ -1,0 +1,73 @@
+import math
+
+import pytest
+from conftest import CorpusBuilder
+
+from eviscene.tools import BM25, Corpus, Toolbox, tokenize
+from eviscene.tools.search import snippet
+
+# Toy corpus: |d1| = 3, |d2| = 6, |d3| = 3, avgdl = 4, N = 3.
+DOCS = ["The cat sat.", "The dog sat on the mat!", "Cat, cat & dog"]
+
+
+def test_tokenize_lowercases_alphanumeric_runs():
+    assert tokenize("The Dog's 2nd-best MAT_x, Köln!") == ["the", "dog", "s", "2nd", "best", "mat", "x", "köln"]
+
+
+def test_bm25_scores_match_hand_computation():
+    index = BM25([tokenize(d) for d in DOCS])
+    # "cat": n = 2, idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
+    # d1: tf 1, K = 1.2 * (0.25 + 0.75 * 3/4) = 0.975 -> ln(1.6) * 2.2 / 1.975
+    # d3: tf 2, same K                             -> ln(1.6) * 4.4 / 2.975
+    scores = index.scores(["cat"])
+    assert scores[0] == pytest.approx(math.log(1.6) * 2.2 / 1.975)
+    assert scores[2] == pytest.approx(math.log(1.6) * 4.4 / 2.975)
+    assert 1 not in scores
+    # "mat": n = 1, idf = ln(1 + 2.5 / 1.5) = ln(8/3); d2: tf 1, K = 1.2 * (0.25 + 0.75 * 6/4) = 1.65
+    # "sat": n = 2, idf = ln(1.6); d1 as above, d2 with K = 1.65
+    scores = index.scores(["mat", "sat", "mat"])  # a repeated query term counts once
+    assert scores[1] == pytest.approx(math.log(8 / 3) * 2.2 / 2.65 + math.log(1.6) * 2.2 / 2.65)
+    assert scores[0] == pytest.approx(math.log(1.6) * 2.2 / 1.975)
+    assert [doc for doc, _ in index.rank(["cat"])] == [2, 0]
+
+
+def test_bm25_idf_stays_positive_for_a_term_in_every_document():
+    index = BM25([["a", "b"], ["a"], ["a", "c"]])
+    assert index.idf("a") == pytest.approx(math.log(1 + 0.5 / 3.5))
+    assert index.idf("zzz") == pytest.approx(math.log(1 + 3.5 / 0.5))
+
+
+def test_snippet_centers_on_the_query_terms():
+    text = " ".join(f"w{i}" for i in range(100)) + " harbor fire at the docks " + " ".join(f"v{i}" for i in range(100))
+    piece = snippet(text, ["harbor", "docks"])
+    assert "harbor fire at the docks" in piece
+    assert piece.startswith("…") and piece.endswith("…")
+    assert snippet("short text here", ["nothing"]) == "short text here"
+
+
+@pytest.fixture
+def toy_toolbox(tmp_path):
+    builder = CorpusBuilder(tmp_path / "corpus")
+    for i, text in enumerate(DOCS):
+        builder.page(f"https://toy.example/{i + 1}", "", text)
+    return Toolbox(Corpus.load(builder.write()), enable_image_retrieval=False, enable_evidence_inspection=False)
+
+
+@pytest.mark.anyio
+async def test_text_search_returns_bm25_ranked_pages(toy_toolbox):
+    episode = toy_toolbox.episode("unused.jpg")
+    outcome = await toy_toolbox.call("text_search", {"query": "Cat"}, episode)
+    assert outcome.status == "ok"
+    results = outcome.data["results"]
+    assert [r["url"] for r in results] == ["https://toy.example/3", "https://toy.example/1"]
+    assert results[0]["score"] == pytest.approx(math.log(1.6) * 4.4 / 2.975, abs=1e-4)
+    assert [s.evidence_id for s in outcome.sources] == ["ev-1", "ev-2"]
+    assert "[ev-1]" in outcome.observation and "https://toy.example/3" in outcome.observation
+    empty = await toy_toolbox.call("text_search", {"query": "zebra"}, episode)
+    assert empty.status == "empty" and empty.sources == []
+
+
+@pytest.mark.anyio
+async def test_max_results_cuts_the_list(toy_toolbox):
+    outcome = await toy_toolbox.call("text_search", {"query": "cat dog sat", "max_results": 2}, toy_toolbox.episode("x.jpg"))
+    assert len(outcome.data["results"]) == 2
