@@ -128,6 +128,7 @@ class ToolReturned(_Payload):
     status: Literal["ok", "empty", "blocked", "invalid", "error"] = Field(description="`invalid` when the call was rejected as malformed or unknown.")
     observation: str = Field(description="Observation text given to the model.")
     sources: list[SourceSeen] = Field(default_factory=list, description="Sources this result exposed to the model.")
+    data: dict[str, Any] = Field(default_factory=dict, description="The result's structured form (hits, page fields, comparison numbers).")
     cache_hit: bool = Field(False, description="True when served from the tool cache.")
     latency_ms: float = Field(0.0, description="Wall time of the tool.")
     error: str = Field("", description="Error text for status error/invalid.")

@@ -1,4 +1,5 @@
-"""The SQL views (sql/**/*.sql): applied in path order, described by their header comments.
+"""The SQL views (sql/**/*.sql): applied in dependency order (a view after every view it
+names; folder then file order otherwise), described by their header comments.
 
 Each file starts with a header:
     -- view: <name>
@@ -15,6 +16,9 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 import duckdb
+from duckdb.sqltypes import VARCHAR
+
+from eviscene.tools.urls import normalize_host, normalize_url, url_host
 
 _HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
 
@@ -41,6 +45,32 @@ def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]
 
 
 def view_definitions() -> list[ViewDefinition]:
+    return _dependency_order(_read_definitions())
+
+
+def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]:
+    by_name = {d.name: d for d in definitions}
+    ordered: list[ViewDefinition] = []
+    placed: set[str] = set()
+
+    def place(definition: ViewDefinition, trail: tuple[str, ...]) -> None:
+        if definition.name in placed:
+            return
+        if definition.name in trail:
+            raise ValueError(f"views reference each other in a cycle: {' -> '.join(trail + (definition.name,))}")
+        body = definition.sql.split("AS", 1)[-1]
+        for name, other in by_name.items():
+            if name != definition.name and re.search(rf"\b{name}\b", body):
+                place(other, trail + (definition.name,))
+        placed.add(definition.name)
+        ordered.append(definition)
+
+    for definition in definitions:
+        place(definition, ())
+    return ordered
+
+
+def _read_definitions() -> list[ViewDefinition]:
     definitions = []
     for relative, entry in sorted(_walk(resources.files("eviscene.sql"))):
         text = entry.read_text(encoding="utf-8")
@@ -69,7 +99,15 @@ def view_definitions() -> list[ViewDefinition]:
     return definitions
 
 
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """SQL access to rules that live in Python once: URL normalization is shared by the
+    tools, the source-access policy and the scoring views."""
+    for name, function in (("normalize_url", normalize_url), ("normalize_host", normalize_host), ("url_host", url_host)):
+        con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
+
+
 def apply_views(con: duckdb.DuckDBPyConnection) -> None:
+    register_functions(con)
     for definition in view_definitions():
         try:
             con.execute(definition.sql)

@@ -26,6 +26,7 @@ import random
 import re
 import shutil
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -382,7 +383,7 @@ def scene_flood_street(rng: np.random.Generator) -> Painted:
     image = reflect_into_water(image, rng, waterline, jitter(rng, (125, 105, 72)), murk=0.62)
     draw = ImageDraw.Draw(image)
     crowd(draw, rng, int(rng.integers(2, 6)), 60, SCENE_W - 60, waterline + 30, SCENE_H - 40, 70, 150)
-    water_spot = (float(rng.uniform(0.3, 0.7)), (waterline + 0.55 * (SCENE_H - waterline)) / SCENE_H)
+    water_spot = (float(rng.uniform(0.3, 0.7)), (waterline + 0.3 * (SCENE_H - waterline)) / SCENE_H)
     return Painted(finish(image, rng, cast=(4, 2, -4)), {"open_water": water_spot})
 
 
@@ -644,20 +645,25 @@ def scene_storm_city(rng: np.random.Generator) -> Painted:
                    {"touchdown": (touchdown_x, touchdown_y)})
 
 
-def scene_night_skyline(rng: np.random.Generator, lit: float = 0.45, tower: bool = False) -> Painted:
-    image = to_image(vertical_gradient(jitter(rng, (10, 14, 30), 6), jitter(rng, (40, 45, 70), 10)))
+def scene_night_skyline(rng: np.random.Generator, lit: float = 0.45, dusk: bool = False) -> Painted:
+    """A skyline across water at night; at dusk the sky still glows and a tower stands out."""
+    horizon_sky = (235, 150, 110) if dusk else (40, 45, 70)
+    image = to_image(vertical_gradient(jitter(rng, (20, 26, 70) if dusk else (10, 14, 30), 6),
+                                       jitter(rng, horizon_sky, 10)))
     image = blend(image, (60, 60, 90), fractal_noise(rng, SCENE_H, SCENE_W, 2, 4) * 0.3)
     draw = ImageDraw.Draw(image)
     waterline = int(rng.uniform(0.72, 0.82) * SCENE_H)
-    building_row(draw, rng, float(rng.uniform(-60, 0)), SCENE_W, waterline, 120, 430,
+    tallest = 260 if dusk else 430
+    building_row(draw, rng, float(rng.uniform(-60, 0)), SCENE_W, waterline, 80, tallest,
                  [(25, 28, 40), (35, 38, 50), (20, 22, 30)], lit=lit, window_dark=(15, 17, 25))
-    if tower:
+    if dusk:
         tx = float(rng.uniform(0.55, 0.85) * SCENE_W)
-        draw.line([(tx, waterline), (tx, waterline - 400)], fill=(60, 62, 75), width=10)
-        draw.ellipse([tx - 60, waterline - 420, tx + 60, waterline - 385], fill=(70, 72, 90))
-        draw.line([(tx, waterline - 420), (tx, waterline - 470)], fill=(90, 90, 100), width=3)
+        top = waterline * float(rng.uniform(0.3, 0.45))
+        draw.line([(tx, waterline), (tx, top + 20)], fill=(40, 42, 55), width=10)
+        draw.ellipse([tx - 60, top, tx + 60, top + 35], fill=(50, 52, 70))
+        draw.line([(tx, top), (tx, top - 50)], fill=(60, 60, 70), width=3)
     image = reflect_into_water(image, rng, waterline, (10, 12, 25), murk=0.5)
-    open_sky = (float(rng.uniform(0.15, 0.4)), float(rng.uniform(0.12, 0.22)))
+    open_sky = (float(rng.uniform(0.15, 0.4)), float(rng.uniform(0.1, 0.2)))
     return Painted(finish(image, rng, grain=5, vignette=0.35), {"open_sky": open_sky})
 
 
@@ -885,7 +891,7 @@ SCENE_KINDS: dict[str, Callable[[np.random.Generator], Painted]] = {
     "storm_city": scene_storm_city,
     "night_skyline": scene_night_skyline,
     "night_skyline_dark": lambda rng: scene_night_skyline(rng, lit=0.04),
-    "night_skyline_tower": lambda rng: scene_night_skyline(rng, lit=0.5, tower=True),
+    "night_skyline_tower": lambda rng: scene_night_skyline(rng, lit=0.5, dusk=True),
     "stadium": scene_stadium,
     "industrial_fire": scene_industrial_fire,
     "empty_street": scene_empty_street,
@@ -945,8 +951,8 @@ def edit_shark_fin(painted: Painted, rng: np.random.Generator) -> Image.Image:
 
 def edit_second_fireball(painted: Painted, rng: np.random.Generator) -> Image.Image:
     x, y = anchor_xy(painted, "intact_tank")
-    image = blend(painted.image, (255, 150, 50), glow(x, y - 40, 150) * 0.9)
-    smoke = plume(rng, x, y - 40, SCENE_H * 0.45, 40, 150, float(rng.uniform(-0.3, 0.3)))
+    image = blend(painted.image, (255, 150, 50), glow(x, y - 40, 120) * 0.8)
+    smoke = plume(rng, x, y - 40, SCENE_H * 0.35, 35, 110, float(rng.uniform(-0.3, 0.3)))
     image = blend(image, (35, 30, 28), smoke * 0.9)
     layer, draw = new_layer()
     draw.ellipse([x - 75, y - 110, x + 75, y + 5], fill=(255, 200, 90, 235))
@@ -996,16 +1002,16 @@ def edit_eruption(painted: Painted, rng: np.random.Generator) -> Image.Image:
 
 def edit_glowing_craft(painted: Painted, rng: np.random.Generator) -> Image.Image:
     x, y = anchor_xy(painted, "open_sky")
-    image = blend(painted.image, (170, 220, 255), glow(x, y, 150) * 0.55)
+    image = blend(painted.image, (170, 220, 255), glow(x, y, 70) * 0.3)
     ys, xs = np.mgrid[0:SCENE_H, 0:SCENE_W].astype(np.float32)
-    beam = (ys > y) & (np.abs(xs - x) < 18 + (ys - y) * 0.35)
-    image = blend(image, (190, 230, 255), beam * 0.18 * np.clip(1 - (ys - y) / 300, 0, 1))
+    beam = (ys > y) & (np.abs(xs - x) < 14 + (ys - y) * 0.3)
+    image = blend(image, (190, 230, 255), beam * 0.1 * np.clip(1 - (ys - y) / 160, 0, 1))
     layer, draw = new_layer()
-    draw.ellipse([x - 34, y - 34, x + 34, y + 2], fill=(150, 170, 185, 255))
-    draw.ellipse([x - 85, y - 16, x + 85, y + 16], fill=(120, 130, 140, 255))
-    for k in range(7):
-        lx = x - 66 + k * 22
-        draw.ellipse([lx - 5, y - 3, lx + 5, y + 7], fill=(255, 250, 190, 255))
+    draw.ellipse([x - 24, y - 24, x + 24, y + 2], fill=(150, 170, 185, 255))
+    draw.ellipse([x - 60, y - 12, x + 60, y + 12], fill=(120, 130, 140, 255))
+    for k in range(5):
+        lx = x - 44 + k * 22
+        draw.ellipse([lx - 4, y - 2, lx + 4, y + 6], fill=(255, 250, 190, 255))
     return paste_layer(image, layer, rng)
 
 
@@ -1110,14 +1116,18 @@ def photo_region(case_image: Image.Image) -> Image.Image:
     """The picture part of a case image: a post's white strip below the photo is cut off.
 
     The strip is found the way a reverse-image-search front end trims uniform borders:
-    bottom rows where at least 40% of the pixels are pure white (photo rows never are,
-    grain keeps even snow below that). Band-style captions sit on the photo and stay.
+    the run of bottom rows whose left and right margins are pure white (the claim text
+    never reaches the margins, photo rows never are pure white there). Band-style
+    captions sit on the photo and stay.
     """
     grey = np.asarray(case_image.convert("L"))
-    white_rows = (grey >= 250).mean(axis=1) >= 0.4
+    margins = np.concatenate([grey[:, :12], grey[:, -12:]], axis=1)
+    strip_rows = margins.min(axis=1) >= 245
     bottom = grey.shape[0]
-    while bottom > grey.shape[0] // 2 and white_rows[bottom - 1]:
+    while bottom > grey.shape[0] // 2 and strip_rows[bottom - 1]:
         bottom -= 1
+    if grey.shape[0] - bottom < 40:  # a thin white edge is part of the photo, not a post strip
+        return case_image
     return case_image.crop((0, 0, case_image.width, bottom))
 
 
@@ -1237,7 +1247,6 @@ class Article:
     published: str | None = "same"  # "same" = `day`; None = the page shows no date
     scene: str | None = None  # a different picture on the page, if any
     caption: str | None = None
-    links_to: tuple[str, ...] = ()  # keys of other articles whose URLs the text cites
 
 
 @dataclass(frozen=True)
@@ -2028,7 +2037,7 @@ def claim_day(claim: str) -> str:
 
 
 def slugify(text: str, max_words: int = 9) -> str:
-    ascii_text = text.encode("ascii", "ignore").decode().lower()
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     return "-".join(re.findall(r"[a-z0-9]+", ascii_text)[:max_words])
 
 
@@ -2125,7 +2134,7 @@ def bridge_page(story: Story, origin: Page, photo: Image.Image, rng: np.random.G
     years = int(day[:4]) - int(event.day[:4])
     if site_key == "atlas":
         title = f"Editorial image: {event.what}"
-        paragraphs = [f"Editorial image {serial(site_key, story.key):06d}", event.caption,
+        paragraphs = [f"Editorial image {serial(site_key, day, title):06d}", event.caption,
                       f"Photographer: {credit}. Date taken: {long_date(event.day)}. Location: {event.place}, "
                       f"{event.country}.",
                       f"Editorial use only. First distributed with the {agency} report \"{event.headline}\": "
@@ -2156,10 +2165,11 @@ def article_page(article: Article, book: SceneBook, name: str, rng: np.random.Ge
     """A news or blog article; it may carry its own (different) photo."""
     published = article.day if article.published == "same" else article.published
     text_rng = random.Random(stable_seed("article-text", name))
+    # Sites state place and date in their own ways; some leave the date to page metadata.
     if article.site == "stormtrack":
         opening = f"Report for {article.day} — {article.place}, {article.country}. {article.lead}"
-    elif article.published is None:
-        opening = f"{article.place}, {long_date(article.day)}. {article.lead}"
+    elif article.published is None or article.site in ("ledger", "capital", "tribune"):
+        opening = f"{article.place.upper()}, {long_date(article.day)} — {article.lead}"
     else:
         opening = f"{article.place.upper()} — {article.lead}"
     paragraphs = [opening, *topic_paragraphs(article.topic, text_rng, 2)]
@@ -2215,3 +2225,358 @@ def fact_check_page(story: Story, case_image: Image.Image, original: Image.Image
         images.append(page_image(original, Rendition(400, 75), "The original photograph"))
     return Page(fact_check_url(site_key, published, title), site_key, title, published, "Fact-check team",
                 paragraphs, images, blocked=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Assembling the release
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class BuiltCase:
+    story: Story
+    image: Image.Image  # the case image as the agent sees it (decoded from its JPEG)
+    jpeg: bytes
+    pages: dict[str, Page]  # role -> page: origin, bridge, context-N, fact_check
+    context_roles: list[str]
+
+
+def decoded(jpeg: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(jpeg)).convert("RGB")
+
+
+def print_claim(photo: Image.Image, caption: Caption, claim: str) -> Image.Image:
+    if caption.style == "post":
+        return caption_below(photo, claim, caption.handle, caption.posted, caption.size)
+    return caption_band(photo, claim, caption.size, caption.at_top, caption.tag)
+
+
+def build_case(story: Story, book: SceneBook) -> BuiltCase:
+    rng = rng_for("case", story.key)
+    painted = book.paint(story.scene, story.key)
+    pictured = story.edit.apply(painted, rng) if story.edit else painted.image
+    jpeg = jpeg_bytes(print_claim(render(pictured, Rendition(CASE_PHOTO_WIDTH, 85)), story.caption, story.claim), 85)
+    pages: dict[str, Page] = {}
+    if story.event:
+        pages["origin"] = origin_page(story, painted.image, rng)
+        if story.bridge:
+            pages["bridge"] = bridge_page(story, pages["origin"], painted.image, rng)
+    context_roles = []
+    for index, article in enumerate(story.context):
+        role = f"context-{index + 1}"
+        # Follow-up coverage of the same place cites the first article, as news sites do.
+        related = (pages["context-1"].url,) if index and article.place == story.context[0].place else ()
+        pages[role] = article_page(article, book, f"{story.key}/{role}", rng, related)
+        context_roles.append(role)
+    if story.fact_check:
+        pages["fact_check"] = fact_check_page(
+            story, decoded(jpeg), painted.image if story.edit else None, pages.get("origin"),
+            [pages[role] for role in context_roles])
+    return BuiltCase(story, decoded(jpeg), jpeg, pages, context_roles)
+
+
+def build_distractors(book: SceneBook) -> list[Page]:
+    urls = [article_url(article.site, article.day, article.headline) for article in DISTRACTORS]
+    pages = []
+    for index, article in enumerate(DISTRACTORS):
+        # A page cites the latest earlier distractor about the same place, as real sites do.
+        earlier = sorted((other.day, urls[j]) for j, other in enumerate(DISTRACTORS)
+                         if other.place == article.place and other.day < article.day)
+        name = f"distractor-{index:02d}-{slugify(article.headline, 4)}"
+        pages.append(article_page(article, book, name, rng_for(name), tuple(url for _, url in earlier[-1:])))
+    return pages
+
+
+def gold_row(case_id: str, built: BuiltCase) -> dict:
+    story, pages = built.story, built.pages
+    source_ids: dict[str, str] = {}
+    sources = []
+    for role in ("origin", "bridge", *built.context_roles):
+        if role in pages:
+            source_ids[role] = f"{case_id}-S{len(sources) + 1}"
+            sources.append({"source_id": source_ids[role], "url": pages[role].url,
+                            "content_sha256": sha256_text(pages[role].text), "role": role.split("-")[0]})
+    facts = [{"fact_id": f"{case_id}-F{i + 1}", "statement": statement, "source_ids": [source_ids[r] for r in roles]}
+             for i, (statement, roles) in enumerate(fact_statements(built))]
+    bridges = [{"bridge_id": f"{case_id}-B{i + 1}", "source_id": source_ids[role],
+                "reference_image_sha256": sha256_bytes(pages[role].images[0].jpeg)}
+               for i, role in enumerate(r for r in ("origin", "bridge") if r in pages)]
+    origin_pages = [pages["fact_check"]] if "fact_check" in pages else []
+    return {"case_id": case_id, "label": story.label,
+            "reference_chain": {"sources": sources, "facts": facts, "bridges": bridges,
+                                "benchmark_origin": [{"url": p.url, "content_sha256": sha256_text(p.text)}
+                                                     for p in origin_pages]}}
+
+
+def fact_statements(built: BuiltCase) -> list[tuple[str, list[str]]]:
+    """What a correct investigation establishes, each with the roles of its supporting pages."""
+    story, pages, event = built.story, built.pages, built.story.event
+    agency = SITES[story.origin_site].name if story.origin_site else ""
+    has_bridge = "bridge" in pages
+    news_context = [r for r, a in zip(built.context_roles, story.context) if a.topic != "editing"]
+    if story.label == "authentic":
+        facts = [(f"{agency} first published the photograph on {long_date(event.day)} with its report "
+                  f"\"{event.headline}\" from {event.place}, {event.country}.", ["origin"])]
+        if has_bridge:
+            facts.append((f"{SITES[story.bridge[0]].name} carries the same photograph credited to "
+                          f"{story.photographer} / {agency} and links it to the original report.", ["bridge"]))
+        facts.append((f"Independent coverage reports {event.what} on {long_date(event.day)}, matching the place and "
+                      f"date in the claim.", news_context))
+        return facts
+    if story.label == "out_of_context":
+        claimed = claim_day(story.claim)
+        years = int(claimed[:4]) - int(event.day[:4])
+        return [(f"The photograph was taken by {story.photographer} and first published by {agency} on "
+                 f"{long_date(event.day)}, showing {event.what} ({event.place}, {event.country}).",
+                 ["origin", "bridge"] if has_bridge else ["origin"]),
+                (f"The photograph was published {years} years before the date in the claim "
+                 f"({long_date(claimed)}) and shows a different place and event than {story.claimed_what}.",
+                 ["origin"]),
+                (f"Coverage of {story.claimed_what} shows different photographs.", news_context)]
+    if story.label == "manipulated":
+        facts = [(f"The unedited photograph was published by {agency} on {long_date(event.day)} and shows "
+                  f"{story.edit.original}.", ["origin"]),
+                 (f"The circulating image matches the original except in one region: it adds {story.edit.added}.",
+                  ["origin"]),
+                 (f"{agency}'s follow-up coverage of {event.what} describes the scene with nothing of the kind.",
+                  news_context)]
+        explainers = [r for r, a in zip(built.context_roles, story.context) if a.topic == "editing"]
+        if explainers:
+            facts.append(("Flood photos with pasted-in animals are a recurring hoax format.", explainers))
+        return facts
+    first, second = story.context
+    return [(f"No earlier copy of the photograph can be found; the closest look-alike shows {first.place} on "
+             f"{long_date(first.day)} and is a different picture.", ["context-1"]),
+            (f"Coverage of {second.place} on {long_date(second.day)} (\"{second.headline}\") concerns another "
+             f"event and does not confirm the claim.", ["context-2"])]
+
+
+def assign_case_ids(stories: tuple[Story, ...]) -> list[tuple[str, Story]]:
+    """Case ids follow a fixed shuffle, so neither ids nor file order group the labels."""
+    order = list(stories)
+    random.Random(stable_seed("case-order", RELEASE_ID)).shuffle(order)
+    return [(f"demo-{index + 1:04d}", story) for index, story in enumerate(order)]
+
+
+def source_access_policy(all_pages: list[Page]) -> dict:
+    blocked_hashes = sorted(sha256_text(p.text) for p in all_pages if p.blocked and p.site in FACT_CHECK_BY_CONTENT)
+    return {"policy_id": f"{RELEASE_ID}-benchmark-origin-v1",
+            "blocked_domains": list(FACT_CHECK_DOMAINS),
+            "blocked_url_prefixes": list(FACT_CHECK_SECTIONS.values()),
+            "blocked_content_sha256": blocked_hashes,
+            "cache_partition": f"{RELEASE_ID}/evaluation"}
+
+
+def is_blocked(policy: dict, url: str, content_sha256: str) -> bool:
+    host = url.split("/")[2]
+    return (any(host == d or host.endswith("." + d) for d in policy["blocked_domains"])
+            or any(url.startswith(prefix) for prefix in policy["blocked_url_prefixes"])
+            or content_sha256 in policy["blocked_content_sha256"])
+
+
+MANIFEST = {
+    "schema_version": "ifv-runtime-release-v0.3",
+    "release_id": RELEASE_ID,
+    "release_stage": "development_subset",
+    "runtime_contract_version": "ifv-runtime-contract-v0.3",
+    "input_mode": "image_only",
+    "decision_policy_version": "unified-react-v1",
+    "label_set": list(LABELS),
+    "artifacts": {
+        "evaluation_gold": "private/evaluation_gold.jsonl",
+        "classification_protocol": "private/classification_protocol.json",
+        "process_reference_protocol": "private/process_reference_protocol.json",
+        "source_access_policy": "private/source_access_policy.json",
+        "corpus": "corpus",
+    },
+}
+
+CLASSIFICATION_PROTOCOL = {
+    "protocol_version": "ifv-classification-protocol-v1",
+    "label_set": list(LABELS),
+    "labels": {
+        "authentic": "The image is real and the printed claim places it correctly: its place, date and event match "
+                     "where the image was first published.",
+        "out_of_context": "The image is real and unedited, but the claim attaches it to the wrong time, place or event.",
+        "manipulated": "The image has been edited or synthesised so that it shows something the original scene did not.",
+        "unverifiable": "The evidence available can neither confirm nor refute the claim: no original source or earlier "
+                        "copy of the image can be found.",
+    },
+    "metrics": ["accuracy", "macro_f1", "per_class_precision", "per_class_recall", "per_class_f1", "confusion_matrix"],
+    "abstention": {
+        "allowed": False,
+        "unverifiable_is_a_verdict": True,
+        "missing_or_invalid_judgment": "scored as incorrect; counted as a prediction of no class",
+    },
+}
+
+PROCESS_REFERENCE_PROTOCOL = {
+    "process_reference_protocol_version": "ifv-process-reference-v1",
+    "url_matching": {
+        "normalization": ["lowercase scheme and host", "drop a leading 'www.'", "drop the default port",
+                          "drop the fragment", "drop utm_* query parameters", "drop a trailing slash"],
+        "match": "a visited page matches a gold source when the normalized URLs are equal or the content_sha256 "
+                 "values are equal",
+    },
+    "bridge_matching": {
+        "tool": "compare_with_reference",
+        "match": "the call compared the case image with the image whose sha256 is the bridge's "
+                 "reference_image_sha256, taken from the bridge's source page",
+    },
+    "benchmark_origin": {
+        "handling": "blocked by the source-access policy before anything reaches the model",
+        "match": "normalized URL or content_sha256",
+        "visit_counts_as": "source_policy_violation",
+    },
+}
+
+README = f"""# {RELEASE_ID}
+
+A small, fully synthetic benchmark release generated by `scripts/make_example_release.py`
+(deterministic: rerunning it rewrites these files byte for byte). Pictures are painted
+procedurally; sites, photographers and many events are fictional, although real place
+names are used so that claims read like real ones. Nothing here is a record of real events.
+
+- `runtime_input/`: what the agent sees, one image per case with the claim printed on it.
+- `private/`: gold reference chains, protocols and the source-access policy (never shown to the agent).
+- `corpus/`: the offline web the embedded tools search and visit.
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# Writing files
+# ---------------------------------------------------------------------------------------
+
+
+def dump_json(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def dump_jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def prepare_output_dir(out: Path) -> None:
+    """Empty `out`, but only if it is empty already or holds an earlier copy of this release."""
+    if out.exists():
+        manifest = out / "manifest.json"
+        is_ours = manifest.is_file() and json.loads(manifest.read_text("utf-8")).get("release_id") == RELEASE_ID
+        if any(out.iterdir()) and not is_ours:
+            raise SystemExit(f"refusing to overwrite {out}: it is not empty and holds no {RELEASE_ID} release")
+        shutil.rmtree(out)
+    for sub in ("runtime_input/images", "private", "corpus/images"):
+        (out / sub).mkdir(parents=True)
+
+
+@dataclass
+class Release:
+    cases: list[tuple[str, BuiltCase]]
+    pages: list[tuple[str, Page]]  # (page_id, page), page_id order
+    policy: dict
+
+
+def build_release() -> Release:
+    book = SceneBook()
+    built = {story.key: build_case(story, book) for story in STORIES}
+    cases = [(case_id, built[story.key]) for case_id, story in assign_case_ids(STORIES)]
+    all_pages = [page for _, case in cases for page in case.pages.values()] + build_distractors(book)
+    # Page ids follow a hash of the URL: the corpus order says nothing about roles or cases.
+    all_pages.sort(key=lambda page: sha256_text(page.url))
+    pages = [(f"p{index + 1:04d}", page) for index, page in enumerate(all_pages)]
+    return Release(cases, pages, source_access_policy(all_pages))
+
+
+def write_release(release: Release, out: Path) -> None:
+    prepare_output_dir(out)
+    (out / "manifest.json").write_text(dump_json(MANIFEST), "utf-8")
+    (out / "README.md").write_text(README, "utf-8")
+    case_rows = []
+    for case_id, case in release.cases:
+        relative = f"runtime_input/images/{case_id}.jpg"
+        (out / relative).write_bytes(case.jpeg)
+        case_rows.append({"case_id": case_id, "image_path": relative, "image_sha256": sha256_bytes(case.jpeg)})
+    (out / "runtime_input/cases.jsonl").write_text(dump_jsonl(case_rows), "utf-8")
+    gold = [gold_row(case_id, case) for case_id, case in release.cases]
+    (out / "private/evaluation_gold.jsonl").write_text(dump_jsonl(gold), "utf-8")
+    (out / "private/classification_protocol.json").write_text(dump_json(CLASSIFICATION_PROTOCOL), "utf-8")
+    (out / "private/process_reference_protocol.json").write_text(dump_json(PROCESS_REFERENCE_PROTOCOL), "utf-8")
+    (out / "private/source_access_policy.json").write_text(dump_json(release.policy), "utf-8")
+    page_rows = []
+    for page_id, page in release.pages:
+        images = []
+        for index, image in enumerate(page.images):
+            relative = f"images/{page_id}-{index + 1}.jpg"
+            (out / "corpus" / relative).write_bytes(image.jpeg)
+            images.append({"path": relative, "sha256": sha256_bytes(image.jpeg), "alt": image.alt,
+                           "width": image.size[0], "height": image.size[1]})
+        site = SITES[page.site]
+        page_rows.append({"page_id": page_id, "url": page.url, "domain": page.url.split("/")[2],
+                          "site_name": site.name, "title": page.title, "published": page.published,
+                          "author": page.author, "text": page.text, "content_sha256": sha256_text(page.text),
+                          "images": images})
+    (out / "corpus/pages.jsonl").write_text(dump_jsonl(page_rows), "utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# Reports: OCR read-back of the printed claims, perceptual-hash distances
+# ---------------------------------------------------------------------------------------
+
+
+def squeeze(text: str) -> str:
+    """Lower-case letters and digits only: the OCR engine often drops spaces between words."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def ocr_report(release: Release) -> None:
+    from rapidocr_onnxruntime import RapidOCR
+
+    engine = RapidOCR()
+    exact = 0
+    for case_id, case in release.cases:
+        result, _ = engine(np.asarray(case.image))
+        read = " ".join(line[1] for line in result or [])
+        ok = squeeze(case.story.claim) in squeeze(read)
+        exact += ok
+        if not ok:
+            print(f"  OCR miss {case_id}: {read!r}")
+    print(f"OCR read-back: {exact}/{len(release.cases)} claims read back exactly (ignoring spaces and case)")
+
+
+def phash_report(release: Release) -> None:
+    import imagehash
+
+    corpus = [(page, imagehash.phash(decoded(image.jpeg))) for _, page in release.pages for image in page.images]
+    rows = {label: {"copy": [], "distractor": []} for label in LABELS}
+    for case_id, case in release.cases:
+        digest = imagehash.phash(photo_region(case.image))
+        own = {id(case.pages[r]) for r in ("origin", "bridge") if r in case.pages}
+        chain = {id(page) for page in case.pages.values()}
+        copies = [digest - h for page, h in corpus if id(page) in own]
+        others = [digest - h for page, h in corpus if id(page) not in chain]
+        rows[case.story.label]["copy"].append(min(copies) if copies else None)
+        rows[case.story.label]["distractor"].append(min(others))
+    for label, found in rows.items():
+        copies = [d for d in found["copy"] if d is not None]
+        span = f"{min(copies)}-{max(copies)} (mean {sum(copies) / len(copies):.1f})" if copies else "none in corpus"
+        print(f"{label:15s} nearest own copy: {span:24s} nearest other picture: "
+              f"{min(found['distractor'])}-{max(found['distractor'])}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"release directory (default: {DEFAULT_OUT})")
+    parser.add_argument("--check-ocr", action="store_true", help="OCR every case image and report claim read-back")
+    parser.add_argument("--stats", action="store_true", help="report perceptual-hash distances")
+    args = parser.parse_args(argv)
+    release = build_release()
+    write_release(release, args.out)
+    print(f"wrote {args.out}: {len(release.cases)} cases, {len(release.pages)} corpus pages")
+    if args.stats:
+        phash_report(release)
+    if args.check_ocr:
+        ocr_report(release)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

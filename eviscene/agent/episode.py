@@ -198,6 +198,7 @@ class Episode:
                     status=outcome.status,
                     observation=outcome.observation,
                     sources=outcome.sources,
+                    data=outcome.data,
                     latency_ms=round((time.monotonic() - clock) * 1000, 3),
                     error=outcome.error,
                 )

@@ -52,6 +52,7 @@ class RunSummary:
     terminations: Counter = field(default_factory=Counter)
     sealed: bool = False
     seal_note: str = ""
+    log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
 
     @property
     def errored(self) -> int:
@@ -70,9 +71,10 @@ class RunPlan:
     policy_revision: str
 
 
-def plan_run(options: EvalOptions, *, revision: str | None = None) -> RunPlan:
+def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
     """Load and check the release, select cases and expand rollouts exactly as the seed.
-    `revision` pins the policy revision (a resumed run keeps its own commit)."""
+    `revision` pins the policy revision (a resumed run keeps its own commit); `provider`
+    overrides the one the flags name (a custom provider driven from Python)."""
     positive_int(options.concurrency, "--concurrency")
     rollouts = positive_int(options.rollouts_per_case, "--rollouts-per-case")
     if options.timeout <= 0:
@@ -86,7 +88,7 @@ def plan_run(options: EvalOptions, *, revision: str | None = None) -> RunPlan:
         shard_index=options.shard_index,
     )
     verify_case_images(cases)
-    provider = make_provider(options)
+    provider = provider or make_provider(options)
     revision = git_commit() if revision is None else revision
     specs = rollout_specs(
         cases,
@@ -142,7 +144,9 @@ def _cached_perception(log: EventLog) -> dict[str, PerceptionReported]:
     return {row["image_sha256"]: PerceptionReported.model_validate_json(row["report"]) for row in rows}
 
 
-async def start_run(log: EventLog, options: EvalOptions, *, observer: RunObserver | None = None) -> RunSummary:
+async def start_run(
+    log: EventLog, options: EvalOptions, *, observer: RunObserver | None = None, provider: Provider | None = None
+) -> RunSummary:
     # Absolute paths in the manifest, so `eval resume` works from any directory.
     options = options.model_copy(
         update={
@@ -152,7 +156,7 @@ async def start_run(log: EventLog, options: EvalOptions, *, observer: RunObserve
             ),
         }
     )
-    plan = plan_run(options)
+    plan = plan_run(options, provider=provider)
     run_id = _new_run_id(log, plan)
     blocks = manifest_blocks(
         options,
@@ -193,7 +197,9 @@ async def start_run(log: EventLog, options: EvalOptions, *, observer: RunObserve
     return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
 
 
-async def resume_run(log: EventLog, run_id: str, *, observer: RunObserver | None = None) -> RunSummary:
+async def resume_run(
+    log: EventLog, run_id: str, *, observer: RunObserver | None = None, provider: Provider | None = None
+) -> RunSummary:
     """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished."""
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
@@ -206,7 +212,7 @@ async def resume_run(log: EventLog, run_id: str, *, observer: RunObserver | None
     if sha256_file(manifest["benchmark"]["path"]) != manifest["benchmark"]["sha256"]:
         raise EvisceneError(f"{manifest['benchmark']['path']} changed since run {run_id} started; resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
-    plan = plan_run(options, revision=manifest["git_commit"])
+    plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
     state = log.sql(
         """
         SELECT s.episode_id,
@@ -297,6 +303,7 @@ async def _execute(
                 )
             )
         )
+    summary.log_seconds = writer.commit_seconds
     try:
         log.seal([run_id])
         summary.sealed = True

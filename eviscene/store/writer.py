@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,7 @@ class RunWriter:
         self._last_seq = 0
         self._last_hash = GENESIS_HASH
         self.committed_events = 0
+        self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
         self._blob_files = 0
 
     @property
@@ -180,8 +182,10 @@ class RunWriter:
                     await anyio.sleep(_BATCH_POLL_SECONDS)
                 # Serializing and hashing stay on this thread (a worker thread would only fight
                 # the producers for the GIL); the file write releases it, so it goes to a thread.
+                clock = time.perf_counter()
                 files = self._prepare(pending)
                 await anyio.to_thread.run_sync(self._write_files, files)
+                self.commit_seconds += time.perf_counter() - clock
                 for item in pending:
                     if isinstance(item, _Sync):
                         item.done.set()

@@ -33,23 +33,25 @@ inserted or removed object.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import cv2
 import numpy as np
 from pydantic import BaseModel, Field
 
-from eviscene.tools.images import ImageInput, PreparedImage, prepare
+from eviscene.tools.images import ImageInput, PreparedImage, band_free_strip, prepare
 
 METHOD = "align-ncc-blockdiff-v1"
-MATCH_THRESHOLD = 0.80
+MATCH_THRESHOLD = 0.48
+LAYOUT_THRESHOLD = 0.60
+MAX_CHANGED = 0.5
 MIN_OVERLAP = 0.25
 MIN_SCALE = 0.4  # the query may be a crop showing down to 40% of the reference's width (and vice versa)
-COARSE_SIDE = 96
+COARSE_SIDE = 80  # coarse search at about 80 x 80 pixels
 WORK_SIDE = 256
 MIN_WORK_SIDE = 48
 GRID = 8
-SCAN_SIDE = 40
+SCAN_SIDE = 48  # candidate scan at about 48 x 48 pixels
 LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 BORDER_RIM = 0.012
 BLUR_SIGMA = 1.0
@@ -72,7 +74,8 @@ class ChangedRegion(BaseModel):
 class Comparison(BaseModel):
     """Outcome of comparing a query (the case image) with a reference picture."""
 
-    similarity: float = Field(description="Correlation 0..1 of the aligned pictures outside changed regions.")
+    similarity: float = Field(description="Correlation 0..1 of the aligned pictures' fine detail outside changed regions.")
+    layout_similarity: float = Field(description="Correlation 0..1 of the aligned pictures' grey levels (overall layout).")
     match: bool = Field(description="The query shows the same picture as the reference.")
     threshold: float = Field(description="Similarity needed for a match.")
     edited: bool = Field(description="A match with at least one locally changed region.")
@@ -118,10 +121,11 @@ def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedI
 
 def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     """The best placement of the query on the reference (see the module docstring)."""
-    ref_c, kr = _grey_at(ref, COARSE_SIDE)
-    qry_full, kq = _grey_at(qry, COARSE_SIDE)
+    ref_c, kr = _grey_at(ref, COARSE_SIDE, by_area=True)
+    qry_full, kq = _grey_at(qry, COARSE_SIDE, by_area=True)
     candidates = []
-    for rows in QUERY_STRIPS:
+    strips = query_strips(qry)
+    for rows in strips:
         qry_c, top = _strip(qry_full, rows)
         score, f, (x, y) = _best_placement(ref_c, qry_c, _scales(ref_c, qry_c))
         if score > -1:
@@ -135,7 +139,7 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     stretched = _lcn(cv2.resize(ref_c, (qry_full.shape[1], qry_full.shape[0]), interpolation=cv2.INTER_AREA), sigma)
     qry_n = _lcn(qry_full, sigma)
     (rw, rh), (qw, qh) = ref.content_size, qry.content_size
-    for rows in QUERY_STRIPS:
+    for rows in strips:
         score = _ncc(_strip(stretched, rows)[0], _strip(qry_n, rows)[0])
         candidates.append(Alignment(rw / qw, rh / qh, 0.0, 0.0, score, "stretch", rows))
     best = max(candidates, key=lambda a: a.score)
@@ -145,16 +149,22 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
 
 
 def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
-    """Grey float32 picture with long side `side`, for `scan_score`."""
-    return _grey_at(image, side)[0]
+    """Grey float32 picture of about side x side pixels, for `scan_score`."""
+    return _grey_at(image, side, by_area=True)[0]
 
 
-def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray) -> float:
+def query_strips(qry: PreparedImage) -> tuple[tuple[float, float], ...]:
+    """QUERY_STRIPS, plus the tallest band-free strip when the query seems to carry a band."""
+    free = band_free_strip(qry)
+    return QUERY_STRIPS + ((free,) if free else ())
+
+
+def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, strips: Sequence[tuple[float, float]] = QUERY_STRIPS) -> float:
     """A quick version of the alignment search on thumbnails (7 scales, 10% apart, each
-    direction, the query strips included): the best correlation any placement reaches.
+    direction, each query strip): the best correlation any placement reaches.
     Used to rank candidates for the full `compare`, never to decide a match."""
     best = -1.0
-    for rows in QUERY_STRIPS:
+    for rows in strips:
         strip, _ = _strip(query_thumb, rows)
         fit = min(ref_thumb.shape[0] / strip.shape[0], ref_thumb.shape[1] / strip.shape[1])
         best = max(best, _best_placement(ref_thumb, strip, [fit * 0.9**i for i in range(7)])[0])
@@ -258,10 +268,12 @@ def _lcn(grey: np.ndarray, sigma: float) -> np.ndarray:
     return (centered / (spread + 4.0)).astype(np.float32)
 
 
-def _grey_at(image: PreparedImage, side: int) -> tuple[np.ndarray, float]:
-    """Grey float32 content at long side `side` (never upscaled) and px per content px."""
+def _grey_at(image: PreparedImage, side: int, *, by_area: bool = False) -> tuple[np.ndarray, float]:
+    """Grey float32 content with long side `side` (or, `by_area`, about side x side pixels,
+    so a wide strip keeps detail across), never upscaled; and its px per content px."""
     rgb = image.rgb
-    factor = min(1.0, side / max(rgb.shape[:2]))
+    height, width = rgb.shape[:2]
+    factor = min(1.0, side / np.sqrt(height * width) if by_area else side / max(height, width))
     if factor < 1.0:
         rgb = cv2.resize(rgb, (max(1, round(rgb.shape[1] * factor)), max(1, round(rgb.shape[0] * factor))), interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
@@ -306,6 +318,8 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
     if qry.ignore_rows is not None:
         rows = cv2.resize(qry.ignore_rows.astype(np.uint8)[:, None], (1, h), interpolation=cv2.INTER_NEAREST)[:, 0].astype(bool)
         usable[rows] = False
+    for y0, y1 in qry.bands:  # bands seen on the query alone (straight full-width edge pairs)
+        usable[max(0, int(y0 * h) - 2):min(h, int(np.ceil(y1 * h)) + 2)] = False
 
     fitted = _fit_photometric(r, q, usable)
     band_rows = _band_rows(fitted, q, usable)
@@ -317,8 +331,8 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
     residual = np.abs(q - fitted).mean(axis=2)
     base = _result_base(al, overlap, masked_fraction, qry, ref)
     if overlap < MIN_OVERLAP or usable.sum() < 0.5 * valid.sum():
-        similarity = max(0.0, _ncc(_grey(q), _grey(fitted), usable)) if usable.any() else 0.0
-        return Comparison(similarity=round(similarity, 4), match=False, edited=False, changed_blocks=0,
+        detail, layout = _similarities(q, fitted, usable)
+        return Comparison(similarity=detail, layout_similarity=layout, match=False, edited=False, changed_blocks=0,
                           total_blocks=0, changed_fraction=0.0, **base)
 
     noise = 1.4826 * float(np.median(residual[usable]))
@@ -340,13 +354,11 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
     changed_blocks, total_blocks = _block_counts(region_mask, usable)
     keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
     changed_fraction = float(region_mask.sum()) / usable_area
-    similarity = max(0.0, _ncc(_grey(q), _grey(fitted), keep)) if keep.any() else 0.0
-    detail = max(0.0, _ncc(_detail(_grey(q)), _detail(_grey(fitted)), keep)) if keep.any() else 0.0
-    global DEBUG_DETAIL
-    DEBUG_DETAIL = detail
-    match = similarity >= MATCH_THRESHOLD and changed_fraction <= 0.5
+    detail, layout = _similarities(q, fitted, keep)
+    match = detail >= MATCH_THRESHOLD and layout >= LAYOUT_THRESHOLD and changed_fraction <= MAX_CHANGED
     return Comparison(
-        similarity=round(similarity, 4),
+        similarity=detail,
+        layout_similarity=layout,
         match=match,
         edited=match and bool(regions),
         changed_blocks=changed_blocks,
@@ -355,6 +367,16 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
         regions=regions if match else [],
         **base,
     )
+
+
+def _similarities(q: np.ndarray, fitted: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    """(detail, layout) correlations of the aligned pictures over `mask`, rounded."""
+    if not mask.any():
+        return 0.0, 0.0
+    grey_q, grey_r = _grey(q), _grey(fitted)
+    detail = max(0.0, _ncc(_detail(grey_q), _detail(grey_r), mask))
+    layout = max(0.0, _ncc(grey_q, grey_r, mask))
+    return round(detail, 4), round(layout, 4)
 
 
 def _result_base(al: Alignment, overlap: float, masked: float, qry: PreparedImage, ref: PreparedImage) -> dict:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.image_compare import Comparison, compare, scan_score, thumbnail
+from eviscene.tools.image_compare import Comparison, compare, query_strips, scan_score, thumbnail
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class ImageIndex:
                 self._cache.move_to_end(sha256)
                 return self._cache[sha256]
         _, entries = self._groups[self._position[sha256]]
-        image = prepare(entries[0].file)
+        image = prepare(entries[0].file, find_bands=False)
         with self._cache_lock:
             self._cache[sha256] = image
             while len(self._cache) > _PREPARED_CACHE:
@@ -109,8 +109,8 @@ class ImageIndex:
         """(sha256, hash distance, scan score) of the `limit` most promising corpus pictures."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
-        query_thumb = thumbnail(query)
-        scored = [(int(i), scan_score(self._thumbs[i], query_thumb)) for i in nearest]
+        query_thumb, strips = thumbnail(query), query_strips(query)
+        scored = [(int(i), scan_score(self._thumbs[i], query_thumb, strips)) for i in nearest]
         scored.sort(key=lambda item: (-item[1], distance[item[0]], item[0]))
         return [(self._groups[i][0], int(distance[i]), round(score, 4)) for i, score in scored[:limit]]
 
@@ -130,6 +130,6 @@ def _load_verified(sha256: str, entry: "CorpusImage") -> PreparedImage:
     if actual != sha256:
         raise ReleaseError(f"corpus image {entry.image.path!r} (page {entry.page.url}): sha256 is {actual}, pages.jsonl says {sha256}")
     try:
-        return prepare(io.BytesIO(data))
+        return prepare(io.BytesIO(data), find_bands=False)
     except Exception as exc:  # an unreadable image is a release defect, reported as such
         raise ReleaseError(f"corpus image {entry.image.path!r}: cannot be decoded ({exc})") from None

@@ -53,6 +53,7 @@ class PreparedImage:
     trimmed: dict[str, int]  # side -> pixels removed in the original, for sides that had a border
     scale: float  # pixels of `rgb` per original pixel
     ignore_rows: Optional[np.ndarray] = field(default=None, repr=False)  # bool per row of `rgb`: known text, not picture
+    bands: tuple[tuple[float, float], ...] = ()  # rows (fractions of the content height) that look like overlaid bands
 
     @property
     def content_size(self) -> tuple[int, int]:
@@ -83,9 +84,10 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
     return image, original
 
 
-def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> PreparedImage:
+def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = (), find_bands: bool = True) -> PreparedImage:
     """Decode and trim an image. `text_boxes` (OCR boxes in original pixels, optional) mark
-    rows of printed text inside the picture that comparisons should ignore."""
+    rows of printed text inside the picture that comparisons should ignore; `find_bands`
+    looks for caption bands over the picture (worth it for a query, not for the corpus)."""
     image, size = open_image(source)
     rgb = np.asarray(image, dtype=np.uint8)
     (x0, y0, x1, y1), trimmed = find_content_box(rgb)
@@ -95,7 +97,81 @@ def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]
     scale = content.shape[1] / max(1, box[2] - box[0])
     trimmed_px = {side: round(px * factor) for side, px in trimmed.items()}
     ignore = _text_rows(text_boxes, box, scale, content.shape[0]) if text_boxes else None
-    return PreparedImage(rgb=content, content_box=box, size=size, trimmed=trimmed_px, scale=scale, ignore_rows=ignore)
+    bands = find_overlay_bands(content) if find_bands else []
+    if ignore is not None:
+        bands += _runs(ignore)
+    return PreparedImage(rgb=content, content_box=box, size=size, trimmed=trimmed_px, scale=scale,
+                         ignore_rows=ignore, bands=tuple(sorted(set(bands))))
+
+
+def band_free_strip(image: PreparedImage) -> Optional[tuple[float, float]]:
+    """The tallest run of rows (fractions) clear of `image.bands`, when there are bands and
+    that run still holds at least 40% of the picture; a placement found on it cannot be
+    pulled off by the band."""
+    if not image.bands:
+        return None
+    rows = 1000
+    free = np.ones(rows, dtype=bool)
+    for y0, y1 in image.bands:
+        free[int(y0 * rows):int(np.ceil(y1 * rows))] = False
+    runs = [(b - a, a, b) for a, b in _runs(free, as_fraction=False)]
+    if not runs:
+        return None
+    length, start, stop = max(runs)
+    return (start / rows, stop / rows) if 0.4 * rows <= length < rows else None
+
+
+BAND_EDGE_STEP = 10.0  # grey levels a band edge changes most pixels of a row by
+BAND_EDGE_SHARE = 0.6  # share of a row's pixels that must change the same way
+BAND_MIN, BAND_MAX = 0.03, 0.45  # band height as a fraction of the picture
+
+
+def find_overlay_bands(rgb: np.ndarray) -> list[tuple[float, float]]:
+    """Rows (fractions of the height) that look like a caption band laid over the photo:
+    a straight full-width edge where nearly every pixel gets darker (or lighter), paired
+    with the opposite edge below it, or reaching the top/bottom of the picture.
+    Only a hint for alignment; comparisons measure bands against the reference."""
+    grey = np.asarray(Image.fromarray(rgb).convert("L"), dtype=np.float32)
+    if grey.shape[1] > 256:
+        grey = np.asarray(Image.fromarray(grey.astype(np.uint8)).resize((256, max(8, round(grey.shape[0] * 256 / grey.shape[1]))), Image.Resampling.BOX), dtype=np.float32)
+    height = grey.shape[0]
+    if height < 16:
+        return []
+    step = grey[2:] - grey[:-2]  # row y+1: below minus above
+    darker = (step < -BAND_EDGE_STEP).mean(axis=1) >= BAND_EDGE_SHARE
+    lighter = (step > BAND_EDGE_STEP).mean(axis=1) >= BAND_EDGE_SHARE
+    edges = sorted([(y + 1, "darker") for y, _ in _run_starts(darker)] + [(y + 1, "lighter") for y, _ in _run_starts(lighter)])
+    bands, used = [], set()
+    for index, (y, kind) in enumerate(edges):
+        if y in used:
+            continue
+        partner = next(((y2, k2) for y2, k2 in edges[index + 1:] if k2 != kind and y2 not in used), None)
+        if partner and BAND_MIN * height <= partner[0] - y <= BAND_MAX * height:
+            bands.append((y / height, partner[0] / height))
+            used.update({y, partner[0]})
+    for y, kind in edges:
+        if y in used:
+            continue
+        # A band at the very top ends with one edge; one at the very bottom starts with one.
+        if y <= BAND_MAX * height and y >= BAND_MIN * height:
+            bands.append((0.0, y / height))
+        elif height - y <= BAND_MAX * height and height - y >= BAND_MIN * height:
+            bands.append((y / height, 1.0))
+    return bands
+
+
+def _run_starts(flags: np.ndarray) -> list[tuple[int, int]]:
+    """(start, length) of runs of True; an edge blurred over a few rows counts once, at its middle."""
+    return [((a + b) // 2, b - a) for a, b in _runs(flags, as_fraction=False)]
+
+
+def _runs(flags: np.ndarray, *, as_fraction: bool = True) -> list:
+    padded = np.concatenate([[False], flags.astype(bool), [False]])
+    changes = np.flatnonzero(padded[1:] != padded[:-1])
+    pairs = list(zip(changes[::2], changes[1::2]))
+    if as_fraction:
+        return [(a / len(flags), b / len(flags)) for a, b in pairs]
+    return [(int(a), int(b)) for a, b in pairs]
 
 
 def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[str, int]]:

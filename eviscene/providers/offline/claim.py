@@ -31,7 +31,9 @@ _STOP = set(
     here there now through across about against toward towards today yesterday tonight after before during near over under into onto out up down off not no
     new just more most very breaking news photo photos picture video live update watch see look shows showing
     shown says said viral post share shared amid via who what when where why how all our your their his her
-    we you they he she i me my us them""".split()
+    we you they he she i me my us them
+    reply replies repost reposts retweet retweets like likes share shares comment comments follow following
+    views more""".split()
 )
 _HANDLE = re.compile(r"[@#]\w+")
 

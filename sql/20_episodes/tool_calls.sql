@@ -1,0 +1,41 @@
+-- view: tool_calls
+-- grain: one row per tool call of a finished attempt
+-- key: run_id, episode_id, call_index
+-- Each tool call paired with its result: status, observation, sources, structured data;
+-- `is_duplicate` marks a call identical (tool and canonical arguments) to an earlier one of
+-- the episode, `is_invalid` one the tool layer rejected.
+CREATE OR REPLACE VIEW tool_calls AS
+WITH called AS (
+    SELECT run_id, episode_id, step, payload->>'call_id' AS call_id, payload->>'tool' AS tool,
+           payload->'arguments' AS arguments, payload->>'arguments_sha256' AS arguments_sha256
+    FROM steps WHERE type = 'tool.called'
+),
+returned AS (
+    SELECT run_id, episode_id, step, payload->>'call_id' AS call_id, payload->>'status' AS status,
+           payload->>'observation' AS observation, payload->'sources' AS sources, payload->'data' AS data,
+           (payload->>'latency_ms')::DOUBLE AS latency_ms, nullif(payload->>'error', '') AS error
+    FROM steps WHERE type = 'tool.returned'
+)
+SELECT
+    c.run_id,
+    c.episode_id,
+    row_number() OVER (PARTITION BY c.run_id, c.episode_id ORDER BY c.step) AS call_index,
+    c.call_id,
+    c.tool,
+    c.arguments,
+    c.arguments_sha256,
+    c.step AS called_step,
+    r.step AS returned_step,
+    r.status,
+    r.observation,
+    r.sources,
+    r.data,
+    r.latency_ms,
+    r.error,
+    count(*) OVER (
+        PARTITION BY c.run_id, c.episode_id, c.arguments_sha256 ORDER BY c.step
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+    ) > 0 AS is_duplicate,
+    coalesce(r.status = 'invalid', false) AS is_invalid
+FROM called c
+LEFT JOIN returned r USING (run_id, episode_id, call_id);

@@ -1,0 +1,38 @@
+"""The judgment contract: label set, confidence range, citations of seen evidence only."""
+
+from eviscene.agent.judgment import judgment_schema, parse_judgment
+
+LABELS = ("authentic", "out_of_context", "manipulated", "unverifiable")
+
+
+def test_valid_judgment_is_accepted():
+    judgment, reasons = parse_judgment(
+        '{"verdict": "manipulated", "confidence": 0.8, "verdict_basis": [{"evidence_id": "ev-2", "finding": "original"}]}',
+        LABELS,
+        {"ev-1", "ev-2"},
+    )
+    assert reasons == []
+    assert judgment.verdict == "manipulated" and judgment.confidence == 0.8
+    assert [b.evidence_id for b in judgment.verdict_basis] == ["ev-2"]
+
+
+def test_fenced_json_is_accepted():
+    judgment, _ = parse_judgment('```json\n{"verdict": "authentic", "confidence": 1, "verdict_basis": []}\n```', LABELS, set())
+    assert judgment is not None and judgment.verdict == "authentic"
+
+
+def test_each_defect_is_named():
+    assert parse_judgment("I think it is fake", LABELS, set())[1][0].startswith("not_json")
+    assert parse_judgment("[1, 2]", LABELS, set())[1] == ["not_an_object"]
+    _, reasons = parse_judgment('{"verdict": "fake", "confidence": 0.5, "verdict_basis": []}', LABELS, set())
+    assert reasons == ["verdict_not_in_label_set: 'fake' not in ['authentic', 'out_of_context', 'manipulated', 'unverifiable']"]
+    _, reasons = parse_judgment('{"verdict": "authentic", "confidence": 1.5, "verdict_basis": []}', LABELS, set())
+    assert reasons and reasons[0].startswith("schema: confidence")
+    _, reasons = parse_judgment(
+        '{"verdict": "authentic", "confidence": 0.5, "verdict_basis": [{"evidence_id": "ev-9", "finding": "x"}]}', LABELS, {"ev-1"}
+    )
+    assert reasons == ["basis_cites_unknown_evidence: ev-9"]
+
+
+def test_schema_lists_the_release_labels():
+    assert judgment_schema(("real", "fake"))["properties"]["verdict"]["enum"] == ["real", "fake"]

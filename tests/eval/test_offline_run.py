@@ -1,0 +1,82 @@
+"""The bundled release through the embedded offline agent, end to end."""
+
+import json
+
+
+def test_every_planned_episode_finished_once_and_the_chain_verifies(offline_run):
+    log, summary = offline_run
+    assert summary.planned == summary.ran == 56 and summary.sealed
+    counts = log.sql(
+        "SELECT count(*) AS episodes, count(*) FILTER (WHERE finished) AS finished, max(attempts) AS attempts FROM episodes"
+    ).to_pylist()[0]
+    assert counts == {"episodes": 56, "finished": 56, "attempts": 1}
+    assert log.verify().ok
+
+
+def test_each_episode_tells_its_story_in_order(offline_run):
+    log, _ = offline_run
+    episode = log.sql("SELECT run_id, episode_id FROM episodes ORDER BY episode_id LIMIT 1").to_pylist()[0]
+    types = [e.type for e in log.events(episode["run_id"], episode["episode_id"])]
+    assert types[0] == "episode.scheduled" and types[1] == "episode.started" and types[2] == "perception.reported"
+    assert types[-3:] == ["gate.decided", "judgment.made", "episode.finished"]
+    assert types.count("tool.called") == types.count("tool.returned") >= 1
+    steps = [e.step for e in log.events(episode["run_id"], episode["episode_id"]) if e.step is not None]
+    assert steps == list(range(len(steps)))
+
+
+def test_accuracy_is_well_above_the_majority_baseline(offline_run):
+    log, _ = offline_run
+    row = log.sql(
+        """
+        SELECT avg((e.termination = 'completed' AND e.verdict = g.label)::INT) AS accuracy,
+               (SELECT max(n) FROM (SELECT count(*) AS n FROM gold_labels GROUP BY label)) / count(DISTINCT e.case_id) AS majority
+        FROM episodes e JOIN gold_labels g USING (run_id, case_id)
+        """
+    ).to_pylist()[0]
+    assert row["accuracy"] >= row["majority"] + 0.3, row
+
+
+def test_gold_never_reaches_the_model(offline_run, canary, model_facing_texts):
+    log, _ = offline_run
+    texts = model_facing_texts(log)
+    assert texts and not any(canary in text for text in texts)
+    # The canary is in the log (gold was attached for scoring), just never in model context.
+    assert log.sql("SELECT count(*) AS n FROM blobs WHERE contains(decode(content), ?)", [canary]).to_pylist() == [{"n": 1}]
+
+
+def test_blocked_sources_never_reach_the_model_and_every_block_is_logged(offline_run, release, model_facing_texts):
+    log, _ = offline_run
+    policy = json.loads((release / "private" / "source_access_policy.json").read_text())
+    pages = [json.loads(line) for line in (release / "corpus" / "pages.jsonl").read_text().splitlines() if line.strip()]
+    blocked = [
+        p for p in pages
+        if p["domain"] in policy["blocked_domains"]
+        or any(p["url"].startswith(prefix) for prefix in policy["blocked_url_prefixes"])
+        or p["content_sha256"] in policy["blocked_content_sha256"]
+    ]
+    assert blocked
+    texts = model_facing_texts(log)
+    for page in blocked:
+        body = page["text"][:200]
+        assert not any(body in text for text in texts), page["url"]
+    seen = log.sql(
+        "SELECT DISTINCT s->>'url' AS url FROM events, unnest(from_json(payload->'sources', '[\"JSON\"]')) AS t(s) "
+        "WHERE type = 'tool.returned'"
+    )["url"].to_pylist()
+    assert not {p["url"] for p in blocked} & set(seen)
+    blocks = log.sql(
+        "SELECT count(*) AS n FROM events WHERE type = 'gate.decided' AND payload->>'gate' = 'source_access_policy' "
+        "AND NOT (payload->>'passed')::BOOLEAN"
+    ).to_pylist()[0]["n"]
+    assert blocks > 0
+    assert not any(policy["policy_id"] in text for text in texts)
+
+
+def test_rollouts_of_a_case_share_a_group_and_differ_in_seed(offline_run):
+    log, _ = offline_run
+    groups = log.sql(
+        "SELECT case_id, count(DISTINCT prompt_group_id) AS groups, count(DISTINCT sampling_seed) AS seeds, "
+        "list(episode_id ORDER BY rollout_index) AS episodes FROM episodes GROUP BY case_id"
+    ).to_pylist()
+    assert all(g["groups"] == 1 and g["seeds"] == 2 for g in groups)
+    assert all(g["episodes"][1].endswith("--r001") for g in groups)

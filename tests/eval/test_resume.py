@@ -1,0 +1,72 @@
+"""A real `eviscene eval run` killed with SIGKILL mid-run, then resumed: every planned
+episode finishes exactly once, finished ones never run again, the chain verifies."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eviscene.store import EventLog
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+
+def eviscene(log_path: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([EVISCENE, "--db", str(log_path), *args], capture_output=True, text=True, timeout=600, cwd=log_path.parent, **kwargs)
+
+
+def finished_episodes(log: EventLog) -> set[str]:
+    return set(log.sql("SELECT episode_id FROM events WHERE type = 'episode.finished'")["episode_id"].to_pylist())
+
+
+def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_path):
+    log_path = tmp_path / "resume.duckdb"
+    log = EventLog(log_path)
+    benchmark = str(release / "runtime_input" / "cases.jsonl")
+    process = subprocess.Popen(
+        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", benchmark, "--limit", "5",
+         "--rollouts-per-case", "2", "--concurrency", "2", "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 300
+    while len(finished_episodes(log)) < 3:
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the run finished no episode in time"
+        time.sleep(0.2)
+    run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
+
+    busy = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
+    assert busy.returncode == 2 and f"being written by pid {process.pid}" in busy.stderr and "Traceback" not in busy.stderr
+
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    before = finished_episodes(log)
+    assert 3 <= len(before) < 10
+
+    resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{10 - len(before)} of 10 episodes ran" in resumed.stdout
+
+    per_episode = log.sql(
+        "SELECT episode_id, count(*) FILTER (WHERE type = 'episode.finished') AS finished, "
+        "count(*) FILTER (WHERE type = 'episode.started') AS started, max(attempt) AS last_attempt "
+        "FROM events WHERE episode_id IS NOT NULL GROUP BY episode_id"
+    ).to_pylist()
+    assert len(per_episode) == 10
+    assert all(row["finished"] == 1 for row in per_episode)
+    for row in per_episode:
+        if row["episode_id"] in before:
+            assert row["started"] == 1 and row["last_attempt"] == 1  # never repeated
+    assert eviscene(log_path, "log", "verify").returncode == 0
+    again = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
+    assert again.returncode == 0 and "0 of 10 episodes ran" in again.stdout
+    runs = json.loads(eviscene(log_path, "runs", "--format", "json").stdout)
+    assert runs[0]["episodes_finished"] == 10 and runs[0]["status"] == "completed"
+
+
+def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
+    result = eviscene(tmp_path / "empty.duckdb", "eval", "resume", "no-such-run")
+    assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr and "Traceback" not in result.stderr

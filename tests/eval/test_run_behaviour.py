@@ -1,0 +1,90 @@
+"""Run-level behaviour on a few cases: failures stay in their episode, ablations remove
+tools, timeouts end episodes, bad flags are clear errors."""
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.cli.main import cli
+from eviscene.eval import run as run_module
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import start_run
+from eviscene.providers import OfflineProvider
+from eviscene.store import EventLog
+
+
+class FailsOnSeed(OfflineProvider):
+    """Fails every call of one episode (picked by its sampling seed)."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.sampling_seed == self.seed:
+            raise ProviderError("upstream returned 500 three times")
+        return await super().complete(request)
+
+
+def options(release, **flags) -> EvalOptions:
+    return EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), **flags)
+
+
+def test_one_failing_episode_does_not_stop_the_others(release, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    first = run_module.plan_run(options(release, limit=3)).specs[1]
+    summary = anyio.run(lambda: start_run(log, options(release, limit=3, concurrency=2), provider=FailsOnSeed(first.sampling_seed)))
+    assert summary.terminations == {"completed": 2, "error": 1}
+    rows = log.sql("SELECT episode_id, termination, error FROM episodes ORDER BY episode_id").to_pylist()
+    failed = [r for r in rows if r["termination"] == "error"]
+    assert [r["episode_id"] for r in failed] == [first.episode_id]
+    assert "ProviderError: upstream returned 500 three times" in failed[0]["error"]
+
+
+def test_cli_exits_1_when_an_episode_errored(release, tmp_path, monkeypatch):
+    first = run_module.plan_run(options(release, limit=2)).specs[0]
+    monkeypatch.setattr(run_module, "make_provider", lambda _: FailsOnSeed(first.sampling_seed))
+    result = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+         "--limit", "2", "--no-progress"],
+    )
+    assert result.exit_code == 1, result.output
+    assert "2 of 2 episodes ran (completed 1, error 1)" in result.output
+
+
+def test_ablation_removes_tool_families(release, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(start_run, log, options(release, limit=2, disable_image_retrieval=True, disable_evidence_inspection=True))
+    used = set(log.sql("SELECT DISTINCT payload->>'tool' AS tool FROM events WHERE type = 'tool.called'")["tool"].to_pylist())
+    assert used == {"text_search"}
+    offered = log.sql(
+        "SELECT DISTINCT unnest(from_json(decode(b.content)::JSON->'tools', '[\"JSON\"]'))->'function'->>'name' AS name "
+        "FROM events e JOIN blobs b ON b.sha256 = e.payload->>'request_sha256' WHERE e.type = 'model.called'"
+    )["name"].to_pylist()
+    assert set(offered) == {"text_search"}
+    manifest = log.sql("SELECT payload->'agent'->'tool_families' AS f FROM events WHERE type = 'run.started'").to_pylist()[0]["f"]
+    assert '"image_retrieval":{"enabled":false' in manifest.replace(" ", "")
+
+
+def test_timeout_ends_episodes_as_timeout(release, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    summary = anyio.run(start_run, log, options(release, limit=1, timeout=0.001))
+    assert summary.terminations == {"timeout": 1}
+    assert log.sql("SELECT error FROM episodes").to_pylist()[0]["error"].startswith("episode exceeded its 0.001 s timeout")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--case-id", "nope"], "nope"),
+        (["--shard-count", "2", "--shard-index", "2"], "--shard-index"),
+        (["--rollouts-per-case", "0"], "--rollouts-per-case"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(release, tmp_path, flags, message):
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--no-progress", *flags]
+    )
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
