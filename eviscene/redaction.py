@@ -1,32 +1,69 @@
 """Secrets never reach the log, an export or a message: every error text that may quote a
-request passes through `redact` before it is stored or shown."""
+request passes through `redact` before it is stored or shown.
+
+Three nets, widest last: the values providers registered as secrets (the API keys they
+read), the values of environment variables whose names say they hold a secret, and
+patterns of credentials in text (auth headers, bearer tokens, key query parameters, the
+shapes of OpenAI and Google API keys). A masked credential loses its scheme word too
+(`Authorization: Bearer …` becomes `Authorization: [REDACTED]`), so not even the kind of
+credential is left to grep for.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import threading
+from typing import Any
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH|COOKIE)", re.IGNORECASE)
-_PATTERNS = [
-    re.compile(r"(?i)(authorization|x-api-key|x-goog-api-key|api-key|cookie)(\"?\s*[:=]\s*\"?)([^\s\"',;]+(?: [^\s\"',;]+)?)"),
-    re.compile(r"(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})"),
-    re.compile(r"(?i)([?&](?:key|api_key|token)=)([^&\s]+)"),
-]
 MASK = "[REDACTED]"
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH|COOKIE|CREDENTIAL)", re.IGNORECASE)
+_MIN_SECRET = 8  # shorter values would mask ordinary words
+
+_HEADER = re.compile(
+    r"(?i)((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|set-cookie|cookie)"
+    r"(\"?'?\s*[:=]\s*\"?'?)"
+    r"((?:bearer|basic|token)\s+[^\s\"',;}]+|[^\s\"',;}]+)"
+)
+_BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+_QUERY = re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token|token)=)([^&\s\"']+)")
+_KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
+
+_registered: set[str] = set()
+_lock = threading.Lock()
 
 
-def _secret_values() -> list[str]:
-    return sorted(
-        (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8),
-        key=len,
-        reverse=True,
-    )
+def register_secret(value: str | None) -> None:
+    """Mask `value` in everything redacted from now on (providers register the keys they read,
+    whatever the environment variable holding them is called)."""
+    if value and len(value) >= _MIN_SECRET:
+        with _lock:
+            _registered.add(value)
+
+
+def _secret_values(extra: tuple[str, ...]) -> list[str]:
+    from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k))
+    with _lock:
+        values = {*extra, *_registered, *from_env}
+    # Longest first, so a secret containing another is masked whole.
+    return sorted((v for v in values if v and len(v) >= _MIN_SECRET), key=len, reverse=True)
 
 
 def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
-    for secret in (*extra_secrets, *_secret_values()):
-        if secret:
-            text = text.replace(secret, MASK)
-    text = _PATTERNS[0].sub(lambda m: m.group(1) + m.group(2) + MASK, text)
-    text = _PATTERNS[1].sub(lambda m: m.group(1) + MASK, text)
-    return _PATTERNS[2].sub(lambda m: m.group(1) + MASK, text)
+    for secret in _secret_values(tuple(extra_secrets)):
+        text = text.replace(secret, MASK)
+    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    text = _BEARER.sub(MASK, text)
+    text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    return _KEY_SHAPES.sub(MASK, text)
+
+
+def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
+    """`redact` applied to every string inside JSON-like data (dict keys included)."""
+    if isinstance(value, str):
+        return redact(value, extra_secrets)
+    if isinstance(value, dict):
+        return {redact_data(k, extra_secrets): redact_data(v, extra_secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v, extra_secrets) for v in value]
+    return value

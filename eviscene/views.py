@@ -18,6 +18,7 @@ from importlib.resources.abc import Traversable
 import duckdb
 from duckdb.sqltypes import VARCHAR
 
+from eviscene.release.selection import safe_trace_filename
 from eviscene.tools.urls import normalize_host, normalize_url, url_host
 
 _HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
@@ -101,8 +102,14 @@ def _read_definitions() -> list[ViewDefinition]:
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """SQL access to rules that live in Python once: URL normalization is shared by the
-    tools, the source-access policy and the scoring views."""
-    for name, function in (("normalize_url", normalize_url), ("normalize_host", normalize_host), ("url_host", url_host)):
+    tools, the source-access policy and the scoring views; trace file names by the seed
+    layout and the materialized run directory."""
+    for name, function in (
+        ("normalize_url", normalize_url),
+        ("normalize_host", normalize_host),
+        ("url_host", url_host),
+        ("safe_trace_filename", safe_trace_filename),
+    ):
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
 
 

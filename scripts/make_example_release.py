@@ -1596,7 +1596,7 @@ STORIES: tuple[Story, ...] = (
         fact_check="truthmeter"),
     Story(
         "brussels-banner", "manipulated", "protest_fair_prices",
-        "Farmers' banner calls to burn parliament in Brussels, 1 February 2024", band(at_top=True),
+        "Farmers' banner calls to burn parliament in Brussels, 1 February 2024", band(at_top=True, size=26),
         Event("Brussels", "Belgium", "2024-02-01", "protest", "the farmers' protest in Brussels",
               "Tractors fill Brussels as farmers protest during EU summit",
               "Farmers drove hundreds of tractors into Brussels on Thursday, blocking streets around the European "
@@ -1651,7 +1651,7 @@ STORIES: tuple[Story, ...] = (
         fact_check="observer"),
     Story(
         "fuji-eruption", "manipulated", "mountain_lake",
-        "Mount Fuji erupts for the first time in 300 years, 12 January 2024", post("@japan_now", "3h"),
+        "Mount Fuji erupts for the first time in 300 years, 12 January 2024", post("@japan_now", "3h", size=26),
         Event("Fujikawaguchiko", "Japan", "2024-01-12", "mountain", "a clear winter morning at Lake Kawaguchi",
               "Clear winter skies bring crowds to Lake Kawaguchi",
               "A cold, clear spell brought sharp views of Mount Fuji on Friday, drawing photographers and tourists "
@@ -1755,7 +1755,7 @@ STORIES: tuple[Story, ...] = (
         fact_check="verifyline"),
     Story(
         "montreal-ice", "unverifiable", "powerlines", "Ice storm brings down power lines in Montreal, 5 April 2023",
-        band(tag="NEWS"), None,
+        band(tag="NEWS", size=22), None,
         context=(Article("lens", "Montreal", "Canada", "2018-01-05", "ice",
                          "The great ice storm of 1998, remembered",
                          "Twenty years ago this week, freezing rain coated southern Quebec in ice, toppling pylons and "

@@ -67,6 +67,7 @@ class RunPlan:
     sample_count: int
     provider: Provider
     policy: SourceAccessPolicy | None
+    policy_path: Path | None
     toolbox: Toolbox
     policy_revision: str
 
@@ -108,7 +109,7 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
         enable_image_retrieval=not options.disable_image_retrieval,
         enable_evidence_inspection=not options.disable_evidence_inspection,
     )
-    return RunPlan(options, release, specs, len(cases), provider, policy, toolbox, revision)
+    return RunPlan(options, release, specs, len(cases), provider, policy, Path(policy_path) if policy_path else None, toolbox, revision)
 
 
 def _new_run_id(log: EventLog, plan: RunPlan) -> str:
@@ -176,7 +177,11 @@ async def start_run(
             "shard_count": options.shard_count,
             "shard_index": options.shard_index,
         },
-        config=options.model_dump(mode="json"),
+        config={
+            **options.model_dump(mode="json"),
+            "release_schema_version": plan.release.schema_version,
+            "label_set": list(plan.release.label_set),
+        },
         **blocks,
     )
     scheduled = [
@@ -292,7 +297,7 @@ async def _execute(
             for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
                 group.start_soon(worker)
 
-        await import_scoring_artifacts(writer, plan.release)
+        await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
         await writer.emit(
             EventDraft(
                 RunFinished(

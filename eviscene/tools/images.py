@@ -147,17 +147,29 @@ def find_overlay_bands(rgb: np.ndarray) -> list[tuple[float, float]]:
             continue
         partner = next(((y2, k2) for y2, k2 in edges[index + 1:] if k2 != kind and y2 not in used), None)
         if partner and BAND_MIN * height <= partner[0] - y <= BAND_MAX * height:
-            bands.append((y / height, partner[0] / height))
+            bands.append((y, partner[0]))
             used.update({y, partner[0]})
     for y, kind in edges:
-        if y in used:
+        if y in used or any(a <= y <= b for a, b in bands):
             continue
         # A band at the very top ends with one edge; one at the very bottom starts with one.
-        if y <= BAND_MAX * height and y >= BAND_MIN * height:
-            bands.append((0.0, y / height))
-        elif height - y <= BAND_MAX * height and height - y >= BAND_MIN * height:
-            bands.append((y / height, 1.0))
-    return bands
+        if BAND_MIN * height <= y <= BAND_MAX * height:
+            bands.append((0, y))
+        elif BAND_MIN * height <= height - y <= BAND_MAX * height:
+            bands.append((y, height))
+    return [(a / height, b / height) for a, b in _merge_bands(bands)]
+
+
+def _merge_bands(bands: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join bands separated by less than the taller one's height: the edges of a text
+    line inside one band can split it in two."""
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(bands):
+        if merged and start - merged[-1][1] <= max(stop - start, merged[-1][1] - merged[-1][0]):
+            merged[-1] = (merged[-1][0], max(stop, merged[-1][1]))
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def _run_starts(flags: np.ndarray) -> list[tuple[int, int]]:

@@ -13,7 +13,8 @@ SELECT
     arg_min(payload->'benchmark'->>'runtime_contract_version', seq) AS runtime_contract_version,
     arg_min((payload->'agent'->>'max_tool_actions')::INTEGER, seq) AS max_tool_actions,
     arg_min((payload->'benchmark'->>'training_prohibited')::BOOLEAN, seq) AS training_prohibited_flag,
-    arg_min(payload->'config'->>'release_schema_version', seq) = 'ifv-scoring-gold-v1' AS is_scoring_package
+    arg_min(payload->'config'->>'release_schema_version', seq) = 'ifv-scoring-gold-v1' AS is_scoring_package,
+    arg_min(from_json(payload->'config'->'label_set', '["VARCHAR"]'), seq) AS label_set
 FROM events
 WHERE type = 'run.started'
 GROUP BY run_id;

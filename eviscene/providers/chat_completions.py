@@ -1,0 +1,105 @@
+"""OpenAI-compatible Chat Completions (`POST {base_url}/chat/completions`): OpenAI, vLLM,
+SGLang, lmdeploy, Ollama.
+
+Thinking per stage: `on`/`off` sets `chat_template_kwargs.enable_thinking` (Qwen on vLLM,
+SGLang, lmdeploy); an effort level (`minimal`…`high`) sets `reasoning_effort` (OpenAI).
+Reasoning comes back as `reasoning_content` (vLLM, SGLang) or `reasoning` (Ollama, newer
+vLLM), or inline as a leading `<think>…</think>` block when the server parses none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from eviscene.agent.provider import ModelRequest, ModelResponse
+from eviscene.events import TokenUsage
+from eviscene.providers.wire import WireProvider, text_of, tool_call
+
+ON_OFF = ("on", "off")
+_THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
+
+
+class ChatCompletionsProvider(WireProvider):
+    wire_api = "chat_completions"
+
+    def __init__(self, *, send_reasoning: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        # Most chat templates drop earlier turns' reasoning and some servers refuse the field.
+        self.send_reasoning = send_reasoning
+
+    def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._message(m) for m in request.messages],
+            "seed": request.sampling_seed,
+        }
+        if request.tools:
+            body["tools"] = request.tools
+            body["tool_choice"] = "auto"
+        if request.response_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judgment", "schema": request.response_schema, "strict": False},
+            }
+        thinking = self.thinking.get(request.stage)
+        if thinking in ON_OFF:
+            body["chat_template_kwargs"] = {"enable_thinking": thinking == "on"}
+        elif thinking:
+            body["reasoning_effort"] = thinking
+        return "chat/completions", body
+
+    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+        role = message["role"]
+        if role == "tool":
+            return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": text_of(message.get("content"))}
+        if role == "assistant":
+            wire: dict[str, Any] = {"role": "assistant", "content": text_of(message.get("content"))}
+            if message.get("tool_calls"):
+                wire["tool_calls"] = [
+                    {"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
+                    for c in message["tool_calls"]
+                ]
+            if self.send_reasoning and message.get("reasoning_content"):
+                wire["reasoning_content"] = message["reasoning_content"]
+            return wire
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [self._part(part) for part in content]
+        return {"role": role, "content": content if content is not None else ""}
+
+    def _part(self, part: dict[str, Any]) -> dict[str, Any]:
+        if part.get("type") == "image_url":
+            image = part["image_url"]
+            wire = {"url": self.data_url(image["url"])}
+            if image.get("detail"):
+                wire["detail"] = image["detail"]
+            return {"type": "image_url", "image_url": wire}
+        return {"type": "text", "text": part.get("text", "")}
+
+    def parse(self, answer: dict[str, Any]) -> ModelResponse:
+        choices = answer.get("choices") or []
+        if not choices:
+            raise ValueError("the answer has no choices")
+        message = choices[0]["message"]
+        content = text_of(message.get("content"))
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+        if not reasoning and "</think>" in content:
+            match = _THINK.match(content)
+            if match:
+                reasoning, content = match.group(1).strip(), content[match.end():]
+        calls = [
+            tool_call(call.get("id"), call["function"].get("name"), call["function"].get("arguments"))
+            for call in message.get("tool_calls") or []
+        ]
+        usage = answer.get("usage") or {}
+        return ModelResponse(
+            content=content,
+            reasoning=str(reasoning),
+            tool_calls=calls,
+            usage=TokenUsage(
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
+                total_tokens=usage.get("total_tokens") or 0,
+            ),
+        )

@@ -1,0 +1,205 @@
+"""JSON over HTTP for the wire providers: timeouts, an in-flight limit, and retries with
+exponential backoff and jitter on 429, 5xx, timeouts, dropped connections and truncated
+bodies, honouring `Retry-After`.
+
+Every failed try becomes a retry record `{status, error, waited_seconds}` (status is the HTTP
+status, or null when no response came) that the provider hands back with its answer, so it
+lands on the `model.called` event. After the last try the call raises `ProviderError` whose
+reason names the endpoint, the tries and the last failure. Every text that leaves this module
+has been through `redact`, with the client's own key masked first.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import anyio
+import httpx
+
+from eviscene.agent.provider import ProviderError
+from eviscene.redaction import redact, register_secret
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_BODY_QUOTE = 300  # characters of an error body quoted in a reason
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 4
+    backoff_seconds: float = 1.0
+    max_backoff_seconds: float = 60.0
+    max_retry_after_seconds: float = 300.0  # a server asking for a longer pause fails the call instead
+
+    def backoff(self, failures: int) -> float:
+        """Exponential backoff with equal jitter: half fixed, half random."""
+        ceiling = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (failures - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how a provider talks: the API key is held here, read from the environment
+    variable a profile names, and never shown (`repr` leaves it out)."""
+
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    auth_header: str = "authorization"  # or "x-goog-api-key"
+    timeout_seconds: float = 600.0
+    connect_timeout_seconds: float = 10.0
+    max_inflight: int = 4
+    retry: RetryPolicy = RetryPolicy()
+
+    def headers(self) -> dict[str, str]:
+        if not self.api_key:
+            return {}
+        if self.auth_header == "authorization":
+            return {"Authorization": f"Bearer {self.api_key}"}
+        return {self.auth_header: self.api_key}
+
+
+class _Retryable(Exception):
+    def __init__(self, status: int | None, reason: str, retry_after: float | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.retry_after = status, reason, retry_after
+
+
+class JsonClient:
+    """POSTs JSON bodies to one endpoint; one per provider, shared by all its episodes."""
+
+    def __init__(self, endpoint: Endpoint, *, label: str):
+        self.endpoint, self.label = endpoint, label
+        register_secret(endpoint.api_key)
+        self._secrets = (endpoint.api_key,) if endpoint.api_key else ()
+        self._limiter = anyio.CapacityLimiter(max(1, endpoint.max_inflight))
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        # Made on first use, inside the running event loop its connections belong to.
+        if self._client is None:
+            e = self.endpoint
+            self._client = httpx.AsyncClient(
+                base_url=e.base_url.rstrip("/") + "/",
+                timeout=httpx.Timeout(e.timeout_seconds, connect=e.connect_timeout_seconds, pool=None),
+                limits=httpx.Limits(max_connections=max(1, e.max_inflight), max_keepalive_connections=max(1, e.max_inflight)),
+                headers={"content-type": "application/json", **e.headers()},
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def redact(self, text: str) -> str:
+        return redact(text, self._secrets)
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The decoded JSON answer and the retry records of the tries that failed before it."""
+        policy = self.endpoint.retry
+        retries: list[dict[str, Any]] = []
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        url = self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+        while True:
+            try:
+                async with self._limiter:
+                    return await self._try(path, content), retries
+            except _Retryable as failure:
+                reason = self.redact(failure.reason)
+                wait = policy.backoff(len(retries) + 1)
+                if failure.retry_after is not None:
+                    if failure.retry_after > policy.max_retry_after_seconds:
+                        retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
+                        raise self._gave_up(url, retries, f"the server asked to wait {failure.retry_after:g} s, "
+                                            f"more than the {policy.max_retry_after_seconds:g} s limit") from None
+                    wait = max(failure.retry_after, 0.0)
+                if len(retries) >= policy.max_retries:
+                    retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
+                    raise self._gave_up(url, retries) from None
+                retries.append({"status": failure.status, "error": reason, "waited_seconds": round(wait, 3)})
+                await anyio.sleep(wait)
+
+    async def _try(self, path: str, content: bytes) -> dict[str, Any]:
+        e = self.endpoint
+        try:
+            # httpx's read timeout bounds each read; this bounds a slowly trickling answer too.
+            with anyio.fail_after(e.connect_timeout_seconds + e.timeout_seconds):
+                response = await self._http().post(path.lstrip("/"), content=content)
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise _Retryable(None, _timeout_reason(exc, e)) from None
+        except httpx.TransportError as exc:
+            raise _Retryable(None, f"connection failed: {type(exc).__name__}: {exc}") from None
+        status = response.status_code
+        if status in RETRYABLE_STATUS or status >= 500:
+            raise _Retryable(status, _status_reason(response), retry_after(response.headers.get("retry-after")))
+        if status >= 400:
+            raise ProviderError(self.redact(f"{self.label}: {_status_reason(response)}{_auth_hint(status)}"))
+        try:
+            decoded = response.json()
+        except ValueError as exc:  # a cut-off or garbled body: the next try may arrive whole
+            raise _Retryable(status, f"HTTP {status}: body is not valid JSON ({exc}): {_quote(response.text)}") from None
+        if not isinstance(decoded, dict):
+            raise ProviderError(self.redact(f"{self.label}: HTTP {status}: body is JSON but not an object: {_quote(response.text)}"))
+        return decoded
+
+    def _gave_up(self, url: str, retries: list[dict[str, Any]], why: str | None = None) -> ProviderError:
+        tries = f"{len(retries)} {'try' if len(retries) == 1 else 'tries'}"
+        error = ProviderError(self.redact(f"{self.label}: POST {url} failed after {tries}; {why or 'last: ' + retries[-1]['error']}"))
+        error.retries = retries  # type: ignore[attr-defined]
+        return error
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a `Retry-After` header: delta-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _status_reason(response: httpx.Response) -> str:
+    text = response.text.strip()
+    message = text
+    try:
+        decoded = json.loads(text)
+        error = decoded.get("error") if isinstance(decoded, dict) else None
+        if isinstance(error, dict) and error.get("message"):
+            message = str(error["message"])
+        elif isinstance(error, str):
+            message = error
+    except ValueError:
+        pass
+    phrase = response.reason_phrase or ""
+    return f"HTTP {response.status_code} {phrase}".rstrip() + (f": {_quote(message)}" if message else "")
+
+
+def _auth_hint(status: int) -> str:
+    if status in (401, 403):
+        return " (check the API key in the environment variable the profile or --api-key-env names)"
+    return ""
+
+
+def _timeout_reason(exc: Exception, endpoint: Endpoint) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connect timeout: no connection within {endpoint.connect_timeout_seconds:g} s"
+    if isinstance(exc, httpx.WriteTimeout):
+        return f"write timeout: request not sent within {endpoint.timeout_seconds:g} s"
+    return f"read timeout: no complete response within {endpoint.timeout_seconds:g} s"
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _BODY_QUOTE else text[: _BODY_QUOTE - 1] + "…"

@@ -1,0 +1,32 @@
+-- view: process_metrics
+-- grain: one row per finished episode
+-- key: run_id, episode_id
+-- The seed's process_metrics.jsonl row: outcome, the protocol's recall and precision
+-- metrics, action counts, the trace audit verdicts and the training exclusion reasons.
+CREATE OR REPLACE VIEW process_metrics AS
+SELECT
+    m.run_id,
+    m.episode_id,
+    'ifv-process-metrics-v2' AS schema_version,
+    'ifv-process-score-v1' AS protocol_version,
+    m.case_id,
+    m.prompt_group_id,
+    m.verdict AS runtime_verdict,
+    m.termination,
+    m.result_correct,
+    m.engineering_error,
+    m.evidence_recovery_recall,
+    m.fact_recovery_recall,
+    m.chain_recovery_recall,
+    m.basis_reference_precision,
+    m.tool_calls,
+    m.duplicate_tool_calls,
+    m.invalid_tool_calls,
+    s.training_eligible,
+    s.training_exclusion_reasons,
+    a.strict_trace_audit_pass,
+    a.hard_trace_audit_pass,
+    a.strict_trace_audit_failures
+FROM episode_metrics m
+JOIN trajectory_scores s USING (run_id, episode_id)
+JOIN trace_audit a USING (run_id, episode_id);

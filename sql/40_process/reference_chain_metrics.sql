@@ -1,0 +1,23 @@
+-- view: reference_chain_metrics
+-- grain: one row per finished episode
+-- key: run_id, episode_id
+-- The seed's reference_chain_metrics.jsonl row: how much of the gold reference chain the
+-- investigation recovered. Not applicable to reviewed scoring packages (ifv-scoring-gold-v1),
+-- which use a structured relation gate instead.
+CREATE OR REPLACE VIEW reference_chain_metrics AS
+SELECT
+    m.run_id,
+    m.episode_id,
+    CASE WHEN r.is_scoring_package THEN 'ifv-scoring-reference-chain-v1' ELSE 'ifv-reference-chain-metrics-v2' END AS schema_version,
+    m.case_id,
+    m.prompt_group_id,
+    NOT coalesce(r.is_scoring_package, false) AS applicable,
+    m.engineering_error,
+    {
+        'fact_recovery_recall': m.fact_recovery_recall,
+        'chain_recovery_recall': m.chain_recovery_recall,
+        'evidence_recovery_recall': m.evidence_recovery_recall,
+        'basis_reference_precision': m.basis_reference_precision
+    } AS metrics
+FROM episode_metrics m
+JOIN run_manifests r USING (run_id);

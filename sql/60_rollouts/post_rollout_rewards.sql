@@ -1,0 +1,64 @@
+-- view: post_rollout_rewards
+-- grain: one row per finished episode
+-- key: run_id, episode_id
+-- The seed's post_rollout_rewards.jsonl row plus group statistics for RL: the episode's
+-- reward (its trajectory score), the group's mean and sample standard deviation, the GRPO
+-- advantage (r - mean) / (std + 1e-6) and the RLOO advantage r - mean(others); both are 0
+-- and is_std_zero true for a zero-variance or single-member group. Sums go through DECIMAL
+-- so the statistics never depend on aggregation order.
+CREATE OR REPLACE VIEW post_rollout_rewards AS
+WITH members AS (
+    SELECT
+        s.run_id, s.episode_id, s.case_id, s.prompt_group_id, s.total AS reward, s.components,
+        m.result_correct, m.engineering_error,
+        a.strict_trace_audit_pass, a.hard_trace_audit_pass, a.strict_failure_codes,
+        el.training_prohibited, el.rl_reward_eligible,
+        (SELECT list(mc.episode_id || ':' || mc.step ORDER BY mc.step) FROM model_calls mc
+          WHERE mc.run_id = s.run_id AND mc.episode_id = s.episode_id) AS step_ids
+    FROM trajectory_scores s
+    JOIN episode_metrics m USING (run_id, episode_id)
+    JOIN trace_audit a USING (run_id, episode_id)
+    JOIN sft_eligibility el USING (run_id, episode_id)
+),
+groups AS (
+    SELECT run_id, prompt_group_id, count(*) AS n, sum(reward::DECIMAL(38, 18)) AS reward_sum
+    FROM members GROUP BY ALL
+),
+spread AS (
+    SELECT m.run_id, m.prompt_group_id,
+           sum(power(m.reward - g.reward_sum::DOUBLE / g.n, 2)::DECIMAL(38, 18)) AS squares
+    FROM members m JOIN groups g USING (run_id, prompt_group_id)
+    GROUP BY ALL
+),
+stats AS (
+    SELECT g.run_id, g.prompt_group_id, g.n,
+           g.reward_sum::DOUBLE AS reward_sum,
+           g.reward_sum::DOUBLE / g.n AS reward_mean,
+           CASE WHEN g.n > 1 THEN sqrt(s.squares::DOUBLE / (g.n - 1)) END AS reward_std
+    FROM groups g JOIN spread s USING (run_id, prompt_group_id)
+)
+SELECT
+    m.run_id,
+    m.episode_id,
+    'ifv-post-rollout-deterministic-v1' AS schema_version,
+    m.prompt_group_id,
+    m.case_id,
+    m.result_correct AS classification_correct,
+    m.engineering_error AS fatal_engineering_error,
+    m.strict_trace_audit_pass,
+    m.hard_trace_audit_pass,
+    m.strict_failure_codes AS strict_trace_audit_failure_codes,
+    m.training_prohibited,
+    m.rl_reward_eligible,
+    coalesce(m.step_ids, []) AS step_ids,
+    m.components AS process_components,
+    m.reward,
+    st.n AS group_members,
+    st.reward_mean,
+    st.reward_std,
+    coalesce(st.reward_std, 0) = 0 AS is_std_zero,
+    CASE WHEN coalesce(st.reward_std, 0) = 0 THEN 0.0 ELSE (m.reward - st.reward_mean) / (st.reward_std + 1e-6) END AS grpo_advantage,
+    CASE WHEN st.n < 2 OR coalesce(st.reward_std, 0) = 0 THEN 0.0
+         ELSE m.reward - (st.reward_sum - m.reward) / (st.n - 1) END AS rloo_advantage
+FROM members m
+JOIN stats st USING (run_id, prompt_group_id);
