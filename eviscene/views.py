@@ -113,10 +113,15 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
 
 
-def apply_views(con: duckdb.DuckDBPyConnection) -> None:
+def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False) -> None:
+    """Create every view; with `materialize`, as temporary tables computed once each (for
+    exports that read many views over one snapshot)."""
     register_functions(con)
     for definition in view_definitions():
+        sql = definition.sql
+        if materialize:
+            sql = sql.replace(f"CREATE OR REPLACE VIEW {definition.name} AS", f"CREATE OR REPLACE TEMP TABLE {definition.name} AS", 1)
         try:
-            con.execute(definition.sql)
+            con.execute(sql)
         except duckdb.Error as exc:
             raise RuntimeError(f"{definition.path}: {exc}") from exc

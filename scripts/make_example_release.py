@@ -32,6 +32,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable
 
+import imagehash
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
@@ -53,7 +54,7 @@ MIN_SCENE_PHASH_DISTANCE = 22
 
 
 def stable_seed(*parts: object) -> int:
-    """A seed derived from names only, so adding a scene never reshuffles the others."""
+    """A seed derived from names, not from call order: reordering code moves no picture."""
     digest = hashlib.sha256("/".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -1141,17 +1142,15 @@ class SceneBook:
     """
 
     def __init__(self) -> None:
-        self.hashes: list[tuple[str, object]] = []
+        self.hashes: list[imagehash.ImageHash] = []
 
     def paint(self, kind: str, name: str) -> Painted:
-        import imagehash  # a project dependency; imported here so --help stays instant
-
         for variant in range(40):
             seed_name = name if variant == 0 else f"{name}#{variant}"
             painted = self._mirrored(kind, seed_name, render_scene(kind, seed_name))
             digest = imagehash.phash(painted.image)
-            if all(digest - other >= MIN_SCENE_PHASH_DISTANCE for _, other in self.hashes):
-                self.hashes.append((name, digest))
+            if all(digest - other >= MIN_SCENE_PHASH_DISTANCE for other in self.hashes):
+                self.hashes.append(digest)
                 return painted
         raise RuntimeError(f"no distinct variant of scene {name!r} ({kind}) after 40 tries")
 
@@ -2015,7 +2014,6 @@ TOPIC_PARAGRAPHS: dict[str, tuple[str, ...]] = {
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-LABEL_WORDS = ("authentic", "out_of_context", "out-of-context", "out of context", "manipulated", "unverifiable")
 
 
 def long_date(iso: str) -> str:
@@ -2194,6 +2192,7 @@ def fact_check_page(story: Story, case_image: Image.Image, original: Image.Image
     site_key, label, event = story.fact_check, story.label, story.event
     published = shifted(claim_day(story.claim), 3)
     title = f"Fact check: photo shared as \"{story.claim}\""
+    # Fact-check desks inside news sites word their ratings like FactCheck Desk.
     rating = VERDICT_WORDS.get(site_key, VERDICT_WORDS["factdesk"])[label]
     agency = SITES[story.origin_site].name if story.origin_site else None
     if label == "authentic":
@@ -2367,13 +2366,6 @@ def source_access_policy(all_pages: list[Page]) -> dict:
             "cache_partition": f"{RELEASE_ID}/evaluation"}
 
 
-def is_blocked(policy: dict, url: str, content_sha256: str) -> bool:
-    host = url.split("/")[2]
-    return (any(host == d or host.endswith("." + d) for d in policy["blocked_domains"])
-            or any(url.startswith(prefix) for prefix in policy["blocked_url_prefixes"])
-            or content_sha256 in policy["blocked_content_sha256"])
-
-
 MANIFEST = {
     "schema_version": "ifv-runtime-release-v0.3",
     "release_id": RELEASE_ID,
@@ -2543,8 +2535,6 @@ def ocr_report(release: Release) -> None:
 
 
 def phash_report(release: Release) -> None:
-    import imagehash
-
     corpus = [(page, imagehash.phash(decoded(image.jpeg))) for _, page in release.pages for image in page.images]
     rows = {label: {"copy": [], "distractor": []} for label in LABELS}
     for case_id, case in release.cases:

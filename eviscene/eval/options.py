@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError
+from eviscene.eval.providers import provider_manifest
+from eviscene.providers.profiles import get_profile
 from eviscene.release import Release, file_descriptor, sha256_file
 
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
@@ -32,6 +34,10 @@ class EvalOptions(BaseModel):
     image_access_mode: str = "direct_multimodal"
     llm_wire_api: str | None = None
     vlm_wire_api: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key; never the key.")
+    vlm_base_url: str | None = None
+    vlm_api_key_env: str | None = None
     concurrency: int = 1
     rollouts_per_case: int = 1
     base_sampling_seed: int = 1729
@@ -48,6 +54,8 @@ class EvalOptions(BaseModel):
 
     @property
     def provider_name(self) -> str:
+        if self.provider is None and self.profile is not None:
+            return get_profile(self.profile).provider
         return self.provider or DEFAULT_PROVIDER
 
 
@@ -134,10 +142,7 @@ def manifest_blocks(
             "vlm_provider": options.vlm_provider,
             "vlm_model": options.vlm_model,
             "image_access_mode": options.image_access_mode,
-            "base_url": None,
-            "vlm_base_url": None,
-            "llm_wire_api": options.llm_wire_api,
-            "vlm_wire_api": options.vlm_wire_api,
+            **provider_manifest(options),
             "timeout_seconds": options.timeout,
             "max_tool_actions": MAX_TOOL_ACTIONS,
             "concurrency": concurrency,

@@ -1,17 +1,178 @@
-"""Which provider a run drives, from its flags."""
+"""Which provider a run drives, from its profile and flags, and what the run holds for it.
+
+`make_provider(options)` resolves the profile, then the explicit flags (flags win), reads the
+API key from the environment variable they name, and takes the provider's run guard, so a
+second run on the same quota fails before anything is written. With `separate_vlm` it pairs
+the agent's provider with the VLM that describes each image. `provider_session` is the run's
+side: it hands the providers the run's images, puts the VLM into the perception step, and at
+the end closes connections and releases the guards.
+"""
 
 from __future__ import annotations
 
-from eviscene.agent.provider import Provider
-from eviscene.errors import EvisceneError
-from eviscene.eval.options import EvalOptions
-from eviscene.providers import OfflineProvider
+import os
+import weakref
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
-PROVIDERS = ("offline",)
+import anyio
+
+from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
+from eviscene.providers import OfflineProvider
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers.gemini import GeminiProvider
+from eviscene.providers.guard import RunGuard
+from eviscene.providers.http import Endpoint, RetryPolicy
+from eviscene.providers.profiles import ACTIVE_POLICY_STAGES, PROVIDER_KINDS, ProviderSettings, api_key, resolve_settings
+from eviscene.providers.responses import ResponsesProvider
+from eviscene.providers.vlm import Perceive, VlmPerception
+from eviscene.providers.wire import WireProvider
+
+if TYPE_CHECKING:
+    from eviscene.eval.options import EvalOptions
+
+PROVIDERS = tuple(PROVIDER_KINDS)
+_WIRES: dict[str, type[WireProvider]] = {
+    "chat_completions": ChatCompletionsProvider,
+    "responses": ResponsesProvider,
+    "interactions": GeminiProvider,
+}
+
+
+def agent_settings(options: EvalOptions) -> ProviderSettings:
+    """The agent model's settings: profile, then flags."""
+    return resolve_settings(
+        profile=options.profile,
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+        wire_api=options.llm_wire_api,
+        api_key_env=options.api_key_env,
+        concurrency=options.concurrency,
+    )
+
+
+def vlm_settings(options: EvalOptions, agent: ProviderSettings) -> ProviderSettings | None:
+    """The describing VLM's settings under `separate_vlm`: `--vlm-*` flags over the agent's
+    own settings when it is the same provider (or none is named), else over that provider's
+    defaults."""
+    if options.image_access_mode != "separate_vlm":
+        return None
+    same = options.vlm_provider in (None, agent.provider)
+    return resolve_settings(
+        profile=options.profile if same else None,
+        provider=agent.provider if same else options.vlm_provider,
+        model=options.vlm_model or (agent.model if same else None),
+        base_url=options.vlm_base_url or (agent.base_url if same else None),
+        wire_api=options.vlm_wire_api or (agent.wire_api if same else None),
+        api_key_env=options.vlm_api_key_env or (agent.api_key_env if same else None),
+        concurrency=options.concurrency,
+    )
+
+
+def build_provider(settings: ProviderSettings) -> Provider:
+    """A provider from resolved settings; the key is read from its environment variable here."""
+    if settings.provider == "offline":
+        return OfflineProvider(model=settings.model)
+    assert settings.wire_api is not None and settings.base_url is not None and settings.model is not None
+    endpoint = Endpoint(
+        base_url=settings.base_url,
+        api_key=api_key(settings),
+        auth_header="x-goog-api-key" if settings.wire_api == "interactions" else "authorization",
+        timeout_seconds=settings.timeout,
+        connect_timeout_seconds=settings.connect_timeout,
+        max_inflight=settings.max_inflight,
+        retry=RetryPolicy(max_retries=settings.max_retries, backoff_seconds=settings.backoff_seconds),
+    )
+    common: dict[str, Any] = dict(
+        name=settings.provider, model=settings.model, endpoint=endpoint, thinking=settings.thinking, extra_body=settings.extra_body
+    )
+    if settings.wire_api == "chat_completions":
+        return ChatCompletionsProvider(send_reasoning=settings.send_reasoning, **common)
+    return _WIRES[settings.wire_api](**common)
+
+
+class RunProvider:
+    """The agent's provider with what a run holds for it: the VLM describing images
+    (`separate_vlm`) and the quota guards. Model calls go to the agent's provider."""
+
+    def __init__(self, agent: Provider, *, vision: Provider | None = None, guards: list[RunGuard] | None = None):
+        self.agent, self.vision, self.guards = agent, vision, list(guards or [])
+        self.name, self.model = agent.name, agent.model
+        for guard in self.guards:  # released with the object if a run never reached its session
+            weakref.finalize(self, guard.release)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self.agent.complete(request)
+
+    def bind_images(self, images: ImageStore) -> None:
+        for provider in (self.agent, self.vision):
+            if isinstance(provider, WireProvider):
+                provider.images = images
+
+    async def aclose(self) -> None:
+        try:
+            for provider in (self.agent, self.vision):
+                if isinstance(provider, WireProvider):
+                    await provider.aclose()
+        finally:
+            for guard in self.guards:
+                guard.release()
 
 
 def make_provider(options: EvalOptions) -> Provider:
-    name = options.provider_name
-    if name == "offline":
-        return OfflineProvider(model=options.model)
-    raise EvisceneError(f"unknown provider {name!r}; available: {', '.join(PROVIDERS)}")
+    agent = agent_settings(options)
+    vision = vlm_settings(options, agent)
+    # The agent and its VLM on one endpoint with one key are one quota: one guard.
+    quotas = {s.quota: s for s in (agent, vision) if s is not None and s.provider != "offline"}
+    guards: list[RunGuard] = []
+    try:
+        for s in quotas.values():
+            guards.append(RunGuard.acquire(provider=s.provider, base_url=s.base_url or "", api_key_env=s.api_key_env))
+        provider = build_provider(agent)
+        describer = build_provider(vision) if vision is not None and vision.provider != "offline" else None
+    except BaseException:
+        for guard in guards:
+            guard.release()
+        raise
+    if describer is None and not guards:
+        return provider
+    return RunProvider(provider, vision=describer, guards=guards)
+
+
+@asynccontextmanager
+async def provider_session(provider: Provider, images: ImageStore, perceive: Perceive) -> AsyncIterator[Perceive]:
+    """Bind the run's images, wrap perception for `separate_vlm`; close and release at the end.
+    Yields the perception step the episodes use."""
+    if isinstance(provider, RunProvider):
+        provider.bind_images(images)
+        if provider.vision is not None:
+            perceive = VlmPerception(perceive, provider.vision, images)
+    elif isinstance(provider, WireProvider):  # a provider handed to the run from Python
+        provider.images = images
+    try:
+        yield perceive
+    finally:
+        if isinstance(provider, (RunProvider, WireProvider)):
+            with anyio.CancelScope(shield=True):
+                await provider.aclose()
+
+
+def provider_manifest(options: EvalOptions) -> dict[str, Any]:
+    """The run manifest's provider fields (seed `run_manifest.json` `agent` block)."""
+    agent = agent_settings(options)
+    vision = vlm_settings(options, agent)
+    gemini = agent.provider == "gemini"
+    concurrency = max(1, options.concurrency)
+    return {
+        "base_url": agent.base_url,
+        "vlm_base_url": vision.base_url if vision else None,
+        "llm_wire_api": agent.wire_api,
+        "vlm_wire_api": vision.wire_api if vision else None,
+        "api_key_env": agent.api_key_env,
+        "stage_thinking_levels": {stage: agent.thinking.get(stage) for stage in ACTIVE_POLICY_STAGES},
+        "qwen_stage_enable_thinking": {stage: "true" if agent.thinking.get(stage) == "on" else "false" for stage in ACTIVE_POLICY_STAGES},
+        "max_inflight_requests": agent.max_inflight,
+        "gemini_max_inflight_requests": agent.max_inflight if gemini else None,
+        "gemini_eval_max_concurrency": int(os.getenv("GEMINI_EVAL_MAX_CONCURRENCY", str(concurrency))) if gemini else None,
+    }

@@ -20,7 +20,7 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
-from eviscene.eval.providers import make_provider
+from eviscene.eval.providers import make_provider, provider_session
 from eviscene.release import (
     Release,
     RolloutSpec,
@@ -264,7 +264,7 @@ async def _execute(
     if observer is not None:
         observer.planned(len(queue))
 
-    async with log.writer(run_id) as writer:
+    async with provider_session(plan.provider, images, perceive) as perceive, log.writer(run_id) as writer:
         for draft in opening:
             await writer.emit(draft)
 

@@ -36,11 +36,12 @@ class EventLog:
     def __repr__(self) -> str:
         return f"EventLog({str(self.path)!r})"
 
-    def connect(self, *, views: bool = True) -> duckdb.DuckDBPyConnection:
-        """A read-only snapshot connection with `events`, `blobs` and every view."""
+    def connect(self, *, views: bool = True, materialize: bool = False) -> duckdb.DuckDBPyConnection:
+        """A read-only snapshot connection with `events`, `blobs` and every view (computed
+        once into temporary tables with `materialize`, for exports)."""
         con = open_snapshot(self.path)
         if views:
-            apply_views(con)
+            apply_views(con, materialize=materialize)
         return con
 
     def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:

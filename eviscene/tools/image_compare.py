@@ -336,7 +336,7 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
         fitted = _fit_photometric(r, q, usable)
     masked_fraction = 1.0 - float(usable.sum()) / max(1.0, float(valid.sum()))
 
-    residual = np.abs(q - fitted).mean(axis=2)
+    residual = np.abs(q - fitted).max(axis=2)
     base = _result_base(al, overlap, masked_fraction, qry, ref)
     if overlap < MIN_OVERLAP or usable.sum() < 0.5 * valid.sum():
         detail, layout = _similarities(q, fitted, usable)

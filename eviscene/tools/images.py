@@ -4,15 +4,19 @@ and compute perceptual hashes.
 A case image is often a copy of a corpus picture with a printed caption: a banner strip
 of uniform colour holding text (below or above the photo), letterbox bars, or a
 semi-transparent band over the photo. Banners and bars are trimmed here
-(`find_content_box`); bands over the photo are found later by `compare`, which sees both
-images. The same trimming runs on corpus images, so a banner on either side is ignored.
+(`find_content_box`); bands over the photo are only located here (`find_overlay_bands`,
+a hint for alignment) and measured by `compare`, which sees both images. The same
+trimming runs on corpus images, so a banner on either side is ignored.
 
 Banner rule (documented thresholds, none tied to a fixture):
-- a side (top/bottom/left/right) is a border when its outermost line is uniform: at least
-  90% of its pixels lie within `COLOR_TOLERANCE` (max channel difference) of its median colour;
+- a side (top/bottom/left/right) is a border when its outermost line is flat: at least
+  95% of its pixels lie within `COLOR_TOLERANCE` (max channel difference) of its median
+  colour (a filled banner stays that flat through JPEG; sky and walls rarely do);
 - top/bottom banners extend inward over lines where at least half of the pixels have that
   colour (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the
-  image height; left/right bars extend only over lines that are 90% uniform;
+  image height; left/right bars extend only over lines that are 95% uniform;
+- the border must end at a sharp edge: in the 3 lines after it, under a quarter of the
+  pixels have its colour (a gradient sky fading into the picture fails this);
 - a side is never trimmed past 45% of the image: a larger uniform area is the picture
   itself (a product shot on white, a night sky), not a caption;
 - borders thinner than 2% of the image are kept: a photo's own dark or light rim would
@@ -32,12 +36,14 @@ import numpy as np
 from PIL import Image, ImageOps
 
 DECODE_SIDE = 512  # long side kept in memory for matching; finer detail does not change decisions
-COLOR_TOLERANCE = 24  # a JPEG'd flat banner stays within this of its median colour
-BORDER_EDGE_UNIFORM = 0.90
+COLOR_TOLERANCE = 12  # a JPEG'd flat banner stays within this of its median colour
+BORDER_EDGE_UNIFORM = 0.95
 BANNER_LINE_BACKGROUND = 0.50
 BANNER_TEXT_GAP = 0.06
 MAX_TRIM = 0.45
 MIN_TRIM = 0.02
+BANNER_EDGE_ROWS = 3
+BANNER_BEYOND_MAX = 0.25
 
 ImageInput = Union[str, Path, Image.Image, BinaryIO]
 
@@ -220,6 +226,11 @@ def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
             if gap > max_gap:
                 break
     if depth > limit or depth < lines * MIN_TRIM:
+        return 0
+    # A banner ends at a sharp edge: the picture right after it hardly has its colour.
+    # (Sky or a plain wall fades out gradually and is left alone.)
+    beyond = fractions[depth:depth + BANNER_EDGE_ROWS]
+    if beyond.size and float(beyond.mean()) >= BANNER_BEYOND_MAX:
         return 0
     return depth
 

@@ -30,33 +30,73 @@ matched_images AS (
     FROM tool_calls t, json_each(t.data->'comparisons') c
     WHERE t.tool = 'compare_with_reference' AND t.status = 'ok' AND (c.value->>'match')::BOOLEAN
 ),
+gold_counts AS (
+    SELECT ep.run_id, ep.episode_id,
+           (SELECT count(*) FROM gold_sources gs WHERE gs.run_id = ep.run_id AND gs.case_id = ep.case_id) AS gold_sources,
+           (SELECT count(*) FROM gold_facts f WHERE f.run_id = ep.run_id AND f.case_id = ep.case_id) AS gold_facts,
+           (SELECT count(*) FROM gold_bridges b WHERE b.run_id = ep.run_id AND b.case_id = ep.case_id) AS gold_bridges
+    FROM ep
+),
+recovered_facts AS (
+    SELECT v.run_id, v.episode_id, count(DISTINCT f.fact_id) AS recovered_facts
+    FROM visited_gold v
+    JOIN ep USING (run_id, episode_id)
+    JOIN gold_facts f ON f.run_id = v.run_id AND f.case_id = ep.case_id AND list_contains(f.source_ids, v.source_id)
+    GROUP BY ALL
+),
+recovered_bridges AS (
+    SELECT i.run_id, i.episode_id, count(DISTINCT b.bridge_id) AS recovered_bridges
+    FROM matched_images i
+    JOIN ep USING (run_id, episode_id)
+    JOIN gold_bridges b ON b.run_id = i.run_id AND b.case_id = ep.case_id AND b.reference_image_sha256 = i.image_sha256
+    GROUP BY ALL
+),
+evidence_gold AS (
+    SELECT ev.run_id, ev.episode_id, ev.evidence_id,
+           bool_or(gs.source_id IS NOT NULL) AS is_gold
+    FROM episode_evidence ev
+    JOIN ep USING (run_id, episode_id)
+    LEFT JOIN gold_sources gs
+      ON gs.run_id = ev.run_id AND gs.case_id = ep.case_id
+     AND (gs.normalized_url = ev.normalized_url OR gs.content_sha256 = ev.content_sha256)
+    GROUP BY ALL
+),
+citation_counts AS (
+    SELECT c.run_id, c.episode_id, count(*) AS citations,
+           count(g.evidence_id) AS grounded_citations,
+           count(*) FILTER (WHERE g.is_gold) AS gold_citations
+    FROM citations c
+    LEFT JOIN evidence_gold g USING (run_id, episode_id, evidence_id)
+    GROUP BY ALL
+),
+action_counts AS (
+    SELECT run_id, episode_id, count(*) AS tool_calls,
+           count(*) FILTER (WHERE is_duplicate) AS duplicate_tool_calls,
+           count(*) FILTER (WHERE is_invalid) AS invalid_tool_calls
+    FROM tool_calls GROUP BY ALL
+),
 per_episode AS (
     SELECT
         ep.run_id,
         ep.episode_id,
-        (SELECT count(*) FROM gold_sources gs WHERE gs.run_id = ep.run_id AND gs.case_id = ep.case_id) AS gold_sources,
+        g.gold_sources,
         (SELECT count(*) FROM visited_gold v WHERE v.run_id = ep.run_id AND v.episode_id = ep.episode_id AND v.role <> 'origin') AS visited_non_origin_sources,
-        (SELECT count(*) FROM gold_facts f WHERE f.run_id = ep.run_id AND f.case_id = ep.case_id) AS gold_facts,
-        (SELECT count(*) FROM gold_facts f WHERE f.run_id = ep.run_id AND f.case_id = ep.case_id
-            AND EXISTS (SELECT 1 FROM visited_gold v WHERE v.run_id = ep.run_id AND v.episode_id = ep.episode_id
-                        AND list_contains(f.source_ids, v.source_id))) AS recovered_facts,
-        (SELECT count(*) FROM gold_bridges b WHERE b.run_id = ep.run_id AND b.case_id = ep.case_id) AS gold_bridges,
-        (SELECT count(*) FROM gold_bridges b WHERE b.run_id = ep.run_id AND b.case_id = ep.case_id
-            AND EXISTS (SELECT 1 FROM matched_images i WHERE i.run_id = ep.run_id AND i.episode_id = ep.episode_id
-                        AND i.image_sha256 = b.reference_image_sha256)) AS recovered_bridges,
-        (SELECT count(*) FROM citations c WHERE c.run_id = ep.run_id AND c.episode_id = ep.episode_id) AS citations,
-        (SELECT count(*) FROM citations c
-            JOIN episode_evidence ev ON ev.run_id = c.run_id AND ev.episode_id = c.episode_id AND ev.evidence_id = c.evidence_id
-            WHERE c.run_id = ep.run_id AND c.episode_id = ep.episode_id) AS grounded_citations,
-        (SELECT count(*) FROM citations c
-            JOIN episode_evidence ev ON ev.run_id = c.run_id AND ev.episode_id = c.episode_id AND ev.evidence_id = c.evidence_id
-            WHERE c.run_id = ep.run_id AND c.episode_id = ep.episode_id
-              AND EXISTS (SELECT 1 FROM gold_sources gs WHERE gs.run_id = ep.run_id AND gs.case_id = ep.case_id
-                          AND (gs.normalized_url = ev.normalized_url OR gs.content_sha256 = ev.content_sha256))) AS gold_citations,
-        (SELECT count(*) FROM tool_calls t WHERE t.run_id = ep.run_id AND t.episode_id = ep.episode_id) AS tool_calls,
-        (SELECT count(*) FROM tool_calls t WHERE t.run_id = ep.run_id AND t.episode_id = ep.episode_id AND t.is_duplicate) AS duplicate_tool_calls,
-        (SELECT count(*) FROM tool_calls t WHERE t.run_id = ep.run_id AND t.episode_id = ep.episode_id AND t.is_invalid) AS invalid_tool_calls
+        g.gold_facts,
+        coalesce(rf.recovered_facts, 0) AS recovered_facts,
+        g.gold_bridges,
+        coalesce(rb.recovered_bridges, 0) AS recovered_bridges,
+        coalesce(cc.citations, 0) AS citations,
+        coalesce(cc.grounded_citations, 0) AS grounded_citations,
+        coalesce(cc.gold_citations, 0) AS gold_citations,
+        coalesce(ac.tool_calls, 0) AS tool_calls,
+        coalesce(ac.duplicate_tool_calls, 0) AS duplicate_tool_calls,
+        coalesce(ac.invalid_tool_calls, 0) AS invalid_tool_calls
     FROM ep
+    JOIN gold_counts g USING (run_id, episode_id)
+    LEFT JOIN recovered_facts rf USING (run_id, episode_id)
+    LEFT JOIN recovered_bridges rb USING (run_id, episode_id)
+    LEFT JOIN citation_counts cc USING (run_id, episode_id)
+    LEFT JOIN action_counts ac USING (run_id, episode_id)
 )
 SELECT
     ep.run_id,

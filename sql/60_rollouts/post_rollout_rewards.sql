@@ -12,13 +12,14 @@ WITH members AS (
         s.run_id, s.episode_id, s.case_id, s.prompt_group_id, s.total AS reward, s.components,
         m.result_correct, m.engineering_error,
         a.strict_trace_audit_pass, a.hard_trace_audit_pass, a.strict_failure_codes,
-        el.training_prohibited, el.rl_reward_eligible,
-        (SELECT list(mc.episode_id || ':' || mc.step ORDER BY mc.step) FROM model_calls mc
-          WHERE mc.run_id = s.run_id AND mc.episode_id = s.episode_id) AS step_ids
+        el.training_prohibited, el.rl_reward_eligible, p.step_ids
     FROM trajectory_scores s
     JOIN episode_metrics m USING (run_id, episode_id)
     JOIN trace_audit a USING (run_id, episode_id)
     JOIN sft_eligibility el USING (run_id, episode_id)
+    LEFT JOIN (
+        SELECT run_id, episode_id, list(episode_id || ':' || step ORDER BY step) AS step_ids FROM model_calls GROUP BY ALL
+    ) p USING (run_id, episode_id)
 ),
 groups AS (
     SELECT run_id, prompt_group_id, count(*) AS n, sum(reward::DECIMAL(38, 18)) AS reward_sum

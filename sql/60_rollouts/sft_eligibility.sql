@@ -21,8 +21,9 @@ WITH base AS (
         coalesce(s.training_exclusion_reasons, []) AS teacher_exclusion_reasons,
         coalesce(m.engineering_error, true) AS engineering_error,
         e.finished AND e.verdict IS NOT NULL AS exportable_trajectory,
-        (SELECT count(*) FROM model_calls mc WHERE mc.run_id = e.run_id AND mc.episode_id = e.episode_id) AS policy_steps
+        coalesce(mc.policy_steps, 0) AS policy_steps
     FROM episodes e
+    LEFT JOIN (SELECT run_id, episode_id, count(*) AS policy_steps FROM model_calls GROUP BY ALL) mc USING (run_id, episode_id)
     JOIN run_manifests r USING (run_id)
     LEFT JOIN trace_audit a USING (run_id, episode_id)
     LEFT JOIN trajectory_scores s USING (run_id, episode_id)

@@ -1,0 +1,31 @@
+"""`eviscene materialize`: write a run's views as the seed runner's run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from eviscene.exports.run_dir import FORMATS, materialize_run
+from eviscene.store import EventLog
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="New or empty directory.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="Tabular files as JSONL or Parquet.")
+@click.pass_obj
+def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str) -> None:
+    """Write RUN_ID's run directory: run_manifest.json, predictions, scores, rollout groups,
+    rewards, SFT trajectories, summary.json and traces/ — byte-identical on every rerun.
+
+    \b
+    Example:
+        eviscene materialize 20261130_141502_offline_offline-react-v1 --out runs/demo
+    """
+    written = materialize_run(log, run_id, out_dir, fmt=fmt)
+    for name, count in written.items():
+        click.echo(f"{count:>8}  {out_dir / name}")
+
+
+COMMANDS = [materialize]

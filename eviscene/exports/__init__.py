@@ -1,0 +1,1 @@
+"""Materializing views into files training stacks and analysts load: run directories, datasets."""

@@ -1,0 +1,134 @@
+"""`eviscene materialize`: a run's views written out as the seed runner's run directory.
+
+Every file is a view (or the run's events, for traces) ordered by a total key and written
+with the one canonical serializer, so the same log gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eviscene.errors import EvisceneError
+from eviscene.exports.serialize import rows, write_json, write_jsonl
+from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
+from eviscene.release.selection import safe_trace_filename
+from eviscene.store import EventLog
+
+EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
+
+# file stem -> (view, ORDER BY); every view row carries run_id and, except predictions, episode_id.
+TABULAR_FILES: dict[str, tuple[str, str]] = {
+    "predictions": ("predictions", "v.case_id"),
+    "episode_predictions": ("episode_predictions", EPISODE_ORDER),
+    "run_results": ("run_results", EPISODE_ORDER),
+    "process_metrics": ("process_metrics", EPISODE_ORDER),
+    "reference_chain_metrics": ("reference_chain_metrics", EPISODE_ORDER),
+    "trajectory_scores": ("trajectory_scores", EPISODE_ORDER),
+    "rollout_groups": ("rollout_groups", EPISODE_ORDER),
+    "post_rollout_rewards": ("post_rollout_rewards", EPISODE_ORDER),
+}
+FORMATS = ("jsonl", "parquet")
+
+
+def _query(view: str, order: str) -> str:
+    join = "" if view == "predictions" else "JOIN episodes e USING (run_id, episode_id)"
+    return f"SELECT v.* EXCLUDE (run_id) FROM {view} v {join} WHERE v.run_id = $run_id ORDER BY {order}"
+
+
+def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
+    found = log.sql("SELECT manifest::VARCHAR AS manifest FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
+    if not found:
+        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
+    return json.loads(found[0]["manifest"])
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise EvisceneError(f"output directory must be new or empty: {out_dir}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl") -> dict[str, int]:
+    """Write the run directory; returns rows written per file."""
+    if fmt not in FORMATS:
+        raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    started = _known_run(log, run_id)
+    _prepare_out_dir(out_dir)
+    written: dict[str, int] = {}
+    con = log.connect(materialize=True)
+    try:
+        for stem, (view, order) in TABULAR_FILES.items():
+            relation = con.sql(_query(view, order), params={"run_id": run_id})
+            json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
+            table = relation.to_arrow_table()
+            if fmt == "parquet":
+                pq.write_table(table, out_dir / f"{stem}.parquet", compression="zstd")
+                written[f"{stem}.parquet"] = table.num_rows
+            else:
+                written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", rows(table, json_columns))
+        for stem, records in (
+            ("trajectory_sft", trajectory_sft_records(con, run_id)),
+            ("perception_trajectories", perception_records(con, run_id)),
+        ):
+            if fmt == "parquet":
+                pq.write_table(pa.Table.from_pylist([{"record": json.dumps(r, sort_keys=True)} for r in records]), out_dir / f"{stem}.parquet")
+                written[f"{stem}.parquet"] = len(records)
+            else:
+                written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
+        summary = rows(con.sql("SELECT * FROM run_summary WHERE run_id = ?", params=[run_id]).to_arrow_table())
+        write_json(out_dir / "summary.json", summary[0] if summary else {"run_id": run_id, "num_samples": 0})
+        traces = out_dir / "traces"
+        traces.mkdir()
+        for episode_id, trace in trace_records(con, run_id):
+            write_json(traces / safe_trace_filename(episode_id), trace)
+            written["traces/"] = written.get("traces/", 0) + 1
+        write_json(out_dir / "run_manifest.json", run_manifest(con, run_id, started, fmt))
+    finally:
+        con.close()
+    return written
+
+
+def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """The seed's run_manifest.json: run.started's blocks, the last run.finished's status,
+    the gold descriptor and the artifact file names."""
+    finished = _first(con.execute(
+        "SELECT payload::VARCHAR FROM events WHERE run_id = ? AND type = 'run.finished' ORDER BY seq DESC LIMIT 1", [run_id]
+    ))
+    gold = _first(con.execute(
+        "SELECT payload->>'path', payload->>'sha256' FROM events WHERE run_id = ? AND type = 'artifact.imported' "
+        "AND payload->>'kind' = 'evaluation_gold' ORDER BY seq DESC LIMIT 1",
+        [run_id],
+    ))
+    counts = _first(con.execute(
+        "SELECT count(DISTINCT e.case_id), count(*), any_value(s.num_errors) "
+        "FROM episodes e JOIN run_summary s USING (run_id) WHERE e.run_id = ?",
+        [run_id],
+    ))
+    finished_payload = json.loads(finished[0]) if finished else None
+    benchmark = dict(started["benchmark"])
+    benchmark["evaluation_gold"] = {"path": gold[0], "sha256": gold[1]} if gold else None
+    extension = "parquet" if fmt == "parquet" else "jsonl"
+    stems = list(TABULAR_FILES) + ["trajectory_sft", "perception_trajectories"]
+    return {
+        "schema_version": started["schema_version"],
+        "run_id": run_id,
+        "status": finished_payload["status"] if finished_payload else "running",
+        "started_at": started["started_at"],
+        "completed_at": finished_payload["completed_at"] if finished_payload else None,
+        "git_commit": started["git_commit"],
+        "benchmark": benchmark,
+        "agent": started["agent"],
+        "source_access_policy": started["source_access_policy"],
+        "artifacts": {**{stem: f"{stem}.{extension}" for stem in stems}, "summary": "summary.json", "traces": "traces/"},
+        "result": {"num_samples": counts[0], "num_episodes": counts[1], "num_errors": counts[2]},
+    }
+
+
+def _first(result) -> tuple | None:
+    found = result.fetchall()
+    return found[0] if found else None

@@ -1,0 +1,77 @@
+"""`separate_vlm` image access: a vision model describes the case image once, in the
+`perception` stage, and the agent's model sees only the perception report that carries the
+description, never the image.
+
+`VlmPerception` wraps the run's perception step: the embedded report (OCR, perceptual hash)
+plus the VLM's description under `report.description`, with the backend naming the VLM so
+these reports never mix with plain embedded ones in the perception cache. Rollouts of one
+image share one description (one VLM call per image and run).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Awaitable, Callable
+
+import anyio
+
+from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
+from eviscene.events import PerceptionReported
+
+DESCRIBE_SYSTEM = "You describe images for a fact-checking team. Report only what is visible; do not judge the claim."
+DESCRIBE_PROMPT = """Describe this image for a fact-checker who cannot see it:
+- every piece of text printed on it, verbatim (captions, signs, watermarks, handles, dates);
+- the scene: place, people, objects, weather, time of day, and anything that identifies an event;
+- the kind of image (photo, screenshot, social-media post, illustration) and any visible sign of editing.
+Plain text, at most 200 words."""
+
+Perceive = Callable[[Path, str], Awaitable[PerceptionReported]]
+
+
+def perception_seed(image_sha256: str) -> int:
+    """One fixed sampling seed per image: its description is shared by every rollout."""
+    return int(image_sha256[:8], 16) & 0x7FFFFFFF
+
+
+async def describe_image(provider: Provider, image_url: str, *, sampling_seed: int) -> ModelResponse:
+    """Ask `provider` to describe one image (stage `perception`)."""
+    request = ModelRequest(
+        stage="perception",
+        messages=[
+            {"role": "system", "content": DESCRIBE_SYSTEM},
+            {"role": "user", "content": [{"type": "text", "text": DESCRIBE_PROMPT}, {"type": "image_url", "image_url": {"url": image_url}}]},
+        ],
+        sampling_seed=sampling_seed,
+    )
+    return await provider.complete(request)
+
+
+class VlmPerception:
+    """The run's perception step with a VLM description added; one per run."""
+
+    def __init__(self, inner: Perceive, vlm: Provider, images: ImageStore):
+        self.inner, self.vlm, self.images = inner, vlm, images
+        self._reports: dict[str, PerceptionReported] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def __call__(self, image_file: Path, image_sha256: str) -> PerceptionReported:
+        lock = self._locks.setdefault(image_sha256, anyio.Lock())
+        async with lock:
+            cached = self._reports.get(image_sha256)
+            if cached is not None:
+                return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
+            clock = time.monotonic()
+            base = await self.inner(image_file, image_sha256)
+            url = self.images.add(image_sha256, image_file)
+            described = await describe_image(self.vlm, url, sampling_seed=perception_seed(image_sha256))
+            report = base.model_copy(
+                update={
+                    "backend": f"{base.backend}+vlm:{self.vlm.name}/{self.vlm.model}",
+                    "report": {**base.report, "description": described.content.strip()},
+                    "cache_hit": False,
+                    "latency_ms": round((time.monotonic() - clock) * 1000, 3),
+                }
+            )
+            self._reports[image_sha256] = report
+            return report
