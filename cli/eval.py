@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import click
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines
+from eviscene.exports.run_dir import materialize_run
 from eviscene.store import EventLog
 
 _stderr = Console(stderr=True)
@@ -52,13 +54,16 @@ class _ProgressBar:
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 
 
-def _finish(log: EventLog, summary: RunSummary) -> None:
+def _report(log: EventLog, summary: RunSummary) -> None:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
     click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts})")
     for line in accuracy_lines(log, summary.run_id):
         click.echo(line)
     if summary.seal_note:
         click.echo(summary.seal_note, err=True)
+
+
+def _exit_status(summary: RunSummary) -> None:
     if summary.errored:
         sys.exit(1)
 
@@ -90,9 +95,14 @@ def _finish(log: EventLog, summary: RunSummary) -> None:
 @click.option("--disable-web-search", is_flag=True, help="Ablation: remove text_search.")
 @click.option("--disable-image-retrieval", is_flag=True, help="Ablation: remove text_image_search and reverse_image_search.")
 @click.option("--disable-evidence-inspection", is_flag=True, help="Ablation: remove visit and compare_with_reference.")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory to materialize at the end (default: runs/<run_id>).")
+@click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.pass_obj
-def run(log: EventLog, progress: bool, case_ids: tuple[str, ...], **flags) -> None:
+def run(
+    log: EventLog, progress: bool, case_ids: tuple[str, ...], output_dir: Path | None, materialize: bool, **flags
+) -> None:
     """Run the agent over a release, every step into the log; exit 1 if any episode errored.
 
     \b
@@ -101,7 +111,12 @@ def run(log: EventLog, progress: bool, case_ids: tuple[str, ...], **flags) -> No
             --rollouts-per-case 4 --concurrency 4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
-    _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
+    summary = _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
+    if materialize:
+        out_dir = output_dir or Path("runs") / summary.run_id
+        written = materialize_run(log, summary.run_id, out_dir)
+        click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+    _exit_status(summary)
 
 
 @eval_group.command()
@@ -115,10 +130,10 @@ def resume(log: EventLog, run_id: str, progress: bool) -> None:
     Example:
         eviscene eval resume 20261130_141500_offline_offline-react-v1
     """
-    _drive(log, lambda observer: resume_run(log, run_id, observer=observer), progress)
+    _exit_status(_drive(log, lambda observer: resume_run(log, run_id, observer=observer), progress))
 
 
-def _drive(log: EventLog, start, progress: bool) -> None:
+def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     bar = _ProgressBar() if progress else None
     if bar is not None:
         bar.progress.start()
@@ -127,7 +142,8 @@ def _drive(log: EventLog, start, progress: bool) -> None:
     finally:
         if bar is not None:
             bar.progress.stop()
-    _finish(log, summary)
+    _report(log, summary)
+    return summary
 
 
 COMMANDS = [eval_group]

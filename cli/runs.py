@@ -1,24 +1,56 @@
-"""`eviscene runs`: the runs in the log."""
+"""`eviscene runs` and `eviscene runs compare`: the runs in the log, and how two differ."""
 
 from __future__ import annotations
 
 import click
+import pyarrow as pa
 
+from eviscene.analysis.compare import compare_runs
 from eviscene.cli.output import emit, format_option
 from eviscene.store import EventLog
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @format_option
-@click.pass_obj
-def runs(log: EventLog, fmt: str) -> None:
+@click.pass_context
+def runs(ctx: click.Context, fmt: str) -> None:
     """List the runs in the log, newest first, with their progress.
 
     \b
     Example:
         eviscene runs --format json
     """
-    emit(log.sql("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id"), fmt)
+    if ctx.invoked_subcommand is None:
+        emit(ctx.obj.sql("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id"), fmt)
+
+
+@runs.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--cases", "show_cases", is_flag=True, help="Also list the cases whose correctness differs.")
+@format_option
+@click.pass_obj
+def compare(log: EventLog, run_a: str, run_b: str, show_cases: bool, fmt: str) -> None:
+    """Paired accuracy difference B − A on the cases both runs share, with a 95% bootstrap
+    confidence interval (rollout 0 of each case).
+
+    \b
+    Example:
+        eviscene runs compare 20261130_141502_offline_offline-react-v1 20261130_152210_openai_compatible_qwen3-vl
+    """
+    result = compare_runs(log, run_a, run_b)
+    emit(
+        pa.table({
+            "run_a": [run_a], "run_b": [run_b], "shared_cases": [len(result.cases)],
+            "accuracy_a": [round(result.accuracy_a, 4)], "accuracy_b": [round(result.accuracy_b, 4)],
+            "difference": [round(result.difference, 4)], "ci95_low": [round(result.ci_low, 4)],
+            "ci95_high": [round(result.ci_high, 4)], "only_a_right": [result.only_a_right], "only_b_right": [result.only_b_right],
+        }),
+        fmt,
+    )
+    if show_cases:
+        changed = [c for c in result.cases if c["correct_a"] != c["correct_b"]]
+        emit(pa.Table.from_pylist(changed) if changed else pa.table({"case_id": []}), fmt)
 
 
 COMMANDS = [runs]

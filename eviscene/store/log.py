@@ -44,8 +44,9 @@ class EventLog:
             apply_views(con, materialize=materialize)
         return con
 
-    def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:
-        """Run one query over a fresh snapshot and return an Arrow table."""
+    def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
+        """Run one query over a fresh snapshot and return an Arrow table (`?` parameters
+        from a list, `$name` parameters from a dict)."""
         for attempt in range(_SNAPSHOT_RETRIES):
             con = self.connect()
             try:

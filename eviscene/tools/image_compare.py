@@ -12,7 +12,9 @@ Method (`align-ncc-blockdiff-v1`):
    steps, then ±1% in 0.25% steps). Result: a scale + offset from query to reference.
 3. The reference is warped into the query frame at the lower of the two resolutions
    (long side at most `WORK_SIDE`), both are blurred (σ = 1 px), and a per-channel
-   gain/offset fitted on the overlap absorbs recompression and brightness/contrast changes.
+   gain/offset (clipped to 0..255) fitted on the overlap absorbs recompression and
+   brightness/contrast changes. The residual of a pixel is its largest channel error,
+   so a change of colour alone counts as much as one of brightness.
 4. Caption bands are masked: the query's band hint, and rows whose own gain/offset fit
    explains them across the width while shifting grey levels by at least `BAND_SHIFT`
    (a semi-transparent or opaque band, text gaps up to `BAND_GAP` closed).
@@ -417,16 +419,21 @@ def _grey(rgb: np.ndarray) -> np.ndarray:
 
 def _fit_photometric(r: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
     """`r` mapped per channel by the gain/offset that best predicts `q` on usable pixels
-    (least squares, refitted on the 80% best-explained pixels)."""
+    (least squares on the pixels the query does not clip, refitted on the 80% best
+    explained), clipped to 0..255 like the query: a brightened copy whose highlights
+    saturated is still explained everywhere."""
     out = np.empty_like(r)
     for channel in range(3):
         x, y = r[..., channel][usable], q[..., channel][usable]
+        unclipped = (y > 4.0) & (y < 251.0)
+        if unclipped.sum() >= 10:
+            x, y = x[unclipped], y[unclipped]
         gain, offset = _line_fit(x, y)
         error = np.abs(y - (gain * x + offset))
         if error.size > 10:
             keep = error <= np.quantile(error, 0.8)
             gain, offset = _line_fit(x[keep], y[keep])
-        out[..., channel] = gain * r[..., channel] + offset
+        out[..., channel] = np.clip(gain * r[..., channel] + offset, 0.0, 255.0)
     return out
 
 

@@ -1,0 +1,60 @@
+"""`eviscene why EPISODE`: why an episode was kept or dropped."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import click
+
+from eviscene.analysis.why import explain_episode
+from eviscene.store import EventLog
+
+
+@click.command()
+@click.argument("episode_id")
+@click.option("--run", "run_id", default=None, help="The run, when the episode id is in several.")
+@click.option("--json", "as_json", is_flag=True, help="The whole story as one JSON object.")
+@click.pass_obj
+def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> None:
+    """Show an episode's timeline (steps, tool calls, blocks), its audit failures, scores,
+    rollout group and each reason it is or is not training-eligible.
+
+    \b
+    Example:
+        eviscene why demo-0004--3b1f2c9a--r001
+    """
+    story = explain_episode(log, episode_id, run_id)
+    if as_json:
+        click.echo(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str))
+        return
+    e = story.episode
+    click.echo(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
+    click.echo(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
+    click.echo("\ntimeline:")
+    for item in story.timeline:
+        click.echo(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")
+    if story.metrics:
+        m = story.metrics
+        click.echo(f"\nscore: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
+                   f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
+    if story.score:
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
+        click.echo(f"reward {story.score['total']:.3f} = {parts}")
+    if story.audit:
+        click.echo(f"\naudit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
+        for failure in story.failures:
+            click.echo(f"  {failure['severity']:<6} {failure['code']}: {failure['detail']}")
+    if story.eligibility:
+        el = story.eligibility
+        click.echo(f"\nSFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
+        for reason in el["exclusion_reasons"]:
+            click.echo(f"  - {reason}")
+    if story.group:
+        click.echo("\nrollout group:")
+        for member in story.group:
+            mark = "*" if member["episode_id"] == e["episode_id"] else " "
+            click.echo(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")
+
+
+COMMANDS = [why]

@@ -1,0 +1,94 @@
+"""`eviscene why EPISODE`: the timeline of an episode and every decision about its fate,
+read from the views (nothing is re-derived here)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from eviscene.errors import EvisceneError
+from eviscene.exports.serialize import rows
+from eviscene.store import EventLog
+
+
+@dataclass
+class EpisodeStory:
+    run_id: str
+    episode: dict[str, Any]
+    timeline: list[dict[str, Any]]
+    audit: dict[str, Any] | None
+    failures: list[dict[str, Any]]
+    score: dict[str, Any] | None
+    metrics: dict[str, Any] | None
+    eligibility: dict[str, Any] | None
+    group: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _one(log: EventLog, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    found = rows(log.sql(sql, params), json_columns)
+    return found[0] if found else None
+
+
+def _summary(kind: str, payload: dict[str, Any]) -> str:
+    if kind == "perception.reported":
+        return "read: " + " / ".join(payload.get("ocr_text", "").splitlines())[:160]
+    if kind == "model.called":
+        calls = ", ".join(c["name"] for c in payload.get("tool_calls", []))
+        text = payload.get("reasoning") or payload.get("content") or ""
+        return f"[{payload['stage']}] {text[:120]}" + (f" -> {calls}" if calls else "")
+    if kind == "tool.called":
+        return f"{payload['tool']}({json.dumps(payload['arguments'], ensure_ascii=False)[:120]})"
+    if kind == "tool.returned":
+        ids = ", ".join(s["evidence_id"] for s in payload.get("sources", []))
+        return f"{payload['tool']}: {payload['status']}" + (f" [{ids}]" if ids else "") + (f" {payload['error']}" if payload.get("error") else "")
+    if kind == "gate.decided":
+        verdict = "passed" if payload["passed"] else "BLOCKED"
+        return f"{payload['gate']} {verdict} {payload['subject']}" + (f" ({', '.join(payload['reasons'])})" if payload["reasons"] else "")
+    if kind == "judgment.made":
+        cites = ", ".join(b["evidence_id"] for b in payload.get("verdict_basis", []))
+        return f"{payload['verdict']} at confidence {payload['confidence']}" + (f", citing {cites}" if cites else "")
+    if kind == "episode.finished":
+        return f"{payload['termination']} after {payload['time_taken']} s" + (f": {payload['error']}" if payload.get("error") else "")
+    if kind == "episode.started":
+        return f"attempt {payload['attempt']}"
+    return ""
+
+
+def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -> EpisodeStory:
+    candidates = log.sql(
+        "SELECT run_id FROM episodes WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id", [episode_id, run_id, run_id]
+    )["run_id"].to_pylist()
+    if not candidates:
+        raise EvisceneError(f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}")
+    if len(candidates) > 1:
+        raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
+    run = candidates[0]
+    keys = [run, episode_id]
+    episode = _one(log, "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?", keys, ("verdict_basis", "token_usage"))
+    timeline = [
+        {"step": r["step"], "attempt": r["attempt"], "type": r["type"], "summary": _summary(r["type"], r["payload"])}
+        for r in rows(
+            log.sql(
+                "SELECT step, attempt, type, payload FROM events WHERE run_id = ? AND episode_id = ? AND step IS NOT NULL "
+                "ORDER BY seq",
+                keys,
+            ),
+            ("payload",),
+        )
+    ]
+    return EpisodeStory(
+        run_id=run,
+        episode=episode,
+        timeline=timeline,
+        audit=_one(log, "SELECT * FROM trace_audit WHERE run_id = ? AND episode_id = ?", keys),
+        failures=rows(log.sql("SELECT code, severity, detail FROM trace_audit_failures WHERE run_id = ? AND episode_id = ? ORDER BY code, detail", keys)),
+        score=_one(log, "SELECT components, total, training_eligible, training_exclusion_reasons FROM trajectory_scores WHERE run_id = ? AND episode_id = ?", keys),
+        metrics=_one(log, "SELECT result_correct, gold_label, evidence_recovery_recall, fact_recovery_recall, chain_recovery_recall, basis_reference_precision FROM episode_metrics WHERE run_id = ? AND episode_id = ?", keys),
+        eligibility=_one(log, "SELECT * EXCLUDE (run_id, episode_id, case_id, prompt_group_id) FROM sft_eligibility WHERE run_id = ? AND episode_id = ?", keys),
+        group=rows(log.sql(
+            "SELECT episode_id, reward, reward_mean, reward_std, grpo_advantage, rloo_advantage, is_std_zero FROM post_rollout_rewards "
+            "WHERE run_id = ? AND prompt_group_id = (SELECT prompt_group_id FROM episodes WHERE run_id = ? AND episode_id = ?) ORDER BY episode_id",
+            [run, run, episode_id],
+        )),
+    )
