@@ -21,10 +21,11 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH|COOKIE|CREDENTIAL)",
 _MIN_SECRET = 8  # shorter values would mask ordinary words
 
 _HEADER = re.compile(
-    r"(?i)((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|set-cookie|cookie)"
+    r"(?i)((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key)"
     r"(\"?'?\s*[:=]\s*\"?'?)"
     r"((?:bearer|basic|token)\s+[^\s\"',;}]+|[^\s\"',;}]+)"
 )
+_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _QUERY = re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token|token)=)([^&\s\"']+)")
 _KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
@@ -53,6 +54,7 @@ def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
     for secret in _secret_values(tuple(extra_secrets)):
         text = text.replace(secret, MASK)
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(MASK, text)
     text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
     return _KEY_SHAPES.sub(MASK, text)

@@ -1,19 +1,19 @@
 """From query results to export files, byte for byte the same on every run.
 
-DuckDB hands JSON columns over as text, MAPs as key/value pairs and DECIMALs as Decimal;
-`plain` turns each into what `json` writes, and `canonical_json` (one serializer for every
-export) writes it.
+DuckDB hands JSON columns over as text, MAPs as key/value pairs, DECIMALs as Decimal and
+timestamps as datetimes; `rows` converts only the columns whose Arrow type needs it (parsing
+JSON with orjson), and `canonical_json`, the one serializer of every export, writes them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
 import pyarrow as pa
 
 from eviscene.store.chain import canonical_json, format_ts
@@ -35,13 +35,32 @@ def plain(value: Any) -> Any:
     return value
 
 
-def rows(table: pa.Table, json_columns: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """Arrow rows as plain dicts, JSON-typed columns parsed."""
+def _needs_plain(kind: pa.DataType) -> bool:
+    if pa.types.is_decimal(kind) or pa.types.is_map(kind) or pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_needs_plain(kind.field(i).type) for i in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _needs_plain(kind.value_type)
+    return False
+
+
+def rows(table: pa.Table, json_columns: Iterable[str] = (), *, embed_json: bool = False) -> list[dict[str, Any]]:
+    """Arrow rows as plain dicts, converted column by column. JSON-typed columns are parsed,
+    or with `embed_json` kept as their stored text (orjson Fragments: written verbatim,
+    never parsed, for exports)."""
+    columns: dict[str, list[Any]] = {}
     parse = set(json_columns)
-    out = []
-    for row in table.to_pylist():
-        out.append({k: (json.loads(v) if k in parse and v is not None else plain(v)) for k, v in row.items()})
-    return out
+    for name, column in zip(table.column_names, table.columns):
+        values = column.to_pylist()
+        if name in parse:
+            load = orjson.Fragment if embed_json else orjson.loads
+            values = [load(v) if v is not None else None for v in values]
+        elif _needs_plain(column.type):
+            values = [plain(v) for v in values]
+        columns[name] = values
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())] if names else []
 
 
 def write_text(path: Path, text: str) -> None:
@@ -59,4 +78,10 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
 
 
 def write_json(path: Path, record: dict[str, Any]) -> None:
-    write_text(path, json.dumps(record, ensure_ascii=False, sort_keys=True, indent=2, allow_nan=False) + "\n")
+    """A small human-read JSON document (manifests, summaries), indented."""
+    write_text(path, orjson.dumps(record, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode("utf-8") + "\n")
+
+
+def json_bytes(record: dict[str, Any]) -> bytes:
+    """A compact canonical document (one trace of many)."""
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 import pyarrow as pa
 
 from eviscene.exports.serialize import rows
@@ -37,12 +38,15 @@ def trace_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple
         row["episode_id"]: row
         for row in rows(
             con.sql(
-                "SELECT episode_id, case_id, prompt_group_id, rollout_index, sampling_seed, image_path, image_sha256, "
-                "final_attempt, termination, error, verdict, confidence, verdict_basis "
-                "FROM episodes WHERE run_id = ? AND finished",
+                "SELECT e.episode_id, e.case_id, e.prompt_group_id, e.rollout_index, e.sampling_seed, e.image_path, "
+                "e.image_sha256, e.final_attempt, e.termination, e.error, e.verdict, e.confidence, e.verdict_basis, "
+                "p.payload AS perception "
+                "FROM episodes e LEFT JOIN steps p ON p.run_id = e.run_id AND p.episode_id = e.episode_id "
+                "AND p.type = 'perception.reported' WHERE e.run_id = ? AND e.finished",
                 params=[run_id],
             ).to_arrow_table(),
             ["verdict_basis"],
+            embed_json=True,
         )
     }
     evidence: dict[str, list[dict[str, Any]]] = {}
@@ -54,25 +58,24 @@ def trace_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple
         ).to_arrow_table()
     ):
         evidence.setdefault(row.pop("episode_id"), []).append(row)
-    reader = con.sql(
-        "SELECT episode_id, step, ts, type, payload::VARCHAR AS payload FROM steps WHERE run_id = ? ORDER BY episode_id, step",
+    # Each episode's steps array is assembled in SQL from the stored payload text and
+    # embedded verbatim: no payload is parsed or re-serialized in Python.
+    steps = con.sql(
+        """
+        SELECT episode_id, '[' || string_agg(
+            '{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"'
+            || strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
+        FROM steps WHERE run_id = ? GROUP BY episode_id ORDER BY episode_id
+        """,
         params=[run_id],
-    ).to_arrow_reader(10_000)
-    current: str | None = None
-    steps: list[dict[str, Any]] = []
-    for batch in reader:
-        for row in rows(pa.Table.from_batches([batch]), ["payload"]):
-            if row["episode_id"] != current:
-                if current is not None:
-                    yield current, _trace(run_id, episodes[current], steps, evidence.get(current, []))
-                current, steps = row["episode_id"], []
-            steps.append({"step": row["step"], "ts": row["ts"], "type": row["type"], "payload": row["payload"]})
-    if current is not None:
-        yield current, _trace(run_id, episodes[current], steps, evidence.get(current, []))
+    ).to_arrow_reader(2_000)
+    for batch in steps:
+        columns = batch.to_pydict()
+        for episode_id, steps_json in zip(columns["episode_id"], columns["steps"]):
+            yield episode_id, _trace(run_id, episodes[episode_id], steps_json, evidence.get(episode_id, []))
 
 
-def _trace(run_id: str, episode: dict[str, Any], steps: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> dict[str, Any]:
-    perception = next((s["payload"] for s in steps if s["type"] == "perception.reported"), None)
+def _trace(run_id: str, episode: dict[str, Any], steps_json: str, evidence: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schema_version": TRACE_SCHEMA,
         "run_id": run_id,
@@ -96,10 +99,10 @@ def _trace(run_id: str, episode: dict[str, Any], steps: list[dict[str, Any]], ev
                 "rollout_index": episode["rollout_index"],
                 "sampling_seed": episode["sampling_seed"],
             },
-            "perception": perception,
+            "perception": orjson.Fragment(episode["perception"]) if episode["perception"] else None,
             "investigation_state": {"evidence": evidence},
         },
-        "steps": steps,
+        "steps": orjson.Fragment(steps_json),
     }
 
 

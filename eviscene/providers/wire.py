@@ -63,6 +63,12 @@ class WireProvider:
     async def aclose(self) -> None:
         await self.client.aclose()
 
+    async def __aenter__(self) -> "WireProvider":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
         """The path under the base URL and the JSON body of one request."""
         raise NotImplementedError

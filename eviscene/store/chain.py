@@ -9,18 +9,19 @@
 content, so appending the same event twice stores it once; the hash covers every stored
 column, so editing, deleting or reordering an event breaks the chain at that event.
 
-`canonical_json` is the one serializer every export uses: sorted keys, compact separators,
-UTF-8, Python's float repr. DuckDB's JSON writer formats floats and timestamps differently,
-so exports never rely on it.
+`canonical_json` is the one serializer every export uses: orjson with sorted keys, compact,
+UTF-8, shortest round-trip floats (`1e-7`, `0.1`). DuckDB's JSON writer formats floats and
+timestamps differently, so exports never rely on it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from datetime import datetime, timezone
 from typing import Any
+
+import orjson
 
 GENESIS_HASH = "0" * 64
 _NULL = "\x1e"
@@ -53,7 +54,7 @@ def event_hash(prev_hash: str, seq: int, event_id: str, ts_micros: int, content:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 def format_ts(ts: datetime) -> str:

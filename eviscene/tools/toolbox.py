@@ -225,7 +225,7 @@ class Toolbox:
                 return _fixed(ToolOutcome(status="empty", observation=f"No image found at {ref}. {_IMAGE_URL_HINT}", data={"image_url": ref}))
             blocks = [b for b in (self._blocked(t.page, t.image.sha256) for t in targets) if b]
             if blocks:
-                return _fixed(_unavailable(ref, blocks))
+                return _fixed(_unavailable(blocks))
             queries = [index.prepared(t.image.sha256.lower()) for t in targets]
             subject = f"the image {ref}"
         else:
@@ -285,13 +285,13 @@ class Toolbox:
         url = args["url"].strip()
         reason = self.policy.check(url)
         if reason:
-            return _fixed(_unavailable(url, [policy_block(url, reason)]))
+            return _fixed(_unavailable([policy_block(url, reason)]))
         page = self.corpus.page(url)
         if page is None:
             return _fixed(ToolOutcome(status="empty", observation=f"Page not found: {url}", data={"url": url}))
         block = self._blocked(page)
         if block:
-            return _fixed(_unavailable(url, [block]))
+            return _fixed(_unavailable([block]))
 
         def render(episode: EpisodeTools) -> ToolOutcome:
             source = episode.source(page)
@@ -316,11 +316,11 @@ class Toolbox:
         if not targets:
             reason = self.policy.check(ref.partition("#")[0])
             if reason:
-                return _fixed(_unavailable(ref, [policy_block(ref.partition("#")[0], reason)]))
+                return _fixed(_unavailable([policy_block(ref.partition("#")[0], reason)]))
             return _fixed(ToolOutcome(status="empty", observation=f"No image found at {ref}. {_IMAGE_URL_HINT}", data={"reference_image_url": ref}))
         blocks = [b for b in (self._blocked(t.page, t.image.sha256) for t in targets) if b]
         if blocks:
-            return _fixed(_unavailable(ref, blocks))
+            return _fixed(_unavailable(blocks))
         case = episode.case_image()
         index = self.corpus.image_index()
         compared = [(target, compare(index.prepared(target.image.sha256.lower()), case)) for target in targets]
@@ -354,9 +354,9 @@ def _invalid(error: str) -> ToolOutcome:
     return ToolOutcome(status="invalid", observation=f"Invalid tool call: {error}", error=error)
 
 
-def _unavailable(subject: str, blocks: list[GateDecided]) -> ToolOutcome:
-    # Neutral on purpose: neither the content nor the reason it is withheld.
-    return ToolOutcome(status="blocked", observation=f"This source is not available: {subject}", blocks=_unique_blocks(blocks))
+def _unavailable(blocks: list[GateDecided]) -> ToolOutcome:
+    # Neutral on purpose: neither the content, nor why, nor even the URL echoed back.
+    return ToolOutcome(status="blocked", observation="This source is not available.", blocks=_unique_blocks(blocks))
 
 
 def _fixed(outcome: ToolOutcome) -> Render:

@@ -9,20 +9,28 @@ SELECT
     episode_id,
     row_number() OVER (PARTITION BY run_id, episode_id ORDER BY step) AS call_index,
     step,
-    payload->>'stage' AS stage,
-    payload->>'provider' AS provider,
-    payload->>'model' AS model,
-    payload->>'request_sha256' AS request_sha256,
-    payload->>'content' AS content,
-    payload->>'reasoning' AS reasoning,
-    payload->'tool_calls' AS tool_calls,
-    json_array_length(payload->'tool_calls') AS tool_call_count,
-    (payload->'usage'->>'prompt_tokens')::BIGINT AS prompt_tokens,
-    (payload->'usage'->>'completion_tokens')::BIGINT AS completion_tokens,
-    (payload->'usage'->>'total_tokens')::BIGINT AS total_tokens,
-    (payload->>'latency_ms')::DOUBLE AS latency_ms,
-    json_array_length(payload->'retries') AS retries,
-    nullif(payload->>'started_at', '')::TIMESTAMPTZ AS started_at,
-    nullif(payload->>'finished_at', '')::TIMESTAMPTZ AS finished_at
-FROM steps
-WHERE type = 'model.called';
+    p.stage,
+    p.provider,
+    p.model,
+    p.request_sha256,
+    p.content,
+    p.reasoning,
+    p.tool_calls,
+    json_array_length(p.tool_calls) AS tool_call_count,
+    p.usage.prompt_tokens AS prompt_tokens,
+    p.usage.completion_tokens AS completion_tokens,
+    p.usage.total_tokens AS total_tokens,
+    p.latency_ms,
+    json_array_length(p.retries) AS retries,
+    nullif(p.started_at, '')::TIMESTAMPTZ AS started_at,
+    nullif(p.finished_at, '')::TIMESTAMPTZ AS finished_at
+FROM (
+    -- json_transform parses each payload once (every ->> would parse it again).
+    SELECT run_id, episode_id, step, json_transform(payload, '{
+        "stage": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR", "request_sha256": "VARCHAR",
+        "content": "VARCHAR", "reasoning": "VARCHAR", "tool_calls": "JSON", "retries": "JSON",
+        "usage": {"prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", "total_tokens": "BIGINT"},
+        "latency_ms": "DOUBLE", "started_at": "VARCHAR", "finished_at": "VARCHAR"}') AS p
+    FROM steps
+    WHERE type = 'model.called'
+);

@@ -5,16 +5,24 @@
 -- `is_duplicate` marks a call identical (tool and canonical arguments) to an earlier one of
 -- the episode, `is_invalid` one the tool layer rejected.
 CREATE OR REPLACE VIEW tool_calls AS
+-- json_transform parses each payload once (every ->> would parse it again).
 WITH called AS (
-    SELECT run_id, episode_id, step, payload->>'call_id' AS call_id, payload->>'tool' AS tool,
-           payload->'arguments' AS arguments, payload->>'arguments_sha256' AS arguments_sha256
-    FROM steps WHERE type = 'tool.called'
+    SELECT run_id, episode_id, step, p.call_id, p.tool, p.arguments, p.arguments_sha256
+    FROM (
+        SELECT run_id, episode_id, step,
+               json_transform(payload, '{"call_id": "VARCHAR", "tool": "VARCHAR", "arguments": "JSON", "arguments_sha256": "VARCHAR"}') AS p
+        FROM steps WHERE type = 'tool.called'
+    )
 ),
 returned AS (
-    SELECT run_id, episode_id, step, payload->>'call_id' AS call_id, payload->>'status' AS status,
-           payload->>'observation' AS observation, payload->'sources' AS sources, payload->'data' AS data,
-           (payload->>'latency_ms')::DOUBLE AS latency_ms, nullif(payload->>'error', '') AS error
-    FROM steps WHERE type = 'tool.returned'
+    SELECT run_id, episode_id, step, p.call_id, p.status, p.observation, p.sources, p.data, p.latency_ms,
+           nullif(p.error, '') AS error
+    FROM (
+        SELECT run_id, episode_id, step,
+               json_transform(payload, '{"call_id": "VARCHAR", "status": "VARCHAR", "observation": "VARCHAR", "sources": "JSON",
+                                         "data": "JSON", "latency_ms": "DOUBLE", "error": "VARCHAR"}') AS p
+        FROM steps WHERE type = 'tool.returned'
+    )
 )
 SELECT
     c.run_id,

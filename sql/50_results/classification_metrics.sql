@@ -34,7 +34,8 @@ per_label AS (
 ),
 confusion AS (
     SELECT l.run_id, l.label,
-           map(list(p.predicted_label ORDER BY p.predicted_label), list(p.n ORDER BY p.predicted_label)) AS confusion
+           map(list(p.predicted_label ORDER BY p.predicted_label) FILTER (WHERE p.predicted_label IS NOT NULL),
+               list(p.n ORDER BY p.predicted_label) FILTER (WHERE p.predicted_label IS NOT NULL)) AS confusion
     FROM labels l
     LEFT JOIN (
         SELECT run_id, gold, coalesce(predicted, '(none)') AS predicted_label, count(*) AS n FROM scored GROUP BY ALL

@@ -53,6 +53,19 @@ def test_removed_object_is_found_from_either_side(picture):
     assert result.match and result.edited and result.changed_blocks >= 1
 
 
+def test_a_change_of_colour_alone_counts(picture):
+    # Nearly the grey level of the ground under it, but another hue.
+    recoloured = paste_object(picture, (0.2, 0.6, 0.3, 0.75), color=(40, 90, 40))
+    result = compare(picture, jpeg(recoloured, 60))
+    assert result.match and result.edited
+
+
+def test_brightened_copy_with_clipped_highlights_is_not_an_edit(picture):
+    brighter = Image.eval(picture, lambda v: min(255, int(v * 1.2 + 15)))
+    result = compare(picture, jpeg(brighter, 70))
+    assert result.match and not result.edited
+
+
 def test_unrelated_picture_does_not_match(picture):
     for seed in (5, 6, 7):
         result = compare(picture, jpeg(scene(seed), 60))

@@ -1,0 +1,165 @@
+"""Materialize benchmark: every view and the whole run directory over synthetic logs of
+10k and 100k episodes (~40 events each), beside a plain Python pass over the same events
+(read every event once and tally per-episode outcomes) measured in the same run.
+
+    python bench/materialize.py [--episodes 10000 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from eviscene.events import (
+    ArtifactImported,
+    EpisodeFinished,
+    EpisodeScheduled,
+    EpisodeStarted,
+    GateDecided,
+    JudgmentMade,
+    ModelCalled,
+    PerceptionReported,
+    RunFinished,
+    RunStarted,
+    SourceSeen,
+    ToolCalled,
+    ToolCallRequest,
+    ToolReturned,
+)
+from eviscene.exports.run_dir import materialize_run
+from eviscene.store import EventDraft, EventLog
+from eviscene.views import view_definitions
+
+LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]
+TOOLS_PER_EPISODE = 8
+RUN_ID = "bench-run"
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _gold(cases: int) -> bytes:
+    rows = []
+    for c in range(cases):
+        rows.append({
+            "case_id": f"case-{c:06d}",
+            "label": LABELS[c % 4],
+            "reference_chain": {
+                "sources": [{"source_id": f"s{c}-{k}", "url": f"https://site{k}.example/{c}", "content_sha256": f"{c:060d}{k:04d}",
+                             "role": ["origin", "bridge", "context"][k]} for k in range(3)],
+                "facts": [{"fact_id": f"f{c}-{k}", "statement": "fact", "source_ids": [f"s{c}-{k}"]} for k in range(2)],
+                "bridges": [{"bridge_id": f"b{c}", "source_id": f"s{c}-1", "reference_image_sha256": f"img{c}"}],
+            },
+        })
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _episode(e: int, case: int, rollout: int, request_sha: str) -> list[EventDraft]:
+    episode_id = f"case-{case:06d}--r{rollout:03d}"
+    events: list = [EpisodeStarted(attempt=1, started_at="2026-11-30T00:00:00+00:00"),
+                    PerceptionReported(backend="bench", ocr_text=f"Claim about place {case} on 1 May 2024")]
+    for t in range(TOOLS_PER_EPISODE):
+        call = ToolCallRequest(id=f"call-{t}", name="visit", arguments={"url": f"https://site{t % 3}.example/{case}"})
+        events.append(ModelCalled(stage="unified_react", provider="bench", model="m", request_sha256=request_sha,
+                                  reasoning="look", tool_calls=[call]))
+        events.append(ToolCalled(call_id=call.id, tool="visit", arguments=call.arguments, arguments_sha256=f"{case}-{t % 5}"))
+        if t == 0:
+            events.append(GateDecided(gate="source_access_policy", subject="https://factcheck.example/x", passed=False,
+                                      reasons=["blocked_domain"]))
+        events.append(ToolReturned(call_id=call.id, tool="visit", status="ok", observation="page text " * 20,
+                                   sources=[SourceSeen(evidence_id=f"ev-{t % 3 + 1}", url=f"https://site{t % 3}.example/{case}",
+                                                       content_sha256=f"{case:060d}{t % 3:04d}",
+                                                       source_family=f"content:{case:060d}{t % 3:04d}")],
+                                   data={"url": f"https://site{t % 3}.example/{case}"}))
+    events.append(ModelCalled(stage="unified_judgment", provider="bench", model="m", request_sha256=request_sha, content="{}"))
+    events.append(GateDecided(gate="judgment_schema", subject=episode_id, passed=True))
+    events.append(JudgmentMade(verdict=LABELS[(case + rollout) % 4], confidence=0.5 + (e % 5) / 10,
+                               verdict_basis=[{"evidence_id": "ev-1", "finding": "origin"}]))
+    events.append(EpisodeFinished(termination="completed", time_taken=1.5, total_tool_calls=TOOLS_PER_EPISODE, llm_api_calls=9))
+    return [EventDraft(p, episode_id=episode_id, attempt=1, step=i) for i, p in enumerate(events)]
+
+
+async def _generate(log: EventLog, episodes: int) -> None:
+    cases = episodes // 4
+    async with log.writer(RUN_ID) as writer:
+        request_sha = await writer.put_blob(json.dumps({"messages": [{"role": "system", "content": "x"}], "tools": []}).encode(), "application/json")
+        await writer.emit(EventDraft(RunStarted(
+            started_at="2026-11-30T00:00:00+00:00", git_commit="bench",
+            benchmark={"release_id": "bench", "release_stage": "frozen_eval", "path": "/bench/runtime_input/cases.jsonl",
+                       "training_prohibited": False, "runtime_contract_version": "v"},
+            agent={"max_tool_actions": 24, "provider": "bench", "model": "m"},
+            source_access_policy={"active": False}, config={"label_set": LABELS, "release_schema_version": "ifv-runtime-release-v0.3"})))
+        gold = _gold(cases)
+        gold_sha = await writer.put_blob(gold, "application/jsonl")
+        await writer.emit(EventDraft(ArtifactImported(kind="evaluation_gold", path="/bench/gold.jsonl", sha256=gold_sha,
+                                                      blob_sha256=gold_sha, rows=cases)))
+        for e in range(episodes):
+            case, rollout = e // 4, e % 4
+            await writer.emit(EventDraft(EpisodeScheduled(
+                case_id=f"case-{case:06d}", prompt_group_id=f"pg-{case:024d}", rollout_index=rollout, group_size=4,
+                sampling_seed=e, image_sha256="0" * 64, image_path="runtime_input/images/x.jpg"),
+                episode_id=f"case-{case:06d}--r{rollout:03d}"))
+            for draft in _episode(e, case, rollout, request_sha):
+                await writer.emit(draft)
+        await writer.emit(EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00",
+                                                 num_episodes=episodes, num_errors=0)))
+    log.seal()
+
+
+def _python_pass(log: EventLog) -> float:
+    """Baseline: one plain pass over every event, tallying each episode's outcome."""
+    started = time.perf_counter()
+    con = log.connect(views=False)
+    outcomes: dict[str, tuple] = {}
+    tools: dict[str, int] = {}
+    for batch in con.sql("SELECT episode_id, type, payload::VARCHAR AS payload FROM events ORDER BY run_id, seq").to_arrow_reader(50_000):
+        columns = batch.to_pydict()
+        for episode_id, kind, payload in zip(columns["episode_id"], columns["type"], columns["payload"]):
+            if kind == "tool.called":
+                tools[episode_id] = tools.get(episode_id, 0) + 1
+            elif kind == "judgment.made":
+                body = json.loads(payload)
+                outcomes[episode_id] = (body["verdict"], body["confidence"])
+    con.close()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
+    args = parser.parse_args()
+    print(f"{'episodes':>9} {'events':>10} {'generate s':>10} {'views s':>8} {'materialize s':>13} {'python pass s':>13} {'ratio':>6} {'peak MiB':>9}")
+    for episodes in args.episodes:
+        workdir = Path(tempfile.mkdtemp(prefix="eviscene-bench-mat-"))
+        try:
+            log = EventLog(workdir / "bench.duckdb")
+            started = time.perf_counter()
+            anyio.run(_generate, log, episodes)
+            generate = time.perf_counter() - started
+            events = log.sql("SELECT count(*) AS n FROM events").to_pylist()[0]["n"]
+            baseline = _python_pass(log)
+            started = time.perf_counter()
+            con = log.connect(materialize=True)  # every view, computed once
+            for definition in view_definitions():
+                con.sql(f"SELECT count(*) FROM {definition.name}").fetchall()
+            con.close()
+            views = time.perf_counter() - started
+            started = time.perf_counter()
+            materialize_run(log, RUN_ID, workdir / "run")
+            materialize = time.perf_counter() - started
+            print(f"{episodes:>9} {events:>10} {generate:>10.1f} {views:>8.1f} {materialize:>13.1f} {baseline:>13.1f} "
+                  f"{materialize / baseline:>6.2f} {_peak_rss_mib():>9.0f}")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

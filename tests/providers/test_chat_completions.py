@@ -1,0 +1,102 @@
+"""Chat Completions against a real HTTP server that checks every request with the `openai`
+SDK's request types and answers with bodies the SDK's `ChatCompletion` accepts."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers.wire import RAW_ARGUMENTS
+
+from conftest import API_KEY, endpoint, judgment_request, react_request
+from provider_servers import FakeServer, Reply, chat_completion
+
+
+def provider(server: FakeServer, images, **kwargs) -> ChatCompletionsProvider:
+    return ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1"), images=images, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_request_is_the_chat_completions_wire_format(images, case_image):
+    with FakeServer(lambda r: Reply(body=chat_completion("ok"))) as server:
+        chat = provider(server, images, thinking={"unified_react": "on", "unified_judgment": "high"})
+        url = images.add(case_image[1], case_image[0])
+        await chat.complete(react_request(url))
+        await chat.complete(judgment_request(url))
+        await chat.aclose()
+    assert server.mismatches == []
+    react, judgment = (r.body for r in server.received)
+    assert server.received[0].path == "/v1/chat/completions"
+    assert server.received[0].headers["authorization"] == f"Bearer {API_KEY}"
+    assert react["model"] == "m" and react["seed"] == 4242
+    assert [t["function"]["name"] for t in react["tools"]] == ["text_search", "visit"] and react["tool_choice"] == "auto"
+    assert react["chat_template_kwargs"] == {"enable_thinking": True} and "response_format" not in react
+    # The image travels as a data URL holding the case image's own bytes.
+    image_part = react["messages"][1]["content"][1]
+    assert image_part["type"] == "image_url"
+    header, data = image_part["image_url"]["url"].split(",", 1)
+    assert header == "data:image/jpeg;base64" and base64.b64decode(data) == case_image[0].read_bytes()
+    # Loop-only keys stay home: no `data` on tool messages, no reasoning sent back.
+    assert react["messages"][3] == {"role": "tool", "tool_call_id": "call-1", "content": "[ev-1] Example page, 2024-05-06"}
+    assert "reasoning_content" not in react["messages"][2]
+    assert react["messages"][2]["tool_calls"][0]["function"] == {"name": "visit", "arguments": '{"url":"https://example.org/a"}'}
+    assert judgment["response_format"]["type"] == "json_schema"
+    assert judgment["response_format"]["json_schema"]["schema"]["properties"]["verdict"]["enum"][0] == "authentic"
+    assert "tools" not in judgment and judgment["reasoning_effort"] == "high"
+
+
+@pytest.mark.anyio
+async def test_reads_content_reasoning_tool_calls_and_usage(images, case_image):
+    answer = chat_completion(
+        None,
+        reasoning_content="The caption names a city; search it.",
+        tool_calls=[
+            ("call_a", "text_search", '{"query": "Porto Alegre flood"}'),
+            ("call_b", "visit", '{"url": "https://example.org/a"'),  # cut-off JSON
+            ("call_c", "open_browser", '{"url": "https://example.org"}'),  # a tool that does not exist
+            ("call_d", "visit", '["https://example.org"]'),  # JSON, but not an object
+        ],
+        usage=(120, 30),
+    )
+    with FakeServer(lambda r: Reply(body=answer)) as server:
+        chat = provider(server, images)
+        response = await chat.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert response.content == "" and response.reasoning == "The caption names a city; search it."
+    calls = {c.id: (c.name, c.arguments) for c in response.tool_calls}
+    assert calls["call_a"] == ("text_search", {"query": "Porto Alegre flood"})
+    assert calls["call_b"] == ("visit", {RAW_ARGUMENTS: '{"url": "https://example.org/a"'})
+    assert calls["call_c"] == ("open_browser", {"url": "https://example.org"})
+    assert calls["call_d"] == ("visit", {RAW_ARGUMENTS: '["https://example.org"]'})
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens, response.usage.total_tokens) == (120, 30, 150)
+    assert response.retries == []
+
+
+@pytest.mark.anyio
+async def test_reasoning_from_the_reasoning_field_or_an_inline_think_block(images, case_image):
+    replies = iter([chat_completion("answer one", reasoning="ollama style"), chat_completion("<think>\nweigh the dates\n</think>\n\n{\"verdict\": 1}")])
+    with FakeServer(lambda r: Reply(body=next(replies))) as server:
+        chat = provider(server, images)
+        url = images.add(case_image[1], case_image[0])
+        first, second = await chat.complete(react_request(url)), await chat.complete(react_request(url))
+    assert (first.content, first.reasoning) == ("answer one", "ollama style")
+    assert (second.content, second.reasoning) == ('{"verdict": 1}', "weigh the dates")
+
+
+def test_reasoning_goes_back_only_when_asked(images, case_image):
+    url = images.add(case_image[1], case_image[0])
+    plain = ChatCompletionsProvider(name="x", model="m", endpoint=endpoint("http://127.0.0.1:9/v1"), images=images)
+    eager = ChatCompletionsProvider(name="x", model="m", endpoint=endpoint("http://127.0.0.1:9/v1"), images=images, send_reasoning=True)
+    assert "reasoning_content" not in plain.build(react_request(url))[1]["messages"][2]
+    assert eager.build(react_request(url))[1]["messages"][2]["reasoning_content"] == "Open the page first."
+
+
+@pytest.mark.anyio
+async def test_an_answer_without_choices_is_a_clear_provider_error(images, case_image):
+    from eviscene.agent.provider import ProviderError
+
+    with FakeServer(lambda r: Reply(body={"id": "x", "object": "chat.completion", "choices": []})) as server:
+        chat = provider(server, images)
+        with pytest.raises(ProviderError, match="unexpected response shape.*no choices"):
+            await chat.complete(react_request(images.add(case_image[1], case_image[0])))

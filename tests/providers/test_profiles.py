@@ -1,0 +1,196 @@
+"""Profiles: built-ins, the user's TOML over them, flags over both, keys only from the
+environment variable a profile names; `make_provider` builds what they resolve to."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.errors import EvisceneError
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.providers import RunProvider, make_provider, provider_manifest
+from eviscene.providers import OfflineProvider
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers.gemini import GeminiProvider
+from eviscene.providers.profiles import BUILTIN_PROFILES_TOML, load_profiles, resolve_settings
+from eviscene.providers.responses import ResponsesProvider
+
+USER_FILE = """
+[profiles.qwen-local]
+model = "Qwen/Qwen2.5-VL-7B-Instruct"
+max_inflight = 4
+
+[profiles.qwen-local.thinking]
+unified_react = "off"
+
+[profiles.teacher-b]
+description = "A second teacher on a gateway."
+provider = "openai_compatible"
+model = "big-model"
+base_url = "https://gateway.example/v1"
+api_key_env = "GATEWAY_KEY"
+extra_body = { temperature = 0.6 }
+"""
+
+
+@pytest.fixture
+def user_file(tmp_path, monkeypatch):
+    path = tmp_path / "config" / "eviscene" / "profiles.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(USER_FILE, encoding="utf-8")
+    return path
+
+
+def test_builtins_ship_teachers_and_students():
+    profiles = load_profiles()
+    assert {"offline", "qwen-local", "openai-teacher", "gemini-teacher"} <= set(profiles)
+    assert profiles["qwen-local"].base_url == "http://127.0.0.1:8000/v1" and profiles["qwen-local"].wire_api == "chat_completions"
+    assert profiles["gemini-teacher"].wire_api == "interactions" and profiles["gemini-teacher"].api_key_env == "GEMINI_API_KEY"
+    assert all(p.source == "builtin" for p in profiles.values())
+
+
+def test_the_user_file_overrides_field_by_field_and_adds_profiles(user_file):
+    profiles = load_profiles()
+    qwen = profiles["qwen-local"]
+    assert (qwen.model, qwen.max_inflight, qwen.base_url) == ("Qwen/Qwen2.5-VL-7B-Instruct", 4, "http://127.0.0.1:8000/v1")
+    assert qwen.thinking == {"unified_react": "off"} and qwen.source == str(user_file)
+    assert profiles["teacher-b"].extra_body == {"temperature": 0.6}
+    assert profiles["openai-teacher"].source == "builtin"
+
+
+def test_eviscene_profiles_names_another_file(tmp_path, monkeypatch):
+    other = tmp_path / "team.toml"
+    other.write_text('[profiles.team]\nprovider = "gemini"\nmodel = "gemini-x"\n', encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(other))
+    assert load_profiles()["team"].model == "gemini-x"
+    monkeypatch.setenv("EVISCENE_PROFILES", str(tmp_path / "missing.toml"))
+    with pytest.raises(EvisceneError, match="missing.toml does not exist"):
+        load_profiles()
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[profiles.x]\nprovider = 'nope'\n", "unknown provider 'nope'"),
+        ("[profiles.x]\nprovider = 'openai'\ncolour = 'red'\n", "colour: Extra inputs are not permitted"),
+        ("[profiles.x]\nprovider = 'openai'\n[profiles.x.thinking]\nunified_react = 'max'\n", "'max' is not one of"),
+        ("[profiles.x\n", "not valid TOML"),
+        ("[teachers.x]\nprovider = 'openai'\n", "unknown top-level key(s) teachers"),
+    ],
+)
+def test_a_broken_file_is_a_clear_error(user_file, text, problem):
+    user_file.write_text(text, encoding="utf-8")
+    with pytest.raises(EvisceneError) as caught:
+        load_profiles()
+    assert str(user_file) in str(caught.value) and problem in str(caught.value)
+
+
+def test_a_key_pasted_as_api_key_env_is_refused_without_echoing_it(user_file):
+    user_file.write_text("[profiles.x]\nprovider = 'openai'\napi_key_env = 'sk-live-abcdefghijklmnop'\n", encoding="utf-8")
+    with pytest.raises(EvisceneError, match="must be the NAME of an environment variable") as caught:
+        load_profiles()
+    assert "sk-live-abcdefghijklmnop" not in str(caught.value)
+
+
+def test_flags_win_over_the_profile(user_file):
+    settings = resolve_settings(profile="teacher-b", model="small-model", base_url="http://127.0.0.1:9999/v1", concurrency=3)
+    assert (settings.provider, settings.model, settings.base_url, settings.api_key_env) == (
+        "openai_compatible", "small-model", "http://127.0.0.1:9999/v1", "GATEWAY_KEY"
+    )
+    assert settings.max_inflight == 3  # the profile sets none: --concurrency
+    assert resolve_settings(profile="qwen-local", concurrency=64).max_inflight == 4
+    with pytest.raises(EvisceneError, match="--provider gemini conflicts with profile 'teacher-b'"):
+        resolve_settings(profile="teacher-b", provider="gemini")
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"provider": "gemini", "model": "g", "wire_api": "responses"}, "does not speak the responses wire API; it accepts interactions"),
+        ({"provider": "openai_compatible", "model": "m"}, "needs a base URL: give --base-url"),
+        ({"provider": "openai_compatible", "base_url": "http://x/v1"}, "needs a model"),
+        ({"provider": "openai_compatible", "model": "m", "base_url": "localhost:8000"}, "must start with http://"),
+        ({"provider": "claude"}, "unknown provider 'claude'"),
+        ({"profile": "nobody"}, "unknown profile 'nobody'"),
+    ],
+)
+def test_unusable_settings_are_clear_errors(kwargs, problem):
+    with pytest.raises(EvisceneError, match=problem):
+        resolve_settings(**kwargs)
+
+
+def test_seed_environment_overrides_for_thinking_and_gemini_inflight(monkeypatch):
+    monkeypatch.setenv("QWEN_UNIFIED_JUDGMENT_ENABLE_THINKING", "false")
+    assert resolve_settings(profile="qwen-local").thinking == {"unified_react": "on", "unified_judgment": "off"}
+    monkeypatch.setenv("GEMINI_AGENT_THINKING_LEVEL", "medium")
+    monkeypatch.setenv("GEMINI_UNIFIED_JUDGMENT_THINKING_LEVEL", "minimal")
+    monkeypatch.setenv("GEMINI_MAX_INFLIGHT_REQUESTS", "3")
+    gemini = resolve_settings(profile="gemini-teacher")
+    assert gemini.thinking == {"unified_react": "medium", "unified_judgment": "minimal"} and gemini.max_inflight == 3
+    monkeypatch.setenv("QWEN_UNIFIED_REACT_ENABLE_THINKING", "maybe")
+    with pytest.raises(EvisceneError, match="must be true or false"):
+        resolve_settings(profile="qwen-local")
+
+
+def test_make_provider_builds_the_wire_the_settings_name(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-abcdefghijkl")
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-test-key-abcdefgh")
+    built = {}
+    for name, options in {
+        "offline": EvalOptions(benchmark="x"),
+        "qwen": EvalOptions(benchmark="x", profile="qwen-local"),
+        "openai": EvalOptions(benchmark="x", profile="openai-teacher"),
+        "openai-chat": EvalOptions(benchmark="x", profile="openai-teacher", llm_wire_api="chat_completions", base_url="http://127.0.0.1:1/v1"),
+        "gemini": EvalOptions(benchmark="x", profile="gemini-teacher"),
+    }.items():
+        provider = make_provider(options)
+        built[name] = provider.agent if isinstance(provider, RunProvider) else provider
+        if isinstance(provider, RunProvider):
+            for guard in provider.guards:
+                guard.release()
+    assert isinstance(built["offline"], OfflineProvider)
+    assert isinstance(built["qwen"], ChatCompletionsProvider) and built["qwen"].endpoint.api_key is None
+    assert isinstance(built["openai"], ResponsesProvider) and built["openai"].endpoint.api_key == "sk-test-openai-abcdefghijkl"
+    assert isinstance(built["openai-chat"], ChatCompletionsProvider) and built["openai-chat"].endpoint.base_url == "http://127.0.0.1:1/v1"
+    assert isinstance(built["gemini"], GeminiProvider) and built["gemini"].endpoint.auth_header == "x-goog-api-key"
+    assert "sk-test-openai" not in repr(built["openai"]) and "sk-test-openai" not in repr(built["openai"].endpoint)
+
+
+def test_the_key_comes_only_from_the_named_variable(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EvisceneError, match="environment variable OPENAI_API_KEY is not set; profile 'openai-teacher' names it"):
+        make_provider(EvalOptions(benchmark="x", profile="openai-teacher"))
+    monkeypatch.setenv("MY_TEAM_KEY", "team-key-0123456789")
+    provider = make_provider(EvalOptions(benchmark="x", profile="openai-teacher", api_key_env="MY_TEAM_KEY"))
+    assert provider.agent.endpoint.api_key == "team-key-0123456789"
+    for guard in provider.guards:
+        guard.release()
+
+
+def test_options_and_manifest_follow_the_profile(monkeypatch):
+    options = EvalOptions(benchmark="x", profile="gemini-teacher", concurrency=6)
+    assert options.provider_name == "gemini"
+    manifest = provider_manifest(options)
+    assert manifest["base_url"] == "https://generativelanguage.googleapis.com/v1beta" and manifest["llm_wire_api"] == "interactions"
+    assert manifest["gemini_max_inflight_requests"] == 8 and manifest["stage_thinking_levels"] == {"unified_react": "high", "unified_judgment": "low"}
+    assert manifest["api_key_env"] == "GEMINI_API_KEY"
+    qwen = provider_manifest(EvalOptions(benchmark="x", profile="qwen-local"))
+    assert qwen["qwen_stage_enable_thinking"] == {"unified_react": "true", "unified_judgment": "true"} and qwen["gemini_max_inflight_requests"] is None
+
+
+def test_eviscene_profiles_lists_them_and_prints_the_template(user_file, monkeypatch):
+    monkeypatch.setenv("GATEWAY_KEY", "gateway-secret-value-123")
+    result = CliRunner().invoke(cli, ["profiles", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert rows["teacher-b"]["key_set"] is True and rows["teacher-b"]["source"] == str(user_file)
+    assert rows["qwen-local"]["key_set"] is None and rows["openai-teacher"]["api_key_env"] == "OPENAI_API_KEY"
+    assert "gateway-secret-value-123" not in result.output
+    template = CliRunner().invoke(cli, ["profiles", "--template"])
+    assert template.exit_code == 0 and tomllib.loads(template.output) == tomllib.loads(BUILTIN_PROFILES_TOML)
+    table = CliRunner().invoke(cli, ["profiles"])
+    assert table.exit_code == 0 and table.output.splitlines()[0].split()[:3] == ["name", "provider", "model"]

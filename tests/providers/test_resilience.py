@@ -1,0 +1,184 @@
+"""Faults from a real HTTP server: each ends as a retry that succeeds (recorded as
+`{status, error, waited_seconds}`) or as a ProviderError with a clear, redacted reason."""
+
+from __future__ import annotations
+
+import json
+import time
+from email.utils import formatdate
+
+import anyio
+import pytest
+
+from eviscene.agent.provider import ProviderError
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers.http import RetryPolicy, retry_after
+
+from conftest import API_KEY, endpoint, react_request
+from provider_servers import FakeServer, Reply, Script, chat_completion
+
+OK = Reply(body=chat_completion("fine"))
+
+
+def chat(server: FakeServer, images, **endpoint_options) -> ChatCompletionsProvider:
+    return ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1", **endpoint_options), images=images)
+
+
+async def call(server: FakeServer, images, case_image, **endpoint_options):
+    async with chat(server, images, **endpoint_options) as provider:
+        return await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+
+
+@pytest.mark.anyio
+async def test_429_with_retry_after_seconds_waits_that_long_then_succeeds(images, case_image):
+    limited = Reply(429, {"error": {"message": "Rate limit reached for requests"}}, headers={"Retry-After": "1"})
+    with FakeServer(Script(limited, OK)) as server:
+        clock = time.monotonic()
+        response = await call(server, images, case_image)
+        elapsed = time.monotonic() - clock
+    assert response.content == "fine" and len(server.received) == 2
+    assert response.retries == [{"status": 429, "error": "HTTP 429 Too Many Requests: Rate limit reached for requests", "waited_seconds": 1.0}]
+    assert elapsed >= 1.0
+
+
+@pytest.mark.anyio
+async def test_retry_after_as_an_http_date(images, case_image):
+    limited = Reply(503, {"error": "overloaded"}, headers={"Retry-After": formatdate(time.time() + 2, usegmt=True)})
+    with FakeServer(Script(limited, OK)) as server:
+        response = await call(server, images, case_image)
+    [retry] = response.retries
+    assert retry["status"] == 503 and "overloaded" in retry["error"] and 0.5 <= retry["waited_seconds"] <= 2.0
+
+
+def test_retry_after_parsing():
+    assert retry_after("7") == 7.0 and retry_after("0") == 0.0 and retry_after(None) is None and retry_after("soon") is None
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: no wait
+    assert 58 <= retry_after(formatdate(time.time() + 60, usegmt=True)) <= 60
+
+
+@pytest.mark.anyio
+async def test_500_then_success_backs_off_and_records_the_try(images, case_image):
+    with FakeServer(Script(Reply(500, "upstream exploded"), OK)) as server:
+        response = await call(server, images, case_image, backoff_seconds=0.2)
+    [retry] = response.retries
+    assert retry["status"] == 500 and retry["error"] == "HTTP 500 Internal Server Error: upstream exploded"
+    assert 0.1 <= retry["waited_seconds"] <= 0.2  # equal jitter: half fixed, half random
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_ceiling():
+    policy = RetryPolicy(backoff_seconds=1.0, max_backoff_seconds=8.0)
+    for failures, ceiling in [(1, 1), (2, 2), (3, 4), (4, 8), (5, 8)]:
+        waits = [policy.backoff(failures) for _ in range(200)]
+        assert all(ceiling / 2 <= w <= ceiling for w in waits) and len(set(waits)) > 1
+
+
+@pytest.mark.anyio
+async def test_a_slow_answer_past_the_timeout_is_retried(images, case_image):
+    with FakeServer(Script(Reply(body=chat_completion("late"), delay=1.5), OK)) as server:
+        response = await call(server, images, case_image, timeout_seconds=0.3)
+    assert response.content == "fine"
+    [retry] = response.retries
+    assert retry["status"] is None and retry["error"] == "read timeout: no complete response within 0.3 s"
+
+
+@pytest.mark.anyio
+async def test_always_too_slow_ends_as_a_provider_error(images, case_image):
+    with FakeServer(lambda r: Reply(body=chat_completion("late"), delay=1.0)) as server:
+        with pytest.raises(ProviderError) as caught:
+            await call(server, images, case_image, timeout_seconds=0.2, max_retries=1)
+    message = str(caught.value)
+    assert "openai_compatible (chat_completions, model m): POST" in message and "/v1/chat/completions failed after 2 tries" in message
+    assert message.endswith("last: read timeout: no complete response within 0.2 s")
+    assert [r["status"] for r in caught.value.retries] == [None, None]
+
+
+@pytest.mark.anyio
+async def test_a_truncated_json_body_is_retried(images, case_image):
+    whole = chat_completion("whole")
+    truncated = json.dumps(whole)[:57]
+    with FakeServer(Script(Reply(body=truncated), Reply(body=whole))) as server:
+        response = await call(server, images, case_image)
+    assert response.content == "whole"
+    [retry] = response.retries
+    assert retry["status"] == 200 and retry["error"].startswith("HTTP 200: body is not valid JSON")
+
+
+@pytest.mark.anyio
+async def test_malformed_json_every_time_ends_as_a_provider_error(images, case_image):
+    with FakeServer(lambda r: Reply(body="<html>Bad gateway</html>")) as server:
+        with pytest.raises(ProviderError, match=r"failed after 3 tries; last: HTTP 200: body is not valid JSON .*<html>Bad gateway</html>"):
+            await call(server, images, case_image)
+
+
+@pytest.mark.anyio
+async def test_a_connection_cut_mid_body_is_retried(images, case_image):
+    with FakeServer(Script(Reply(body=chat_completion("cut"), cut_short=True), OK)) as server:
+        response = await call(server, images, case_image)
+    assert response.content == "fine"
+    [retry] = response.retries
+    assert retry["status"] is None and retry["error"].startswith("connection failed: RemoteProtocolError")
+
+
+@pytest.mark.anyio
+async def test_nobody_listening_is_a_provider_error(images, case_image):
+    with FakeServer(lambda r: OK) as server:
+        url = server.url
+    provider = ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(url + "/v1", max_retries=1), images=images)
+    with pytest.raises(ProviderError, match=r"failed after 2 tries; last: connection failed: ConnectError"):
+        await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+
+
+@pytest.mark.anyio
+async def test_a_client_error_is_not_retried(images, case_image):
+    bad = Reply(400, {"error": {"message": "model 'm' does not support images", "type": "invalid_request_error"}})
+    with FakeServer(lambda r: bad) as server:
+        with pytest.raises(ProviderError, match=r"HTTP 400 Bad Request: model 'm' does not support images$"):
+            await call(server, images, case_image)
+    assert len(server.received) == 1
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_beyond_the_limit_gives_up_at_once(images, case_image):
+    limited = Reply(429, {"error": {"message": "daily quota exhausted"}}, headers={"Retry-After": "86400"})
+    with FakeServer(lambda r: limited) as server:
+        with pytest.raises(ProviderError, match=r"failed after 1 try; the server asked to wait 86400 s, more than the 300 s limit"):
+            await call(server, images, case_image)
+    assert len(server.received) == 1
+
+
+@pytest.mark.anyio
+async def test_errors_and_retry_records_never_carry_the_key(images, case_image):
+    """A server that echoes the request's headers in its errors: the key and the auth scheme
+    are masked in every retry record and in the final reason."""
+
+    def echo(received):
+        return Reply(503, {"error": {"message": f"bad upstream; you sent Authorization: {received.headers['authorization']}"}})
+
+    with FakeServer(echo) as server:
+        with pytest.raises(ProviderError) as caught:
+            await call(server, images, case_image)
+    assert server.received[0].headers["authorization"] == f"Bearer {API_KEY}"
+    texts = [str(caught.value)] + [str(r) for r in caught.value.retries]
+    assert all(API_KEY not in t and "Bearer" not in t for t in texts)
+    assert "Authorization: [REDACTED]" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_401_names_the_key_variable_hint_without_the_key(images, case_image):
+    denied = Reply(401, {"error": {"message": f"Incorrect API key provided: {API_KEY}"}})
+    with FakeServer(lambda r: denied) as server:
+        with pytest.raises(ProviderError) as caught:
+            await call(server, images, case_image)
+    assert API_KEY not in str(caught.value) and "Incorrect API key provided: [REDACTED]" in str(caught.value)
+    assert "check the API key in the environment variable" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_in_flight_requests_stay_within_the_limit(images, case_image):
+    with FakeServer(lambda r: Reply(body=chat_completion("ok"), delay=0.2)) as server:
+        async with chat(server, images, max_inflight=2) as provider:
+            request = react_request(images.add(case_image[1], case_image[0]))
+            async with anyio.create_task_group() as group:
+                for _ in range(6):
+                    group.start_soon(provider.complete, request)
+    assert len(server.received) == 6 and server.max_in_flight == 2

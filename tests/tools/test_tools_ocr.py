@@ -1,0 +1,66 @@
+import time
+
+import pytest
+from PIL import Image, ImageDraw
+from tools_images import caption_banner, font, scene
+
+from eviscene.tools import OcrLine, aread_text, read_text
+from eviscene.tools.ocr import cached_text, group_rows
+
+
+def words(text: str) -> list[str]:
+    return "".join(c if c.isalnum() else " " for c in text.lower()).split()
+
+
+def test_reads_a_drawn_caption_in_reading_order(tmp_path):
+    image = Image.new("RGB", (640, 160), "white")
+    draw = ImageDraw.Draw(image)
+    draw.text((20, 20), "Flooded streets in Springfield", fill="black", font=font(24))
+    draw.text((20, 90), "March 12, 2021", fill="black", font=font(24))
+    path = tmp_path / "caption.png"
+    image.save(path)
+    result = read_text(path)
+    assert words(result.text) == words("Flooded streets in Springfield\nMarch 12, 2021")
+    assert result.text.count("\n") == 1
+    assert (result.width, result.height) == (640, 160)
+    first = result.lines[0]
+    assert first.confidence > 0.8
+    assert min(y for _, y in first.box) < 60 and len(first.box) == 4
+
+
+def test_reads_the_caption_banner_of_a_news_picture(tmp_path):
+    path = tmp_path / "post.jpg"
+    caption_banner(scene(3), "Crowds gather outside the stadium").save(path, quality=90)
+    assert "crowds gather outside the stadium" in " ".join(words(read_text(path).text))
+
+
+@pytest.mark.anyio
+async def test_async_read_is_cached_by_content(tmp_path, anyio_backend):
+    image = Image.new("RGB", (400, 80), "white")
+    ImageDraw.Draw(image).text((10, 20), "Harbor fire 2015", fill="black", font=font(24))
+    first, second = tmp_path / "a.png", tmp_path / "b.png"
+    image.save(first)
+    image.save(second)  # same bytes, another path
+    result = await aread_text(first)
+    assert words(result.text) == ["harbor", "fire", "2015"]
+    assert cached_text(second) == result
+    started = time.perf_counter()
+    assert read_text(second) == result
+    assert time.perf_counter() - started < 0.05
+
+
+def test_blank_image_reads_nothing(tmp_path):
+    path = tmp_path / "blank.png"
+    Image.new("RGB", (200, 100), "white").save(path)
+    result = read_text(path)
+    assert result.lines == [] and result.text == ""
+
+
+def line(text, x0, y0, x1, y1):
+    return OcrLine(text=text, confidence=0.9, box=[[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+
+
+def test_rows_group_top_to_bottom_then_left_to_right():
+    lines = [line("world", 120, 12, 200, 38), line("below", 10, 60, 80, 90), line("hello", 10, 10, 100, 40)]
+    rows = group_rows(lines)
+    assert [[ln.text for ln in row] for row in rows] == [["hello", "world"], ["below"]]

@@ -1,0 +1,33 @@
+"""Found while building the view fixtures: `RunWriter` names blob files
+`blobs-<pid>-<counter>.parquet` with a counter that restarts at 1 for every writer, so a
+second writer session on the same run in the same process (say `eval run` then `eval
+resume` driven from Python, or two `EventLog.append` calls carrying blobs) replaces the
+first session's blob file, and its blobs (model requests, gold) vanish. A later process
+that happens to get the same pid does the same. Kept as a non-strict xfail so the suite
+stays green until the writer is fixed; the view fixtures write each run in one session.
+"""
+
+import hashlib
+
+import anyio
+import pytest
+
+from eviscene.events import ArtifactImported
+from eviscene.store import EventDraft, EventLog
+
+
+async def _session(log: EventLog, content: bytes, kind: str) -> str:
+    async with log.writer("blob-run") as writer:
+        digest = await writer.put_blob(content, "application/json")
+        await writer.emit(EventDraft(ArtifactImported(kind=kind, path=f"/x/{kind}.json", sha256=digest, blob_sha256=digest, rows=1)))
+    return digest
+
+
+@pytest.mark.xfail(reason="writer reuses blob file names across sessions in one process (data loss)", strict=False)
+def test_views_second_writer_session_keeps_first_sessions_blobs(tmp_path):
+    log = EventLog(tmp_path / "blobs.duckdb")
+    first = anyio.run(_session, log, b'{"first": 1}', "first")
+    second = anyio.run(_session, log, b'{"second": 2}', "second")
+    assert first == hashlib.sha256(b'{"first": 1}').hexdigest()
+    stored = {row["sha256"] for row in log.sql("SELECT sha256 FROM blobs").to_pylist()}
+    assert {first, second} <= stored
