@@ -111,16 +111,16 @@ class JsonClient:
                     return await self._try(path, content), retries
             except _Retryable as failure:
                 reason = self.redact(failure.reason)
-                wait = policy.backoff(len(retries) + 1)
-                if failure.retry_after is not None:
-                    if failure.retry_after > policy.max_retry_after_seconds:
-                        retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
-                        raise self._gave_up(url, retries, f"the server asked to wait {failure.retry_after:g} s, "
-                                            f"more than the {policy.max_retry_after_seconds:g} s limit") from None
-                    wait = max(failure.retry_after, 0.0)
-                if len(retries) >= policy.max_retries:
+                too_long = failure.retry_after is not None and failure.retry_after > policy.max_retry_after_seconds
+                if too_long or len(retries) >= policy.max_retries:
                     retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
-                    raise self._gave_up(url, retries) from None
+                    why = (
+                        f"the server asked to wait {failure.retry_after:g} s, more than the {policy.max_retry_after_seconds:g} s limit"
+                        if too_long
+                        else None
+                    )
+                    raise self._gave_up(url, retries, why) from None
+                wait = failure.retry_after if failure.retry_after is not None else policy.backoff(len(retries) + 1)
                 retries.append({"status": failure.status, "error": reason, "waited_seconds": round(wait, 3)})
                 await anyio.sleep(wait)
 

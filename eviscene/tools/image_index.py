@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.image_compare import Comparison, compare, query_strips, scan_score, thumbnail
+from eviscene.tools.image_compare import Comparison, compare, query_windows, scan_score, thumbnail
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -109,8 +109,8 @@ class ImageIndex:
         """(sha256, hash distance, scan score) of the `limit` most promising corpus pictures."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
-        query_thumb, strips = thumbnail(query), query_strips(query)
-        scored = [(int(i), scan_score(self._thumbs[i], query_thumb, strips)) for i in nearest]
+        query_thumb, windows = thumbnail(query), query_windows(query)
+        scored = [(int(i), scan_score(self._thumbs[i], query_thumb, windows)) for i in nearest]
         scored.sort(key=lambda item: (-item[1], distance[item[0]], item[0]))
         return [(self._groups[i][0], int(distance[i]), round(score, 4)) for i, score in scored[:limit]]
 

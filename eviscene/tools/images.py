@@ -58,7 +58,7 @@ class PreparedImage:
     size: tuple[int, int]  # original width, height
     trimmed: dict[str, int]  # side -> pixels removed in the original, for sides that had a border
     scale: float  # pixels of `rgb` per original pixel
-    ignore_rows: Optional[np.ndarray] = field(default=None, repr=False)  # bool per row of `rgb`: known text, not picture
+    ignore_mask: Optional[np.ndarray] = field(default=None, repr=False)  # bool per pixel of `rgb`: printed text, not picture
     bands: tuple[tuple[float, float], ...] = ()  # rows (fractions of the content height) that look like overlaid bands
 
     @property
@@ -92,7 +92,7 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
 
 def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = (), find_bands: bool = True) -> PreparedImage:
     """Decode and trim an image. `text_boxes` (OCR boxes in original pixels, optional) mark
-    rows of printed text inside the picture that comparisons should ignore; `find_bands`
+    printed text inside the picture (captions, badges) that comparisons should ignore; `find_bands`
     looks for caption bands over the picture (worth it for a query, not for the corpus)."""
     image, size = open_image(source)
     rgb = np.asarray(image, dtype=np.uint8)
@@ -102,12 +102,12 @@ def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]
     content = np.ascontiguousarray(rgb[y0:y1, x0:x1])
     scale = content.shape[1] / max(1, box[2] - box[0])
     trimmed_px = {side: round(px * factor) for side, px in trimmed.items()}
-    ignore = _text_rows(text_boxes, box, scale, content.shape[0]) if text_boxes else None
+    ignore = _text_mask(text_boxes, box, scale, content.shape[:2]) if text_boxes else None
     bands = find_overlay_bands(content) if find_bands else []
-    if ignore is not None:
-        bands += _runs(ignore)
+    if ignore is not None and ignore.any():
+        bands += _runs(ignore.any(axis=1))
     return PreparedImage(rgb=content, content_box=box, size=size, trimmed=trimmed_px, scale=scale,
-                         ignore_rows=ignore, bands=tuple(sorted(set(bands))))
+                         ignore_mask=ignore, bands=tuple(sorted(set(bands))))
 
 
 def band_free_strip(image: PreparedImage) -> Optional[tuple[float, float]]:
@@ -241,15 +241,23 @@ def _background_fraction(lines: np.ndarray, color: np.ndarray) -> np.ndarray:
     return close.mean(axis=-1)
 
 
-def _text_rows(boxes: Sequence[Sequence[Sequence[float]]], box: tuple[int, int, int, int], scale: float, rows: int) -> np.ndarray:
-    mask = np.zeros(rows, dtype=bool)
+TEXT_PAD = 0.6
+"""OCR boxes are widened by this fraction of their height on every side: the plate,
+badge or band a caption is printed on reaches about that far beyond its letters."""
+
+
+def _text_mask(boxes: Sequence[Sequence[Sequence[float]]], box: tuple[int, int, int, int], scale: float,
+               shape: tuple[int, int]) -> np.ndarray:
+    """Pixels of the content (at `rgb` resolution) covered by widened OCR boxes."""
+    mask = np.zeros(shape, dtype=bool)
     for points in boxes:
-        ys = [float(p[1]) for p in points]
-        top, bottom = min(ys), max(ys)
-        pad = 0.5 * (bottom - top)  # a caption band's padding is about half a line
-        start = int(np.floor((top - pad - box[1]) * scale))
-        stop = int(np.ceil((bottom + pad - box[1]) * scale))
-        mask[max(0, start):max(0, min(rows, stop))] = True
+        xs, ys = [float(p[0]) for p in points], [float(p[1]) for p in points]
+        pad = TEXT_PAD * (max(ys) - min(ys))
+        top = int(np.floor((min(ys) - pad - box[1]) * scale))
+        bottom = int(np.ceil((max(ys) + pad - box[1]) * scale))
+        left = int(np.floor((min(xs) - pad - box[0]) * scale))
+        right = int(np.ceil((max(xs) + pad - box[0]) * scale))
+        mask[max(0, top):max(0, min(shape[0], bottom)), max(0, left):max(0, min(shape[1], right))] = True
     return mask
 
 

@@ -28,6 +28,7 @@ from eviscene.tools.image_compare import Comparison, compare
 from eviscene.tools.corpus import Corpus, CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
+from eviscene.tools.ocr import read_text
 from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.results import ToolOutcome, policy_block
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
@@ -72,7 +73,10 @@ class EpisodeTools:
         return dict(self._sources)
 
     def case_image(self) -> PreparedImage:
-        return self.toolbox.prepared_case_image(self.case_image_path, self.text_boxes)
+        boxes = self.text_boxes
+        if not boxes and self.toolbox.read_case_text:
+            boxes = tuple(tuple(tuple(p) for p in line.box) for line in read_text(self.case_image_path).lines)
+        return self.toolbox.prepared_case_image(self.case_image_path, boxes)
 
 
 class Toolbox:
@@ -86,8 +90,10 @@ class Toolbox:
         enable_web_search: bool = True,
         enable_image_retrieval: bool = True,
         enable_evidence_inspection: bool = True,
+        read_case_text: bool = True,
     ) -> None:
         self.corpus = corpus
+        self.read_case_text = read_case_text
         self.policy = policy or ALLOW_ALL
         self.families = {
             "web_search": enable_web_search,
@@ -117,8 +123,9 @@ class Toolbox:
         return [tool_spec(name) for name in self.enabled_tools]
 
     def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> EpisodeTools:
-        """Fresh per-episode state. `text_boxes` (OCR boxes of the case image, optional)
-        mark printed text inside the picture that image comparisons should ignore."""
+        """Fresh per-episode state. Image comparisons ignore text printed over the case
+        picture (badges, caption bands): its OCR boxes are given as `text_boxes` or, with
+        `read_case_text`, read once per case image with the shared OCR cache."""
         return EpisodeTools(self, case_image_path, text_boxes)
 
     async def call(self, name: str, arguments: Any, episode: EpisodeTools) -> ToolOutcome:

@@ -17,7 +17,7 @@ SELECT
     llm_api_calls,
     token_usage,
     error,
-    {} AS stage_timings,
+    '{}'::JSON AS stage_timings,
     CASE WHEN finished THEN 'traces/' || safe_trace_filename(episode_id) END AS trace_path,
     prompt_group_id,
     rollout_index,

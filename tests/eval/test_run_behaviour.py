@@ -48,10 +48,11 @@ def test_cli_exits_1_when_an_episode_errored(release, tmp_path, monkeypatch):
     result = CliRunner().invoke(
         cli,
         ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
-         "--limit", "2", "--no-progress"],
+         "--limit", "2", "--no-progress", "--output-dir", str(tmp_path / "run")],
     )
     assert result.exit_code == 1, result.output
     assert "2 of 2 episodes ran (completed 1, error 1)" in result.output
+    assert (tmp_path / "run" / "run_manifest.json").is_file()  # materialized even when an episode errored
 
 
 def test_ablation_removes_tool_families(release, tmp_path):
@@ -85,6 +86,7 @@ def test_timeout_ends_episodes_as_timeout(release, tmp_path):
 )
 def test_bad_flags_are_one_line_errors(release, tmp_path, flags, message):
     result = CliRunner().invoke(
-        cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--no-progress", *flags]
+        cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+              "--no-progress", "--no-materialize", *flags]
     )
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from conftest import CorpusBuilder
-from PIL import Image
-from tools_images import caption_band, caption_banner, crop_fraction, jpeg, paste_object, resize_to, scene
+from PIL import Image, ImageDraw
+from tools_images import caption_band, caption_banner, crop_fraction, font, jpeg, paste_object, resize_to, scene
 
 from eviscene.tools import Corpus, compare, find_content_box, phash_hex, prepare
 from eviscene.tools.image_compare import GRID, MATCH_THRESHOLD
@@ -130,11 +130,25 @@ def test_dark_caption_band_is_ignored(picture, position):
     assert result.masked_fraction == pytest.approx(band_height, abs=0.05)
 
 
-def test_ocr_text_boxes_mark_rows_to_ignore(picture):
-    boxes = [[[10, 300], [200, 300], [200, 330], [10, 330]]]
+def test_ocr_text_boxes_mark_pixels_to_ignore(picture):
+    boxes = [[[100, 300], [200, 300], [200, 330], [100, 330]]]  # pad: 0.6 * 30 = 18 px
     prepared = prepare(picture, text_boxes=boxes)
-    rows = np.flatnonzero(prepared.ignore_rows) / prepared.scale
-    assert rows.min() == pytest.approx(300 - 15, abs=2) and rows.max() == pytest.approx(330 + 15, abs=2)
+    rows = np.flatnonzero(prepared.ignore_mask.any(axis=1)) / prepared.scale
+    cols = np.flatnonzero(prepared.ignore_mask.any(axis=0)) / prepared.scale
+    assert rows.min() == pytest.approx(300 - 18, abs=2) and rows.max() == pytest.approx(330 + 18, abs=2)
+    assert cols.min() == pytest.approx(100 - 18, abs=2) and cols.max() == pytest.approx(200 + 18, abs=2)
+
+
+def test_a_text_badge_is_not_an_edit_when_ocr_boxes_are_given(picture):
+    badged = picture.copy()
+    draw = ImageDraw.Draw(badged)
+    draw.rectangle((500, 12, 625, 44), fill=(200, 20, 30))
+    draw.text((510, 16), "BREAKING", fill="white", font=font(20))
+    query = jpeg(badged, 75)
+    assert compare(picture, query).edited  # without OCR the badge is a local change
+    boxes = [[[508, 17], [612, 17], [612, 39], [508, 39]]]  # where OCR finds the word
+    result = compare(picture, prepare(query, text_boxes=boxes))
+    assert result.match and not result.edited
 
 
 def test_edit_and_caption_and_crop_together(picture):

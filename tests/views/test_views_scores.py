@@ -207,3 +207,46 @@ def test_views_reward_weights_are_data(con):
         "stop_calibration_reward": 0.2, "duplicate_action_penalty": -0.2, "invalid_task_penalty": -0.2,
         "normalized_cost_penalty": -0.1,
     }
+
+
+def test_views_tool_calls_flags(con, ep):
+    # dup: c2 repeats c1 (same tool and canonical arguments); c3 was rejected as invalid.
+    assert con.sql(
+        "SELECT call_index, call_id, tool, status, is_duplicate, is_invalid FROM tool_calls "
+        "WHERE run_id = 'views-main' AND episode_id = 'case-D' ORDER BY call_index"
+    ).fetchall() == [
+        (1, "c1", "text_search", "ok", False, False),
+        (2, "c2", "text_search", "ok", True, False),
+        (3, "c3", "image_magic", "invalid", False, True),
+    ]
+    # `wrong` issues the same search as `correct`: duplicates are counted within an episode.
+    assert con.sql(
+        "SELECT is_duplicate FROM tool_calls WHERE run_id = 'views-main' AND episode_id = ? AND call_id = 'c1'",
+        params=[ep["wrong"]],
+    ).fetchall() == [(False,)]
+    # the blocked visit is a call like any other: blocked, not invalid
+    assert con.sql(
+        "SELECT status, is_invalid, json_array_length(sources) FROM tool_calls "
+        "WHERE run_id = 'views-main' AND episode_id = 'case-e:blocked' AND call_id = 'c2'"
+    ).fetchall() == [("blocked", False, 0)]
+
+
+def test_views_episode_evidence(con, ep):
+    assert con.sql(
+        "SELECT evidence_id, normalized_url, content_sha256 IS NULL, first_call_index, visited FROM episode_evidence "
+        "WHERE run_id = 'views-main' AND episode_id = ? ORDER BY evidence_id",
+        params=[ep["correct"]],
+    ).fetchall() == [
+        ("ev-1", "https://bridge.example/post/42", True, 1, True),
+        ("ev-2", "https://mirror.context.example/copy", False, 1, False),
+    ]
+
+
+def test_views_model_calls(con):
+    assert con.sql(
+        "SELECT call_index, step, stage, tool_call_count, reasoning, total_tokens FROM model_calls "
+        "WHERE run_id = 'views-main' AND episode_id = 'case-G' ORDER BY call_index"
+    ).fetchall() == [
+        (1, 2, "unified_react", 2, "", 120),
+        (2, 5, "unified_judgment", 0, "Weighing the evidence.", 120),
+    ]

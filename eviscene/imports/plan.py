@@ -1,0 +1,53 @@
+"""What one import brings into the log: a source (a run directory, an accepted release, a
+case split, a directory of gate artifacts) and its files, checked before anything is written.
+
+The import's run id is derived from the bytes it imports (`import-<sha256>`), so importing the
+same source twice finds the run already in the log and writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eviscene.imports.files import sha256_bytes
+from eviscene.store.chain import canonical_json
+
+SOURCE_KINDS = ("run_dir", "accepted_release", "case_split", "gate_artifacts")
+
+
+@dataclass
+class ImportedFile:
+    kind: str  # run_manifest, trace, trajectory_scores, trajectory_sft, perception_trajectories, ...
+    path: Path
+    relative_path: str
+    content: bytes
+    rows: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sha256(self) -> str:
+        return sha256_bytes(self.content)
+
+    @property
+    def media_type(self) -> str:
+        return "application/jsonl" if self.relative_path.endswith(".jsonl") else "application/json"
+
+
+@dataclass
+class ImportPlan:
+    source_kind: str
+    root: Path
+    files: list[ImportedFile]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """sha256 over the source kind and each file's relative path and sha256."""
+        listing = sorted([f.relative_path, f.sha256] for f in self.files)
+        return sha256_bytes(canonical_json({"kind": self.source_kind, "files": listing}).encode("utf-8"))
+
+    @property
+    def import_id(self) -> str:
+        return f"import-{self.digest[:32]}"

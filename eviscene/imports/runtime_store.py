@@ -1,0 +1,48 @@
+"""An accepted release's per-episode runtime store (seed `_accepted_release_runtime_store`):
+it must stay inside the release, hold context manifests and an artifact store. The log
+records its file listing (each file's sha256), not its contents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eviscene.imports.errors import ArtifactError
+from eviscene.imports.files import sha256_bytes, text
+from eviscene.imports.plan import ImportedFile
+
+
+def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> ImportedFile | None:
+    raw, episode_id = text(row.get("runtime_store_path", "")), text(row.get("episode_id", ""))
+    if not raw:
+        if required:
+            raise ArtifactError(f"accepted-release v4 selected episode has no runtime store: {episode_id}")
+        return None
+    root = root.resolve()
+    store = (root / raw).resolve()
+    if store != root and root not in store.parents:
+        raise ArtifactError(f"accepted-release runtime store escapes the release root: {episode_id}")
+    if not store.is_dir():
+        raise ArtifactError(f"accepted-release runtime store is missing: {episode_id}: {store}")
+    if not any((store / "context").glob("*.json")):
+        raise ArtifactError(f"accepted-release runtime store has no context manifests: {episode_id}")
+    if not (store / "artifacts" / "sha256").is_dir():
+        raise ArtifactError(f"accepted-release runtime store has no artifact store: {episode_id}")
+    try:
+        expected_files = int(row.get("runtime_store_file_count", 0) or 0)
+    except (TypeError, ValueError):
+        expected_files = 0
+    if required and expected_files < 1:
+        raise ArtifactError(f"accepted-release v4 selected episode has invalid runtime store metadata: {episode_id}")
+    listing = {
+        path.relative_to(store).as_posix(): sha256_bytes(path.read_bytes())
+        for path in sorted(store.rglob("*"))
+        if path.is_file()
+    }
+    content = json.dumps({"episode_id": episode_id, "files": listing}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    relative = store.relative_to(root).as_posix()
+    return ImportedFile(
+        "runtime_store", store, f"{relative}/", content, rows=len(listing),
+        metadata={"episode_id": episode_id, "runtime_store_path": str(store)},
+    )

@@ -1,0 +1,242 @@
+"""Collecting and checking each kind of importable source (seed 002's loaders and checks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from eviscene.imports.errors import ArtifactError
+from eviscene.imports.files import parse_json_object, parse_jsonl_objects, text
+from eviscene.imports.plan import ImportedFile, ImportPlan
+from eviscene.imports.runtime_store import runtime_store_file
+
+ACCEPTED_RELEASE_SCHEMAS = frozenset(
+    {"ifv-accepted-teacher-release-v2", "ifv-accepted-teacher-release-v3", "ifv-accepted-teacher-release-v4"}
+)
+GATE_SUFFIXES = {".sft_eligibility.json": "sft_eligibility", ".semantic_reward.json": "semantic_reward"}
+# Optional JSONL files of a run directory, by kind.
+RUN_JSONL_FILES = ("trajectory_scores", "perception_trajectories", "trajectory_sft")
+
+
+def detect_kind(path: Path) -> str:
+    if path.is_file():
+        if path.name.endswith(".jsonl"):
+            return "case_split"
+        raise ArtifactError(f"cannot import the file {path}: only a case split (.jsonl) is imported as a single file")
+    if not path.is_dir():
+        raise ArtifactError(f"no such file or directory: {path}")
+    if (path / "accepted_release_manifest.json").is_file():
+        return "accepted_release"
+    if (path / "run_manifest.json").is_file():
+        return "run_dir"
+    if any(any(path.rglob(f"*{suffix}")) for suffix in GATE_SUFFIXES):
+        return "gate_artifacts"
+    raise ArtifactError(
+        f"cannot tell what {path} is: expected a run directory (run_manifest.json), an accepted release "
+        "(accepted_release_manifest.json), a directory of *.sft_eligibility.json / *.semantic_reward.json "
+        "files, or a case split (.jsonl)"
+    )
+
+
+def plan_import(path: Path, kind: str | None = None) -> ImportPlan:
+    path = path.expanduser().resolve()
+    kind = kind or detect_kind(path)
+    collect = {
+        "run_dir": collect_run_dir,
+        "accepted_release": collect_accepted_release,
+        "case_split": collect_case_split,
+        "gate_artifacts": collect_gate_artifacts,
+    }.get(kind)
+    if collect is None:
+        raise ArtifactError(f"unknown import kind {kind!r}")
+    return collect(path)
+
+
+def _read(root: Path, path: Path, kind: str, **metadata: Any) -> ImportedFile:
+    return ImportedFile(kind, path, path.relative_to(root).as_posix(), path.read_bytes(), metadata=metadata)
+
+
+def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
+    """Seed: `str(trace.get("image_id") or trace_path.stem).strip()`."""
+    return text(trace.get("image_id") or path.stem)
+
+
+def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]], dict[str, Any]]:
+    """A run directory's files: manifest, traces (parsed, by episode id) and JSONL files."""
+    manifest_path = root / "run_manifest.json"
+    if not manifest_path.is_file():
+        raise ArtifactError(f"run directory has no run_manifest.json: {root}")
+    manifest_file = _read(root, manifest_path, "run_manifest")
+    manifest = parse_json_object(manifest_path, manifest_file.content)
+    files = [manifest_file]
+    traces: dict[str, dict[str, Any]] = {}
+    trace_files: dict[str, ImportedFile] = {}
+    for path in sorted((root / "traces").glob("*.json")):
+        item = _read(root, path, "trace")
+        trace = parse_json_object(path, item.content)
+        episode_id = _episode_of_trace(trace, path)
+        if episode_id in trace_files:
+            raise ArtifactError(
+                f"duplicate episode {episode_id} in {trace_files[episode_id].path.name} and {path.name} ({root})"
+            )
+        item.metadata["episode_id"] = episode_id
+        trace_files[episode_id], traces[episode_id] = item, trace
+        files.append(item)
+    for kind in RUN_JSONL_FILES:
+        path = root / f"{kind}.jsonl"
+        if not path.is_file():
+            continue
+        item = _read(root, path, kind)
+        rows = parse_jsonl_objects(path, item.content)
+        item.rows = len(rows)
+        if kind in ("perception_trajectories", "trajectory_sft"):
+            _check_episode_rows(path, rows, kind)
+        files.append(item)
+    return files, traces, manifest
+
+
+def _check_episode_rows(path: Path, rows: list[tuple[int, dict[str, Any]]], kind: str) -> None:
+    seen: dict[str, int] = {}
+    what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
+    for number, row in rows:
+        episode_id = text(row.get("episode_id"))
+        if not episode_id:
+            raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
+        if episode_id in seen:
+            raise ArtifactError(f"{path}:{number}: duplicate {what} {episode_id} (first on line {seen[episode_id]})")
+        seen[episode_id] = number
+
+
+def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
+    benchmark = manifest.get("benchmark") if isinstance(manifest.get("benchmark"), dict) else {}
+    return {
+        "run_id": manifest.get("run_id"),
+        "git_commit": manifest.get("git_commit"),
+        "release_id": benchmark.get("release_id"),
+    }
+
+
+def collect_run_dir(root: Path) -> ImportPlan:
+    if not root.is_dir():
+        raise ArtifactError(f"not a run directory: {root}")
+    files, _, manifest = _run_files(root)
+    return ImportPlan("run_dir", root, files, _run_metadata(manifest))
+
+
+def collect_case_split(path: Path) -> ImportPlan:
+    """Seed `_load_fixed_case_split`: case_id, a train/validation split and split_group_id on
+    every row, each case once, at least one row."""
+    if not path.is_file():
+        raise ArtifactError(f"no such case split file: {path}")
+    item = ImportedFile("case_split", path, "", path.read_bytes())
+    rows = parse_jsonl_objects(path, item.content)
+    seen: set[str] = set()
+    for number, row in rows:
+        case_id = text(row.get("case_id", ""))
+        if not case_id or text(row.get("split", "")) not in {"train", "validation"} or not text(row.get("split_group_id", "")):
+            raise ArtifactError(
+                f"{path}:{number}: fixed case split rows require case_id, train/validation split, and split_group_id"
+            )
+        if case_id in seen:
+            raise ArtifactError(f"{path}:{number}: duplicate fixed case split case_id: {case_id}")
+        seen.add(case_id)
+    if not seen:
+        raise ArtifactError(f"fixed case split is empty: {path}")
+    item.rows = len(rows)
+    return ImportPlan("case_split", path, [item], {"cases": len(seen)})
+
+
+def _gate_files(root: Path, base: Path) -> list[ImportedFile]:
+    """Seed `_load_gate_artifacts` for each suffix: every artifact names its episode, once."""
+    files = []
+    for suffix, kind in GATE_SUFFIXES.items():
+        seen: dict[str, Path] = {}
+        for path in sorted(base.rglob(f"*{suffix}")):
+            item = _read(root, path, kind)
+            payload = parse_json_object(path, item.content)
+            rollout = payload.get("rollout") if isinstance(payload.get("rollout"), dict) else {}
+            episode_id = text(payload.get("episode_id") or rollout.get("episode_id", ""))
+            if not episode_id:
+                raise ArtifactError(f"gate artifact lacks episode_id: {path}")
+            if episode_id in seen:
+                raise ArtifactError(f"duplicate gate artifact episode_id: {episode_id} ({seen[episode_id]} and {path})")
+            seen[episode_id] = path
+            item.metadata["episode_id"] = episode_id
+            files.append(item)
+    return files
+
+
+def collect_gate_artifacts(root: Path) -> ImportPlan:
+    if not root.is_dir():
+        raise ArtifactError(f"not a directory of gate artifacts: {root}")
+    files = _gate_files(root, root)
+    counts = {kind: sum(f.kind == kind for f in files) for kind in GATE_SUFFIXES.values()}
+    return ImportPlan("gate_artifacts", root, files, counts)
+
+
+def _selected_episodes(root: Path, manifest: dict[str, Any]) -> tuple[ImportedFile, dict[str, dict[str, Any]]]:
+    """Seed `_load_canonical_accepted_release`: the selected rows, each episode and case once,
+    each with a passing deterministic gate, as many cases as the manifest says."""
+    path = root / "selected_episodes.jsonl"
+    content = path.read_bytes() if path.is_file() else b""
+    item = ImportedFile("selected_episodes", path, "selected_episodes.jsonl", content)
+    selected: dict[str, dict[str, Any]] = {}
+    cases: set[str] = set()
+    for number, row in parse_jsonl_objects(path, content):
+        episode_id, case_id = text(row.get("episode_id", "")), text(row.get("case_id", ""))
+        if not episode_id or not case_id or not text(row.get("source_trace_sha256", "")):
+            raise ArtifactError(
+                f"{path}:{number}: accepted-release selected episode requires case_id, episode_id and source_trace_sha256"
+            )
+        if episode_id in selected:
+            raise ArtifactError(f"accepted-release has duplicate episode_id: {episode_id}")
+        if case_id in cases:
+            raise ArtifactError(f"accepted-release has duplicate selected case_id: {case_id}")
+        if row.get("deterministic_hard_gate_pass") is not True:
+            raise ArtifactError(f"accepted-release contains a selected episode without a passing deterministic gate: {episode_id}")
+        selected[episode_id] = row
+        cases.add(case_id)
+    try:
+        expected = int(manifest.get("accepted_case_count", -1))
+    except (TypeError, ValueError):
+        raise ArtifactError(f"accepted-release accepted_case_count is not an integer: {manifest.get('accepted_case_count')!r}") from None
+    if expected != len(cases):
+        raise ArtifactError(f"accepted-release accepted_case_count does not match selected episodes: {expected} != {len(cases)}")
+    if not selected:
+        raise ArtifactError("accepted-release selected_episodes.jsonl is empty")
+    item.rows = len(selected)
+    return item, selected
+
+
+def collect_accepted_release(root: Path) -> ImportPlan:
+    manifest_file = _read(root, root / "accepted_release_manifest.json", "accepted_release_manifest")
+    manifest = parse_json_object(manifest_file.path, manifest_file.content)
+    schema = manifest.get("schema_version")
+    if schema not in ACCEPTED_RELEASE_SCHEMAS:
+        raise ArtifactError(f"accepted-release has unsupported schema: {schema!r}")
+    if not (root / "run_manifest.json").is_file():
+        raise ArtifactError("accepted-release is missing run_manifest.json")
+    if not (root / "eligibility").is_dir():
+        raise ArtifactError("accepted-release is missing eligibility/")
+    selected_file, selected = _selected_episodes(root, manifest)
+    files, _, run_manifest = _run_files(root)
+    files += [manifest_file, selected_file]
+    for trace_file in [f for f in files if f.kind == "trace"]:
+        episode_id = trace_file.metadata["episode_id"]
+        row = selected.get(episode_id)
+        if row is None:
+            raise ArtifactError(f"accepted-release trace is not listed as selected: {episode_id}")
+        if text(row.get("source_trace_sha256", "")) != trace_file.sha256:
+            raise ArtifactError(f"accepted-release trace SHA-256 mismatch: {episode_id}")
+        required = schema == "ifv-accepted-teacher-release-v4" and text(row.get("decision_policy_version", "")) == "unified-react-v1"
+        store = runtime_store_file(root, row, required=required)
+        if store is not None:
+            files.append(store)
+    action_only = root / "action_only.jsonl"
+    if action_only.is_file():
+        item = _read(root, action_only, "action_only")
+        item.rows = len(parse_jsonl_objects(action_only, item.content))
+        files.append(item)
+    files += _gate_files(root, root / "eligibility")
+    metadata = {**_run_metadata(run_manifest), "schema_version": schema, "selected_episodes": len(selected)}
+    return ImportPlan("accepted_release", root, files, metadata)

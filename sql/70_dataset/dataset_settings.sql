@@ -1,0 +1,68 @@
+-- view: dataset_settings
+-- grain: one row per connection (the options of the dataset export being computed)
+-- key: seed
+-- The options of a dataset export (seed 002's flags) as one row every dataset view reads:
+-- seed, train/validation ratios, short-trajectory token budget, frozen mode, minimum
+-- accepted cases, whether every validation case must be accepted, and the imports that
+-- hold the fixed case split, the eligibility and semantic-reward gate artifacts and the
+-- accepted release. `eviscene dataset export` fills the temporary table `export_settings`
+-- before it reads the views; elsewhere (eviscene sql) the seed's defaults apply: a derived
+-- split with seed ifv-policy-v1, ratios 0.8/0.1, 131072 tokens. This file also defines the
+-- macros the dataset views share, which reproduce Python's str(), strip(), truthiness and
+-- json.dumps(ensure_ascii=True) where the seed's hashes and comparisons depend on them.
+CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(s, '^\s+|\s+$', '', 'g');
+CREATE OR REPLACE MACRO py_text(j) AS CASE json_type(j)
+    WHEN 'VARCHAR' THEN j->>'$'
+    WHEN 'NULL' THEN 'None'
+    WHEN 'BOOLEAN' THEN CASE WHEN j::VARCHAR = 'true' THEN 'True' ELSE 'False' END
+    ELSE j::VARCHAR
+END;
+CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
+    WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'
+    WHEN 'NULL' THEN false
+    WHEN 'VARCHAR' THEN j->>'$' <> ''
+    WHEN 'ARRAY' THEN json_array_length(j) > 0
+    WHEN 'OBJECT' THEN len(json_keys(j)) > 0
+    ELSE TRY_CAST(j::VARCHAR AS DOUBLE) <> 0
+END, false);
+-- `value or default` for a JSON field, as text.
+CREATE OR REPLACE MACRO py_or_text(j) AS CASE WHEN py_truthy(j) THEN py_text(j) END;
+-- `str(mapping.get(key, default))` where a non-object mapping reads as {}.
+CREATE OR REPLACE MACRO py_get_text(obj, key, fallback) AS CASE
+    WHEN json_type(obj) = 'OBJECT' AND json_exists(obj, '$."' || key || '"') THEN py_text(obj->key)
+    ELSE fallback
+END;
+CREATE OR REPLACE MACRO is_json_true(j) AS coalesce(json_type(j) = 'BOOLEAN' AND j::VARCHAR = 'true', false);
+CREATE OR REPLACE MACRO ordered_distinct(l) AS list_filter(l, lambda x, i: list_position(l, x) = i);
+CREATE OR REPLACE MACRO fatal_teacher_reasons() AS ['incorrect_result', 'engineering_error', 'legacy_core_ownership'];
+-- json.dumps(s) with Python's default ensure_ascii=True.
+CREATE OR REPLACE MACRO json_ascii(s) AS '"' || coalesce(list_aggr(list_transform(list_filter(string_split(s, ''), lambda c: c <> ''), lambda c: CASE
+    WHEN c = '"' THEN '\"'
+    WHEN c = '\' THEN '\\'
+    WHEN c = chr(10) THEN '\n'
+    WHEN c = chr(13) THEN '\r'
+    WHEN c = chr(9) THEN '\t'
+    WHEN c = chr(8) THEN '\b'
+    WHEN c = chr(12) THEN '\f'
+    WHEN unicode(c) BETWEEN 32 AND 126 THEN c
+    WHEN unicode(c) < 65536 THEN printf('\u%04x', unicode(c))
+    ELSE printf('\u%04x\u%04x', 55296 + ((unicode(c) - 65536) >> 10), 56320 + ((unicode(c) - 65536) & 1023))
+END), 'string_agg', ''), '') || '"';
+-- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
+CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
+    ('0x' || left(sha256(seed || ':' || group_id), 16))::UBIGINT::DOUBLE / 18446744073709551616::DOUBLE;
+CREATE TEMP TABLE IF NOT EXISTS export_settings AS
+SELECT
+    'ifv-policy-v1' AS seed,
+    0.8::DOUBLE AS train_ratio,
+    0.1::DOUBLE AS validation_ratio,
+    131072::BIGINT AS short_max_tokens,
+    false AS frozen,
+    NULL::BIGINT AS minimum_accepted_cases,
+    true AS require_all_validation_cases,
+    NULL::VARCHAR AS case_split_import,
+    NULL::VARCHAR AS eligibility_import,
+    NULL::VARCHAR AS semantic_import,
+    NULL::VARCHAR AS accepted_release_import;
+CREATE OR REPLACE VIEW dataset_settings AS
+SELECT * FROM export_settings;

@@ -1,0 +1,47 @@
+-- view: dataset_sources
+-- grain: one row per source of candidate episodes in the export
+-- key: source_id
+-- The runs whose episodes are candidates: native runs of the log (source_kind `run`),
+-- imported run directories (`run_dir`) and an imported accepted release
+-- (`accepted_release`), each with the fields of the seed manifest's `source_runs` entry and
+-- whether its release prohibits training. The exporter names them in the temporary table
+-- `export_sources`; when it is empty (eviscene sql) every native run is a source.
+CREATE TEMP TABLE IF NOT EXISTS export_sources (source_id VARCHAR);
+CREATE OR REPLACE VIEW dataset_sources AS
+WITH chosen AS (
+    SELECT DISTINCT source_id FROM export_sources
+    UNION ALL
+    SELECT run_id FROM run_manifests WHERE NOT EXISTS (SELECT 1 FROM export_sources)
+),
+imported_manifests AS (
+    SELECT f.import_id, decode(b.content)::JSON AS manifest
+    FROM imported_files f
+    JOIN chosen c ON c.source_id = f.import_id
+    JOIN blobs b ON b.sha256 = f.blob_sha256
+    WHERE f.kind = 'run_manifest'
+)
+SELECT
+    r.run_id AS source_id,
+    'run' AS source_kind,
+    r.run_id AS source_run_id,
+    NULL::VARCHAR AS path,
+    r.git_commit,
+    r.release_id,
+    r.manifest->'agent'->>'decision_policy_version' AS decision_policy_version,
+    coalesce(r.training_prohibited_flag, false) OR r.release_stage = 'development_subset' AS training_prohibited
+FROM run_manifests r
+JOIN chosen c ON c.source_id = r.run_id
+UNION ALL
+SELECT
+    s.import_id,
+    s.source_kind,
+    m.manifest->>'run_id',
+    s.path,
+    m.manifest->>'git_commit',
+    m.manifest->'benchmark'->>'release_id',
+    m.manifest->'agent'->>'decision_policy_version',
+    coalesce(TRY_CAST(m.manifest->'benchmark'->>'training_prohibited' AS BOOLEAN), false)
+        OR coalesce(m.manifest->'benchmark'->>'release_stage' = 'development_subset', false)
+FROM import_sources s
+JOIN imported_manifests m USING (import_id)
+WHERE s.source_kind IN ('run_dir', 'accepted_release');

@@ -1,0 +1,346 @@
+"""`materialize_run` on the hand-built log: the seed run-directory files checked field by
+field for one episode (`correct`, the first row of every file), byte-identical reruns, a
+refused non-empty directory, `--format parquet`, and every file reloading in DuckDB and
+pyarrow with the expected row count."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.errors import EvisceneError
+from eviscene.exports.run_dir import materialize_run
+
+MAIN = "views-main"
+GIT_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+ROOT = "/data/releases/views-demo"
+
+ROW_COUNTS = {
+    "predictions": 8,  # rollout 0, completed: A D e F G H I K
+    "episode_predictions": 11,  # every completed verdict
+    "run_results": 15,  # every scheduled episode
+    "process_metrics": 14,  # every finished episode
+    "reference_chain_metrics": 14,
+    "trajectory_scores": 14,
+    "rollout_groups": 15,
+    "post_rollout_rewards": 14,
+    "trajectory_sft": 11,  # finished with a verdict
+    "perception_trajectories": 14,  # finished and perceived
+}
+TRACE_FILES = [
+    "case-A--d265ec5d--r000.json", "case-A--d265ec5d--r001.json", "case-B.json", "case-C--12d45928--r000.json",
+    "case-C--12d45928--r001.json", "case-D.json", "case-F.json", "case-G.json", "case-H.json", "case-I.json",
+    "case-K--255f802b--r000.json", "case-K--255f802b--r001.json", "case-K--255f802b--r002.json", "case-e_blocked.json",
+]
+
+
+def approx(value):
+    return pytest.approx(value, rel=1e-12, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def run_dir(views_log, tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    out = tmp_path_factory.mktemp("materialized") / "run"
+    return out, materialize_run(views_log, MAIN, out)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _first(run_dir: Path, stem: str) -> dict:
+    return _lines(run_dir / f"{stem}.jsonl")[0]
+
+
+def test_views_materialize_writes_the_seed_layout(run_dir):
+    out, written = run_dir
+    assert written == {**{f"{stem}.jsonl": n for stem, n in ROW_COUNTS.items()}, "traces/": 14}
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{stem}.jsonl" for stem in ROW_COUNTS] + ["run_manifest.json", "summary.json", "traces"]
+    )
+    assert sorted(p.name for p in (out / "traces").iterdir()) == sorted(TRACE_FILES)
+    for stem, count in ROW_COUNTS.items():
+        assert len(_lines(out / f"{stem}.jsonl")) == count, stem
+
+
+def test_views_materialized_rows_of_one_episode(run_dir, planned):
+    out, _ = run_dir
+    p = planned["correct"]
+    identity = {"episode_id": p.episode_id, "case_id": "case-A", "prompt_group_id": p.prompt_group_id}
+
+    assert [r["case_id"] for r in _lines(out / "predictions.jsonl")] == [
+        "case-A", "case-D", "case-F", "case-G", "case-H", "case-I", "case-K", "case-e:blocked"
+    ]
+    assert _first(out, "predictions") == {"case_id": "case-A", "prediction": "out_of_context", "confidence": 0.9}
+    assert _first(out, "episode_predictions") == {**identity, "prediction": "out_of_context", "confidence": 0.9, "rollout_index": 0}
+    assert _first(out, "run_results") == {
+        **identity,
+        "verdict": "out_of_context",
+        "confidence": 0.9,
+        "verdict_basis": [{"evidence_id": "ev-1", "finding": "ev-1 shows it"}, {"evidence_id": "ev-2", "finding": "ev-2 shows it"}],
+        "termination": "completed",
+        "time_taken": 12.5,
+        "total_tool_calls": 3,
+        "llm_api_calls": 5,
+        "token_usage": {"prompt_tokens": 500, "completion_tokens": 100, "total_tokens": 600},
+        "error": None,
+        "stage_timings": {},
+        "trace_path": f"traces/{p.episode_id}.json",
+        "rollout_index": 0,
+        "sampling_seed": p.seed,
+    }
+    assert _first(out, "process_metrics") == {
+        **identity,
+        "schema_version": "ifv-process-metrics-v2",
+        "protocol_version": "ifv-process-score-v1",
+        "runtime_verdict": "out_of_context",
+        "termination": "completed",
+        "result_correct": True,
+        "engineering_error": False,
+        "evidence_recovery_recall": approx(1 / 3),
+        "fact_recovery_recall": approx(2 / 3),
+        "chain_recovery_recall": 1.0,
+        "basis_reference_precision": 1.0,
+        "tool_calls": 3,
+        "duplicate_tool_calls": 0,
+        "invalid_tool_calls": 0,
+        "training_eligible": True,
+        "training_exclusion_reasons": [],
+        "strict_trace_audit_pass": True,
+        "hard_trace_audit_pass": True,
+        "strict_trace_audit_failures": [],
+    }
+    assert _first(out, "reference_chain_metrics") == {
+        **identity,
+        "schema_version": "ifv-reference-chain-metrics-v2",
+        "applicable": True,
+        "engineering_error": False,
+        "metrics": {
+            "fact_recovery_recall": approx(2 / 3),
+            "chain_recovery_recall": 1.0,
+            "evidence_recovery_recall": approx(1 / 3),
+            "basis_reference_precision": 1.0,
+        },
+    }
+    components = {
+        "result_reward": 1.0, "grounded_finding_reward": 1.0, "gap_coverage_reward": approx(2 / 3), "bridge_reward": 1.0,
+        "stop_calibration_reward": approx(0.99), "duplicate_action_penalty": 0.0, "invalid_task_penalty": 0.0,
+        "normalized_cost_penalty": 0.125,
+    }
+    assert _first(out, "trajectory_scores") == {
+        **identity,
+        "schema_version": "ifv-trajectory-score-v2",
+        "protocol_version": "ifv-process-score-v1",
+        "components": components,
+        "total": approx(1.8855),
+        "training_eligible": True,
+        "training_exclusion_reasons": [],
+    }
+    assert _first(out, "rollout_groups") == {
+        **identity,
+        "schema_version": "ifv-rollout-group-member-v1",
+        "rollout_index": 0,
+        "group_size": 2,
+        "sampling_seed": p.seed,
+        "policy_revision": GIT_COMMIT,
+        "trace_path": f"traces/{p.episode_id}.json",
+        "training_prohibited": False,
+        "training_eligible": True,
+        "sft_structured_eligibility_required": False,
+        "sft_training_eligible": True,
+        "rl_reward_eligible": True,
+    }
+    # group case-A: rewards 1.8855 and 0.363666..., see test_views_rollouts.py
+    reward = _first(out, "post_rollout_rewards")
+    assert reward == {
+        **identity,
+        "schema_version": "ifv-post-rollout-deterministic-v1",
+        "classification_correct": True,
+        "fatal_engineering_error": False,
+        "strict_trace_audit_pass": True,
+        "hard_trace_audit_pass": True,
+        "strict_trace_audit_failure_codes": [],
+        "training_prohibited": False,
+        "rl_reward_eligible": True,
+        "step_ids": [f"{p.episode_id}:{s}" for s in (2, 5, 8, 11, 12)],
+        "process_components": components,
+        "reward": approx(1.8855),
+        "group_members": 2,
+        "reward_mean": approx(1.1245833333333333),
+        "reward_std": pytest.approx(0.7609166666666667 * 2**0.5, rel=1e-9),
+        "is_std_zero": False,
+        "grpo_advantage": pytest.approx(0.70710612, rel=1e-7),
+        "rloo_advantage": approx(1.8855 - 0.36366666666666667),
+    }
+
+
+def test_views_materialized_summary_and_manifest(run_dir, fx):
+    out, _ = run_dir
+    assert json.loads((out / "summary.json").read_text()) == {
+        "run_id": MAIN,
+        "num_samples": 15,
+        "num_errors": 3,
+        "predicted_verdict_distribution": {"None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2},
+        "avg_time_taken_sec": 6.696,
+        "avg_tool_calls": 2.929,
+        "avg_llm_api_calls": 3.0,
+    }
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    started = fx.run_started(release_stage="frozen_eval", training_prohibited=False, schema_version="ifv-runtime-release-v0.3",
+                             episodes=15, cases=11)
+    gold = fx.gold_blob(sorted(fx.GOLD))
+    assert manifest == {
+        "schema_version": "ifv-eval-run-v2",
+        "run_id": MAIN,
+        "status": "completed_with_errors",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "completed_at": "2026-01-01T01:00:00+00:00",
+        "git_commit": GIT_COMMIT,
+        "benchmark": {
+            **started.benchmark,
+            "evaluation_gold": {"path": f"{ROOT}/private/evaluation_gold.jsonl", "sha256": hashlib.sha256(gold).hexdigest()},
+        },
+        "agent": started.agent,
+        "source_access_policy": {"active": True, "policy_id": "views-policy-1", "cache_partition": "views-partition"},
+        "artifacts": {
+            **{stem: f"{stem}.jsonl" for stem in ROW_COUNTS},
+            "summary": "summary.json",
+            "traces": "traces/",
+        },
+        # 11 cases, 15 episodes, 3 errors as summary.json counts them
+        "result": {"num_samples": 11, "num_episodes": 15, "num_errors": 3},
+    }
+    # the policy's rules never reach the run directory
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "blocked_url_prefixes" not in path.read_text(encoding="utf-8"), path
+
+
+def test_views_materialized_trace(run_dir, planned):
+    out, _ = run_dir
+    p = planned["correct"]
+    trace = json.loads((out / "traces" / f"{p.episode_id}.json").read_text())
+    assert {k: trace[k] for k in ("schema_version", "run_id", "episode_id", "case_id", "attempt", "verdict", "confidence",
+                                  "termination", "error")} == {
+        "schema_version": "eviscene-trace-v1", "run_id": MAIN, "episode_id": p.episode_id, "case_id": "case-A", "attempt": 1,
+        "verdict": "out_of_context", "confidence": 0.9, "termination": "completed", "error": None,
+    }
+    assert trace["state"]["rollout"] == {"prompt_group_id": p.prompt_group_id, "rollout_index": 0, "sampling_seed": p.seed}
+    assert trace["state"]["runtime_case"]["image_path"] == "runtime_input/images/case-A.jpg"
+    assert trace["state"]["perception"]["ocr_text"] == "FLOODS HIT THE CITY TODAY"
+    evidence = trace["state"]["investigation_state"]["evidence"]
+    assert [(e["evidence_id"], e["url"], e["visited"]) for e in evidence] == [
+        ("ev-1", "https://WWW.Bridge.example/post/42/", True),
+        ("ev-2", "https://mirror.context.example/copy", False),
+    ]
+    assert [s["step"] for s in trace["steps"]] == list(range(16))
+    assert [s["type"] for s in trace["steps"]] == [
+        "episode.started", "perception.reported",
+        "model.called", "tool.called", "tool.returned",
+        "model.called", "tool.called", "tool.returned",
+        "model.called", "tool.called", "tool.returned",
+        "model.called", "model.called", "gate.decided", "judgment.made", "episode.finished",
+    ]
+    # the resumed episode's trace is its second attempt only
+    resumed = json.loads((out / "traces" / "case-F.json").read_text())
+    assert resumed["attempt"] == 2
+    assert [s["step"] for s in resumed["steps"]] == list(range(7))
+
+
+def test_views_materialized_sft_and_perception(run_dir, planned):
+    out, _ = run_dir
+    p = planned["correct"]
+    sft = _first(out, "trajectory_sft")
+    assert {k: sft[k] for k in ("schema_version", "episode_id", "case_id", "prompt_group_id", "rollout_index", "verdict", "images")} == {
+        "schema_version": "eviscene-trajectory-sft-v1", "episode_id": p.episode_id, "case_id": "case-A",
+        "prompt_group_id": p.prompt_group_id, "rollout_index": 0, "verdict": "out_of_context",
+        "images": [f"{ROOT}/runtime_input/images/case-A.jpg"],
+    }
+    assert sft["source_metadata"] == {
+        "source_run_id": MAIN, "runtime_commit": GIT_COMMIT, "release_id": "views-demo-v1",
+        "runtime_contract_version": "ifv-runtime-contract-v1",
+    }
+    assert [t["function"]["name"] for t in sft["tools"]] == [
+        "text_search", "text_image_search", "reverse_image_search", "visit", "compare_with_reference"
+    ]
+    messages = sft["messages"]
+    assert [m["role"] for m in messages] == [
+        "system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant", "user", "assistant"
+    ]
+    assert messages[1]["content"][1] == {"type": "image"}
+    assert messages[2]["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "text_search", "arguments": {"query": "flood bridge"}}}
+    ]
+    assert messages[2]["reasoning_content"] == "I should look for the picture's origin."
+    assert (messages[3]["tool_call_id"], messages[3]["name"]) == ("c1", "text_search")
+    assert messages[-1]["reasoning_content"] == "Weighing the evidence."
+    assert json.loads(messages[-1]["content"][0]["text"])["verdict"] == "out_of_context"
+
+    perception = _first(out, "perception_trajectories")
+    assert {k: perception[k] for k in ("schema_version", "episode_id", "case_id", "images")} == {
+        "schema_version": "eviscene-perception-example-v1", "episode_id": p.episode_id, "case_id": "case-A",
+        "images": [f"{ROOT}/runtime_input/images/case-A.jpg"],
+    }
+    assert perception["perception"]["backend"] == "rapidocr-v1"
+
+
+def test_views_materialize_is_byte_identical(views_log, run_dir, tmp_path):
+    first, _ = run_dir
+    second = tmp_path / "again"
+    materialize_run(views_log, MAIN, second)
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    for relative in files:
+        assert (first / relative).read_bytes() == (second / relative).read_bytes(), relative
+
+
+def test_views_materialize_refuses_a_non_empty_directory(views_log, tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(EvisceneError, match="new or empty"):
+        materialize_run(views_log, MAIN, out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_views_materialized_jsonl_reloads(run_dir):
+    out, _ = run_dir
+    con = duckdb.connect()
+    try:
+        for stem, count in ROW_COUNTS.items():
+            path = out / f"{stem}.jsonl"
+            assert len(con.read_json(str(path)).fetchall()) == count, stem
+            assert pa_json.read_json(path).num_rows == count, stem
+    finally:
+        con.close()
+
+
+def test_views_materialize_parquet_through_the_cli(views_log, tmp_path):
+    out = tmp_path / "parquet"
+    result = CliRunner().invoke(cli, ["--db", str(views_log.path), "materialize", MAIN, "--out", str(out), "--format", "parquet"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{stem}.parquet" for stem in ROW_COUNTS] + ["run_manifest.json", "summary.json", "traces"]
+    )
+    con = duckdb.connect()
+    try:
+        for stem, count in ROW_COUNTS.items():
+            path = out / f"{stem}.parquet"
+            assert len(con.read_parquet(str(path)).fetchall()) == count, stem
+            assert pq.read_table(path).num_rows == count, stem
+    finally:
+        con.close()
+    results = pq.read_table(out / "run_results.parquet").to_pylist()
+    assert results[0]["case_id"] == "case-A" and results[0]["verdict"] == "out_of_context"
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    assert manifest["artifacts"]["run_results"] == "run_results.parquet"
+    assert len(list((out / "traces").iterdir())) == 14
