@@ -27,6 +27,7 @@ from eviscene.providers.profiles import ACTIVE_POLICY_STAGES, PROVIDER_KINDS, Pr
 from eviscene.providers.responses import ResponsesProvider
 from eviscene.providers.vlm import Perceive, VlmPerception
 from eviscene.providers.wire import WireProvider
+from eviscene.redaction import redact_data
 
 if TYPE_CHECKING:
     from eviscene.eval.options import EvalOptions
@@ -170,6 +171,7 @@ def provider_manifest(options: EvalOptions) -> dict[str, Any]:
         "llm_wire_api": agent.wire_api,
         "vlm_wire_api": vision.wire_api if vision else None,
         "api_key_env": agent.api_key_env,
+        "request_options": redact_data(agent.extra_body),
         "stage_thinking_levels": {stage: agent.thinking.get(stage) for stage in ACTIVE_POLICY_STAGES},
         "qwen_stage_enable_thinking": {stage: "true" if agent.thinking.get(stage) == "on" else "false" for stage in ACTIVE_POLICY_STAGES},
         "max_inflight_requests": agent.max_inflight,

@@ -77,7 +77,7 @@ class ChatCompletionsProvider(WireProvider):
             return {"type": "image_url", "image_url": wire}
         return {"type": "text", "text": part.get("text", "")}
 
-    def parse(self, answer: dict[str, Any]) -> ModelResponse:
+    def parse(self, answer: dict[str, Any], taken_ids: set[str]) -> ModelResponse:
         choices = answer.get("choices") or []
         if not choices:
             raise ValueError("the answer has no choices")
@@ -89,7 +89,7 @@ class ChatCompletionsProvider(WireProvider):
             if match:
                 reasoning, content = match.group(1).strip(), content[match.end():]
         calls = [
-            tool_call(call.get("id"), call["function"].get("name"), call["function"].get("arguments"))
+            tool_call(call.get("id"), call["function"].get("name"), call["function"].get("arguments"), taken_ids)
             for call in message.get("tool_calls") or []
         ]
         usage = answer.get("usage") or {}

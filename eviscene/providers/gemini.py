@@ -137,7 +137,7 @@ class GeminiProvider(WireProvider):
                 parts.append({"text": part.get("text", "")})
         return parts
 
-    def parse(self, answer: dict[str, Any]) -> ModelResponse:
+    def parse(self, answer: dict[str, Any], taken_ids: set[str]) -> ModelResponse:
         candidates = answer.get("candidates") or []
         if not candidates:
             blocked = (answer.get("promptFeedback") or {}).get("blockReason")
@@ -146,7 +146,7 @@ class GeminiProvider(WireProvider):
         for part in (candidates[0].get("content") or {}).get("parts") or []:
             if "functionCall" in part:
                 call = part["functionCall"]
-                request = tool_call(call.get("id"), call.get("name"), call.get("args"))
+                request = tool_call(call.get("id"), call.get("name"), call.get("args"), taken_ids)
                 calls.append(request)
                 if part.get("thoughtSignature"):
                     self._remember(request.id, part["thoughtSignature"])

@@ -70,7 +70,7 @@ class ResponsesProvider(WireProvider):
                 parts.append({"type": "input_text", "text": part.get("text", "")})
         return parts
 
-    def parse(self, answer: dict[str, Any]) -> ModelResponse:
+    def parse(self, answer: dict[str, Any], taken_ids: set[str]) -> ModelResponse:
         if answer.get("status") == "failed" or answer.get("error"):
             error = answer.get("error") or {}
             raise ProviderError(self.client.redact(f"{self.client.label}: the response failed: {error.get('code', '')} {error.get('message', '')}".rstrip()))
@@ -87,7 +87,7 @@ class ResponsesProvider(WireProvider):
                 reasoning += [s.get("text", "") for s in item.get("summary") or []]
                 reasoning += [c.get("text", "") for c in item.get("content") or [] if c.get("type") == "reasoning_text"]
             elif kind == "function_call":
-                calls.append(tool_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments")))
+                calls.append(tool_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments"), taken_ids))
         usage = answer.get("usage") or {}
         return ModelResponse(
             content="".join(texts),

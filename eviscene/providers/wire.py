@@ -55,7 +55,7 @@ class WireProvider:
         path, body = self.build(request)
         answer, retries = await self.client.post(path, {**body, **self.extra_body})
         try:
-            response = self.parse(answer)
+            response = self.parse(answer, set(tool_names_by_call_id(request.messages)))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({type(exc).__name__}: {exc})")) from None
         return response.model_copy(update={"retries": retries})
@@ -73,7 +73,9 @@ class WireProvider:
         """The path under the base URL and the JSON body of one request."""
         raise NotImplementedError
 
-    def parse(self, answer: dict[str, Any]) -> ModelResponse:
+    def parse(self, answer: dict[str, Any], taken_ids: set[str]) -> ModelResponse:
+        """The answer as a ModelResponse; `taken_ids` are the tool-call ids the conversation
+        already holds (new calls must not reuse one)."""
         raise NotImplementedError
 
     # -- helpers for subclasses ---------------------------------------------------------------
@@ -136,9 +138,13 @@ def tool_arguments(raw: Any) -> dict[str, Any]:
     return {RAW_ARGUMENTS: json.dumps(raw, ensure_ascii=False)}
 
 
-def tool_call(call_id: Any, name: Any, arguments: Any) -> ToolCallRequest:
-    """A tool call as the loop records it; a server that sent no id gets a fresh one."""
-    return ToolCallRequest(id=str(call_id or f"call_{uuid.uuid4().hex[:24]}"), name=str(name or ""), arguments=tool_arguments(arguments))
+def tool_call(call_id: Any, name: Any, arguments: Any, taken_ids: set[str]) -> ToolCallRequest:
+    """A tool call as the loop records it. Ids are unique within an episode: a call without
+    one, or reusing one (some servers number calls per turn), gets a fresh id."""
+    wanted = str(call_id) if call_id else ""
+    unique = wanted if wanted and wanted not in taken_ids else f"call_{uuid.uuid4().hex[:24]}"
+    taken_ids.add(unique)
+    return ToolCallRequest(id=unique, name=str(name or ""), arguments=tool_arguments(arguments))
 
 
 def text_of(content: Any) -> str:

@@ -43,7 +43,7 @@ fell under a caption band or were below ~2% of a tiny picture.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -55,6 +55,7 @@ METHOD = "align-ncc-blockdiff-v1"
 MATCH_THRESHOLD = 0.50
 LAYOUT_THRESHOLD = 0.60
 MAX_CHANGED = 0.5
+TEXT_CHANGED_SHARE = 0.08  # share of an OCR'd text area that must differ for the text to differ
 MIN_OVERLAP = 0.25
 MIN_SCALE = 0.4  # the query may be a crop showing down to 40% of the reference's width (and vice versa)
 COARSE_SIDE = 80  # coarse search at about 80 x 80 pixels
@@ -79,6 +80,7 @@ class ChangedRegion(BaseModel):
     x1: float
     y1: float
     area: float = Field(description="Fraction of the compared area.")
+    kind: str = Field("content", description="`content`: the picture differs; `text`: printed text differs from the reference's text there.")
 
 
 class Comparison(BaseModel):
@@ -129,12 +131,20 @@ right fifth (the two pictures may be overlapping crops of one photo, neither ins
 other)."""
 
 
-def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedImage) -> Comparison:
-    """Decide whether `query` is a copy of `reference` and where it locally differs."""
+TextProbe = Callable[[np.ndarray], bool]
+
+
+def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedImage, *,
+            reference_has_text: Optional[TextProbe] = None) -> Comparison:
+    """Decide whether `query` is a copy of `reference` and where it locally differs.
+
+    When the query carries OCR boxes (`prepare(..., text_boxes=...)`), changes under its
+    printed text are sorted out with `reference_has_text(crop)` (default: OCR of the
+    reference crop): see `_printed_text_changes`."""
     ref = reference if isinstance(reference, PreparedImage) else prepare(reference)
     qry = query if isinstance(query, PreparedImage) else prepare(query)
     alignment = align(ref, qry)
-    return _diff(ref, qry, alignment)
+    return _diff(ref, qry, alignment, reference_has_text)
 
 
 # -- alignment -----------------------------------------------------------------------------
@@ -312,7 +322,67 @@ def _ncc(a: np.ndarray, b: np.ndarray, mask: Optional[np.ndarray] = None) -> flo
 
 # -- difference ----------------------------------------------------------------------------
 
-def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
+@dataclass
+class _Pair:
+    """The two pictures aligned in the query frame at working resolution."""
+
+    q: np.ndarray  # query RGB float32, blurred
+    r: np.ndarray  # reference RGB float32 warped into the query frame, blurred
+    valid: np.ndarray  # query pixels the reference covers (rim excluded)
+    matrix: np.ndarray  # query work px -> reference work px
+    zq: float  # query work px per query content px
+    zr: float  # reference work px per reference content px
+
+
+def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_text: Optional[TextProbe]) -> Comparison:
+    pair = _aligned_pair(ref, qry, al)
+    h, w = pair.valid.shape
+    overlap = float(pair.valid.mean())
+    usable = pair.valid.copy()
+    for y0, y1 in qry.bands:  # bands seen on the query alone (straight full-width edge pairs)
+        usable[max(0, int(y0 * h) - 2):min(h, int(np.ceil(y1 * h)) + 2)] = False
+    fitted = _fit_photometric(pair.r, pair.q, usable)
+    band_rows = _band_rows(fitted, pair.q, usable)
+    if band_rows.any():
+        usable[band_rows] = False
+        fitted = _fit_photometric(pair.r, pair.q, usable)
+
+    if overlap < MIN_OVERLAP or usable.sum() < 0.5 * pair.valid.sum():
+        detail, layout = _similarities(pair.q, fitted, usable)
+        return Comparison(similarity=detail, layout_similarity=layout, match=False, edited=False, changed_blocks=0,
+                          total_blocks=0, changed_fraction=0.0, **_result_base(al, overlap, usable, pair.valid, qry, ref))
+
+    residual = np.abs(pair.q - fitted).max(axis=2)
+    threshold = _change_threshold(residual, usable)
+    text_regions: list[_Region] = []
+    if qry.text_mask is not None:
+        text = cv2.resize(qry.text_mask.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+        text_regions = _printed_text_changes(residual > threshold, text, usable, ref, pair, reference_has_text)
+    regions = text_regions + _changed_regions(residual > threshold, usable)
+    region_mask = np.zeros((h, w), bool)
+    for region in regions:
+        region_mask |= region.pixels
+    usable_area = float(usable.sum())
+    changed_blocks, total_blocks = _block_counts(region_mask, usable)
+    keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    changed_fraction = float(region_mask.sum()) / usable_area
+    detail, layout = _similarities(pair.q, fitted, keep)
+    match = detail >= MATCH_THRESHOLD and layout >= LAYOUT_THRESHOLD and changed_fraction <= MAX_CHANGED
+    described = sorted((region.describe(w, h, usable_area) for region in regions), key=lambda r: -r.area)
+    return Comparison(
+        similarity=detail,
+        layout_similarity=layout,
+        match=match,
+        edited=match and bool(described),
+        changed_blocks=changed_blocks,
+        total_blocks=total_blocks,
+        changed_fraction=round(changed_fraction, 4),
+        regions=described if match else [],
+        **_result_base(al, overlap, usable, pair.valid, qry, ref),
+    )
+
+
+def _aligned_pair(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> _Pair:
     (qw_c, qh_c) = qry.content_size
     smax = max(al.sx, al.sy)
     # Query work scale (px per query content px): at most WORK_SIDE on the long side, never
@@ -327,75 +397,99 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> Comparison:
     # Pixel centres: query px i (centre i + 0.5) lands on reference px m * i + t + 0.5 * (m - 1).
     matrix[:, 2] += 0.5 * (np.diag(matrix[:, :2]) - 1.0)
     warped = _warp(r_img, matrix, (w, h))
-    valid = cv2.warpAffine(np.ones(r_img.shape[:2], np.uint8), matrix, (w, h), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0)
     # Sub-pixel polish: the placement is exact to about a working pixel; fine texture
     # (rain, foliage, print) needs better, so the remaining shift is measured by phase
     # correlation over the overlap and taken out.
-    shift = _residual_shift(warped, q_img, valid.astype(bool))
+    shift = _residual_shift(warped, q_img, _coverage(r_img, matrix, (w, h)))
     if shift is not None:
         matrix[:, 2] -= np.diag(matrix[:, :2]) * np.asarray(shift)
         warped = _warp(r_img, matrix, (w, h))
-        valid = cv2.warpAffine(np.ones(r_img.shape[:2], np.uint8), matrix, (w, h), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0)
     # The outer rim is where trimming and crop rounding disagree by a pixel or two.
     rim = 2 * max(1, round(BORDER_RIM * max(h, w))) + 1
-    valid = cv2.erode(valid, np.ones((rim, rim), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0).astype(bool)
-    overlap = float(valid.mean())
-
+    valid = cv2.erode(_coverage(r_img, matrix, (w, h)).astype(np.uint8), np.ones((rim, rim), np.uint8),
+                      borderType=cv2.BORDER_CONSTANT, borderValue=0).astype(bool)
     q = cv2.GaussianBlur(q_img.astype(np.float32), (0, 0), BLUR_SIGMA)
     r = cv2.GaussianBlur(warped.astype(np.float32), (0, 0), BLUR_SIGMA)
-    usable = valid.copy()
-    if qry.ignore_mask is not None:
-        text = cv2.resize(qry.ignore_mask.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
-        usable &= ~text
-    for y0, y1 in qry.bands:  # bands seen on the query alone (straight full-width edge pairs)
-        usable[max(0, int(y0 * h) - 2):min(h, int(np.ceil(y1 * h)) + 2)] = False
+    return _Pair(q=q, r=r, valid=valid, matrix=matrix, zq=zq, zr=zr)
 
-    fitted = _fit_photometric(r, q, usable)
-    band_rows = _band_rows(fitted, q, usable)
-    if band_rows.any():
-        usable[band_rows] = False
-        fitted = _fit_photometric(r, q, usable)
-    masked_fraction = 1.0 - float(usable.sum()) / max(1.0, float(valid.sum()))
 
-    residual = np.abs(q - fitted).max(axis=2)
-    base = _result_base(al, overlap, masked_fraction, qry, ref)
-    if overlap < MIN_OVERLAP or usable.sum() < 0.5 * valid.sum():
-        detail, layout = _similarities(q, fitted, usable)
-        return Comparison(similarity=detail, layout_similarity=layout, match=False, edited=False, changed_blocks=0,
-                          total_blocks=0, changed_fraction=0.0, **base)
+def _coverage(r_img: np.ndarray, matrix: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    ones = np.ones(r_img.shape[:2], np.uint8)
+    return cv2.warpAffine(ones, matrix, size, flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0).astype(bool)
 
+
+@dataclass
+class _Region:
+    pixels: np.ndarray  # bool mask in the query work frame
+    box: tuple[int, int, int, int]  # x, y, width, height
+    kind: str = "content"
+
+    def describe(self, w: int, h: int, usable_area: float) -> "ChangedRegion":
+        x, y, bw, bh = self.box
+        return ChangedRegion(x0=round(x / w, 3), y0=round(y / h, 3), x1=round((x + bw) / w, 3), y1=round((y + bh) / h, 3),
+                             area=round(float(self.pixels.sum()) / usable_area, 4), kind=self.kind)
+
+
+def _change_threshold(residual: np.ndarray, usable: np.ndarray) -> float:
+    """PIXEL_THRESHOLD, or NOISE_FACTOR robust σ of the residual when the picture is noisier."""
     noise = 1.4826 * float(np.median(residual[usable]))
-    threshold = max(PIXEL_THRESHOLD, NOISE_FACTOR * noise)
-    changed = ((residual > threshold) & usable).astype(np.uint8)
-    changed = cv2.morphologyEx(changed, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
-    usable_area = float(usable.sum())
-    regions, region_mask = [], np.zeros((h, w), bool)
-    for label in range(1, count):
-        x, y, bw, bh, area = stats[label]
-        if area < MIN_REGION * usable_area:
-            continue
-        region_mask |= labels == label
-        regions.append(ChangedRegion(x0=round(x / w, 3), y0=round(y / h, 3), x1=round((x + bw) / w, 3),
-                                     y1=round((y + bh) / h, 3), area=round(area / usable_area, 4)))
-    regions.sort(key=lambda region: -region.area)
+    return max(PIXEL_THRESHOLD, NOISE_FACTOR * noise)
 
-    changed_blocks, total_blocks = _block_counts(region_mask, usable)
-    keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
-    changed_fraction = float(region_mask.sum()) / usable_area
-    detail, layout = _similarities(q, fitted, keep)
-    match = detail >= MATCH_THRESHOLD and layout >= LAYOUT_THRESHOLD and changed_fraction <= MAX_CHANGED
-    return Comparison(
-        similarity=detail,
-        layout_similarity=layout,
-        match=match,
-        edited=match and bool(regions),
-        changed_blocks=changed_blocks,
-        total_blocks=total_blocks,
-        changed_fraction=round(changed_fraction, 4),
-        regions=regions if match else [],
-        **base,
-    )
+
+def _changed_regions(changed: np.ndarray, usable: np.ndarray) -> list[_Region]:
+    """Groups of changed usable pixels, after a 3x3 opening, of at least MIN_REGION."""
+    opened = cv2.morphologyEx((changed & usable).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=8)
+    minimum = MIN_REGION * float(usable.sum())
+    return [_Region(pixels=labels == label, box=tuple(int(v) for v in stats[label][:4]))
+            for label in range(1, count) if stats[label][4] >= minimum]
+
+
+def _printed_text_changes(changed: np.ndarray, text: np.ndarray, usable: np.ndarray, ref: PreparedImage,
+                          pair: _Pair, reference_has_text: Optional[TextProbe]) -> list[_Region]:
+    """Sort out the query's OCR'd text (each widened OCR box, as a connected area).
+    Text that differs from the reference where the reference shows no text is a caption,
+    badge or watermark laid over the picture: its area is no longer compared. Text that
+    differs where the reference shows other text is text changed in the scene (a sign, a
+    banner): a changed region of kind `text`. Letter strokes are thin, so the share of
+    changed pixels (before the opening that removes thin misalignment edges) decides
+    whether the text differs at all. Either way the area leaves `usable`, so the general
+    change search does not count it again. `usable` is updated in place."""
+    probe = reference_has_text or _reference_has_text
+    count, labels, stats, _ = cv2.connectedComponentsWithStats((text & usable).astype(np.uint8), connectivity=8)
+    regions = []
+    for label in range(1, count):
+        area = labels == label
+        if (changed & area).sum() < TEXT_CHANGED_SHARE * area.sum():
+            continue  # the same text as the reference: part of the picture, compared as such
+        x, y, bw, bh = (int(v) for v in stats[label][:4])
+        crop = _reference_crop(ref, pair, (x, y, x + bw, y + bh))
+        if crop is not None and probe(crop):
+            regions.append(_Region(pixels=area & changed, box=(x, y, bw, bh), kind="text"))
+        usable &= ~area
+    return regions
+
+
+def _reference_crop(ref: PreparedImage, pair: _Pair, box: tuple[int, int, int, int]) -> Optional[np.ndarray]:
+    """The reference pixels (at its stored resolution) under a query work-frame box."""
+    x0, y0, x1, y1 = box
+    pad = 0.25 * (y1 - y0)
+    corners = np.array([[x0 - pad, y0 - pad, 1.0], [x1 + pad, y1 + pad, 1.0]])
+    in_ref_work = corners @ pair.matrix.T  # reference work px
+    factor = ref.scale / pair.zr  # reference stored px per reference work px
+    (rx0, ry0), (rx1, ry1) = in_ref_work * factor
+    height, width = ref.rgb.shape[:2]
+    rx0, ry0 = max(0, int(rx0)), max(0, int(ry0))
+    rx1, ry1 = min(width, int(np.ceil(rx1))), min(height, int(np.ceil(ry1)))
+    if rx1 - rx0 < 8 or ry1 - ry0 < 8:
+        return None
+    return np.ascontiguousarray(ref.rgb[ry0:ry1, rx0:rx1])
+
+
+def _reference_has_text(crop: np.ndarray) -> bool:
+    from eviscene.tools.ocr import has_text
+
+    return has_text(crop)
 
 
 def _similarities(q: np.ndarray, fitted: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
@@ -408,7 +502,8 @@ def _similarities(q: np.ndarray, fitted: np.ndarray, mask: np.ndarray) -> tuple[
     return round(detail, 4), round(layout, 4)
 
 
-def _result_base(al: Alignment, overlap: float, masked: float, qry: PreparedImage, ref: PreparedImage) -> dict:
+def _result_base(al: Alignment, overlap: float, usable: np.ndarray, valid: np.ndarray, qry: PreparedImage, ref: PreparedImage) -> dict:
+    masked = 1.0 - float(usable.sum()) / max(1.0, float(valid.sum()))
     return {
         "threshold": MATCH_THRESHOLD,
         "overlap": round(overlap, 4),

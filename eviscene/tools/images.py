@@ -58,7 +58,7 @@ class PreparedImage:
     size: tuple[int, int]  # original width, height
     trimmed: dict[str, int]  # side -> pixels removed in the original, for sides that had a border
     scale: float  # pixels of `rgb` per original pixel
-    ignore_mask: Optional[np.ndarray] = field(default=None, repr=False)  # bool per pixel of `rgb`: printed text, not picture
+    text_mask: Optional[np.ndarray] = field(default=None, repr=False)  # bool per pixel of `rgb`: under OCR'd text
     bands: tuple[tuple[float, float], ...] = ()  # rows (fractions of the content height) that look like overlaid bands
 
     @property
@@ -104,21 +104,22 @@ def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]
     trimmed_px = {side: round(px * factor) for side, px in trimmed.items()}
     ignore = _text_mask(text_boxes, box, scale, content.shape[:2]) if text_boxes else None
     bands = find_overlay_bands(content) if find_bands else []
-    if ignore is not None and ignore.any():
-        bands += _runs(ignore.any(axis=1))
     return PreparedImage(rgb=content, content_box=box, size=size, trimmed=trimmed_px, scale=scale,
-                         ignore_mask=ignore, bands=tuple(sorted(set(bands))))
+                         text_mask=ignore, bands=tuple(bands))
 
 
 def band_free_strip(image: PreparedImage) -> Optional[tuple[float, float]]:
-    """The tallest run of rows (fractions) clear of `image.bands`, when there are bands and
-    that run still holds at least 40% of the picture; a placement found on it cannot be
-    pulled off by the band."""
-    if not image.bands:
+    """The tallest run of rows (fractions) clear of the image's bands and printed text, when
+    it has any and that run still holds at least 40% of the picture; a placement found on
+    it cannot be pulled off by them."""
+    covered = list(image.bands)
+    if image.text_mask is not None and image.text_mask.any():
+        covered += _runs(image.text_mask.any(axis=1))
+    if not covered:
         return None
     rows = 1000
     free = np.ones(rows, dtype=bool)
-    for y0, y1 in image.bands:
+    for y0, y1 in covered:
         free[int(y0 * rows):int(np.ceil(y1 * rows))] = False
     runs = [(b - a, a, b) for a, b in _runs(free, as_fraction=False)]
     if not runs:

@@ -78,6 +78,19 @@ def read_text(image_path: str | Path) -> OcrResult:
     return result
 
 
+def has_text(rgb: np.ndarray, min_confidence: float = 0.6) -> bool:
+    """Whether a (small) RGB crop shows legible text: a line of at least two letters or
+    digits read with `min_confidence`. Crops under 48 px high are enlarged first."""
+    image = Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).convert("RGB")
+    if image.height < 48:
+        factor = 48 / image.height
+        image = image.resize((max(1, round(image.width * factor)), 48), Image.Resampling.BICUBIC)
+    engine = _get_engine()
+    with _run_lock:
+        raw, _ = engine(image)
+    return any(sum(c.isalnum() for c in str(text)) >= 2 and float(score) >= min_confidence for _, text, score, *_ in raw or [])
+
+
 async def aread_text(image_path: str | Path) -> OcrResult:
     return await anyio.to_thread.run_sync(read_text, image_path)
 
@@ -106,11 +119,13 @@ def _assemble(raw: list[Any], grey: np.ndarray) -> OcrResult:
     return OcrResult(lines=ordered, text=text, width=width, height=height)
 
 
-SPACE_GAP = 0.2
-"""A blank run between two characters at least this fraction of the line box height wide
-is a word space: measured on Pillow's default font at 16-40 px, gaps inside words stay
-at or under 0.16 of the box height and word spaces reach 0.22-0.4. Digits are never split
-(tabular figures such as `1` carry wide side bearings)."""
+SPACE_GAP = 0.28
+SPACE_MIN_PX = 4
+"""A blank run between two characters is a word space when it is at least SPACE_GAP of
+the line's ink height and at least SPACE_MIN_PX wide. Measured on Pillow's default font
+at 14-44 px (939 character pairs): this splits no word and finds 135 of 148 word gaps;
+the rest are 3-pixel spaces of 14-18 px text, as narrow as its letter gaps. Digits are
+never split (tabular figures such as `1` carry wide side bearings)."""
 
 
 def _restore_spaces(grey: np.ndarray, box: Any, chars: list[str], char_boxes: list[Any]) -> str:
@@ -120,18 +135,24 @@ def _restore_spaces(grey: np.ndarray, box: Any, chars: list[str], char_boxes: li
     ys = [float(p[1]) for p in box]
     x0, x1 = max(0, int(min(xs))), min(grey.shape[1], int(np.ceil(max(xs))))
     y0, y1 = max(0, int(min(ys))), min(grey.shape[0], int(np.ceil(max(ys))))
-    line_height = y1 - y0
-    if line_height < 6 or x1 - x0 < line_height or line_height > (x1 - x0):
+    if y1 - y0 < 6 or x1 - x0 < (y1 - y0):
         return "".join(chars)  # vertical or degenerate line: leave as recognized
     crop = grey[y0:y1, x0:x1]
     _, binary = cv2.threshold(crop, 0, 1, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    ink = binary if binary.mean() < 0.5 else 1 - binary  # text is the minority class
-    blank = ~ink.astype(bool).any(axis=0)
+    ink = (binary if binary.mean() < 0.5 else 1 - binary).astype(bool)  # text is the minority class
+    ink_rows = np.flatnonzero(ink.any(axis=1))
+    if ink_rows.size < 4:
+        return "".join(chars)
+    ink_height = ink_rows[-1] - ink_rows[0] + 1
+    blank = ~ink.any(axis=0)
     centers = [np.mean([float(p[0]) for p in cb]) - x0 for cb in char_boxes]
+    gaps = [_longest_run(blank, centers[i - 1], centers[i]) for i in range(1, len(chars))]
+    minimum = max(SPACE_GAP * ink_height, SPACE_MIN_PX)
     out = [chars[0]]
     for index in range(1, len(chars)):
         previous, current = chars[index - 1], chars[index]
-        if current != " " and previous != " " and not (previous.isdigit() and current.isdigit()) and _longest_run(blank, centers[index - 1], centers[index]) >= SPACE_GAP * line_height:
+        split = " " not in (previous, current) and not (previous.isdigit() and current.isdigit())
+        if split and gaps[index - 1] >= minimum:
             out.append(" ")
         out.append(current)
     return "".join(out)

@@ -9,7 +9,12 @@
 -- before it reads the views; elsewhere (eviscene sql) the seed's defaults apply: a derived
 -- split with seed ifv-policy-v1, ratios 0.8/0.1, 131072 tokens. This file also defines the
 -- macros the dataset views share, which reproduce Python's str(), strip(), truthiness and
--- json.dumps(ensure_ascii=True) where the seed's hashes and comparisons depend on them.
+-- json.dumps(ensure_ascii=True) where the seed's hashes and comparisons depend on them,
+-- and the schema `export_snapshot`: the decision views (dataset_candidates onwards) read
+-- snapshots of the staging views that the exporter takes (so a connection never re-binds
+-- the whole staging stack per decision view); the snapshots are empty outside an export.
+-- Snapshot tables list their columns (planning a staging view at every connect to copy its
+-- schema costs more than the view); a test checks they match their views.
 CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(s, '^\s+|\s+$', '', 'g');
 CREATE OR REPLACE MACRO py_text(j) AS CASE json_type(j)
     WHEN 'VARCHAR' THEN j->>'$'
@@ -20,7 +25,7 @@ END;
 CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
     WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'
     WHEN 'NULL' THEN false
-    WHEN 'VARCHAR' THEN j->>'$' <> ''
+    WHEN 'VARCHAR' THEN (j->>'$') <> ''
     WHEN 'ARRAY' THEN json_array_length(j) > 0
     WHEN 'OBJECT' THEN len(json_keys(j)) > 0
     ELSE TRY_CAST(j::VARCHAR AS DOUBLE) <> 0
@@ -29,7 +34,7 @@ END, false);
 CREATE OR REPLACE MACRO py_or_text(j) AS CASE WHEN py_truthy(j) THEN py_text(j) END;
 -- `str(mapping.get(key, default))` where a non-object mapping reads as {}.
 CREATE OR REPLACE MACRO py_get_text(obj, key, fallback) AS CASE
-    WHEN json_type(obj) = 'OBJECT' AND json_exists(obj, '$."' || key || '"') THEN py_text(obj->key)
+    WHEN json_type(obj) = 'OBJECT' AND json_exists(obj, '$."' || key || '"') THEN py_text(json_extract(obj, '$."' || key || '"'))
     ELSE fallback
 END;
 CREATE OR REPLACE MACRO is_json_true(j) AS coalesce(json_type(j) = 'BOOLEAN' AND j::VARCHAR = 'true', false);
@@ -51,6 +56,7 @@ END), 'string_agg', ''), '') || '"';
 -- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
 CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
     ('0x' || left(sha256(seed || ':' || group_id), 16))::UBIGINT::DOUBLE / 18446744073709551616::DOUBLE;
+CREATE SCHEMA IF NOT EXISTS export_snapshot;
 CREATE TEMP TABLE IF NOT EXISTS export_settings AS
 SELECT
     'ifv-policy-v1' AS seed,

@@ -41,7 +41,7 @@ SELECT
     m.manifest->'benchmark'->>'release_id',
     m.manifest->'agent'->>'decision_policy_version',
     coalesce(TRY_CAST(m.manifest->'benchmark'->>'training_prohibited' AS BOOLEAN), false)
-        OR coalesce(m.manifest->'benchmark'->>'release_stage' = 'development_subset', false)
+        OR coalesce((m.manifest->'benchmark'->>'release_stage') = 'development_subset', false)
 FROM import_sources s
 JOIN imported_manifests m USING (import_id)
 WHERE s.source_kind IN ('run_dir', 'accepted_release');

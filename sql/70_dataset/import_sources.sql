@@ -14,4 +14,4 @@ SELECT
     payload->'metadata' AS metadata,
     ts AS imported_at
 FROM events
-WHERE type = 'artifact.imported' AND payload->'metadata'->>'import_id' = run_id;
+WHERE type = 'artifact.imported' AND (payload->'metadata'->>'import_id') = run_id;

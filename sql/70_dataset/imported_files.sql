@@ -17,4 +17,4 @@ SELECT
     (payload->>'rows')::BIGINT AS rows,
     payload->'metadata'->>'episode_id' AS episode_id
 FROM events
-WHERE type = 'artifact.imported' AND starts_with(run_id, 'import-') AND payload->'metadata'->>'source_kind' IS NOT NULL;
+WHERE type = 'artifact.imported' AND starts_with(run_id, 'import-') AND (payload->'metadata'->>'source_kind') IS NOT NULL;

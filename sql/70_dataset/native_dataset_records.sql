@@ -1,13 +1,22 @@
 -- view: native_dataset_records
--- grain: one row per finished episode of a native run the exporter rebuilt
+-- grain: one row per finished episode of a native run the export reads
 -- key: run_id, episode_id
--- What Python builds once from a native run's events and hands to the dataset views: the
--- seed-style trace (and the sha256 of its materialized file), the SFT trajectory in TRL's
--- conversational format and the perception example (eviscene.exports.trajectories). The
--- exporter fills the temporary table `native_dataset_records_input`; it is empty
--- elsewhere, so outside an export native episodes have no exportable trajectory.
-CREATE TEMP TABLE IF NOT EXISTS native_dataset_records_input (
+-- Native episodes as the dataset views see them: the native_candidates facts of the
+-- export's runs (copied by the exporter into the temporary table `native_candidate_input`,
+-- so the dataset views never re-plan the scoring views) plus what Python builds once from
+-- the events (eviscene.exports.trajectories, in `native_record_input`): the seed-style
+-- trace and the sha256 of its materialized file, the SFT trajectory in TRL's
+-- conversational format and the perception example. Both tables are empty outside an
+-- export; query native_candidates for the live facts.
+CREATE TEMP TABLE IF NOT EXISTS native_candidate_input (
+    run_id VARCHAR, episode_id VARCHAR, case_id VARCHAR, image_sha256 VARCHAR, source_family_keys VARCHAR[],
+    score_present BOOLEAN, teacher_score DOUBLE, raw_reasons VARCHAR[], eligible_flag JSON,
+    native_eligible BOOLEAN, native_reasons VARCHAR[], decision_policy_version VARCHAR, training_prohibited BOOLEAN
+);
+CREATE TEMP TABLE IF NOT EXISTS native_record_input (
     run_id VARCHAR, episode_id VARCHAR, trace JSON, trace_sha256 VARCHAR, trajectory JSON, perception JSON
 );
 CREATE OR REPLACE VIEW native_dataset_records AS
-SELECT run_id, episode_id, trace, trace_sha256, trajectory, perception FROM native_dataset_records_input;
+SELECT c.*, r.trace, r.trace_sha256, r.trajectory, r.perception
+FROM native_candidate_input c
+LEFT JOIN native_record_input r USING (run_id, episode_id);

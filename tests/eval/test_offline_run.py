@@ -80,3 +80,28 @@ def test_rollouts_of_a_case_share_a_group_and_differ_in_seed(offline_run):
     ).to_pylist()
     assert all(g["groups"] == 1 and g["seeds"] == 2 for g in groups)
     assert all(g["episodes"][1].endswith("--r001") for g in groups)
+
+
+def test_why_tells_an_episodes_story(offline_run):
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    log, _ = offline_run
+    episode = log.sql("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").to_pylist()[0]["episode_id"]
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "why", episode])
+    assert result.exit_code == 0, result.output
+    for part in ("timeline:", "perception.reported", "judgment.made", "audit: hard", "SFT eligible: False", "training_prohibited", "rollout group:"):
+        assert part in result.output
+    missing = CliRunner().invoke(cli, ["--db", str(log.path), "why", "no-such-episode"])
+    assert missing.exit_code == 2 and "no episode 'no-such-episode'" in missing.output
+
+
+def test_a_run_compared_with_itself_differs_by_nothing(offline_run):
+    from eviscene.analysis.compare import compare_runs
+
+    log, summary = offline_run
+    result = compare_runs(log, summary.run_id, summary.run_id)
+    assert len(result.cases) == 28
+    assert result.difference == result.ci_low == result.ci_high == 0.0
+    assert result.accuracy_a == result.accuracy_b

@@ -100,3 +100,13 @@ async def test_an_answer_without_choices_is_a_clear_provider_error(images, case_
         chat = provider(server, images)
         with pytest.raises(ProviderError, match="unexpected response shape.*no choices"):
             await chat.complete(react_request(images.add(case_image[1], case_image[0])))
+
+
+@pytest.mark.anyio
+async def test_a_reused_or_missing_call_id_gets_a_fresh_one(images, case_image):
+    """Some servers number calls per turn: ids stay unique within the episode."""
+    answer = chat_completion(None, tool_calls=[("call-1", "visit", '{"url": "https://example.org/b"}'), ("", "text_search", '{"query": "q"}')])
+    with FakeServer(lambda r: Reply(body=answer)) as server:
+        response = await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    ids = [c.id for c in response.tool_calls]
+    assert "call-1" not in ids and len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)

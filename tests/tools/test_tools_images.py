@@ -133,8 +133,8 @@ def test_dark_caption_band_is_ignored(picture, position):
 def test_ocr_text_boxes_mark_pixels_to_ignore(picture):
     boxes = [[[100, 300], [200, 300], [200, 330], [100, 330]]]  # pad: 0.6 * 30 = 18 px
     prepared = prepare(picture, text_boxes=boxes)
-    rows = np.flatnonzero(prepared.ignore_mask.any(axis=1)) / prepared.scale
-    cols = np.flatnonzero(prepared.ignore_mask.any(axis=0)) / prepared.scale
+    rows = np.flatnonzero(prepared.text_mask.any(axis=1)) / prepared.scale
+    cols = np.flatnonzero(prepared.text_mask.any(axis=0)) / prepared.scale
     assert rows.min() == pytest.approx(300 - 18, abs=2) and rows.max() == pytest.approx(330 + 18, abs=2)
     assert cols.min() == pytest.approx(100 - 18, abs=2) and cols.max() == pytest.approx(200 + 18, abs=2)
 

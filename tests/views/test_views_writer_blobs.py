@@ -29,5 +29,9 @@ def test_views_second_writer_session_keeps_first_sessions_blobs(tmp_path):
     first = anyio.run(_session, log, b'{"first": 1}', "first")
     second = anyio.run(_session, log, b'{"second": 2}', "second")
     assert first == hashlib.sha256(b'{"first": 1}').hexdigest()
-    stored = {row["sha256"] for row in log.sql("SELECT sha256 FROM blobs").to_pylist()}
+    con = log.connect(views=False)
+    try:
+        stored = {sha256 for (sha256,) in con.sql("SELECT sha256 FROM blobs").fetchall()}
+    finally:
+        con.close()
     assert {first, second} <= stored

@@ -4,6 +4,7 @@ read from OCR text with rules that know nothing about any particular release."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -21,8 +22,9 @@ MONTHS = {
 }
 _MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DATE_PATTERNS = [
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH},?\s+(\d{{4}})\b", re.I), ("d", "m", "y")),
-    (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), ("m", "d", "y")),
+    # OCR may drop the spaces around a month name ("8 November2023"), so they are optional.
+    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s*{_MONTH},?\s*(\d{{4}})\b", re.I), ("d", "m", "y")),
+    (re.compile(rf"\b{_MONTH}\s*(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), ("m", "d", "y")),
     (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), ("y", "m", "d")),
     (re.compile(r"\b(\d{1,2})[./](\d{1,2})[./](\d{4})\b"), ("d", "m", "y")),
 ]
@@ -110,5 +112,10 @@ def parse_claim(ocr_text: str) -> Claim:
     return Claim(text=text, dates=parse_dates(text), names=list(dict.fromkeys(names)), topic=list(dict.fromkeys(topic)))
 
 
+def fold(text: str) -> str:
+    """Lowercase without accents: claims are often typed plain (Valparaiso), pages not (Valparaíso)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+
+
 def mentions(text: str, phrase: str) -> bool:
-    return re.search(r"\b" + re.escape(phrase.lower()) + r"\b", text.lower()) is not None
+    return re.search(r"\b" + re.escape(fold(phrase)) + r"\b", fold(text)) is not None

@@ -1,0 +1,136 @@
+-- view: candidate_episodes
+-- grain: one row per candidate episode of the export
+-- key: source_id, episode_id
+-- Every episode a dataset export considers, with the facts its decisions need. Native runs:
+-- finished episodes (native_dataset_records: families, score, sft_eligibility, trace sha256
+-- and trajectory, filled by the exporter). Imported sources: each trace but an accepted
+-- release's action-only ones; the score is the source's trajectory_scores.jsonl row naming
+-- the episode (the last one); an accepted release's selected row stands in for the score
+-- (teacher_score, eligible, no reasons). `raw_reasons` is NULL when the score row has no
+-- training_exclusion_reasons key. Each candidate also carries its eligibility and
+-- semantic-reward artifacts and its case's fixed split row. The exporter snapshots this
+-- view into export_snapshot.candidate_episodes for the decision views.
+CREATE OR REPLACE VIEW candidate_episodes AS
+WITH native AS (
+    SELECT
+        s.source_id,
+        s.source_kind,
+        n.episode_id,
+        n.case_id,
+        s.source_run_id,
+        n.run_id || '/traces/' || safe_trace_filename(n.episode_id) AS source_trace,
+        n.trace_sha256,
+        n.image_sha256,
+        n.source_family_keys,
+        n.decision_policy_version,
+        n.training_prohibited,
+        NULL::JSON AS release_row,
+        NULL::VARCHAR AS runtime_store_path,
+        n.score_present,
+        n.teacher_score,
+        n.raw_reasons,
+        n.eligible_flag,
+        n.native_eligible,
+        n.native_reasons
+    FROM dataset_sources s
+    JOIN native_dataset_records n ON n.run_id = s.source_id
+    WHERE s.source_kind = 'run'
+),
+scores AS (
+    SELECT
+        r.import_id AS source_id,
+        py_strip(coalesce(py_or_text(r.row->'episode_id'), py_get_text(r.row, 'case_id', ''))) AS episode_id,
+        arg_max(r.row, r.line_number) AS score
+    FROM imported_rows r
+    JOIN dataset_sources s ON s.source_id = r.import_id
+    WHERE r.kind = 'trajectory_scores'
+    GROUP BY ALL
+),
+imported AS (
+    SELECT
+        t.source_id,
+        t.source_kind,
+        t.episode_id,
+        t.case_id,
+        t.source_run_id,
+        t.source_trace,
+        t.trace_sha256,
+        t.image_sha256,
+        t.source_family_keys,
+        t.decision_policy_version,
+        t.training_prohibited,
+        t.release_row,
+        t.runtime_store_path,
+        t.release_row IS NOT NULL OR py_truthy(sc.score) AS score_present,
+        coalesce(TRY_CAST(py_or_text(CASE WHEN t.release_row IS NOT NULL THEN t.release_row->'teacher_score' ELSE sc.score->'total' END) AS DOUBLE), 0.0) AS teacher_score,
+        CASE
+            WHEN t.release_row IS NOT NULL THEN []::VARCHAR[]
+            WHEN NOT json_exists(sc.score, '$.training_exclusion_reasons') THEN NULL
+            WHEN json_type(sc.score->'training_exclusion_reasons') = 'ARRAY'
+                THEN list_transform(from_json(sc.score->'training_exclusion_reasons', '["JSON"]'), lambda r: py_text(r))
+            ELSE []::VARCHAR[]
+        END AS raw_reasons,
+        CASE WHEN t.release_row IS NOT NULL THEN 'true'::JSON ELSE sc.score->'training_eligible' END AS eligible_flag,
+        NULL::BOOLEAN AS native_eligible,
+        NULL::VARCHAR[] AS native_reasons
+    FROM imported_traces t
+    LEFT JOIN scores sc USING (source_id, episode_id)
+    WHERE NOT t.action_only
+),
+candidates AS (
+    SELECT * FROM native
+    UNION ALL BY NAME
+    SELECT * FROM imported
+)
+SELECT
+    c.*,
+    coalesce(i.runtime_ids, []) AS runtime_ids,
+    t.episode_id IS NOT NULL AS has_trajectory,
+    t.token_count_estimate,
+    t.tool_call_count,
+    p.episode_id IS NOT NULL AS has_perception,
+    el.artifact AS eligibility_artifact,
+    sem.artifact AS semantic_artifact,
+    fx.case_id IS NOT NULL AS in_fixed_split,
+    fx.split AS fixed_split,
+    fx.split_group_id AS fixed_split_group_id,
+    fx.image_sha256 AS fixed_split_image_sha256
+FROM candidates c
+LEFT JOIN trace_runtime_ids i USING (source_id, episode_id)
+LEFT JOIN dataset_trajectories t USING (source_id, episode_id)
+LEFT JOIN (SELECT DISTINCT episode_id FROM dataset_perception) p ON p.episode_id = c.episode_id
+LEFT JOIN gate_artifacts el ON el.gate = 'sft_eligibility' AND el.episode_id = c.episode_id
+LEFT JOIN gate_artifacts sem ON sem.gate = 'semantic_reward' AND sem.episode_id = c.episode_id
+LEFT JOIN fixed_case_splits fx ON fx.case_id = c.case_id;
+CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
+    source_id VARCHAR,
+    source_kind VARCHAR,
+    episode_id VARCHAR,
+    case_id VARCHAR,
+    source_run_id VARCHAR,
+    source_trace VARCHAR,
+    trace_sha256 VARCHAR,
+    image_sha256 VARCHAR,
+    source_family_keys VARCHAR[],
+    decision_policy_version VARCHAR,
+    training_prohibited BOOLEAN,
+    release_row JSON,
+    runtime_store_path VARCHAR,
+    score_present BOOLEAN,
+    teacher_score DOUBLE,
+    raw_reasons VARCHAR[],
+    eligible_flag JSON,
+    native_eligible BOOLEAN,
+    native_reasons VARCHAR[],
+    runtime_ids VARCHAR[],
+    has_trajectory BOOLEAN,
+    token_count_estimate BIGINT,
+    tool_call_count BIGINT,
+    has_perception BOOLEAN,
+    eligibility_artifact JSON,
+    semantic_artifact JSON,
+    in_fixed_split BOOLEAN,
+    fixed_split VARCHAR,
+    fixed_split_group_id VARCHAR,
+    fixed_split_image_sha256 VARCHAR
+);

@@ -1,0 +1,90 @@
+-- view: dataset_problems
+-- grain: one row per reason the export cannot be written
+-- key: ordinal, code, subject
+-- Every error seed 002 raises across its inputs, in the order it raises them (ordinal):
+-- an episode or perception example in two sources; a semantic-reward artifact that does
+-- not match its trace; mixed decision_policy_version values; in frozen mode a teacher case
+-- missing from the fixed split, fewer accepted cases than the minimum, a validation case of
+-- the split without an accepted episode; a fixed split that separates one source-family
+-- group; an action-only perception case without a fixed split row. The exporter raises the
+-- first problem's message. Reads the export's snapshots of the staging views.
+CREATE OR REPLACE VIEW dataset_problems AS
+WITH s AS (SELECT * FROM dataset_settings),
+candidates AS (SELECT * FROM rollout_selection),
+action_only AS (SELECT * FROM export_snapshot.action_only_episodes),
+perception AS (SELECT * FROM export_snapshot.dataset_perception),
+splits AS (SELECT * FROM export_snapshot.fixed_case_splits),
+duplicate_episodes AS (
+    SELECT episode_id FROM (SELECT episode_id FROM candidates UNION ALL SELECT episode_id FROM action_only)
+    GROUP BY episode_id HAVING count(*) > 1
+),
+duplicate_perception AS (
+    SELECT episode_id FROM perception GROUP BY episode_id HAVING count(*) > 1
+),
+versions AS (
+    SELECT list_sort(list_distinct(list(decision_policy_version))) AS versions FROM candidates
+),
+missing_split AS (
+    SELECT list_sort(list_distinct(list(c.case_id))) AS cases
+    FROM candidates c
+    LEFT JOIN splits f USING (case_id)
+    WHERE f.case_id IS NULL
+),
+accepted_cases AS (
+    SELECT count(DISTINCT case_id) AS n FROM candidates WHERE selected
+),
+missing_validation AS (
+    SELECT list_sort(list_distinct(list(f.case_id))) AS cases
+    FROM splits f
+    WHERE f.split = 'validation'
+      AND f.case_id IN (SELECT case_id FROM candidates)
+      AND f.case_id NOT IN (SELECT case_id FROM candidates WHERE selected)
+),
+separated AS (
+    SELECT
+        c.component_id,
+        list_sort(list_distinct(list(f.split))) AS splits,
+        any_value(c.member_case_ids) AS cases,
+        any_value(c.component_families) AS families
+    FROM split_components c
+    JOIN splits f USING (case_id)
+    GROUP BY c.component_id
+    HAVING count(DISTINCT f.split) > 1
+),
+action_only_without_split AS (
+    SELECT DISTINCT a.episode_id, a.case_id
+    FROM action_only a
+    JOIN perception p USING (episode_id)
+    WHERE NOT a.in_fixed_split
+)
+SELECT 0 AS ordinal, 'duplicate_episode' AS code, episode_id AS subject,
+       'duplicate episode across source runs: ' || episode_id AS message
+FROM duplicate_episodes
+UNION ALL
+SELECT 0, 'duplicate_perception_episode', episode_id, 'duplicate perception episode across source runs: ' || episode_id
+FROM duplicate_perception
+UNION ALL
+SELECT 1, 'semantic_artifact_mismatch', episode_id, 'semantic diagnostic artifact does not match trace: ' || episode_id
+FROM candidates WHERE semantic_mismatch
+UNION ALL
+SELECT 2, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
+FROM versions WHERE len(versions) > 1
+UNION ALL
+SELECT 3, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks teacher cases: ' || array_to_string(cases[1:10], ', ')
+FROM missing_split, s WHERE s.frozen AND len(cases) > 0
+UNION ALL
+SELECT 4, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
+FROM accepted_cases a, s WHERE s.frozen AND s.minimum_accepted_cases IS NOT NULL AND a.n < s.minimum_accepted_cases
+UNION ALL
+SELECT 5, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')
+FROM missing_validation, s WHERE s.frozen AND s.require_all_validation_cases AND len(cases) > 0
+UNION ALL
+SELECT 6, 'fixed_split_separates_group', component_id,
+       'fixed case split separates one source-family group: ' || array_to_string(splits, ', ')
+       || ' (cases ' || array_to_string(cases, ', ') || ' share ' || array_to_string(families, ', ') || ')'
+FROM separated
+UNION ALL
+SELECT 7, 'action_only_case_without_split', episode_id,
+       CASE WHEN s.case_split_import IS NULL THEN 'action-only perception export requires a frozen case split'
+            ELSE 'fixed case split lacks action-only perception case: ' || case_id END
+FROM action_only_without_split, s;

@@ -1,0 +1,39 @@
+-- view: dataset_trajectories
+-- grain: one row per candidate episode with an exportable SFT trajectory
+-- key: source_id, episode_id
+-- The full-trajectory SFT record of each episode (TRL's conversational tool-calling format:
+-- messages, tools, images, metadata): for native runs the record eviscene.exports.
+-- trajectories builds from the events, for imported sources the episode's row of the
+-- source's trajectory_sft.jsonl (the exporter seed 000 ran over the same trace). The token
+-- estimate is in UTF-8 bytes (the row's own token_count_estimate, else the bytes of its
+-- messages as JSON), and tool_call_count counts the assistant tool calls.
+-- The exporter snapshots it into export_snapshot.dataset_trajectories for the decision views.
+CREATE OR REPLACE VIEW dataset_trajectories AS
+WITH records AS (
+    SELECT s.source_id, n.episode_id, n.trajectory AS record
+    FROM dataset_sources s
+    JOIN native_dataset_records n ON n.run_id = s.source_id
+    WHERE s.source_kind = 'run' AND n.trajectory IS NOT NULL
+    UNION ALL
+    SELECT s.source_id, py_strip(py_text(r.row->'episode_id')), r.row
+    FROM dataset_sources s
+    JOIN imported_rows r ON r.import_id = s.source_id AND r.kind = 'trajectory_sft'
+)
+SELECT
+    source_id,
+    episode_id,
+    record,
+    coalesce(TRY_CAST(record->>'token_count_estimate' AS BIGINT), octet_length(encode((record->'messages')::VARCHAR))) AS token_count_estimate,
+    coalesce(
+        TRY_CAST(record->>'tool_call_count' AS BIGINT),
+        list_sum(list_transform(from_json(record->'messages', '["JSON"]'), lambda m: coalesce(json_array_length(m->'tool_calls'), 0)))::BIGINT,
+        0
+    ) AS tool_call_count
+FROM records;
+CREATE TABLE IF NOT EXISTS export_snapshot.dataset_trajectories (
+    source_id VARCHAR,
+    episode_id VARCHAR,
+    record JSON,
+    token_count_estimate BIGINT,
+    tool_call_count BIGINT
+);

@@ -1,0 +1,78 @@
+-- view: imported_traces
+-- grain: one row per trace of an imported source of the export
+-- key: source_id, episode_id
+-- Each imported trace as the seed's exporter reads it: episode id (image_id or file stem),
+-- case id (runtime_case.case_id, case_id, image_id or episode id), file path and sha256,
+-- the `content:` source families of its evidence (domain families never join cases), its
+-- decision policy version (falling back to the run manifest's agent block), and for an accepted
+-- release its selected row, runtime store and whether it is action-only (its training
+-- buckets lack reasoning_sft: no reasoning SFT row, but a perception example).
+CREATE OR REPLACE VIEW imported_traces AS
+WITH traces AS (
+    SELECT
+        s.source_id,
+        s.source_kind,
+        s.source_run_id,
+        s.decision_policy_version AS manifest_policy_version,
+        s.training_prohibited,
+        d.episode_id,
+        d.path AS source_trace,
+        d.sha256 AS trace_sha256,
+        d.document AS trace,
+        CASE WHEN json_type(d.document->'state') = 'OBJECT' THEN d.document->'state' END AS state
+    FROM dataset_sources s
+    JOIN imported_documents d ON d.import_id = s.source_id AND d.kind = 'trace'
+),
+shaped AS (
+    SELECT
+        t.*,
+        CASE WHEN json_type(t.state->'runtime_case') = 'OBJECT' THEN t.state->'runtime_case' END AS runtime_case,
+        CASE WHEN json_type(t.state->'investigation_state') = 'OBJECT' THEN t.state->'investigation_state' END AS investigation
+    FROM traces t
+),
+families AS (
+    SELECT t.source_id, t.episode_id,
+           list_sort(list_distinct(list(py_strip(py_text(e.value->'source_family'))))) AS families
+    FROM shaped t, json_each(CASE WHEN json_type(t.investigation->'evidence') = 'ARRAY' THEN t.investigation->'evidence' ELSE '[]' END) e
+    WHERE json_type(e.value) = 'OBJECT' AND starts_with(py_strip(py_text(e.value->'source_family')), 'content:')
+    GROUP BY ALL
+),
+selected AS (
+    SELECT py_strip(py_get_text(r.row, 'episode_id', '')) AS episode_id, r.row AS release_row
+    FROM imported_rows r
+    JOIN dataset_settings s ON r.import_id = s.accepted_release_import
+    WHERE r.kind = 'selected_episodes'
+),
+stores AS (
+    SELECT f.import_id AS source_id, f.episode_id, f.path AS runtime_store_path
+    FROM imported_files f
+    WHERE f.kind = 'runtime_store'
+)
+SELECT
+    t.source_id,
+    t.source_kind,
+    t.episode_id,
+    py_strip(coalesce(
+        py_or_text(t.runtime_case->'case_id'), py_or_text(t.trace->'case_id'), py_or_text(t.trace->'image_id'), t.episode_id
+    )) AS case_id,
+    t.source_run_id,
+    t.source_trace,
+    t.trace_sha256,
+    py_get_text(t.runtime_case, 'image_sha256', '') AS image_sha256,
+    coalesce(f.families, []) AS source_family_keys,
+    coalesce(
+        py_or_text(t.trace->'decision_policy_version'), py_or_text(t.state->'decision_policy_version'),
+        t.manifest_policy_version, ''
+    ) AS decision_policy_version,
+    t.training_prohibited,
+    sel.release_row,
+    coalesce(
+        json_type(sel.release_row->'training_buckets') = 'ARRAY'
+        AND NOT list_contains(from_json(sel.release_row->'training_buckets', '["VARCHAR"]'), 'reasoning_sft'),
+        false
+    ) AS action_only,
+    st.runtime_store_path
+FROM shaped t
+LEFT JOIN families f USING (source_id, episode_id)
+LEFT JOIN selected sel ON t.source_kind = 'accepted_release' AND sel.episode_id = t.episode_id
+LEFT JOIN stores st ON st.source_id = t.source_id AND st.episode_id = t.episode_id;
