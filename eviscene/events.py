@@ -200,6 +200,7 @@ class DatasetExported(_Payload):
     type: Literal["dataset.exported"] = "dataset.exported"
     out_dir: str = Field(description="Directory written.")
     manifest: dict[str, Any] = Field(description="The export manifest, as written.")
+    inputs: dict[str, Any] = Field(default_factory=dict, description="The options and log sources (run ids, import ids) the dataset views read, so a decision can be replayed.")
 
 
 PAYLOAD_MODELS: tuple[type[_Payload], ...] = (

@@ -5,7 +5,7 @@ A log named `eviscene.duckdb` is:
   eviscene.duckdb.live/<run_id>/        one folder per run being written (or not yet sealed)
       writer.lock                       flock'd by the run's writer; holds its pid
       events-<first>-<last>.parquet     committed batches (seq range), immutable once renamed into place
-      blobs-<pid>-<n>.parquet           blobs committed with a batch (read distinct by sha256)
+      blobs-<writer>-<n>.parquet        blobs committed with a batch (read distinct by sha256)
 A writer owns only its run folder, so runs write at once, and readers never take a lock
 on anything being written.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 DEFAULT_LOG = "eviscene.duckdb"
 _SEGMENT = re.compile(r"^events-(\d{12})-(\d{12})\.parquet$")
-_BLOB_SEGMENT = re.compile(r"^blobs-\d+-\d{9}\.parquet$")
+_BLOB_SEGMENT = re.compile(r"^blobs-[0-9a-f]{16}-\d{9}\.parquet$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
 
 
@@ -48,8 +48,10 @@ def segment_name(first_seq: int, last_seq: int) -> str:
     return f"events-{first_seq:012d}-{last_seq:012d}.parquet"
 
 
-def blob_segment_name(counter: int, pid: int) -> str:
-    return f"blobs-{pid}-{counter:09d}.parquet"
+def blob_segment_name(writer_id: str, counter: int) -> str:
+    """Blob files carry their writer session's random id: a pid or a counter alone repeats
+    across sessions of one run and would overwrite an earlier session's blobs."""
+    return f"blobs-{writer_id}-{counter:09d}.parquet"
 
 
 def list_segments(folder: Path) -> list[Segment]:

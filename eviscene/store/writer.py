@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ class RunWriter:
         self.committed_events = 0
         self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
         self._blob_files = 0
+        self._writer_id = uuid.uuid4().hex[:16]
 
     @property
     def last_seq(self) -> int:
@@ -209,7 +211,7 @@ class RunWriter:
                 schema=BLOB_SCHEMA,
             )
             self._blob_files += 1
-            files.append((table, blob_segment_name(self._blob_files, os.getpid())))
+            files.append((table, blob_segment_name(self._writer_id, self._blob_files)))
             self._known_blobs.update(blobs)
         drafts = [item for item in items if isinstance(item, EventDraft)]
         if drafts:
@@ -297,6 +299,6 @@ class RunWriter:
         if len(blobs) >= COMPACT_AFTER_SEGMENTS:
             table = pa.concat_tables([pq.read_table(path, schema=BLOB_SCHEMA) for path in blobs])
             self._blob_files += 1
-            self._write_atomically(table, blob_segment_name(self._blob_files, os.getpid()))
+            self._write_atomically(table, blob_segment_name(self._writer_id, self._blob_files))
             for path in blobs:
                 path.unlink(missing_ok=True)

@@ -108,7 +108,7 @@ SELECT
     ep.verdict,
     ep.confidence,
     ep.gold_label,
-    ep.termination = 'completed' AND ep.verdict IS NOT DISTINCT FROM ep.gold_label AS result_correct,
+    coalesce(ep.termination = 'completed' AND ep.verdict = ep.gold_label, false) AS result_correct,
     ep.termination = 'error' AS engineering_error,
     ep.verdict IS NOT NULL AS has_judgment,
     ep.max_tool_actions,

@@ -4,7 +4,8 @@
 -- The seed's summary.json (_compute_summary): episodes, errors (an error verdict,
 -- termination or error text), the distribution of predicted verdicts ('None' for episodes
 -- without one, as the seed's str()), and mean time, tool calls and model calls, rounded to
--- 3 places. Means go through DECIMAL so they never depend on aggregation order.
+-- 3 places half to even as Python's round(). Means go through DECIMAL so they never depend
+-- on aggregation order.
 CREATE OR REPLACE VIEW run_summary AS
 WITH rows AS (
     SELECT
@@ -26,9 +27,9 @@ SELECT
     count(*) AS num_samples,
     count(*) FILTER (WHERE r.is_error) AS num_errors,
     any_value(d.predicted_verdict_distribution) AS predicted_verdict_distribution,
-    coalesce(round(avg(r.time_taken::DECIMAL(18, 6)), 3), 0)::DOUBLE AS avg_time_taken_sec,
-    coalesce(round(avg(r.total_tool_calls::DECIMAL(18, 6)), 3), 0)::DOUBLE AS avg_tool_calls,
-    coalesce(round(avg(r.llm_api_calls::DECIMAL(18, 6)), 3), 0)::DOUBLE AS avg_llm_api_calls
+    coalesce(round_even(avg(r.time_taken::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_time_taken_sec,
+    coalesce(round_even(avg(r.total_tool_calls::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_tool_calls,
+    coalesce(round_even(avg(r.llm_api_calls::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_llm_api_calls
 FROM rows r
 JOIN distribution d USING (run_id)
 GROUP BY r.run_id;

@@ -4,8 +4,8 @@
 -- The seed's post_rollout_rewards.jsonl row plus group statistics for RL: the episode's
 -- reward (its trajectory score), the group's mean and sample standard deviation, the GRPO
 -- advantage (r - mean) / (std + 1e-6) and the RLOO advantage r - mean(others); both are 0
--- and is_std_zero true for a zero-variance or single-member group. Sums go through DECIMAL
--- so the statistics never depend on aggregation order.
+-- and is_std_zero true for a zero-variance or single-member group. Group sums are left folds
+-- over the members in episode_id order, so they never depend on aggregation order.
 CREATE OR REPLACE VIEW post_rollout_rewards AS
 WITH members AS (
     SELECT
@@ -22,20 +22,21 @@ WITH members AS (
     ) p USING (run_id, episode_id)
 ),
 groups AS (
-    SELECT run_id, prompt_group_id, count(*) AS n, sum(reward::DECIMAL(38, 18)) AS reward_sum
+    SELECT run_id, prompt_group_id, count(*) AS n,
+           list_reduce(list(reward ORDER BY episode_id), lambda a, b: a + b) AS reward_sum
     FROM members GROUP BY ALL
 ),
 spread AS (
     SELECT m.run_id, m.prompt_group_id,
-           sum(power(m.reward - g.reward_sum::DOUBLE / g.n, 2)::DECIMAL(38, 18)) AS squares
+           list_reduce(list(power(m.reward - g.reward_sum / g.n, 2) ORDER BY m.episode_id), lambda a, b: a + b) AS squares
     FROM members m JOIN groups g USING (run_id, prompt_group_id)
     GROUP BY ALL
 ),
 stats AS (
     SELECT g.run_id, g.prompt_group_id, g.n,
-           g.reward_sum::DOUBLE AS reward_sum,
-           g.reward_sum::DOUBLE / g.n AS reward_mean,
-           CASE WHEN g.n > 1 THEN sqrt(s.squares::DOUBLE / (g.n - 1)) END AS reward_std
+           g.reward_sum,
+           g.reward_sum / g.n AS reward_mean,
+           CASE WHEN g.n > 1 THEN sqrt(s.squares / (g.n - 1)) END AS reward_std
     FROM groups g JOIN spread s USING (run_id, prompt_group_id)
 )
 SELECT

@@ -42,7 +42,7 @@ SELECT
         AND NOT training_prohibited
         AND NOT sft_structured_eligibility_required AS sft_training_eligible,
     NOT engineering_error AND policy_steps > 0 AND NOT training_prohibited AS rl_reward_eligible,
-    list_distinct(list_filter(
+    list_filter(
         [
             CASE WHEN NOT finished THEN 'episode_not_finished' END,
             CASE WHEN training_prohibited THEN 'training_prohibited' END,
@@ -52,5 +52,5 @@ SELECT
         || list_transform(strict_failure_codes, lambda code: 'trace_audit:' || code)
         || teacher_exclusion_reasons,
         lambda reason: reason IS NOT NULL
-    )) AS exclusion_reasons
+    ) AS exclusion_reasons
 FROM base;

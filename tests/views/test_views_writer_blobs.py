@@ -1,16 +1,12 @@
-"""Found while building the view fixtures: `RunWriter` names blob files
-`blobs-<pid>-<counter>.parquet` with a counter that restarts at 1 for every writer, so a
-second writer session on the same run in the same process (say `eval run` then `eval
-resume` driven from Python, or two `EventLog.append` calls carrying blobs) replaces the
-first session's blob file, and its blobs (model requests, gold) vanish. A later process
-that happens to get the same pid does the same. Kept as a non-strict xfail so the suite
-stays green until the writer is fixed; the view fixtures write each run in one session.
+"""Regression: blob files were once named `blobs-<pid>-<counter>.parquet` with a counter
+restarting for every writer, so a second writer session on the same run in the same process
+(`eval run` then `eval resume` driven from Python, two `EventLog.append` calls carrying
+blobs) replaced the first session's blob file and its blobs (model requests, gold) vanished.
 """
 
 import hashlib
 
 import anyio
-import pytest
 
 from eviscene.events import ArtifactImported
 from eviscene.store import EventDraft, EventLog
@@ -23,7 +19,6 @@ async def _session(log: EventLog, content: bytes, kind: str) -> str:
     return digest
 
 
-@pytest.mark.xfail(reason="writer reuses blob file names across sessions in one process (data loss)", strict=False)
 def test_views_second_writer_session_keeps_first_sessions_blobs(tmp_path):
     log = EventLog(tmp_path / "blobs.duckdb")
     first = anyio.run(_session, log, b'{"first": 1}', "first")

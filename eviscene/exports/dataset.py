@@ -1,0 +1,202 @@
+"""`eviscene dataset export`: seed 002's split-safe SFT dataset, computed by the
+sql/70_dataset views over the event log and written byte-identically on every rerun.
+
+Path inputs (run directories, an accepted release, a case split, gate directories) are
+imported into the log first (a no-op when already there); the views then decide
+eligibility, the best rollout per case, source-family groups, splits and routes; this
+module checks the options, raises the first problem the views report, writes the files and
+records a `dataset.exported` event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.events import DatasetExported
+from eviscene.exports.dataset_files import FORMATS, write_dataset
+from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.imports import import_path
+from eviscene.imports.files import sha256_bytes
+from eviscene.store import EventDraft, EventLog
+from eviscene.store.chain import canonical_json
+
+DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS = 131072
+DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40
+
+
+class DatasetExportError(EvisceneError):
+    """The export's options or inputs cannot give a split-safe dataset."""
+
+
+@dataclass
+class ExportOptions:
+    """Seed 002's flags; `runs` names native runs (or imported run directories) in the log."""
+
+    out_dir: Path
+    runs: list[str] = field(default_factory=list)
+    run_dirs: list[Path] = field(default_factory=list)
+    accepted_release: Path | None = None
+    case_split: Path | None = None
+    eligibility_dir: Path | None = None
+    semantic_reward_dir: Path | None = None
+    minimum_accepted_cases: int | None = None
+    require_all_validation_cases: bool = True
+    train_ratio: float = 0.8
+    validation_ratio: float = 0.1
+    seed: str = "ifv-policy-v1"
+    short_max_tokens: int = DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS
+    fmt: str = "jsonl"
+
+
+@dataclass
+class ResolvedExport:
+    settings: ExportSettings
+    paths: dict[str, Path | None]
+
+
+def _resolved(path: Path | None) -> Path | None:
+    return None if path is None else Path(path).expanduser().resolve()
+
+
+def check_options(options: ExportOptions) -> tuple[bool, int | None]:
+    """Seed 002's option checks, in its order; returns (frozen, minimum accepted cases)."""
+    if options.fmt not in FORMATS:
+        raise DatasetExportError(f"unknown format {options.fmt!r}; one of {', '.join(FORMATS)}")
+    frozen = False
+    if options.accepted_release is not None:
+        if options.runs or options.run_dirs:
+            raise DatasetExportError("accepted-release mode cannot be combined with --run-dir or --run")
+        canonical = _resolved(options.accepted_release) / "eligibility"
+        if options.eligibility_dir is not None and _resolved(options.eligibility_dir) != canonical:
+            raise DatasetExportError(
+                "accepted-release mode owns its eligibility directory; do not pass a second --eligibility-dir"
+            )
+        frozen = True
+    elif not options.runs and not options.run_dirs:
+        raise DatasetExportError("at least one run is required: --run RUN, --run-dir DIR or --accepted-release DIR")
+    if any(value is not None for value in (options.case_split, options.eligibility_dir, options.semantic_reward_dir)):
+        frozen = True
+    if frozen and options.case_split is None:
+        raise DatasetExportError("frozen SFT export requires --case-split")
+    if frozen and options.eligibility_dir is None and options.accepted_release is None:
+        raise DatasetExportError("frozen SFT export requires --eligibility-dir")
+    minimum = options.minimum_accepted_cases
+    if minimum is not None and minimum < 0:
+        raise DatasetExportError("minimum_accepted_cases must be non-negative")
+    if frozen and minimum is None:
+        minimum = DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES
+    if options.train_ratio <= 0 or options.validation_ratio < 0:
+        raise DatasetExportError("split ratios must be non-negative (and train_ratio positive)")
+    if options.train_ratio + options.validation_ratio >= 1:
+        raise DatasetExportError("train_ratio + validation_ratio must be below 1")
+    if options.short_max_tokens < 1:
+        raise DatasetExportError("short_max_tokens must be positive")
+    out = Path(options.out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DatasetExportError(f"dataset output directory must be new or empty: {out}")
+    return frozen, minimum
+
+
+def _native_or_imported_run(log: EventLog, run: str) -> tuple[str, bool]:
+    """(source id, is native) for a --run value: a native run id, or an imported run
+    directory named by its import id or by the run_id in its manifest."""
+    if log.sql("SELECT count(*) AS n FROM run_manifests WHERE run_id = ?", [run])["n"][0].as_py():
+        return run, True
+    found = log.sql(
+        "SELECT import_id FROM import_sources WHERE source_kind = 'run_dir' AND (import_id = ? OR metadata->>'run_id' = ?) "
+        "ORDER BY imported_at DESC",
+        [run, run],
+    )["import_id"].to_pylist()
+    if not found:
+        raise DatasetExportError(f"no run {run!r} in {log.path}; `eviscene runs` lists native runs, `eviscene import` adds run directories")
+    return found[0], False
+
+
+def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
+    """Check the options, import every path input (no-op when already imported) and name
+    the log sources the views read."""
+    frozen, minimum = check_options(options)
+    sources: list[str] = []
+    native: list[str] = []
+    for run in options.runs:
+        source, is_native = _native_or_imported_run(log, run)
+        sources.append(source)
+        if is_native:
+            native.append(source)
+    for run_dir in options.run_dirs:
+        sources.append(import_path(log, run_dir, "run_dir").import_id)
+    accepted = None
+    if options.accepted_release is not None:
+        accepted = import_path(log, options.accepted_release, "accepted_release").import_id
+        sources.append(accepted)
+    case_split = import_path(log, options.case_split, "case_split").import_id if options.case_split else None
+    eligibility = None
+    if options.eligibility_dir is not None and accepted is None:
+        eligibility = import_path(log, options.eligibility_dir, "gate_artifacts").import_id
+    semantic = import_path(log, options.semantic_reward_dir, "gate_artifacts").import_id if options.semantic_reward_dir else None
+    duplicates = sorted({s for s in sources if sources.count(s) > 1})
+    if duplicates:
+        raise DatasetExportError(f"the same source is named twice: {', '.join(duplicates)}")
+    settings = ExportSettings(
+        seed=options.seed,
+        train_ratio=float(options.train_ratio),
+        validation_ratio=float(options.validation_ratio),
+        short_max_tokens=int(options.short_max_tokens),
+        frozen=frozen,
+        minimum_accepted_cases=minimum,
+        require_all_validation_cases=options.require_all_validation_cases,
+        case_split_import=case_split,
+        eligibility_import=eligibility,
+        semantic_import=semantic,
+        accepted_release_import=accepted,
+        sources=tuple(sources),
+        native_runs=tuple(native),
+    )
+    release = _resolved(options.accepted_release)
+    paths = {
+        "case_split": _resolved(options.case_split),
+        "eligibility_dir": release / "eligibility" if release else _resolved(options.eligibility_dir),
+        "semantic_reward_dir": _resolved(options.semantic_reward_dir),
+        "accepted_release": release,
+    }
+    return ResolvedExport(settings, paths)
+
+
+def raise_first_problem(con) -> None:
+    found = con.execute("SELECT message FROM dataset_problems ORDER BY ordinal, subject, message LIMIT 1").fetchall()
+    if found:
+        raise DatasetExportError(found[0][0])
+
+
+def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: ExportSettings) -> None:
+    payload = DatasetExported(out_dir=str(out_dir), manifest=manifest, inputs=settings.as_dict())
+    run_id = "dataset-" + sha256_bytes(canonical_json(payload.model_dump(mode="json")).encode("utf-8"))[:32]
+
+    async def append() -> None:
+        async with log.writer(run_id) as writer:
+            await writer.emit(EventDraft(payload))
+
+    anyio.run(append)
+    try:
+        log.seal([run_id])
+    except LogLockedError:
+        pass  # readers see live segments too; `eviscene log seal` catches up later
+
+
+def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any], dict[str, int]]:
+    """Write the dataset; returns (manifest, rows written per file)."""
+    resolved = resolve_inputs(log, options)
+    out_dir = Path(options.out_dir).expanduser().resolve()
+    con = open_export(log, resolved.settings)
+    try:
+        raise_first_problem(con)
+        manifest, written = write_dataset(con, out_dir, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt)
+    finally:
+        con.close()
+    _record(log, out_dir, manifest, resolved.settings)
+    return manifest, written

@@ -1,0 +1,141 @@
+"""A connection on which the sql/70_dataset views describe one dataset export.
+
+The views read their options and native inputs from temporary tables; this module fills
+them (export_settings, export_sources; native_candidate_input from the native_candidates
+view; native_record_input from eviscene.exports.trajectories) and then computes every
+dataset view once into a temporary table, in dependency order, filling the
+export_snapshot copies the decision views read. No dataset rule lives here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from eviscene.exports.serialize import json_bytes
+from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
+from eviscene.store import EventLog
+from eviscene.store.chain import canonical_json
+from eviscene.views import apply_views, view_definitions
+
+DATASET_FOLDER = "sql/70_dataset/"
+# Computed per run by the exporter (native_candidate_input), never materialized whole.
+_NOT_MATERIALIZED = {"native_candidates"}
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """The export's options as the views read them (one row of export_settings)."""
+
+    seed: str = "ifv-policy-v1"
+    train_ratio: float = 0.8
+    validation_ratio: float = 0.1
+    short_max_tokens: int = 131072
+    frozen: bool = False
+    minimum_accepted_cases: int | None = None
+    require_all_validation_cases: bool = True
+    case_split_import: str | None = None
+    eligibility_import: str | None = None
+    semantic_import: str | None = None
+    accepted_release_import: str | None = None
+    # Candidate sources in the user's order: native run ids and import ids.
+    sources: tuple[str, ...] = field(default_factory=tuple)
+    native_runs: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: (list(value) if isinstance(value, tuple) else value) for name, value in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExportSettings":
+        known = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> None:
+    con.execute(
+        """
+        CREATE TEMP TABLE export_settings AS SELECT
+            ?::VARCHAR AS seed, ?::DOUBLE AS train_ratio, ?::DOUBLE AS validation_ratio, ?::BIGINT AS short_max_tokens,
+            ?::BOOLEAN AS frozen, ?::BIGINT AS minimum_accepted_cases, ?::BOOLEAN AS require_all_validation_cases,
+            ?::VARCHAR AS case_split_import, ?::VARCHAR AS eligibility_import, ?::VARCHAR AS semantic_import,
+            ?::VARCHAR AS accepted_release_import
+        """,
+        [
+            settings.seed, settings.train_ratio, settings.validation_ratio, settings.short_max_tokens, settings.frozen,
+            settings.minimum_accepted_cases, settings.require_all_validation_cases, settings.case_split_import,
+            settings.eligibility_import, settings.semantic_import, settings.accepted_release_import,
+        ],
+    )
+    con.execute("CREATE TEMP TABLE export_sources (source_id VARCHAR)")
+    if settings.sources:
+        con.executemany("INSERT INTO export_sources VALUES (?)", [[s] for s in settings.sources])
+
+
+def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Traces (with the sha256 of the file `materialize` writes), SFT trajectories and
+    perception examples of one native run, as eviscene.exports.trajectories builds them."""
+    traces = {episode_id: json_bytes(trace) for episode_id, trace in trace_records(con, run_id)}
+    trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id)}
+    perception = {r["episode_id"]: canonical_json(r) for r in perception_records(con, run_id)}
+    episodes = sorted(traces)
+    return pa.table({
+        "run_id": [run_id] * len(episodes),
+        "episode_id": episodes,
+        "trace": [traces[e].decode("utf-8") for e in episodes],
+        "trace_sha256": [hashlib.sha256(traces[e]).hexdigest() for e in episodes],
+        "trajectory": [trajectories.get(e) for e in episodes],
+        "perception": [perception.get(e) for e in episodes],
+    })
+
+
+def _fill_native(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> None:
+    if not run_ids:
+        return
+    con.execute(
+        "INSERT INTO native_candidate_input BY NAME SELECT * FROM native_candidates WHERE list_contains(?, run_id)",
+        [list(run_ids)],
+    )
+    for run_id in run_ids:
+        con.register("native_records_batch", _native_records(con, run_id))
+        con.execute(
+            "INSERT INTO native_record_input SELECT run_id, episode_id, trace::JSON, trace_sha256, trajectory::JSON, "
+            "perception::JSON FROM native_records_batch"
+        )
+        con.unregister("native_records_batch")
+
+
+def _materialize(con: duckdb.DuckDBPyConnection) -> None:
+    """Compute each dataset view once, in dependency order, as a temporary table of the
+    same name; copy staging views into their export_snapshot tables."""
+    snapshots = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'"
+        ).fetchall()
+    }
+    for definition in view_definitions():
+        if not definition.path.startswith(DATASET_FOLDER) or definition.name in _NOT_MATERIALIZED:
+            continue
+        name = definition.name
+        con.execute(f"DROP VIEW {name}")
+        con.execute(definition.sql.replace(f"CREATE OR REPLACE VIEW {name} AS", f"CREATE TEMP TABLE {name} AS", 1))
+        if name in snapshots:
+            con.execute(f"INSERT INTO export_snapshot.{name} BY NAME SELECT * FROM {name}")
+
+
+def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConnection:
+    """A snapshot connection whose dataset views (as tables) are the export `settings` describe."""
+    con = log.connect(views=False)
+    try:
+        _create_inputs(con, settings)
+        apply_views(con)
+        _fill_native(con, settings.native_runs)
+        _materialize(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
