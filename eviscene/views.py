@@ -10,6 +10,7 @@ Each file starts with a header:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -45,8 +46,25 @@ def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]
     return found
 
 
-def view_definitions() -> list[ViewDefinition]:
-    return _dependency_order(_read_definitions())
+@functools.cache
+def view_definitions() -> tuple[ViewDefinition, ...]:
+    return tuple(_dependency_order(_read_definitions()))
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{name}\b", text) is not None
+
+
+def views_needed_by(query: str) -> list[ViewDefinition]:
+    """The views a query names, with everything they read, in creation order: binding a view
+    costs time, so a query pays only for the views it uses."""
+    definitions = view_definitions()
+    needed = {d.name for d in definitions if _mentions(query, d.name)}
+    for definition in reversed(definitions):  # dependents come after their dependencies
+        if definition.name in needed:
+            body = definition.sql.split("AS", 1)[-1]
+            needed.update(d.name for d in definitions if d.name != definition.name and _mentions(body, d.name))
+    return [d for d in definitions if d.name in needed]
 
 
 def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]:
@@ -61,7 +79,7 @@ def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]
             raise ValueError(f"views reference each other in a cycle: {' -> '.join(trail + (definition.name,))}")
         body = definition.sql.split("AS", 1)[-1]
         for name, other in by_name.items():
-            if name != definition.name and re.search(rf"\b{name}\b", body):
+            if name != definition.name and _mentions(body, name):
                 place(other, trail + (definition.name,))
         placed.add(definition.name)
         ordered.append(definition)
@@ -113,11 +131,13 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
 
 
-def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False) -> None:
-    """Create every view; with `materialize`, as temporary tables computed once each (for
-    exports that read many views over one snapshot)."""
+def apply_views(
+    con: duckdb.DuckDBPyConnection, *, materialize: bool = False, only: list[ViewDefinition] | None = None
+) -> None:
+    """Create every view (or `only` those); with `materialize`, as temporary tables computed
+    once each (for exports that read many views over one snapshot)."""
     register_functions(con)
-    for definition in view_definitions():
+    for definition in view_definitions() if only is None else only:
         sql = definition.sql
         if materialize:
             sql = sql.replace(f"CREATE OR REPLACE VIEW {definition.name} AS", f"CREATE OR REPLACE TEMP TABLE {definition.name} AS", 1)

@@ -18,7 +18,7 @@ from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import open_snapshot
 from eviscene.store.verify import VerifyReport, verify_chain
 from eviscene.store.writer import EventDraft, RunWriter
-from eviscene.views import apply_views
+from eviscene.views import apply_views, views_needed_by
 
 _SNAPSHOT_RETRIES = 3
 
@@ -36,19 +36,22 @@ class EventLog:
     def __repr__(self) -> str:
         return f"EventLog({str(self.path)!r})"
 
-    def connect(self, *, views: bool = True, materialize: bool = False) -> duckdb.DuckDBPyConnection:
+    def connect(
+        self, *, views: bool = True, materialize: bool = False, for_query: str | None = None
+    ) -> duckdb.DuckDBPyConnection:
         """A read-only snapshot connection with `events`, `blobs` and every view (computed
-        once into temporary tables with `materialize`, for exports)."""
+        once into temporary tables with `materialize`, for exports; only those `for_query`
+        reads, when given)."""
         con = open_snapshot(self.path)
         if views:
-            apply_views(con, materialize=materialize)
+            apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
         return con
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
         """Run one query over a fresh snapshot and return an Arrow table (`?` parameters
         from a list, `$name` parameters from a dict)."""
         for attempt in range(_SNAPSHOT_RETRIES):
-            con = self.connect()
+            con = self.connect(for_query=query)
             try:
                 return con.sql(query, params=params).to_arrow_table()
             except duckdb.IOException as exc:
