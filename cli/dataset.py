@@ -1,0 +1,70 @@
+"""`eviscene dataset export`: the split-safe SFT dataset of seed 002, from the log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from eviscene.exports.dataset import DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, ExportOptions, export_dataset
+from eviscene.exports.dataset_files import FORMATS
+from eviscene.store import EventLog
+
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+@click.group()
+def dataset() -> None:
+    """Split-safe SFT datasets from the log.
+
+    \b
+    Example:
+        eviscene dataset export --run 20261130_141502_offline_offline-react-v1 --out datasets/v1
+    """
+
+
+@dataset.command("export")
+@click.option("--run", "runs", multiple=True, help="A run in the log (native run id, or an imported run directory's run id or import id); repeatable.")
+@click.option("--run-dir", "run_dirs", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="A seed-style run directory, imported first; repeatable.")
+@click.option("--accepted-release", type=click.Path(exists=True, file_okay=False, path_type=Path), help="An accepted teacher release (v2-v4); implies frozen mode.")
+@click.option("--out", "--output-dir", "out_dir", required=True, type=_DIR, help="New or empty output directory.")
+@click.option("--case-split", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Fixed case split JSONL (frozen mode).")
+@click.option("--eligibility-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.sft_eligibility.json artifacts (frozen mode).")
+@click.option("--semantic-reward-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.semantic_reward.json artifacts (frozen mode).")
+@click.option("--minimum-accepted-cases", type=int, default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
+@click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
+@click.option("--train-ratio", type=float, default=0.8, show_default=True)
+@click.option("--validation-ratio", type=float, default=0.1, show_default=True)
+@click.option("--seed", default="ifv-policy-v1", show_default=True, help="Split seed: sha256(seed:group_id).")
+@click.option("--short-max-tokens", type=int, default=DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
+@click.pass_obj
+def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split, eligibility_dir, semantic_reward_dir,
+           minimum_accepted_cases, allow_missing_validation_cases, train_ratio, validation_ratio, seed, short_max_tokens, fmt) -> None:
+    """Export the best rollout of each case as TRL-ready SFT rows, split by connected
+    source-family groups (seed 002): train/validation/test.jsonl, perception.*.jsonl,
+    long_holdout.jsonl, episode metadata, accepted/excluded episodes and manifest.json;
+    byte-identical on rerun. Path inputs are imported into the log first.
+
+    \b
+    Example:
+        eviscene dataset export --run 20261130_141502_offline_offline-react-v1 --out datasets/v1
+        eviscene dataset export --accepted-release releases/teacher-v4 --case-split splits/frozen.jsonl --out datasets/frozen
+    """
+    options = ExportOptions(
+        out_dir=out_dir, runs=list(runs), run_dirs=list(run_dirs), accepted_release=accepted_release, case_split=case_split,
+        eligibility_dir=eligibility_dir, semantic_reward_dir=semantic_reward_dir, minimum_accepted_cases=minimum_accepted_cases,
+        require_all_validation_cases=not allow_missing_validation_cases, train_ratio=train_ratio,
+        validation_ratio=validation_ratio, seed=seed, short_max_tokens=short_max_tokens, fmt=fmt,
+    )
+    manifest, written = export_dataset(log, options)
+    for name, count in written.items():
+        click.echo(f"{count:>8}  {out_dir / name}")
+    click.echo(
+        f"{manifest['accepted_episode_count']} accepted of {manifest['candidate_episode_count']} candidates "
+        f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
+        f"manifest: {out_dir / 'manifest.json'}"
+    )
+
+
+COMMANDS = [dataset]

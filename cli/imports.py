@@ -1,0 +1,36 @@
+"""`eviscene import`: bring existing run directories, accepted releases, case splits and
+gate artifacts into the log."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+import pyarrow as pa
+
+from eviscene.cli.output import emit, format_option
+from eviscene.imports import SOURCE_KINDS, import_path
+from eviscene.store import EventLog
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--kind", type=click.Choice(SOURCE_KINDS), default=None, help="What PATH is (default: detected).")
+@format_option
+@click.pass_obj
+def import_(log: EventLog, paths: tuple[Path, ...], kind: str | None, fmt: str) -> None:
+    """Import each PATH as `artifact.imported` events (file sha256, content in a blob): a
+    seed-style run directory, an accepted teacher release (v2-v4, every seed check), a fixed
+    case split (.jsonl) or a directory of *.sft_eligibility.json / *.semantic_reward.json
+    gate artifacts. Importing the same bytes again changes nothing.
+
+    \b
+    Example:
+        eviscene import runs/20261130_141502_offline_offline-react-v1 splits/frozen_cases.jsonl
+    """
+    results = [asdict(import_path(log, path, kind)) for path in paths]
+    emit(pa.Table.from_pylist(results), fmt)
+
+
+COMMANDS = [import_]
