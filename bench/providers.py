@@ -18,6 +18,7 @@ import json
 import math
 import multiprocessing
 import shutil
+import socket
 import tempfile
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,6 +64,11 @@ def _answer(body: dict) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes: without this, Nagle meets delayed ACK (+40 ms).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args) -> None:
         pass

@@ -38,6 +38,7 @@ LAYERS = {
     "eviscene.tools": ("eviscene.agent", "eviscene.cli", "eviscene.release.gold", "click"),
     "eviscene.agent": ("eviscene.cli", "eviscene.release.gold", "click"),
     "eviscene.providers": ("eviscene.cli", "eviscene.release.gold", "click"),
+    "eviscene.imports": ("eviscene.agent", "eviscene.tools", "eviscene.providers", "eviscene.exports", "eviscene.cli", "click"),
 }
 
 

@@ -15,6 +15,10 @@ from eviscene.imports.files import sha256_bytes
 from eviscene.store.chain import canonical_json
 
 SOURCE_KINDS = ("run_dir", "accepted_release", "case_split", "gate_artifacts")
+# File kinds holding one JSON object per line; every other kind is one JSON document.
+JSONL_KINDS = frozenset(
+    {"trajectory_scores", "trajectory_sft", "perception_trajectories", "selected_episodes", "action_only", "case_split"}
+)
 
 
 @dataclass
@@ -32,7 +36,7 @@ class ImportedFile:
 
     @property
     def media_type(self) -> str:
-        return "application/jsonl" if self.relative_path.endswith(".jsonl") else "application/json"
+        return "application/jsonl" if self.kind in JSONL_KINDS else "application/json"
 
 
 @dataclass

@@ -38,8 +38,8 @@ def _drafts(plan: ImportPlan) -> list[EventDraft]:
         rows=len(plan.files),
         metadata={**plan.metadata, "import_id": plan.import_id},
     )
-    drafts = [EventDraft(source, step=0)]
-    for index, item in enumerate(sorted(plan.files, key=lambda f: (f.kind, f.relative_path)), start=1):
+    drafts = [EventDraft(source)]
+    for item in sorted(plan.files, key=lambda f: (f.kind, f.relative_path)):
         drafts.append(
             EventDraft(
                 ArtifactImported(
@@ -48,9 +48,13 @@ def _drafts(plan: ImportPlan) -> list[EventDraft]:
                     sha256=item.sha256,
                     blob_sha256=item.sha256,
                     rows=item.rows,
-                    metadata={**item.metadata, "source_kind": plan.source_kind, "relative_path": item.relative_path},
+                    metadata={
+                        **item.metadata,
+                        "source_kind": plan.source_kind,
+                        "relative_path": item.relative_path,
+                        "media_type": item.media_type,
+                    },
                 ),
-                step=index,
             )
         )
     return drafts

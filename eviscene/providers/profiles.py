@@ -106,7 +106,7 @@ unified_judgment = "low"
 [profiles.gemini-teacher]
 description = "Teacher: Gemini through the generateContent API."
 provider = "gemini"
-model = "gemini-2.5-pro"
+model = "gemini-3-pro-preview"  # thinkingLevel needs Gemini 3; on 2.5 set thinking to "on"/"off"
 base_url = "https://generativelanguage.googleapis.com/v1beta"
 wire_api = "interactions"
 api_key_env = "GEMINI_API_KEY"

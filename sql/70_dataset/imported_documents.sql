@@ -16,4 +16,4 @@ SELECT
 FROM imported_files f
 JOIN (SELECT DISTINCT import_id FROM dataset_inputs) i USING (import_id)
 JOIN blobs b ON b.sha256 = f.blob_sha256
-WHERE NOT ends_with(f.relative_path, '.jsonl');
+WHERE NOT f.is_jsonl;

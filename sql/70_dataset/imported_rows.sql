@@ -10,7 +10,7 @@ WITH files AS (
     FROM imported_files f
     JOIN (SELECT DISTINCT import_id FROM dataset_inputs) i USING (import_id)
     JOIN blobs b ON b.sha256 = f.blob_sha256
-    WHERE f.kind IN ('trajectory_scores', 'trajectory_sft', 'perception_trajectories', 'selected_episodes', 'action_only', 'case_split')
+    WHERE f.is_jsonl
 )
 SELECT files.import_id, files.kind, t.line_number, t.line::JSON AS row
 FROM files, unnest(string_split(files.body, chr(10))) WITH ORDINALITY AS t(line, line_number)

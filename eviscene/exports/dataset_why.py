@@ -1,0 +1,131 @@
+"""Why an episode is (not) in a dataset: the dataset views' decision about it, replayed
+from the `dataset.exported` event of the export that read it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.serialize import rows
+from eviscene.store import EventLog
+
+
+@dataclass
+class DatasetDecision:
+    episode_id: str
+    out_dir: str | None  # the export replayed (None when settings were given)
+    status: str  # accepted | excluded | not_a_candidate
+    case_id: str | None = None
+    selected: bool = False
+    eligible_before_selection: bool = False
+    training_exclusion_reasons: list[str] = field(default_factory=list)
+    excluded_because: str | None = None
+    case_best_episode_id: str | None = None
+    case_eligible_rollouts: int = 0
+    split: str | None = None
+    split_group_id: str | None = None
+    sft_route: str | None = None
+    group_episode_ids: list[str] = field(default_factory=list)
+    group_case_ids: list[str] = field(default_factory=list)
+    # Each family this episode shares with other accepted episodes of its group.
+    joining_families: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _sources_of(log: EventLog, episode_id: str) -> set[str]:
+    return set(log.sql(
+        "SELECT run_id AS source FROM episodes WHERE episode_id = ? "
+        "UNION SELECT import_id FROM imported_files WHERE kind = 'trace' AND episode_id = ?",
+        [episode_id, episode_id],
+    )["source"].to_pylist())
+
+
+def latest_export_for(log: EventLog, episode_id: str) -> tuple[str, ExportSettings] | None:
+    """(out_dir, settings) of the newest dataset export that read this episode's source."""
+    sources = _sources_of(log, episode_id)
+    for row in log.sql(
+        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs FROM events "
+        "WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
+    ).to_pylist():
+        inputs = json.loads(row["inputs"] or "{}")
+        if sources & set(inputs.get("sources", [])):
+            return row["out_dir"], ExportSettings.from_dict(inputs)
+    return None
+
+
+def explain_dataset_decision(log: EventLog, episode_id: str, settings: ExportSettings | None = None) -> DatasetDecision | None:
+    """The dataset decision about `episode_id` under `settings` (default: the newest export
+    that read it); None when no export read it."""
+    out_dir = None
+    if settings is None:
+        found = latest_export_for(log, episode_id)
+        if found is None:
+            return None
+        out_dir, settings = found
+    con = open_export(log, settings)
+    try:
+        found_rows = rows(con.sql(
+            "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
+            "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "
+            "WHERE r.episode_id = ?",
+            params=[episode_id],
+        ).to_arrow_table())
+        if not found_rows:
+            return DatasetDecision(episode_id, out_dir, "not_a_candidate")
+        row = found_rows[0]
+        decision = DatasetDecision(
+            episode_id=episode_id,
+            out_dir=out_dir,
+            status="accepted" if row["accepted"] else "excluded",
+            case_id=row["case_id"],
+            selected=row["selected"],
+            eligible_before_selection=row["eligible_before_selection"],
+            training_exclusion_reasons=row["training_exclusion_reasons"],
+            excluded_because=row["excluded_because"],
+            case_best_episode_id=row["case_best_episode_id"],
+            case_eligible_rollouts=row["case_eligible_rollouts"],
+            sft_route=row["sft_route"],
+        )
+        group = rows(con.sql("SELECT * FROM dataset_splits WHERE episode_id = ?", params=[episode_id]).to_arrow_table())
+        if group:
+            g = group[0]
+            decision.split, decision.split_group_id = g["split"], g["split_group_id"]
+            decision.group_episode_ids, decision.group_case_ids = g["member_episode_ids"], g["member_case_ids"]
+            decision.joining_families = rows(con.sql(
+                """
+                WITH mine AS (SELECT unnest(source_family_keys) AS family FROM split_components WHERE episode_id = $e),
+                others AS (
+                    SELECT unnest(source_family_keys) AS family, episode_id FROM split_components
+                    WHERE component_id = (SELECT component_id FROM split_components WHERE episode_id = $e) AND episode_id <> $e
+                )
+                SELECT family, list(episode_id ORDER BY episode_id) AS shared_with
+                FROM mine JOIN others USING (family) GROUP BY family ORDER BY family
+                """,
+                params={"e": episode_id},
+            ).to_arrow_table())
+        return decision
+    finally:
+        con.close()
+
+
+def describe(decision: DatasetDecision) -> list[str]:
+    """The decision as lines for `eviscene why`."""
+    where = f" (export {decision.out_dir})" if decision.out_dir else ""
+    if decision.status == "not_a_candidate":
+        return [f"dataset{where}: not a candidate (unfinished, or an action-only release episode)"]
+    lines = [f"dataset{where}: {decision.status.upper()}"]
+    if decision.status == "excluded":
+        lines.append(f"  because {decision.excluded_because}")
+        for reason in decision.training_exclusion_reasons:
+            lines.append(f"  - {reason}")
+        return lines
+    lines.append(
+        f"  best of {decision.case_eligible_rollouts} eligible rollout(s) of case {decision.case_id}; "
+        f"split {decision.split} ({decision.sft_route}), group {decision.split_group_id}"
+    )
+    if len(decision.group_episode_ids) > 1:
+        lines.append(f"  group joins cases {', '.join(decision.group_case_ids)} through shared content families:")
+        for item in decision.joining_families:
+            lines.append(f"    {item['family']}  shared with {', '.join(item['shared_with'])}")
+    return lines

@@ -1,0 +1,272 @@
+"""Frozen exports: fixed case splits, structured eligibility gates, accepted releases."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from dataset_builders import (
+    file_sha,
+    read_jsonl,
+    write_accepted_release,
+    write_case_split,
+    write_eligibility,
+    write_jsonl,
+    write_run_dir,
+)
+
+from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
+from eviscene.imports import ArtifactError
+from eviscene.store import EventLog
+
+
+@pytest.fixture
+def log(tmp_path) -> EventLog:
+    return EventLog(tmp_path / "log.duckdb")
+
+
+def frozen(log, tmp_path, run, split, eligibility, **options):
+    options.setdefault("minimum_accepted_cases", 0)
+    return export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out", run_dirs=[run], case_split=split, eligibility_dir=eligibility, **options,
+    ))
+
+
+def by_episode(path):
+    return {row["episode_id"]: row for row in read_jsonl(path)}
+
+
+def test_fixed_split_and_group_ids_come_from_the_case_split(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a", "families": ["content:x"]},
+        {"episode_id": "b--r000", "case_id": "b", "families": ["content:x"]},
+        {"episode_id": "c--r000", "case_id": "c"},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g1"), "c": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b"), ("c--r000", "c")])
+    manifest, _ = frozen(log, tmp_path, run, split, eligibility)
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    assert {e: (r["split"], r["split_group_id"]) for e, r in rows.items()} == {
+        "a--r000": ("train", "g1"), "b--r000": ("train", "g1"), "c--r000": ("validation", "g2"),
+    }
+    assert rows["a--r000"]["sft_eligibility_artifact_id"] == "elig-a--r000" and rows["a--r000"]["structured_eligibility_pass"] is True
+    assert manifest["split_mode"] == "frozen_teacher_sft" and manifest["split_ratios"] is None
+    assert manifest["frozen_inputs"]["case_split"] == {"path": str(split), "sha256": file_sha(split)}
+    assert manifest["group_count"] == 2
+
+
+def test_a_fixed_split_that_separates_a_source_family_group_fails(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a", "families": ["content:shared"]},
+        {"episode_id": "b--r000", "case_id": "b", "families": ["content:shared"]},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    with pytest.raises(DatasetExportError, match="fixed case split separates one source-family group: train, validation"):
+        frozen(log, tmp_path, run, split, eligibility, require_all_validation_cases=False)
+
+
+def test_frozen_mode_needs_every_teacher_case_in_the_split(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    with pytest.raises(DatasetExportError, match="fixed case split lacks teacher cases: b"):
+        frozen(log, tmp_path, run, split, eligibility)
+
+
+def test_frozen_mode_needs_enough_cases_and_every_validation_case(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a"},
+        {"episode_id": "v--r000", "case_id": "v", "score": {"training_eligible": False, "training_exclusion_reasons": ["incorrect_result"]}},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "v": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("v--r000", "v")])
+    with pytest.raises(DatasetExportError, match=re.escape("frozen SFT export accepted too few cases: 1 < 40")):
+        frozen(log, tmp_path, run, split, eligibility, minimum_accepted_cases=None)
+    with pytest.raises(DatasetExportError, match="frozen SFT export lacks accepted validation cases: v"):
+        frozen(log, tmp_path, run, split, eligibility)
+    manifest, _ = frozen(log, tmp_path, run, split, eligibility, require_all_validation_cases=False)
+    excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
+    assert excluded["v--r000"]["training_exclusion_reasons"] == ["incorrect_result", "incorrect_result"]
+    assert manifest["accepted_case_count"] == 1
+
+
+def test_structured_gate_failures_exclude_with_their_reasons(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a"},
+        {"episode_id": "b--r000", "case_id": "b"},  # gate artifact says not eligible
+        {"episode_id": "c--r000", "case_id": "c"},  # no gate artifact at all
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g2"), "c": ("train", "g3")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    write_eligibility(eligibility, run, [("b--r000", "b")], passing=False)
+    frozen(log, tmp_path, run, split, eligibility)
+    excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
+    assert excluded["b--r000"]["training_exclusion_reasons"] == ["structured_teacher_gate_failed"]
+    assert excluded["b--r000"]["structured_eligibility_pass"] is False
+    assert excluded["c--r000"]["training_exclusion_reasons"] == ["structured_teacher_gate_failed"]
+    assert excluded["c--r000"]["sft_eligibility_artifact_id"] is None
+    assert set(by_episode(tmp_path / "out" / "accepted_episodes.jsonl")) == {"a--r000"}
+
+
+def test_a_trace_edited_after_its_gate_fails_the_structured_gate(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    trace = run / "traces" / "a--r000.json"
+    trace.write_text(trace.read_text().replace('"a"', '"a" '), encoding="utf-8")
+    manifest, _ = frozen(log, tmp_path, run, split, eligibility)
+    assert manifest["accepted_episode_count"] == 0
+
+
+def test_in_frozen_mode_a_rollout_without_trajectory_yields_to_the_runner_up(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a", "score": {"total": 2.0}, "trajectory": False},
+        {"episode_id": "a--r001", "case_id": "a", "score": {"total": 1.0}},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("a--r001", "a")])
+    frozen(log, tmp_path, run, split, eligibility)
+    assert set(by_episode(tmp_path / "out" / "accepted_episodes.jsonl")) == {"a--r001"}
+    excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
+    assert excluded["a--r000"]["training_exclusion_reasons"] == ["no_exportable_trajectory_sft"]
+
+
+def test_a_semantic_artifact_for_another_trace_fails(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    semantic = tmp_path / "semantic"
+    semantic.mkdir()
+    (semantic / "a.semantic_reward.json").write_text(json.dumps({
+        "artifact_id": "sem-a", "case_id": "a", "rollout": {"episode_id": "a--r000"}, "source_trace": {"sha256": "0" * 64},
+        "gates": {"semantic_audit_pass": True},
+    }))
+    with pytest.raises(DatasetExportError, match="semantic diagnostic artifact does not match trace: a--r000"):
+        frozen(log, tmp_path, run, split, eligibility, semantic_reward_dir=semantic)
+    (semantic / "a.semantic_reward.json").write_text(json.dumps({
+        "artifact_id": "sem-a", "case_id": "a", "rollout": {"episode_id": "a--r000"},
+        "source_trace": {"sha256": file_sha(run / "traces" / "a--r000.json")}, "gates": {"semantic_audit_pass": True},
+    }))
+    frozen(log, tmp_path, run, split, eligibility, semantic_reward_dir=semantic)
+    row = read_jsonl(tmp_path / "out" / "accepted_episodes.jsonl")[0]
+    assert row["semantic_reward_artifact_id"] == "sem-a"
+
+
+def test_frozen_mode_requires_a_case_split_and_eligibility(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    with pytest.raises(DatasetExportError, match="frozen SFT export requires --eligibility-dir"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[run], case_split=split))
+    with pytest.raises(DatasetExportError, match="frozen SFT export requires --case-split"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[run], eligibility_dir=tmp_path))
+
+
+def release_episodes():
+    return [
+        {"episode_id": "a--r000", "case_id": "a", "families": ["content:x"], "teacher_score": 1.5},
+        {"episode_id": "b--r000", "case_id": "b", "families": ["content:x"], "teacher_score": 1.0, "red_flags": ["duplicate_actions"]},
+        {"episode_id": "c--r000", "case_id": "c", "families": ["content:y"]},
+        {"episode_id": "d--r000", "case_id": "d", "trajectory": False},  # action-only
+    ]
+
+
+def test_an_accepted_release_exports_its_teachers_and_action_only_perception(log, tmp_path):
+    release = write_accepted_release(tmp_path / "release", release_episodes(), action_only=("d--r000",))
+    split = write_case_split(tmp_path / "split.jsonl", {
+        "a": ("train", "g1"), "b": ("train", "g1"), "c": ("validation", "g2"), "d": ("validation", "g3"),
+    })
+    manifest, _ = export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=3,
+    ))
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    assert set(rows) == {"a--r000", "b--r000", "c--r000"}
+    assert rows["a--r000"]["teacher_score"] == 1.5 and rows["b--r000"]["deterministic_red_flags"] == ["duplicate_actions"]
+    perception = by_episode(tmp_path / "out" / "perception.validation.jsonl")
+    assert set(perception) == {"c--r000", "d--r000"} and perception["d--r000"]["split_group_id"] == "g3"
+    assert read_jsonl(tmp_path / "out" / "action_only.jsonl") == [{"episode_id": "d--r000", "reason": "no readable thought"}]
+    assert manifest["source_mode"] == "canonical_accepted_release"
+    assert manifest["selected_release_case_count"] == 4 and manifest["candidate_episode_count"] == 3
+    assert manifest["action_only_episode_count"] == 1 and manifest["action_only_perception_count"] == 1
+    assert manifest["frozen_inputs"]["accepted_release"]["schema_version"] == "ifv-accepted-teacher-release-v3"
+    assert manifest["frozen_inputs"]["eligibility_dir"] == str(release / "eligibility")
+
+
+def test_an_action_only_case_missing_from_the_split_fails(log, tmp_path):
+    release = write_accepted_release(tmp_path / "release", release_episodes(), action_only=("d--r000",))
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g1"), "c": ("validation", "g2")})
+    with pytest.raises(DatasetExportError, match="fixed case split lacks action-only perception case: d"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
+
+
+def test_an_accepted_release_with_a_tampered_trace_fails(log, tmp_path):
+    release = write_accepted_release(tmp_path / "release", release_episodes())
+    trace = release / "traces" / "b--r000.json"
+    trace.write_text(trace.read_text() + " ", encoding="utf-8")
+    split = write_case_split(tmp_path / "split.jsonl", {c: ("train", "g") for c in "abcd"})
+    with pytest.raises(ArtifactError, match="accepted-release trace SHA-256 mismatch: b--r000"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split))
+    assert log.sql("SELECT count(*) AS n FROM events")["n"][0].as_py() == 0  # nothing of it entered the log
+
+
+def test_accepted_release_mode_owns_its_eligibility_and_excludes_runs(log, tmp_path):
+    release = write_accepted_release(tmp_path / "release", release_episodes())
+    split = write_case_split(tmp_path / "split.jsonl", {c: ("train", "g") for c in "abcd"})
+    with pytest.raises(DatasetExportError, match="owns its eligibility directory"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "o", accepted_release=release, case_split=split, eligibility_dir=tmp_path))
+    with pytest.raises(DatasetExportError, match="cannot be combined with --run-dir"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "o", accepted_release=release, case_split=split, run_dirs=[release]))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda rows, manifest: rows.append(dict(rows[0])), "accepted-release has duplicate episode_id: a--r000"),
+        (lambda rows, manifest: rows.append({**rows[0], "episode_id": "x"}), "accepted-release has duplicate selected case_id: a"),
+        (lambda rows, manifest: manifest.update(accepted_case_count=7), "accepted_case_count does not match selected episodes: 7 != 4"),
+        (lambda rows, manifest: rows[1].update(deterministic_hard_gate_pass=False), "without a passing deterministic gate: b--r000"),
+        (lambda rows, manifest: manifest.update(schema_version="ifv-accepted-teacher-release-v1"), "unsupported schema"),
+        (lambda rows, manifest: rows.pop(1), "accepted-release trace is not listed as selected: b--r000"),
+    ],
+)
+def test_accepted_release_checks(log, tmp_path, edit, message):
+    release = write_accepted_release(tmp_path / "release", release_episodes())
+    rows = read_jsonl(release / "selected_episodes.jsonl")
+    manifest = json.loads((release / "accepted_release_manifest.json").read_text())
+    edit(rows, manifest)
+    if len(rows) == 3:
+        manifest["accepted_case_count"] = 3
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    (release / "accepted_release_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match=re.escape(message)):
+        from eviscene.imports import import_path
+        import_path(log, release)
+
+
+def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_path):
+    from eviscene.imports import import_path
+    release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
+    with pytest.raises(ArtifactError, match="v4 selected episode has no runtime store: a--r000"):
+        import_path(log, release)
+    rows = read_jsonl(release / "selected_episodes.jsonl")
+    for row in rows:
+        row.update(runtime_store_path=f"stores/{row['episode_id']}", runtime_store_file_count=2)
+        store = release / "stores" / row["episode_id"]
+        (store / "context").mkdir(parents=True)
+        (store / "context" / "manifest.json").write_text("{}")
+        (store / "artifacts" / "sha256").mkdir(parents=True)
+        (store / "artifacts" / "sha256" / "ab").write_text("page")
+    rows[0]["runtime_store_path"] = "../outside"
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    with pytest.raises(ArtifactError, match="runtime store escapes the release root: a--r000"):
+        import_path(log, release)
+    rows[0]["runtime_store_path"] = "stores/a--r000"
+    (release / "stores" / "b--r000" / "context" / "manifest.json").unlink()
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    with pytest.raises(ArtifactError, match="runtime store has no context manifests: b--r000"):
+        import_path(log, release)
+    (release / "stores" / "b--r000" / "context" / "manifest.json").write_text("{}")
+    result = import_path(log, release)
+    stores = log.sql("SELECT episode_id, path FROM imported_files WHERE kind = 'runtime_store' ORDER BY episode_id").to_pylist()
+    assert result.status == "imported" and [s["episode_id"] for s in stores] == ["a--r000", "b--r000", "c--r000", "d--r000"]

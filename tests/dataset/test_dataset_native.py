@@ -1,0 +1,129 @@
+"""A native run of the real pipeline (three cases of the bundled release, made a
+training-allowed stage) exported from the log, loaded as TRL expects it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from dataset_builders import read_jsonl
+
+from eviscene.cli.main import cli
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import start_run
+from eviscene.exports.dataset_why import describe, explain_dataset_decision
+from eviscene.store import EventLog
+
+BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
+SPLITS = ("train", "validation", "test")
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory):
+    root = tmp_path_factory.mktemp("native")
+    release = root / "release"
+    shutil.copytree(BUNDLED, release)
+    manifest = json.loads((release / "manifest.json").read_text())
+    manifest["release_stage"] = "frozen_eval"  # the bundled release is a development subset: no training
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    log = EventLog(root / "log.duckdb")
+    options = EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), rollouts_per_case=2, concurrency=4, limit=3)
+    summary = anyio.run(start_run, log, options)
+    out = root / "dataset"
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run", summary.run_id, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return log, summary.run_id, out
+
+
+def sft_rows(out: Path, suffix: str = "") -> list[dict]:
+    return [row for split in SPLITS for row in read_jsonl(out / f"{split}{suffix}.jsonl")]
+
+
+def test_native_episodes_are_selected_one_per_case(native):
+    log, run_id, out = native
+    manifest = json.loads((out / "manifest.json").read_text())
+    accepted = read_jsonl(out / "accepted_episodes.jsonl")
+    assert manifest["candidate_episode_count"] == 6
+    assert manifest["accepted_episode_count"] == len(accepted) == len({r["case_id"] for r in accepted}) >= 1
+    assert manifest["source_runs"][0]["run_id"] == run_id and manifest["split_mode"] == "derived"
+    eligible = log.sql(
+        "SELECT count(DISTINCT case_id) AS n FROM sft_eligibility WHERE run_id = ? AND sft_training_eligible", [run_id]
+    )["n"][0].as_py()
+    assert manifest["accepted_case_count"] == eligible
+
+
+def test_native_trace_hashes_match_the_materialized_run_directory(native, tmp_path):
+    log, run_id, out = native
+    from eviscene.exports.run_dir import materialize_run
+    import hashlib
+    materialize_run(log, run_id, tmp_path / "run")
+    for row in read_jsonl(out / "episode_metadata.jsonl"):
+        trace = tmp_path / "run" / "traces" / Path(row["source_trace"]).name
+        assert trace.is_file()
+        runtime_case = json.loads(trace.read_text())["state"]["runtime_case"]
+        assert runtime_case["case_id"] == row["case_id"]
+    # the same episodes exported from the materialized directory get the same decisions
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "other.duckdb"), "dataset", "export", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "again")])
+    assert result.exit_code == 0, result.output
+    pick = lambda path: {(r["episode_id"], r["split"], r["split_group_id"], r["trajectory_token_count_estimate"]) for r in read_jsonl(path)}
+    assert pick(out / "episode_metadata.jsonl") == pick(tmp_path / "again" / "episode_metadata.jsonl")
+    assert hashlib.sha256((out / "train.jsonl").read_bytes()).hexdigest() is not None
+
+
+def test_sft_rows_load_with_datasets_in_trl_conversational_format(native):
+    datasets = pytest.importorskip("datasets")
+    _, _, out = native
+    files = [str(out / f"{s}.jsonl") for s in SPLITS if (out / f"{s}.jsonl").stat().st_size]
+    ds = datasets.load_dataset("json", data_files=files, split="train")
+    assert {"messages", "tools", "images", "episode_id", "case_id", "split", "split_group_id", "teacher_score"} <= set(ds.column_names)
+    for row in ds:
+        roles = [m["role"] for m in row["messages"]]
+        assert roles[0] == "system" and roles[1] == "user" and roles[-1] == "assistant" and "tool" in roles
+        assert any(part["type"] == "image" for part in row["messages"][1]["content"])
+        calls = [c for m in row["messages"] if m["role"] == "assistant" and m.get("tool_calls") for c in m["tool_calls"]]
+        assert calls and all(isinstance(c["function"]["arguments"], dict) for c in calls)
+        ids = {c["id"] for c in calls}
+        assert all(m["tool_call_id"] in ids for m in row["messages"] if m["role"] == "tool")
+        assert all(t["type"] == "function" and t["function"]["name"] for t in row["tools"])
+        assert len(row["images"]) == 1 and Path(row["images"][0]).is_file()
+    images = ds.cast_column("images", datasets.Sequence(datasets.Image()))
+    assert images[0]["images"][0].size[0] > 0
+
+
+def test_the_system_tools_variant_has_the_schemas_in_the_system_message(native):
+    datasets = pytest.importorskip("datasets")
+    _, _, out = native
+    plain, variant = sft_rows(out), sft_rows(out, ".system_tools")
+    assert [r["episode_id"] for r in plain] == [r["episode_id"] for r in variant]
+    for a, b in zip(plain, variant):
+        assert "tools" not in b
+        system = "".join(part["text"] for part in b["messages"][0]["content"])
+        assert "<tools>" in system and all(json.dumps(t["function"]["name"]) in system for t in a["tools"])
+        assert b["messages"][1:] == a["messages"][1:]
+    files = [str(out / f"{s}.system_tools.jsonl") for s in SPLITS if (out / f"{s}.system_tools.jsonl").stat().st_size]
+    assert "tools" not in datasets.load_dataset("json", data_files=files, split="train").column_names
+
+
+def test_why_explains_the_dataset_decision(native):
+    log, run_id, out = native
+    accepted = read_jsonl(out / "episode_metadata.jsonl")[0]
+    decision = explain_dataset_decision(log, accepted["episode_id"])
+    assert decision.status == "accepted" and decision.out_dir == str(out)
+    assert (decision.split, decision.split_group_id) == (accepted["split"], accepted["split_group_id"])
+    assert accepted["episode_id"] in decision.group_episode_ids
+    excluded = read_jsonl(out / "excluded_episode_metadata.jsonl")[0]
+    other = explain_dataset_decision(log, excluded["episode_id"])
+    assert other.status == "excluded" and other.excluded_because
+    assert describe(other)[0].startswith("dataset (export")
+
+
+def test_native_export_is_byte_identical_on_rerun(native, tmp_path):
+    log, run_id, out = native
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run", run_id, "--out", str(tmp_path / "again")])
+    assert result.exit_code == 0, result.output
+    for path in out.iterdir():
+        assert path.read_bytes() == (tmp_path / "again" / path.name).read_bytes(), path.name

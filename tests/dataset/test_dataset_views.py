@@ -1,0 +1,56 @@
+"""Contracts of the sql/70_dataset views: snapshot tables match their views, the macros
+that mirror Python's hashing inputs agree with Python, and views bind on an empty log."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from dataset_builders import seed_split
+
+from eviscene.store import EventLog
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory):
+    connection = EventLog(tmp_path_factory.mktemp("empty") / "log.duckdb").connect()
+    yield connection
+    connection.close()
+
+
+def test_every_snapshot_table_has_its_views_columns(con):
+    snapshots = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'").fetchall()]
+    assert sorted(snapshots) == ["action_only_episodes", "candidate_episodes", "dataset_perception", "dataset_trajectories", "fixed_case_splits"]
+    for name in snapshots:
+        view = con.execute(f"DESCRIBE {name}").fetchall()
+        table = con.execute(f"DESCRIBE export_snapshot.{name}").fetchall()
+        assert [(c[0], c[1]) for c in view] == [(c[0], c[1]) for c in table], name
+
+
+@pytest.mark.parametrize("text", ["", "content:abc", "é😀", 'a"b\\c\n\t\x01\x7f/', "e\u0301", "\u2028"])
+def test_json_ascii_is_pythons_json_dumps(con, text):
+    assert con.execute("SELECT json_ascii(?)", [text]).fetchone()[0] == json.dumps(text)
+
+
+@pytest.mark.parametrize("group", ["d824be58aafd53cfcf97", "g1", "é"])
+def test_split_fraction_is_the_seeds(con, group):
+    value = con.execute("SELECT split_fraction('ifv-policy-v1', ?)", [group]).fetchone()[0]
+    expected = int.from_bytes(hashlib.sha256(f"ifv-policy-v1:{group}".encode()).digest()[:8], "big") / 2**64
+    assert value == expected
+    assert ("train" if value < 0.8 else "validation" if value < 0.9 else "test") == seed_split(group)
+
+
+@pytest.mark.parametrize(
+    "value, text, truthy",
+    [("null", "None", False), ("true", "True", True), ("false", "False", False), ('"x"', "x", True), ('""', "", False),
+     ("0", "0", False), ("1.5", "1.5", True), ("[]", "[]", False), ("{}", "{}", False)],
+)
+def test_python_text_and_truthiness_macros(con, value, text, truthy):
+    assert con.execute("SELECT py_text(?::JSON), py_truthy(?::JSON)", [value, value]).fetchone() == (text, truthy)
+
+
+def test_dataset_views_are_empty_outside_an_export(con):
+    for view in ("dataset_candidates", "rollout_selection", "split_components", "dataset_rows", "excluded_episodes", "dataset_problems"):
+        assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] == 0, view
+    assert con.execute("SELECT seed, train_ratio, frozen FROM dataset_settings").fetchone() == ("ifv-policy-v1", 0.8, False)
