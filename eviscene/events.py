@@ -97,6 +97,7 @@ class ModelCalled(_Payload):
     usage: TokenUsage = Field(default_factory=TokenUsage, description="Token usage as reported.")
     latency_ms: float = Field(0.0, description="Wall time of the call including retries.")
     retries: list[dict[str, Any]] = Field(default_factory=list, description="Each failed try: status, error, waited seconds.")
+    error: str = Field("", description="Why the call failed for good (redacted); empty when it answered.")
     started_at: str = Field("", description="ISO-8601 time the call started.")
     finished_at: str = Field("", description="ISO-8601 time the call finished.")
 

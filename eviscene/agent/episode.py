@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from eviscene.agent import prompts
 from eviscene.agent.judgment import judgment_schema, parse_judgment
-from eviscene.agent.provider import ModelRequest, ModelResponse, Provider, Stage
+from eviscene.agent.provider import ModelRequest, ModelResponse, Provider, ProviderError, Stage
 from eviscene.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -234,7 +234,18 @@ class Episode:
         request_sha256 = await self.writer.put_blob(body, "application/json")
         started_at, clock = _now(), time.monotonic()
         self.tally.model_calls += 1
-        response = await self.provider.complete(request)
+        try:
+            response = await self.provider.complete(request)
+        except ProviderError as exc:
+            # The failed call and each of its tries stay on the record, not only in the error text.
+            await self.recorder.emit(
+                ModelCalled(
+                    stage=stage, provider=self.provider.name, model=self.provider.model, request_sha256=request_sha256,
+                    latency_ms=round((time.monotonic() - clock) * 1000, 3), retries=exc.retries,
+                    error=redact(str(exc)), started_at=started_at, finished_at=_now(),
+                )
+            )
+            raise
         usage = response.usage
         self.tally.usage = TokenUsage(
             prompt_tokens=self.tally.usage.prompt_tokens + usage.prompt_tokens,

@@ -36,7 +36,10 @@ class ModelResponse(BaseModel):
 
 
 class ProviderError(Exception):
-    """The provider failed for good (after its retries); the episode ends as `error`."""
+    """The provider failed for good (after its retries); the episode ends as `error`.
+    `retries` lists the failed tries, recorded on the call's `model.called` event."""
+
+    retries: list[dict[str, Any]] = []
 
 
 class Provider(Protocol):

@@ -169,7 +169,7 @@ class JsonClient:
     def _gave_up(self, url: str, retries: list[dict[str, Any]], why: str | None = None) -> ProviderError:
         tries = f"{len(retries)} {'try' if len(retries) == 1 else 'tries'}"
         error = ProviderError(self.redact(f"{self.label}: POST {url} failed after {tries}; {why or 'last: ' + retries[-1]['error']}"))
-        error.retries = retries  # type: ignore[attr-defined]
+        error.retries = retries
         return error
 
 

@@ -2,7 +2,7 @@
 -- grain: one row per model call of a finished attempt
 -- key: run_id, episode_id, call_index
 -- Each model call: stage, provider, model, the request's blob, the answer (text, reasoning,
--- tool calls), token usage, latency and retries.
+-- tool calls), token usage, latency, retries, and the error of a call that failed for good.
 CREATE OR REPLACE VIEW model_calls AS
 SELECT
     run_id,
@@ -22,6 +22,7 @@ SELECT
     p.usage.total_tokens AS total_tokens,
     p.latency_ms,
     json_array_length(p.retries) AS retries,
+    nullif(p.error, '') AS error,
     nullif(p.started_at, '')::TIMESTAMPTZ AS started_at,
     nullif(p.finished_at, '')::TIMESTAMPTZ AS finished_at
 FROM (
@@ -30,7 +31,7 @@ FROM (
         "stage": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR", "request_sha256": "VARCHAR",
         "content": "VARCHAR", "reasoning": "VARCHAR", "tool_calls": "JSON", "retries": "JSON",
         "usage": {"prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", "total_tokens": "BIGINT"},
-        "latency_ms": "DOUBLE", "started_at": "VARCHAR", "finished_at": "VARCHAR"}') AS p
+        "latency_ms": "DOUBLE", "error": "VARCHAR", "started_at": "VARCHAR", "finished_at": "VARCHAR"}') AS p
     FROM steps
     WHERE type = 'model.called'
 );

@@ -40,8 +40,9 @@ END;
 CREATE OR REPLACE MACRO is_json_true(j) AS coalesce(json_type(j) = 'BOOLEAN' AND j::VARCHAR = 'true', false);
 CREATE OR REPLACE MACRO ordered_distinct(l) AS list_filter(l, lambda x, i: list_position(l, x) = i);
 CREATE OR REPLACE MACRO fatal_teacher_reasons() AS ['incorrect_result', 'engineering_error', 'legacy_core_ownership'];
--- json.dumps(s) with Python's default ensure_ascii=True.
-CREATE OR REPLACE MACRO json_ascii(s) AS '"' || coalesce(list_aggr(list_transform(list_filter(string_split(s, ''), lambda c: c <> ''), lambda c: CASE
+-- json.dumps(s) with Python's default ensure_ascii=True (printable ASCII without quotes or
+-- backslashes, the usual episode id or family, takes the short way).
+CREATE OR REPLACE MACRO json_ascii(s) AS CASE WHEN regexp_full_match(s, '[ !#-\[\]-~]*') THEN '"' || s || '"' ELSE '"' || coalesce(list_aggr(list_transform(list_filter(string_split(s, ''), lambda c: c <> ''), lambda c: CASE
     WHEN c = '"' THEN '\"'
     WHEN c = '\' THEN '\\'
     WHEN c = chr(10) THEN '\n'
@@ -52,7 +53,7 @@ CREATE OR REPLACE MACRO json_ascii(s) AS '"' || coalesce(list_aggr(list_transfor
     WHEN unicode(c) BETWEEN 32 AND 126 THEN c
     WHEN unicode(c) < 65536 THEN printf('\u%04x', unicode(c))
     ELSE printf('\u%04x\u%04x', 55296 + ((unicode(c) - 65536) >> 10), 56320 + ((unicode(c) - 65536) & 1023))
-END), 'string_agg', ''), '') || '"';
+END), 'string_agg', ''), '') || '"' END;
 -- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
 CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
     ('0x' || left(sha256(seed || ':' || group_id), 16))::UBIGINT::DOUBLE / 18446744073709551616::DOUBLE;

@@ -9,25 +9,31 @@
 -- split_group_id (a component whose cases the fixed split separates is an export error,
 -- see dataset_problems).
 CREATE OR REPLACE VIEW dataset_splits AS
-WITH derived AS (
+WITH groups AS (
     SELECT
-        c.*,
+        component_id,
         left(sha256(
-            '{"episodes":[' || array_to_string(list_transform(c.member_episode_ids, lambda e: json_ascii(e)), ',')
-            || '],"families":[' || array_to_string(list_transform(c.component_families, lambda f: json_ascii(f)), ',')
+            '{"episodes":[' || array_to_string(list_transform(any_value(member_episode_ids), lambda e: json_ascii(e)), ',')
+            || '],"families":[' || array_to_string(list_transform(any_value(component_families), lambda f: json_ascii(f)), ',')
             || ']}'
         ), 20) AS derived_group_id
-    FROM split_components c
+    FROM split_components
+    GROUP BY component_id
+),
+fractions AS (
+    SELECT g.component_id, g.derived_group_id, split_fraction(s.seed, g.derived_group_id) AS fraction
+    FROM groups g CROSS JOIN dataset_settings s
 )
 SELECT
-    d.* EXCLUDE (derived_group_id),
-    CASE WHEN s.frozen THEN d.fixed_split_group_id ELSE d.derived_group_id END AS split_group_id,
+    c.*,
+    CASE WHEN s.frozen THEN c.fixed_split_group_id ELSE f.derived_group_id END AS split_group_id,
     CASE
-        WHEN s.frozen THEN d.fixed_split
-        WHEN split_fraction(s.seed, d.derived_group_id) < s.train_ratio THEN 'train'
-        WHEN split_fraction(s.seed, d.derived_group_id) < s.train_ratio + s.validation_ratio THEN 'validation'
+        WHEN s.frozen THEN c.fixed_split
+        WHEN f.fraction < s.train_ratio THEN 'train'
+        WHEN f.fraction < s.train_ratio + s.validation_ratio THEN 'validation'
         ELSE 'test'
     END AS split,
-    CASE WHEN NOT s.frozen THEN split_fraction(s.seed, d.derived_group_id) END AS split_fraction
-FROM derived d
+    CASE WHEN NOT s.frozen THEN f.fraction END AS split_fraction
+FROM split_components c
+JOIN fractions f USING (component_id)
 CROSS JOIN dataset_settings s;

@@ -6,12 +6,16 @@
 -- line number; blank lines are skipped as the seed's loader skips them.
 CREATE OR REPLACE VIEW imported_rows AS
 WITH files AS (
-    SELECT f.import_id, f.kind, decode(b.content) AS body
+    SELECT f.import_id, f.kind, string_split(decode(b.content), chr(10)) AS lines
     FROM imported_files f
     JOIN (SELECT DISTINCT import_id FROM dataset_inputs) i USING (import_id)
     JOIN blobs b ON b.sha256 = f.blob_sha256
     WHERE f.is_jsonl
+),
+numbered AS (
+    -- unnest in the select list: a lateral join would copy the whole file into every row
+    SELECT import_id, kind, unnest(lines) AS line, unnest(range(1, len(lines) + 1)) AS line_number FROM files
 )
-SELECT files.import_id, files.kind, t.line_number, t.line::JSON AS row
-FROM files, unnest(string_split(files.body, chr(10))) WITH ORDINALITY AS t(line, line_number)
-WHERE trim(t.line, ' ' || chr(9) || chr(13)) <> '';
+SELECT import_id, kind, line_number, line::JSON AS row
+FROM numbered
+WHERE trim(line, ' ' || chr(9) || chr(13)) <> '';

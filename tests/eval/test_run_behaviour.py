@@ -40,6 +40,8 @@ def test_one_failing_episode_does_not_stop_the_others(release, tmp_path):
     failed = [r for r in rows if r["termination"] == "error"]
     assert [r["episode_id"] for r in failed] == [first.episode_id]
     assert "ProviderError: upstream returned 500 three times" in failed[0]["error"]
+    calls = log.sql("SELECT error FROM model_calls WHERE episode_id = ?", [first.episode_id]).to_pylist()
+    assert calls == [{"error": "upstream returned 500 three times"}]  # the failed call is on the record
 
 
 def test_cli_exits_1_when_an_episode_errored(release, tmp_path, monkeypatch):
