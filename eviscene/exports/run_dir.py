@@ -35,6 +35,10 @@ TABULAR_FILES: dict[str, tuple[str, str]] = {
     "post_rollout_rewards": ("post_rollout_rewards", EPISODE_ORDER),
 }
 FORMATS = ("jsonl", "parquet")
+RUN_DIR_VIEWS = (
+    *(view for view, _ in TABULAR_FILES.values()),
+    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary",
+)
 
 
 def _query(view: str, order: str) -> str:
@@ -62,7 +66,8 @@ def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "js
     started = _known_run(log, run_id)
     _prepare_out_dir(out_dir)
     written: dict[str, int] = {}
-    con = log.connect(materialize=True)
+    # Only the views the run directory reads, each computed once.
+    con = log.connect(materialize=True, for_query=" ".join(RUN_DIR_VIEWS))
     try:
         for stem, (view, order) in TABULAR_FILES.items():
             relation = con.sql(_query(view, order), params={"run_id": run_id})
