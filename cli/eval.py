@@ -95,6 +95,18 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--disable-web-search", is_flag=True, help="Ablation: remove text_search.")
 @click.option("--disable-image-retrieval", is_flag=True, help="Ablation: remove text_image_search and reverse_image_search.")
 @click.option("--disable-evidence-inspection", is_flag=True, help="Ablation: remove visit and compare_with_reference.")
+@click.option("--search-backend", type=click.Choice(["corpus", "searxng"]), default="corpus", show_default=True,
+              help="Backend of text_search/text_image_search: the release corpus, or a self-hosted SearXNG (JSON API).")
+@click.option("--searxng-url", default=None, help="SearXNG base URL for --search-backend searxng, e.g. http://127.0.0.1:8888.")
+@click.option("--web-visit/--no-web-visit", default=None,
+              help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
+@click.option("--web-timeout", type=float, default=15.0, show_default=True, help="Seconds allowed for one web search or page visit.")
+@click.option("--web-max-bytes", type=int, default=2_000_000, show_default=True, help="Largest page body visit reads.")
+@click.option("--web-max-redirects", type=int, default=5, show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
+@click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
+              help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
+@click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
+              help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory to materialize at the end (default: runs/<run_id>).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")

@@ -199,6 +199,7 @@ class Episode:
                     observation=outcome.observation,
                     sources=outcome.sources,
                     data=outcome.data,
+                    cache_hit=bool(getattr(outcome, "cache_hit", False)),
                     latency_ms=round((time.monotonic() - clock) * 1000, 3),
                     error=outcome.error,
                 )

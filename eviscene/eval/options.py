@@ -6,7 +6,7 @@ import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,18 @@ class EvalOptions(BaseModel):
     disable_web_search: bool = False
     disable_image_retrieval: bool = False
     disable_evidence_inspection: bool = False
+    # Tool backends: the corpus tools by default; the web backends only when configured.
+    search_backend: Literal["corpus", "searxng"] = "corpus"
+    searxng_url: str | None = None
+    web_visit: bool | None = Field(None, description="Fetch pages over HTTP for `visit` (default: on with searxng).")
+    web_timeout: float = 15.0
+    web_max_bytes: int = 2_000_000
+    web_max_redirects: int = 5
+    # Caches: None = from the environment when the run starts (then recorded resolved).
+    tool_cache_enabled: bool | None = None
+    tool_cache_ttl_seconds: float | None = None
+    perception_cache_enabled: bool | None = None
+    perception_cache_version: str | None = None
 
     @property
     def provider_name(self) -> str:
@@ -61,6 +73,26 @@ class EvalOptions(BaseModel):
 
 def _env_flag(name: str, default: str) -> bool:
     return os.getenv(name, default).strip().lower() in {"1", "true", "yes"}
+
+
+def resolve_caches(options: EvalOptions) -> EvalOptions:
+    """`options` with every cache setting left open filled from the environment
+    (TOOL_CACHE_ENABLED, TOOL_CACHE_TTL_SECONDS, PERCEPTION_CACHE_ENABLED,
+    PERCEPTION_CACHE_VERSION), so the manifest records what runs and a resume repeats it."""
+    update: dict[str, Any] = {}
+    if options.tool_cache_enabled is None:
+        update["tool_cache_enabled"] = _env_flag("TOOL_CACHE_ENABLED", "0")
+    if options.tool_cache_ttl_seconds is None:
+        raw = os.getenv("TOOL_CACHE_TTL_SECONDS", "3600").strip() or "3600"
+        try:
+            update["tool_cache_ttl_seconds"] = float(raw)
+        except ValueError:
+            raise EvisceneError(f"TOOL_CACHE_TTL_SECONDS must be a number of seconds, got {raw!r}") from None
+    if options.perception_cache_enabled is None:
+        update["perception_cache_enabled"] = _env_flag("PERCEPTION_CACHE_ENABLED", "1")
+    if options.perception_cache_version is None:
+        update["perception_cache_version"] = os.getenv("PERCEPTION_CACHE_VERSION", "").strip() or PERCEPTION_BACKEND
+    return options.model_copy(update=update) if update else options
 
 
 def git_commit() -> str:
@@ -109,10 +141,12 @@ def manifest_blocks(
     sample_count: int,
     episode_count: int,
     policy: Any,
+    tool_backend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The seed run_manifest.json's `benchmark`, `agent` and `source_access_policy` blocks."""
     benchmark_path = Path(options.benchmark).expanduser().resolve()
     concurrency = max(1, options.concurrency)
+    caches = resolve_caches(options)
     return {
         "benchmark": {
             "path": str(benchmark_path),
@@ -146,10 +180,11 @@ def manifest_blocks(
             "timeout_seconds": options.timeout,
             "max_tool_actions": MAX_TOOL_ACTIONS,
             "concurrency": concurrency,
-            "perception_cache_enabled": _env_flag("PERCEPTION_CACHE_ENABLED", "1"),
-            "web_cache_enabled": _env_flag("TOOL_CACHE_ENABLED", "0"),
-            "tool_cache_ttl_seconds": os.getenv("TOOL_CACHE_TTL_SECONDS", "3600"),
-            "perception_cache_version": os.getenv("PERCEPTION_CACHE_VERSION", PERCEPTION_BACKEND),
+            "perception_cache_enabled": caches.perception_cache_enabled,
+            "web_cache_enabled": caches.tool_cache_enabled,
+            "tool_cache_ttl_seconds": _seconds(caches.tool_cache_ttl_seconds),
+            "perception_cache_version": caches.perception_cache_version,
+            "tool_backend": tool_backend or {"kind": "corpus", "search_backend": "corpus", "web_visit": False},
             "rollouts_per_case": options.rollouts_per_case,
             "base_sampling_seed": options.base_sampling_seed,
             "tool_families": tool_families(options),
@@ -161,3 +196,7 @@ def manifest_blocks(
             "cache_partition": policy.cache_partition if policy is not None else None,
         },
     }
+
+
+def _seconds(value: float | None) -> float | int | None:
+    return int(value) if value is not None and float(value).is_integer() else value

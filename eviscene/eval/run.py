@@ -4,7 +4,6 @@ resume an interrupted run without repeating or losing an episode."""
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +17,7 @@ from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
-from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso
+from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session
 from eviscene.release import (
@@ -35,6 +34,8 @@ from eviscene.release import (
 from eviscene.store import EventDraft, EventLog
 from eviscene.store.layout import live_root, run_folder
 from eviscene.tools import Corpus, SourceAccessPolicy, Toolbox
+from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
+from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 
 class RunObserver(Protocol):
     """Told how many episodes will run, then of each one as it finishes (e.g. a progress bar)."""
@@ -68,8 +69,9 @@ class RunPlan:
     provider: Provider
     policy: SourceAccessPolicy | None
     policy_path: Path | None
-    toolbox: Toolbox
+    toolbox: Toolbox | WebToolbox
     policy_revision: str
+    tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
 
 
 def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
@@ -100,16 +102,42 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
     )
     policy_path = options.source_access_policy or release.artifacts.source_access_policy
     policy = SourceAccessPolicy.load(policy_path) if policy_path else None
-    if release.artifacts.corpus is None:
-        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
-    toolbox = Toolbox(
-        Corpus.load(release.artifacts.corpus),
-        policy,
+    toolbox, tool_backend = _make_toolbox(options, release, policy)
+    return RunPlan(options, release, specs, len(cases), provider, policy, Path(policy_path) if policy_path else None, toolbox,
+                   revision, tool_backend)
+
+
+def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox | WebToolbox, dict]:
+    """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
+    manifest block naming them (its `backend_id` keys the tool cache)."""
+    families = dict(
         enable_web_search=not options.disable_web_search,
         enable_image_retrieval=not options.disable_image_retrieval,
         enable_evidence_inspection=not options.disable_evidence_inspection,
     )
-    return RunPlan(options, release, specs, len(cases), provider, policy, Path(policy_path) if policy_path else None, toolbox, revision)
+    if options.search_backend == "searxng":
+        if not options.searxng_url:
+            raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
+        try:
+            search = SearxngClient(options.searxng_url, timeout=options.web_timeout)
+        except ValueError as exc:
+            raise EvisceneError(f"--searxng-url: {exc}") from None
+        fetcher = None
+        if options.web_visit is not False:
+            fetcher = PageFetcher(policy or SourceAccessPolicy(), timeout=options.web_timeout,
+                                  max_bytes=options.web_max_bytes, max_redirects=options.web_max_redirects)
+        web = WebToolbox(policy, search=search, fetcher=fetcher, **families)
+        return web, web.manifest()
+    if options.web_visit:
+        raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
+    if release.artifacts.corpus is None:
+        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
+    corpus_path = Path(release.artifacts.corpus)
+    pages = corpus_path if corpus_path.is_file() else corpus_path / "pages.jsonl"
+    toolbox = Toolbox(Corpus.load(release.artifacts.corpus), policy, **families)
+    backend_id = f"corpus:{sha256_file(pages)}" if pages.is_file() else f"corpus:{release.release_id}"
+    return toolbox, {"kind": "corpus", "search_backend": "corpus", "web_visit": False,
+                     "enabled_tools": list(toolbox.enabled_tools), "backend_id": backend_id}
 
 
 def _new_run_id(log: EventLog, plan: RunPlan) -> str:
@@ -130,17 +158,21 @@ def _new_run_id(log: EventLog, plan: RunPlan) -> str:
     raise EvisceneError(f"could not find a free run id for {base}")
 
 
-def _cached_perception(log: EventLog) -> dict[str, PerceptionReported]:
-    """Perception reports already in the log, by image sha256 (PERCEPTION_CACHE_ENABLED)."""
+def _cached_perception(log: EventLog, version: str = PERCEPTION_BACKEND) -> dict[str, PerceptionReported]:
+    """Perception reports already in the log, by image sha256 (PERCEPTION_CACHE_ENABLED), from
+    runs of the same perception backend and `perception_cache_version` (a run recorded before
+    the version existed counts as the default version)."""
     rows = log.sql(
         """
         SELECT s.payload->>'image_sha256' AS image_sha256, arg_max(p.payload::VARCHAR, p.ts) AS report
         FROM events p
         JOIN events s ON s.type = 'episode.scheduled' AND s.run_id = p.run_id AND s.episode_id = p.episode_id
+        JOIN events r ON r.type = 'run.started' AND r.run_id = p.run_id
         WHERE p.type = 'perception.reported' AND p.payload->>'backend' = ?
+          AND coalesce(r.payload->'agent'->>'perception_cache_version', ?) = ?
         GROUP BY 1
         """,
-        [PERCEPTION_BACKEND],
+        [PERCEPTION_BACKEND, PERCEPTION_BACKEND, version],
     ).to_pylist()
     return {row["image_sha256"]: PerceptionReported.model_validate_json(row["report"]) for row in rows}
 
@@ -149,7 +181,7 @@ async def start_run(
     log: EventLog, options: EvalOptions, *, observer: RunObserver | None = None, provider: Provider | None = None
 ) -> RunSummary:
     # Absolute paths in the manifest, so `eval resume` works from any directory.
-    options = options.model_copy(
+    options = resolve_caches(options).model_copy(
         update={
             "benchmark": str(Path(options.benchmark).expanduser().resolve()),
             "source_access_policy": (
@@ -166,6 +198,7 @@ async def start_run(
         sample_count=plan.sample_count,
         episode_count=len(plan.specs),
         policy=plan.policy,
+        tool_backend=plan.tool_backend,
     )
     started = RunStarted(
         schema_version=RUN_SCHEMA_VERSION,
@@ -213,7 +246,7 @@ async def resume_run(
     if not started:
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     manifest = json.loads(started[0]["payload"])
-    options = EvalOptions.model_validate(manifest["config"])
+    options = resolve_caches(EvalOptions.model_validate(manifest["config"]))
     if sha256_file(manifest["benchmark"]["path"]) != manifest["benchmark"]["sha256"]:
         raise EvisceneError(f"{manifest['benchmark']['path']} changed since run {run_id} started; resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
@@ -251,9 +284,20 @@ async def _execute(
     observer: RunObserver | None,
 ) -> RunSummary:
     summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
+    caches = resolve_caches(plan.options)
     perceive = EmbeddedPerception(
-        _cached_perception(log) if _perception_cache_enabled() else {}, enabled=_perception_cache_enabled()
+        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND) if caches.perception_cache_enabled else {},
+        enabled=bool(caches.perception_cache_enabled),
     )
+    toolbox = plan.toolbox
+    if caches.tool_cache_enabled:
+        cache = ToolCache.from_log(
+            log,
+            backend_id=plan.tool_backend.get("backend_id", ""),
+            partition=cache_partition(plan.policy),
+            ttl_seconds=caches.tool_cache_ttl_seconds if caches.tool_cache_ttl_seconds is not None else 3600.0,
+        )
+        toolbox = CachedToolbox(plan.toolbox, cache, plan.policy)
     settings = AgentSettings(
         label_set=plan.release.label_set,
         timeout_seconds=plan.options.timeout,
@@ -282,7 +326,7 @@ async def _execute(
                         attempt=attempt,
                     ),
                     provider=plan.provider,
-                    toolbox=plan.toolbox,
+                    toolbox=toolbox,
                     perceive=perceive,
                     settings=settings,
                     writer=writer,
@@ -315,7 +359,3 @@ async def _execute(
     except LogLockedError as exc:
         summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
     return summary
-
-
-def _perception_cache_enabled() -> bool:
-    return os.getenv("PERCEPTION_CACHE_ENABLED", "1").strip().lower() in {"1", "true", "yes"}

@@ -87,11 +87,16 @@ def explain_dataset_decision(log: EventLog, episode_id: str, settings: ExportSet
             case_eligible_rollouts=row["case_eligible_rollouts"],
             sft_route=row["sft_route"],
         )
-        group = rows(con.sql("SELECT * FROM dataset_splits WHERE episode_id = ?", params=[episode_id]).to_arrow_table())
+        group = rows(con.sql(
+            "SELECT s.split, s.split_group_id, list(m.episode_id ORDER BY m.episode_id) AS episodes, "
+            "list(DISTINCT m.case_id ORDER BY m.case_id) AS cases "
+            "FROM dataset_splits s JOIN split_components m USING (component_id) WHERE s.episode_id = ? GROUP BY ALL",
+            params=[episode_id],
+        ).to_arrow_table())
         if group:
             g = group[0]
             decision.split, decision.split_group_id = g["split"], g["split_group_id"]
-            decision.group_episode_ids, decision.group_case_ids = g["member_episode_ids"], g["member_case_ids"]
+            decision.group_episode_ids, decision.group_case_ids = g["episodes"], g["cases"]
             decision.joining_families = rows(con.sql(
                 """
                 WITH mine AS (SELECT unnest(source_family_keys) AS family FROM split_components WHERE episode_id = $e),

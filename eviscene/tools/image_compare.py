@@ -67,6 +67,8 @@ LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 BORDER_RIM = 0.012
 BLUR_SIGMA = 1.0
 PIXEL_THRESHOLD = 20.0
+FAINT_SIGMA = 3.0
+FAINT_THRESHOLD = 8.0
 NOISE_FACTOR = 5.0
 MIN_REGION = 0.002
 BAND_SHIFT = 14.0
@@ -358,7 +360,8 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
     if qry.text_mask is not None:
         text = cv2.resize(qry.text_mask.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
         text_regions = _printed_text_changes(residual > threshold, text, usable, ref, pair, reference_has_text)
-    regions = text_regions + _changed_regions(residual > threshold, usable)
+    changed = (residual > threshold) | _faint_change(pair.q - fitted, usable)
+    regions = text_regions + _changed_regions(changed, usable)
     region_mask = np.zeros((h, w), bool)
     for region in regions:
         region_mask |= region.pixels
@@ -434,6 +437,19 @@ def _change_threshold(residual: np.ndarray, usable: np.ndarray) -> float:
     """PIXEL_THRESHOLD, or NOISE_FACTOR robust σ of the residual when the picture is noisier."""
     noise = 1.4826 * float(np.median(residual[usable]))
     return max(PIXEL_THRESHOLD, NOISE_FACTOR * noise)
+
+
+def _faint_change(signed: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Pixels inside a broad, faint change (a light beam, haze, a shadow): the signed
+    residual smoothed over FAINT_SIGMA px exceeds FAINT_THRESHOLD in some channel.
+    Smoothing cancels the ± rings that resampling leaves along edges, but not a
+    consistent shift, so this finds what is too faint for PIXEL_THRESHOLD."""
+    weight = cv2.GaussianBlur(usable.astype(np.float32), (0, 0), FAINT_SIGMA)
+    shifted = np.zeros(usable.shape, dtype=bool)
+    for channel in range(signed.shape[2]):
+        smooth = cv2.GaussianBlur(np.where(usable, signed[..., channel], 0.0).astype(np.float32), (0, 0), FAINT_SIGMA)
+        shifted |= np.abs(smooth / np.maximum(weight, 1e-3)) > FAINT_THRESHOLD
+    return shifted & usable & (weight > 0.5)
 
 
 def _changed_regions(changed: np.ndarray, usable: np.ndarray) -> list[_Region]:

@@ -129,7 +129,7 @@ def band_free_strip(image: PreparedImage) -> Optional[tuple[float, float]]:
 
 
 BAND_EDGE_STEP = 10.0  # grey levels a band edge changes most pixels of a row by
-BAND_EDGE_SHARE = 0.6  # share of a row's pixels that must change the same way
+BAND_EDGE_SHARE = 0.85  # share of a row's pixels that must change the same way (a sign or banner in the scene rarely spans that much)
 BAND_MIN, BAND_MAX = 0.03, 0.45  # band height as a fraction of the picture
 
 

@@ -1,5 +1,9 @@
 """Text in an image, read with RapidOCR (PP-OCRv4 ONNX models shipped in the wheel).
 
+Text is read as upright: the 0/180-degree line classifier is off, since it turned
+correctly detected caption lines upside down often enough to lose them (and printed
+captions are upright).
+
 The engine takes about a second to construct, so one is built lazily per process and
 reused; inference is serialized by a lock (the engine keeps per-call state) and results
 are cached by the image's sha256, so the perception step and later tools reading the
@@ -98,7 +102,7 @@ def read_text(image_path: str | Path) -> OcrResult:
     with _run_lock:
         # Character boxes let `_restore_spaces` put back the spaces between Latin words
         # that the bundled (Chinese-trained) recognizer often drops: "Harborfire".
-        raw, _ = engine(image, return_word_box=True)
+        raw, _ = engine(image, use_cls=False, return_word_box=True)
     grey = np.asarray(image.convert("L"), dtype=np.uint8)
     result = _assemble(raw or [], grey)
     with _cache_lock:
@@ -117,7 +121,7 @@ def has_text(rgb: np.ndarray, min_confidence: float = 0.6) -> bool:
         image = image.resize((max(1, round(image.width * factor)), 48), Image.Resampling.BICUBIC)
     engine = _get_engine()
     with _run_lock:
-        raw, _ = engine(image)
+        raw, _ = engine(image, use_cls=False)
     return any(sum(c.isalnum() for c in str(text)) >= 2 and float(score) >= min_confidence for _, text, score, *_ in raw or [])
 
 

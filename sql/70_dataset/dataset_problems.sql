@@ -44,8 +44,8 @@ separated AS (
     SELECT
         c.component_id,
         list_sort(list_distinct(list(f.split))) AS splits,
-        any_value(c.member_case_ids) AS cases,
-        any_value(c.component_families) AS families
+        list_sort(list_distinct(list(c.case_id))) AS cases,
+        list_sort(list_distinct(flatten(list(c.source_family_keys)))) AS families
     FROM split_components c
     JOIN splits f USING (case_id)
     GROUP BY c.component_id

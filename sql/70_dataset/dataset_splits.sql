@@ -1,7 +1,8 @@
 -- view: dataset_splits
 -- grain: one row per accepted episode of the export
 -- key: episode_id
--- The split of each accepted episode (with its split_components row). Derived mode (seed `_assign_split`): the group id is
+-- The split of each accepted episode (with its split_components row); the group payload
+-- lists every member episode and every family of every member. Derived mode (seed `_assign_split`): the group id is
 -- the first 20 hex of sha256 over the JSON {"episodes": members, "families": every family
 -- of every member}, sorted keys, compact, ensure_ascii=True; the split is train below
 -- train_ratio of sha256(seed:group_id)'s first 8 bytes ÷ 2^64, validation below
@@ -9,16 +10,23 @@
 -- split_group_id (a component whose cases the fixed split separates is an export error,
 -- see dataset_problems).
 CREATE OR REPLACE VIEW dataset_splits AS
-WITH groups AS (
+WITH members AS (
+    SELECT
+        component_id,
+        list(episode_id ORDER BY episode_id) AS member_episode_ids,
+        list_sort(list_distinct(flatten(list(source_family_keys)))) AS component_families
+    FROM split_components
+    GROUP BY component_id
+),
+groups AS (
     SELECT
         component_id,
         left(sha256(
-            '{"episodes":[' || array_to_string(list_transform(any_value(member_episode_ids), lambda e: json_ascii(e)), ',')
-            || '],"families":[' || array_to_string(list_transform(any_value(component_families), lambda f: json_ascii(f)), ',')
+            '{"episodes":[' || array_to_string(list_transform(member_episode_ids, lambda e: json_ascii(e)), ',')
+            || '],"families":[' || array_to_string(list_transform(component_families, lambda f: json_ascii(f)), ',')
             || ']}'
         ), 20) AS derived_group_id
-    FROM split_components
-    GROUP BY component_id
+    FROM members
 ),
 fractions AS (
     SELECT g.component_id, g.derived_group_id, split_fraction(s.seed, g.derived_group_id) AS fraction

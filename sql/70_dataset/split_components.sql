@@ -4,8 +4,8 @@
 -- Connected components of accepted episodes that share a `content:` source family (seed
 -- 002's union-find), by a recursive CTE that propagates the smallest episode id through
 -- episode-family edges (USING KEY keeps one current label per episode). Each episode
--- carries its rollout_selection row, its component's id (the smallest member, the seed's
--- union-find root), members and every family of every member (the split group payload).
+-- carries its rollout_selection row and its component's id (the smallest member, the
+-- seed's union-find root).
 CREATE OR REPLACE VIEW split_components AS
 WITH RECURSIVE accepted AS (
     SELECT * FROM rollout_selection WHERE accepted
@@ -31,16 +31,9 @@ labels(episode_id, component_id) USING KEY (episode_id) AS (
     GROUP BY e.target
     HAVING min(l.component_id) < min(current.component_id)
 ),
-components AS (
-    SELECT
-        l.component_id,
-        list(l.episode_id ORDER BY l.episode_id) AS member_episode_ids,
-        list(DISTINCT a.case_id ORDER BY a.case_id) AS member_case_ids,
-        list_sort(list_distinct(flatten(list(a.source_family_keys)))) AS component_families
-    FROM labels l JOIN accepted a USING (episode_id)
-    GROUP BY l.component_id
+labelled AS (
+    SELECT episode_id, component_id FROM labels
 )
-SELECT a.*, l.component_id, c.member_episode_ids, c.member_case_ids, c.component_families
-FROM labels l
-JOIN accepted a USING (episode_id)
-JOIN components c USING (component_id);
+SELECT a.*, l.component_id
+FROM labelled l
+JOIN accepted a USING (episode_id);

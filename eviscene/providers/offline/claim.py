@@ -52,10 +52,11 @@ class Claim:
         return self.dates[0] if self.dates else None
 
     def query(self, *, with_date: bool) -> str:
+        """Keywords for a search; empty when the claim names nothing searchable."""
         parts = self.names[:3] + self.topic[:4]
-        if with_date and self.date:
+        if parts and with_date and self.date:
             parts.append(f"{self.date.day} {_month_name(self.date.month)} {self.date.year}")
-        return " ".join(parts) or self.text[:120]
+        return " ".join(parts)
 
 
 def _month_name(month: int) -> str:

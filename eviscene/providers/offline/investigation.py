@@ -129,7 +129,8 @@ class Investigation:
         if "text_search" not in self.tools:
             return []
         if not self.done("text_search"):
-            return [("text_search", {"query": self.claim.query(with_date=self.rng.random() < 0.5)})]
+            query = self.claim.query(with_date=self.rng.random() < 0.5)
+            return [("text_search", {"query": query})] if query else []
         if "visit" in self.tools:
             wanted = 1 + self.rng.randrange(2)
             for hit in self.search_hits[:wanted]:
@@ -142,7 +143,8 @@ class Investigation:
         if "reverse_image_search" in self.tools or "text_image_search" not in self.tools:
             return []
         if not self.done("text_image_search"):
-            return [("text_image_search", {"query": self.claim.query(with_date=False)})]
+            query = self.claim.query(with_date=False)
+            return [("text_image_search", {"query": query})] if query else []
         if "compare_with_reference" in self.tools:
             for hit in self.image_hits[:3]:
                 if not self.done("compare_with_reference", reference_image_url=hit["image_url"]):

@@ -1,0 +1,203 @@
+"""The tool-result cache: earlier results of the same call, read from the event log itself.
+
+A result is reused when an earlier `tool.returned` (status `ok` or `empty`, not itself a
+cache hit) answered a `tool.called` with the same tool and canonical arguments, in a run
+whose `run.started` manifest names the same tool backend (`agent.tool_backend.backend_id`)
+and the same cache partition (`source_access_policy.cache_partition`; a policy without one
+falls back to `policy:<policy_id>`), no longer than `ttl_seconds` ago. Results made earlier
+in the same run are reused too. Every reuse is recorded as `cache_hit=True` on its
+`tool.returned` event, with the original call's policy blocks re-emitted as gate decisions.
+
+Only calls whose result depends on nothing but their arguments are cached: `text_search`,
+`text_image_search` and `visit` (image comparisons depend on the case image). Evidence ids
+are per episode: a cached result's ids are re-assigned for the episode that reuses it, in
+the observation text, the sources and the structured data alike. A cached result whose
+sources the current policy blocks is never served (it is fetched again instead).
+
+Switched by `TOOL_CACHE_ENABLED` (default off) and `TOOL_CACHE_TTL_SECONDS` (default 3600).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Optional, Sequence
+
+from eviscene.events import GateDecided, ToolReturned
+from eviscene.store.chain import canonical_json
+from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
+from eviscene.tools.results import POLICY_GATE, ToolOutcome
+from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, validate_arguments
+
+CACHED_TOOLS = ("text_search", "text_image_search", "visit")
+CACHEABLE_STATUSES = ("ok", "empty")
+DEFAULT_TTL_SECONDS = 3600.0
+_EVIDENCE_REF = re.compile(r"\[(ev-\d+)\]")
+
+
+class CachedOutcome(ToolOutcome):
+    """A `ToolOutcome` served from the cache (the loop records `cache_hit=True`)."""
+
+    cache_hit: bool = True
+
+
+def cache_partition(policy: Optional[SourceAccessPolicy]) -> str:
+    """The partition a policy's results live in."""
+    if policy is not None and policy.cache_partition:
+        return policy.cache_partition
+    return f"policy:{policy.policy_id if policy is not None else ''}"
+
+
+def cache_key(tool: str, arguments: dict[str, Any]) -> str:
+    """Canonical (tool, arguments): whitespace in strings collapsed, defaults filled in."""
+    args = {k: (" ".join(v.split()) if isinstance(v, str) else v) for k, v in arguments.items()}
+    if tool in ("text_search", "text_image_search", "reverse_image_search"):
+        args.setdefault("max_results", DEFAULT_RESULTS)
+    return canonical_json({"tool": tool, "arguments": args})
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    outcome: ToolOutcome
+    at: float  # epoch seconds of the original tool.returned
+
+
+_SQL = """
+WITH runs AS (
+    SELECT run_id FROM events
+    WHERE type = 'run.started'
+      AND json_extract_string(payload, '$.agent.tool_backend.backend_id') = $backend
+      AND coalesce(json_extract_string(payload, '$.source_access_policy.cache_partition'),
+                   'policy:' || coalesce(json_extract_string(payload, '$.source_access_policy.policy_id'), '')) = $partition
+)
+SELECT json_extract_string(c.payload, '$.tool') AS tool,
+       json_extract(c.payload, '$.arguments')::VARCHAR AS arguments,
+       r.payload::VARCHAR AS returned,
+       epoch(r.ts) AS at,
+       (SELECT list(g.payload::VARCHAR ORDER BY g.step) FROM events g
+         WHERE g.run_id = r.run_id AND g.episode_id = r.episode_id AND g.attempt = r.attempt
+           AND g.type = 'gate.decided' AND json_extract_string(g.payload, '$.gate') = $gate
+           AND g.step > c.step AND g.step < r.step) AS blocks
+FROM events r
+JOIN events c ON c.run_id = r.run_id AND c.episode_id = r.episode_id AND c.attempt = r.attempt
+             AND c.type = 'tool.called' AND c.step < r.step
+             AND json_extract_string(c.payload, '$.call_id') = json_extract_string(r.payload, '$.call_id')
+WHERE r.type = 'tool.returned'
+  AND r.run_id IN (SELECT run_id FROM runs)
+  AND json_extract_string(r.payload, '$.tool') IN ('text_search', 'text_image_search', 'visit')
+  AND json_extract_string(r.payload, '$.status') IN ('ok', 'empty')
+  AND NOT coalesce(TRY_CAST(json_extract_string(r.payload, '$.cache_hit') AS BOOLEAN), false)
+  AND epoch(r.ts) >= $since
+ORDER BY r.ts
+"""
+
+
+class ToolCache:
+    """Cached results by key, with a TTL measured from the original call."""
+
+    def __init__(self, entries: dict[str, CacheEntry] | None = None, *, ttl_seconds: float = DEFAULT_TTL_SECONDS,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.ttl_seconds, self.clock = float(ttl_seconds), clock
+        self._entries = dict(entries or {})
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @classmethod
+    def from_log(cls, log: Any, *, backend_id: str, partition: str, ttl_seconds: float = DEFAULT_TTL_SECONDS,
+                 clock: Callable[[], float] = time.time) -> "ToolCache":
+        """Every reusable result in `log` (an `EventLog`) for this backend and partition."""
+        since = clock() - float(ttl_seconds)
+        rows = log.sql(_SQL, {"backend": backend_id, "partition": partition, "gate": POLICY_GATE,
+                              "since": since}).to_pylist()
+        entries: dict[str, CacheEntry] = {}
+        for row in rows:  # oldest first: the newest result for a key wins
+            returned = ToolReturned.model_validate_json(row["returned"])
+            blocks = [GateDecided.model_validate_json(b) for b in row["blocks"] or []]
+            outcome = ToolOutcome(status=returned.status, observation=returned.observation, sources=returned.sources,
+                                  blocks=blocks, data=returned.data, error=returned.error)
+            entries[cache_key(row["tool"], json.loads(row["arguments"]))] = CacheEntry(outcome, float(row["at"]))
+        return cls(entries, ttl_seconds=ttl_seconds, clock=clock)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, tool: str, arguments: dict[str, Any]) -> Optional[CacheEntry]:
+        with self._lock:
+            entry = self._entries.get(cache_key(tool, arguments))
+        if entry is None or self.clock() - entry.at > self.ttl_seconds:
+            return None
+        return entry
+
+    def put(self, tool: str, arguments: dict[str, Any], outcome: ToolOutcome) -> None:
+        with self._lock:
+            self._entries[cache_key(tool, arguments)] = CacheEntry(outcome, self.clock())
+
+
+class CachedToolbox:
+    """A toolbox (corpus or web) with the tool cache in front; same interface."""
+
+    def __init__(self, inner: Any, cache: ToolCache, policy: Optional[SourceAccessPolicy] = None) -> None:
+        self.inner, self.cache = inner, cache
+        self.policy = policy or getattr(inner, "policy", None) or ALLOW_ALL
+
+    def __getattr__(self, name: str) -> Any:  # enabled_tools, families, backend_id, ...
+        return getattr(self.inner, name)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return self.inner.specs()
+
+    def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> Any:
+        return self.inner.episode(case_image_path, text_boxes=text_boxes)
+
+    async def call(self, name: str, arguments: Any, episode: Any) -> ToolOutcome:
+        cacheable = (name in CACHED_TOOLS and name in ALL_TOOLS and name in getattr(self.inner, "enabled_tools", ALL_TOOLS)
+                     and validate_arguments(name, arguments) is None)
+        if cacheable:
+            entry = self.cache.get(name, arguments)
+            if entry is not None and self._allowed(entry.outcome):
+                self.cache.hits += 1
+                return reassign(entry.outcome, episode)
+            self.cache.misses += 1
+        outcome = await self.inner.call(name, arguments, episode)
+        if cacheable and outcome.status in CACHEABLE_STATUSES:
+            self.cache.put(name, arguments, outcome)
+        return outcome
+
+    def _allowed(self, outcome: ToolOutcome) -> bool:
+        """The current policy still allows everything the cached result shows."""
+        for source in outcome.sources:
+            if self.policy.check(source.url, source.content_sha256):
+                return False
+        for result in outcome.data.get("results", []) if isinstance(outcome.data.get("results"), list) else []:
+            if isinstance(result, dict) and result.get("image_url") and self.policy.check(
+                    str(result["image_url"]).partition("#")[0], result.get("image_sha256")):
+                return False
+        return True
+
+
+def reassign(outcome: ToolOutcome, episode: Any) -> CachedOutcome:
+    """`outcome` with its evidence ids re-assigned in `episode` (ids are per episode)."""
+    mapping: dict[str, str] = {}
+    sources = []
+    for source in outcome.sources:
+        page = SimpleNamespace(url=source.url, content_sha256=source.content_sha256, published=source.published)
+        new = episode.source(page)
+        mapping[source.evidence_id] = new.evidence_id
+        sources.append(new)
+    observation = _EVIDENCE_REF.sub(lambda m: f"[{mapping.get(m.group(1), m.group(1))}]", outcome.observation)
+    return CachedOutcome(status=outcome.status, observation=observation, sources=sources, blocks=list(outcome.blocks),
+                         data=_remap(outcome.data, mapping), error=outcome.error)
+
+
+def _remap(value: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: (mapping.get(v, v) if k == "evidence_id" and isinstance(v, str) else _remap(v, mapping))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_remap(v, mapping) for v in value]
+    return value

@@ -1,0 +1,99 @@
+"""The offline policy's reasoning on hand-written conversations: what it asks next and how
+it judges, from the tool results alone."""
+
+import json
+
+import anyio
+
+from eviscene.agent.judgment import judgment_schema
+from eviscene.agent.provider import ModelRequest
+from eviscene.providers import OfflineProvider
+
+LABELS = ("authentic", "out_of_context", "manipulated", "unverifiable")
+TOOLS = [{"type": "function", "function": {"name": n}} for n in ("text_search", "reverse_image_search", "visit", "compare_with_reference")]
+CLAIM = "Floodwaters sweep through Porto Alegre, 6 May 2024"
+
+
+def conversation(*exchanges):
+    """System, user (perception report), then (tool name, arguments, data) exchanges."""
+    messages = [
+        {"role": "system", "content": "verify"},
+        {"role": "user", "content": [{"type": "text", "text": f"Verify this image.\n\nPerception report (x):\nText printed in the image:\n  {CLAIM}"}]},
+    ]
+    for i, (name, arguments, data) in enumerate(exchanges, start=1):
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"call-{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call-{i}", "content": "...", "data": data})
+    return messages
+
+
+def ask(messages, stage="unified_react"):
+    request = ModelRequest(
+        stage=stage, messages=messages, tools=TOOLS if stage == "unified_react" else [], sampling_seed=7,
+        response_schema=judgment_schema(LABELS) if stage == "unified_judgment" else None,
+    )
+    return anyio.run(OfflineProvider().complete, request)
+
+
+def match(url, published, *, edited=False):
+    return {"evidence_id": "ev-1", "url": url, "image_url": url + "#image=a.jpg", "published": published,
+            "similarity": 0.95, "edited": edited}
+
+
+def test_first_it_reverse_searches_the_image():
+    response = ask(conversation())
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("reverse_image_search", {})]
+    assert response.reasoning
+
+
+def test_no_copy_anywhere_is_unverifiable():
+    messages = conversation(("reverse_image_search", {}, {"matches": []}), ("text_search", {"query": "q"}, {"results": []}))
+    assert ask(messages).tool_calls == []
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "unverifiable"
+
+
+def test_an_edited_copy_is_manipulated_and_cited():
+    messages = conversation(("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06", edited=True)]}))
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "manipulated"
+    assert verdict["verdict_basis"][0]["evidence_id"] == "ev-1"
+
+
+def test_a_copy_years_older_than_the_claim_is_out_of_context():
+    messages = conversation(("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2015-10-02")]}))
+    assert json.loads(ask(messages, "unified_judgment").content)["verdict"] == "out_of_context"
+
+
+def test_a_same_day_copy_about_the_claimed_place_is_authentic():
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Floods in Porto Alegre",
+            "text": "PORTO ALEGRE, Brazil, 6 May 2024 — water rose", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.8
+
+
+def test_a_copy_about_another_place_is_out_of_context():
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Floods in Jakarta",
+            "text": "JAKARTA, Indonesia, 6 May 2024 — water rose", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+    )
+    assert json.loads(ask(messages, "unified_judgment").content)["verdict"] == "out_of_context"
+
+
+def test_rollouts_differ_only_through_the_seed():
+    messages = conversation(("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06")]}))
+    plans = set()
+    for seed in range(12):
+        request = ModelRequest(stage="unified_react", messages=messages, tools=TOOLS, sampling_seed=seed)
+        response = anyio.run(OfflineProvider().complete, request)
+        plans.add(response.tool_calls[0].name)
+    assert plans == {"visit", "text_search"}  # some rollouts read the web before the copies
+    again = anyio.run(OfflineProvider().complete, ModelRequest(stage="unified_react", messages=messages, tools=TOOLS, sampling_seed=3))
+    first = anyio.run(OfflineProvider().complete, ModelRequest(stage="unified_react", messages=messages, tools=TOOLS, sampling_seed=3))
+    assert again == first

@@ -1,0 +1,155 @@
+"""End to end: `start_run` with the web backends pointed at loopback servers, and the tool
+cache read back from the log across runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from web_servers import SECRET
+
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import start_run
+from eviscene.store import EventLog
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
+CASES = ["demo-0001"]
+
+
+@pytest.fixture
+def log(tmp_path) -> EventLog:
+    return EventLog(tmp_path / "web.duckdb")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("TOOL_CACHE_ENABLED", "TOOL_CACHE_TTL_SECONDS", "PERCEPTION_CACHE_ENABLED", "PERCEPTION_CACHE_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _run(log, site, policy_path, case_ids=CASES, **extra):
+    options = EvalOptions(benchmark=str(BENCHMARK), case_ids=case_ids, search_backend="searxng", searxng_url=site.base,
+                          web_timeout=2.0, source_access_policy=str(policy_path), **extra)
+    summary = anyio.run(start_run, log, options)
+    assert summary.errored == 0, summary.terminations
+    return summary.run_id
+
+
+def _returned(log, run_id):
+    rows = log.sql("SELECT payload::VARCHAR AS p FROM events WHERE run_id = ? AND type = 'tool.returned' ORDER BY seq",
+                   [run_id])["p"].to_pylist()
+    return [json.loads(r) for r in rows]
+
+
+def _gates(log, run_id, gate):
+    rows = log.sql("SELECT payload::VARCHAR AS p FROM events WHERE run_id = ? AND type = 'gate.decided' ORDER BY seq",
+                   [run_id])["p"].to_pylist()
+    return [g for g in map(json.loads, rows) if g["gate"] == gate]
+
+
+def _manifest(log, run_id):
+    row = log.sql("SELECT payload::VARCHAR AS p FROM events WHERE run_id = ? AND type = 'run.started'", [run_id])["p"]
+    return json.loads(row.to_pylist()[0])
+
+
+def test_web_run_end_to_end(log, site, policy_file):
+    run_id = _run(log, site, policy_file(), case_ids=["demo-0001", "demo-0002"])
+    returned = _returned(log, run_id)
+    tools = [r["tool"] for r in returned]
+    assert "text_search" in tools and "visit" in tools
+    assert all(r["status"] != "error" or "visit" == r["tool"] for r in returned)
+    assert not any(r["cache_hit"] for r in returned)  # the cache is off by default
+    searches = [r for r in returned if r["tool"] == "text_search" and r["status"] == "ok"]
+    assert searches and all(s["url"].startswith(site.base) for r in searches for s in r["sources"])
+    # Every blocked result was a gate decision, and no blocked content reached the model.
+    blocks = _gates(log, run_id, "source_access_policy")
+    assert {b["reasons"][0] for b in blocks} >= {"blocked_domain", "blocked_url_prefix"}
+    texts = log.sql("SELECT decode(b.content) AS t FROM events e JOIN blobs b ON b.sha256 = e.payload->>'request_sha256' "
+                    "WHERE e.type = 'model.called' AND e.run_id = ?", [run_id])["t"].to_pylist()
+    texts += [r["observation"] for r in returned]
+    assert texts and not any(SECRET in t for t in texts)
+    assert all(g["passed"] for g in _gates(log, run_id, "judgment_schema"))
+    manifest = _manifest(log, run_id)
+    backend = manifest["agent"]["tool_backend"]
+    assert backend["kind"] == "web" and backend["searxng_url"] == site.base + "/" and backend["web_visit"] is True
+    assert backend["enabled_tools"] == ["text_search", "text_image_search", "visit"]
+    assert manifest["agent"]["web_cache_enabled"] is False and manifest["agent"]["tool_cache_ttl_seconds"] == 3600
+    assert manifest["agent"]["perception_cache_enabled"] is True
+    assert manifest["config"]["search_backend"] == "searxng" and manifest["config"]["tool_cache_enabled"] is False
+    assert manifest["source_access_policy"]["cache_partition"] == "web-test-v1"
+
+
+def test_tool_cache_across_runs(log, site, policy_file, monkeypatch):
+    policy = policy_file()
+    monkeypatch.setenv("TOOL_CACHE_ENABLED", "1")
+    first = _run(log, site, policy)
+    live = _returned(log, first)
+    assert live and not any(r["cache_hit"] for r in live)
+    assert _manifest(log, first)["agent"]["web_cache_enabled"] is True
+    served = site.requests()
+
+    # A later run: every cacheable call is served from the log, the servers are not asked.
+    second = _run(log, site, policy)
+    cached = _returned(log, second)
+    assert site.requests() == served
+    assert [r["tool"] for r in cached] == [r["tool"] for r in live]
+    for old, new in zip(live, cached):
+        cacheable = old["status"] in ("ok", "empty")
+        assert new["cache_hit"] is cacheable
+        assert new["observation"] == old["observation"] and new["data"] == old["data"]  # same episode shape: same ids
+    ids = [s["evidence_id"] for r in cached for s in r["sources"]]
+    assert ids and all(i.startswith("ev-") for i in ids)
+    assert len(_gates(log, second, "source_access_policy")) == len(_gates(log, first, "source_access_policy"))
+    assert all(g["passed"] for g in _gates(log, second, "judgment_schema"))
+
+    # Another cache partition: nothing reused.
+    third = _run(log, site, policy_file("web-test-v2"))
+    assert not any(r["cache_hit"] for r in _returned(log, third)) and site.requests() > served
+
+    # Expired after the TTL.
+    monkeypatch.setenv("TOOL_CACHE_TTL_SECONDS", "0")
+    before = site.requests()
+    fourth = _run(log, site, policy)
+    assert not any(r["cache_hit"] for r in _returned(log, fourth)) and site.requests() > before
+    assert _manifest(log, fourth)["agent"]["tool_cache_ttl_seconds"] == 0
+
+    # Off by default.
+    monkeypatch.delenv("TOOL_CACHE_ENABLED")
+    monkeypatch.delenv("TOOL_CACHE_TTL_SECONDS")
+    before = site.requests()
+    fifth = _run(log, site, policy)
+    assert not any(r["cache_hit"] for r in _returned(log, fifth)) and site.requests() > before
+
+    # The flag overrides the environment, and the run's manifest records it.
+    sixth = _run(log, site, policy, tool_cache_enabled=True, tool_cache_ttl_seconds=600)
+    assert all(r["cache_hit"] for r in _returned(log, sixth) if r["status"] in ("ok", "empty"))
+    assert _manifest(log, sixth)["agent"]["tool_cache_ttl_seconds"] == 600
+
+
+def test_perception_cache_switch_and_version(log, site, policy_file, monkeypatch):
+    policy = policy_file()
+
+    def perception(run_id):
+        rows = log.sql("SELECT payload::VARCHAR AS p FROM events WHERE run_id = ? AND type = 'perception.reported'",
+                       [run_id])["p"].to_pylist()
+        return [json.loads(r)["cache_hit"] for r in rows]
+
+    first = _run(log, site, policy)
+    assert perception(first) == [False]
+    assert perception(_run(log, site, policy)) == [True]
+    monkeypatch.setenv("PERCEPTION_CACHE_VERSION", "perception-v2")
+    v2 = _run(log, site, policy)
+    assert perception(v2) == [False] and _manifest(log, v2)["agent"]["perception_cache_version"] == "perception-v2"
+    assert perception(_run(log, site, policy)) == [True]
+    monkeypatch.setenv("PERCEPTION_CACHE_ENABLED", "0")
+    off = _run(log, site, policy)
+    assert perception(off) == [False] and _manifest(log, off)["agent"]["perception_cache_enabled"] is False
+
+
+def test_default_run_keeps_corpus_tools(log, tmp_path):
+    options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES)
+    summary = anyio.run(start_run, log, options)
+    backend = _manifest(log, summary.run_id)["agent"]["tool_backend"]
+    assert backend["kind"] == "corpus" and backend["backend_id"].startswith("corpus:")

@@ -1,0 +1,208 @@
+"""The web backends against loopback servers: SearXNG search, page visits, limits and the
+source-access policy at every step."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from web_servers import SECRET
+
+from eviscene.tools.cache import CachedToolbox, ToolCache
+from eviscene.tools.results import POLICY_GATE
+from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
+from eviscene.tools.web.fetch import extract
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def toolbox(site, policy):
+    fetcher = PageFetcher(policy, timeout=1.0, max_bytes=20_000, max_redirects=3)
+    return WebToolbox(policy, search=SearxngClient(site.base, timeout=2.0), fetcher=fetcher)
+
+
+def _no_secret(outcome) -> None:
+    assert SECRET not in outcome.observation
+    assert SECRET not in repr(outcome.data)
+    assert SECRET not in repr(outcome.sources)
+
+
+async def test_specs_offer_only_web_tools(toolbox):
+    assert [s["function"]["name"] for s in toolbox.specs()] == ["text_search", "text_image_search", "visit"]
+    assert toolbox.backend_id.startswith("web:search=searxng-json-v1(")
+
+
+async def test_text_search_filters_blocked_results(toolbox, site):
+    episode = toolbox.episode("case.jpg")
+    outcome = await toolbox.call("text_search", {"query": "flood  riverton"}, episode)
+    assert outcome.status == "ok"
+    urls = [r["url"] for r in outcome.data["results"]]
+    assert urls == [site.url("/article"), site.url("/other")]
+    assert [s.evidence_id for s in outcome.sources] == ["ev-1", "ev-2"]
+    assert outcome.sources[0].published == "2023-05-04"
+    assert outcome.sources[0].content_sha256 is None and outcome.sources[0].source_family == "domain:127.0.0.1"
+    assert "[ev-1]" in outcome.observation and "flood riverton" in outcome.observation
+    _no_secret(outcome)
+    assert "127.0.0.2" not in outcome.observation and "/leak" not in outcome.observation
+    reasons = {b.subject: b.reasons for b in outcome.blocks}
+    assert reasons == {site.blocked_base + "/story": ["blocked_domain"], site.url("/leak/answer"): ["blocked_url_prefix"]}
+    assert all(b.gate == POLICY_GATE and not b.passed for b in outcome.blocks)
+    assert site.searches[-1] == "flood riverton"
+
+
+async def test_max_results_and_image_search(toolbox, site):
+    episode = toolbox.episode("case.jpg")
+    one = await toolbox.call("text_search", {"query": "flood", "max_results": 1}, episode)
+    assert len(one.data["results"]) == 1
+    images = await toolbox.call("text_image_search", {"query": "flood"}, episode)
+    assert images.status == "ok"
+    assert [r["image_url"] for r in images.data["results"]] == [site.url("/images/flood.jpg")]
+    assert images.data["results"][0]["evidence_id"] == "ev-1"  # same page as the earlier hit
+    assert [b.subject for b in images.blocks] == [site.url("/leak/pic.jpg")]
+    _no_secret(images)
+
+
+async def test_visit_reads_title_date_author_and_text(toolbox, site):
+    episode = toolbox.episode("case.jpg")
+    await toolbox.call("text_search", {"query": "flood"}, episode)
+    outcome = await toolbox.call("visit", {"url": site.url("/article")}, episode)
+    assert outcome.status == "ok", outcome.observation
+    data = outcome.data
+    assert data["title"] == "Flood waters rise in Riverton"
+    assert (data["published"], data["author"], data["site_name"]) == ("2023-05-04", "Ana Lopez", "Riverton Gazette")
+    assert "burst its banks" in data["text"]
+    assert "tracking" not in data["text"] and "Home | News" not in data["text"] and "Copyright" not in data["text"]
+    assert data["content_sha256"] == hashlib.sha256(data["text"].encode()).hexdigest()
+    assert data["images"] == [{"image_url": site.url("/images/flood.jpg"), "sha256": None, "alt": "Flooded market square"}]
+    assert site.url("/other") in data["links"]
+    source = outcome.sources[0]
+    assert source.evidence_id == "ev-1"  # the search hit's id, now with its content
+    assert source.source_family == f"content:{data['content_sha256']}" and source.published == "2023-05-04"
+    assert episode.evidence["ev-1"].content_sha256 == data["content_sha256"]
+    other = await toolbox.call("visit", {"url": site.url("/other")}, episode)
+    assert other.data["published"] == "2021-01-02" and other.sources[0].evidence_id == "ev-2"
+
+
+async def test_visit_plain_text_and_redirect_chain(toolbox, site):
+    episode = toolbox.episode("case.jpg")
+    text = await toolbox.call("visit", {"url": site.url("/notes.txt")}, episode)
+    assert text.status == "ok" and text.data["text"].startswith("Plain notes.")
+    assert text.data["links"] == ["https://example.org/x"]
+    chained = await toolbox.call("visit", {"url": site.url("/r1")}, episode)
+    assert chained.status == "ok"
+    assert chained.data["url"] == site.url("/article")
+    assert chained.data["redirects"] == [site.url("/r2"), site.url("/article")]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "words"),
+    [
+        ("/loop/1", "error", "too many redirects"),
+        ("/big", "error", "too large"),
+        ("/big-stream", "error", "too large"),
+        ("/file.pdf", "error", "unsupported content type application/pdf"),
+        ("/missing", "error", "HTTP 404"),
+    ],
+)
+async def test_visit_limits_give_clear_outcomes(toolbox, site, path, status, words):
+    outcome = await toolbox.call("visit", {"url": site.url(path)}, toolbox.episode("case.jpg"))
+    assert outcome.status == status
+    assert words in outcome.observation and words in outcome.error
+    assert outcome.sources == [] and outcome.blocks == []
+
+
+async def test_visit_timeout(toolbox, site):
+    started = time.monotonic()
+    outcome = await toolbox.call("visit", {"url": site.url("/slow")}, toolbox.episode("case.jpg"))
+    assert time.monotonic() - started < 2.5
+    assert outcome.status == "error" and "did not load within 1 s" in outcome.observation
+
+
+async def test_visit_rejects_non_http_urls(toolbox):
+    outcome = await toolbox.call("visit", {"url": "file:///etc/passwd"}, toolbox.episode("case.jpg"))
+    assert outcome.status == "invalid" and "only http(s) URLs" in outcome.error
+
+
+@pytest.mark.parametrize(
+    ("path", "subject", "reason"),
+    [
+        ("BLOCKED/story", "BLOCKED/story", "blocked_domain"),
+        ("/leak/answer", "/leak/answer", "blocked_url_prefix"),
+        ("/to-blocked", "/leak/answer", "blocked_url_prefix"),
+        ("/to-blocked-domain", "BLOCKED/article", "blocked_domain"),
+        ("/hashed", "/hashed", "blocked_content_sha256"),
+    ],
+)
+async def test_visit_blocks_before_anything_is_shown(toolbox, site, path, subject, reason):
+    def full(p):
+        return p.replace("BLOCKED", site.blocked_base) if p.startswith("BLOCKED") else site.url(p)
+
+    before = dict(site.hits)
+    outcome = await toolbox.call("visit", {"url": full(path)}, toolbox.episode("case.jpg"))
+    assert outcome.status == "blocked"
+    assert outcome.observation == "This source is not available."
+    assert [(b.gate, b.subject, b.passed, b.reasons) for b in outcome.blocks] == [(POLICY_GATE, full(subject), False, [reason])]
+    assert outcome.sources == [] and outcome.data == {}
+    new = {k: v - before.get(k, 0) for k, v in site.hits.items() if v != before.get(k, 0)}
+    assert not any(k.startswith("127.0.0.2") for k in new), new  # the blocked host is never contacted
+    assert not any("/leak" in k for k in new), new  # nor a blocked URL
+
+
+async def test_image_tools_are_not_available_with_the_web_backend(toolbox):
+    for name, args in (("reverse_image_search", {}), ("compare_with_reference", {"reference_image_url": "http://x/y.jpg"})):
+        outcome = await toolbox.call(name, args, toolbox.episode("case.jpg"))
+        assert outcome.status == "invalid"
+        assert "not available with the web backend" in outcome.error
+
+
+async def test_bad_calls_and_ablation(site, policy):
+    toolbox = WebToolbox(policy, search=SearxngClient(site.base), fetcher=None)
+    assert [s["function"]["name"] for s in toolbox.specs()] == ["text_search", "text_image_search"]
+    episode = toolbox.episode("case.jpg")
+    assert "not available with the web backend" in (await toolbox.call("visit", {"url": site.url("/article")}, episode)).error
+    assert (await toolbox.call("text_search", {"query": " "}, episode)).status == "invalid"
+    assert (await toolbox.call("nope", {}, episode)).status == "invalid"
+    ablated = WebToolbox(policy, search=SearxngClient(site.base), enable_web_search=False)
+    outcome = await ablated.call("text_search", {"query": "x"}, ablated.episode("case.jpg"))
+    assert outcome.status == "invalid" and "not available in this run" in outcome.error
+
+
+async def test_search_service_failures_are_errors(site, policy):
+    down = WebToolbox(policy, search=SearxngClient("http://127.0.0.1:9", timeout=1.0))
+    outcome = await down.call("text_search", {"query": "flood"}, down.episode("case.jpg"))
+    assert outcome.status == "error" and "unreachable" in outcome.error
+    wrong = WebToolbox(policy, search=SearxngClient(site.url("/missing-prefix"), timeout=1.0))
+    outcome = await wrong.call("text_search", {"query": "flood"}, wrong.episode("case.jpg"))
+    assert outcome.status == "error" and "HTTP 404" in outcome.error
+
+
+def test_extract_meta_variants():
+    html = b"""<html><head><meta itemprop="datePublished" content="2020-02-29"><meta property="og:title" content="OG"></head>
+    <body><main><p>Body</p></main></body></html>"""
+    page = extract(html, "text/html", "https://a.org/x")
+    assert (page.title, page.published, page.text) == ("OG", "2020-02-29", "Body")
+
+
+async def test_cached_result_gets_fresh_evidence_ids(toolbox, site):
+    cache = ToolCache(ttl_seconds=60)
+    cached = CachedToolbox(toolbox, cache)
+    first = cached.episode("case.jpg")
+    live = await cached.call("text_search", {"query": "flood"}, first)
+    assert not getattr(live, "cache_hit", False)
+    searches = len(site.searches)
+    second = cached.episode("case.jpg")
+    await cached.call("visit", {"url": site.url("/other")}, second)  # /other takes ev-1 in this episode
+    hit = await cached.call("text_search", {"query": " flood "}, second)
+    assert hit.cache_hit is True and len(site.searches) == searches
+    assert [s.evidence_id for s in hit.sources] == ["ev-2", "ev-1"]
+    assert [r["evidence_id"] for r in hit.data["results"]] == ["ev-2", "ev-1"]
+    assert hit.observation.index("[ev-2]") < hit.observation.index("[ev-1]")
+    assert {b.subject for b in hit.blocks} == {b.subject for b in live.blocks}
+    assert hit.sources[1].content_sha256 is not None  # the episode's own, visited source
+    # Expired: fetched again.
+    cache.ttl_seconds = 0
+    cache.clock = lambda: time.time() + 1
+    again = await cached.call("text_search", {"query": "flood"}, second)
+    assert not getattr(again, "cache_hit", False) and len(site.searches) == searches + 1

@@ -1,0 +1,165 @@
+"""Loopback HTTP servers for the web-backend tests: a small site (pages, redirects, limits)
+that also answers SearXNG's `/search?format=json`, counting every request by path."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+SECRET = "LEAKED-ANSWER-7c1e"  # text only blocked pages carry; must never reach an observation
+
+ARTICLE = """<!doctype html><html><head><title>Flood waters rise in Riverton</title>
+<meta property="og:site_name" content="Riverton Gazette">
+<meta property="article:published_time" content="2023-05-04T08:30:00Z">
+<meta name="author" content="Ana Lopez">
+<script>var tracking = "should not be text";</script><style>p {color: red}</style>
+</head><body><nav>Home | News | Sport</nav>
+<article><h1>Flood waters rise in Riverton</h1>
+<p>The river burst its banks on Tuesday, May 2, 2023, flooding the old market square.</p>
+<p>Photographer Ana Lopez took the picture from the bridge.</p>
+<img src="/images/flood.jpg" alt="Flooded market square">
+<a href="/other">Related story</a></article>
+<footer>Copyright Riverton Gazette</footer></body></html>"""
+
+OTHER = """<html><head><title>Related story</title><meta name="date" content="2021-01-02"></head>
+<body><p>An older story about the market square.</p><time datetime="2021-01-02">2 Jan</time></body></html>"""
+
+HASHED = f"""<html><head><title>Fact check: the flood photo</title></head>
+<body><p>{SECRET} The flood photo is from 2019.</p></body></html>"""
+
+LEAK = f"""<html><head><title>Answer page</title></head><body><p>{SECRET} verdict.</p></body></html>"""
+
+
+@dataclass
+class Site:
+    base: str
+    hits: Counter = field(default_factory=Counter)
+    searches: list = field(default_factory=list)
+    servers: list = field(default_factory=list)
+    blocked_base: str = ""
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def requests(self) -> int:
+        return sum(self.hits.values())
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+
+
+def _handler(site: Site):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def _send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8",
+                  headers: dict | None = None, length: bool = True) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            if length:
+                self.send_header("Content-Length", str(len(body)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _redirect(self, target: str) -> None:
+            self._send(302, b"", headers={"Location": target})
+
+        def do_GET(self) -> None:  # noqa: C901 - a routing table
+            parts = urlsplit(self.path)
+            path = parts.path
+            host = self.headers.get("Host", "")
+            site.hits[f"{host.split(':')[0]}{path}"] += 1
+            if path == "/search":
+                return self._search(parse_qs(parts.query))
+            if path == "/article":
+                return self._send(200, ARTICLE.encode())
+            if path == "/other":
+                return self._send(200, OTHER.encode())
+            if path == "/notes.txt":
+                return self._send(200, b"Plain notes.\nSee https://example.org/x for more.", "text/plain; charset=utf-8")
+            if path == "/r1":
+                return self._redirect("/r2")
+            if path == "/r2":
+                return self._redirect(site.url("/article"))
+            if path.startswith("/loop/"):
+                return self._redirect(f"/loop/{int(path.rsplit('/', 1)[1]) + 1}")
+            if path == "/big":
+                return self._send(200, b"<html><body>" + b"x" * 50_000 + b"</body></html>")
+            if path == "/big-stream":
+                self.close_connection = True
+                return self._send(200, b"<html><body>" + b"y" * 50_000 + b"</body></html>", length=False)
+            if path == "/file.pdf":
+                return self._send(200, b"%PDF-1.4 fake", "application/pdf")
+            if path == "/slow":
+                time.sleep(3)
+                return self._send(200, b"<html><body>late</body></html>")
+            if path == "/hashed":
+                return self._send(200, HASHED.encode())
+            if path.startswith("/leak"):
+                return self._send(200, LEAK.encode())
+            if path == "/to-blocked":
+                return self._redirect("/leak/answer")
+            if path == "/to-blocked-domain":
+                return self._redirect(site.blocked_base + "/article")
+            if path == "/story":  # served on the blocked host
+                return self._send(200, LEAK.encode())
+            return self._send(404, b"not found", "text/plain")
+
+        def _search(self, query: dict) -> None:
+            q = query.get("q", [""])[0]
+            site.searches.append(q)
+            if query.get("format", [""])[0] != "json":
+                return self._send(403, b"forbidden", "text/plain")
+            if query.get("categories", [""])[0] == "images":
+                results = [
+                    {"url": site.url("/article"), "title": "Flooded market square", "img_src": "/images/flood.jpg",
+                     "content": "", "engine": "fake"},
+                    {"url": site.url("/other"), "title": f"{SECRET} image", "img_src": site.url("/leak/pic.jpg"),
+                     "content": "", "engine": "fake"},
+                    {"url": site.url("/other"), "title": "No image here", "content": "", "engine": "fake"},
+                ]
+            else:
+                results = [
+                    {"url": site.url("/article"), "title": "Flood waters rise in Riverton",
+                     "content": f"The river burst its banks ({q})", "publishedDate": "2023-05-04T08:30:00",
+                     "engine": "fake"},
+                    {"url": site.blocked_base + "/story", "title": f"{SECRET} blocked domain", "content": SECRET,
+                     "engine": "fake"},
+                    {"url": site.url("/leak/answer"), "title": f"{SECRET} blocked prefix", "content": SECRET,
+                     "engine": "fake"},
+                    {"url": site.url("/other"), "title": "Related story", "content": "An older story",
+                     "publishedDate": None, "engine": "fake"},
+                    {"url": "ftp://example.org/x", "title": "not http", "content": "", "engine": "fake"},
+                ]
+            self._send(200, json.dumps({"query": q, "results": results}).encode(), "application/json")
+
+    return Handler
+
+
+def start_site() -> Site:
+    """The site on 127.0.0.1 and a copy on 127.0.0.2 (the blocked domain)."""
+    site = Site(base="")
+    for host in ("127.0.0.1", "127.0.0.2"):
+        server = ThreadingHTTPServer((host, 0), _handler(site))
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        site.servers.append(server)
+        base = f"http://{host}:{server.server_address[1]}"
+        if host == "127.0.0.1":
+            site.base = base
+        else:
+            site.blocked_base = base
+    return site
