@@ -32,7 +32,7 @@ LATENCY = 0.1
 class Clock:
     """Times the episode phase only (planning builds the corpus indexes first)."""
 
-    def planned(self, episodes: int) -> None:
+    def planned(self, run_id: str, episodes: int) -> None:
         self.start = time.perf_counter()
 
     def finished(self, spec, finished) -> None:

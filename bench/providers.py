@@ -98,7 +98,7 @@ def _serve(port_out) -> None:
 class Clock:
     """Times the episode phase only (planning builds the corpus indexes first)."""
 
-    def planned(self, episodes: int) -> None:
+    def planned(self, run_id: str, episodes: int) -> None:
         self.start = time.perf_counter()
 
     def finished(self, spec, finished) -> None:

@@ -30,6 +30,7 @@ class _ProgressBar:
 
     def __init__(self) -> None:
         self.done = self.errored = 0
+        self.run_id: str | None = None
         self.started = time.monotonic()
         self.progress = Progress(
             TextColumn("[bold]episodes"),
@@ -43,7 +44,8 @@ class _ProgressBar:
         )
         self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00")
 
-    def planned(self, episodes: int) -> None:
+    def planned(self, run_id: str, episodes: int) -> None:
+        self.run_id = run_id
         self.started = time.monotonic()
         self.progress.update(self.task, total=episodes)
 
@@ -146,14 +148,18 @@ def resume(log: EventLog, run_id: str, progress: bool) -> None:
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:
-    bar = _ProgressBar() if progress else None
-    if bar is not None:
+    bar = _ProgressBar()
+    if progress:
         bar.progress.start()
     try:
         summary = anyio.run(start, bar)
+    except KeyboardInterrupt:
+        bar.progress.stop()
+        hint = f"; `eviscene eval resume {bar.run_id}` finishes it" if bar.run_id else ""
+        click.echo(f"interrupted{hint}", err=True)
+        sys.exit(130)
     finally:
-        if bar is not None:
-            bar.progress.stop()
+        bar.progress.stop()
     _report(log, summary)
     return summary
 

@@ -38,9 +38,10 @@ from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 
 class RunObserver(Protocol):
-    """Told how many episodes will run, then of each one as it finishes (e.g. a progress bar)."""
+    """Told which run and how many episodes will run, then of each one as it finishes (e.g.
+    a progress bar)."""
 
-    def planned(self, episodes: int) -> None: ...
+    def planned(self, run_id: str, episodes: int) -> None: ...
 
     def finished(self, spec: RolloutSpec, finished: EpisodeFinished) -> None: ...
 
@@ -306,7 +307,7 @@ async def _execute(
     images = ImageStore()
     queue = list(todo)
     if observer is not None:
-        observer.planned(len(queue))
+        observer.planned(run_id, len(queue))
 
     async with provider_session(plan.provider, images, perceive) as perceive, log.writer(run_id) as writer:
         for draft in opening:

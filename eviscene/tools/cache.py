@@ -146,6 +146,8 @@ class CachedToolbox:
         self.policy = policy or getattr(inner, "policy", None) or ALLOW_ALL
 
     def __getattr__(self, name: str) -> Any:  # enabled_tools, families, backend_id, ...
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def specs(self) -> list[dict[str, Any]]:

@@ -70,3 +70,25 @@ def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_pat
 def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
     result = eviscene(tmp_path / "empty.duckdb", "eval", "resume", "no-such-run")
     assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ctrl_c_names_the_run_to_resume(release, tmp_path):
+    log_path = tmp_path / "interrupted.duckdb"
+    log = EventLog(log_path)
+    process = subprocess.Popen(
+        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+         "--limit", "6", "--concurrency", "1", "--no-progress", "--no-materialize"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not finished_episodes(log):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
+    assert process.returncode == 130
+    assert f"interrupted; `eviscene eval resume {run_id}` finishes it" in stderr and "Traceback" not in stderr
+    resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
+    assert resumed.returncode == 0
+    assert log.sql("SELECT count(*) FILTER (WHERE finished) AS n FROM episodes").to_pylist() == [{"n": 6}]
