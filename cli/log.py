@@ -49,4 +49,24 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
 
 
+@log.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.pass_obj
+def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
+    """Fold other logs (e.g. the shards of a --shard-count run) into this log's archive;
+    events already here are skipped, so merging twice changes nothing.
+
+    \b
+    Example:
+        eviscene --db all.duckdb log merge shard0.duckdb shard1.duckdb
+    """
+    for source in sources:
+        report = event_log.merge(source)
+        click.echo(f"{report.source}: {report.events} events, {report.blobs} blobs merged")
+    verify = event_log.verify()
+    click.echo(f"{'ok' if verify.ok else 'BROKEN'}: {verify.runs} run(s), {verify.events} events")
+    if not verify.ok:
+        sys.exit(1)
+
+
 COMMANDS = [log]

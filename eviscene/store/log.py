@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from eviscene.store.layout import resolve_log_path
 from eviscene.store.rows import EventRow
+from eviscene.store.merge import MergeReport, merge_log
 from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import open_snapshot
 from eviscene.store.verify import VerifyReport, verify_chain
@@ -95,6 +96,10 @@ class EventLog:
             return verify_chain(con)
         finally:
             con.close()
+
+    def merge(self, source: str | os.PathLike[str]) -> MergeReport:
+        """Fold another log (a shard, another machine's runs) into this one's archive."""
+        return merge_log(self.path, resolve_log_path(source))
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""

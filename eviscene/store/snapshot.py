@@ -36,11 +36,16 @@ def new_connection() -> duckdb.DuckDBPyConnection:
 
 def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only: bool) -> None:
     """Attach the archive as `archive`, waiting a moment while a seal holds it."""
+    attach_archive_as(con, log_path, "archive", read_only=read_only)
+
+
+def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str, *, read_only: bool = False) -> None:
+    """Attach a log's archive under `alias`, waiting a moment while another process holds it."""
     mode = " (READ_ONLY)" if read_only else ""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
-            con.execute(f"ATTACH '{_quote(log_path)}' AS archive{mode}")
+            con.execute(f"ATTACH '{_quote(log_path)}' AS {alias}{mode}")
             return
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():

@@ -137,3 +137,27 @@ def test_events_come_back_as_typed_rows(tmp_path):
     rows = log.events("r1", episode_id="e1")
     assert [r.seq for r in rows] == [1, 2]
     assert rows[1].typed_payload() == gate(1)
+
+
+def test_shards_merge_into_one_log_once(tmp_path):
+    shard0, shard1 = EventLog(tmp_path / "s0.duckdb"), EventLog(tmp_path / "s1.duckdb")
+    shard0.append("run-shard0", drafts(3))
+    shard1.append("run-shard1", drafts(4))
+    shard1.seal()  # one sealed, one still live: both merge
+    merged = EventLog(tmp_path / "all.duckdb")
+    assert (merged.merge(shard0.path).events, merged.merge(shard1.path).events) == (3, 4)
+    assert merged.merge(shard0.path).events == 0  # idempotent
+    assert merged.sql("SELECT run_id, count(*) AS n FROM events GROUP BY run_id ORDER BY run_id").to_pylist() == [
+        {"run_id": "run-shard0", "n": 3}, {"run_id": "run-shard1", "n": 4}
+    ]
+    assert merged.verify().ok
+
+
+def test_a_run_that_differs_between_logs_is_not_merged(tmp_path):
+    from eviscene.errors import EvisceneError
+
+    first, second = EventLog(tmp_path / "a.duckdb"), EventLog(tmp_path / "b.duckdb")
+    first.append("same-run", drafts(2))
+    second.append("same-run", drafts(2, episode="other"))
+    with pytest.raises(EvisceneError, match="same-run exists in both logs with different events"):
+        first.merge(second.path)
