@@ -4,7 +4,6 @@ canonical serializer (Parquet copies with --format parquet)."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +94,18 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
     <tools> block) and no `tools` column."""
     tools = "\n".join(canonical_json(tool) for tool in row.get("tools") or [])
     block = TOOLS_PREAMBLE + tools + TOOLS_EPILOGUE
-    messages = copy.deepcopy(row["messages"])
-    system = next((m for m in messages if m.get("role") == "system"), None)
-    if system is None:
+    messages = list(row["messages"])  # only the system message changes: shallow copies suffice
+    index = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
+    if index is None:
         messages.insert(0, {"role": "system", "content": [{"type": "text", "text": block.lstrip()}]})
-    elif isinstance(system.get("content"), list):
-        system["content"].append({"type": "text", "text": block})
     else:
-        system["content"] = (system.get("content") or "") + block
+        system = messages[index]
+        content = system.get("content")
+        if isinstance(content, list):
+            content = [*content, {"type": "text", "text": block}]
+        else:
+            content = (content or "") + block
+        messages[index] = {**system, "content": content}
     return {**{k: v for k, v in row.items() if k != "tools"}, "messages": messages}
 
 

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.image_compare import Comparison, compare, query_windows, scan_score, thumbnail
+from eviscene.tools.image_align import query_windows, scan_score, thumbnail
+from eviscene.tools.image_compare import Comparison, compare
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:

@@ -136,8 +136,9 @@ BAND_MIN, BAND_MAX = 0.03, 0.45  # band height as a fraction of the picture
 def find_overlay_bands(rgb: np.ndarray) -> list[tuple[float, float]]:
     """Rows (fractions of the height) that look like a caption band laid over the photo:
     a straight full-width edge where nearly every pixel gets darker (or lighter), paired
-    with the opposite edge below it, or reaching the top/bottom of the picture.
-    Only a hint for alignment; comparisons measure bands against the reference."""
+    with the opposite edge below it. (A band reaching the picture's edge shows only one
+    edge, like the horizon or a shoreline does, so it is left to the comparison, which
+    sees the reference.)"""
     grey = np.asarray(Image.fromarray(rgb).convert("L"), dtype=np.float32)
     if grey.shape[1] > 256:
         grey = np.asarray(Image.fromarray(grey.astype(np.uint8)).resize((256, max(8, round(grey.shape[0] * 256 / grey.shape[1]))), Image.Resampling.BOX), dtype=np.float32)
@@ -156,14 +157,6 @@ def find_overlay_bands(rgb: np.ndarray) -> list[tuple[float, float]]:
         if partner and BAND_MIN * height <= partner[0] - y <= BAND_MAX * height:
             bands.append((y, partner[0]))
             used.update({y, partner[0]})
-    for y, kind in edges:
-        if y in used or any(a <= y <= b for a, b in bands):
-            continue
-        # A band at the very top ends with one edge; one at the very bottom starts with one.
-        if BAND_MIN * height <= y <= BAND_MAX * height:
-            bands.append((0, y))
-        elif BAND_MIN * height <= height - y <= BAND_MAX * height:
-            bands.append((y, height))
     return [(a / height, b / height) for a, b in _merge_bands(bands)]
 
 
@@ -269,6 +262,8 @@ def _oriented_size(image: Image.Image) -> tuple[int, int]:
 
 # -- hashes --------------------------------------------------------------------------------
 
+HASH_SOURCE_SIDE = 128
+
 HASH_CROPS: tuple[tuple[float, float, float, float], ...] = (
     (0.0, 0.0, 1.0, 1.0),
     (0.1, 0.1, 0.9, 0.9),
@@ -295,6 +290,9 @@ an overlaid caption band usually sits) and a centre 80% (for added margins)."""
 def crop_hashes(prepared: PreparedImage, crops: Sequence[tuple[float, float, float, float]]) -> np.ndarray:
     """(len(crops), 2) uint64: pHash and dHash (64 bits each) of each crop of the content."""
     image = Image.fromarray(prepared.rgb).convert("L")
+    if max(image.size) > HASH_SOURCE_SIDE:  # hashes look at 32x32 at most: decimate once, crop after
+        ratio = HASH_SOURCE_SIDE / max(image.size)
+        image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.Resampling.BOX)
     out = np.zeros((len(crops), 2), dtype=np.uint64)
     for index, (fx0, fy0, fx1, fy1) in enumerate(crops):
         w, h = image.size

@@ -113,16 +113,14 @@ def read_text(image_path: str | Path) -> OcrResult:
 
 
 def has_text(rgb: np.ndarray, min_confidence: float = 0.6) -> bool:
-    """Whether a (small) RGB crop shows legible text: a line of at least two letters or
-    digits read with `min_confidence`. Crops under 48 px high are enlarged first."""
+    """Whether a crop around one line of text shows legible text: the recognizer alone
+    (no detection: fast on a small crop) reads at least two letters or digits with
+    `min_confidence`."""
     image = Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).convert("RGB")
-    if image.height < 48:
-        factor = 48 / image.height
-        image = image.resize((max(1, round(image.width * factor)), 48), Image.Resampling.BICUBIC)
     engine = _get_engine()
     with _run_lock:
-        raw, _ = engine(image, use_cls=False)
-    return any(sum(c.isalnum() for c in str(text)) >= 2 and float(score) >= min_confidence for _, text, score, *_ in raw or [])
+        raw, _ = engine(image, use_det=False, use_cls=False)
+    return any(sum(c.isalnum() for c in str(text)) >= 2 and float(score) >= min_confidence for text, score, *_ in raw or [])
 
 
 async def aread_text(image_path: str | Path) -> OcrResult:

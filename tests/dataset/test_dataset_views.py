@@ -54,3 +54,36 @@ def test_dataset_views_are_empty_outside_an_export(con):
     for view in ("dataset_candidates", "rollout_selection", "split_components", "dataset_rows", "excluded_episodes", "dataset_problems"):
         assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] == 0, view
     assert con.execute("SELECT seed, train_ratio, frozen FROM dataset_settings").fetchone() == ("ifv-policy-v1", 0.8, False)
+
+
+def test_every_dataset_view_key_is_unique_and_not_null_in_an_export(tmp_path):
+    from dataset_builders import write_accepted_release, write_case_split
+
+    from eviscene.exports.dataset import ExportOptions, export_dataset
+    from eviscene.exports.dataset_why import latest_export_for
+    from eviscene.exports.dataset_views import open_export
+    from eviscene.views import view_definitions
+
+    log = EventLog(tmp_path / "log.duckdb")
+    release = write_accepted_release(tmp_path / "release", [
+        {"episode_id": "a--r000", "case_id": "a", "families": ["content:x"]},
+        {"episode_id": "b--r000", "case_id": "b", "families": ["content:x", "domain:d"]},
+        {"episode_id": "c--r000", "case_id": "c", "trajectory": False},
+    ], action_only=("c--r000",))
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g"), "b": ("train", "g"), "c": ("validation", "h")})
+    export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
+    _, settings = latest_export_for(log, "a--r000")
+    con = open_export(log, settings)
+    try:
+        for definition in view_definitions():
+            if not definition.path.startswith("sql/70_dataset/") or definition.name == "native_candidates":
+                continue
+            keys = ", ".join(f'"{k}"' for k in definition.key)
+            nulls = " OR ".join(f'"{k}" IS NULL' for k in definition.key)
+            total, distinct, with_null = con.execute(
+                f'SELECT count(*), count(DISTINCT ({keys},)), count(*) FILTER (WHERE {nulls}) FROM "{definition.name}"'
+            ).fetchall()[0]
+            assert distinct == total and with_null == 0, definition.name
+        assert con.execute("SELECT count(*) FROM rollout_selection WHERE accepted").fetchall()[0][0] == 2
+    finally:
+        con.close()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from conftest import CorpusBuilder
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFilter
 from tools_images import caption_band, caption_banner, crop_fraction, font, jpeg, paste_object, resize_to, scene
 
 from eviscene.tools import Corpus, compare, find_content_box, phash_hex, prepare
@@ -148,6 +148,42 @@ def test_a_text_badge_is_not_an_edit_when_ocr_boxes_are_given(picture):
     assert compare(picture, query).edited  # without OCR the badge is a local change
     boxes = [[[508, 17], [612, 17], [612, 39], [508, 39]]]  # where OCR finds the word
     result = compare(picture, prepare(query, text_boxes=boxes))
+    assert result.match and not result.edited
+
+
+def test_overlapping_crops_of_one_photo_match(picture):
+    # Neither contains the other: one lacks the photo's right part, the other its left and top.
+    left = crop_fraction(picture, 0.0, 0.0, 0.15, 0.0)
+    right = jpeg(resize_to(crop_fraction(picture, 0.12, 0.1, 0.0, 0.0), 0.8), 60)
+    result = compare(left, right)
+    assert result.match and not result.edited
+    assert 0.6 < result.overlap < 0.95
+
+
+def test_smooth_picture_matches_on_layout_when_detail_is_grain():
+    base = Image.linear_gradient("L").resize((480, 320)).convert("RGB")
+    soft = Image.blend(base, scene(8, (480, 320)).filter(ImageFilter.GaussianBlur(12)), 0.5)
+    noisy = lambda im, seed: Image.fromarray(np.clip(np.asarray(im, float) + np.random.default_rng(seed).normal(0, 4, (im.height, im.width, 3)), 0, 255).astype(np.uint8))
+    result = compare(noisy(soft, 1), jpeg(resize_to(noisy(soft, 2), 0.7), 50))
+    assert result.match and not result.edited
+    assert result.layout_similarity > 0.98
+    other = Image.blend(base.transpose(Image.Transpose.ROTATE_180), scene(9, (480, 320)).filter(ImageFilter.GaussianBlur(12)), 0.5)
+    assert not compare(noisy(soft, 1), noisy(other, 3)).match
+
+
+def test_text_changed_in_the_scene_is_an_edit_but_a_caption_is_not(picture):
+    signed = picture.copy()
+    ImageDraw.Draw(signed).rectangle((180, 250, 460, 300), fill=(235, 225, 200))
+    original = signed.copy()
+    ImageDraw.Draw(original).text((200, 262), "FAIR PRICES", fill=(150, 30, 30), font=font(24))
+    altered = signed.copy()
+    ImageDraw.Draw(altered).text((200, 262), "BURN IT ALL", fill=(150, 30, 30), font=font(24))
+    boxes = [[[198, 262], [360, 262], [360, 290], [198, 290]]]
+    result = compare(original, prepare(jpeg(altered, 80), text_boxes=boxes), reference_has_text=lambda crop: True)
+    assert result.match and result.edited
+    assert [region.kind for region in result.regions] == ["text"]
+    # The same change where the reference shows no text is taken for a caption laid over it.
+    result = compare(original, prepare(jpeg(altered, 80), text_boxes=boxes), reference_has_text=lambda crop: False)
     assert result.match and not result.edited
 
 
