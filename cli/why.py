@@ -8,6 +8,7 @@ from dataclasses import asdict
 import click
 
 from eviscene.analysis.why import explain_episode
+from eviscene.exports.dataset_why import describe
 from eviscene.store import EventLog
 
 
@@ -18,7 +19,8 @@ from eviscene.store import EventLog
 @click.pass_obj
 def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> None:
     """Show an episode's timeline (steps, tool calls, blocks), its audit failures, scores,
-    rollout group and each reason it is or is not training-eligible.
+    rollout group, each reason it is or is not training-eligible, and what the newest
+    dataset export decided for it (selected or not, its group, joining families, split).
 
     \b
     Example:
@@ -50,6 +52,10 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         click.echo(f"\nSFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
         for reason in el["exclusion_reasons"]:
             click.echo(f"  - {reason}")
+    if story.dataset is not None:
+        click.echo("")
+        for line in describe(story.dataset):
+            click.echo(line)
     if story.group:
         click.echo("\nrollout group:")
         for member in story.group:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eviscene.errors import EvisceneError
+from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
 from eviscene.store import EventLog
 
@@ -23,6 +24,7 @@ class EpisodeStory:
     metrics: dict[str, Any] | None
     eligibility: dict[str, Any] | None
     group: list[dict[str, Any]] = field(default_factory=list)
+    dataset: DatasetDecision | None = None  # the newest dataset export that read the episode
 
 
 def _one(log: EventLog, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
@@ -91,4 +93,5 @@ def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -
             "WHERE run_id = ? AND prompt_group_id = (SELECT prompt_group_id FROM episodes WHERE run_id = ? AND episode_id = ?) ORDER BY episode_id",
             [run, run, episode_id],
         )),
+        dataset=explain_dataset_decision(log, episode_id),
     )

@@ -26,7 +26,6 @@ Banner rule (documented thresholds, none tied to a fixture):
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Optional, Sequence, Union
@@ -66,10 +65,6 @@ class PreparedImage:
         x0, y0, x1, y1 = self.content_box
         return x1 - x0, y1 - y0
 
-    def caption_trimmed(self) -> bool:
-        """True when a banner of at least 3% of the image height was trimmed (a printed caption)."""
-        return any(self.trimmed.get(side, 0) >= 0.03 * self.size[1] for side in ("top", "bottom"))
-
 
 def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.Image, tuple[int, int]]:
     """Decoded RGB image (EXIF orientation applied), reduced so its long side is about
@@ -92,8 +87,8 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
 
 def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = (), find_bands: bool = True) -> PreparedImage:
     """Decode and trim an image. `text_boxes` (OCR boxes in original pixels, optional) mark
-    printed text inside the picture (captions, badges) that comparisons should ignore; `find_bands`
-    looks for caption bands over the picture (worth it for a query, not for the corpus)."""
+    printed text inside the picture (captions, badges) for comparisons to sort out;
+    `find_bands` looks for caption bands over the picture (worth it for a query only)."""
     image, size = open_image(source)
     rgb = np.asarray(image, dtype=np.uint8)
     (x0, y0, x1, y1), trimmed = find_content_box(rgb)
@@ -173,7 +168,7 @@ def _merge_bands(bands: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _run_starts(flags: np.ndarray) -> list[tuple[int, int]]:
-    """(start, length) of runs of True; an edge blurred over a few rows counts once, at its middle."""
+    """(middle, length) of runs of True: an edge blurred over a few rows counts once."""
     return [((a + b) // 2, b - a) for a, b in _runs(flags, as_fraction=False)]
 
 
@@ -310,11 +305,3 @@ def phash_hex(source: ImageInput) -> str:
 def _hash_int(value: imagehash.ImageHash) -> int:
     bits = value.hash.flatten()
     return int("".join("1" if bit else "0" for bit in bits), 2)
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

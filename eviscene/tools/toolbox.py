@@ -24,12 +24,13 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import anyio.to_thread
 
 from eviscene.events import GateDecided, SourceSeen
-from eviscene.tools.image_compare import Comparison, compare
+from eviscene.tools.image_compare import compare
 from eviscene.tools.corpus import Corpus, CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
 from eviscene.tools.ocr import read_text
 from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
+from eviscene.tools.render import comparison_detail, comparison_summary, image_fields, page_fields, page_line, page_meta
 from eviscene.tools.results import ToolOutcome, policy_block
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
 from eviscene.tools.urls import normalize_url
@@ -186,8 +187,8 @@ class Toolbox:
             for hit in hits:
                 source = episode.source(hit.page)
                 sources.append(source)
-                lines.append(f"[{source.evidence_id}] {_page_line(hit.page)}\n    {hit.page.url}\n    {hit.snippet}")
-                results.append({**_page_fields(hit.page, source), "score": round(hit.score, 4), "snippet": hit.snippet})
+                lines.append(f"[{source.evidence_id}] {page_line(hit.page)}\n    {hit.page.url}\n    {hit.snippet}")
+                results.append({**page_fields(hit.page, source), "score": round(hit.score, 4), "snippet": hit.snippet})
             return ToolOutcome(status="ok", observation="\n".join(lines), sources=_unique(sources), blocks=_unique_blocks(blocks),
                                data={"query": query, "results": results})
 
@@ -215,8 +216,8 @@ class Toolbox:
                 source = episode.source(entry.page)
                 sources.append(source)
                 alt = f'"{entry.image.alt}"' if entry.image.alt else "(no description)"
-                lines.append(f"[{source.evidence_id}] image {entry.url}\n    {alt} — on {_page_line(entry.page)}")
-                results.append({**_image_fields(entry, source), "score": round(hit.score, 4)})
+                lines.append(f"[{source.evidence_id}] image {entry.url}\n    {alt} — on {page_line(entry.page)}")
+                results.append({**image_fields(entry, source), "score": round(hit.score, 4)})
             return ToolOutcome(status="ok", observation="\n".join(lines), sources=_unique(sources), blocks=_unique_blocks(blocks),
                                data={"query": query, "results": results})
 
@@ -271,13 +272,13 @@ class Toolbox:
             lines = [f"Reverse image search for {subject}: {len(trimmed)} matching picture(s)."]
             sources, results = [], []
             for number, (match, entries) in enumerate(trimmed, start=1):
-                lines.append(f"{number}. {_comparison_summary(match.comparison)}")
+                lines.append(f"{number}. {comparison_summary(match.comparison)}")
                 for entry in entries:
                     source = episode.source(entry.page)
                     sources.append(source)
-                    lines.append(f"   [{source.evidence_id}] image {entry.url}\n       on {_page_line(entry.page)}")
+                    lines.append(f"   [{source.evidence_id}] image {entry.url}\n       on {page_line(entry.page)}")
                     results.append({
-                        **_image_fields(entry, source),
+                        **image_fields(entry, source),
                         "similarity": match.comparison.similarity,
                         "edited": match.comparison.edited,
                         "hash_distance": match.hash_distance,
@@ -304,13 +305,13 @@ class Toolbox:
             source = episode.source(page)
             text = page.text if len(page.text) <= PAGE_TEXT_LIMIT else page.text[:PAGE_TEXT_LIMIT] + " […truncated]"
             lines = [f"[{source.evidence_id}] {page.title or '(untitled)'}", f"URL: {page.url}",
-                     "Site: " + " · ".join(_page_meta(page))]
+                     "Site: " + " · ".join(page_meta(page))]
             if page.images:
                 lines.append("Images on this page:")
                 for image in page.images:
                     lines.append(f"  - {page.image_url(image)}" + (f' "{image.alt}"' if image.alt else ""))
             lines += ["Text:", text]
-            data = {**_page_fields(page, source), "author": page.author, "text": page.text,
+            data = {**page_fields(page, source), "author": page.author, "text": page.text,
                     "images": [{"image_url": page.image_url(im), "sha256": im.sha256, "alt": im.alt} for im in page.images],
                     "links": _links(page.text)}
             return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], data=data)
@@ -339,8 +340,8 @@ class Toolbox:
                 source = episode.source(target.page)
                 sources.append(source)
                 lines.append(f"Compared the case image with {target.url} [{source.evidence_id}] "
-                             f"(on {_page_line(target.page)}):\n  {_comparison_detail(comparison)}")
-                results.append({**_image_fields(target, source), "reference_image_sha256": target.image.sha256,
+                             f"(on {page_line(target.page)}):\n  {comparison_detail(comparison)}")
+                results.append({**image_fields(target, source), "reference_image_sha256": target.image.sha256,
                                 "match": comparison.match, "edited": comparison.edited,
                                 "similarity": comparison.similarity, "comparison": comparison.model_dump()})
             best = results[0]
@@ -352,7 +353,7 @@ class Toolbox:
         return render
 
 
-# -- rendering helpers -----------------------------------------------------------------------
+# -- outcome helpers -------------------------------------------------------------------------
 
 _IMAGE_URL_HINT = "Use an image URL as listed by a search result or a visited page (`<page url>#image=<path>`)."
 
@@ -382,63 +383,5 @@ def _earliest_first(entry: CorpusImage) -> tuple:
     return (entry.page.published is None, entry.page.published or "", entry.page.url)
 
 
-def _page_meta(page: Page) -> list[str]:
-    meta = [f"{page.site_name} ({page.domain})" if page.site_name else page.domain]
-    meta.append(f"published {page.published}" if page.published else "publication date unknown")
-    if page.author:
-        meta.append(f"by {page.author}")
-    return meta
-
-
-def _page_line(page: Page) -> str:
-    return f'"{page.title or "(untitled)"}" — ' + ", ".join(_page_meta(page))
-
-
-def _page_fields(page: Page, source: SourceSeen) -> dict[str, Any]:
-    return {"evidence_id": source.evidence_id, "url": page.url, "title": page.title, "site_name": page.site_name,
-            "domain": page.domain, "published": page.published, "content_sha256": page.content_sha256}
-
-
-def _image_fields(entry: CorpusImage, source: SourceSeen) -> dict[str, Any]:
-    return {**_page_fields(entry.page, source), "image_url": entry.url, "image_sha256": entry.image.sha256,
-            "alt": entry.image.alt}
-
-
 def _links(text: str) -> list[str]:
     return list(dict.fromkeys(link.rstrip(".,;:!?") for link in _LINK.findall(text)))
-
-
-def _where(comparison: Comparison) -> str:
-    parts = []
-    for region in comparison.regions[:3]:
-        parts.append(f"x {region.x0:.0%}–{region.x1:.0%}, y {region.y0:.0%}–{region.y1:.0%}")
-    return "; ".join(parts)
-
-
-def _comparison_summary(comparison: Comparison) -> str:
-    text = f"Same picture (similarity {comparison.similarity:.2f})"
-    if comparison.edited:
-        text += f", with local differences in {len(comparison.regions)} region(s) of the compared picture"
-    return text + "."
-
-
-def _comparison_detail(comparison: Comparison) -> str:
-    if not comparison.match:
-        return (f"Not the same picture (similarity {comparison.similarity:.2f}; a match needs {comparison.threshold:.2f}, "
-                f"overlap {comparison.overlap:.0%}).")
-    lines = [f"Same picture: yes (similarity {comparison.similarity:.2f}; threshold {comparison.threshold:.2f}; "
-             f"the reference covers {comparison.overlap:.0%} of the case picture)."]
-    if comparison.edited:
-        lines.append(f"Local differences: {len(comparison.regions)} region(s) covering {comparison.changed_fraction:.1%} "
-                     f"of the compared area ({_where(comparison)} of the case picture); {comparison.changed_blocks} of "
-                     f"{comparison.total_blocks} grid blocks differ. The case image shows a locally altered version of this picture.")
-    else:
-        lines.append("No local differences beyond resizing, cropping or recompression.")
-    ignored = []
-    if any(side in comparison.query_trimmed for side in ("top", "bottom")):
-        ignored.append("a caption banner")
-    if comparison.masked_fraction >= 0.02:
-        ignored.append(f"a text band over {comparison.masked_fraction:.0%} of the picture")
-    if ignored:
-        lines.append("Ignored on the case image: " + " and ".join(ignored) + ".")
-    return "\n  ".join(lines)

@@ -1,8 +1,10 @@
 -- view: runs
 -- grain: one row per run
 -- key: run_id
--- Each run in the log: when it started and last finished, its release, provider and model,
--- and how many of its planned episodes have finished (and how many of those errored).
+-- Each evaluation run in the log (a run.started event; imports and dataset exports are
+-- recorded under their own ids and listed by `imports`/`dataset` commands instead): when it
+-- started and last finished, its release, provider and model, and how many of its planned
+-- episodes have finished (and how many of those errored).
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     SELECT
@@ -54,7 +56,7 @@ SELECT
     coalesce(finished_episodes.episodes_errored, 0) AS episodes_errored,
     sizes.events
 FROM sizes
-LEFT JOIN started USING (run_id)
+JOIN started USING (run_id)
 LEFT JOIN finished_runs USING (run_id)
 LEFT JOIN planned USING (run_id)
 LEFT JOIN finished_episodes USING (run_id);

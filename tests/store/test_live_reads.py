@@ -43,11 +43,11 @@ def test_queries_see_committed_events_while_a_run_writes(tmp_path):
         assert verify.returncode == 0 and verify.stdout.startswith("ok: 1 run(s)")
         seen.append(count(log_path))
         assert writer.poll() is None, "the writer should still be running during the reads"
-        assert 0 < seen[0] <= seen[1] < 2000
+        assert 0 < seen[0] <= seen[1] < 2001
     finally:
         writer.wait(timeout=120)
     assert writer.returncode == 0
-    assert count(log_path) == 2000
+    assert count(log_path) == 2001  # run.started and 2000 events
 
 
 def test_a_second_writer_of_a_run_gets_one_line_naming_the_holder(tmp_path):
@@ -70,8 +70,8 @@ def test_two_runs_write_at_once(tmp_path):
     second = start_writer(log_path, "r2", batches=15)
     assert first.poll() is None and second.poll() is None
     assert first.wait(timeout=60) == 0 and second.wait(timeout=60) == 0
-    assert count(log_path) == 600
+    assert count(log_path) == 602
     assert eviscene(log_path, "log", "seal").stdout.startswith("sealed 2 run(s)")
-    assert count(log_path) == 600
+    assert count(log_path) == 602
     verify = eviscene(log_path, "log", "verify")
-    assert verify.returncode == 0 and "2 run(s), 600 events" in verify.stdout
+    assert verify.returncode == 0 and "2 run(s), 602 events" in verify.stdout

@@ -5,12 +5,15 @@ import sys
 
 import anyio
 
-from eviscene.events import GateDecided
+from eviscene.events import GateDecided, RunStarted
 from eviscene.store import EventDraft, EventLog
 
 
 async def main(log_path: str, run_id: str, batches: int, per_batch: int, pause: float) -> None:
     async with EventLog(log_path).writer(run_id, flush_seconds=0.05) as writer:
+        await writer.emit(EventDraft(RunStarted(
+            started_at="2026-11-30T00:00:00+00:00", git_commit="", benchmark={}, agent={}, source_access_policy={}
+        )))
         for batch in range(batches):
             for i in range(per_batch):
                 step = batch * per_batch + i

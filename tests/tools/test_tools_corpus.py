@@ -46,11 +46,6 @@ def test_resolve_image_forms(small):
     assert corpus.resolve_image("https://nowhere.com/x") == []
 
 
-def _write_rows(builder, rows):
-    (builder.root / "pages.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return builder.root
-
-
 def test_malformed_json_reports_file_and_line(small):
     root = small.write()
     path = root / "pages.jsonl"

@@ -161,14 +161,18 @@ def test_overlapping_crops_of_one_photo_match(picture):
 
 
 def test_smooth_picture_matches_on_layout_when_detail_is_grain():
-    base = Image.linear_gradient("L").resize((480, 320)).convert("RGB")
-    soft = Image.blend(base, scene(8, (480, 320)).filter(ImageFilter.GaussianBlur(12)), 0.5)
-    noisy = lambda im, seed: Image.fromarray(np.clip(np.asarray(im, float) + np.random.default_rng(seed).normal(0, 4, (im.height, im.width, 3)), 0, 255).astype(np.uint8))
-    result = compare(noisy(soft, 1), jpeg(resize_to(noisy(soft, 2), 0.7), 50))
+    gradient = Image.linear_gradient("L").resize((480, 320)).convert("RGB")
+
+    def smooth(seed: int) -> Image.Image:
+        clouds = Image.blend(gradient, scene(seed, (480, 320)).filter(ImageFilter.GaussianBlur(20)), 0.5)
+        grain = np.random.default_rng(seed).normal(0, 6, (320, 480, 3))
+        return Image.fromarray(np.clip(np.asarray(clouds, float) + grain, 0, 255).astype(np.uint8))
+
+    result = compare(smooth(8), jpeg(resize_to(smooth(8), 0.5), 30))
+    assert result.similarity < MATCH_THRESHOLD < result.layout_similarity  # fine detail is mostly grain here
     assert result.match and not result.edited
-    assert result.layout_similarity > 0.98
-    other = Image.blend(base.transpose(Image.Transpose.ROTATE_180), scene(9, (480, 320)).filter(ImageFilter.GaussianBlur(12)), 0.5)
-    assert not compare(noisy(soft, 1), noisy(other, 3)).match
+    other = compare(smooth(8), jpeg(resize_to(smooth(9), 0.5), 30))  # same gradient, other clouds
+    assert not other.match
 
 
 def test_text_changed_in_the_scene_is_an_edit_but_a_caption_is_not(picture):

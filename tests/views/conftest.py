@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import sys
+
 import pytest
 from pydantic import BaseModel
 
@@ -649,9 +651,12 @@ def rows(con):
     return get
 
 
+# Captured at import: every test folder's conftest is named `conftest`, so looking the name
+# up later could find another folder's.
+_THIS_MODULE = sys.modules[__name__]
+
+
 @pytest.fixture(scope="session")
 def fx():
     """This module (run ids, gold, policy, H) for tests that need an input value."""
-    import sys
-
-    return sys.modules[__name__]
+    return _THIS_MODULE
