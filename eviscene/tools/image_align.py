@@ -106,10 +106,12 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     return max(finalists, key=lambda a: _placement_score(ref, qry, a))
 
 
-def query_windows(qry: PreparedImage) -> tuple[Window, ...]:
-    """QUERY_WINDOWS, plus the tallest band-free strip when the query seems to carry a band."""
+def query_windows(qry: PreparedImage, *, parts: bool = True) -> tuple[Window, ...]:
+    """QUERY_WINDOWS (only the whole picture without `parts`), plus the tallest strip
+    clear of bands and printed text when the query seems to carry them."""
     free = band_free_strip(qry)
-    return QUERY_WINDOWS + (((0.0, free[0], 1.0, free[1]),) if free else ())
+    base = QUERY_WINDOWS if parts else QUERY_WINDOWS[:1]
+    return base + (((0.0, free[0], 1.0, free[1]),) if free else ())
 
 
 def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:

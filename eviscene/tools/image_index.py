@@ -34,7 +34,7 @@ from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_h
 if TYPE_CHECKING:
     from eviscene.tools.corpus import Corpus, CorpusImage
 
-PREFILTER = 32
+PREFILTER = 48
 VERIFY = 6
 _PREPARED_CACHE = 48
 
@@ -110,7 +110,9 @@ class ImageIndex:
         """(sha256, hash distance, scan score) of the `limit` most promising corpus pictures."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
-        query_thumb, windows = thumbnail(query), query_windows(query)
+        # The whole query, and without its band when it seems to have one: the other parts
+        # cost more than they rank better at this size (they matter at full resolution).
+        query_thumb, windows = thumbnail(query), query_windows(query, parts=False)
         scored = [(int(i), scan_score(self._thumbs[i], query_thumb, windows)) for i in nearest]
         scored.sort(key=lambda item: (-item[1], distance[item[0]], item[0]))
         return [(self._groups[i][0], int(distance[i]), round(score, 4)) for i, score in scored[:limit]]
