@@ -3,9 +3,11 @@ at concurrency 1, 8 and 64, against the ideal latency-bound rate
 (concurrency / (model calls per episode x 100 ms)).
 
 The provider is the offline policy plus the sleep, so episodes take the same path as real
-ones (tools, log); perception is warmed first so OCR does not count.
+ones (tools, log); perception is warmed first so OCR does not count. By default only the
+text tools run, so the figures measure the runtime (loop, tools' dispatch, log) rather than
+the image tools' CPU, which on 2 cores bounds the rate by itself; `--all-tools` shows that.
 
-    python bench/concurrency.py [--levels 1 8 64] [--rollouts 4]
+    python bench/concurrency.py [--levels 1 8 64] [--rollouts 4] [--all-tools]
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("--benchmark", default=str(RELEASE))
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--rollouts", type=int, default=4)
+    parser.add_argument("--all-tools", action="store_true", help="keep image retrieval and evidence inspection")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="eviscene-bench-conc-"))
     try:
@@ -58,7 +61,10 @@ def main() -> None:
         print(f"{'concurrency':>11} {'episodes':>8} {'seconds':>8} {'eps/s':>8} {'ideal':>8} {'ratio':>6}")
         for level in args.levels:
             rollouts = max(args.rollouts, 1)
-            options = EvalOptions(benchmark=args.benchmark, concurrency=level, rollouts_per_case=rollouts)
+            options = EvalOptions(
+                benchmark=args.benchmark, concurrency=level, rollouts_per_case=rollouts,
+                disable_image_retrieval=not args.all_tools, disable_evidence_inspection=not args.all_tools,
+            )
             clock = Clock()
             summary = anyio.run(lambda: start_run(log, options, provider=SleepyProvider(), observer=clock))
             wall = clock.end - clock.start

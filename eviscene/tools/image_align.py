@@ -30,6 +30,7 @@ MIN_OVERLAP = 0.25  # a placement must cover at least this much of the query
 COARSE_SIDE = 80  # coarse search at about 80 x 80 pixels
 WORK_SIDE = 256  # refinement (and comparison) at this long side
 SCAN_SIDE = 48  # candidate scan at about 48 x 48 pixels
+SCAN_SCALES = 7  # down to 0.9^6 = 53% of the fitting size
 LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 FINALISTS = 3
 CONVINCING = 0.8  # a coarse whole-picture score this high needs no search over parts
@@ -106,12 +107,11 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     return max(finalists, key=lambda a: _placement_score(ref, qry, a))
 
 
-def query_windows(qry: PreparedImage, *, parts: bool = True) -> tuple[Window, ...]:
-    """QUERY_WINDOWS (only the whole picture without `parts`), plus the tallest strip
-    clear of bands and printed text when the query seems to carry them."""
+def query_windows(qry: PreparedImage) -> tuple[Window, ...]:
+    """QUERY_WINDOWS, plus the tallest strip clear of bands and printed text when the query
+    seems to carry them."""
     free = band_free_strip(qry)
-    base = QUERY_WINDOWS if parts else QUERY_WINDOWS[:1]
-    return base + (((0.0, free[0], 1.0, free[1]),) if free else ())
+    return QUERY_WINDOWS + (((0.0, free[0], 1.0, free[1]),) if free else ())
 
 
 def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
@@ -120,16 +120,16 @@ def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
 
 
 def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS) -> float:
-    """A quick version of the alignment search on thumbnails (7 scales, 10% apart, each
-    direction, each query window): the best correlation any placement reaches.
-    Used to rank candidates for the full `compare`, never to decide a match."""
+    """A quick version of the alignment search on thumbnails (SCAN_SCALES scales 10% apart,
+    each query window, and the whole reference on the query): the best correlation any
+    placement reaches. Used to rank candidates for `compare`, never to decide a match."""
     best = -1.0
     for window in windows:
         part, _ = _window(query_thumb, window)
         fit = min(ref_thumb.shape[0] / part.shape[0], ref_thumb.shape[1] / part.shape[1])
-        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(7)])[0])
+        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
     fit = min(query_thumb.shape[0] / ref_thumb.shape[0], query_thumb.shape[1] / ref_thumb.shape[1])
-    return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(7)])[0])
+    return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
 
 
 def _placement_score(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> float:

@@ -2,14 +2,15 @@
 scan, then the full `compare` — each stage cheaper and coarser than the next.
 
 Built once per corpus: for every distinct image (by sha256), pHash and dHash of the
-picture region (banners trimmed) and of six crops (`images.HASH_CROPS`), and a 40-pixel
+picture region (banners trimmed) and of six crops (`images.HASH_CROPS`), and a ~48x48-pixel
 grey thumbnail. A query is hashed on four crops (`images.QUERY_CROPS`); its distance to a
 corpus image is the smallest pHash+dHash Hamming distance (0..128) over crop pairs.
 1. The `PREFILTER` nearest by hash distance (all images of a small corpus) go on.
    Hashes alone separate copies from unrelated pictures poorly once a copy is cropped
    off-centre (distances overlap), so they only prefilter.
-2. `compare.scan_score` (multi-scale template matching on thumbnails) ranks those; the
-   `VERIFY` best are aligned and compared at full working resolution.
+2. `image_align.scan_score` (multi-scale template matching on thumbnails) ranks those;
+   the `VERIFY` best, and the `HASH_EXTRA` nearest by hash, are aligned and compared at
+   working resolution.
 3. Only `compare`'s decision makes a match; no hash or scan threshold decides.
 """
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 PREFILTER = 48
 VERIFY = 6
+HASH_EXTRA = 3
 _PREPARED_CACHE = 48
 
 
@@ -107,15 +109,17 @@ class ImageIndex:
         return np.bitwise_count(xor).sum(axis=-1).min(axis=(1, 2)).astype(np.int64)
 
     def candidates(self, query: PreparedImage, limit: int = VERIFY) -> list[tuple[str, int, float]]:
-        """(sha256, hash distance, scan score) of the `limit` most promising corpus pictures."""
+        """(sha256, hash distance, scan score) of the most promising corpus pictures: the
+        `limit` best by scan score, then the HASH_EXTRA nearest by hash not among them
+        (the two signals fail on different pictures: the scan on partial overlaps it does
+        not try, the hash on off-centre crops)."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
-        # The whole query, and without its band when it seems to have one: the other parts
-        # cost more than they rank better at this size (they matter at full resolution).
-        query_thumb, windows = thumbnail(query), query_windows(query, parts=False)
-        scored = [(int(i), scan_score(self._thumbs[i], query_thumb, windows)) for i in nearest]
-        scored.sort(key=lambda item: (-item[1], distance[item[0]], item[0]))
-        return [(self._groups[i][0], int(distance[i]), round(score, 4)) for i, score in scored[:limit]]
+        query_thumb, windows = thumbnail(query), query_windows(query)
+        scores = {int(i): scan_score(self._thumbs[i], query_thumb, windows) for i in nearest}
+        chosen = sorted(scores, key=lambda i: (-scores[i], distance[i], i))[:limit]
+        chosen += [int(i) for i in nearest[:HASH_EXTRA] if int(i) not in chosen]
+        return [(self._groups[i][0], int(distance[i]), round(scores[i], 4)) for i in chosen]
 
     def similar(self, query: PreparedImage, verify: int = VERIFY) -> list[ImageMatch]:
         """The most promising corpus pictures, each verified by `compare`; matches first, then by similarity."""

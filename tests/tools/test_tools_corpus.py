@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import CorpusBuilder, sha256_text
+from tools_fixtures import CorpusBuilder, sha256_text
 from tools_images import scene
 
 from eviscene.errors import ReleaseError

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import CorpusBuilder
+from tools_fixtures import CorpusBuilder
 from PIL import Image, ImageDraw, ImageFilter
 from tools_images import caption_band, caption_banner, crop_fraction, font, jpeg, paste_object, resize_to, scene
 

@@ -1,7 +1,7 @@
 import math
 
 import pytest
-from conftest import CorpusBuilder
+from tools_fixtures import CorpusBuilder
 
 from eviscene.tools import BM25, Corpus, Toolbox, tokenize
 from eviscene.tools.search import snippet

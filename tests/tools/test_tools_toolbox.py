@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
+from tools_fixtures import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
 
 from eviscene.tools import ALL_TOOLS, Corpus, SourceAccessPolicy, Toolbox
 
