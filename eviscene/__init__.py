@@ -6,25 +6,32 @@ then score, audit and export training data with SQL views over it.
     log.sql("SELECT * FROM runs")                       # pyarrow.Table
     summary = anyio.run(eviscene.start_run, log, eviscene.EvalOptions(benchmark="…/cases.jsonl"))
     eviscene.materialize_run(log, summary.run_id, Path("runs/demo"))
+
+Names are imported on first use, so `import eviscene.store` alone does not load the agent,
+its tools and their image and OCR libraries.
 """
 
-from eviscene.errors import EvisceneError
-from eviscene.eval.options import EvalOptions
-from eviscene.eval.run import RunSummary, resume_run, start_run
-from eviscene.exports.run_dir import materialize_run
-from eviscene.store import EventDraft, EventLog, RunWriter, open_log
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = [
-    "EvalOptions",
-    "EventDraft",
-    "EventLog",
-    "EvisceneError",
-    "RunSummary",
-    "RunWriter",
-    "__version__",
-    "materialize_run",
-    "open_log",
-    "resume_run",
-    "start_run",
-]
+
+_EXPORTS = {
+    "EvisceneError": "eviscene.errors",
+    "EvalOptions": "eviscene.eval.options",
+    "RunSummary": "eviscene.eval.run",
+    "resume_run": "eviscene.eval.run",
+    "start_run": "eviscene.eval.run",
+    "materialize_run": "eviscene.exports.run_dir",
+    "EventDraft": "eviscene.store",
+    "EventLog": "eviscene.store",
+    "RunWriter": "eviscene.store",
+    "open_log": "eviscene.store",
+}
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'eviscene' has no attribute {name!r}")

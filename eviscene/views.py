@@ -19,8 +19,6 @@ from importlib.resources.abc import Traversable
 import duckdb
 from duckdb.sqltypes import VARCHAR
 
-from eviscene.release.selection import safe_trace_filename
-from eviscene.tools.urls import normalize_host, normalize_url, url_host
 
 _HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
 
@@ -122,6 +120,11 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """SQL access to rules that live in Python once: URL normalization is shared by the
     tools, the source-access policy and the scoring views; trace file names by the seed
     layout and the materialized run directory."""
+    # Imported here: `eviscene.tools` loads the OCR and image libraries, which a process
+    # that only writes or reads events never needs.
+    from eviscene.release.selection import safe_trace_filename
+    from eviscene.tools.urls import normalize_host, normalize_url, url_host
+
     for name, function in (
         ("normalize_url", normalize_url),
         ("normalize_host", normalize_host),
