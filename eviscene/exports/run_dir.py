@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
-from eviscene.exports.serialize import json_bytes, rows, write_json, write_jsonl
+from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json, write_jsonl
+from eviscene.store.chain import canonical_json
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
 from eviscene.release.selection import safe_trace_filename
 from eviscene.store import EventLog
@@ -72,19 +73,21 @@ def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "js
         for stem, (view, order) in TABULAR_FILES.items():
             relation = con.sql(_query(view, order), params={"run_id": run_id})
             json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
-            table = relation.to_arrow_table()
             if fmt == "parquet":
+                table = relation.to_arrow_table()
                 pq.write_table(table, out_dir / f"{stem}.parquet", compression="zstd")
                 written[f"{stem}.parquet"] = table.num_rows
             else:
-                written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", rows(table, json_columns, embed_json=True))
+                records = batch_rows(relation, json_columns, embed_json=True)
+                written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
         for stem, records in (
             ("trajectory_sft", trajectory_sft_records(con, run_id)),
             ("perception_trajectories", perception_records(con, run_id)),
         ):
             if fmt == "parquet":
-                pq.write_table(pa.Table.from_pylist([{"record": json.dumps(r, sort_keys=True)} for r in records]), out_dir / f"{stem}.parquet")
-                written[f"{stem}.parquet"] = len(records)
+                lines = [canonical_json(r) for r in records]
+                pq.write_table(pa.table({"record": lines}), out_dir / f"{stem}.parquet")
+                written[f"{stem}.parquet"] = len(lines)
             else:
                 written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
         summary = rows(con.sql("SELECT * FROM run_summary WHERE run_id = ?", params=[run_id]).to_arrow_table())

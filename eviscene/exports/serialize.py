@@ -72,9 +72,24 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
-    lines = [canonical_json(record) for record in records]
-    write_text(path, "\n".join(lines) + ("\n" if lines else ""))
-    return len(lines)
+    """Stream records to a file, one canonical line each (through a temporary name)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pending = path.with_name(f".{path.name}.tmp")
+    count = 0
+    with pending.open("wb") as handle:
+        for record in records:
+            handle.write(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+            count += 1
+    os.replace(pending, path)
+    return count
+
+
+def batch_rows(relation, json_columns: Iterable[str] = (), *, embed_json: bool = False, batch_size: int = 10_000):
+    """A query's rows as plain dicts, read in Arrow batches so a large result never sits in
+    memory whole."""
+    columns = tuple(json_columns)
+    for batch in relation.to_arrow_reader(batch_size):
+        yield from rows(pa.Table.from_batches([batch]), columns, embed_json=embed_json)
 
 
 def write_json(path: Path, record: dict[str, Any]) -> None:

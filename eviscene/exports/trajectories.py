@@ -12,7 +12,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from eviscene.exports.serialize import rows
+from eviscene.exports.serialize import batch_rows, rows
 
 TRACE_SCHEMA = "eviscene-trace-v1"
 SFT_SCHEMA = "eviscene-trajectory-sft-v1"
@@ -138,12 +138,11 @@ def _sft_messages(request: dict[str, Any], final: dict[str, Any]) -> list[dict[s
     return messages
 
 
-def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
     """One SFT row per judged episode: the full transcript up to and including the judgment."""
     metadata = _source_metadata(con, run_id)
     root = _release_root(con, run_id)
-    records = []
-    for row in con.sql(
+    for row in batch_rows(con.sql(
         f"""
         WITH calls AS (
             SELECT run_id, episode_id,
@@ -161,9 +160,9 @@ def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[
         ORDER BY {_EPISODE_ORDER}
         """,
         params={"run_id": run_id},
-    ).to_arrow_table().to_pylist():
+    ), batch_size=2_000):
         final = {"role": "assistant", "content": row["content"], "reasoning_content": row["reasoning"]}
-        records.append({
+        yield {
             "schema_version": SFT_SCHEMA,
             "messages": _sft_messages(json.loads(row["last_request"]), final),
             "tools": json.loads(row["first_request"])["tools"],
@@ -174,16 +173,14 @@ def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[
             "rollout_index": row["rollout_index"],
             "verdict": row["verdict"],
             "source_metadata": metadata,
-        })
-    return records
+        }
 
 
-def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
     """One perception example per finished episode that perceived its image."""
     metadata = _source_metadata(con, run_id)
     root = _release_root(con, run_id)
-    records = []
-    for row in rows(
+    for row in batch_rows(
         con.sql(
             f"""
             SELECT e.episode_id, e.case_id, e.image_path, e.image_sha256, s.payload AS perception
@@ -192,10 +189,10 @@ def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict
             ORDER BY {_EPISODE_ORDER}
             """,
             params={"run_id": run_id},
-        ).to_arrow_table(),
+        ),
         ["perception"],
     ):
-        records.append({
+        yield {
             "schema_version": PERCEPTION_SCHEMA,
             "episode_id": row["episode_id"],
             "case_id": row["case_id"],
@@ -203,5 +200,4 @@ def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict
             "image_sha256": row["image_sha256"],
             "perception": row["perception"],
             "source_metadata": metadata,
-        })
-    return records
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from eviscene.store.writer import EventDraft, RunWriter
 from eviscene.views import apply_views, views_needed_by
 
 _SNAPSHOT_RETRIES = 3
+MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "2GB")
 
 
 class EventLog:
@@ -44,6 +46,10 @@ class EventLog:
         once into temporary tables with `materialize`, for exports; only those `for_query`
         reads, when given)."""
         con = open_snapshot(self.path)
+        if materialize:
+            # Temporary tables of a large log spill to disk rather than grow the process.
+            con.execute(f"SET memory_limit = '{MATERIALIZE_MEMORY_LIMIT}'")
+            con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/eviscene-duckdb-spill'")
         if views:
             apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
         return con
