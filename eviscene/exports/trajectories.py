@@ -18,6 +18,7 @@ TRACE_SCHEMA = "eviscene-trace-v1"
 SFT_SCHEMA = "eviscene-trajectory-sft-v1"
 PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
 _EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
+_TRACE_SLICE = 5_000
 
 
 def _source_metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -59,20 +60,24 @@ def trace_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple
     ):
         evidence.setdefault(row.pop("episode_id"), []).append(row)
     # Each episode's steps array is assembled in SQL from the stored payload text and
-    # embedded verbatim: no payload is parsed or re-serialized in Python.
-    steps = con.sql(
-        """
-        SELECT episode_id, '[' || string_agg(
-            '{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"'
-            || strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
-        FROM steps WHERE run_id = ? GROUP BY episode_id ORDER BY episode_id
-        """,
-        params=[run_id],
-    ).to_arrow_reader(2_000)
-    for batch in steps:
-        columns = batch.to_pydict()
-        for episode_id, steps_json in zip(columns["episode_id"], columns["steps"]):
-            yield episode_id, _trace(run_id, episodes[episode_id], steps_json, evidence.get(episode_id, []))
+    # embedded verbatim: no payload is parsed or re-serialized in Python. Episodes go in
+    # slices, so the ordered aggregation never holds a large log's payloads at once.
+    ordered = sorted(episodes)
+    for start in range(0, len(ordered), _TRACE_SLICE):
+        first, last = ordered[start], ordered[min(start + _TRACE_SLICE, len(ordered)) - 1]
+        steps = con.sql(
+            """
+            SELECT episode_id, '[' || string_agg(
+                '{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"'
+                || strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
+            FROM steps WHERE run_id = ? AND episode_id BETWEEN ? AND ? GROUP BY episode_id ORDER BY episode_id
+            """,
+            params=[run_id, first, last],
+        ).to_arrow_reader(1_000)
+        for batch in steps:
+            columns = batch.to_pydict()
+            for episode_id, steps_json in zip(columns["episode_id"], columns["steps"]):
+                yield episode_id, _trace(run_id, episodes[episode_id], steps_json, evidence.get(episode_id, []))
 
 
 def _trace(run_id: str, episode: dict[str, Any], steps_json: str, evidence: list[dict[str, Any]]) -> dict[str, Any]:
