@@ -169,15 +169,7 @@ class Toolbox:
 
     def _text_search(self, args: dict[str, Any], _: EpisodeTools) -> Render:
         query, limit = args["query"].strip(), args.get("max_results", DEFAULT_RESULTS)
-        hits, blocks = [], []
-        for hit in self.corpus.search_index().pages(query):
-            block = self._blocked(hit.page)
-            if block:
-                blocks.append(block)
-                continue
-            hits.append(hit)
-            if len(hits) == limit:
-                break
+        hits, blocks = _allowed(self.corpus.search_index().pages(query), lambda hit: self._blocked(hit.page), limit)
 
         def render(episode: EpisodeTools) -> ToolOutcome:
             if not hits:
@@ -196,15 +188,9 @@ class Toolbox:
 
     def _text_image_search(self, args: dict[str, Any], _: EpisodeTools) -> Render:
         query, limit = args["query"].strip(), args.get("max_results", DEFAULT_RESULTS)
-        hits, blocks = [], []
-        for hit in self.corpus.search_index().images(query):
-            block = self._blocked(hit.entry.page, hit.entry.image.sha256)
-            if block:
-                blocks.append(block)
-                continue
-            hits.append(hit)
-            if len(hits) == limit:
-                break
+        hits, blocks = _allowed(
+            self.corpus.search_index().images(query), lambda hit: self._blocked(hit.entry.page, hit.entry.image.sha256), limit
+        )
 
         def render(episode: EpisodeTools) -> ToolOutcome:
             if not hits:
@@ -365,6 +351,21 @@ def _invalid(error: str) -> ToolOutcome:
 def _unavailable(blocks: list[GateDecided]) -> ToolOutcome:
     # Neutral on purpose: neither the content, nor why, nor even the URL echoed back.
     return ToolOutcome(status="blocked", observation="This source is not available.", blocks=_unique_blocks(blocks))
+
+
+def _allowed(candidates: Iterable[Any], blocked: Callable[[Any], Optional[GateDecided]], limit: int) -> tuple[list[Any], list[GateDecided]]:
+    """The first `limit` candidates the policy allows, and a block for each one it refused
+    on the way (policy before content: refused hits never reach the renderer)."""
+    hits, blocks = [], []
+    for candidate in candidates:
+        block = blocked(candidate)
+        if block:
+            blocks.append(block)
+            continue
+        hits.append(candidate)
+        if len(hits) == limit:
+            break
+    return hits, blocks
 
 
 def _fixed(outcome: ToolOutcome) -> Render:
