@@ -151,18 +151,19 @@ class EpisodeWorker:
             image_url=self.images.add(spec.case.image_sha256, spec.case.image_file),
         )
         result: list[EpisodeFinished] = []
+        done = anyio.Event()
 
         async def run_episode() -> None:
             result.append(await episode.run())
+            done.set()
 
         async with anyio.create_task_group() as group:
             group.start_soon(run_episode)
-            while not result:
-                await anyio.sleep(_STREAM_SECONDS)
+            while not done.is_set():
+                with anyio.move_on_after(_STREAM_SECONDS):  # a finished episode goes back at once
+                    await done.wait()
                 if relay.items:
                     yield relay.take()
-        if relay.items:
-            yield relay.take()
         yield ("finished", result[0])
 
 
@@ -184,7 +185,9 @@ class RayExecutor:
 
     async def run(self, todo: list[tuple[RolloutSpec, int]], *, options_json: str, check: ReleaseCheck,
                   perception: dict[str, PerceptionReported], tool_cache: ToolCache | None, writer: Any,
-                  on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
+                  on_ready: Callable[[], None], on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
+        """Start the workers, call `on_ready` once every one has loaded the release and its
+        tools, then run `todo` on them."""
         ray = self.ray
         # The driver's EVISCENE_* settings (runtime dirs, the fault hook) hold on every node.
         env = {k: v for k, v in os.environ.items() if k.startswith("EVISCENE_")}
@@ -198,6 +201,7 @@ class RayExecutor:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
             raise EvisceneError(f"the Ray workers could not start: {_cause(exc)}") from None
+        on_ready()
         queue = list(todo)
         losses: dict[str, int] = {}
 

@@ -327,8 +327,13 @@ async def _execute(
     )
     images = ImageStore()
     queue = list(todo)
-    if observer is not None:
-        observer.planned(run_id, len(queue))
+
+    def planned() -> None:  # on Ray, once the workers have loaded the release
+        if observer is not None:
+            observer.planned(run_id, len(queue))
+
+    if ray is None:
+        planned()
 
     def record(spec: RolloutSpec, finished: EpisodeFinished) -> None:
         summary.terminations[finished.termination] += 1
@@ -364,7 +369,7 @@ async def _execute(
         if ray is not None:
             check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
             await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
-                          tool_cache=cache, writer=writer, on_finished=record)
+                          tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
         else:
             async with anyio.create_task_group() as group:
                 for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
