@@ -109,6 +109,10 @@ def _exit_status(summary: RunSummary) -> None:
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
 @click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Run episodes in this process, or on Ray actors (pip install 'eviscene[ray]'); this process still writes the log.")
+@click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
+@click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory to materialize at the end (default: runs/<run_id>).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
@@ -136,15 +140,20 @@ def run(
 @eval_group.command()
 @click.argument("run_id")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default=None, help="Where the remaining episodes run (default: as the run did).")
+@click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
+@click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
 @click.pass_obj
-def resume(log: EventLog, run_id: str, progress: bool) -> None:
+def resume(log: EventLog, run_id: str, progress: bool, **executor) -> None:
     """Finish the episodes of RUN_ID that never finished; never repeats a finished one.
 
     \b
     Example:
         eviscene eval resume 20261130_141500_offline_offline-react-v1
+        eviscene eval resume my-experiment --executor ray --ray-address auto
     """
-    _exit_status(_drive(log, lambda observer: resume_run(log, run_id, observer=observer), progress))
+    overrides = {k: v for k, v in executor.items() if v is not None}
+    _exit_status(_drive(log, lambda observer: resume_run(log, run_id, observer=observer, executor=overrides), progress))
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:

@@ -63,6 +63,10 @@ class EvalOptions(BaseModel):
     tool_cache_ttl_seconds: float | None = None
     perception_cache_enabled: bool | None = None
     perception_cache_version: str | None = None
+    # Where episodes run: in this process, or on Ray actors (the driver stays the single writer).
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(None, description="Ray cluster to join (`auto`); none starts a local one.")
+    workers: int | None = Field(None, description="Ray worker actors (default: one per CPU of the cluster).")
 
     @property
     def provider_name(self) -> str:

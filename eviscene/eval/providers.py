@@ -121,11 +121,13 @@ class RunProvider:
                 guard.release()
 
 
-def make_provider(options: EvalOptions) -> Provider:
+def make_provider(options: EvalOptions, *, guarded: bool = True) -> Provider:
+    """The run's provider. `guarded=False` takes no quota guard: a Ray worker's provider,
+    whose driver holds the guard for the whole run."""
     agent = agent_settings(options)
     vision = vlm_settings(options, agent)
     # The agent and its VLM on one endpoint with one key are one quota: one guard.
-    quotas = {s.quota: s for s in (agent, vision) if s is not None and s.provider != "offline"}
+    quotas = {s.quota: s for s in (agent, vision) if guarded and s is not None and s.provider != "offline"}
     guards: list[RunGuard] = []
     try:
         for s in quotas.values():

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -20,6 +20,7 @@ from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session
+from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
 from eviscene.release import (
     Release,
     RolloutSpec,
@@ -101,11 +102,25 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
         policy_revision=revision,
         model=str(provider.model),
     )
-    policy_path = options.source_access_policy or release.artifacts.source_access_policy
-    policy = SourceAccessPolicy.load(policy_path) if policy_path else None
+    policy_path, policy = _load_policy(options, release)
     toolbox, tool_backend = _make_toolbox(options, release, policy)
-    return RunPlan(options, release, specs, len(cases), provider, policy, Path(policy_path) if policy_path else None, toolbox,
-                   revision, tool_backend)
+    return RunPlan(options, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
+
+
+def _load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, SourceAccessPolicy | None]:
+    """The source-access policy the flags name, else the release's."""
+    policy_path = options.source_access_policy or release.artifacts.source_access_policy
+    if not policy_path:
+        return None, None
+    return Path(policy_path), SourceAccessPolicy.load(policy_path)
+
+
+def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox | WebToolbox | CachedToolbox:
+    """A Ray worker's tools: the same backend and policy as the driver's, over the tool
+    cache the driver read from the log."""
+    _, policy = _load_policy(options, release)
+    toolbox, _ = _make_toolbox(options, release, policy)
+    return CachedToolbox(toolbox, cache, policy) if cache is not None else toolbox
 
 
 def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox | WebToolbox, dict]:
@@ -237,9 +252,11 @@ async def start_run(
 
 
 async def resume_run(
-    log: EventLog, run_id: str, *, observer: RunObserver | None = None, provider: Provider | None = None
+    log: EventLog, run_id: str, *, observer: RunObserver | None = None, provider: Provider | None = None,
+    executor: dict[str, Any] | None = None,
 ) -> RunSummary:
-    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished."""
+    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished.
+    `executor` (`executor`, `ray_address`, `workers`) overrides where the episodes run."""
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
         [run_id],
@@ -247,7 +264,7 @@ async def resume_run(
     if not started:
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     manifest = json.loads(started[0]["payload"])
-    options = resolve_caches(EvalOptions.model_validate(manifest["config"]))
+    options = resolve_caches(EvalOptions.model_validate({**manifest["config"], **(executor or {})}))
     if sha256_file(manifest["benchmark"]["path"]) != manifest["benchmark"]["sha256"]:
         raise EvisceneError(f"{manifest['benchmark']['path']} changed since run {run_id} started; resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
@@ -286,11 +303,15 @@ async def _execute(
 ) -> RunSummary:
     summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
     caches = resolve_caches(plan.options)
-    perceive = EmbeddedPerception(
-        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND) if caches.perception_cache_enabled else {},
-        enabled=bool(caches.perception_cache_enabled),
+    perceptions = (
+        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND) if caches.perception_cache_enabled else {}
     )
+    perceive = EmbeddedPerception(perceptions, enabled=bool(caches.perception_cache_enabled))
+    ray = None
+    if plan.options.executor == "ray":
+        ray = RayExecutor(address=plan.options.ray_address, workers=plan.options.workers, concurrency=plan.options.concurrency)
     toolbox = plan.toolbox
+    cache = None
     if caches.tool_cache_enabled:
         cache = ToolCache.from_log(
             log,
@@ -306,8 +327,18 @@ async def _execute(
     )
     images = ImageStore()
     queue = list(todo)
-    if observer is not None:
-        observer.planned(run_id, len(queue))
+
+    def planned() -> None:  # on Ray, once the workers have loaded the release
+        if observer is not None:
+            observer.planned(run_id, len(queue))
+
+    if ray is None:
+        planned()
+
+    def record(spec: RolloutSpec, finished: EpisodeFinished) -> None:
+        summary.terminations[finished.termination] += 1
+        if observer is not None:
+            observer.finished(spec, finished)
 
     async with provider_session(plan.provider, images, perceive) as perceive, log.writer(run_id) as writer:
         for draft in opening:
@@ -333,14 +364,16 @@ async def _execute(
                     writer=writer,
                     image_url=image_url,
                 )
-                finished = await episode.run()
-                summary.terminations[finished.termination] += 1
-                if observer is not None:
-                    observer.finished(spec, finished)
+                record(spec, await episode.run())
 
-        async with anyio.create_task_group() as group:
-            for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
-                group.start_soon(worker)
+        if ray is not None:
+            check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
+            await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
+                          tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
+        else:
+            async with anyio.create_task_group() as group:
+                for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
+                    group.start_soon(worker)
 
         await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
         await writer.emit(

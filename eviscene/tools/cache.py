@@ -107,6 +107,12 @@ class ToolCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
+    def __getstate__(self) -> dict[str, Any]:  # shipped to Ray workers: the lock stays behind
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
     @classmethod
     def from_log(cls, log: Any, *, backend_id: str, partition: str, ttl_seconds: float = DEFAULT_TTL_SECONDS,
                  clock: Callable[[], float] = time.time) -> "ToolCache":
