@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from eviscene.errors import LogLockedError
+from eviscene.store.faults import checkpoint
 
 # `lock_holder` takes the lock for an instant to see whether it is free; a writer starting
 # in that instant tries again for this long before reporting the run busy.
@@ -31,7 +32,11 @@ class RunLock:
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                continue  # a seal removed the folder between the two calls: make it again
+            checkpoint("lock.opened")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -163,14 +163,15 @@ def _remove_folder(folder: Path) -> None:
     """Segments first, the manifest and the lock file last: a seal killed midway leaves a
     folder whose remaining files the archive records as sealed (readers skip them) and a
     manifest that still names them, which the next seal removes."""
-    names = os.listdir(folder)
     last = [MANIFEST, "writer.lock"]
-    for name in [n for n in names if n not in last] + [n for n in last if n in names]:
+    for name in os.listdir(folder):
+        if name not in last:
+            (folder / name).unlink(missing_ok=True)
+    checkpoint("seal.removing")
+    for name in last:
         (folder / name).unlink(missing_ok=True)
-        if name == MANIFEST:
-            checkpoint("seal.removing")
     try:
         folder.rmdir()
     except OSError:
-        pass  # a file appeared (e.g. a writer that will find the lock file gone and retry)
-
+        pass  # a writer waiting for the lock has made its new lock file: the folder is its now
+    checkpoint("seal.removed")
