@@ -62,6 +62,7 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     \b
     Example:
         eviscene log seal
+        eviscene log seal 20261130_153714_offline_offline-react-v1
     """
     sealed = event_log.seal(list(run_ids) or None)
     click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))

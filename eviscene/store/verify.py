@@ -98,10 +98,12 @@ _WALK_COLUMNS = (
 
 def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, str]] | None = None) -> ChainWalk:
     """Walk events ordered by (run_id, seq); a run starts at seq 1 and the genesis hash unless
-    `start` names the (seq, hash) it continues from."""
+    `start` names the (seq, hash) it continues from. A run's tail is its last event before
+    any break."""
     walk = ChainWalk()
     start = start or {}
-    current, expected_seq, prev_hash, broken = None, 1, GENESIS_HASH, False
+    current, broken = None, False
+    last_seq, prev_hash, last_type = 0, GENESIS_HASH, ""
     for batch in batches:
         c = batch.to_pydict()
         rows = zip(c["run_id"], c["seq"], c["event_id"], c["ts"], c["episode_id"], c["attempt"], c["type"],
@@ -109,15 +111,17 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
         for run_id, seq, event_id, ts, episode_id, attempt, type_, step, payload, row_prev, row_hash in rows:
             walk.events += 1
             if run_id != current:
+                if current is not None:
+                    walk.tails[current] = (last_seq, prev_hash, last_type)
                 walk.runs += 1
                 last_seq, prev_hash = start.get(run_id, (0, GENESIS_HASH))
-                current, expected_seq, broken = run_id, last_seq + 1, False
+                current, broken, last_type = run_id, False, ""
             if broken:
                 continue
             problem = None
-            if seq != expected_seq:
+            if seq != last_seq + 1:
                 problem = (
-                    f"seq {expected_seq}..{seq - 1} missing (deleted events)" if seq > expected_seq
+                    f"seq {last_seq + 1}..{seq - 1} missing (deleted events)" if seq > last_seq + 1
                     else "seq repeated (reordered or duplicated events)"
                 )
             elif row_prev != prev_hash:
@@ -130,8 +134,9 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                 walk.problems.append(ChainProblem(run_id, seq, event_id, problem))
                 broken = True
                 continue
-            expected_seq, prev_hash = seq + 1, row_hash
-            walk.tails[run_id] = (seq, row_hash, type_)
+            last_seq, prev_hash, last_type = seq, row_hash, type_
+    if current is not None:
+        walk.tails[current] = (last_seq, prev_hash, last_type)
     return walk
 
 
