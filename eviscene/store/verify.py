@@ -183,11 +183,19 @@ def verify_log(log_path: Path) -> VerifyReport:
     con = open_snapshot(log_path)
     try:
         problems: list[ChainProblem | RangeProblem] = []
-        for event_id, run_id, seq, count in con.execute(
-            "SELECT event_id, min(run_id), min(seq), count(*) FROM events GROUP BY event_id HAVING count(*) > 1 ORDER BY 1"
-        ).fetchall():
-            problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
-        walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
+        try:
+            for event_id, run_id, seq, count in con.execute(
+                "SELECT event_id, min(run_id), min(seq), count(*) FROM events GROUP BY event_id HAVING count(*) > 1 ORDER BY 1"
+            ).fetchall():
+                problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
+            walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
+        except (duckdb.InvalidInputException, duckdb.IOException):
+            # A segment too damaged to read (e.g. truncated): name the damaged files, which
+            # is all that can be said until they are restored.
+            damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
+            if not damaged:
+                raise
+            return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
         problems += walk.problems
         has_archive = bool(con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"

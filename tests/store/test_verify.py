@@ -177,8 +177,19 @@ def test_reordered_live_segments_are_caught(live_log):
     first.rename(swap)
     second.rename(first)
     swap.rename(second)
-    problems = live_log.verify().problems
-    assert problems and problems[0].run_id == "r1" and "seq 1" in str(problems[0])
+    assert [str(p) for p in live_log.verify().problems] == [
+        "run r1, seq 1..4: segment events-000000000001-000000000004.parquet was altered (sha256 differs from its manifest line)"
+    ]
+
+
+def test_truncated_live_segment_is_named(live_log):
+    path = segments(live_log)[2]
+    path.write_bytes(path.read_bytes()[:-200])
+    result = verify_cli(live_log)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        "BROKEN run r1, seq 9..12: segment events-000000000009-000000000012.parquet was altered (sha256 differs from its manifest line)"
+    )
 
 
 def test_a_tail_cut_with_its_manifest_lines_shows_as_an_unfinished_run(live_log):
