@@ -27,9 +27,9 @@ from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
 from eviscene.store.faults import checkpoint
-from eviscene.store.layout import blob_segment_name, list_blob_files, list_segments, run_folder, segment_name
+from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
-from eviscene.store.manifest import ManifestEntry, append_lines, fsync_folder, read_manifest, recover_folder, write_segment
+from eviscene.store.manifest import ManifestEntry, append_lines, fsync_folder, recover_folder, write_segment
 from eviscene.store.schema import BLOB_SCHEMA, EVENT_SCHEMA
 from eviscene.store.snapshot import run_state
 
@@ -102,6 +102,7 @@ class RunWriter:
         self.committed_events = 0
         self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
         self._blob_files = 0
+        self._committed: list[ManifestEntry] = []  # this session's segments, for compaction
         self._writer_id = uuid.uuid4().hex[:16]
 
     @property
@@ -232,6 +233,7 @@ class RunWriter:
         fsync_folder(self.folder)
         checkpoint("writer.before_manifest")
         append_lines(self.folder, entries)
+        self._committed += entries
         checkpoint("writer.committed")
 
     def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, ManifestEntry] | None:
@@ -295,26 +297,25 @@ class RunWriter:
         return table, entry
 
     def _compact(self) -> None:
-        """Merge many small segments into one so readers open few files. The compacted
-        file's manifest line names the files it replaces: from that line on, readers read it
-        instead of them, which are then deleted."""
-        events = list_segments(self.folder)
+        """Merge this session's many small segments into one so readers open few files. The
+        compacted file's manifest line names the files it replaces: from that line on,
+        readers read it instead of them, which are then deleted. Only this session's files:
+        older ones may already be sealed (a seal killed before removing them)."""
+        events = [e for e in self._committed if e.is_events]
         if len(events) >= COMPACT_AFTER_SEGMENTS:
-            table = pa.concat_tables([pq.read_table(s.path, schema=EVENT_SCHEMA) for s in events])
-            lines = {e.file: e for e in read_manifest(self.folder) or []}
-            first, last = lines[events[0].path.name], lines[events[-1].path.name]
-            entry = ManifestEntry(
+            table = pa.concat_tables([pq.read_table(self.folder / e.file, schema=EVENT_SCHEMA) for e in events])
+            first, last = events[0], events[-1]
+            self._replace_with(table, ManifestEntry(
                 segment_name(first.first_seq, last.last_seq), table.num_rows, "", first_seq=first.first_seq,  # type: ignore[arg-type]
                 last_seq=last.last_seq, first_prev_hash=first.first_prev_hash, last_hash=last.last_hash,
-                replaces=tuple(s.path.name for s in events),
-            )
-            self._replace_with(table, entry)
-        blobs = list_blob_files(self.folder)
+                replaces=tuple(e.file for e in events),
+            ))
+        blobs = [e for e in self._committed if not e.is_events and not e.replaces]
         if len(blobs) >= COMPACT_AFTER_SEGMENTS:
-            table = pa.concat_tables([pq.read_table(path, schema=BLOB_SCHEMA) for path in blobs])
+            table = pa.concat_tables([pq.read_table(self.folder / e.file, schema=BLOB_SCHEMA) for e in blobs])
             self._blob_files += 1
             name = blob_segment_name(self._writer_id, self._blob_files)
-            self._replace_with(table, ManifestEntry(name, table.num_rows, "", replaces=tuple(p.name for p in blobs)))
+            self._replace_with(table, ManifestEntry(name, table.num_rows, "", replaces=tuple(e.file for e in blobs)))
 
     def _replace_with(self, table: pa.Table, entry: ManifestEntry) -> None:
         self._write_files([(table, entry)])

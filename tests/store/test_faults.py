@@ -96,7 +96,7 @@ def test_writer_killed_during_commit_loses_nothing_committed(tmp_path, point):
 
 # --- seal -------------------------------------------------------------------------------------
 
-def write_run(log: EventLog, run_id: str, batches: int, per_batch: int) -> int:
+def write_run(log: EventLog, run_id: str, batches: int, per_batch: int, gate: str = "g") -> int:
     import anyio
 
     async def write() -> None:
@@ -104,7 +104,7 @@ def write_run(log: EventLog, run_id: str, batches: int, per_batch: int) -> int:
             for batch in range(batches):
                 for i in range(per_batch):
                     step = batch * per_batch + i
-                    await writer.emit(EventDraft(GateDecided(gate="g", subject=f"s{step}", passed=True), episode_id="e", attempt=1, step=step))
+                    await writer.emit(EventDraft(GateDecided(gate=gate, subject=f"s{step}", passed=True), episode_id="e", attempt=1, step=step))
                 await writer.sync()
             await writer.emit(EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=1, num_errors=0)))
 
@@ -133,6 +133,19 @@ def test_seal_killed_midway_is_completed_by_the_next_seal(tmp_path, point):
         assert again.returncode == 0, again.stderr
         assert not (tmp_path / f"s{iteration}.duckdb.live" / "r1").exists()
         assert events_of(log, "r1") == (total, total) and log.verify().ok
+
+
+def test_a_resume_after_a_seal_killed_before_removal_counts_nothing_twice(tmp_path):
+    """The killed seal leaves sealed segments in the folder; the resume's compaction (over 32
+    segments) merges only its own, so no sealed event comes back under a new file name."""
+    log = EventLog(tmp_path / "s.duckdb")
+    first = write_run(log, "r1", 5, 4)
+    assert eviscene(log.path, "log", "seal", "r1", fault="seal.copied").returncode == -signal.SIGKILL
+    second = write_run(log, "r1", 34, 1, gate="resumed")
+    assert events_of(log, "r1") == (first + second, first + second)
+    assert log.verify().ok
+    assert log.seal() == ["r1"]
+    assert events_of(log, "r1") == (first + second, first + second) and log.verify().ok
 
 
 # --- merge ------------------------------------------------------------------------------------
