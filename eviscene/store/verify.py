@@ -148,19 +148,24 @@ def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:
     return None
 
 
-def segment_records(con: duckdb.DuckDBPyConnection, log_path: Path, catalog: str = "archive") -> list[tuple]:
+def segment_records(
+    con: duckdb.DuckDBPyConnection, log_path: Path, manifests: dict[str, list[ManifestEntry] | None] | None = None
+) -> list[tuple]:
     """Every segment a log knows of, as sealed_segments rows (`RECORD_COLUMNS`): the archive's
-    records and the manifest lines of its live runs not yet sealed."""
+    records and the manifest lines of its live runs not yet sealed (`manifests`, when read
+    already, else read now)."""
     have = {row[0] for row in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE database_name = ? AND table_name = 'sealed_segments'", [catalog]
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
     ).fetchall()}
     records: list[tuple] = []
     if have:
         columns = ", ".join(c if c in have else "NULL" for c in RECORD_COLUMNS.split(", "))
-        records = [tuple(r) for r in con.execute(f"SELECT {columns} FROM {catalog}.sealed_segments ORDER BY run_id, file_name").fetchall()]
+        records = [tuple(r) for r in con.execute(f"SELECT {columns} FROM archive.sealed_segments ORDER BY run_id, file_name").fetchall()]
     sealed = {(r[0], r[1]) for r in records}
-    for run_id in live_run_ids(log_path):
-        for e in committed(read_manifest(live_root(log_path) / run_id) or []):
+    if manifests is None:
+        manifests = {run_id: read_manifest(live_root(log_path) / run_id) for run_id in live_run_ids(log_path)}
+    for run_id, entries in manifests.items():
+        for e in committed(entries or []):
             if (run_id, e.file) not in sealed:
                 records.append((run_id, e.file, e.rows, e.sha256, e.first_seq, e.last_seq, e.first_prev_hash, e.last_hash))
     return records
@@ -200,7 +205,7 @@ def verify_log(log_path: Path) -> VerifyReport:
         has_archive = bool(con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
         ).fetchone()[0])
-        records = segment_records(con, log_path)
+        records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
         sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()) if has_archive else set()
         archive_gaps = _archive_disagreements(con) if has_archive else {}
     finally:
