@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from eviscene.store import EventLog
+from eviscene.store import EventLog, VerifyReport
 
 
 @click.group()
@@ -17,19 +17,35 @@ def log() -> None:
 @log.command()
 @click.pass_obj
 def verify(event_log: EventLog) -> None:
-    """Check every run's hash chain; name each edited, deleted or reordered event.
+    """Check every run is intact and complete: its hash chain, its segments against their
+    manifest and sealed records, its last event against the one recorded at commit, and
+    that it ends with run.finished. Names the run and seq range of each edited, deleted,
+    reordered or cut-off part (exit 1); a run being written is verified up to its last commit.
 
     \b
     Example:
         eviscene log verify
     """
     report = event_log.verify()
+    _print_report(report)
+    if not report.ok:
+        sys.exit(1)
+
+
+def _print_report(report: VerifyReport) -> None:
     for problem in report.problems:
         click.echo(f"BROKEN {problem}")
-    if not report.ok:
-        click.echo(f"{len(report.problems)} problem(s) in {report.runs} run(s), {report.events} events", err=True)
-        sys.exit(1)
-    click.echo(f"ok: {report.runs} run(s), {report.events} events, every chain intact")
+    for note in report.unfinished:
+        click.echo(f"UNFINISHED {note}")
+    for note in report.running:
+        click.echo(f"RUNNING {note}")
+    summary = f"{report.runs} run(s), {report.events} events"
+    if report.problems:
+        click.echo(f"{len(report.problems)} problem(s) in {summary}", err=True)
+    elif report.unfinished:
+        click.echo(f"incomplete: {len(report.unfinished)} unfinished run(s) in {summary}; every chain intact", err=True)
+    else:
+        click.echo(f"ok: {summary}, every chain intact and complete")
 
 
 @log.command()
@@ -39,11 +55,14 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     """Move finished runs' live segments into the DuckDB archive file (all, or RUN_IDS).
 
     Runs are sealed automatically when they finish; this catches up runs whose sealing
-    was skipped (the archive was busy) or that were interrupted.
+    was skipped (the archive was busy) or that were interrupted. Each run is checked first
+    (segments against their manifest, the chain): a broken one is refused, exit 2, and the
+    archive is left unchanged. An unknown RUN_ID is an error.
 
     \b
     Example:
         eviscene log seal
+        eviscene log seal 20261130_153714_offline_offline-react-v1
     """
     sealed = event_log.seal(list(run_ids) or None)
     click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
@@ -54,7 +73,9 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
 @click.pass_obj
 def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
     """Fold other logs (e.g. the shards of a --shard-count run) into this log's archive;
-    events already here are skipped, so merging twice changes nothing.
+    events already here are skipped, so merging twice changes nothing. Each source is
+    verified in full first: a broken one (or one still being written) is refused, exit 2,
+    before anything is taken in.
 
     \b
     Example:
@@ -64,7 +85,7 @@ def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
         report = event_log.merge(source)
         click.echo(f"{report.source}: {report.events} events, {report.blobs} blobs merged")
     verify = event_log.verify()
-    click.echo(f"{'ok' if verify.ok else 'BROKEN'}: {verify.runs} run(s), {verify.events} events")
+    _print_report(verify)
     if not verify.ok:
         sys.exit(1)
 

@@ -181,6 +181,8 @@ class RunFinished(_Payload):
     num_episodes: int = Field(description="Episodes finished in this invocation.")
     num_errors: int = Field(description="Episodes that ended in error in this invocation.")
     error: str = Field("", description="Run-level error text for status `failed`.")
+    last_seq: Optional[int] = Field(None, description="seq of the event just before this one: the run's events 1..last_seq precede its end (stamped by the writer).")
+    last_hash: Optional[str] = Field(None, description="hash of that event, the chain head this event closes (stamped by the writer); `log verify` checks both.")
 
 
 class ArtifactImported(_Payload):

@@ -3,8 +3,9 @@
 A log named `eviscene.duckdb` is:
   eviscene.duckdb                       the DuckDB archive of sealed events (schema/migrations)
   eviscene.duckdb.live/<run_id>/        one folder per run being written (or not yet sealed)
-      writer.lock                       flock'd by the run's writer; holds its pid
-      events-<first>-<last>.parquet     committed batches (seq range), immutable once renamed into place
+      writer.lock                       flock'd by the run's writer (or a seal); holds its pid
+      segments.jsonl                    the segment manifest: one line per committed file (manifest.py)
+      events-<first>-<last>.parquet     committed batches (seq range), immutable once recorded
       blobs-<writer>-<n>.parquet        blobs committed with a batch (read distinct by sha256)
 A writer owns only its run folder, so runs write at once, and readers never take a lock
 on anything being written.
@@ -17,9 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, committed, read_manifest
+
 DEFAULT_LOG = "eviscene.duckdb"
-_SEGMENT = re.compile(r"^events-(\d{12})-(\d{12})\.parquet$")
-_BLOB_SEGMENT = re.compile(r"^blobs-[0-9a-f]{16}-\d{9}\.parquet$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
 
 
@@ -55,11 +56,17 @@ def blob_segment_name(writer_id: str, counter: int) -> str:
 
 
 def list_segments(folder: Path) -> list[Segment]:
-    """Event segments of a run folder, keeping only maximal seq ranges: a compacted
-    segment covers the small ones it replaced, which may linger for a moment."""
+    """A run folder's committed event segments in seq order: those its manifest lists."""
+    entries = read_manifest(folder)
+    if entries is not None:
+        # A recorded file that is gone (deleted: verify names it) is left out, not an error.
+        events = [e for e in committed(entries) if e.is_events and (folder / e.file).exists()]
+        return sorted((Segment(e.first_seq, e.last_seq, folder / e.file) for e in events), key=lambda s: s.first_seq)  # type: ignore[arg-type]
+    # A folder without a manifest (its manifest deleted, which verify reports): every file,
+    # keeping only maximal seq ranges, so nothing that is on disk disappears from reads.
     found = []
     for name in _names(folder):
-        match = _SEGMENT.match(name)
+        match = EVENTS_FILE.match(name)
         if match:
             found.append(Segment(int(match.group(1)), int(match.group(2)), folder / name))
     found.sort(key=lambda s: (s.first_seq, -s.last_seq))
@@ -72,7 +79,10 @@ def list_segments(folder: Path) -> list[Segment]:
 
 
 def list_blob_files(folder: Path) -> list[Path]:
-    return sorted(folder / name for name in _names(folder) if _BLOB_SEGMENT.match(name))
+    entries = read_manifest(folder)
+    if entries is not None:
+        return sorted(folder / e.file for e in committed(entries) if not e.is_events and (folder / e.file).exists())
+    return sorted(folder / name for name in _names(folder) if BLOBS_FILE.match(name))
 
 
 def _names(folder: Path) -> list[str]:

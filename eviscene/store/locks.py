@@ -1,13 +1,25 @@
-"""The run lock: one writer per run, held with flock so a killed writer frees it at once."""
+"""The run lock: one writer per run, held with flock so a killed writer frees it at once.
+
+Sealing removes the run folder, lock file included, while it still holds the lock (so no
+writer can slip in between the archive commit and the removal). A writer that was waiting
+on that file then holds a lock on a removed file, which guards nothing: after each flock the
+lock checks that the file it locked is still the one at the path, and tries again if not.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import sys
+import time
 from pathlib import Path
 
 from eviscene.errors import LogLockedError
+from eviscene.store.faults import checkpoint
+
+# `lock_holder` takes the lock for an instant to see whether it is free; a writer starting
+# in that instant tries again for this long before reporting the run busy.
+_BUSY_RETRY_SECONDS = 0.25
 
 
 class RunLock:
@@ -17,14 +29,26 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 512).decode("utf-8", "replace").strip() or "unknown pid"
-            os.close(fd)
-            raise LogLockedError(f"run {self.run_id} is being written by {holder}; wait for it or stop it first") from None
+        deadline = time.monotonic() + _BUSY_RETRY_SECONDS
+        while True:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                continue  # a seal removed the folder between the two calls: make it again
+            checkpoint("lock.opened")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 512).decode("utf-8", "replace").strip() or "unknown pid"
+                os.close(fd)
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                raise LogLockedError(f"run {self.run_id} is being written by {holder}; wait for it or stop it first") from None
+            if _same_file(fd, self.path):
+                break
+            os.close(fd)  # locked a file a seal has just removed: take the new one
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])})".encode())
         self._fd = fd
@@ -35,3 +59,29 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def lock_holder(path: Path) -> str | None:
+    """Who holds a run lock ("pid N (…)"), or None when nobody does; creates nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.read(fd, 512).decode("utf-8", "replace").strip() or "unknown pid"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

@@ -18,7 +18,7 @@ from eviscene.store.rows import EventRow
 from eviscene.store.merge import MergeReport, merge_log
 from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import open_snapshot
-from eviscene.store.verify import VerifyReport, verify_chain
+from eviscene.store.verify import VerifyReport, verify_log
 from eviscene.store.writer import EventDraft, RunWriter
 from eviscene.views import apply_views, views_needed_by
 
@@ -97,11 +97,7 @@ class EventLog:
         return anyio.run(_append)
 
     def verify(self) -> VerifyReport:
-        con = self.connect(views=False)
-        try:
-            return verify_chain(con)
-        finally:
-            con.close()
+        return verify_log(self.path)
 
     def merge(self, source: str | os.PathLike[str]) -> MergeReport:
         """Fold another log (a shard, another machine's runs) into this one's archive."""

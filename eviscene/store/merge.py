@@ -1,6 +1,9 @@
 """`eviscene log merge`: fold other logs (shards of one run, or separate runs) into this
-log's archive. Events already present (same event_id) are skipped, so merging twice is a
-no-op; a run present in both logs with different events is refused."""
+log's archive. The source is verified in full first (chains, segments, records): a broken
+one, or one with a run still being written, is refused before anything moves. Events
+already present (same event_id) are skipped, so merging twice is a no-op; a run present in
+both logs with different events is refused. The source's segment records come along, so
+the target's `log verify` checks the merged runs' ranges too."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ from pathlib import Path
 
 import duckdb
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
+from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.seal import seal_runs
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 from eviscene.store.snapshot import attach_archive_as, open_snapshot
+from eviscene.store.verify import RECORD_COLUMNS, segment_records, verify_log
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,12 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         raise EvisceneError(f"cannot merge {source} into itself")
     if not source.exists() and not live_root(source).exists():
         raise EvisceneError(f"no log at {source}")
+    report = verify_log(source)
+    if report.problems:
+        raise LogIntegrityError(f"{source} not merged: {report.problems[0]}; nothing was taken in")
+    if report.running:
+        raise LogLockedError(f"{source} not merged: {report.running[0]}; merge it when it ends")
+    checkpoint("merge.verified")
     seal_runs(target)  # this log's finished runs first, so the archive holds all of them
     con = open_snapshot(source)  # the source's events and blobs, sealed and live
     try:
@@ -53,7 +64,15 @@ def merge_log(target: Path, source: Path) -> MergeReport:
             f"INSERT INTO merged.events SELECT {EVENT_COLUMNS} FROM events "
             "WHERE event_id NOT IN (SELECT event_id FROM merged.events) ORDER BY run_id, seq"
         ).fetchall()[0][0]
+        records = segment_records(con, source)
+        if records:
+            con.executemany(
+                f"INSERT OR IGNORE INTO merged.sealed_segments ({RECORD_COLUMNS}, sealed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
+                [list(r) for r in records],
+            )
+        checkpoint("merge.before_commit")
         con.execute("COMMIT")
+        checkpoint("merge.committed")
     except duckdb.ConstraintException as exc:
         raise EvisceneError(f"merging {source} would break the log's uniqueness: {exc}") from None
     finally:

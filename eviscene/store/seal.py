@@ -1,17 +1,31 @@
 """Sealing: copy a run's committed live segments into the DuckDB archive in one
-transaction, then delete them. Readers see the same events before and after."""
+transaction, then delete them. Readers see the same events before and after.
+
+A seal checks before it moves anything: every segment against its manifest line (sha256,
+rows) and the chain across them (gapless seq, each event's hash and prev_hash, continuing
+the archive's part of the run). A run that fails is refused with the reason, the archive
+unchanged. The run's folder is removed while the seal still holds the run lock, so a resume
+waiting for the lock finds either the live run or the sealed one, never a half-removed
+folder (`locks.py` explains how the waiting writer sees through the removed lock file).
+"""
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 
-from eviscene.errors import LogLockedError
-from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
+import duckdb
+
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
+from eviscene.store.chain import GENESIS_HASH
+from eviscene.store.faults import checkpoint
+from eviscene.store.layout import live_run_ids, run_folder
 from eviscene.store.locks import RunLock
+from eviscene.store.manifest import MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
+from eviscene.store.verify import RECORD_COLUMNS, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -22,41 +36,76 @@ def open_archive_for_writing(log_path: Path):
 
 
 def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
-    """Seal the given runs (default: every live run no writer holds); returns those sealed."""
+    """Seal the given runs (default: every live run no writer holds); returns those sealed.
+    A named run that is not in the log, or one that fails its checks, is an error."""
     candidates = live_run_ids(log_path) if run_ids is None else run_ids
-    if not candidates:
-        return []
-    con = open_archive_for_writing(log_path)
     sealed = []
-    try:
-        for run_id in candidates:
-            folder = live_root(log_path) / run_id
-            lock = RunLock(folder / "writer.lock", run_id)
-            try:
-                lock.acquire()
-            except LogLockedError:
-                if run_ids is not None:
-                    raise
-                continue  # still being written; sealed when its writer finishes
-            try:
-                _seal_folder(con, run_id, folder)
+    for run_id in candidates:
+        try:
+            folder = run_folder(log_path, run_id)
+        except ValueError as exc:
+            raise EvisceneError(str(exc)) from None
+        if not folder.is_dir():
+            if not _archived_tail(log_path, run_id)[0]:
+                raise EvisceneError(f"no run '{run_id}' in the log")
+            continue  # sealed already
+        lock = RunLock(folder / "writer.lock", run_id)
+        try:
+            lock.acquire()
+        except LogLockedError:
+            if run_ids is not None:
+                raise
+            continue  # still being written; sealed when its writer finishes
+        try:
+            recover_folder(folder)
+            if _seal_folder(log_path, run_id, folder):
                 sealed.append(run_id)
-            finally:
-                lock.release()
-            shutil.rmtree(folder, ignore_errors=True)
-    finally:
-        con.close()
+            checkpoint("seal.copied")
+            _remove_folder(folder)
+        finally:
+            lock.release()
     return sealed
 
 
-def _seal_folder(con, run_id: str, folder: Path) -> None:
-    done = {row[0] for row in con.execute(
-        "SELECT file_name FROM archive.sealed_segments WHERE run_id = ?", [run_id]
-    ).fetchall()}
-    events = [s.path for s in list_segments(folder) if s.path.name not in done]
-    blobs = [p for p in list_blob_files(folder) if p.name not in done]
-    if not events and not blobs:
-        return
+def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], set[str]]:
+    """The run's last archived event (seq, hash) if any, and the files sealed from its folder;
+    read without writing, so a refused seal leaves the archive file as it was."""
+    if not log_path.exists():
+        return [], set()
+    con = new_connection()
+    try:
+        attach_archive(con, log_path, read_only=True)
+        if not con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
+        ).fetchone()[0]:
+            return [], set()
+        last = con.execute("SELECT seq, hash FROM archive.events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]).fetchall()
+        done = {row[0] for row in con.execute("SELECT file_name FROM archive.sealed_segments WHERE run_id = ?", [run_id]).fetchall()}
+        return last, done
+    finally:
+        con.close()
+
+
+def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
+    """Check, then copy what the archive lacks; False when there was nothing (e.g. an
+    interrupted seal's leftovers)."""
+    last, done = _archived_tail(log_path, run_id)
+    entries = [e for e in committed(read_manifest(folder) or []) if e.file not in done]
+    if not entries:
+        return False
+    check_segments(run_id, folder, entries, (last[0][0], last[0][1]) if last else (0, GENESIS_HASH))
+    checkpoint("seal.checked")
+    events = [folder / e.file for e in entries if e.is_events]
+    blobs = [folder / e.file for e in entries if not e.is_events]
+    con = open_archive_for_writing(log_path)
+    try:
+        _copy(con, run_id, entries, events, blobs)
+    finally:
+        con.close()
+    return True
+
+
+def _copy(con: duckdb.DuckDBPyConnection, run_id: str, entries: list[ManifestEntry], events: list[Path], blobs: list[Path]) -> None:
     con.execute("BEGIN")
     if blobs:
         con.execute(
@@ -70,7 +119,59 @@ def _seal_folder(con, run_id: str, folder: Path) -> None:
             [run_id],
         )
     con.executemany(
-        "INSERT INTO archive.sealed_segments VALUES (?, ?, now())",
-        [[run_id, p.name] for p in events + blobs],
+        f"INSERT INTO archive.sealed_segments ({RECORD_COLUMNS}, sealed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
+        [[run_id, e.file, e.rows, e.sha256, e.first_seq, e.last_seq, e.first_prev_hash, e.last_hash] for e in entries],
     )
     con.execute("COMMIT")
+
+
+def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], start: tuple[int, str]) -> None:
+    """Refuse (LogIntegrityError) a run whose segments are missing, altered, leave a gap or
+    break the chain, which continues from `start`, the archive's last (seq, hash) of the run."""
+
+    def refuse(first: int | None, last: int | None, why: str) -> None:
+        where = f", seq {first}..{last}" if first is not None else ""
+        raise LogIntegrityError(f"run {run_id}{where} not sealed: {why}; the archive is unchanged")
+
+    for entry in entries:
+        path = folder / entry.file
+        if not path.exists():
+            refuse(entry.first_seq, entry.last_seq, f"segment {entry.file} is missing")
+        if file_sha256(path) != entry.sha256:
+            refuse(entry.first_seq, entry.last_seq, f"segment {entry.file} was altered (sha256 differs from its manifest line)")
+    events = [folder / e.file for e in entries if e.is_events]
+    if not events:
+        return
+    con = new_connection()
+    try:
+        reader = con.sql(
+            "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload, prev_hash, hash "
+            f"FROM read_parquet({_sql_list(events)}) ORDER BY seq"
+        ).to_arrow_reader(50_000)
+        walk = walk_chains(reader, start={run_id: start})
+    finally:
+        con.close()
+    for problem in walk.problems:
+        refuse(problem.seq, problem.seq, f"{problem.problem} ({problem.event_id})")
+    recorded_end = max(e.last_seq for e in entries if e.is_events)  # type: ignore[type-var]
+    tail = walk.tails.get(run_id, (start[0],))[0]
+    if tail != recorded_end:
+        refuse(tail + 1, recorded_end, "events missing from their segments")
+
+
+def _remove_folder(folder: Path) -> None:
+    """Segments first, the manifest and the lock file last: a seal killed midway leaves a
+    folder whose remaining files the archive records as sealed (readers skip them) and a
+    manifest that still names them, which the next seal removes."""
+    last = [MANIFEST, "writer.lock"]
+    for name in os.listdir(folder):
+        if name not in last:
+            (folder / name).unlink(missing_ok=True)
+    checkpoint("seal.removing")
+    for name in last:
+        (folder / name).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # a writer waiting for the lock has made its new lock file: the folder is its now
+    checkpoint("seal.removed")

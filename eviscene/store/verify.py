@@ -1,12 +1,33 @@
-"""`eviscene log verify`: walk every run's chain and report the first break in each."""
+"""`eviscene log verify`: prove each run is intact and complete.
+
+- The chain: every event's seq (gapless from 1), prev_hash and hash, walked in seq order;
+  the first break in each run is named (an edited, deleted, inserted or reordered event).
+- The segments: each live segment against its manifest line (present, same sha256), the
+  archive's rows against its `sealed_segments` records (each sealed range fully there, no
+  row outside one), and the run's last event against the last seq and hash recorded at
+  commit: a cut-off tail shows even when what is left chains perfectly.
+- The end: a run no writer holds ends with `run.finished` (stamped with the chain head it
+  closes); one without is reported unfinished. A run whose lock is held is verified up to
+  its last commit and reported running.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
+import orjson
+import pyarrow as pa
 
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
+from eviscene.store.layout import live_root, live_run_ids
+from eviscene.store.locks import lock_holder
+from eviscene.store.snapshot import open_snapshot
+from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
+
+RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
 
 
 @dataclass(frozen=True)
@@ -21,58 +42,276 @@ class ChainProblem:
 
 
 @dataclass(frozen=True)
+class RangeProblem:
+    """Events of a seq range that the log recorded but cannot show as recorded."""
+
+    run_id: str
+    first_seq: int
+    last_seq: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}, seq {self.first_seq}..{self.last_seq}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class RunNote:
+    run_id: str
+    verified_seq: int
+    note: str
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.note}"
+
+
+@dataclass(frozen=True)
 class VerifyReport:
     runs: int
     events: int
-    problems: list[ChainProblem]
+    problems: list[ChainProblem | RangeProblem]
+    unfinished: list[RunNote] = field(default_factory=list)
+    running: list[RunNote] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        """Nothing edited, deleted or reordered (an interrupted run may still lack its end)."""
+        return not self.problems
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.unfinished
 
 
-def verify_chain(con: duckdb.DuckDBPyConnection) -> VerifyReport:
-    problems: list[ChainProblem] = []
-    duplicates = con.execute(
-        "SELECT event_id, min(run_id), min(seq), count(*) FROM events GROUP BY event_id HAVING count(*) > 1 ORDER BY 1"
-    ).fetchall()
-    for event_id, run_id, seq, count in duplicates:
-        problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
-    reader = con.sql(
-        "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
-        "FROM events ORDER BY run_id, seq"
-    ).to_arrow_reader(50_000)
-    runs = events = 0
-    current_run, expected_seq, prev_hash, run_broken = None, 1, GENESIS_HASH, False
-    for batch in reader:
-        columns = batch.to_pydict()
-        for i in range(batch.num_rows):
-            run_id, seq, event_id = columns["run_id"][i], columns["seq"][i], columns["event_id"][i]
-            events += 1
-            if run_id != current_run:
-                runs += 1
-                current_run, expected_seq, prev_hash, run_broken = run_id, 1, GENESIS_HASH, False
-            if run_broken:
+@dataclass
+class ChainWalk:
+    runs: int = 0
+    events: int = 0
+    problems: list[ChainProblem] = field(default_factory=list)
+    tails: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # run -> (seq, hash, type) of its last event
+
+
+_WALK_COLUMNS = (
+    "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, "
+    "prev_hash, hash FROM events"
+)
+
+
+def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, str]] | None = None) -> ChainWalk:
+    """Walk events ordered by (run_id, seq); a run starts at seq 1 and the genesis hash unless
+    `start` names the (seq, hash) it continues from. A run's tail is its last event before
+    any break."""
+    walk = ChainWalk()
+    start = start or {}
+    current, broken = None, False
+    last_seq, prev_hash, last_type = 0, GENESIS_HASH, ""
+    for batch in batches:
+        c = batch.to_pydict()
+        rows = zip(c["run_id"], c["seq"], c["event_id"], c["ts"], c["episode_id"], c["attempt"], c["type"],
+                   c["step"], c["payload"], c["prev_hash"], c["hash"])
+        for run_id, seq, event_id, ts, episode_id, attempt, type_, step, payload, row_prev, row_hash in rows:
+            walk.events += 1
+            if run_id != current:
+                if current is not None:
+                    walk.tails[current] = (last_seq, prev_hash, last_type)
+                walk.runs += 1
+                last_seq, prev_hash = start.get(run_id, (0, GENESIS_HASH))
+                current, broken, last_type = run_id, False, ""
+            if broken:
                 continue
             problem = None
-            if seq != expected_seq:
+            if seq != last_seq + 1:
                 problem = (
-                    f"seq {expected_seq}..{seq - 1} missing (deleted events)" if seq > expected_seq
+                    f"seq {last_seq + 1}..{seq - 1} missing (deleted events)" if seq > last_seq + 1
                     else "seq repeated (reordered or duplicated events)"
                 )
-            elif columns["prev_hash"][i] != prev_hash:
+            elif row_prev != prev_hash:
                 problem = "prev_hash does not match the previous event (reordered, inserted or deleted events)"
-            elif event_hash(
-                prev_hash, seq, event_id, columns["ts"][i],
-                content_digest(
-                    run_id, columns["episode_id"][i], columns["attempt"][i], columns["type"][i],
-                    columns["step"][i], columns["payload"][i],
-                ),
-            ) != columns["hash"][i]:
+            elif event_hash(prev_hash, seq, event_id, ts, content_digest(run_id, episode_id, attempt, type_, step, payload)) != row_hash:
                 problem = "hash does not match the event's content (edited event)"
+            elif type_ == "run.finished":
+                problem = _end_mismatch(orjson.loads(payload), seq, prev_hash)
             if problem:
-                problems.append(ChainProblem(run_id, seq, event_id, problem))
-                run_broken = True
+                walk.problems.append(ChainProblem(run_id, seq, event_id, problem))
+                broken = True
                 continue
-            expected_seq, prev_hash = seq + 1, columns["hash"][i]
-    return VerifyReport(runs=runs, events=events, problems=problems)
+            last_seq, prev_hash, last_type = seq, row_hash, type_
+    if current is not None:
+        walk.tails[current] = (last_seq, prev_hash, last_type)
+    return walk
+
+
+def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:
+    if payload.get("last_seq") is None:
+        return None  # written before run.finished was stamped
+    if payload["last_seq"] != seq - 1 or payload.get("last_hash") != prev_hash:
+        return f"run.finished closes the chain at seq {payload['last_seq']}, but follows seq {seq - 1} (events moved or removed)"
+    return None
+
+
+def segment_records(
+    con: duckdb.DuckDBPyConnection, log_path: Path, manifests: dict[str, list[ManifestEntry] | None] | None = None
+) -> list[tuple]:
+    """Every segment a log knows of, as sealed_segments rows (`RECORD_COLUMNS`): the archive's
+    records and the manifest lines of its live runs not yet sealed (`manifests`, when read
+    already, else read now)."""
+    have = {row[0] for row in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
+    ).fetchall()}
+    records: list[tuple] = []
+    if have:
+        columns = ", ".join(c if c in have else "NULL" for c in RECORD_COLUMNS.split(", "))
+        records = [tuple(r) for r in con.execute(f"SELECT {columns} FROM archive.sealed_segments ORDER BY run_id, file_name").fetchall()]
+    sealed = {(r[0], r[1]) for r in records}
+    if manifests is None:
+        manifests = {run_id: read_manifest(live_root(log_path) / run_id) for run_id in live_run_ids(log_path)}
+    for run_id, entries in manifests.items():
+        for e in committed(entries or []):
+            if (run_id, e.file) not in sealed:
+                records.append((run_id, e.file, e.rows, e.sha256, e.first_seq, e.last_seq, e.first_prev_hash, e.last_hash))
+    return records
+
+
+@dataclass
+class _LiveRun:
+    folder: Path
+    holder: str | None
+    entries: list[ManifestEntry] | None
+
+
+def verify_log(log_path: Path) -> VerifyReport:
+    # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
+    # manifests name (a seal in between moves files into the archive the snapshot sees).
+    live = {}
+    for run_id in live_run_ids(log_path):
+        folder = live_root(log_path) / run_id
+        live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
+    con = open_snapshot(log_path)
+    try:
+        problems: list[ChainProblem | RangeProblem] = []
+        try:
+            for event_id, run_id, seq, count in con.execute(
+                "SELECT event_id, min(run_id), min(seq), count(*) FROM events GROUP BY event_id HAVING count(*) > 1 ORDER BY 1"
+            ).fetchall():
+                problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
+            walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
+        except (duckdb.InvalidInputException, duckdb.IOException):
+            # A segment too damaged to read (e.g. truncated): name the damaged files, which
+            # is all that can be said until they are restored.
+            damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
+            if not damaged:
+                raise
+            return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
+        problems += walk.problems
+        has_archive = bool(con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
+        ).fetchone()[0])
+        records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
+        sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()) if has_archive else set()
+        archive_gaps = _archive_disagreements(con) if has_archive else {}
+    finally:
+        con.close()
+
+    broken = {p.run_id for p in problems}
+    expected_end: dict[str, tuple[int, str | None]] = {}
+    for run_id, _file, _rows, _sha, _first, last_seq, _prev, last_hash in records:
+        if last_seq is not None and last_seq > expected_end.get(run_id, (0, None))[0]:
+            expected_end[run_id] = (last_seq, last_hash)
+    unfinished, running = [], []
+    for run_id in sorted(set(walk.tails) | set(live) | set(expected_end)):
+        tail_seq, tail_hash, tail_type = walk.tails.get(run_id, (0, GENESIS_HASH, ""))
+        state = live.get(run_id)
+        if state is not None and state.holder is not None:
+            running.append(RunNote(run_id, tail_seq, f"running ({state.holder}), verified up to seq {tail_seq}"))
+            continue
+        live_problem = _live_problem(run_id, state, sealed)  # the cause of a chain break, if any
+        if live_problem:
+            problems.append(live_problem)
+        if run_id in broken or live_problem:
+            continue
+        problem = (
+            _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id))
+            or archive_gaps.get(run_id)
+        )
+        if problem:
+            problems.append(problem)
+        elif tail_seq and tail_type != "run.finished":
+            pending = _unrecorded(state, run_id, sealed)
+            unfinished.append(RunNote(
+                run_id, tail_seq,
+                f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
+                f"an interrupted run: `eviscene eval resume {run_id}` finishes it",
+            ))
+    return VerifyReport(walk.runs, walk.events, problems, unfinished, running)
+
+
+def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, str]]) -> RangeProblem | None:
+    if state is None:
+        return None
+    if state.entries is None:
+        ranges = sorted((int(m.group(1)), int(m.group(2))) for n in _names(state.folder) if (m := EVENTS_FILE.match(n)))
+        if ranges and not all((run_id, n) in sealed for n in _names(state.folder) if EVENTS_FILE.match(n)):
+            return RangeProblem(run_id, ranges[0][0], ranges[-1][1], f"{state.folder.name}/segments.jsonl is missing: its segments are unrecorded")
+        return None
+    for entry in committed(state.entries):
+        if (run_id, entry.file) in sealed:
+            continue
+        first, last = (entry.first_seq, entry.last_seq) if entry.is_events else (0, 0)
+        path = state.folder / entry.file
+        if not path.exists():
+            return RangeProblem(run_id, first, last, f"segment {entry.file} is missing")  # type: ignore[arg-type]
+        if file_sha256(path) != entry.sha256:
+            return RangeProblem(run_id, first, last, f"segment {entry.file} was altered (sha256 differs from its manifest line)")  # type: ignore[arg-type]
+    return None
+
+
+def _tail_problem(run_id: str, tail_seq: int, tail_hash: str, end: tuple[int, str | None] | None) -> RangeProblem | None:
+    if end is None:
+        return None
+    end_seq, end_hash = end
+    if tail_seq < end_seq:
+        return RangeProblem(run_id, tail_seq + 1, end_seq, f"missing: cut-off tail (the log committed this run up to seq {end_seq})")
+    if tail_seq == end_seq and end_hash is not None and tail_hash != end_hash:
+        return RangeProblem(run_id, end_seq, end_seq, "the last event's hash differs from the one recorded at commit")
+    return None
+
+
+def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangeProblem]:
+    """Per run, archived rows that no sealed-segment record covers (records that claim rows
+    the archive lacks show as a cut-off tail or a chain break)."""
+    if not con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'archive' AND table_name = 'sealed_segments' AND column_name = 'first_seq'"
+    ).fetchone()[0]:
+        return {}
+    found: dict[str, RangeProblem] = {}
+    stray = con.execute(
+        """
+        WITH r AS (SELECT run_id, first_seq, last_seq FROM archive.sealed_segments WHERE first_seq IS NOT NULL)
+        SELECT e.run_id, min(e.seq), max(e.seq) FROM archive.events e
+        WHERE e.run_id IN (SELECT run_id FROM r)
+          AND NOT EXISTS (SELECT 1 FROM r WHERE r.run_id = e.run_id AND e.seq BETWEEN r.first_seq AND r.last_seq)
+        GROUP BY 1 ORDER BY 1
+        """
+    ).fetchall()
+    for run_id, first, last in stray:
+        found.setdefault(run_id, RangeProblem(run_id, first, last, "in the archive but in no sealed-segment record"))
+    return found
+
+
+def _unrecorded(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]]) -> str:
+    """A writer killed between renaming a segment and recording it leaves the batch on disk,
+    unseen; the next resume or seal records it."""
+    if state is None or state.entries is None:
+        return ""
+    events, _ = unrecorded_tail(state.folder, state.entries)
+    events = [e for e in events if (run_id, e.file) not in sealed]
+    if not events:
+        return ""
+    return (f" (seq {events[0].first_seq}..{events[-1].last_seq} reached the disk but its commit was cut short; "
+            "a resume or `eviscene log seal` records it)")
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in folder.iterdir())
+    except FileNotFoundError:
+        return []

@@ -1,19 +1,19 @@
 """The single writer of one run: producers hand events to a bounded anyio stream, one task
 commits them in Arrow batches.
 
-Each batch becomes one immutable Parquet segment in the run's live folder (written to a
-temporary name, then renamed: the rename is the commit). The writer assigns the gapless
-`seq`, extends the hash chain and drops re-appended events (same `event_id`). When the run
-ends, its segments are sealed into the DuckDB archive (`seal.py`).
+Each batch becomes one immutable Parquet segment in the run's live folder, committed by its
+line in the folder's segment manifest (`manifest.py`: file and folder fsynced first). The
+writer assigns the gapless `seq`, extends the hash chain, drops re-appended events (same
+`event_id`) and stamps `run.finished` with the chain head it closes. When the run ends, its
+segments are sealed into the DuckDB archive (`seal.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 
 from eviscene.errors import DuplicateEventError, EvisceneError
+from eviscene.events import RunFinished
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
-from eviscene.store.layout import blob_segment_name, list_blob_files, list_segments, run_folder, segment_name
+from eviscene.store.faults import checkpoint
+from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
+from eviscene.store.manifest import ManifestEntry, append_lines, fsync_folder, recover_folder, write_segment
 from eviscene.store.schema import BLOB_SCHEMA, EVENT_SCHEMA
 from eviscene.store.snapshot import run_state
 
@@ -99,6 +102,7 @@ class RunWriter:
         self.committed_events = 0
         self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
         self._blob_files = 0
+        self._committed: list[ManifestEntry] = []  # this session's segments, for compaction
         self._writer_id = uuid.uuid4().hex[:16]
 
     @property
@@ -108,6 +112,7 @@ class RunWriter:
     async def __aenter__(self) -> "RunWriter":
         self._lock.acquire()
         try:
+            await anyio.to_thread.run_sync(recover_folder, self.folder)
             state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id)
         except BaseException:
             self._lock.release()
@@ -195,7 +200,7 @@ class RunWriter:
                     break
         await anyio.to_thread.run_sync(self._compact)
 
-    def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, str]]:
+    def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, ManifestEntry]]:
         """The batch's segment files, blobs first so they land before the events citing them."""
         files = []
         blobs = {b.sha256: b for b in items if isinstance(b, _Blob) and b.sha256 not in self._known_blobs}
@@ -211,7 +216,7 @@ class RunWriter:
                 schema=BLOB_SCHEMA,
             )
             self._blob_files += 1
-            files.append((table, blob_segment_name(self._writer_id, self._blob_files)))
+            files.append((table, ManifestEntry(blob_segment_name(self._writer_id, self._blob_files), len(rows), "")))
             self._known_blobs.update(blobs)
         drafts = [item for item in items if isinstance(item, EventDraft)]
         if drafts:
@@ -220,22 +225,31 @@ class RunWriter:
                 files.append(events)
         return files
 
-    def _write_files(self, files: list[tuple[pa.Table, str]]) -> None:
-        if files:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        for table, name in files:
-            self._write_atomically(table, name)
+    def _write_files(self, files: list[tuple[pa.Table, ManifestEntry]]) -> None:
+        """Commit one batch: its files durable under their names, then their manifest lines."""
+        if not files:
+            return
+        entries = [replace(entry, sha256=write_segment(self.folder, entry.file, table)) for table, entry in files]
+        fsync_folder(self.folder)
+        checkpoint("writer.before_manifest")
+        append_lines(self.folder, entries)
+        self._committed += entries
+        checkpoint("writer.committed")
 
-    def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, str] | None:
+    def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, ManifestEntry] | None:
         """Number, identify and chain the drafts; the new ones become one segment."""
         seqs, event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = (
             [] for _ in range(10)
         )
         seq, prev_hash, run_id, seen = self._last_seq, self._last_hash, self.run_id, self._seen_ids
         for draft in drafts:
-            type_tag = draft.payload.type  # type: ignore[attr-defined]
+            model = draft.payload
+            type_tag = model.type  # type: ignore[attr-defined]
+            if isinstance(model, RunFinished) and model.last_seq is None:
+                # The run's end names the chain head it closes, so a cut-off tail shows.
+                model = model.model_copy(update={"last_seq": seq, "last_hash": prev_hash})
             # pydantic's serializer is deterministic (field order) and far faster than json.dumps.
-            payload = draft.payload.model_dump_json()
+            payload = model.model_dump_json()
             content = content_digest(run_id, draft.episode_id, draft.attempt, type_tag, draft.step, payload)
             event_id = draft.event_id or derived_event_id(content)
             known = seen.get(event_id)
@@ -274,31 +288,37 @@ class RunWriter:
             ],
             schema=EVENT_SCHEMA,
         )
-        name = segment_name(self._last_seq + 1, seq)
+        entry = ManifestEntry(
+            segment_name(self._last_seq + 1, seq), len(seqs), "", first_seq=self._last_seq + 1, last_seq=seq,
+            first_prev_hash=prev_hashes[0], last_hash=prev_hash,
+        )
         self.committed_events += seq - self._last_seq
         self._last_seq, self._last_hash = seq, prev_hash
-        return table, name
-
-    def _write_atomically(self, table: pa.Table, name: str) -> None:
-        final = self.folder / name
-        pending = self.folder / f".{name}.tmp"
-        pq.write_table(table, pending, compression="zstd")
-        os.replace(pending, final)
+        return table, entry
 
     def _compact(self) -> None:
-        """Merge many small segments into one so readers open few files. A compacted events
-        segment covers the small ones' seq range, so a reader never counts both; blobs are
-        read distinct by sha256."""
-        events = list_segments(self.folder)
+        """Merge this session's many small segments into one so readers open few files. The
+        compacted file's manifest line names the files it replaces: from that line on,
+        readers read it instead of them, which are then deleted. Only this session's files:
+        older ones may already be sealed (a seal killed before removing them)."""
+        events = [e for e in self._committed if e.is_events]
         if len(events) >= COMPACT_AFTER_SEGMENTS:
-            table = pa.concat_tables([pq.read_table(s.path, schema=EVENT_SCHEMA) for s in events])
-            self._write_atomically(table, segment_name(events[0].first_seq, events[-1].last_seq))
-            for segment in events:
-                segment.path.unlink(missing_ok=True)
-        blobs = list_blob_files(self.folder)
+            table = pa.concat_tables([pq.read_table(self.folder / e.file, schema=EVENT_SCHEMA) for e in events])
+            first, last = events[0], events[-1]
+            self._replace_with(table, ManifestEntry(
+                segment_name(first.first_seq, last.last_seq), table.num_rows, "", first_seq=first.first_seq,  # type: ignore[arg-type]
+                last_seq=last.last_seq, first_prev_hash=first.first_prev_hash, last_hash=last.last_hash,
+                replaces=tuple(e.file for e in events),
+            ))
+        blobs = [e for e in self._committed if not e.is_events and not e.replaces]
         if len(blobs) >= COMPACT_AFTER_SEGMENTS:
-            table = pa.concat_tables([pq.read_table(path, schema=BLOB_SCHEMA) for path in blobs])
+            table = pa.concat_tables([pq.read_table(self.folder / e.file, schema=BLOB_SCHEMA) for e in blobs])
             self._blob_files += 1
-            self._write_atomically(table, blob_segment_name(self._writer_id, self._blob_files))
-            for path in blobs:
-                path.unlink(missing_ok=True)
+            name = blob_segment_name(self._writer_id, self._blob_files)
+            self._replace_with(table, ManifestEntry(name, table.num_rows, "", replaces=tuple(e.file for e in blobs)))
+
+    def _replace_with(self, table: pa.Table, entry: ManifestEntry) -> None:
+        self._write_files([(table, entry)])
+        checkpoint("writer.compacted")
+        for name in entry.replaces:
+            (self.folder / name).unlink(missing_ok=True)

@@ -34,20 +34,21 @@ def count(log_path: Path) -> int:
 
 def test_queries_see_committed_events_while_a_run_writes(tmp_path):
     log_path = tmp_path / "live.duckdb"
-    writer = start_writer(log_path, "r1", batches=100)
+    writer = start_writer(log_path, "r1", batches=300)
     try:
         seen = [count(log_path)]
         runs = eviscene(log_path, "runs", "--format", "json")
         assert runs.returncode == 0 and json.loads(runs.stdout)[0]["run_id"] == "r1"
         verify = eviscene(log_path, "log", "verify")
-        assert verify.returncode == 0 and verify.stdout.startswith("ok: 1 run(s)")
+        assert verify.returncode == 0 and f"RUNNING run r1: running (pid {writer.pid}" in verify.stdout
+        assert "ok: 1 run(s)" in verify.stdout
         seen.append(count(log_path))
         assert writer.poll() is None, "the writer should still be running during the reads"
-        assert 0 < seen[0] <= seen[1] < 2001
+        assert 0 < seen[0] <= seen[1] < 6002
     finally:
         writer.wait(timeout=120)
     assert writer.returncode == 0
-    assert count(log_path) == 2001  # run.started and 2000 events
+    assert count(log_path) == 6002  # run.started, 6000 events, run.finished
 
 
 def test_a_second_writer_of_a_run_gets_one_line_naming_the_holder(tmp_path):
@@ -66,12 +67,12 @@ def test_a_second_writer_of_a_run_gets_one_line_naming_the_holder(tmp_path):
 
 def test_two_runs_write_at_once(tmp_path):
     log_path = tmp_path / "two.duckdb"
-    first = start_writer(log_path, "r1", batches=15)
-    second = start_writer(log_path, "r2", batches=15)
+    first = start_writer(log_path, "r1", batches=40)
+    second = start_writer(log_path, "r2", batches=40)
     assert first.poll() is None and second.poll() is None
     assert first.wait(timeout=60) == 0 and second.wait(timeout=60) == 0
-    assert count(log_path) == 602
+    assert count(log_path) == 1604
     assert eviscene(log_path, "log", "seal").stdout.startswith("sealed 2 run(s)")
-    assert count(log_path) == 602
+    assert count(log_path) == 1604
     verify = eviscene(log_path, "log", "verify")
-    assert verify.returncode == 0 and "2 run(s), 602 events" in verify.stdout
+    assert verify.returncode == 0 and "2 run(s), 1604 events" in verify.stdout

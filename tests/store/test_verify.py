@@ -1,17 +1,69 @@
-"""`log verify` names each edited, deleted or reordered event."""
+"""`log verify` names each edited, deleted, reordered or cut-off part of a run, and whether a
+run is unfinished or still running; seal and merge refuse what verify would call broken."""
 
+import json
+import shutil
+
+import anyio
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
-from eviscene.events import GateDecided
+from eviscene.cli.main import cli
+from eviscene.errors import LogIntegrityError
+from eviscene.events import GateDecided, RunFinished
 from eviscene.store import EventDraft, EventLog
+from eviscene.store.locks import RunLock
+
+
+def gates(first: int, last: int) -> list[EventDraft]:
+    return [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(first, last)]
+
+
+def finished() -> EventDraft:
+    return EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=1, num_errors=0))
+
+
+def write_batches(log: EventLog, run_id: str, batches: list[list[EventDraft]]) -> None:
+    """One committed segment per batch."""
+
+    async def write() -> None:
+        async with log.writer(run_id, flush_seconds=30) as writer:
+            for batch in batches:
+                for draft in batch:
+                    await writer.emit(draft)
+                await writer.sync()
+
+    anyio.run(write)
+
+
+def run_folder(log: EventLog, run_id: str = "r1"):
+    return log.path.with_name(log.path.name + ".live") / run_id
+
+
+def segments(log: EventLog, run_id: str = "r1"):
+    return sorted(run_folder(log, run_id).glob("events-*.parquet"))
+
+
+def verify_cli(log: EventLog):
+    return CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
 
 
 @pytest.fixture
 def sealed_log(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
-    log.append("r1", [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(6)])
+    log.append("r1", gates(0, 6) + [finished()])
     log.seal()
+    return log
+
+
+@pytest.fixture
+def live_log(tmp_path):
+    """r1 in three segments, seq 1..4, 5..8, 9..12 (9..12 ends with run.finished), not sealed."""
+    log = EventLog(tmp_path / "live.duckdb")
+    write_batches(log, "r1", [gates(0, 4), gates(4, 8), gates(8, 11) + [finished()]])
     return log
 
 
@@ -23,7 +75,15 @@ def tamper(log: EventLog, sql: str) -> None:
 
 def test_intact_log_verifies(sealed_log):
     report = sealed_log.verify()
-    assert report.ok and report.runs == 1 and report.events == 6
+    assert report.ok and report.runs == 1 and report.events == 7
+    result = verify_cli(sealed_log)
+    assert result.exit_code == 0 and result.output == "ok: 1 run(s), 7 events, every chain intact and complete\n"
+
+
+def test_run_finished_names_the_chain_head_it_closes(sealed_log):
+    rows = sealed_log.sql("SELECT seq, hash, payload::VARCHAR AS payload FROM events ORDER BY seq").to_pylist()
+    end = json.loads(rows[-1]["payload"])
+    assert (end["last_seq"], end["last_hash"]) == (6, rows[5]["hash"])
 
 
 def test_edited_payload_is_named(sealed_log):
@@ -52,12 +112,193 @@ def test_renumbered_deletion_is_caught_by_the_chain(sealed_log):
     assert len(problems) == 1 and problems[0].seq == 2 and "prev_hash" in problems[0].problem
 
 
-def test_cli_verify_exits_1_and_names_the_event(sealed_log, tmp_path):
-    from click.testing import CliRunner
-
-    from eviscene.cli.main import cli
-
+def test_cli_verify_exits_1_and_names_the_event(sealed_log):
     tamper(sealed_log, "UPDATE events SET step = 99 WHERE seq = 5")
-    result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "verify"])
+    result = verify_cli(sealed_log)
     assert result.exit_code == 1
     assert "BROKEN run r1, seq 5" in result.output
+
+
+def test_cut_off_tail_of_a_sealed_run_is_named(tmp_path):
+    log = EventLog(tmp_path / "tail.duckdb")
+    log.append("r1", gates(0, 99) + [finished()])
+    log.seal()
+    tamper(log, "DELETE FROM events WHERE seq > 60")  # the last 40 events; what is left chains perfectly
+    result = verify_cli(log)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        "BROKEN run r1, seq 61..100: missing: cut-off tail (the log committed this run up to seq 100)"
+    )
+
+
+def test_archive_rows_outside_every_sealed_record_are_named(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    write_batches(log, "r1", [gates(0, 4), gates(4, 7) + [finished()]])
+    log.seal()
+    tamper(log, "DELETE FROM sealed_segments WHERE file_name = 'events-000000000001-000000000004.parquet'")
+    problems = log.verify().problems
+    assert [str(p) for p in problems] == ["run r1, seq 1..4: in the archive but in no sealed-segment record"]
+
+
+def test_a_sealed_record_that_moved_is_named(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    write_batches(log, "r1", [gates(0, 4), gates(4, 7) + [finished()]])
+    log.seal()
+    tamper(log, "UPDATE sealed_segments SET first_seq = 4, last_seq = 7 WHERE file_name = 'events-000000000005-000000000008.parquet'")
+    assert [str(p) for p in log.verify().problems] == ["run r1, seq 8..8: in the archive but in no sealed-segment record"]
+
+
+def test_deleted_last_live_segment_is_named_with_its_range(live_log):
+    segments(live_log)[-1].unlink()
+    result = verify_cli(live_log)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == "BROKEN run r1, seq 9..12: segment events-000000000009-000000000012.parquet is missing"
+
+
+def test_deleted_middle_live_segment_is_named(live_log):
+    segments(live_log)[1].unlink()
+    assert [str(p) for p in live_log.verify().problems] == [
+        "run r1, seq 9 (ev-c17935731361e4434934f4c8b0f7bea1): seq 5..8 missing (deleted events)",
+        "run r1, seq 5..8: segment events-000000000005-000000000008.parquet is missing",
+    ]
+
+
+def test_altered_live_segment_is_named(live_log):
+    path = segments(live_log)[0]
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 3), path)  # the segment's last event cut out of the file
+    problems = live_log.verify().problems
+    assert [str(p) for p in problems][-1] == "run r1, seq 1..4: segment events-000000000001-000000000004.parquet was altered (sha256 differs from its manifest line)"
+
+
+def test_reordered_live_segments_are_caught(live_log):
+    first, second, _ = segments(live_log)
+    swap = first.with_suffix(".swap")
+    first.rename(swap)
+    second.rename(first)
+    swap.rename(second)
+    assert [str(p) for p in live_log.verify().problems] == [
+        "run r1, seq 1..4: segment events-000000000001-000000000004.parquet was altered (sha256 differs from its manifest line)"
+    ]
+
+
+def test_truncated_live_segment_is_named(live_log):
+    path = segments(live_log)[2]
+    path.write_bytes(path.read_bytes()[:-200])
+    result = verify_cli(live_log)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        "BROKEN run r1, seq 9..12: segment events-000000000009-000000000012.parquet was altered (sha256 differs from its manifest line)"
+    )
+
+
+def test_a_tail_cut_with_its_manifest_lines_shows_as_an_unfinished_run(live_log):
+    folder = run_folder(live_log)
+    segments(live_log)[-1].unlink()
+    lines = (folder / "segments.jsonl").read_text().splitlines(keepends=True)
+    (folder / "segments.jsonl").write_text("".join(lines[:-1]))
+    report = live_log.verify()
+    assert report.intact and not report.ok
+    assert [str(n) for n in report.unfinished] == [
+        "run r1: unfinished: no run.finished after seq 8 (1..8 verified) and no writer holds it; "
+        "an interrupted run: `eviscene eval resume r1` finishes it"
+    ]
+    result = verify_cli(live_log)
+    assert result.exit_code == 1 and result.output.startswith("UNFINISHED run r1: unfinished: no run.finished after seq 8")
+
+
+def test_deleted_manifest_is_named(live_log):
+    (run_folder(live_log) / "segments.jsonl").unlink()
+    assert [str(p) for p in live_log.verify().problems] == ["run r1, seq 1..12: r1/segments.jsonl is missing: its segments are unrecorded"]
+
+
+def test_a_run_whose_writer_holds_the_lock_is_verified_up_to_its_last_commit(tmp_path):
+    log = EventLog(tmp_path / "running.duckdb")
+    write_batches(log, "r1", [gates(0, 5)])
+    lock = RunLock(run_folder(log) / "writer.lock", "r1").acquire()
+    try:
+        report = log.verify()
+        assert report.ok and not report.unfinished
+        assert [n.verified_seq for n in report.running] == [5]
+        result = verify_cli(log)
+        assert result.exit_code == 0 and "RUNNING run r1: running (pid " in result.output
+        assert "verified up to seq 5" in result.output
+    finally:
+        lock.release()
+    assert [n.verified_seq for n in log.verify().unfinished] == [5]
+
+
+def archive_state(log: EventLog):
+    return log.path.read_bytes() if log.path.exists() else None
+
+
+def test_seal_refuses_a_run_with_a_missing_segment_and_leaves_the_archive_unchanged(live_log):
+    live_log.append("other", gates(0, 2) + [finished()])
+    live_log.seal(["other"])
+    before = archive_state(live_log)
+    segments(live_log)[1].unlink()
+    result = CliRunner().invoke(cli, ["--db", str(live_log.path), "log", "seal", "r1"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "Error: run r1, seq 5..8 not sealed: segment events-000000000005-000000000008.parquet is missing; "
+        "the archive is unchanged\n"
+    )
+    assert archive_state(live_log) == before
+    assert run_folder(live_log).is_dir()
+
+
+def test_seal_refuses_an_altered_segment_and_a_broken_chain(live_log, tmp_path):
+    copy = EventLog(tmp_path / "copy.duckdb")
+    shutil.copytree(run_folder(live_log).parent, copy.path.with_name("copy.duckdb.live"))
+    path = segments(live_log)[1]
+    table = pq.read_table(path)
+    pq.write_table(table, path, compression="snappy")  # same rows, other bytes
+    with pytest.raises(LogIntegrityError, match="seq 5..8 not sealed: segment events-000000000005-000000000008.parquet was altered"):
+        live_log.seal(["r1"])
+    # A segment rewritten with its manifest line updated still breaks the chain: refused.
+    folder = run_folder(copy)
+    path = folder / "events-000000000005-000000000008.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(8, "payload", pa.array(table.column("payload").to_pylist()[:3] + ['{"type":"gate.decided","gate":"g","subject":"x","passed":true,"reasons":[]}'])), path)
+    from eviscene.store.manifest import file_sha256
+
+    lines = [json.loads(line) for line in (folder / "segments.jsonl").read_text().splitlines()]
+    lines = [{**line, "sha256": file_sha256(path)} if line["file"] == path.name else line for line in lines]
+    (folder / "segments.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(LogIntegrityError, match=r"run r1, seq 8..8 not sealed: hash does not match"):
+        copy.seal(["r1"])
+    assert not copy.path.exists()
+
+
+def test_seal_of_an_unknown_run_is_an_error(sealed_log):
+    for run_id in ["bogus", "r1-typo"]:
+        result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
+        assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in the log\n"
+    result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r1"])  # sealed already
+    assert result.exit_code == 0 and result.output == "sealed 0 run(s)\n"
+
+
+def test_merge_refuses_a_tampered_shard_before_taking_anything_in(live_log, tmp_path):
+    target = EventLog(tmp_path / "all.duckdb")
+    target.append("mine", gates(0, 2) + [finished()])
+    target.seal()
+    before = archive_state(target)
+    path = segments(live_log)[0]
+    pq.write_table(pq.read_table(path), path, compression="snappy")
+    result = CliRunner().invoke(cli, ["--db", str(target.path), "log", "merge", str(live_log.path)])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: {live_log.path} not merged: run r1, seq 1..4: segment events-000000000001-000000000004.parquet "
+        "was altered (sha256 differs from its manifest line); nothing was taken in\n"
+    )
+    assert archive_state(target) == before
+
+
+def test_merged_runs_bring_their_segment_records(live_log, tmp_path):
+    target = EventLog(tmp_path / "all.duckdb")
+    assert target.merge(live_log.path).events == 12
+    assert target.verify().ok
+    tamper(target, "DELETE FROM events WHERE run_id = 'r1' AND seq > 8")
+    assert [str(p) for p in target.verify().problems] == [
+        "run r1, seq 9..12: missing: cut-off tail (the log committed this run up to seq 12)"
+    ]

@@ -1,11 +1,12 @@
-"""A real writer process for the concurrency tests: appends events to one run in small
-committed batches, printing `committed N` after each, sleeping between them."""
+"""A real writer process for the concurrency and crash tests: appends events to one run in
+small committed batches, printing `committed N` after each, sleeping between them, and ends
+the run with run.finished (so 1 + batches * per_batch + 1 events)."""
 
 import sys
 
 import anyio
 
-from eviscene.events import GateDecided, RunStarted
+from eviscene.events import GateDecided, RunFinished, RunStarted
 from eviscene.store import EventDraft, EventLog
 
 
@@ -21,6 +22,9 @@ async def main(log_path: str, run_id: str, batches: int, per_batch: int, pause: 
             await writer.sync()
             print(f"committed {(batch + 1) * per_batch}", flush=True)
             await anyio.sleep(pause)
+        await writer.emit(EventDraft(RunFinished(
+            status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=1, num_errors=0
+        )))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,190 @@
+"""A run folder's segment manifest, `segments.jsonl`: one line per committed segment file
+(name, rows, sha256 and, for events, the seq range and the hashes at both ends), appended
+and fsynced by the run's writer. The manifest line is the commit: readers read the files it
+lists and nothing else, verify checks each file against its line, and sealing records the
+lines in the archive. A compacted segment's line names the files it `replaces`.
+
+Commit order (each step durable before the next):
+  write `.<name>.tmp`, fsync it; rename to `<name>`; fsync the folder; append the line,
+  fsync the manifest.
+A writer killed before the line leaves a file no reader sees; the next holder of the run's
+lock (`recover_folder`: a resume or a seal) records it if it continues the chain, so a batch
+that reached the disk is never lost, and deletes unfinished `.tmp` files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eviscene.errors import LogIntegrityError
+from eviscene.store.faults import checkpoint
+
+MANIFEST = "segments.jsonl"
+EVENTS_FILE = re.compile(r"^events-(\d{12})-(\d{12})\.parquet$")
+BLOBS_FILE = re.compile(r"^blobs-[0-9a-f]{16}-\d{9}\.parquet$")
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    file: str
+    rows: int
+    sha256: str
+    first_seq: int | None = None  # events segments only, as are the three below
+    last_seq: int | None = None
+    first_prev_hash: str | None = None
+    last_hash: str | None = None
+    replaces: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def is_events(self) -> bool:
+        return self.first_seq is not None
+
+    def line(self) -> bytes:
+        fields = {k: v for k, v in asdict(self).items() if v is not None and v != ()}
+        return orjson.dumps(fields) + b"\n"
+
+
+def manifest_path(folder: Path) -> Path:
+    return folder / MANIFEST
+
+
+def read_manifest(folder: Path) -> list[ManifestEntry] | None:
+    """Every line, in commit order; None when the folder has no manifest. A last line without
+    its newline is an append a crash cut short: not committed, so not returned."""
+    path = manifest_path(folder)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    entries = []
+    for number, line in enumerate(data.split(b"\n")[:-1], start=1):
+        try:
+            raw = orjson.loads(line)
+            entries.append(ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))}))
+        except (orjson.JSONDecodeError, TypeError) as exc:
+            raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({exc})") from None
+    return entries
+
+
+def committed(entries: list[ManifestEntry]) -> list[ManifestEntry]:
+    """The files that make up the run now: every line not replaced by a later compaction."""
+    replaced = {name for entry in entries for name in entry.replaces}
+    return [entry for entry in entries if entry.file not in replaced]
+
+
+def fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_lines(folder: Path, entries: list[ManifestEntry]) -> None:
+    """One write (so a reader never sees half a batch's lines), then fsync."""
+    path = manifest_path(folder)
+    created = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b"".join(entry.line() for entry in entries))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_folder(folder)
+
+
+def write_segment(folder: Path, name: str, table: pa.Table) -> str:
+    """Write a segment durably under its final name; returns its sha256. Not yet committed:
+    that is the manifest line."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    content = sink.getvalue().to_pybytes()
+    pending = folder / f".{name}.tmp"
+    fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    checkpoint("writer.tmp_written")
+    os.replace(pending, folder / name)
+    checkpoint("writer.renamed")
+    return hashlib.sha256(content).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def describe_events_file(path: Path) -> ManifestEntry:
+    """The manifest line of an events segment, computed from the file itself."""
+    table = pq.read_table(path, columns=["seq", "prev_hash", "hash"])
+    seqs, hashes = table.column("seq").to_pylist(), table.column("hash").to_pylist()
+    return ManifestEntry(
+        file=path.name, rows=table.num_rows, sha256=file_sha256(path), first_seq=seqs[0], last_seq=seqs[-1],
+        first_prev_hash=table.column("prev_hash")[0].as_py(), last_hash=hashes[-1],
+    )
+
+
+def unrecorded_tail(folder: Path, entries: list[ManifestEntry]) -> tuple[list[ManifestEntry], list[str]]:
+    """Files a writer renamed into place but was killed before recording: the events segments
+    that continue the recorded chain (seq and hash) and the blob files beside them."""
+    listed = {entry.file for entry in entries}
+    names = sorted(os.listdir(folder))
+    events = [e for e in committed(entries) if e.is_events]
+    tail_seq = events[-1].last_seq if events else None
+    tail_hash = events[-1].last_hash if events else None
+    found: list[ManifestEntry] = []
+    candidates = sorted(
+        (int(m.group(1)), name) for name in names if (m := EVENTS_FILE.match(name)) and name not in listed
+    )
+    for first_seq, name in candidates:
+        if tail_seq is not None and first_seq != tail_seq + 1:
+            continue
+        entry = describe_events_file(folder / name)
+        if tail_hash is not None and entry.first_prev_hash != tail_hash:
+            continue
+        found.append(entry)
+        tail_seq, tail_hash = entry.last_seq, entry.last_hash
+    blobs = [name for name in names if BLOBS_FILE.match(name) and name not in listed]
+    return found, blobs
+
+
+def recover_folder(folder: Path) -> None:
+    """Run by whoever takes the run's lock before touching the folder: finish what a killed
+    writer left (see the module doc). Needs the lock: nobody else may write the folder."""
+    if not folder.is_dir():
+        return
+    for name in os.listdir(folder):
+        if name.startswith(".") and name.endswith(".tmp"):
+            (folder / name).unlink(missing_ok=True)
+    path = manifest_path(folder)
+    if path.exists():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):  # a torn last append: it never committed
+            with path.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                os.fsync(handle.fileno())
+    entries = read_manifest(folder)
+    if entries is None:
+        entries = []
+        append_lines(folder, [])  # from now on a missing manifest means a deleted one
+    events, blobs = unrecorded_tail(folder, entries)
+    lines = [ManifestEntry(file=name, rows=pq.read_metadata(folder / name).num_rows, sha256=file_sha256(folder / name)) for name in blobs]
+    if lines or events:
+        append_lines(folder, lines + events)
