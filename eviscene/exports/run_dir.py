@@ -38,7 +38,7 @@ TABULAR_FILES: dict[str, tuple[str, str]] = {
 FORMATS = ("jsonl", "parquet")
 RUN_DIR_VIEWS = (
     *(view for view, _ in TABULAR_FILES.values()),
-    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary", "runs",
+    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary", "runs", "sft_export_rejections",
 )
 
 

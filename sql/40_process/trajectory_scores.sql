@@ -3,7 +3,8 @@
 -- key: run_id, episode_id
 -- The teacher score of protocol ifv-process-score-v1: eight reward components, their
 -- weighted total (weights from reward_weights), and the reasons an episode is not a clean
--- teacher trajectory (incorrect_result and engineering_error are fatal; the rest are red flags).
+-- teacher trajectory (incorrect_result and engineering_error are fatal; the rest are red flags;
+-- a trajectory the SFT export refuses adds `trajectory_sft_export_rejected: …`, as the seed).
 -- An episode that never finished gets the seed's stand-in row: every component 0, total 0,
 -- not eligible (its reasons stay NULL: there is no trace to judge).
 CREATE OR REPLACE VIEW trajectory_scores AS
@@ -54,9 +55,11 @@ scored AS (
             CASE WHEN c.has_judgment AND c.citations = 0 THEN 'no_cited_evidence' END,
             CASE WHEN c.citations > c.grounded_citations THEN 'ungrounded_citation' END,
             CASE WHEN c.duplicate_tool_calls > 0 THEN 'duplicate_actions' END,
-            CASE WHEN c.invalid_tool_calls > 0 THEN 'invalid_tool_calls' END
+            CASE WHEN c.invalid_tool_calls > 0 THEN 'invalid_tool_calls' END,
+            'trajectory_sft_export_rejected: ' || x.reason
         ], lambda r: r IS NOT NULL) AS training_exclusion_reasons
     FROM c CROSS JOIN w
+    LEFT JOIN sft_export_rejections x ON x.run_id = c.run_id AND x.episode_id = c.episode_id
 )
 SELECT
     run_id,

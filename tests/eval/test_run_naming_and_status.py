@@ -228,3 +228,34 @@ def test_manifest_records_the_decision_policy_and_ocr_cache_version(release, tmp
     monkeypatch.setenv("OCR_BACKEND", "baidu")
     result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress")
     assert result.exit_code == 2 and "OCR_BACKEND='baidu'" in result.output
+
+
+def test_cases_and_gold_as_json_lists_score_as_their_jsonl_twins(release, tmp_path):
+    """The seed reads a benchmark or gold file not named *.jsonl as one JSON list of rows."""
+    listed = tmp_path / "listed" / "demo"
+    shutil.copytree(release, listed)
+    for jsonl, json_name in (("runtime_input/cases.jsonl", "runtime_input/cases.json"),
+                             ("private/evaluation_gold.jsonl", "private/evaluation_gold.json")):
+        rows = [json.loads(line) for line in (listed / jsonl).read_text().splitlines() if line.strip()]
+        (listed / jsonl).unlink()
+        (listed / json_name).write_text(json.dumps(rows, indent=1))
+    manifest = json.loads((listed / "manifest.json").read_text())
+    manifest["artifacts"]["evaluation_gold"] = "private/evaluation_gold.json"
+    (listed / "manifest.json").write_text(json.dumps(manifest))
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=str(listed / "runtime_input" / "cases.json"), limit=3), run_id="listed"))
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=3), run_id="lines"))
+    scored = log.sql("SELECT run_id, case_id, label FROM gold_labels ORDER BY case_id, run_id").to_pylist()
+    gold = [json.loads(line) for line in (release / "private" / "evaluation_gold.jsonl").read_text().splitlines() if line.strip()]
+    expected = sorted({row["case_id"]: row["label"] for row in gold}.items())
+    assert [(r["case_id"], r["label"]) for r in scored if r["run_id"] == "listed"] == expected
+    assert [(r["case_id"], r["label"]) for r in scored if r["run_id"] == "lines"] == expected
+    correct = {row["run_id"]: row["n"] for row in log.sql(
+        "SELECT run_id, count(*) FILTER (WHERE result_correct) AS n FROM process_metrics GROUP BY run_id").to_pylist()}
+    assert correct["listed"] == correct["lines"] and correct["lines"] >= 2
+
+    bad = tmp_path / "bad" / "demo"
+    shutil.copytree(listed, bad)
+    (bad / "runtime_input" / "cases.json").write_text('{"case_id": "not a list"}')
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", str(bad / "runtime_input" / "cases.json"), "--no-progress")
+    assert result.exit_code == 2 and "must be a JSON list of rows or a .jsonl file, got an object" in result.output
