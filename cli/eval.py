@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -11,9 +13,10 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import RunSummary, resume_run, start_run
-from eviscene.eval.report import accuracy_lines
+from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.store import EventLog
 
@@ -58,15 +61,18 @@ class _ProgressBar:
 
 def _report(log: EventLog, summary: RunSummary) -> None:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
-    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts})")
+    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts}); status {summary.status}")
     for line in accuracy_lines(log, summary.run_id):
+        click.echo(line)
+    for line in error_cause_lines(log, summary.run_id):
         click.echo(line)
     if summary.seal_note:
         click.echo(summary.seal_note, err=True)
 
 
 def _exit_status(summary: RunSummary) -> None:
-    if summary.errored:
+    """Exit 1 when any episode of the run counts as an error (the seed's num_errors)."""
+    if summary.run_errors:
         sys.exit(1)
 
 
@@ -113,47 +119,89 @@ def _exit_status(summary: RunSummary) -> None:
               help="Run episodes in this process, or on Ray actors (pip install 'eviscene[ray]'); this process still writes the log.")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
+@click.option("--agent-decision-policy-version", type=click.Choice(["unified-react-v1"]), default="unified-react-v1",
+              show_default=True, help="Agent orchestration policy, recorded in the manifest.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory to materialize at the end (default: runs/<run_id>).")
+              help="Run directory to materialize at the end; its name is the run id, as the seed names runs "
+                   "(e.g. runs/my-experiment makes run my-experiment; default: a generated id, runs/<run_id>).")
+@click.option("--run-id", default=None, help="Name the run (overrides the --output-dir name), e.g. --run-id ablation-no-web.")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.pass_obj
 def run(
-    log: EventLog, progress: bool, case_ids: tuple[str, ...], output_dir: Path | None, materialize: bool, **flags
+    log: EventLog, progress: bool, case_ids: tuple[str, ...], output_dir: Path | None, materialize: bool,
+    run_id: str | None, **flags
 ) -> None:
-    """Run the agent over a release, every step into the log; exit 1 if any episode errored.
+    """Run the agent over a release, every step into the log; exit 1 if any episode errored
+    (an error, or a timeout or exhausted budget that ended with an error, as the seed counts).
 
     \b
     Example:
         eviscene eval run --benchmark examples/eviscene-demo-v1/runtime_input/cases.jsonl \\
-            --rollouts-per-case 4 --concurrency 4
+            --rollouts-per-case 4 --concurrency 4 --output-dir runs/demo-r4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
-    summary = _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
+    if output_dir is not None and materialize and output_dir.exists() and any(output_dir.iterdir()):
+        raise EvisceneError(f"output directory must be new or empty: {output_dir}")
+    name = run_id or (output_dir.resolve().name if output_dir is not None else None)
+    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
     if materialize:
-        out_dir = output_dir or Path("runs") / summary.run_id
-        written = materialize_run(log, summary.run_id, out_dir)
-        click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+        _materialize(log, summary.run_id, output_dir)
     _exit_status(summary)
+
+
+def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
+    out_dir = output_dir or Path("runs") / run_id
+    written = materialize_run(log, run_id, out_dir)
+    click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
 @eval_group.command()
 @click.argument("run_id")
+@click.option("--benchmark", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The run's release where it moved: <release>/runtime_input/cases.jsonl (same release id, same cases sha256).")
+@click.option("--retry-errors", is_flag=True, help="Also re-run the episodes that ended in error, as new attempts.")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory to materialize at the end (default: runs/<run_id>, replaced if it exists).")
+@click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default=None, help="Where the remaining episodes run (default: as the run did).")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
 @click.pass_obj
-def resume(log: EventLog, run_id: str, progress: bool, **executor) -> None:
-    """Finish the episodes of RUN_ID that never finished; never repeats a finished one.
+def resume(
+    log: EventLog, run_id: str, benchmark: str | None, retry_errors: bool, output_dir: Path | None, materialize: bool,
+    progress: bool, **executor,
+) -> None:
+    """Finish the episodes of RUN_ID that never finished (never repeats a finished one), then
+    materialize the run directory; the status covers every episode of the run.
 
     \b
     Example:
-        eviscene eval resume 20261130_141500_offline_offline-react-v1
+        eviscene eval resume my-experiment --retry-errors --output-dir runs/my-experiment-resumed
         eviscene eval resume my-experiment --executor ray --ray-address auto
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
-    _exit_status(_drive(log, lambda observer: resume_run(log, run_id, observer=observer, executor=overrides), progress))
+    summary = _drive(
+        log,
+        lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
+                                      executor=overrides),
+        progress,
+    )
+    if materialize:
+        out_dir = output_dir or Path("runs") / run_id
+        if output_dir is None and _is_run_directory_of(out_dir, run_id):
+            shutil.rmtree(out_dir)  # this run's own earlier directory, written again from the log
+        _materialize(log, run_id, out_dir)
+    _exit_status(summary)
+
+
+def _is_run_directory_of(folder: Path, run_id: str) -> bool:
+    """Only a directory materialized for this very run is ever replaced."""
+    try:
+        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8")).get("run_id") == run_id
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:

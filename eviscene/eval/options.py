@@ -20,6 +20,8 @@ from eviscene.release import Release, file_descriptor, sha256_file
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
 DEFAULT_PROVIDER = "offline"
+OCR_BACKEND = "rapidocr"
+DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-v1"
 
 
 class EvalOptions(BaseModel):
@@ -68,6 +70,9 @@ class EvalOptions(BaseModel):
     ray_address: str | None = Field(None, description="Ray cluster to join (`auto`); none starts a local one.")
     workers: int | None = Field(None, description="Ray worker actors (default: one per CPU of the cluster).")
 
+    ocr_cache_version: str | None = None
+    agent_decision_policy_version: Literal["unified-react-v1"] = AGENT_DECISION_POLICY_VERSION
+
     @property
     def provider_name(self) -> str:
         if self.provider is None and self.profile is not None:
@@ -82,7 +87,8 @@ def _env_flag(name: str, default: str) -> bool:
 def resolve_caches(options: EvalOptions) -> EvalOptions:
     """`options` with every cache setting left open filled from the environment
     (TOOL_CACHE_ENABLED, TOOL_CACHE_TTL_SECONDS, PERCEPTION_CACHE_ENABLED,
-    PERCEPTION_CACHE_VERSION), so the manifest records what runs and a resume repeats it."""
+    PERCEPTION_CACHE_VERSION, OCR_CACHE_VERSION / OCR_BACKEND), so the manifest records what
+    runs and a resume repeats it."""
     update: dict[str, Any] = {}
     if options.tool_cache_enabled is None:
         update["tool_cache_enabled"] = _env_flag("TOOL_CACHE_ENABLED", "0")
@@ -96,7 +102,18 @@ def resolve_caches(options: EvalOptions) -> EvalOptions:
         update["perception_cache_enabled"] = _env_flag("PERCEPTION_CACHE_ENABLED", "1")
     if options.perception_cache_version is None:
         update["perception_cache_version"] = os.getenv("PERCEPTION_CACHE_VERSION", "").strip() or PERCEPTION_BACKEND
+    if options.ocr_cache_version is None:
+        update["ocr_cache_version"] = os.getenv("OCR_CACHE_VERSION", "").strip() or f"{ocr_backend()}-v1"
     return options.model_copy(update=update) if update else options
+
+
+def ocr_backend() -> str:
+    """OCR_BACKEND names the OCR engine as the seed's env does; the embedded perception ships
+    one engine (`rapidocr`), so any other name is refused rather than silently ignored."""
+    name = os.getenv("OCR_BACKEND", "").strip().lower() or OCR_BACKEND
+    if name != OCR_BACKEND:
+        raise EvisceneError(f"OCR_BACKEND={name!r}: the embedded perception's OCR engine is {OCR_BACKEND!r}")
+    return name
 
 
 def git_commit() -> str:
@@ -174,7 +191,7 @@ def manifest_blocks(
         },
         "agent": {
             "profile_id": options.profile,
-            "decision_policy_version": AGENT_DECISION_POLICY_VERSION,
+            "decision_policy_version": options.agent_decision_policy_version,
             "provider": options.provider_name,
             "model": model,
             "vlm_provider": options.vlm_provider,
@@ -188,6 +205,7 @@ def manifest_blocks(
             "web_cache_enabled": caches.tool_cache_enabled,
             "tool_cache_ttl_seconds": _seconds(caches.tool_cache_ttl_seconds),
             "perception_cache_version": caches.perception_cache_version,
+            "ocr_cache_version": caches.ocr_cache_version,
             "tool_backend": tool_backend or {"kind": "corpus", "search_backend": "corpus", "web_visit": False},
             "rollouts_per_case": options.rollouts_per_case,
             "base_sampling_seed": options.base_sampling_seed,

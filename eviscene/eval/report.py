@@ -1,4 +1,5 @@
-"""The end-of-run report: accuracy against gold beside the majority-label baseline."""
+"""The end-of-run report: accuracy against gold beside the majority-label baseline, and the
+causes of the episodes that count as errors."""
 
 from __future__ import annotations
 
@@ -32,3 +33,28 @@ def accuracy_lines(log: EventLog, run_id: str) -> list[str]:
         f"accuracy {row['correct'] / n:.3f} ({row['correct']}/{n} finished episodes); "
         f"majority-label baseline {row['majority_count'] / n:.3f} (always '{row['majority_label']}')"
     ]
+
+
+_ERROR_CAUSES = """
+SELECT message, count(*) AS episodes, min(episode_id) AS example
+FROM episode_errors
+WHERE run_id = ?
+GROUP BY message
+ORDER BY episodes DESC, message
+"""
+
+
+def error_cause_lines(log: EventLog, run_id: str, top: int = 3) -> list[str]:
+    """The run's most frequent error messages with counts, and where to look further."""
+    causes = log.sql(_ERROR_CAUSES, [run_id]).to_pylist()
+    if not causes:
+        return []
+    total = sum(c["episodes"] for c in causes)
+    lines = [f"{total} episode(s) count as errors; top causes:"]
+    for cause in causes[:top]:
+        message = cause["message"] if len(cause["message"]) <= 160 else cause["message"][:157] + "..."
+        lines.append(f"  {cause['episodes']} x {message}")
+    if len(causes) > top:
+        lines.append(f"  ... and {len(causes) - top} other cause(s)")
+    lines.append(f"details: eviscene why {causes[0]['example']} --run {run_id}")
+    return lines

@@ -17,7 +17,7 @@ from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
-from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
+from eviscene.eval.options import DEFAULT_OCR_CACHE_VERSION, RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
@@ -56,10 +56,15 @@ class RunSummary:
     sealed: bool = False
     seal_note: str = ""
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
+    run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
 
     @property
     def errored(self) -> int:
         return self.terminations["error"]
+
+    @property
+    def status(self) -> str:
+        return "completed_with_errors" if self.run_errors else "completed"
 
 
 @dataclass
@@ -156,6 +161,24 @@ def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPo
                      "enabled_tools": list(toolbox.enabled_tools), "backend_id": backend_id}
 
 
+def _claim_run_id(log: EventLog, run_id: str) -> str:
+    """Reserve a run id the user chose (`--output-dir`'s name or `--run-id`); a run of that
+    name already in the log is an error, never a second run under one id."""
+    try:
+        folder = run_folder(log.path, run_id)
+    except ValueError as exc:
+        raise EvisceneError(f"--run-id: {exc}") from None
+    taken = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
+    if taken:
+        raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
+    live_root(log.path).mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir()  # atomic: two runs claiming one name at once
+    except FileExistsError:
+        raise EvisceneError(f"run {run_id!r} is already being written in {log.path}; choose another --output-dir or --run-id") from None
+    return run_id
+
+
 def _new_run_id(log: EventLog, plan: RunPlan) -> str:
     """`<timestamp>_<provider>_<model>` as the seed names run dirs, made unique in this log."""
     stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
@@ -174,10 +197,12 @@ def _new_run_id(log: EventLog, plan: RunPlan) -> str:
     raise EvisceneError(f"could not find a free run id for {base}")
 
 
-def _cached_perception(log: EventLog, version: str = PERCEPTION_BACKEND) -> dict[str, PerceptionReported]:
+def _cached_perception(
+    log: EventLog, version: str = PERCEPTION_BACKEND, ocr_version: str = DEFAULT_OCR_CACHE_VERSION
+) -> dict[str, PerceptionReported]:
     """Perception reports already in the log, by image sha256 (PERCEPTION_CACHE_ENABLED), from
-    runs of the same perception backend and `perception_cache_version` (a run recorded before
-    the version existed counts as the default version)."""
+    runs of the same perception backend, `perception_cache_version` and `ocr_cache_version`
+    (a run recorded before a version existed counts as its default)."""
     rows = log.sql(
         """
         SELECT s.payload->>'image_sha256' AS image_sha256, arg_max(p.payload::VARCHAR, p.ts) AS report
@@ -186,16 +211,24 @@ def _cached_perception(log: EventLog, version: str = PERCEPTION_BACKEND) -> dict
         JOIN events r ON r.type = 'run.started' AND r.run_id = p.run_id
         WHERE p.type = 'perception.reported' AND p.payload->>'backend' = ?
           AND coalesce(r.payload->'agent'->>'perception_cache_version', ?) = ?
+          AND coalesce(r.payload->'agent'->>'ocr_cache_version', ?) = ?
         GROUP BY 1
         """,
-        [PERCEPTION_BACKEND, PERCEPTION_BACKEND, version],
+        [PERCEPTION_BACKEND, PERCEPTION_BACKEND, version, DEFAULT_OCR_CACHE_VERSION, ocr_version],
     ).to_pylist()
     return {row["image_sha256"]: PerceptionReported.model_validate_json(row["report"]) for row in rows}
 
 
 async def start_run(
-    log: EventLog, options: EvalOptions, *, observer: RunObserver | None = None, provider: Provider | None = None
+    log: EventLog,
+    options: EvalOptions,
+    *,
+    observer: RunObserver | None = None,
+    provider: Provider | None = None,
+    run_id: str | None = None,
 ) -> RunSummary:
+    """Start a run named `run_id` (as the seed names it: the output directory's name), or a
+    generated `<timestamp>_<provider>_<model>` id."""
     # Absolute paths in the manifest, so `eval resume` works from any directory.
     options = resolve_caches(options).model_copy(
         update={
@@ -206,7 +239,7 @@ async def start_run(
         }
     )
     plan = plan_run(options, provider=provider)
-    run_id = _new_run_id(log, plan)
+    run_id = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
     blocks = manifest_blocks(
         options,
         plan.release,
@@ -252,11 +285,20 @@ async def start_run(
 
 
 async def resume_run(
-    log: EventLog, run_id: str, *, observer: RunObserver | None = None, provider: Provider | None = None,
+    log: EventLog,
+    run_id: str,
+    *,
+    observer: RunObserver | None = None,
+    provider: Provider | None = None,
+    benchmark: str | None = None,
+    retry_errors: bool = False,
     executor: dict[str, Any] | None = None,
 ) -> RunSummary:
-    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished.
-    `executor` (`executor`, `ray_address`, `workers`) overrides where the episodes run."""
+    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished
+    (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
+    `benchmark` points at the run's release where it moved: it must be the same release
+    (release id) with the same cases.jsonl (sha256). `executor` (`executor`, `ray_address`,
+    `workers`) overrides where the episodes run."""
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
         [run_id],
@@ -265,8 +307,18 @@ async def resume_run(
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     manifest = json.loads(started[0]["payload"])
     options = resolve_caches(EvalOptions.model_validate({**manifest["config"], **(executor or {})}))
-    if sha256_file(manifest["benchmark"]["path"]) != manifest["benchmark"]["sha256"]:
-        raise EvisceneError(f"{manifest['benchmark']['path']} changed since run {run_id} started; resume refused")
+    recorded = manifest["benchmark"]
+    if benchmark is not None:
+        options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})
+        moved = load_release(options.benchmark)
+        if moved.release_id != recorded["release_id"]:
+            raise EvisceneError(
+                f"--benchmark {benchmark} is release {moved.release_id!r}; run {run_id} ran release {recorded['release_id']!r}"
+            )
+    elif not Path(options.benchmark).is_file():
+        raise EvisceneError(f"{options.benchmark} is gone; point `--benchmark` at the release's new cases.jsonl")
+    if sha256_file(options.benchmark) != recorded["sha256"]:
+        raise EvisceneError(f"{options.benchmark} differs from the cases.jsonl run {run_id} started with (sha256); resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
     state = log.sql(
@@ -285,10 +337,13 @@ async def resume_run(
     missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
     if missing or len(by_episode) != len(plan.specs):
         raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
+    retry = set()
+    if retry_errors:
+        retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
     todo = [
         (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
         for spec in plan.specs
-        if not by_episode[spec.episode_id]["finished"]
+        if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
     ]
     return await _execute(log, run_id, plan, todo, [], observer)
 
@@ -304,7 +359,8 @@ async def _execute(
     summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
     caches = resolve_caches(plan.options)
     perceptions = (
-        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND) if caches.perception_cache_enabled else {}
+        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND, caches.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)
+        if caches.perception_cache_enabled else {}
     )
     perceive = EmbeddedPerception(perceptions, enabled=bool(caches.perception_cache_enabled))
     ray = None
@@ -366,20 +422,32 @@ async def _execute(
                 )
                 record(spec, await episode.run())
 
-        if ray is not None:
-            check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
-            await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
-                          tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
-        else:
-            async with anyio.create_task_group() as group:
-                for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
-                    group.start_soon(worker)
+        try:
+            if ray is not None:
+                check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
+                await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
+                              tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
+            else:
+                async with anyio.create_task_group() as group:
+                    for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
+                        group.start_soon(worker)
 
-        await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
+            await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
+            await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
+            summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
+        except Exception as exc:
+            # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
+            crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
+            await writer.emit(EventDraft(RunFinished(
+                status="failed", completed_at=now_iso(), num_episodes=sum(summary.terminations.values()),
+                num_errors=summary.errored, error=f"{type(crash).__name__}: {crash}",
+            )))
+            await writer.sync()  # leaving the writer with an exception cancels what is still queued
+            raise
         await writer.emit(
             EventDraft(
                 RunFinished(
-                    status="completed_with_errors" if summary.errored else "completed",
+                    status=summary.status,
                     completed_at=now_iso(),
                     num_episodes=len(todo),
                     num_errors=summary.errored,

@@ -38,7 +38,7 @@ TABULAR_FILES: dict[str, tuple[str, str]] = {
 FORMATS = ("jsonl", "parquet")
 RUN_DIR_VIEWS = (
     *(view for view, _ in TABULAR_FILES.values()),
-    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary",
+    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary", "runs", "sft_export_rejections",
 )
 
 
@@ -114,8 +114,9 @@ def _write_traces(folder: Path, traces: Iterable[tuple[str, dict[str, Any]]]) ->
 
 
 def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """The seed's run_manifest.json: run.started's blocks, the last run.finished's status,
-    the gold descriptor and the artifact file names."""
+    """The seed's run_manifest.json: run.started's blocks, the run's status over every episode
+    (the `runs` view; a crashed run's error with it), the gold descriptor and the artifact
+    file names."""
     finished = _first(con.execute(
         "SELECT payload::VARCHAR FROM events WHERE run_id = ? AND type = 'run.finished' ORDER BY seq DESC LIMIT 1", [run_id]
     ))
@@ -130,14 +131,15 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
         [run_id],
     ))
     finished_payload = json.loads(finished[0]) if finished else None
+    status = _first(con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]))
     benchmark = dict(started["benchmark"])
     benchmark["evaluation_gold"] = {"path": gold[0], "sha256": gold[1]} if gold else None
     extension = "parquet" if fmt == "parquet" else "jsonl"
     stems = list(TABULAR_FILES) + ["trajectory_sft", "perception_trajectories"]
-    return {
+    manifest = {
         "schema_version": started["schema_version"],
         "run_id": run_id,
-        "status": finished_payload["status"] if finished_payload else "running",
+        "status": status[0] if finished_payload else "running",
         "started_at": started["started_at"],
         "completed_at": finished_payload["completed_at"] if finished_payload else None,
         "git_commit": started["git_commit"],
@@ -147,6 +149,9 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
         "artifacts": {**{stem: f"{stem}.{extension}" for stem in stems}, "summary": "summary.json", "traces": "traces/"},
         "result": {"num_samples": counts[0], "num_episodes": counts[1], "num_errors": counts[2]},
     }
+    if finished_payload and finished_payload.get("status") == "failed":
+        manifest["error"] = finished_payload.get("error", "")
+    return manifest
 
 
 def _first(result) -> tuple | None:

@@ -144,7 +144,8 @@ def _sft_messages(request: dict[str, Any], final: dict[str, Any]) -> list[dict[s
 
 
 def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
-    """One SFT row per judged episode: the full transcript up to and including the judgment."""
+    """One SFT row per judged episode whose trajectory the export accepts (sft_export_rejections):
+    the full transcript up to and including the judgment."""
     metadata = _source_metadata(con, run_id)
     root = _release_root(con, run_id)
     for row in batch_rows(con.sql(
@@ -162,6 +163,7 @@ def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Itera
         JOIN blobs lb ON lb.sha256 = c.last_request
         JOIN blobs fb ON fb.sha256 = c.first_request
         WHERE e.run_id = $run_id AND e.finished AND e.verdict IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM sft_export_rejections x WHERE x.run_id = e.run_id AND x.episode_id = e.episode_id)
         ORDER BY {_EPISODE_ORDER}
         """,
         params={"run_id": run_id},

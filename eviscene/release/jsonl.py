@@ -46,7 +46,9 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """Like read_jsonl, but each row comes with its 1-based line number, for callers whose
-    own checks (missing fields, duplicates) must point at a line too."""
+    own checks (missing fields, duplicates) must point at a line too. As the seed's
+    `_load_benchmark`, a file not named `*.jsonl` is one JSON document holding a list of
+    rows; each row is then numbered by its 1-based position in the list."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -55,6 +57,8 @@ def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise ReleaseError(f"{path}: cannot read: {exc.strerror or exc}") from None
     data = data.removeprefix(b"\xef\xbb\xbf")
+    if path.suffix.lower() != ".jsonl":
+        return _json_list_numbered(path, data)
     rows: list[tuple[int, dict[str, Any]]] = []
     for line_number, raw_line in enumerate(data.split(b"\n"), start=1):
         try:
@@ -75,6 +79,21 @@ def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def _json_list_numbered(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        document = parse_json(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ReleaseError(f"{path}: not UTF-8 ({exc.reason})") from None
+    except ValueError as exc:
+        raise ReleaseError(f"{path}: malformed JSON: {exc}") from None
+    if not isinstance(document, list):
+        raise ReleaseError(f"{path}: must be a JSON list of rows or a .jsonl file, got {_json_type(document)}")
+    for position, row in enumerate(document, start=1):
+        if not isinstance(row, dict):
+            raise ReleaseError(f"{path}:{position}: expected a JSON object, got {_json_type(row)}")
+    return list(enumerate(document, start=1))
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -84,4 +103,6 @@ def _json_type(value: Any) -> str:
         return "a number"
     if isinstance(value, str):
         return "a string"
+    if isinstance(value, dict):
+        return "an object"
     return "an array"

@@ -3,8 +3,13 @@
 -- key: run_id
 -- Each evaluation run in the log (a run.started event; imports and dataset exports are
 -- recorded under their own ids and listed by `imports`/`dataset` commands instead): when it
--- started and last finished, its release, provider and model, and how many of its planned
--- episodes have finished (and how many of those errored).
+-- started and last finished, its release, provider and model, a label of the settings that
+-- tell runs apart (rollouts, base sampling seed, ablations, shard, image access), and how
+-- many of its planned episodes have finished and how many of those count as errors
+-- (episode_errors). The status covers every episode of the run, however many invocations
+-- (`eval resume`) it took: `failed` when its last invocation crashed, `running_or_interrupted`
+-- before any invocation finished, `incomplete` while an episode has not finished,
+-- `completed_with_errors` when an episode counts as an error, else `completed`.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     SELECT
@@ -22,41 +27,53 @@ finished_runs AS (
     GROUP BY run_id
 ),
 planned AS (
-    SELECT run_id, count(DISTINCT episode_id) AS episodes_planned
-    FROM events
-    WHERE type = 'episode.scheduled'
+    SELECT run_id, count(*) AS episodes_planned, count(*) FILTER (WHERE finished) AS episodes_finished
+    FROM episodes
     GROUP BY run_id
 ),
-finished_episodes AS (
-    SELECT
-        run_id,
-        count(DISTINCT episode_id) AS episodes_finished,
-        count(DISTINCT episode_id) FILTER (WHERE payload->>'termination' = 'error') AS episodes_errored
-    FROM events
-    WHERE type = 'episode.finished'
-    GROUP BY run_id
+errored AS (
+    SELECT run_id, count(*) AS episodes_errored FROM episode_errors GROUP BY run_id
 ),
 sizes AS (
     SELECT run_id, count(*) AS events, max(ts) AS last_event_at FROM events GROUP BY run_id
+),
+labels AS (
+    SELECT
+        run_id,
+        concat_ws(' ',
+            'rollouts=' || coalesce(payload->'agent'->>'rollouts_per_case', '1'),
+            'seed=' || coalesce(payload->'agent'->>'base_sampling_seed', '?'),
+            CASE WHEN (payload->'agent'->'tool_families'->'web_search'->>'enabled') = 'false' THEN 'no-web-search' END,
+            CASE WHEN (payload->'agent'->'tool_families'->'image_retrieval'->>'enabled') = 'false' THEN 'no-image-retrieval' END,
+            CASE WHEN (payload->'agent'->'tool_families'->'evidence_inspection'->>'enabled') = 'false' THEN 'no-evidence-inspection' END,
+            CASE WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1
+                 THEN 'shard=' || (payload->'benchmark'->>'shard_index') || '/' || (payload->'benchmark'->>'shard_count') END,
+            CASE WHEN (payload->'agent'->>'image_access_mode') = 'separate_vlm' THEN 'separate_vlm' END
+        ) AS label
+    FROM started
 )
 SELECT
     sizes.run_id,
     started.started_at,
     sizes.last_event_at,
     CASE
+        WHEN finished_runs.status = 'failed' THEN 'failed'
         WHEN finished_runs.status IS NULL THEN 'running_or_interrupted'
-        WHEN coalesce(finished_episodes.episodes_finished, 0) < coalesce(planned.episodes_planned, 0) THEN 'incomplete'
-        ELSE finished_runs.status
+        WHEN coalesce(planned.episodes_finished, 0) < coalesce(planned.episodes_planned, 0) THEN 'incomplete'
+        WHEN coalesce(errored.episodes_errored, 0) > 0 THEN 'completed_with_errors'
+        ELSE 'completed'
     END AS status,
     started.payload->'benchmark'->>'release_id' AS release_id,
     started.payload->'agent'->>'provider' AS provider,
     started.payload->'agent'->>'model' AS model,
+    labels.label,
     coalesce(planned.episodes_planned, 0) AS episodes_planned,
-    coalesce(finished_episodes.episodes_finished, 0) AS episodes_finished,
-    coalesce(finished_episodes.episodes_errored, 0) AS episodes_errored,
+    coalesce(planned.episodes_finished, 0) AS episodes_finished,
+    coalesce(errored.episodes_errored, 0) AS episodes_errored,
     sizes.events
 FROM sizes
 JOIN started USING (run_id)
+JOIN labels USING (run_id)
 LEFT JOIN finished_runs USING (run_id)
 LEFT JOIN planned USING (run_id)
-LEFT JOIN finished_episodes USING (run_id);
+LEFT JOIN errored USING (run_id);

@@ -1,8 +1,9 @@
 -- view: episodes
 -- grain: one row per scheduled episode
 -- key: run_id, episode_id
--- Every planned rollout of a run with its outcome, read from the one attempt that reached
--- episode.finished (a crashed attempt's partial events stay in the log but are ignored);
+-- Every planned rollout of a run with its outcome, read from the last attempt that reached
+-- episode.finished (a crashed attempt's partial events stay in the log but are ignored; an
+-- errored attempt re-run by `eval resume --retry-errors` is replaced by the new one);
 -- unfinished episodes have finished = false and NULL outcome columns.
 CREATE OR REPLACE VIEW episodes AS
 WITH scheduled AS (
@@ -33,7 +34,7 @@ finished AS (
         payload->'token_usage' AS token_usage
     FROM events
     WHERE type = 'episode.finished'
-    QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY seq) = 1
+    QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY seq DESC) = 1
 ),
 judged AS (
     SELECT

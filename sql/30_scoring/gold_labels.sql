@@ -2,7 +2,8 @@
 -- grain: one row per run and gold case
 -- key: run_id, case_id
 -- The private evaluation gold each run is scored against: the newest `evaluation_gold`
--- artifact attached to the run, parsed row by row from its blob.
+-- artifact attached to the run, parsed row by row from its blob (JSONL, or a JSON list as the
+-- seed also reads gold).
 CREATE OR REPLACE VIEW gold_labels AS
 WITH artifact AS (
     SELECT run_id, arg_max(payload->>'blob_sha256', seq) AS blob_sha256
@@ -10,10 +11,18 @@ WITH artifact AS (
     WHERE type = 'artifact.imported' AND payload->>'kind' = 'evaluation_gold'
     GROUP BY run_id
 ),
-lines AS (
-    SELECT artifact.run_id, unnest(string_split(decode(blobs.content), chr(10))) AS line
+documents AS (
+    SELECT artifact.run_id, decode(blobs.content) AS document
     FROM artifact
     JOIN blobs ON blobs.sha256 = artifact.blob_sha256
+),
+lines AS (
+    SELECT
+        run_id,
+        unnest(CASE WHEN starts_with(ltrim(document, chr(65279) || ' ' || chr(9) || chr(10) || chr(13)), '[')
+                    THEN from_json(document, '["JSON"]')::VARCHAR[]
+                    ELSE string_split(document, chr(10)) END) AS line
+    FROM documents
 )
 SELECT
     run_id,

@@ -1,8 +1,10 @@
 -- view: process_metrics
--- grain: one row per finished episode
+-- grain: one row per scheduled episode
 -- key: run_id, episode_id
 -- The seed's process_metrics.jsonl row: outcome, the protocol's recall and precision
--- metrics, action counts, the trace audit verdicts and the training exclusion reasons.
+-- metrics, action counts, the trace audit verdicts and the training exclusion reasons. An
+-- episode that never finished has no trace: it gets the seed's stand-in row (an engineering
+-- error, not correct, first_error 'canonical trace is missing', every metric NULL).
 CREATE OR REPLACE VIEW process_metrics AS
 SELECT
     m.run_id,
@@ -26,7 +28,21 @@ SELECT
     s.training_exclusion_reasons,
     a.strict_trace_audit_pass,
     a.hard_trace_audit_pass,
-    a.strict_trace_audit_failures
+    a.strict_trace_audit_failures,
+    NULL::JSON AS first_error
 FROM episode_metrics m
 JOIN trajectory_scores s USING (run_id, episode_id)
-JOIN trace_audit a USING (run_id, episode_id);
+JOIN trace_audit a USING (run_id, episode_id)
+UNION ALL BY NAME
+SELECT
+    run_id,
+    episode_id,
+    'ifv-process-metrics-v2' AS schema_version,
+    case_id,
+    prompt_group_id,
+    verdict AS runtime_verdict,
+    false AS result_correct,
+    true AS engineering_error,
+    '{"error":"canonical trace is missing"}'::JSON AS first_error
+FROM episodes
+WHERE NOT finished;

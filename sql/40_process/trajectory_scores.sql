@@ -1,9 +1,12 @@
 -- view: trajectory_scores
--- grain: one row per finished episode
+-- grain: one row per scheduled episode
 -- key: run_id, episode_id
 -- The teacher score of protocol ifv-process-score-v1: eight reward components, their
 -- weighted total (weights from reward_weights), and the reasons an episode is not a clean
--- teacher trajectory (incorrect_result and engineering_error are fatal; the rest are red flags).
+-- teacher trajectory (incorrect_result and engineering_error are fatal; the rest are red flags;
+-- a trajectory the SFT export refuses adds `trajectory_sft_export_rejected: …`, as the seed).
+-- An episode that never finished gets the seed's stand-in row: every component 0, total 0,
+-- not eligible (its reasons stay NULL: there is no trace to judge).
 CREATE OR REPLACE VIEW trajectory_scores AS
 WITH w AS (
     SELECT
@@ -52,9 +55,11 @@ scored AS (
             CASE WHEN c.has_judgment AND c.citations = 0 THEN 'no_cited_evidence' END,
             CASE WHEN c.citations > c.grounded_citations THEN 'ungrounded_citation' END,
             CASE WHEN c.duplicate_tool_calls > 0 THEN 'duplicate_actions' END,
-            CASE WHEN c.invalid_tool_calls > 0 THEN 'invalid_tool_calls' END
+            CASE WHEN c.invalid_tool_calls > 0 THEN 'invalid_tool_calls' END,
+            'trajectory_sft_export_rejected: ' || x.reason
         ], lambda r: r IS NOT NULL) AS training_exclusion_reasons
     FROM c CROSS JOIN w
+    LEFT JOIN sft_export_rejections x ON x.run_id = c.run_id AND x.episode_id = c.episode_id
 )
 SELECT
     run_id,
@@ -76,4 +81,26 @@ SELECT
     total,
     len(training_exclusion_reasons) = 0 AS training_eligible,
     training_exclusion_reasons
-FROM scored;
+FROM scored
+UNION ALL BY NAME
+SELECT
+    run_id,
+    episode_id,
+    'ifv-trajectory-score-v2' AS schema_version,
+    'ifv-process-score-v1' AS protocol_version,
+    case_id,
+    prompt_group_id,
+    {
+        'result_reward': 0.0::DOUBLE,
+        'grounded_finding_reward': 0.0::DOUBLE,
+        'gap_coverage_reward': 0.0::DOUBLE,
+        'bridge_reward': 0.0::DOUBLE,
+        'stop_calibration_reward': 0.0::DOUBLE,
+        'duplicate_action_penalty': 0.0::DOUBLE,
+        'invalid_task_penalty': 0.0::DOUBLE,
+        'normalized_cost_penalty': 0.0::DOUBLE
+    } AS components,
+    0.0::DOUBLE AS total,
+    false AS training_eligible
+FROM episodes
+WHERE NOT finished;

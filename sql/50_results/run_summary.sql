@@ -1,21 +1,22 @@
 -- view: run_summary
 -- grain: one row per run
 -- key: run_id
--- The seed's summary.json (_compute_summary): episodes, errors (an error verdict,
--- termination or error text), the distribution of predicted verdicts ('None' for episodes
--- without one, as the seed's str()), and mean time, tool calls and model calls, rounded to
+-- The seed's summary.json (_compute_summary): episodes, errors (episode_errors), the
+-- distribution of predicted verdicts ('error' for an episode without one, as the seed's
+-- runtime reports an unjudged episode), and mean time, tool calls and model calls, rounded to
 -- 3 places half to even as Python's round(). Means go through DECIMAL so they never depend
 -- on aggregation order.
 CREATE OR REPLACE VIEW run_summary AS
 WITH rows AS (
     SELECT
         run_id,
-        coalesce(verdict, 'None') AS predicted,
-        verdict = 'error' OR termination = 'error' OR coalesce(trim(error), '') <> '' AS is_error,
-        time_taken,
-        total_tool_calls,
-        llm_api_calls
-    FROM run_results
+        coalesce(r.verdict, 'error') AS predicted,
+        x.episode_id IS NOT NULL AS is_error,
+        r.time_taken,
+        r.total_tool_calls,
+        r.llm_api_calls
+    FROM run_results r
+    LEFT JOIN episode_errors x USING (run_id, episode_id)
 ),
 distribution AS (
     SELECT run_id, map(list(predicted ORDER BY predicted), list(n ORDER BY predicted)) AS predicted_verdict_distribution

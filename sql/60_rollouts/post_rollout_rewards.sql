@@ -1,11 +1,13 @@
 -- view: post_rollout_rewards
--- grain: one row per finished episode
+-- grain: one row per scheduled episode
 -- key: run_id, episode_id
 -- The seed's post_rollout_rewards.jsonl row plus group statistics for RL: the episode's
 -- reward (its trajectory score), the group's mean and sample standard deviation, the GRPO
 -- advantage (r - mean) / (std + 1e-6) and the RLOO advantage r - mean(others); both are 0
 -- and is_std_zero true for a zero-variance or single-member group. Group sums are left folds
--- over the members in episode_id order, so they never depend on aggregation order.
+-- over the members in episode_id order, so they never depend on aggregation order. An
+-- episode that never finished gets the seed's stand-in row (a fatal engineering error, no
+-- steps, no components, reward 0) and takes no part in its group's statistics.
 CREATE OR REPLACE VIEW post_rollout_rewards AS
 WITH members AS (
     SELECT
@@ -63,4 +65,23 @@ SELECT
     CASE WHEN st.n < 2 OR coalesce(st.reward_std, 0) = 0 THEN 0.0
          ELSE m.reward - (st.reward_sum - m.reward) / (st.n - 1) END AS rloo_advantage
 FROM members m
-JOIN stats st USING (run_id, prompt_group_id);
+JOIN stats st USING (run_id, prompt_group_id)
+UNION ALL BY NAME
+SELECT
+    e.run_id,
+    e.episode_id,
+    'ifv-post-rollout-deterministic-v1' AS schema_version,
+    e.prompt_group_id,
+    e.case_id,
+    false AS classification_correct,
+    true AS fatal_engineering_error,
+    false AS strict_trace_audit_pass,
+    el.training_prohibited,
+    el.rl_reward_eligible,
+    []::VARCHAR[] AS step_ids,
+    0.0::DOUBLE AS reward,
+    0.0::DOUBLE AS grpo_advantage,
+    0.0::DOUBLE AS rloo_advantage
+FROM episodes e
+JOIN sft_eligibility el USING (run_id, episode_id)
+WHERE NOT e.finished;

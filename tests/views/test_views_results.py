@@ -61,9 +61,11 @@ def test_views_episodes_are_finished_plus_unfinished(con):
 
 def test_views_runs(rows):
     main = rows("runs", key="run_id")[MAIN]
-    # 15 planned, 14 finished (case-J never did), 2 errored: run.finished says
-    # completed_with_errors but an episode is missing, so the run is incomplete.
-    assert (main["status"], main["episodes_planned"], main["episodes_finished"], main["episodes_errored"]) == ("incomplete", 15, 14, 2)
+    # 15 planned, 14 finished (case-J never did), 3 count as errors (err0, err1 and the timeout
+    # with its error text, as the seed counts): run.finished says completed_with_errors but an
+    # episode is missing, so the run is incomplete.
+    assert (main["status"], main["episodes_planned"], main["episodes_finished"], main["episodes_errored"]) == ("incomplete", 15, 14, 3)
+    assert main["label"] == "rollouts=2 seed=1729"
     assert (main["release_id"], main["provider"], main["model"]) == ("views-demo-v1", "offline", "offline-react-v1")
     assert rows("runs", DEV, key="run_id")[DEV]["status"] == "completed"
 
@@ -148,7 +150,7 @@ def test_views_run_summary(rows):
     # timeout (error text), err0, err1; the unfinished episode has neither error nor termination
     assert summary["num_errors"] == 3
     assert dict(summary["predicted_verdict_distribution"]) == {
-        "None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2,
+        "error": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2,
     }
     # over the 14 finished episodes (the unfinished one has no numbers):
     # time 12.5+8.25+30+0.4+0.6+5+4+2+3+3.5+20+1.5*3 = 93.75 / 14 = 6.69642.. -> 6.696

@@ -103,8 +103,15 @@ AUDIT = {
 }
 
 
-def test_views_post_rollout_rewards_cover_finished_episodes(rows, ep):
-    assert set(rows("post_rollout_rewards")) == {ep[n] for n in GROUP_STATS}
+def test_views_post_rollout_rewards_cover_every_planned_episode(rows, ep):
+    assert set(rows("post_rollout_rewards")) == {ep[n] for n in GROUP_STATS} | {ep["unfinished"]}
+    # the seed's stand-in row for an episode without a trace; no part in group statistics
+    row = rows("post_rollout_rewards")[ep["unfinished"]]
+    assert (row["case_id"], row["classification_correct"], row["fatal_engineering_error"], row["strict_trace_audit_pass"]) == (
+        "case-J", False, True, False)
+    assert (row["training_prohibited"], row["rl_reward_eligible"], row["step_ids"], row["process_components"]) == (False, False, [], None)
+    assert (row["reward"], row["group_members"], row["reward_mean"], row["grpo_advantage"], row["rloo_advantage"]) == (
+        0.0, None, None, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("name", sorted(GROUP_STATS))

@@ -15,6 +15,8 @@ Weights: 1.0 result, 0.3 grounded, 0.3 gap, 0.2 bridge, 0.2 stop, -0.2 dup, -0.2
 -0.1 cost; cost = min(1, tool calls / 24).
 """
 
+import json
+
 import pytest
 
 MAIN, DEV, PROHIBITED = "views-main", "views-dev", "views-prohibited"
@@ -108,8 +110,30 @@ TEACHER_REASONS = {
 
 def test_views_finished_episodes_only(rows, ep):
     finished = {name for name in ep if name != "unfinished"}
-    for view in ("episode_metrics", "process_metrics", "trajectory_scores", "reference_chain_metrics", "trace_audit"):
+    for view in ("episode_metrics", "trace_audit"):
         assert set(rows(view)) == {ep[n] for n in finished}, view
+    for view in ("process_metrics", "trajectory_scores", "reference_chain_metrics"):
+        assert set(rows(view)) == set(ep.values()), view  # every planned episode
+
+
+def test_views_unfinished_episode_has_the_seeds_stand_in_rows(rows, ep, planned):
+    p = planned["unfinished"]
+    metrics = rows("process_metrics")[ep["unfinished"]]
+    assert (metrics["schema_version"], metrics["case_id"], metrics["prompt_group_id"]) == ("ifv-process-metrics-v2", "case-J", p.prompt_group_id)
+    assert (metrics["engineering_error"], metrics["result_correct"], metrics["runtime_verdict"]) == (True, False, None)
+    assert json.loads(metrics["first_error"]) == {"error": "canonical trace is missing"}
+    assert metrics["evidence_recovery_recall"] is None and metrics["training_eligible"] is None
+    assert rows("process_metrics")[ep["correct"]]["first_error"] is None
+    chain = rows("reference_chain_metrics")[ep["unfinished"]]
+    assert (chain["schema_version"], chain["engineering_error"], chain["error"]) == (
+        "ifv-reference-chain-metrics-v2", True, "canonical trace is missing")
+    assert chain["metrics"] == {"fact_recovery_recall": 0.0, "chain_recovery_recall": 0.0,
+                                "evidence_recovery_recall": 0.0, "basis_reference_precision": 0.0}
+    score = rows("trajectory_scores")[ep["unfinished"]]
+    assert score["components"] == {name: 0.0 for name in (
+        "result_reward", "grounded_finding_reward", "gap_coverage_reward", "bridge_reward", "stop_calibration_reward",
+        "duplicate_action_penalty", "invalid_task_penalty", "normalized_cost_penalty")}
+    assert (score["total"], score["training_eligible"], score["training_exclusion_reasons"]) == (0.0, False, None)
 
 
 @pytest.mark.parametrize("name", sorted(METRICS))

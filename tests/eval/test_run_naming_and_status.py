@@ -1,0 +1,261 @@
+"""Runs named as the seed names them, statuses and exit codes that count what the seed counts,
+resume that covers the whole run (retry errors, a moved release, the run directory), and a
+crashed run recorded as failed. Real offline runs on a few cases of the bundled release."""
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+from click.testing import CliRunner
+
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.cli.main import cli
+from eviscene.eval import run as run_module
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import resume_run, start_run
+from eviscene.providers import OfflineProvider
+from eviscene.store import EventLog
+
+
+class FailsOnSeeds(OfflineProvider):
+    """Fails every call of the episodes with these sampling seeds (a provider outage for them)."""
+
+    def __init__(self, seeds: set[int], message: str = "upstream returned 500 three times"):
+        super().__init__()
+        self.seeds = seeds
+        self.message = message
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.sampling_seed in self.seeds:
+            raise ProviderError(self.message)
+        return await super().complete(request)
+
+
+def benchmark(release: Path) -> str:
+    return str(release / "runtime_input" / "cases.jsonl")
+
+
+def invoke(log_path: Path, *args: str):
+    return CliRunner().invoke(cli, ["--db", str(log_path), *args])
+
+
+def runs(log: EventLog) -> dict[str, dict]:
+    return {row["run_id"]: row for row in log.sql("SELECT * FROM runs").to_pylist()}
+
+
+def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--output-dir", "runs/my-experiment")
+    assert first.exit_code == 0, first.output
+    assert "run my-experiment: 1 of 1 episodes ran (completed 1); status completed" in first.output
+    manifest = json.loads((tmp_path / "runs" / "my-experiment" / "run_manifest.json").read_text())
+    assert manifest["run_id"] == "my-experiment" and manifest["status"] == "completed"
+
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--output-dir", "elsewhere/my-experiment")
+    assert again.exit_code == 2
+    assert "run 'my-experiment' already exists" in again.output and "Traceback" not in again.output
+
+    named = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--output-dir", "elsewhere/my-experiment", "--run-id", "ablation-no-web", "--disable-web-search",
+                   "--rollouts-per-case", "2", "--base-sampling-seed", "7")
+    assert named.exit_code == 0, named.output
+    listed = runs(EventLog(log_path))
+    assert set(listed) == {"my-experiment", "ablation-no-web"}
+    assert listed["my-experiment"]["label"] == "rollouts=1 seed=1729"
+    assert listed["ablation-no-web"]["label"] == "rollouts=2 seed=7 no-web-search"
+
+    bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "../x")
+    assert bad.exit_code == 2 and "--run-id" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "1",
+                    "--no-progress", "--output-dir", str(out))
+    assert result.exit_code == 2 and "must be new or empty" in result.output
+    assert not (tmp_path / "log.duckdb").exists() or not runs(EventLog(tmp_path / "log.duckdb"))
+
+
+def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "2",
+                    "--timeout", "0.001", "--no-progress", "--no-materialize", "--run-id", "too-fast")
+    assert result.exit_code == 1, result.output  # the seed: a timeout carries error text, so num_errors > 0
+    assert "2 of 2 episodes ran (timeout 2); status completed_with_errors" in result.output
+    assert "2 episode(s) count as errors; top causes:" in result.output
+    assert "  2 x episode exceeded its 0.001 s timeout" in result.output
+    first = sorted(EventLog(tmp_path / "log.duckdb").sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist())[0]
+    assert f"details: eviscene why {first} --run too-fast" in result.output
+    assert runs(EventLog(tmp_path / "log.duckdb"))["too-fast"]["status"] == "completed_with_errors"
+
+
+def test_error_causes_are_the_top_three_messages_with_counts(release, tmp_path, monkeypatch):
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=5)).specs
+    by_message = {"A down": {specs[0].sampling_seed, specs[1].sampling_seed}, "B down": {specs[2].sampling_seed},
+                  "C down": {specs[3].sampling_seed}, "D down": {specs[4].sampling_seed}}
+
+    class Outage(OfflineProvider):
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            for message, seeds in by_message.items():
+                if request.sampling_seed in seeds:
+                    raise ProviderError(message)
+            return await super().complete(request)
+
+    monkeypatch.setattr(run_module, "make_provider", lambda _: Outage())
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "5",
+                    "--no-progress", "--no-materialize", "--run-id", "outage")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    at = lines.index("5 episode(s) count as errors; top causes:")
+    assert lines[at + 1:at + 5] == [
+        "  2 x ProviderError: A down", "  1 x ProviderError: B down", "  1 x ProviderError: C down", "  ... and 1 other cause(s)",
+    ]
+
+
+def test_a_no_op_resume_keeps_the_errors_and_retry_errors_reruns_them(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=3)).specs
+    failing = specs[1]
+    monkeypatch.setattr(run_module, "make_provider", lambda _: FailsOnSeeds({failing.sampling_seed}))
+    first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "3", "--no-progress",
+                   "--run-id", "flaky")
+    assert first.exit_code == 1
+    assert runs(log)["flaky"]["status"] == "completed_with_errors"
+
+    noop = invoke(log_path, "eval", "resume", "flaky", "--no-progress")
+    assert noop.exit_code == 1, noop.output  # nothing ran, but the run still holds an errored episode
+    assert "0 of 3 episodes ran (nothing left to run); status completed_with_errors" in noop.output
+    assert runs(log)["flaky"]["status"] == "completed_with_errors"
+    assert json.loads((tmp_path / "runs" / "flaky" / "run_manifest.json").read_text())["status"] == "completed_with_errors"
+
+    monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())  # the server is back
+    retried = invoke(log_path, "eval", "resume", "flaky", "--retry-errors", "--no-progress")
+    assert retried.exit_code == 0, retried.output
+    assert "1 of 3 episodes ran (completed 1); status completed" in retried.output
+    row = log.sql("SELECT termination, attempts, final_attempt FROM episodes WHERE episode_id = ?", [failing.episode_id]).to_pylist()
+    assert row == [{"termination": "completed", "attempts": 2, "final_attempt": 2}]
+    # the errored attempt stays in the log (append-only); every view reads the new one
+    finishes = log.sql("SELECT attempt, payload->>'termination' AS t FROM events WHERE type = 'episode.finished' "
+                       "AND episode_id = ? ORDER BY seq", [failing.episode_id]).to_pylist()
+    assert finishes == [{"attempt": 1, "t": "error"}, {"attempt": 2, "t": "completed"}]
+    assert runs(log)["flaky"]["status"] == "completed" and runs(log)["flaky"]["episodes_errored"] == 0
+    manifest = json.loads((tmp_path / "runs" / "flaky" / "run_manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["result"]["num_errors"] == 0
+    assert invoke(log_path, "log", "verify").exit_code == 0
+
+
+def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    moved = tmp_path / "moved" / "demo"
+    shutil.copytree(release, moved)
+    options = EvalOptions(benchmark=benchmark(moved), limit=2)
+    anyio.run(lambda: start_run(log, options, run_id="moving"))
+    shutil.rmtree(moved)
+    gone = invoke(tmp_path / "log.duckdb", "eval", "resume", "moving", "--no-progress", "--no-materialize")
+    assert gone.exit_code == 2 and "--benchmark" in gone.output and "Traceback" not in gone.output
+
+    found = invoke(tmp_path / "log.duckdb", "eval", "resume", "moving", "--benchmark", benchmark(release),
+                   "--no-progress", "--output-dir", str(tmp_path / "out"))
+    assert found.exit_code == 0, found.output
+    assert (tmp_path / "out" / "run_manifest.json").is_file()
+
+    edited = tmp_path / "edited" / "demo"
+    shutil.copytree(release, edited)
+    cases = edited / "runtime_input" / "cases.jsonl"
+    cases.write_text(cases.read_text().replace("\n", "\n\n", 1))
+    refused = invoke(tmp_path / "log.duckdb", "eval", "resume", "moving", "--benchmark", str(cases), "--no-progress")
+    assert refused.exit_code == 2 and "sha256" in refused.output
+
+    other = tmp_path / "other" / "demo"
+    shutil.copytree(release, other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["release_id"] = "someone-else-v1"
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    wrong = invoke(tmp_path / "log.duckdb", "eval", "resume", "moving", "--benchmark", benchmark(other), "--no-progress")
+    assert wrong.exit_code == 2 and "someone-else-v1" in wrong.output
+
+
+def test_a_crashed_run_is_failed_with_its_error_in_the_manifest(release, tmp_path):
+    broken = tmp_path / "broken" / "demo"
+    shutil.copytree(release, broken)
+    gold = broken / "private" / "evaluation_gold.jsonl"
+    gold.write_text(gold.read_text() + '{"case_id": "truncated", \n')  # discovered only when scoring starts
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(broken), "--limit", "1", "--no-progress",
+                    "--run-id", "crashed", "--no-materialize")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    log = EventLog(log_path)
+    assert runs(log)["crashed"]["status"] == "failed"
+    finished = log.sql("SELECT payload->>'status' AS status, payload->>'error' AS error FROM events "
+                       "WHERE type = 'run.finished' AND run_id = 'crashed'").to_pylist()
+    assert len(finished) == 1 and finished[0]["status"] == "failed"
+    assert finished[0]["error"].startswith("ReleaseError: ") and "evaluation_gold.jsonl" in finished[0]["error"]
+    out = tmp_path / "crashed-dir"
+    assert invoke(log_path, "materialize", "crashed", "--out", str(out)).exit_code == 0
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["error"] == finished[0]["error"]
+
+
+def test_manifest_records_the_decision_policy_and_ocr_cache_version(release, tmp_path, monkeypatch):
+    log = EventLog(tmp_path / "log.duckdb")
+    monkeypatch.setenv("OCR_BACKEND", "RapidOCR")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=1), run_id="ocr-default"))
+    monkeypatch.setenv("OCR_CACHE_VERSION", "ocr-2026-12")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=1), run_id="ocr-bumped"))
+    agent = {
+        row["run_id"]: json.loads(row["agent"])
+        for row in log.sql("SELECT run_id, payload->'agent' AS agent FROM events WHERE type = 'run.started'").to_pylist()
+    }
+    assert agent["ocr-default"]["ocr_cache_version"] == "rapidocr-v1"
+    assert agent["ocr-bumped"]["ocr_cache_version"] == "ocr-2026-12"
+    assert agent["ocr-default"]["decision_policy_version"] == "unified-react-v1"
+    # a new OCR cache version never reuses perception reports made under the old one; the same one does
+    monkeypatch.delenv("OCR_CACHE_VERSION")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=1), run_id="ocr-same"))
+    hits = {
+        row["run_id"]: row["hit"]
+        for row in log.sql("SELECT run_id, bool_and((payload->>'cache_hit')::BOOLEAN) AS hit FROM events "
+                           "WHERE type = 'perception.reported' GROUP BY run_id").to_pylist()
+    }
+    assert hits == {"ocr-default": False, "ocr-bumped": False, "ocr-same": True}
+    monkeypatch.setenv("OCR_BACKEND", "baidu")
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress")
+    assert result.exit_code == 2 and "OCR_BACKEND='baidu'" in result.output
+
+
+def test_cases_and_gold_as_json_lists_score_as_their_jsonl_twins(release, tmp_path):
+    """The seed reads a benchmark or gold file not named *.jsonl as one JSON list of rows."""
+    listed = tmp_path / "listed" / "demo"
+    shutil.copytree(release, listed)
+    for jsonl, json_name in (("runtime_input/cases.jsonl", "runtime_input/cases.json"),
+                             ("private/evaluation_gold.jsonl", "private/evaluation_gold.json")):
+        rows = [json.loads(line) for line in (listed / jsonl).read_text().splitlines() if line.strip()]
+        (listed / jsonl).unlink()
+        (listed / json_name).write_text(json.dumps(rows, indent=1))
+    manifest = json.loads((listed / "manifest.json").read_text())
+    manifest["artifacts"]["evaluation_gold"] = "private/evaluation_gold.json"
+    (listed / "manifest.json").write_text(json.dumps(manifest))
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=str(listed / "runtime_input" / "cases.json"), limit=3), run_id="listed"))
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=3), run_id="lines"))
+    scored = log.sql("SELECT run_id, case_id, label FROM gold_labels ORDER BY case_id, run_id").to_pylist()
+    gold = [json.loads(line) for line in (release / "private" / "evaluation_gold.jsonl").read_text().splitlines() if line.strip()]
+    expected = sorted({row["case_id"]: row["label"] for row in gold}.items())
+    assert [(r["case_id"], r["label"]) for r in scored if r["run_id"] == "listed"] == expected
+    assert [(r["case_id"], r["label"]) for r in scored if r["run_id"] == "lines"] == expected
+    correct = {row["run_id"]: row["n"] for row in log.sql(
+        "SELECT run_id, count(*) FILTER (WHERE result_correct) AS n FROM process_metrics GROUP BY run_id").to_pylist()}
+    assert correct["listed"] == correct["lines"] and correct["lines"] >= 2
+
+    bad = tmp_path / "bad" / "demo"
+    shutil.copytree(listed, bad)
+    (bad / "runtime_input" / "cases.json").write_text('{"case_id": "not a list"}')
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", str(bad / "runtime_input" / "cases.json"), "--no-progress")
+    assert result.exit_code == 2 and "must be a JSON list of rows or a .jsonl file, got an object" in result.output
