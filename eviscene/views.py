@@ -118,11 +118,13 @@ def _read_definitions() -> list[ViewDefinition]:
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """SQL access to rules that live in Python once: URL normalization is shared by the
-    tools, the source-access policy and the scoring views; trace file names by the seed
-    layout and the materialized run directory."""
+    tools, the source-access policy and the scoring views; the source-access policy's
+    matcher by the tools and the trace audit; trace file names by the seed layout and the
+    materialized run directory."""
     # Imported here: `eviscene.tools` loads the OCR and image libraries, which a process
     # that only writes or reads events never needs.
     from eviscene.release.selection import safe_trace_filename
+    from eviscene.tools.policy import policy_block_reason
     from eviscene.tools.urls import normalize_host, normalize_url, url_host
 
     for name, function in (
@@ -132,6 +134,10 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
         ("safe_trace_filename", safe_trace_filename),
     ):
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
+    # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
+    con.create_function(
+        "source_policy_block", policy_block_reason, [VARCHAR, VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
+    )
 
 
 def apply_views(
