@@ -53,6 +53,16 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", text) is not None
 
 
+# String literals and comments: a view named there ('tool_calls' as a JSON key, a gate
+# kind) is not read, and binding it for nothing costs time.
+_LITERALS_AND_COMMENTS = re.compile(r"'(?:[^']|'')*'|--[^\n]*")
+
+
+def _body(definition: ViewDefinition) -> str:
+    """The view's SQL after its name, without string literals and comments."""
+    return _LITERALS_AND_COMMENTS.sub(" ", definition.sql.split("AS", 1)[-1])
+
+
 def views_needed_by(query: str) -> list[ViewDefinition]:
     """The views a query names, with everything they read, in creation order: binding a view
     costs time, so a query pays only for the views it uses."""
@@ -60,7 +70,7 @@ def views_needed_by(query: str) -> list[ViewDefinition]:
     needed = {d.name for d in definitions if _mentions(query, d.name)}
     for definition in reversed(definitions):  # dependents come after their dependencies
         if definition.name in needed:
-            body = definition.sql.split("AS", 1)[-1]
+            body = _body(definition)
             needed.update(d.name for d in definitions if d.name != definition.name and _mentions(body, d.name))
     return [d for d in definitions if d.name in needed]
 
@@ -75,7 +85,7 @@ def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]
             return
         if definition.name in trail:
             raise ValueError(f"views reference each other in a cycle: {' -> '.join(trail + (definition.name,))}")
-        body = definition.sql.split("AS", 1)[-1]
+        body = _body(definition)
         for name, other in by_name.items():
             if name != definition.name and _mentions(body, name):
                 place(other, trail + (definition.name,))

@@ -20,7 +20,7 @@ from eviscene.exports.serialize import json_bytes
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
 from eviscene.store import EventLog
 from eviscene.store.chain import canonical_json
-from eviscene.views import apply_views, view_definitions
+from eviscene.views import apply_views, view_definitions, views_needed_by
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
@@ -135,7 +135,12 @@ def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConne
     con = log.connect(views=False)
     try:
         _create_inputs(con, settings)
-        apply_views(con)
+        # Native runs need the whole scoring stack (native_candidates, the trajectories);
+        # imported sources only the dataset views: binding the rest costs seconds.
+        dataset = " ".join(
+            d.name for d in view_definitions() if d.path.startswith(DATASET_FOLDER) and d.name not in _NOT_MATERIALIZED
+        )
+        apply_views(con, only=None if settings.native_runs else views_needed_by(dataset))
         _fill_native(con, settings.native_runs)
         _materialize(con)
     except BaseException:
