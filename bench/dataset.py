@@ -1,16 +1,39 @@
 """Dataset export benchmark: `eviscene dataset export` over N synthetic candidate episodes,
 beside seed 002's algorithm written as plain Python (the BASELINE) over the same data.
 
-A seed-style run directory of N episodes (N/2 cases x 2 rollouts, content families shared
-so that cases chain into groups, plus domain families that must not) is written once. Then,
-each in its own process so peak memory is its own:
+A seed-style run directory of N candidate episodes is written once: cases of 2-4 rollouts,
+about 80% eligible and 97% with a trajectory; the rollouts of a case share a content family,
+one citation in ten is a "hot" content family that chains a few cases into one group, and
+domain families must join nothing; in one case of eight the rollouts share no family at all
+(where the seed can split a case and EviScene deliberately does not). Then, each in its own process so peak memory is its own:
   ours/import   eviscene import of the run directory into a fresh log
-  ours/export   the whole export from the log (views, selection, groups, splits, files)
-  baseline      seed 002's loop: read traces and scores, best rollout per case,
-                union-find over content families, sha256 split, write the split files
-Prints seconds, peak RSS and the ratios.
+  ours/export   the whole export from the log (views, eligibility, groups, splits, files)
+  baseline      seed 002's derived mode: read traces and scores, keep every eligible
+                rollout with a trajectory, union-find over content families, sha256
+                split, write the split files
+Checks: the same accepted episodes; the same split files wherever the seed's groups keep
+each case whole (elsewhere EviScene joins the case's groups; the count is printed). Prints
+seconds, peak RSS and the ratios.
 
     python bench/dataset.py --episodes 100000
+
+Where the export's time goes (cProfile of `export_dataset`, 2000 candidates of an imported
+run directory, on a shared 2-core machine under heavy load, so read the shares, not the
+seconds): binding views 25.8 s of 58 s (open_export created all 54 views, and the view
+dependency scan counted names inside string literals and comments: 'tool_calls' as a
+JSON key, 'sft_eligibility' as a gate kind, so an imported-only export bound the whole
+scoring stack); computing the dataset views into tables 12.2 s (per view, wall:
+imported_traces 1.1 s, trace_runtime_ids 0.9 s for json_tree over every trace,
+imported_files 0.9 s, split_components 0.6 s, dataset_trajectories 0.6 s, the rest
+less); recording the dataset.exported event 13.4 s (10 s of it the event writer's first
+import of pandas); writing the files 4.1 s (orjson parse and re-serialization of each SFT
+record 0.6 s). Now an imported-only export binds only the 27 views the dataset views
+read (literals and comments no longer count as dependencies): binding 4.2 s, the same
+export 17 s, byte-identical files. At 10k candidates: export 3.9x the baseline's time
+(38.9 s vs 9.9 s), 3.5x its peak memory. At 100k (77,282 accepted; 15,612 of them in seed
+groups that split a case): export 283 s vs baseline 148 s, 1.92x time, 2.28x peak memory
+(2282 vs 1000 MiB); import 290 s. Not done yet: streaming the split files from
+DuckDB/Arrow instead of per-row dicts (the remaining per-row Python work).
 """
 
 from __future__ import annotations
@@ -27,42 +50,50 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-FATAL = {"incorrect_result", "engineering_error", "legacy_core_ownership"}
-
-
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def make_run_dir(root: Path, episodes: int, seed: int = 7) -> None:
     rng = random.Random(seed)
-    cases = max(1, episodes // 2)
-    family_pool = max(1, cases // 2)
+    unique_pool = episodes * 16  # a case's own content: rarely seen again
+    hot_pool = max(1, episodes // 20)  # content that chains a few cases into one group
     (root / "traces").mkdir(parents=True)
     (root / "run_manifest.json").write_text(json.dumps({
         "run_id": "bench-run", "git_commit": "bench", "benchmark": {"release_id": "bench", "release_stage": "frozen_eval"},
         "agent": {"decision_policy_version": "unified-react-v1"},
     }))
     scores, sft = [], []
-    for i in range(episodes):
-        case = f"case-{i // 2:06d}"
-        episode = f"{case}--r{i % 2:03d}"
-        families = [f"content:{rng.randrange(family_pool):08x}" for _ in range(2)] + [f"domain:site{rng.randrange(50)}.org"]
-        trace = {"image_id": episode, "case_id": case, "decision_policy_version": "unified-react-v1", "state": {
-            "runtime_case": {"case_id": case, "image_sha256": hashlib.sha256(case.encode()).hexdigest()},
-            "investigation_state": {"evidence": [{"evidence_id": f"ev-{k}", "source_family": f} for k, f in enumerate(families)]},
-        }}
-        (root / "traces" / f"{episode}.json").write_text(json.dumps(trace))
-        eligible = rng.random() < 0.8
-        scores.append({"episode_id": episode, "case_id": case, "total": round(rng.random() * 2, 3), "training_eligible": eligible,
-                       "training_exclusion_reasons": [] if eligible else ["incorrect_result"]})
-        sft.append({"episode_id": episode, "case_id": case, "images": [f"/images/{case}.jpg"], "tools": [], "messages": [
-            {"role": "system", "content": [{"type": "text", "text": "Verify the image."}]},
-            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"Claim {i}: " + "words " * rng.randrange(5, 60)}]},
-            {"role": "assistant", "content": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "text_search", "arguments": {"query": case}}}]},
-            {"role": "tool", "tool_call_id": "c1", "name": "text_search", "content": [{"type": "text", "text": "ev-0: page"}]},
-            {"role": "assistant", "content": [{"type": "text", "text": '{"verdict": "authentic"}'}]},
-        ]})
+    written, case_number = 0, 0
+    while written < episodes:
+        case = f"case-{case_number:06d}"
+        case_number += 1
+        rollouts = min(rng.randint(2, 4), episodes - written)
+        disjoint = rng.random() < 0.125  # rollouts cite no common family
+        shared = f"content:{rng.randrange(unique_pool):08x}"
+        for r in range(rollouts):
+            episode = f"{case}--r{r:03d}"
+            families = [f"content:{rng.randrange(unique_pool):08x}"] + ([] if disjoint else [shared])
+            if rng.random() < 0.1:
+                families.append(f"content:hot{rng.randrange(hot_pool):06x}")
+            families.append(f"domain:site{rng.randrange(50)}.org")
+            trace = {"image_id": episode, "case_id": case, "decision_policy_version": "unified-react-v1", "state": {
+                "runtime_case": {"case_id": case, "image_sha256": hashlib.sha256(case.encode()).hexdigest()},
+                "investigation_state": {"evidence": [{"evidence_id": f"ev-{k}", "source_family": f} for k, f in enumerate(families)]},
+            }}
+            (root / "traces" / f"{episode}.json").write_text(json.dumps(trace))
+            eligible = rng.random() < 0.8
+            scores.append({"episode_id": episode, "case_id": case, "total": round(rng.random() * 2, 3), "training_eligible": eligible,
+                           "training_exclusion_reasons": [] if eligible else ["incorrect_result"]})
+            if rng.random() < 0.97:
+                sft.append({"episode_id": episode, "case_id": case, "images": [f"/images/{case}.jpg"], "tools": [], "messages": [
+                    {"role": "system", "content": [{"type": "text", "text": "Verify the image."}]},
+                    {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"Claim {written}: " + "words " * rng.randrange(5, 60)}]},
+                    {"role": "assistant", "content": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "text_search", "arguments": {"query": case}}}]},
+                    {"role": "tool", "tool_call_id": "c1", "name": "text_search", "content": [{"type": "text", "text": "ev-0: page"}]},
+                    {"role": "assistant", "content": [{"type": "text", "text": '{"verdict": "authentic"}'}]},
+                ]})
+            written += 1
     for name, rows in (("trajectory_scores", scores), ("trajectory_sft", sft)):
         (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -85,22 +116,17 @@ def baseline(run_dir: Path, out: Path, seed: str = "ifv-policy-v1", train_ratio:
         trace = json.loads(path.read_text())
         episode = str(trace.get("image_id") or path.stem).strip()
         score = scores.get(episode, {})
-        reasons = [str(r) for r in score.get("training_exclusion_reasons", []) or [] if str(r).strip()]
         evidence = trace["state"]["investigation_state"]["evidence"]
         meta[episode] = {
             "case_id": trace["state"]["runtime_case"]["case_id"],
             "families": sorted({e["source_family"] for e in evidence if e["source_family"].startswith("content:")}),
             "eligible": bool(score.get("training_eligible", False)),
-            "red_flags": [r for r in reasons if r not in FATAL],
+            "reasons": [str(r) for r in score.get("training_exclusion_reasons", []) or []],
             "score": float(score.get("total", 0.0) or 0.0),
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         }
-    by_case = defaultdict(list)
-    for episode, m in sorted(meta.items()):
-        if m["eligible"]:
-            by_case[m["case_id"]].append(episode)
-    selected = sorted(max(c, key=lambda e: (-len(meta[e]["red_flags"]), meta[e]["score"], e)) for c in by_case.values())
-    episodes = [e for e in selected if e in trajectories]
+    # derived mode: every eligible rollout with a trajectory (no per-case selection)
+    episodes = [e for e in sorted(meta) if meta[e]["eligible"] and e in trajectories]
     parent = {e: e for e in episodes}
 
     def find(x: str) -> str:
@@ -127,11 +153,24 @@ def baseline(run_dir: Path, out: Path, seed: str = "ifv-policy-v1", train_ratio:
         value = int.from_bytes(hashlib.sha256(f"{seed}:{group}".encode()).digest()[:8], "big") / 2**64
         split = "train" if value < train_ratio else "validation" if value < train_ratio + validation_ratio else "test"
         for e in members:
-            rows[split].append({**trajectories[e], "split": split, "split_group_id": group})
+            rows[split].append({**trajectories[e], "case_id": meta[e]["case_id"], "split": split, "split_group_id": group})
     out.mkdir(parents=True, exist_ok=True)
+
+    def write(name: str, found: list) -> None:
+        (out / name).write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in found))
+
     for split, found in rows.items():
         found.sort(key=lambda r: r["episode_id"])
-        (out / f"{split}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in found))
+        write(f"{split}.jsonl", found)
+    split_of = {r["episode_id"]: (r["split"], r["split_group_id"]) for found in rows.values() for r in found}
+    write("episode_metadata.jsonl", [
+        {"episode_id": e, **{k: v for k, v in meta[e].items() if k != "eligible"}, "split": split_of[e][0], "split_group_id": split_of[e][1]}
+        for e in episodes
+    ])
+    accepted = set(episodes)
+    write("excluded_episode_metadata.jsonl", [
+        {"episode_id": e, **meta[e], "trajectory_sft_rows": int(e in trajectories)} for e in sorted(meta) if e not in accepted
+    ])
     return len(episodes)
 
 
@@ -177,15 +216,41 @@ def main() -> None:
         for r in results.values():
             label = "BASELINE (seed 002 in plain Python)" if r["phase"] == "baseline" else f"ours/{r['phase']}"
             print(f"{label:<38} {r['seconds']:8.2f} s   peak {r['peak_mib']:8.0f} MiB   ({r['count']} rows)")
-        assert results["export"]["count"] == results["baseline"]["count"], "ours and the baseline accept different episodes"
-        for split in ("train", "validation", "test"):
-            ours = [json.loads(l)["episode_id"] for l in (work / "ours" / f"{split}.jsonl").read_text().splitlines()]
-            base = [json.loads(l)["episode_id"] for l in (work / "baseline" / f"{split}.jsonl").read_text().splitlines()]
-            assert ours == base, f"{split} differs from the baseline"
+        whole, joined = compare(work / "ours", work / "baseline")
         export, base = results["export"], results["baseline"]
         total = export["seconds"] + results["import"]["seconds"]
+        print(f"same accepted episodes: yes; same split files on the {whole} episodes whose seed groups keep their cases whole: yes;"
+              f" {joined} episodes in seed groups that split a case, joined by EviScene")
         print(f"export / baseline: {export['seconds'] / base['seconds']:.2f}x time, {export['peak_mib'] / base['peak_mib']:.2f}x peak memory")
-        print(f"import + export / baseline: {total / base['seconds']:.2f}x time (same splits: yes)")
+        print(f"import + export / baseline: {total / base['seconds']:.2f}x time")
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def compare(ours: Path, base: Path) -> tuple[int, int]:
+    """Assert the same accepted episodes, and split files equal (episode, split, group, in
+    file order) on the episodes whose seed group shares no case with another group.
+    Returns (episodes compared, episodes in groups that split a case)."""
+    accepted = [r["episode_id"] for r in _lines(ours / "episode_metadata.jsonl")]
+    assert accepted == [r["episode_id"] for r in _lines(base / "episode_metadata.jsonl")], "ours and the baseline accept different episodes"
+    splits = ("train", "validation", "test")
+    base_rows = {s: _lines(base / f"{s}.jsonl") for s in splits}
+    groups_of_case: dict[str, set[str]] = defaultdict(set)
+    for found in base_rows.values():
+        for r in found:
+            groups_of_case[r["case_id"]].add(r["split_group_id"])
+    # A seed group is joined with another by EviScene when one of its cases also sits in another group.
+    joined_groups = {g for groups in groups_of_case.values() if len(groups) > 1 for g in groups}
+    kept_whole = {r["episode_id"] for found in base_rows.values() for r in found if r["split_group_id"] not in joined_groups}
+    compared = 0
+    for s in splits:
+        pick = lambda rows: [(r["episode_id"], r["split"], r["split_group_id"]) for r in rows if r["episode_id"] in kept_whole]
+        mine = pick(_lines(ours / f"{s}.jsonl"))
+        assert mine == pick(base_rows[s]), f"{s}.jsonl differs from the baseline where the seed keeps cases whole"
+        compared += len(mine)
+    return compared, len(accepted) - compared
 
 
 if __name__ == "__main__":

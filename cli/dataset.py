@@ -33,6 +33,8 @@ def dataset() -> None:
 @click.option("--semantic-reward-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.semantic_reward.json artifacts (frozen mode).")
 @click.option("--minimum-accepted-cases", type=int, default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
+@click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
+@click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
 @click.option("--train-ratio", type=float, default=0.8, show_default=True)
 @click.option("--validation-ratio", type=float, default=0.1, show_default=True)
 @click.option("--seed", default="ifv-policy-v1", show_default=True, help="Split seed: sha256(seed:group_id).")
@@ -40,11 +42,14 @@ def dataset() -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
 @click.pass_obj
 def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split, eligibility_dir, semantic_reward_dir,
-           minimum_accepted_cases, allow_missing_validation_cases, train_ratio, validation_ratio, seed, short_max_tokens, fmt) -> None:
-    """Export the best rollout of each case as TRL-ready SFT rows, split by connected
-    source-family groups (seed 002): train/validation/test.jsonl, perception.*.jsonl,
-    long_holdout.jsonl, episode metadata, accepted/excluded episodes and manifest.json;
-    byte-identical on rerun. Path inputs are imported into the log first.
+           minimum_accepted_cases, allow_missing_validation_cases, one_rollout_per_case, allow_training_prohibited,
+           train_ratio, validation_ratio, seed, short_max_tokens, fmt) -> None:
+    """Export eligible rollouts as TRL-ready SFT rows, split by connected source-family
+    groups (seed 002): every eligible rollout in derived mode (--one-rollout-per-case: the
+    best per case), the best rollout per case in frozen mode; a case never sits in two
+    splits. Writes train/validation/test.jsonl, perception.*.jsonl, long_holdout.jsonl,
+    episode metadata, accepted/excluded episodes and manifest.json; byte-identical on rerun.
+    Path inputs are imported into the log first.
 
     \b
     Example:
@@ -54,7 +59,8 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
     options = ExportOptions(
         out_dir=out_dir, runs=list(runs), run_dirs=list(run_dirs), accepted_release=accepted_release, case_split=case_split,
         eligibility_dir=eligibility_dir, semantic_reward_dir=semantic_reward_dir, minimum_accepted_cases=minimum_accepted_cases,
-        require_all_validation_cases=not allow_missing_validation_cases, train_ratio=train_ratio,
+        require_all_validation_cases=not allow_missing_validation_cases, one_rollout_per_case=one_rollout_per_case,
+        allow_training_prohibited=allow_training_prohibited, train_ratio=train_ratio,
         validation_ratio=validation_ratio, seed=seed, short_max_tokens=short_max_tokens, fmt=fmt,
     )
     manifest, written = export_dataset(log, options)
@@ -65,6 +71,23 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
         f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
         f"manifest: {out_dir / 'manifest.json'}"
     )
+    _explain_exclusions(manifest)
+
+
+def _explain_exclusions(manifest: dict) -> None:
+    """One line per decisive exclusion reason with its count, and how to lift a training
+    prohibition when that is what left the dataset empty."""
+    reasons = sorted(manifest["excluded_reason_counts"].items(), key=lambda item: (-item[1], item[0]))
+    if not reasons:
+        return
+    click.echo(f"excluded {manifest['excluded_episode_count']} candidates, by decisive reason (excluded_episode_metadata.jsonl):")
+    for reason, count in reasons:
+        click.echo(f"{count:>8}  {reason}")
+    if manifest["accepted_episode_count"] == 0 and "training_prohibited" in manifest["excluded_reason_counts"]:
+        click.echo(
+            "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "
+            "--training-prohibited); to export anyway, rerun with --allow-training-prohibited (recorded in the manifest)"
+        )
 
 
 COMMANDS = [dataset]

@@ -53,6 +53,16 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", text) is not None
 
 
+# String literals and comments: a view named there ('tool_calls' as a JSON key, a gate
+# kind) is not read, and binding it for nothing costs time.
+_LITERALS_AND_COMMENTS = re.compile(r"'(?:[^']|'')*'|--[^\n]*")
+
+
+def _body(definition: ViewDefinition) -> str:
+    """The view's SQL after its name, without string literals and comments."""
+    return _LITERALS_AND_COMMENTS.sub(" ", definition.sql.split("AS", 1)[-1])
+
+
 def views_needed_by(query: str) -> list[ViewDefinition]:
     """The views a query names, with everything they read, in creation order: binding a view
     costs time, so a query pays only for the views it uses."""
@@ -60,7 +70,7 @@ def views_needed_by(query: str) -> list[ViewDefinition]:
     needed = {d.name for d in definitions if _mentions(query, d.name)}
     for definition in reversed(definitions):  # dependents come after their dependencies
         if definition.name in needed:
-            body = definition.sql.split("AS", 1)[-1]
+            body = _body(definition)
             needed.update(d.name for d in definitions if d.name != definition.name and _mentions(body, d.name))
     return [d for d in definitions if d.name in needed]
 
@@ -75,7 +85,7 @@ def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]
             return
         if definition.name in trail:
             raise ValueError(f"views reference each other in a cycle: {' -> '.join(trail + (definition.name,))}")
-        body = definition.sql.split("AS", 1)[-1]
+        body = _body(definition)
         for name, other in by_name.items():
             if name != definition.name and _mentions(body, name):
                 place(other, trail + (definition.name,))
@@ -118,11 +128,13 @@ def _read_definitions() -> list[ViewDefinition]:
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """SQL access to rules that live in Python once: URL normalization is shared by the
-    tools, the source-access policy and the scoring views; trace file names by the seed
-    layout and the materialized run directory."""
+    tools, the source-access policy and the scoring views; the source-access policy's
+    matcher by the tools and the trace audit; trace file names by the seed layout and the
+    materialized run directory."""
     # Imported here: `eviscene.tools` loads the OCR and image libraries, which a process
     # that only writes or reads events never needs.
     from eviscene.release.selection import safe_trace_filename
+    from eviscene.tools.policy import policy_block_reason
     from eviscene.tools.urls import normalize_host, normalize_url, url_host
 
     for name, function in (
@@ -132,6 +144,10 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
         ("safe_trace_filename", safe_trace_filename),
     ):
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
+    # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
+    con.create_function(
+        "source_policy_block", policy_block_reason, [VARCHAR, VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
+    )
 
 
 def apply_views(

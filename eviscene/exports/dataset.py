@@ -3,7 +3,8 @@ sql/70_dataset views over the event log and written byte-identically on every re
 
 Path inputs (run directories, an accepted release, a case split, gate directories) are
 imported into the log first (a no-op when already there); the views then decide
-eligibility, the best rollout per case, source-family groups, splits and routes; this
+eligibility, which rollouts to keep (every eligible one in derived mode, the best per case
+in frozen mode or with --one-rollout-per-case), source-family groups, splits and routes; this
 module checks the options, raises the first problem the views report, writes the files and
 records a `dataset.exported` event.
 """
@@ -46,6 +47,10 @@ class ExportOptions:
     semantic_reward_dir: Path | None = None
     minimum_accepted_cases: int | None = None
     require_all_validation_cases: bool = True
+    # Derived mode keeps every eligible rollout; this keeps the best one per case instead.
+    one_rollout_per_case: bool = False
+    # Let sources whose release prohibits training (a development subset) contribute.
+    allow_training_prohibited: bool = False
     train_ratio: float = 0.8
     validation_ratio: float = 0.1
     seed: str = "ifv-policy-v1"
@@ -150,6 +155,8 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
         frozen=frozen,
         minimum_accepted_cases=minimum,
         require_all_validation_cases=options.require_all_validation_cases,
+        one_rollout_per_case=options.one_rollout_per_case,
+        allow_training_prohibited=options.allow_training_prohibited,
         case_split_import=case_split,
         eligibility_import=eligibility,
         semantic_import=semantic,

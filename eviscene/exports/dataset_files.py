@@ -224,12 +224,20 @@ def write_dataset(
         "source_runs": _source_runs(con, settings, log_path),
         "frozen_inputs": _frozen_inputs(con, settings, paths),
         "source_mode": "canonical_accepted_release" if settings.accepted_release_import else "rollout_run",
+        # Not in seed 002: which rollouts were kept, and whether training-prohibited sources could contribute.
+        "rollout_selection": "one_rollout_per_case" if settings.frozen or settings.one_rollout_per_case else "every_eligible_rollout",
+        "allow_training_prohibited": settings.allow_training_prohibited,
         "export_concurrency": 1,
         **{key: summary[key] for key in (
             "episode_count", "accepted_episode_count", "selected_release_case_count", "action_only_episode_count",
             "action_only_perception_count", "long_holdout_episode_count", "accepted_case_count", "short_sft_case_count",
             "candidate_episode_count", "excluded_episode_count", "group_count",
         )},
+        # Not in seed 002: excluded candidates by their decisive reason (excluded_episodes.main_reason).
+        "excluded_reason_counts": {
+            r["main_reason"]: r["episodes"]
+            for r in _select(con, "SELECT main_reason, count(*) AS episodes FROM excluded_episodes GROUP BY ALL ORDER BY episodes DESC, main_reason")
+        },
         "example_counts": {split: summary["example_counts"][split] for split in SPLITS},
         "perception_example_counts": {split: summary["perception_example_counts"][split] for split in SPLITS},
         "artifacts": {**ARTIFACTS, **SYSTEM_TOOLS_ARTIFACTS},

@@ -20,7 +20,7 @@ from eviscene.exports.serialize import json_bytes
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
 from eviscene.store import EventLog
 from eviscene.store.chain import canonical_json
-from eviscene.views import apply_views, view_definitions
+from eviscene.views import apply_views, view_definitions, views_needed_by
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
@@ -38,6 +38,8 @@ class ExportSettings:
     frozen: bool = False
     minimum_accepted_cases: int | None = None
     require_all_validation_cases: bool = True
+    one_rollout_per_case: bool = False
+    allow_training_prohibited: bool = False
     case_split_import: str | None = None
     eligibility_import: str | None = None
     semantic_import: str | None = None
@@ -61,12 +63,13 @@ def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> 
         CREATE TEMP TABLE export_settings AS SELECT
             ?::VARCHAR AS seed, ?::DOUBLE AS train_ratio, ?::DOUBLE AS validation_ratio, ?::BIGINT AS short_max_tokens,
             ?::BOOLEAN AS frozen, ?::BIGINT AS minimum_accepted_cases, ?::BOOLEAN AS require_all_validation_cases,
-            ?::VARCHAR AS case_split_import, ?::VARCHAR AS eligibility_import, ?::VARCHAR AS semantic_import,
+            ?::BOOLEAN AS one_rollout_per_case, ?::BOOLEAN AS allow_training_prohibited, ?::VARCHAR AS case_split_import, ?::VARCHAR AS eligibility_import, ?::VARCHAR AS semantic_import,
             ?::VARCHAR AS accepted_release_import
         """,
         [
             settings.seed, settings.train_ratio, settings.validation_ratio, settings.short_max_tokens, settings.frozen,
-            settings.minimum_accepted_cases, settings.require_all_validation_cases, settings.case_split_import,
+            settings.minimum_accepted_cases, settings.require_all_validation_cases, settings.one_rollout_per_case,
+            settings.allow_training_prohibited, settings.case_split_import,
             settings.eligibility_import, settings.semantic_import, settings.accepted_release_import,
         ],
     )
@@ -132,7 +135,12 @@ def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConne
     con = log.connect(views=False)
     try:
         _create_inputs(con, settings)
-        apply_views(con)
+        # Native runs need the whole scoring stack (native_candidates, the trajectories);
+        # imported sources only the dataset views: binding the rest costs seconds.
+        dataset = " ".join(
+            d.name for d in view_definitions() if d.path.startswith(DATASET_FOLDER) and d.name not in _NOT_MATERIALIZED
+        )
+        apply_views(con, only=None if settings.native_runs else views_needed_by(dataset))
         _fill_native(con, settings.native_runs)
         _materialize(con)
     except BaseException:

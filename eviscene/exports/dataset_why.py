@@ -24,6 +24,7 @@ class DatasetDecision:
     excluded_because: str | None = None
     case_best_episode_id: str | None = None
     case_eligible_rollouts: int = 0
+    one_rollout_per_case: bool = False  # frozen mode or --one-rollout-per-case, else every eligible rollout
     split: str | None = None
     split_group_id: str | None = None
     sft_route: str | None = None
@@ -85,6 +86,7 @@ def explain_dataset_decision(log: EventLog, episode_id: str, settings: ExportSet
             excluded_because=row["excluded_because"],
             case_best_episode_id=row["case_best_episode_id"],
             case_eligible_rollouts=row["case_eligible_rollouts"],
+            one_rollout_per_case=settings.frozen or settings.one_rollout_per_case,
             sft_route=row["sft_route"],
         )
         group = rows(con.sql(
@@ -125,12 +127,16 @@ def describe(decision: DatasetDecision) -> list[str]:
         for reason in decision.training_exclusion_reasons:
             lines.append(f"  - {reason}")
         return lines
+    kept = "best" if decision.one_rollout_per_case else "one"
     lines.append(
-        f"  best of {decision.case_eligible_rollouts} eligible rollout(s) of case {decision.case_id}; "
+        f"  {kept} of {decision.case_eligible_rollouts} eligible rollout(s) of case {decision.case_id}; "
         f"split {decision.split} ({decision.sft_route}), group {decision.split_group_id}"
     )
     if len(decision.group_episode_ids) > 1:
-        lines.append(f"  group joins cases {', '.join(decision.group_case_ids)} through shared content families:")
+        lines.append(
+            f"  group of {len(decision.group_episode_ids)} episodes of case(s) {', '.join(decision.group_case_ids)} "
+            "(rollouts of a case stay together; cases join through shared content families)"
+        )
         for item in decision.joining_families:
             lines.append(f"    {item['family']}  shared with {', '.join(item['shared_with'])}")
     return lines

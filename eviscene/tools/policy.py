@@ -14,6 +14,7 @@ Matching:
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Iterable, Literal, Optional
@@ -24,7 +25,6 @@ from eviscene.errors import ReleaseError
 from eviscene.tools.urls import normalize_host, normalize_url, url_host, without_scheme
 
 BlockReason = Literal["blocked_domain", "blocked_url_prefix", "blocked_content_sha256"]
-
 
 
 class _PolicyFile(BaseModel):
@@ -109,3 +109,17 @@ class SourceAccessPolicy:
 
 
 ALLOW_ALL = SourceAccessPolicy(policy_id="")
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(policy_json: str) -> SourceAccessPolicy:
+    return SourceAccessPolicy.from_dict(json.loads(policy_json))
+
+
+def policy_block_reason(policy_json: str | None, url: str | None, content_sha256: str | None) -> Optional[BlockReason]:
+    """`SourceAccessPolicy.check` for SQL (registered as `source_policy_block`): the reason
+    the policy file's JSON blocks `url` with this content hash, or None. The trace audit
+    uses it, so a source the tools allowed is never a policy violation."""
+    if policy_json is None or url is None:
+        return None
+    return _parsed(policy_json).check(url, content_sha256)

@@ -4,7 +4,9 @@
 -- Why an episode's trace cannot be trusted. Hard failures: missing_judgment,
 -- basis_cites_unknown_evidence, source_policy_violation, tool_budget_exceeded,
 -- step_order_violation. Strict-only: unanswered_tool_call, empty_reasoning,
--- overlapping_model_calls (the strict audit fails on both kinds).
+-- overlapping_model_calls (the strict audit fails on both kinds). A source violates the
+-- policy when the tools' own matcher (source_policy_block, eviscene.tools.policy) blocks
+-- it: a source the tools allowed is never a violation.
 CREATE OR REPLACE VIEW trace_audit_failures AS
 WITH ep AS (
     SELECT e.*, m.max_tool_actions FROM episodes e JOIN run_manifests m USING (run_id) WHERE e.finished
@@ -26,9 +28,7 @@ failures AS (
            'a blocked source reached the model: ' || ev.url
     FROM episode_evidence ev
     JOIN source_policies p USING (run_id)
-    WHERE list_contains(p.blocked_content_sha256, lower(ev.content_sha256))
-       OR len(list_filter(p.blocked_domains, lambda d: url_host(ev.url) = d OR ends_with(url_host(ev.url), '.' || d))) > 0
-       OR len(list_filter(p.blocked_url_prefixes, lambda x: starts_with(ev.normalized_url, x))) > 0
+    WHERE source_policy_block(p.policy_file::VARCHAR, ev.url, ev.content_sha256) IS NOT NULL
 
     UNION ALL
     SELECT ep.run_id, ep.episode_id, 'tool_budget_exceeded', 'hard',

@@ -4,7 +4,8 @@
 -- Whether each rollout may train a model, with every reason it may not: training is
 -- prohibited for flagged runs and development releases; SFT needs a strict-audit pass, a
 -- clean teacher score, an exportable trajectory and a non-scoring-package release; RL needs
--- no engineering error and at least one policy step.
+-- no engineering error and at least one policy step. `sft_eligible_unless_prohibited` is
+-- SFT eligibility but for the prohibition (`dataset export --allow-training-prohibited`).
 CREATE OR REPLACE VIEW sft_eligibility AS
 WITH base AS (
     SELECT
@@ -39,8 +40,8 @@ SELECT
     strict_trace_audit_pass
         AND teacher_training_eligible
         AND exportable_trajectory
-        AND NOT training_prohibited
-        AND NOT sft_structured_eligibility_required AS sft_training_eligible,
+        AND NOT sft_structured_eligibility_required AS sft_eligible_unless_prohibited,
+    sft_eligible_unless_prohibited AND NOT training_prohibited AS sft_training_eligible,
     NOT engineering_error AND policy_steps > 0 AND NOT training_prohibited AS rl_reward_eligible,
     list_filter(
         [

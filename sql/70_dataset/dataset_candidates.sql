@@ -10,7 +10,8 @@
 -- sha256 equals the trace's) and the deterministic hard gate passes; reasons then lead
 -- with structured_teacher_gate_failed and the fatal reasons, and an episode without an
 -- exportable trajectory is ineligible (no_exportable_trajectory_sft) before selection. A
--- source whose release prohibits training contributes no eligible episode.
+-- source whose release prohibits training contributes no eligible episode (reason
+-- training_prohibited) unless the export allows it (--allow-training-prohibited).
 -- `semantic_mismatch` marks a semantic-reward artifact that names another case, episode or
 -- trace (an export error). Reads the export's snapshot of candidate_episodes.
 CREATE OR REPLACE VIEW dataset_candidates AS
@@ -19,6 +20,7 @@ WITH gated AS (
         c.*,
         teacher_quality(c.release_row, c.score_present, c.raw_reasons, c.eligible_flag) AS q,
         s.frozen,
+        s.allow_training_prohibited,
         c.eligibility_artifact AS eligibility,
         c.semantic_artifact AS semantic,
         CASE WHEN s.frozen THEN
@@ -64,8 +66,9 @@ reasoned AS (
 prohibited AS (
     SELECT
         *,
-        gate_eligible AND NOT training_prohibited AS allowed,
-        CASE WHEN training_prohibited THEN ordered_distinct(['training_prohibited'] || gate_reasons) ELSE gate_reasons END AS allowed_reasons
+        gate_eligible AND (NOT training_prohibited OR allow_training_prohibited) AS allowed,
+        CASE WHEN training_prohibited AND NOT allow_training_prohibited THEN ordered_distinct(['training_prohibited'] || gate_reasons)
+             ELSE gate_reasons END AS allowed_reasons
     FROM reasoned
 )
 SELECT

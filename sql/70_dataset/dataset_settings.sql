@@ -3,7 +3,9 @@
 -- key: seed
 -- The options of a dataset export (seed 002's flags) as one row every dataset view reads:
 -- seed, train/validation ratios, short-trajectory token budget, frozen mode, minimum
--- accepted cases, whether every validation case must be accepted, and the imports that
+-- accepted cases, whether every validation case must be accepted, whether a derived export
+-- keeps only the best rollout per case (--one-rollout-per-case) and whether
+-- training-prohibited sources may contribute (--allow-training-prohibited), and the imports that
 -- hold the fixed case split, the eligibility and semantic-reward gate artifacts and the
 -- accepted release. `eviscene dataset export` fills the temporary table `export_settings`
 -- before it reads the views; elsewhere (eviscene sql) the seed's defaults apply: a derived
@@ -67,6 +69,8 @@ SELECT
     false AS frozen,
     NULL::BIGINT AS minimum_accepted_cases,
     true AS require_all_validation_cases,
+    false AS one_rollout_per_case,
+    false AS allow_training_prohibited,
     NULL::VARCHAR AS case_split_import,
     NULL::VARCHAR AS eligibility_import,
     NULL::VARCHAR AS semantic_import,

@@ -4,8 +4,9 @@
 -- The facts a dataset export needs about each finished native episode: case, image sha256,
 -- `content:` source families (from episode_evidence; domain families never join cases),
 -- the teacher score (total, exclusion reasons, eligible flag) and sft_eligibility's verdict
--- and reasons, the run's decision policy version and whether its release prohibits
--- training.
+-- and reasons but for the training prohibition (dataset_candidates applies it to every
+-- source alike, so --allow-training-prohibited lifts it in one place), the run's decision
+-- policy version and whether its release prohibits training.
 CREATE OR REPLACE VIEW native_candidates AS
 WITH families AS (
     SELECT run_id, episode_id, list_sort(list_distinct(list(trim(source_family)))) AS families
@@ -23,8 +24,8 @@ SELECT
     coalesce(s.total, 0.0) AS teacher_score,
     s.training_exclusion_reasons AS raw_reasons,
     to_json(s.training_eligible) AS eligible_flag,
-    el.sft_training_eligible AS native_eligible,
-    el.exclusion_reasons AS native_reasons,
+    el.sft_eligible_unless_prohibited AS native_eligible,
+    list_filter(el.exclusion_reasons, lambda r: r <> 'training_prohibited') AS native_reasons,
     coalesce(r.manifest->'agent'->>'decision_policy_version', '') AS decision_policy_version,
     coalesce(r.training_prohibited_flag, false) OR r.release_stage = 'development_subset' AS training_prohibited
 FROM episodes e

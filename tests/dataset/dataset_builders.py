@@ -156,21 +156,26 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def seed_reference(
-    episodes: list[dict[str, Any]], *, seed: str = "ifv-policy-v1", train_ratio: float = 0.8, validation_ratio: float = 0.1
+    episodes: list[dict[str, Any]], *, seed: str = "ifv-policy-v1", train_ratio: float = 0.8, validation_ratio: float = 0.1,
+    one_rollout_per_case: bool = False, join_cases: bool = False,
 ) -> dict[str, tuple[str, str]]:
-    """seed 002's derived-mode selection, union-find and split over write_run_dir episodes,
-    as plain Python: episode_id -> (split, split_group_id) of the accepted ones."""
+    """seed 002's derived mode over write_run_dir episodes, as plain Python: every eligible
+    rollout with a trajectory (or, with `one_rollout_per_case`, the best eligible rollout
+    of each case when it has a trajectory), union-find over content families (and, with
+    `join_cases`, EviScene's deviation: over cases too), sha256 split. Returns
+    episode_id -> (split, split_group_id) of the accepted episodes."""
     def key(e):
         flags = [r for r in e.get("score", {}).get("training_exclusion_reasons", []) if r not in
                  ("incorrect_result", "engineering_error", "legacy_core_ownership")]
         return (-len(flags), float(e.get("score", {}).get("total", 1.0)), e["episode_id"])
 
-    eligible: dict[str, list[dict[str, Any]]] = {}
-    for e in episodes:
-        if e.get("score", {}).get("training_eligible", True):
-            eligible.setdefault(e["case_id"], []).append(e)
-    accepted = [max(c, key=key) for c in eligible.values()]
-    accepted = [e for e in accepted if e.get("trajectory", True)]
+    eligible = [e for e in episodes if e.get("score", {}).get("training_eligible", True)]
+    if one_rollout_per_case:
+        by_case: dict[str, list[dict[str, Any]]] = {}
+        for e in eligible:
+            by_case.setdefault(e["case_id"], []).append(e)
+        eligible = [max(c, key=key) for c in by_case.values()]
+    accepted = [e for e in eligible if e.get("trajectory", True)]
     parent = {e["episode_id"]: e["episode_id"] for e in accepted}
 
     def find(x):
@@ -178,11 +183,13 @@ def seed_reference(
             x = parent[x]
         return x
 
-    families: dict[str, list[str]] = {}
+    joined_by: dict[str, list[str]] = {}
     for e in accepted:
         for f in sorted({f for f in e.get("families", []) if f.startswith("content:")}):
-            families.setdefault(f, []).append(e["episode_id"])
-    for members in families.values():
+            joined_by.setdefault(f, []).append(e["episode_id"])
+        if join_cases:
+            joined_by.setdefault("case\0" + e["case_id"], []).append(e["episode_id"])
+    for members in joined_by.values():
         for m in members[1:]:
             a, b = find(members[0]), find(m)
             if a != b:

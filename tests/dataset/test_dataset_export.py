@@ -1,5 +1,5 @@
-"""Derived-mode exports of hand-built run directories: selection, source-family groups,
-splits and routes computed by hand (seed 002's arithmetic written out in the test)."""
+"""Derived-mode exports of hand-built run directories: which rollouts are kept, source-family
+groups, splits and routes computed by hand (seed 002's arithmetic written out in the test)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,71 @@ def test_split_follows_the_seed_and_ratios(log, tmp_path):
     assert {r["split"] for r in rows.values()} == {"train", "validation", "test"}
 
 
-def test_best_rollout_prefers_fewer_red_flags_then_score_then_larger_episode_id(log, tmp_path):
+def test_derived_mode_keeps_every_eligible_rollout_with_a_trajectory(log, tmp_path):
+    # A 4-rollout run. Case x: r0 and r1 eligible (content:x), r2 wrong, r3 eligible but
+    # without a trajectory. Case y: four eligible rollouts sharing content:y.
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": ep("x", 0), "case_id": "x", "families": ["content:x"], "score": {"total": 1.0}},
+        {"episode_id": ep("x", 1), "case_id": "x", "families": ["content:x"], "score": {"total": 0.5,
+                                                                                     "training_exclusion_reasons": ["duplicate_actions"]}},
+        {"episode_id": ep("x", 2), "case_id": "x", "families": ["content:x"], "score": {
+            "total": 3.0, "training_eligible": False, "training_exclusion_reasons": ["incorrect_result"]}},
+        {"episode_id": ep("x", 3), "case_id": "x", "families": ["content:x"], "trajectory": False},
+        *({"episode_id": ep("y", r), "case_id": "y", "families": ["content:y"], "score": {"total": r / 4}} for r in range(4)),
+    ])
+    manifest, written = export(log, tmp_path / "out", run)
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    group_x = seed_group_id([ep("x", 0), ep("x", 1)], ["content:x"])
+    group_y = seed_group_id([ep("y", r) for r in range(4)], ["content:y"])
+    assert {e: (r["split"], r["split_group_id"]) for e, r in rows.items()} == {
+        ep("x", 0): (seed_split(group_x), group_x), ep("x", 1): (seed_split(group_x), group_x),
+        **{ep("y", r): (seed_split(group_y), group_y) for r in range(4)},
+    }
+    assert all(r["training_eligible"] for r in rows.values())
+    assert rows[ep("x", 1)]["training_exclusion_reasons"] == ["duplicate_actions"]  # a red flag, not a reason to drop
+    excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
+    assert set(excluded) == {ep("x", 2), ep("x", 3)}
+    assert excluded[ep("x", 2)]["training_eligible"] is False
+    assert excluded[ep("x", 2)]["training_exclusion_reasons"] == ["incorrect_result"]
+    # seed: eligible, no reason added, just no trajectory row
+    assert excluded[ep("x", 3)]["training_eligible"] is True and excluded[ep("x", 3)]["training_exclusion_reasons"] == []
+    assert excluded[ep("x", 3)]["trajectory_sft_rows"] == 0
+    assert {k: manifest[k] for k in (
+        "accepted_episode_count", "accepted_case_count", "candidate_episode_count", "excluded_episode_count", "group_count",
+        "selected_release_case_count", "rollout_selection", "excluded_reason_counts",
+    )} == {
+        "accepted_episode_count": 6, "accepted_case_count": 2, "candidate_episode_count": 8, "excluded_episode_count": 2,
+        "group_count": 2, "selected_release_case_count": 6, "rollout_selection": "every_eligible_rollout",
+        "excluded_reason_counts": {"incorrect_result": 1, "no_exportable_trajectory_sft": 1},
+    }
+    split_rows = [r["episode_id"] for s in ("train", "validation", "test") for r in read_jsonl(tmp_path / "out" / f"{s}.jsonl")]
+    assert sorted(split_rows) == sorted(rows)
+    assert sum(written[f"perception.{s}.jsonl"] for s in ("train", "validation", "test")) == 6  # one per accepted episode
+
+
+def test_a_case_whose_rollouts_share_no_family_stays_in_one_split(log, tmp_path):
+    # Case z's rollouts cite disjoint content (a; b), and z-r1 shares b with case v: the
+    # seed would make {z-r0} and {z-r1, v-r0} two groups that may split case z. EviScene
+    # joins rollouts of one case: one group {z-r0, z-r1, v-r0} whose id hashes only the
+    # episodes and their real families. Case w, alone, keeps the seed's id.
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": ep("z", 0), "case_id": "z", "families": ["content:a"]},
+        {"episode_id": ep("z", 1), "case_id": "z", "families": ["content:b", "domain:wikipedia.org"]},
+        {"episode_id": ep("v", 0), "case_id": "v", "families": ["content:b"]},
+        {"episode_id": ep("w", 0), "case_id": "w", "families": ["content:c"]},
+    ])
+    manifest, _ = export(log, tmp_path / "out", run)
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    joined = seed_group_id([ep("z", 0), ep("z", 1), ep("v", 0)], ["content:a", "content:b"])
+    alone = seed_group_id([ep("w", 0)], ["content:c"])
+    assert {e: (r["split"], r["split_group_id"]) for e, r in rows.items()} == {
+        ep("z", 0): (seed_split(joined), joined), ep("z", 1): (seed_split(joined), joined),
+        ep("v", 0): (seed_split(joined), joined), ep("w", 0): (seed_split(alone), alone),
+    }
+    assert manifest["group_count"] == 2
+
+
+def test_one_rollout_per_case_prefers_fewer_red_flags_then_score_then_larger_episode_id(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [
         # a red flag outweighs a higher score
         {"episode_id": ep("s", 0), "case_id": "s", "score": {"total": 1.0}},
@@ -82,7 +146,9 @@ def test_best_rollout_prefers_fewer_red_flags_then_score_then_larger_episode_id(
         {"episode_id": ep("w", 0), "case_id": "w", "score": {"total": 0.9}},
         {"episode_id": ep("w", 1), "case_id": "w", "score": {"total": 0.8}},
     ])
-    export(log, tmp_path / "out", run)
+    manifest, _ = export(log, tmp_path / "out", run, one_rollout_per_case=True)
+    assert manifest["rollout_selection"] == "one_rollout_per_case"
+    assert manifest["excluded_reason_counts"] == {"incorrect_result": 1, "lower_quality_rollout_for_case": 3}
     accepted = set(by_episode(tmp_path / "out" / "accepted_episodes.jsonl"))
     assert accepted == {ep("s", 0), ep("t", 1), ep("u", 1), ep("w", 0)}
     excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
@@ -95,18 +161,22 @@ def test_best_rollout_prefers_fewer_red_flags_then_score_then_larger_episode_id(
     assert all(not row["training_eligible"] for row in excluded.values())
 
 
-def test_a_best_rollout_without_a_trajectory_drops_its_case(log, tmp_path):
+def test_with_one_rollout_per_case_a_best_rollout_without_a_trajectory_drops_its_case(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [
         {"episode_id": ep("v", 0), "case_id": "v", "score": {"total": 2.0}, "trajectory": False},
         {"episode_id": ep("v", 1), "case_id": "v", "score": {"total": 1.0}},
     ])
-    manifest, _ = export(log, tmp_path / "out", run)
+    manifest, _ = export(log, tmp_path / "out", run, one_rollout_per_case=True)
     assert manifest["accepted_episode_count"] == 0 and manifest["candidate_episode_count"] == 2
     excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
     # the runner-up is not promoted
     assert excluded[ep("v", 1)]["training_exclusion_reasons"] == ["lower_quality_rollout_for_case"]
     assert excluded[ep("v", 0)]["training_eligible"] is True and excluded[ep("v", 0)]["trajectory_sft_rows"] == 0
     assert "trajectory_token_count_estimate" not in excluded[ep("v", 0)]
+    # without the option the eligible rollout with a trajectory is kept
+    manifest, _ = export(log, tmp_path / "derived", run)
+    assert set(by_episode(tmp_path / "derived" / "accepted_episodes.jsonl")) == {ep("v", 1)}
+    assert by_episode(tmp_path / "derived" / "excluded_episode_metadata.jsonl")[ep("v", 0)]["training_exclusion_reasons"] == []
 
 
 def test_a_long_trajectory_goes_to_the_long_holdout(log, tmp_path):
@@ -160,6 +230,15 @@ def test_training_prohibited_sources_contribute_nothing(log, tmp_path):
     manifest, _ = export(log, tmp_path / "out", run)
     assert manifest["accepted_episode_count"] == 0
     assert read_jsonl(tmp_path / "out" / "excluded_episode_metadata.jsonl")[0]["training_exclusion_reasons"] == ["training_prohibited"]
+    assert manifest["excluded_reason_counts"] == {"training_prohibited": 1} and manifest["allow_training_prohibited"] is False
+
+
+def test_allow_training_prohibited_exports_them_and_says_so(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("d"), "case_id": "d"}], release_stage="development_subset")
+    manifest, _ = export(log, tmp_path / "out", run, allow_training_prohibited=True)
+    rows = read_jsonl(tmp_path / "out" / "episode_metadata.jsonl")
+    assert [(r["episode_id"], r["training_eligible"], r["training_exclusion_reasons"]) for r in rows] == [(ep("d"), True, [])]
+    assert manifest["accepted_episode_count"] == 1 and manifest["allow_training_prohibited"] is True
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,37 @@ def test_in_frozen_mode_a_rollout_without_trajectory_yields_to_the_runner_up(log
     assert excluded["a--r000"]["training_exclusion_reasons"] == ["no_exportable_trajectory_sft"]
 
 
+def test_frozen_mode_keeps_one_rollout_per_case_of_a_four_rollout_run(log, tmp_path):
+    # a: r2 has the best score but a red flag; r1 and r3 tie on score: the larger id wins.
+    # b: r0 is wrong (a fatal reason fails the hard gate); r1 is the best of the rest.
+    totals = {"a": [0.5, 1.0, 2.0, 1.0], "b": [3.0, 1.5, 1.0, 0.5]}
+    episodes = [
+        {"episode_id": f"{case}--r{r:03d}", "case_id": case, "families": [f"content:{case}"], "score": {"total": total}}
+        for case, scores in totals.items() for r, total in enumerate(scores)
+    ]
+    episodes[2]["score"]["training_exclusion_reasons"] = ["duplicate_actions"]
+    episodes[4]["score"].update({"training_eligible": False, "training_exclusion_reasons": ["incorrect_result"]})
+    run = write_run_dir(tmp_path / "run", "run-a", episodes)
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [(e["episode_id"], e["case_id"]) for e in episodes])
+    manifest, _ = frozen(log, tmp_path, run, split, eligibility)
+    assert {e: (r["split"], r["split_group_id"]) for e, r in by_episode(tmp_path / "out" / "episode_metadata.jsonl").items()} == {
+        "a--r003": ("train", "g1"), "b--r001": ("validation", "g2"),
+    }
+    excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
+    assert {e: r["training_exclusion_reasons"] for e, r in excluded.items()} == {
+        "a--r000": ["lower_quality_rollout_for_case"],
+        "a--r001": ["lower_quality_rollout_for_case"],
+        "a--r002": ["lower_quality_rollout_for_case"],  # frozen mode clears the reasons of an eligible rollout
+        "b--r000": ["incorrect_result", "incorrect_result"],
+        "b--r002": ["lower_quality_rollout_for_case"],
+        "b--r003": ["lower_quality_rollout_for_case"],
+    }
+    assert excluded["a--r002"]["deterministic_red_flags"] == ["duplicate_actions"]
+    assert manifest["rollout_selection"] == "one_rollout_per_case" and manifest["accepted_episode_count"] == 2
+    assert manifest["excluded_reason_counts"] == {"incorrect_result": 1, "lower_quality_rollout_for_case": 5}
+
+
 def test_a_semantic_artifact_for_another_trace_fails(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
     split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ from dataset_builders import read_jsonl
 from eviscene.cli.main import cli
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.exports.dataset_why import describe, explain_dataset_decision
+from eviscene.exports.dataset_why import describe, explain_dataset_decision, latest_export_for
 from eviscene.store import EventLog
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
@@ -43,17 +44,19 @@ def sft_rows(out: Path, suffix: str = "") -> list[dict]:
     return [row for split in SPLITS for row in read_jsonl(out / f"{split}{suffix}.jsonl")]
 
 
-def test_native_episodes_are_selected_one_per_case(native):
+def test_native_export_keeps_every_eligible_rollout(native):
     log, run_id, out = native
     manifest = json.loads((out / "manifest.json").read_text())
     accepted = read_jsonl(out / "accepted_episodes.jsonl")
     assert manifest["candidate_episode_count"] == 6
-    assert manifest["accepted_episode_count"] == len(accepted) == len({r["case_id"] for r in accepted}) >= 1
     assert manifest["source_runs"][0]["run_id"] == run_id and manifest["split_mode"] == "derived"
     eligible = log.sql(
-        "SELECT count(DISTINCT case_id) AS n FROM sft_eligibility WHERE run_id = ? AND sft_training_eligible", [run_id]
-    )["n"][0].as_py()
-    assert manifest["accepted_case_count"] == eligible
+        "SELECT episode_id, case_id FROM sft_eligibility WHERE run_id = ? AND sft_training_eligible ORDER BY episode_id", [run_id]
+    ).to_pylist()
+    assert [(r["episode_id"], r["case_id"]) for r in accepted] == [(r["episode_id"], r["case_id"]) for r in eligible]
+    assert manifest["accepted_episode_count"] == len(eligible) >= 1
+    assert manifest["accepted_case_count"] == len({r["case_id"] for r in eligible})
+    assert all(len({r["split"] for r in accepted if r["case_id"] == case}) == 1 for case in {r["case_id"] for r in accepted})
 
 
 def test_native_trace_hashes_match_the_materialized_run_directory(native, tmp_path):
@@ -115,10 +118,21 @@ def test_why_explains_the_dataset_decision(native):
     assert decision.status == "accepted" and decision.out_dir == str(out)
     assert (decision.split, decision.split_group_id) == (accepted["split"], accepted["split_group_id"])
     assert accepted["episode_id"] in decision.group_episode_ids
-    excluded = read_jsonl(out / "excluded_episode_metadata.jsonl")[0]
-    other = explain_dataset_decision(log, excluded["episode_id"])
-    assert other.status == "excluded" and other.excluded_because
-    assert describe(other)[0].startswith("dataset (export")
+    assert describe(decision)[0] == f"dataset (export {out}): ACCEPTED"
+    # Derived mode kept every eligible rollout; replayed with --one-rollout-per-case, the
+    # lesser rollout of a two-rollout case is excluded in favour of the other.
+    _, settings = latest_export_for(log, accepted["episode_id"])
+    rows = read_jsonl(out / "episode_metadata.jsonl")
+    case = next(r["case_id"] for r in rows if sum(x["case_id"] == r["case_id"] for x in rows) == 2)
+    decisions = [
+        explain_dataset_decision(log, r["episode_id"], replace(settings, one_rollout_per_case=True)) for r in rows if r["case_id"] == case
+    ]
+    assert sorted(d.status for d in decisions) == ["accepted", "excluded"]
+    best = next(d for d in decisions if d.status == "accepted")
+    other = next(d for d in decisions if d.status == "excluded")
+    assert other.excluded_because == f"a better rollout of the same case was selected: {best.episode_id}"
+    assert describe(other)[:2] == ["dataset: EXCLUDED", f"  because {other.excluded_because}"]
+    assert describe(best)[1].startswith(f"  best of 2 eligible rollout(s) of case {case}; ")
 
 
 def test_native_export_is_byte_identical_on_rerun(native, tmp_path):
@@ -127,3 +141,31 @@ def test_native_export_is_byte_identical_on_rerun(native, tmp_path):
     assert result.exit_code == 0, result.output
     for path in out.iterdir():
         assert path.read_bytes() == (tmp_path / "again" / path.name).read_bytes(), path.name
+
+
+def test_the_bundled_development_release_says_why_nothing_was_accepted(tmp_path):
+    # The bundled release is a development_subset: training-prohibited, as released.
+    log = EventLog(tmp_path / "log.duckdb")
+    options = EvalOptions(benchmark=str(BUNDLED / "runtime_input" / "cases.jsonl"), rollouts_per_case=1, concurrency=2, limit=2)
+    run_id = anyio.run(start_run, log, options).run_id
+    base = ["--db", str(log.path), "dataset", "export", "--run", run_id, "--out"]
+    result = CliRunner().invoke(cli, [*base, str(tmp_path / "none")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-3:] == [
+        "excluded 2 candidates, by decisive reason (excluded_episode_metadata.jsonl):",
+        "       2  training_prohibited",
+        "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "
+        "--training-prohibited); to export anyway, rerun with --allow-training-prohibited (recorded in the manifest)",
+    ]
+    assert lines[-4].startswith("0 accepted of 2 candidates")
+
+    result = CliRunner().invoke(cli, [*base, str(tmp_path / "anyway"), "--allow-training-prohibited"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "anyway" / "manifest.json").read_text())
+    expected = log.sql(
+        "SELECT episode_id FROM sft_eligibility WHERE run_id = ? AND sft_eligible_unless_prohibited ORDER BY episode_id", [run_id]
+    )["episode_id"].to_pylist()
+    assert [r["episode_id"] for r in read_jsonl(tmp_path / "anyway" / "accepted_episodes.jsonl")] == expected
+    assert manifest["allow_training_prohibited"] is True and manifest["accepted_episode_count"] == len(expected) >= 1
+    assert "no episode was accepted" not in result.output

@@ -83,3 +83,57 @@ def test_views_source_policy_is_normalized(con):
         ["https://mirror.example/answers"],
         [hashlib.sha256(b"leak").hexdigest()],
     )
+
+
+# One source-access rule: the audit's source_policy_violation uses the tools' own matcher.
+# Each URL with whether the policy below blocks it, worked out by hand from the rules in
+# eviscene/tools/policy.py (domains: the host or a subdomain; prefixes: scheme ignored, a
+# path boundary needed unless the prefix ends in `/ ? & =`).
+RULES_POLICY = {
+    "policy_id": "views-rules",
+    "blocked_domains": ["*.example.com"],
+    "blocked_url_prefixes": ["https://mirror.org/answers", "https://archive.net/q?id="],
+}
+RULES_URLS = {
+    "https://example.com/story": True,  # `*.example.com` covers the domain itself
+    "https://news.example.com/x": True,  # and its subdomains
+    "https://notexample.com/x": False,  # not a subdomain
+    "http://mirror.org/answers/case-1": True,  # prefix, over http too, at a `/` boundary
+    "https://www.mirror.org/answers?page=2": True,  # `www.` dropped; `?` is a boundary
+    "https://mirror.org/answers": True,  # the prefix itself
+    "https://mirror.org/answers-key": False,  # no path boundary after the prefix
+    "https://archive.net/q?id=42": True,  # the prefix ends in `=`: any continuation
+    "https://archive.net/q?idx=1": False,
+}
+
+
+def test_views_policy_audit_matches_what_the_tools_block(tmp_path, fx):
+    from eviscene.store import EventDraft, EventLog
+    from eviscene.tools.policy import SourceAccessPolicy
+
+    policy = SourceAccessPolicy.from_dict(RULES_POLICY)
+    urls = list(RULES_URLS)
+    assert {u for u in urls if policy.check(u)} == {u for u, blocked in RULES_URLS.items() if blocked}
+
+    planned = fx.Planned("rules", "case-R", 0, 1)
+    attempt = planned.attempt().start().perceive()
+    shown = [fx.source(f"ev-{i}", url, fx.H(url)) for i, url in enumerate(urls, start=1)]
+    attempt.model(("c1", "text_search", {"query": "q"}))
+    attempt.tool("c1", "text_search", {"query": "q"}, sources=shown)
+    attempt.model(content="Done.")
+    attempt.judge("authentic", 0.5, ["ev-1"])
+    attempt.finish("completed", time_taken=1.0, tool_calls=1, llm_calls=3)
+    opening = [
+        EventDraft(fx.run_started(release_stage="frozen_eval", training_prohibited=False, schema_version="ifv-runtime-release-v0.3",
+                                  episodes=1, cases=1)),
+        fx.scheduled(planned),
+    ]
+    artifacts = [("source_access_policy", fx.POLICY_PATH, fx.json.dumps(RULES_POLICY).encode("utf-8"), 1)]
+    log = EventLog(tmp_path / "rules.duckdb")
+    fx.anyio.run(fx._write, log, "views-rules", [attempt], opening, [], artifacts, fx._Clock())
+
+    found = log.sql("SELECT detail FROM trace_audit_failures WHERE code = 'source_policy_violation' ORDER BY detail")["detail"].to_pylist()
+    assert found == sorted(f"a blocked source reached the model: {u}" for u, blocked in RULES_URLS.items() if blocked)
+    reasons = log.sql("SELECT url, source_policy_block(p.policy_file::VARCHAR, url, content_sha256) AS reason "
+                      "FROM episode_evidence JOIN source_policies p USING (run_id)").to_pylist()
+    assert {r["url"]: r["reason"] for r in reasons} == {u: policy.check(u, fx.H(u)) for u in urls}

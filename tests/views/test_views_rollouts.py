@@ -155,25 +155,28 @@ def test_views_sft_eligibility(rows, ep, name):
     assert row["training_prohibited"] is False
     assert row["sft_structured_eligibility_required"] is False
     assert row["sft_training_eligible"] is sft
+    assert row["sft_eligible_unless_prohibited"] is sft  # nothing prohibited in the main run
     assert row["rl_reward_eligible"] is rl
     assert sorted(row["exclusion_reasons"]) == sorted(reasons)
     assert len(row["exclusion_reasons"]) == len(reasons)
 
 
 @pytest.mark.parametrize(
-    "run_id, reasons, structured",
+    "run_id, reasons, structured, unless_prohibited",
     [
-        # release_stage development_subset prohibits training by itself
-        (DEV, ["training_prohibited"], False),
+        # release_stage development_subset prohibits training by itself (a correct
+        # episode: eligible but for that)
+        (DEV, ["training_prohibited"], False, True),
         # --training-prohibited on a frozen_eval scoring package (ifv-scoring-gold-v1)
-        (PROHIBITED, ["training_prohibited", "structured_eligibility_required"], True),
+        (PROHIBITED, ["training_prohibited", "structured_eligibility_required"], True, False),
     ],
 )
-def test_views_training_prohibited_runs(rows, run_id, reasons, structured):
+def test_views_training_prohibited_runs(rows, run_id, reasons, structured, unless_prohibited):
     (row,) = rows("sft_eligibility", run_id).values()
     assert row["training_prohibited"] is True
     assert row["sft_structured_eligibility_required"] is structured
     assert row["sft_training_eligible"] is False
+    assert row["sft_eligible_unless_prohibited"] is unless_prohibited
     assert row["rl_reward_eligible"] is False
     assert sorted(row["exclusion_reasons"]) == sorted(reasons)
     (reward,) = rows("post_rollout_rewards", run_id).values()
