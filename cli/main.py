@@ -20,8 +20,14 @@ class _Eviscene(click.Group):
         try:
             return super().invoke(ctx)
         except (EvisceneError, duckdb.Error) as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {one_line(str(exc))}", err=True)
             sys.exit(2)
+
+
+def one_line(message: str) -> str:
+    """DuckDB's messages quote the query with a caret on further lines: keep the message."""
+    kept = message.split("\nLINE ", 1)[0]
+    return " ".join(part.strip() for part in kept.splitlines() if part.strip())
 
 
 @click.group(cls=_Eviscene, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,11 +54,35 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = EventLog(db)
 
 
+# Commands that only read the log: on a path holding no log they fail (a mistyped --db never
+# answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it.
+READERS = {"runs", "runs compare", "why", "log verify", "materialize", "dataset export"}
+
+
+def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:
+    if db is not None:
+        ctx.obj = EventLog(db)
+    if ctx.command_path.split(" ", 1)[-1] in READERS:
+        ctx.obj.require()
+
+
+def _add_db_option(command: click.Command) -> None:
+    """`--db` after the subcommand too (`eviscene sql --db X "…"`), as the README says."""
+    command.params.append(click.Option(
+        ["--db"], type=click.Path(dir_okay=False), default=None, expose_value=False, callback=_use_log,
+        help="The event log (overrides --db before the command).",
+    ))
+    for sub in getattr(command, "commands", {}).values():
+        _add_db_option(sub)
+
+
 def _register() -> None:
     from eviscene.cli import dataset, eval, imports, log, materialize, profiles, query, runs, why
 
     for module in (eval, log, materialize, profiles, query, runs, why, dataset, imports):
         for command in module.COMMANDS:
+            if command is not profiles.profiles:  # the one command that never touches the log
+                _add_db_option(command)
             cli.add_command(command)
 
 
