@@ -139,6 +139,9 @@ class EventLog:
         with self.query(query, params, read=read) as result:
             return result.batches.read_all()
 
+    def view(self, name: str) -> pa.Table:
+        return self.sql(f'SELECT * FROM "{name}"')
+
     def events(self, run_id: str, episode_id: str | None = None) -> list[EventRow]:
         """One run's events (optionally one episode's) in order, as typed rows."""
         table = self.sql(
