@@ -55,8 +55,9 @@ def cli(ctx: click.Context, db: str) -> None:
 
 
 # Commands that only read the log: on a path holding no log they fail (a mistyped --db never
-# answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it.
-READERS = {"runs", "runs compare", "why", "log verify", "materialize", "dataset export"}
+# answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it;
+# `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves.
+READERS = {"runs", "runs compare", "why", "log verify", "materialize"}
 
 
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:

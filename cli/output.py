@@ -176,11 +176,11 @@ def check_output_path(path: Path, log_path: Path) -> Path:
     """Where --output may write: a .csv, .jsonl or .parquet file that is not the log, its
     write-ahead file, its live folder or anything inside them."""
     target = path.expanduser().resolve()
-    if target.suffix not in OUTPUT_SUFFIXES:
-        raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"--output {path}: that is the log's own file; results never overwrite the log")
+    if target.suffix not in OUTPUT_SUFFIXES:
+        raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
     if target.is_dir():
         raise EvisceneError(f"--output {path}: is a folder")
     if not target.parent.is_dir():

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import duckdb
@@ -16,13 +16,15 @@ import pyarrow as pa
 
 from eviscene.errors import LogNotFoundError, QueryRefusedError
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.rows import EventRow
 from eviscene.store.merge import MergeReport, merge_log
 from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import Sandbox, check_query, open_snapshot
 from eviscene.store.verify import VerifyReport, verify_chain
 from eviscene.store.writer import EventDraft, RunWriter
 from eviscene.views import apply_views, views_needed_by
+
+if TYPE_CHECKING:
+    from eviscene.store.rows import EventRow  # sqlmodel: loaded only by `events()`, not by every query
 
 _SNAPSHOT_RETRIES = 3
 MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "2GB")
@@ -144,6 +146,8 @@ class EventLog:
 
     def events(self, run_id: str, episode_id: str | None = None) -> list[EventRow]:
         """One run's events (optionally one episode's) in order, as typed rows."""
+        from eviscene.store.rows import EventRow
+
         table = self.sql(
             "SELECT seq, event_id, ts, run_id, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
             "FROM events WHERE run_id = ? AND (? IS NULL OR episode_id = ?) ORDER BY seq",
