@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import click
 import duckdb
@@ -13,8 +14,29 @@ from eviscene.store import EventLog
 from eviscene.store.layout import DEFAULT_LOG
 
 
+# Each command's module, imported only when that command runs (or help lists it): `eviscene
+# runs` loads no agent, tools, providers or image libraries.
+COMMAND_MODULES = {
+    "dataset": "dataset", "eval": "eval", "import": "imports", "log": "log", "materialize": "materialize",
+    "profiles": "profiles", "runs": "runs", "sql": "query", "views": "query", "why": "why",
+}
+
+
 class _Eviscene(click.Group):
-    """Turns the project's errors and SQL mistakes into one line on stderr and exit 2."""
+    """Loads commands on demand; turns the project's errors and SQL mistakes into one line on
+    stderr and exit 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMAND_MODULES:
+            for command in import_module(f"eviscene.cli.{COMMAND_MODULES[name]}").COMMANDS:
+                if command.name not in self.commands:
+                    if command.name != "profiles":  # the one command that never touches the log
+                        _add_db_option(command)
+                    self.add_command(command)
+        return self.commands.get(name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -63,7 +85,11 @@ READERS = {"runs", "runs compare", "why", "log verify", "materialize"}
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:
     if db is not None:
         ctx.obj = EventLog(db)
-    if ctx.command_path.split(" ", 1)[-1] in READERS:
+    names, context = [], ctx
+    while context.parent is not None:
+        names.append(context.info_name)
+        context = context.parent
+    if " ".join(reversed(names)) in READERS:
         ctx.obj.require()
 
 
@@ -75,16 +101,3 @@ def _add_db_option(command: click.Command) -> None:
     ))
     for sub in getattr(command, "commands", {}).values():
         _add_db_option(sub)
-
-
-def _register() -> None:
-    from eviscene.cli import dataset, eval, imports, log, materialize, profiles, query, runs, why
-
-    for module in (eval, log, materialize, profiles, query, runs, why, dataset, imports):
-        for command in module.COMMANDS:
-            if command is not profiles.profiles:  # the one command that never touches the log
-                _add_db_option(command)
-            cli.add_command(command)
-
-
-_register()

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterable, Iterator
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,11 +71,22 @@ def _rows(batches: Iterable[pa.RecordBatch], json_columns: frozenset[str]) -> It
     """Plain rows, one batch in memory at a time; JSON columns parsed so that they print as
     JSON values, not as strings holding JSON."""
     for batch in batches:
-        for row in batch.to_pylist():
-            yield {
-                name: (json.loads(value) if name in json_columns and value is not None else _plain(value))
-                for name, value in row.items()
-            }
+        names = batch.schema.names
+        columns = [_values(column, name in json_columns) for name, column in zip(names, batch.columns)]
+        for values in zip(*columns):
+            yield dict(zip(names, values))
+
+
+def _values(column: pa.Array, is_json: bool) -> list[Any]:
+    kind = column.type
+    if is_json:
+        return [None if v is None else json.loads(v) for v in column.to_pylist()]
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        # Arrow holds UTC instants; reading them without the time zone skips pyarrow's
+        # time-zone conversion, which imports pandas (a second of start-up for `runs`).
+        naive = column.cast(pa.timestamp(kind.unit)).to_pylist()
+        return [None if v is None else format_ts(v.replace(tzinfo=timezone.utc)) for v in naive]
+    return [_plain(v) for v in column.to_pylist()]
 
 
 def write_rows(
