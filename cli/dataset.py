@@ -56,6 +56,8 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
         eviscene dataset export --run 20261130_141502_offline_offline-react-v1 --out datasets/v1
         eviscene dataset export --accepted-release releases/teacher-v4 --case-split splits/frozen.jsonl --out datasets/frozen
     """
+    if not run_dirs and accepted_release is None:
+        log.require()  # nothing to import first: the export only reads, so a missing log is an error
     options = ExportOptions(
         out_dir=out_dir, runs=list(runs), run_dirs=list(run_dirs), accepted_release=accepted_release, case_split=case_split,
         eligibility_dir=eligibility_dir, semantic_reward_dir=semantic_reward_dir, minimum_accepted_cases=minimum_accepted_cases,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import click
 import duckdb
@@ -13,15 +14,42 @@ from eviscene.store import EventLog
 from eviscene.store.layout import DEFAULT_LOG
 
 
+# Each command's module, imported only when that command runs (or help lists it): `eviscene
+# runs` loads no agent, tools, providers or image libraries.
+COMMAND_MODULES = {
+    "dataset": "dataset", "eval": "eval", "import": "imports", "log": "log", "materialize": "materialize",
+    "profiles": "profiles", "runs": "runs", "sql": "query", "views": "query", "why": "why",
+}
+
+
 class _Eviscene(click.Group):
-    """Turns the project's errors and SQL mistakes into one line on stderr and exit 2."""
+    """Loads commands on demand; turns the project's errors and SQL mistakes into one line on
+    stderr and exit 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMAND_MODULES:
+            for command in import_module(f"eviscene.cli.{COMMAND_MODULES[name]}").COMMANDS:
+                if command.name not in self.commands:
+                    if command.name != "profiles":  # the one command that never touches the log
+                        _add_db_option(command)
+                    self.add_command(command)
+        return self.commands.get(name)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except (EvisceneError, duckdb.Error) as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {one_line(str(exc))}", err=True)
             sys.exit(2)
+
+
+def one_line(message: str) -> str:
+    """DuckDB's messages quote the query with a caret on further lines: keep the message."""
+    kept = message.split("\nLINE ", 1)[0]
+    return " ".join(part.strip() for part in kept.splitlines() if part.strip())
 
 
 @click.group(cls=_Eviscene, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,12 +76,28 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = EventLog(db)
 
 
-def _register() -> None:
-    from eviscene.cli import dataset, eval, imports, log, materialize, profiles, query, runs, why
-
-    for module in (eval, log, materialize, profiles, query, runs, why, dataset, imports):
-        for command in module.COMMANDS:
-            cli.add_command(command)
+# Commands that only read the log: on a path holding no log they fail (a mistyped --db never
+# answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it;
+# `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves.
+READERS = {"runs", "runs compare", "why", "log verify", "materialize"}
 
 
-_register()
+def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:
+    if db is not None:
+        ctx.obj = EventLog(db)
+    names, context = [], ctx
+    while context.parent is not None:
+        names.append(context.info_name)
+        context = context.parent
+    if " ".join(reversed(names)) in READERS:
+        ctx.obj.require()
+
+
+def _add_db_option(command: click.Command) -> None:
+    """`--db` after the subcommand too (`eviscene sql --db X "…"`), as the README says."""
+    command.params.append(click.Option(
+        ["--db"], type=click.Path(dir_okay=False), default=None, expose_value=False, callback=_use_log,
+        help="The event log (overrides --db before the command).",
+    ))
+    for sub in getattr(command, "commands", {}).values():
+        _add_db_option(sub)

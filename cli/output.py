@@ -1,20 +1,39 @@
-"""One set of writers for every command's tabular output: --format table|csv|json|jsonl."""
+"""One set of writers for every command's tabular output: --format table|csv|json|jsonl on
+stdout, and --output FILE (.csv, .jsonl, .parquet) for query results.
+
+Rows arrive as a stream of Arrow record batches and leave as they arrive, so a result of any
+size prints in bounded memory. csv, json and jsonl stream row by row; the table format
+buffers only a preview (the first `TABLE_PREVIEW_ROWS` rows) to size its columns, then
+streams every row with those widths, wrapping cells that are wider.
+"""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
-from datetime import date, datetime
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterable, Iterator
+from datetime import date, datetime, timezone
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import click
 import pyarrow as pa
 
+from eviscene.errors import EvisceneError
 from eviscene.store.chain import format_ts
+from eviscene.store.layout import live_root
 
 FORMATS = ("table", "csv", "json", "jsonl")
+OUTPUT_SUFFIXES = (".csv", ".jsonl", ".parquet")
+TABLE_PREVIEW_ROWS = 1000
+_COLUMN_GAP = "  "
+_MIN_COLUMN_WIDTH = 8
 
 format_option = click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
@@ -27,7 +46,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):
-        return float(value)
+        # HUGEINT (every sum() of integers) and DECIMAL(p, 0) arrive as Decimal: integers stay integers.
+        return int(value) if value.as_tuple().exponent >= 0 else float(value)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, dict):
@@ -38,7 +58,6 @@ def _plain(value: Any) -> Any:
 
 
 def _cell(value: Any) -> str:
-    value = _plain(value)
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
@@ -48,31 +67,165 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render(table: pa.Table, fmt: str, *, max_width: int = 60) -> str:
-    rows = table.to_pylist()
-    names = table.column_names
-    if fmt == "json":
-        return json.dumps([_plain(r) for r in rows], ensure_ascii=False, indent=2) + "\n"
+def _rows(batches: Iterable[pa.RecordBatch], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
+    """Plain rows, one batch in memory at a time; JSON columns parsed so that they print as
+    JSON values, not as strings holding JSON."""
+    for batch in batches:
+        names = batch.schema.names
+        columns = [_values(column, name in json_columns) for name, column in zip(names, batch.columns)]
+        for values in zip(*columns):
+            yield dict(zip(names, values))
+
+
+def _values(column: pa.Array, is_json: bool) -> list[Any]:
+    kind = column.type
+    if is_json:
+        return [None if v is None else json.loads(v) for v in column.to_pylist()]
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        # Arrow holds UTC instants; reading them without the time zone skips pyarrow's
+        # time-zone conversion, which imports pandas (a second of start-up for `runs`).
+        naive = column.cast(pa.timestamp(kind.unit)).to_pylist()
+        return [None if v is None else format_ts(v.replace(tzinfo=timezone.utc)) for v in naive]
+    return [_plain(v) for v in column.to_pylist()]
+
+
+def write_rows(
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    fmt: str,
+    out: TextIO,
+    *,
+    json_columns: frozenset[str] = frozenset(),
+    width: int | None = None,
+) -> None:
+    names = schema.names
+    rows = _rows(batches, json_columns)
     if fmt == "jsonl":
-        return "".join(json.dumps(_plain(r), ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+    elif fmt == "json":
+        # The layout of json.dumps(list_of_rows, indent=2), one row at a time.
+        out.write("[")
+        written = 0
+        for row in rows:
+            body = json.dumps(row, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+            out.write(("," if written else "") + "\n  " + body)
+            written += 1
+        out.write("\n]\n" if written else "]\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
         writer.writerow(names)
-        writer.writerows([[_cell(r[n]) for n in names] for r in rows])
-        return buffer.getvalue()
-    cells = [[_clip(_cell(r[n]), max_width) for n in names] for r in rows]
-    widths = [max([len(n)] + [len(row[i]) for row in cells]) for i, n in enumerate(names)]
-    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    return "\n".join(lines) + "\n"
+        for row in rows:
+            writer.writerow([_cell(_json_text(row[n], n in json_columns)) for n in names])
+    else:
+        _write_table(names, ({n: _json_text(r[n], n in json_columns) for n in names} for r in rows), out, width)
 
 
-def _clip(text: str, width: int) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _json_text(value: Any, is_json: bool) -> Any:
+    """A JSON column's cell in csv and table output: compact JSON text, as stored."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if is_json and value is not None else value
+
+
+def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, width: int | None) -> None:
+    preview: list[list[str]] = []
+    for row in rows:
+        preview.append([_cell(row[n]).replace("\n", " ") for n in names])
+        if len(preview) == TABLE_PREVIEW_ROWS:
+            break
+    natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(names)]
+    widths = _fit(natural, width)
+
+    def emit_row(cells: list[str]) -> None:
+        wrapped = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] for c, w in zip(cells, widths)]
+        for line in range(max(len(parts) for parts in wrapped) if wrapped else 1):
+            out.write(_COLUMN_GAP.join((parts[line] if line < len(parts) else "").ljust(w) for parts, w in zip(wrapped, widths)).rstrip() + "\n")
+
+    emit_row(names)
+    out.write(_COLUMN_GAP.join("-" * w for w in widths) + "\n")
+    for cells in preview:
+        emit_row(cells)
+    for row in rows:
+        emit_row([_cell(row[n]).replace("\n", " ") for n in names])
+
+
+def _fit(natural: list[int], width: int | None) -> list[int]:
+    """Column widths within `width` characters: the widest columns give way first, none
+    below a few characters (past that the table is wider than the terminal)."""
+    widths = list(natural)
+    if width is None:
+        return widths
+    budget = width - len(_COLUMN_GAP) * (len(widths) - 1)
+    while sum(widths) > budget:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= _MIN_COLUMN_WIDTH:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def terminal_width() -> int | None:
+    """The width tables wrap to: $COLUMNS, else the terminal's; none when stdout is a pipe
+    or a file (lines are then whole)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def emit(table: pa.Table, fmt: str) -> None:
-    click.echo(render(table, fmt), nl=False)
+    emit_stream(table.schema, table.to_batches(), fmt)
+
+
+def emit_stream(
+    schema: pa.Schema, batches: Iterable[pa.RecordBatch], fmt: str, *, json_columns: frozenset[str] = frozenset()
+) -> None:
+    write_rows(schema, batches, fmt, click.get_text_stream("stdout"), json_columns=json_columns, width=terminal_width())
+
+
+def check_output_path(path: Path, log_path: Path) -> Path:
+    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log, its
+    write-ahead file, its live folder or anything inside them."""
+    target = path.expanduser().resolve()
+    protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
+    if any(target == p or p in target.parents for p in protected):
+        raise EvisceneError(f"--output {path}: that is the log's own file; results never overwrite the log")
+    if target.suffix not in OUTPUT_SUFFIXES:
+        raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
+    if target.is_dir():
+        raise EvisceneError(f"--output {path}: is a folder")
+    if not target.parent.is_dir():
+        raise EvisceneError(f"--output {path}: no folder {target.parent}")
+    return target
+
+
+def write_output(
+    target: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, json_columns: frozenset[str] = frozenset()
+) -> None:
+    """Stream the rows into `target` through a temporary name in its folder, renamed into
+    place once complete: an interrupted write leaves no half file under the real name."""
+    handle, pending_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    pending = Path(pending_name)
+    try:
+        if target.suffix == ".parquet":
+            os.close(handle)
+            import pyarrow.parquet as pq
+
+            with pq.ParquetWriter(pending, schema) as writer:
+                for batch in batches:
+                    writer.write_batch(batch)
+        else:
+            with open(handle, "w", encoding="utf-8", newline="") as out:
+                fmt = "csv" if target.suffix == ".csv" else "jsonl"
+                write_rows(schema, batches, fmt, out, json_columns=json_columns)
+        os.chmod(pending, 0o644 & ~_umask())
+        os.replace(pending, target)
+    except BaseException:
+        pending.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pyarrow as pa
 
-from eviscene.cli.output import emit, format_option
+from eviscene.cli.output import check_output_path, emit, emit_stream, format_option, write_output
 from eviscene.store import EventLog
 from eviscene.views import view_definitions
 
@@ -13,16 +15,36 @@ from eviscene.views import view_definitions
 @click.command()
 @click.argument("query")
 @format_option
+@click.option(
+    "--read", "read", multiple=True, type=click.Path(exists=True, path_type=Path),
+    help="A file or folder of your own the query may read (repeatable); nothing else outside the log is readable.",
+)
+@click.option(
+    "--output", "output", type=click.Path(path_type=Path), default=None,
+    help="Write the rows to this .csv, .jsonl or .parquet file instead of stdout (never the log's own files).",
+)
 @click.pass_obj
-def sql(log: EventLog, query: str, fmt: str) -> None:
-    """Run a SQL query over the log: the `events` and `blobs` relations and every view.
+def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None) -> None:
+    """Run one SELECT over the log: the `events` and `blobs` relations and every view.
+
+    The query runs in a sandbox: it reads the log and the files named with --read, and
+    writes nothing (COPY, ATTACH, INSTALL, SET, CREATE, … are refused). Results stream to
+    stdout in --format, or to --output FILE.
 
     \b
     Example:
         eviscene sql "SELECT type, count(*) AS n FROM events GROUP BY type ORDER BY n DESC"
         eviscene sql "SELECT * FROM runs" --format csv
+        eviscene sql "SELECT e.episode_id, n.note FROM episodes e JOIN 'notes.csv' n USING (episode_id)" --read notes.csv
+        eviscene sql "SELECT * FROM events" --output events.parquet
     """
-    emit(log.sql(query), fmt)
+    log.require()
+    target = check_output_path(output, log.path) if output is not None else None
+    with log.query(query, read=read) as result:
+        if target is not None:
+            write_output(target, result.schema, result.batches, json_columns=result.json_columns)
+        else:
+            emit_stream(result.schema, result.batches, fmt, json_columns=result.json_columns)
 
 
 @click.command()
@@ -44,7 +66,7 @@ def views(log: EventLog, columns: bool, fmt: str) -> None:
         "meaning": [d.meaning for d in definitions],
     }
     if columns:
-        con = log.connect()
+        con = log.require().connect()
         try:
             data["columns"] = [
                 ", ".join(row[0] for row in con.execute(f'DESCRIBE "{d.name}"').fetchall()) for d in definitions

@@ -2,7 +2,7 @@
 then score, audit and export training data with SQL views over it.
 
     import eviscene
-    log = eviscene.open_log("eviscene.duckdb")
+    log = eviscene.open_log("eviscene.duckdb", create=True)  # create: the first run makes the log
     log.sql("SELECT * FROM runs")                       # pyarrow.Table
     summary = anyio.run(eviscene.start_run, log, eviscene.EvalOptions(benchmark="…/cases.jsonl"))
     eviscene.materialize_run(log, summary.run_id, Path("runs/demo"))

@@ -28,3 +28,11 @@ class DuplicateEventError(EvisceneError):
 
 class ImportConflictError(EvisceneError):
     """An artifact being imported conflicts with what the log already holds."""
+
+
+class LogNotFoundError(EvisceneError):
+    """A command that only reads was pointed at a path holding no log."""
+
+
+class QueryRefusedError(EvisceneError):
+    """A query asked the read-only SQL sandbox to write, or to read outside what it may."""

@@ -68,7 +68,8 @@ def test_library_never_imports_click():
 
 
 def _commands(group: click.Group, prefix: str = ""):
-    for name, command in sorted(group.commands.items()):
+    for name in group.list_commands(click.Context(group)):  # the CLI loads its commands on demand
+        command = group.get_command(click.Context(group), name)
         full = f"{prefix}{name}"
         if isinstance(command, click.Group):
             yield from _commands(command, full + " ")

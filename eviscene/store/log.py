@@ -4,26 +4,43 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import duckdb
 import pyarrow as pa
 
-from eviscene.store.layout import resolve_log_path
-from eviscene.store.rows import EventRow
+from eviscene.errors import LogNotFoundError, QueryRefusedError
+from eviscene.store.layout import live_root, resolve_log_path
 from eviscene.store.merge import MergeReport, merge_log
 from eviscene.store.seal import seal_runs
-from eviscene.store.snapshot import open_snapshot
+from eviscene.store.snapshot import Sandbox, check_query, open_snapshot
 from eviscene.store.verify import VerifyReport, verify_log
 from eviscene.store.writer import EventDraft, RunWriter
 from eviscene.views import apply_views, views_needed_by
 
+if TYPE_CHECKING:
+    from eviscene.store.rows import EventRow  # sqlmodel: loaded only by `events()`, not by every query
+
 _SNAPSHOT_RETRIES = 3
 MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "2GB")
+BATCH_ROWS = 65_536
+
+
+@dataclass
+class QueryResult:
+    """A query's rows as a stream of Arrow record batches, and which columns hold JSON."""
+
+    batches: pa.RecordBatchReader
+    json_columns: frozenset[str]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.batches.schema
 
 
 class EventLog:
@@ -39,41 +56,98 @@ class EventLog:
     def __repr__(self) -> str:
         return f"EventLog({str(self.path)!r})"
 
+    def exists(self) -> bool:
+        """An archive file or a live folder: a log whose first run is still writing has
+        only the latter."""
+        return self.path.is_file() or live_root(self.path).is_dir()
+
+    def require(self) -> EventLog:
+        """This log, or `LogNotFoundError` when nothing is there: a read never answers from
+        (or creates) an empty log because a path was mistyped."""
+        if not self.exists():
+            raise LogNotFoundError(f"no log at {self.path}")
+        return self
+
     def connect(
-        self, *, views: bool = True, materialize: bool = False, for_query: str | None = None
+        self,
+        *,
+        views: bool = True,
+        materialize: bool = False,
+        for_query: str | None = None,
+        read: Sequence[str | os.PathLike[str]] = (),
     ) -> duckdb.DuckDBPyConnection:
         """A read-only snapshot connection with `events`, `blobs` and every view (computed
         once into temporary tables with `materialize`, for exports; only those `for_query`
-        reads, when given)."""
-        con = open_snapshot(self.path)
-        if materialize:
-            # Temporary tables of a large log spill to disk rather than grow the process.
-            con.execute(f"SET memory_limit = '{MATERIALIZE_MEMORY_LIMIT}'")
-            con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/eviscene-duckdb-spill'")
+        reads, when given). It reads the log's files and the files or folders in `read`,
+        nothing else, and writes no file (large intermediate results spill to a temporary
+        folder)."""
+        readable = tuple(_readable(path) for path in read)
+        # Temporary tables of a large log spill to disk rather than grow the process.
+        sandbox = Sandbox(readable=readable, memory_limit=MATERIALIZE_MEMORY_LIMIT if materialize else None)
+        con = open_snapshot(self.path, sandbox=sandbox)
         if views:
             apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
         return con
 
-    def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pa.Table:
-        """Run one query over a fresh snapshot and return an Arrow table (`?` parameters
-        from a list, `$name` parameters from a dict)."""
+    @contextmanager
+    def query(
+        self,
+        query: str,
+        params: list[Any] | dict[str, Any] | None = None,
+        *,
+        read: Sequence[str | os.PathLike[str]] = (),
+        batch_rows: int = BATCH_ROWS,
+    ) -> Iterator[QueryResult]:
+        """Run one SELECT over a fresh sandboxed snapshot and stream its rows in Arrow
+        batches (memory stays bounded whatever the result's size):
+
+        >>> with log.query("SELECT * FROM events") as result:
+        ...     for batch in result.batches: ...
+        """
         for attempt in range(_SNAPSHOT_RETRIES):
-            con = self.connect(for_query=query)
+            con = self.connect(for_query=query, read=read)
             try:
-                return con.sql(query, params=params).to_arrow_table()
+                check_query(con, query)
+                relation = con.sql(query, params=params)
+                json_columns = frozenset(
+                    name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"
+                )
+                batches = relation.to_arrow_reader(batch_rows)
             except duckdb.IOException as exc:
+                con.close()
                 # A live segment was compacted or sealed between listing and reading it.
                 if attempt == _SNAPSHOT_RETRIES - 1 or "No files found" not in str(exc) and "No such file" not in str(exc):
                     raise
+                continue
+            except BaseException:
+                con.close()
+                raise
+            try:
+                yield QueryResult(batches, json_columns)
             finally:
                 con.close()
-        raise AssertionError("unreachable")
+            return
+
+    def sql(
+        self,
+        query: str,
+        params: list[Any] | dict[str, Any] | None = None,
+        *,
+        read: Sequence[str | os.PathLike[str]] = (),
+    ) -> pa.Table:
+        """Run one SELECT over a fresh sandboxed snapshot and return an Arrow table (`?`
+        parameters from a list, `$name` parameters from a dict; `read` names files or
+        folders of your own the query may read)."""
+        with self.query(query, params, read=read) as result:
+            return result.batches.read_all()
 
     def view(self, name: str) -> pa.Table:
         return self.sql(f'SELECT * FROM "{name}"')
 
     def events(self, run_id: str, episode_id: str | None = None) -> list[EventRow]:
         """One run's events (optionally one episode's) in order, as typed rows."""
+        from eviscene.store.rows import EventRow
+
         table = self.sql(
             "SELECT seq, event_id, ts, run_id, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash "
             "FROM events WHERE run_id = ? AND (? IS NULL OR episode_id = ?) ORDER BY seq",
@@ -108,5 +182,15 @@ class EventLog:
         return seal_runs(self.path, run_ids)
 
 
-def open_log(path: str | os.PathLike[str] | None = None) -> EventLog:
-    return EventLog(path)
+def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:
+    """The log at `path` (default `$EVISCENE_DB`, else ./eviscene.duckdb); `LogNotFoundError`
+    when there is none, unless `create` (a run then writes the first events)."""
+    log = EventLog(path)
+    return log if create else log.require()
+
+
+def _readable(path: str | os.PathLike[str]) -> Path:
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.exists():
+        raise QueryRefusedError(f"nothing to read at {path}: no such file or folder")
+    return resolved

@@ -7,14 +7,16 @@ moment ago is there, what it commits later is seen by the next connection.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from eviscene.errors import LogLockedError
+from eviscene.errors import LogLockedError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
@@ -24,6 +26,8 @@ DUCKDB_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
+# Large sorts and joins of a snapshot spill here rather than grow the process (never the cwd).
+SPILL_DIRECTORY = Path(tempfile.gettempdir()) / "eviscene-duckdb-spill"
 LOCK_WAIT_SECONDS = 10.0
 _HOLDER_PID = re.compile(r"PID (\d+)")
 
@@ -80,8 +84,20 @@ def live_files(log_path: Path, sealed: set[tuple[str, str]]) -> LiveFiles:
     return files
 
 
-def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory connection whose `events` and `blobs` views cover the whole log."""
+@dataclass(frozen=True)
+class Sandbox:
+    """A snapshot that reads the log's own files and the analyst's named files and folders
+    (`readable`, `--read`), and nothing else, enforced by DuckDB itself: external access off
+    with only those paths allowed, no extension install or autoload, then the configuration
+    locked so no statement can change any of it."""
+
+    readable: tuple[Path, ...] = ()
+    memory_limit: str | None = None
+
+
+def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection whose `events` and `blobs` views cover the whole log
+    (locked down to reading with `sandbox`)."""
     con = new_connection()
     sealed: set[tuple[str, str]] = set()
     parts_events, parts_blobs = [], []
@@ -108,7 +124,47 @@ def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
     con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
     con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    if sandbox is not None:
+        _lock_down(con, [*files.events, *files.blobs], sandbox)
     return con
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: Sandbox) -> None:
+    """DuckDB's own guard rails. The attached archive stays readable (DuckDB allows an
+    attached file's path by itself); writing it is refused by `check_query`, since only a
+    SELECT runs, and by the read-only attachment."""
+    folders = [p for p in sandbox.readable if p.is_dir()]
+    files = log_files + [p for p in sandbox.readable if not p.is_dir()]
+    con.execute(f"SET allowed_paths = {_sql_list(files)}")
+    # A trailing separator, so that naming /data/in does not also open /data/inbox.
+    con.execute("SET allowed_directories = [" + ", ".join(f"'{_quote(p)}{os.sep}'" for p in folders) + "]")
+    con.execute(f"SET temp_directory = '{_quote(SPILL_DIRECTORY)}'")
+    if sandbox.memory_limit:
+        con.execute(f"SET memory_limit = '{sandbox.memory_limit}'")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """Accept exactly one SELECT statement (as DuckDB's parser classifies it): the sandbox
+    reads, so COPY, ATTACH, DETACH, INSTALL, SET, CREATE, INSERT, PRAGMA, CALL and the rest
+    are refused before anything runs."""
+    if not query.strip():
+        raise QueryRefusedError("no SQL given: pass one SELECT statement")
+    try:
+        statements = con.extract_statements(query)
+    except ValueError:  # a statement type this duckdb's Python enum does not name
+        raise QueryRefusedError("only a SELECT statement runs over the log; this statement is refused") from None
+    if not statements:
+        raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
+    if len(statements) > 1:
+        raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise QueryRefusedError(
+            f"only a SELECT statement runs over the log; {kind.name} is refused "
+            "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
+        )
 
 
 def _empty_events() -> str:

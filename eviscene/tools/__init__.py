@@ -1,22 +1,52 @@
 """Embedded, offline tools of the agent: OCR, BM25 search, perceptual image search and
-comparison over the release corpus, all behind the source-access policy."""
+comparison over the release corpus, all behind the source-access policy.
 
-from eviscene.tools.image_compare import ChangedRegion, Comparison, compare
-from eviscene.tools.corpus import IMAGE_FRAGMENT, Corpus, CorpusImage, Page, PageImage
-from eviscene.tools.image_index import ImageIndex, ImageMatch
-from eviscene.tools.images import PreparedImage, find_content_box, phash_hex, prepare
-from eviscene.tools.ocr import OcrLine, OcrResult, aread_text, read_text
-from eviscene.tools.policy import SourceAccessPolicy
-from eviscene.tools.results import ToolOutcome, ToolStatus
-from eviscene.tools.search import BM25, SearchIndex, tokenize
-from eviscene.tools.specs import ALL_TOOLS, TOOL_FAMILIES, tool_spec, validate_arguments
-from eviscene.tools.toolbox import EpisodeTools, Toolbox
-from eviscene.tools.urls import normalize_host, normalize_url, url_host
+Names are imported on first use, so importing one module of this package (the URL rules the
+SQL views register) does not load OpenCV, Pillow and the OCR engine.
+"""
 
-__all__ = [
-    "ALL_TOOLS", "BM25", "ChangedRegion", "Comparison", "Corpus", "CorpusImage", "EpisodeTools",
-    "IMAGE_FRAGMENT", "ImageIndex", "ImageMatch", "OcrLine", "OcrResult", "Page", "PageImage",
-    "PreparedImage", "SearchIndex", "SourceAccessPolicy", "TOOL_FAMILIES", "ToolOutcome", "ToolStatus",
-    "Toolbox", "aread_text", "compare", "find_content_box", "normalize_host", "normalize_url", "phash_hex",
-    "prepare", "read_text", "tokenize", "tool_spec", "url_host", "validate_arguments",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "ALL_TOOLS": "eviscene.tools.specs",
+    "BM25": "eviscene.tools.search",
+    "ChangedRegion": "eviscene.tools.image_compare",
+    "Comparison": "eviscene.tools.image_compare",
+    "Corpus": "eviscene.tools.corpus",
+    "CorpusImage": "eviscene.tools.corpus",
+    "EpisodeTools": "eviscene.tools.toolbox",
+    "IMAGE_FRAGMENT": "eviscene.tools.corpus",
+    "ImageIndex": "eviscene.tools.image_index",
+    "ImageMatch": "eviscene.tools.image_index",
+    "OcrLine": "eviscene.tools.ocr",
+    "OcrResult": "eviscene.tools.ocr",
+    "Page": "eviscene.tools.corpus",
+    "PageImage": "eviscene.tools.corpus",
+    "PreparedImage": "eviscene.tools.images",
+    "SearchIndex": "eviscene.tools.search",
+    "SourceAccessPolicy": "eviscene.tools.policy",
+    "TOOL_FAMILIES": "eviscene.tools.specs",
+    "ToolOutcome": "eviscene.tools.results",
+    "ToolStatus": "eviscene.tools.results",
+    "Toolbox": "eviscene.tools.toolbox",
+    "aread_text": "eviscene.tools.ocr",
+    "compare": "eviscene.tools.image_compare",
+    "find_content_box": "eviscene.tools.images",
+    "normalize_host": "eviscene.tools.urls",
+    "normalize_url": "eviscene.tools.urls",
+    "phash_hex": "eviscene.tools.images",
+    "prepare": "eviscene.tools.images",
+    "read_text": "eviscene.tools.ocr",
+    "tokenize": "eviscene.tools.search",
+    "tool_spec": "eviscene.tools.specs",
+    "url_host": "eviscene.tools.urls",
+    "validate_arguments": "eviscene.tools.specs",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'eviscene.tools' has no attribute {name!r}")

@@ -1,0 +1,102 @@
+"""CLI start-up benchmark: `eviscene runs`, `sql`, `views` and `why` as whole processes on a
+small log, against two baselines measured in the same run: `python -c pass` (the
+interpreter) and a process that imports duckdb and runs one query on the log's archive (the
+least any reading command must do). Prints the median of N runs of each and its ratio to the
+duckdb baseline, and the modules each command imported (`-X importtime`, top 5 by time).
+
+    python bench/cli.py --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from eviscene.events import EpisodeFinished, GateDecided, RunStarted
+from eviscene.store import EventDraft, EventLog
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+
+def _small_log(folder: Path) -> Path:
+    log = EventLog(folder / "bench.duckdb")
+
+    async def write() -> None:
+        async with log.writer("bench-run") as writer:
+            await writer.emit(EventDraft(RunStarted(
+                started_at="2026-11-30T00:00:00+00:00", git_commit="", benchmark={}, agent={}, source_access_policy={}
+            )))
+            for step in range(200):
+                await writer.emit(EventDraft(GateDecided(gate="demo", subject=f"s{step}", passed=True), episode_id="ep-1", attempt=1, step=step))
+            await writer.emit(EventDraft(EpisodeFinished(termination="completed", time_taken=1.0), episode_id="ep-1", attempt=1, step=200))
+
+    anyio.run(write)
+    log.seal()
+    return log.path
+
+
+def _median_seconds(command: list[str], repeat: int, cwd: Path) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=cwd)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _slowest_imports(command: list[str], cwd: Path, top: int = 5) -> list[str]:
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, check=False)
+    rows = []
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = (part.strip() for part in line.removeprefix("import time:").split("|"))
+            if cumulative.isdigit() and not name.startswith(" "):
+                rows.append((int(cumulative), name.strip()))
+    return [f"{name} {us / 1e6:.2f}s" for us, name in sorted(rows, reverse=True)[:top]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--log", type=Path, help="Time against this log instead of a small generated one.")
+    parser.add_argument("--episode", default="ep-1", help="The episode `why` explains (with --log).")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="eviscene-bench-cli-"))
+    try:
+        log_path = args.log.resolve() if args.log else _small_log(folder)
+        duckdb_query = (
+            "import duckdb; con = duckdb.connect(); "
+            f"con.execute(\"ATTACH '{log_path}' AS a (READ_ONLY)\"); con.execute('SELECT count(*) FROM a.events').fetchall()"
+        )
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "duckdb query": [sys.executable, "-c", duckdb_query],
+            "eviscene runs": [EVISCENE, "--db", str(log_path), "runs"],
+            "eviscene sql": [EVISCENE, "--db", str(log_path), "sql", "SELECT count(*) FROM events"],
+            "eviscene views": [EVISCENE, "views"],
+            "eviscene why": [EVISCENE, "--db", str(log_path), "why", args.episode],
+        }
+        medians = {name: _median_seconds(command, args.repeat, folder) for name, command in commands.items()}
+        baseline = medians["duckdb query"]
+        events = EventLog(log_path).sql("SELECT count(*) AS n FROM events")["n"][0].as_py()
+        print(f"median of {args.repeat} whole processes on a log of {events} events")
+        for name, seconds in medians.items():
+            print(f"{name:<16} {seconds:6.3f} s  {seconds / baseline:5.2f}x the duckdb query")
+        for name in ("eviscene runs", "eviscene sql"):
+            print(f"{name} imports (cumulative): " + ", ".join(_slowest_imports(commands[name], folder)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""A command that only reads, pointed at a path holding no log, says so and creates nothing;
+writers still create a log."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sandbox_log
+from eviscene.errors import LogNotFoundError
+from eviscene.store import open_log
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+READS = [
+    ("sql", "SELECT 1"),
+    ("runs",),
+    ("runs", "compare", "a", "b"),
+    ("why", "episode-1"),
+    ("log", "verify"),
+    ("materialize", "run-1", "--out", "out"),
+    ("dataset", "export", "--run", "run-1", "--out", "out"),
+    ("views", "--columns"),
+]
+
+
+@pytest.mark.parametrize("command", READS, ids=" ".join)
+def test_a_read_of_a_missing_log_is_one_line_and_creates_nothing(tmp_path, command):
+    missing = tmp_path / "mistyped.duckdb"
+    result = subprocess.run([EVISCENE, "--db", str(missing), *command], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr == f"Error: no log at {missing}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_log_of_a_missing_log_raises_and_creates_nothing(tmp_path):
+    with pytest.raises(LogNotFoundError, match="no log at"):
+        open_log(tmp_path / "mistyped.duckdb")
+    log = open_log(tmp_path / "new.duckdb", create=True)  # a writer's first run
+    assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_merge_into_a_new_archive_still_creates_it(tmp_path):
+    source = sandbox_log.build(tmp_path)
+    target = tmp_path / "merged.duckdb"
+    result = subprocess.run([EVISCENE, "--db", str(target), "log", "merge", str(source)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert target.is_file()
+    assert open_log(target).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]

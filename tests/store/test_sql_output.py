@@ -1,0 +1,152 @@
+"""Results leave `eviscene sql` on stdout (--format) or in a file EviScene writes (--output),
+streamed in bounded memory; tables fit the terminal; JSON is JSON and integers integers."""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import sandbox_log
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+PAYLOAD_QUERY = "SELECT run_id, seq, step, payload FROM events WHERE run_id = 'live' AND seq <= 3 ORDER BY seq"
+
+
+@pytest.fixture(scope="module")
+def log_path(tmp_path_factory) -> Path:
+    return sandbox_log.build(tmp_path_factory.mktemp("log"))
+
+
+def eviscene(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([EVISCENE, *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+
+
+def expected_payload(step: int) -> dict:
+    return {"type": "gate.decided", "gate": "demo", "subject": f"s{step}", "passed": step % 2 == 0, "reasons": []}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_output_writes_each_format_and_it_reloads(log_path, tmp_path, suffix):
+    target = tmp_path / f"rows{suffix}"
+    result = eviscene("--db", str(log_path), "sql", PAYLOAD_QUERY, "--output", str(target), cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name], "no temporary file is left behind"
+    if suffix == ".parquet":
+        rows = pq.read_table(target).to_pylist()
+        assert [(r["run_id"], r["seq"], r["step"]) for r in rows] == [("live", 1, None), ("live", 2, 0), ("live", 3, 1)]
+        assert json.loads(rows[1]["payload"]) == expected_payload(0)
+    elif suffix == ".jsonl":
+        rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+        assert [r["seq"] for r in rows] == [1, 2, 3]
+        assert rows[1]["payload"] == expected_payload(0) and rows[2]["payload"] == expected_payload(1)
+        assert rows[0]["step"] is None
+    else:
+        rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
+        assert [r["seq"] for r in rows] == ["1", "2", "3"]
+        assert json.loads(rows[2]["payload"]) == expected_payload(1)
+        # The same bytes as --format csv on stdout.
+        stdout = eviscene("--db", str(log_path), "sql", PAYLOAD_QUERY, "--format", "csv", cwd=tmp_path).stdout
+        assert target.read_text(encoding="utf-8") == stdout
+        # DuckDB reads it back as the same table.
+        assert duckdb.sql(f"SELECT count(*) FROM '{target}'").fetchall() == [(3,)]
+
+
+def test_output_never_overwrites_the_log_or_its_folder(log_path, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    copy = sandbox_log.copy(log_path, work)
+    before = sandbox_log.fingerprint(work)
+    segment = next((work / "log.duckdb.live" / "live").glob("events-*.parquet"))
+    for target in (copy, segment, work / "log.duckdb.live" / "x.parquet", work / "log.duckdb.wal", work / "log.duckdb.live" / "live" / "new.csv"):
+        result = eviscene("--db", str(copy), "sql", "SELECT 1 AS a", "--output", str(target), cwd=work)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and "never overwrite the log" in result.stderr, (target, result.stderr)
+    # The log's own name is refused whatever its suffix; an unknown suffix is refused too.
+    other = eviscene("--db", str(copy), "sql", "SELECT 1 AS a", "--output", str(work / "rows.txt"), cwd=work)
+    assert other.returncode == 2 and "must end in" in other.stderr
+    assert sandbox_log.fingerprint(work) == before
+
+
+def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
+    result = eviscene("--db", str(log_path), "sql", "SELECT * FROM read_text('/etc/passwd')", "--output", str(tmp_path / "x.csv"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_json_columns_are_json_and_integers_are_integers(log_path, tmp_path):
+    query = (
+        "SELECT run_id, sum(step) AS step_total, count(*) AS n, 1.5::DECIMAL(4, 2) AS ratio, any_value(payload) FILTER (WHERE seq = 2) AS payload "
+        "FROM events WHERE run_id = 'sealed' GROUP BY run_id"
+    )
+    as_json = eviscene("--db", str(log_path), "sql", query, "--format", "json", cwd=tmp_path)
+    assert as_json.returncode == 0, as_json.stderr
+    # Steps 0..39 sum to 780; sum() of integers is a HUGEINT, printed as an integer.
+    assert json.loads(as_json.stdout) == [{"run_id": "sealed", "step_total": 780, "n": 41, "ratio": 1.5, "payload": expected_payload(0)}]
+    assert '"step_total": 780,' in as_json.stdout
+    as_jsonl = eviscene("--db", str(log_path), "sql", query, "--format", "jsonl", cwd=tmp_path)
+    assert json.loads(as_jsonl.stdout) == json.loads(as_json.stdout)[0]
+    table = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path)
+    assert table.stdout.splitlines()[2].split()[:4] == ["sealed", "780", "41", "1.5"]
+
+
+def test_tables_wrap_to_the_terminal_width_and_lose_nothing(log_path, tmp_path):
+    query = "SELECT seq, payload FROM events WHERE run_id = 'live' AND seq = 2"
+    piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env = {**piped, "COLUMNS": "40"}
+    narrow = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path, env=env)
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 40
+    payload = json.dumps(expected_payload(0), separators=(",", ":"))
+    body = "".join(line[len("seq  "):].strip() if i else line[len("2    "):].strip() for i, line in enumerate(lines[2:]))
+    assert body.replace(" ", "") == payload.replace(" ", "")  # every character is there, wrapped
+    # Piped with no width given, lines are whole; views too.
+    whole = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path, env=piped)
+    assert payload in whole.stdout
+    views = eviscene("views", cwd=tmp_path, env=env)
+    assert views.returncode == 0 and max(len(line) for line in views.stdout.splitlines()) <= 40
+    assert "…" not in eviscene("views", cwd=tmp_path, env=piped).stdout  # nothing cut at 60 characters
+
+
+def test_db_is_accepted_after_the_subcommand(log_path, tmp_path):
+    before = eviscene("--db", str(log_path), "sql", "SELECT count(*) AS n FROM events", "--format", "csv", cwd=tmp_path)
+    after = eviscene("sql", "--db", str(log_path), "SELECT count(*) AS n FROM events", "--format", "csv", cwd=tmp_path)
+    assert before.stdout == after.stdout == "n\n62\n"
+    runs = eviscene("runs", "--db", str(log_path), "--format", "csv", cwd=tmp_path)
+    assert runs.returncode == 0 and runs.stdout.count("\n") == 3
+    verify = eviscene("log", "verify", "--db", str(log_path), cwd=tmp_path)
+    assert verify.returncode == 0 and verify.stdout.startswith("ok: 2 run(s), 62 events")
+    assert list(tmp_path.iterdir()) == []
+
+
+PEAK_RSS = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_rss_mb(*command: str, cwd: Path) -> float:
+    """The peak resident memory of one real `eviscene` process (measured by a parent of its own)."""
+    result = subprocess.run([sys.executable, "-c", PEAK_RSS, *command], capture_output=True, text=True, timeout=600, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout) / 1024
+
+
+def test_a_large_result_streams_in_bounded_memory(log_path, tmp_path):
+    # A million rows of ~300 bytes: about 300 MB as Arrow, several times that as Python rows.
+    rows = 1_000_000
+    query = f"SELECT range AS i, repeat('x', 290) || range::VARCHAR AS s FROM range({rows})"
+    baseline = peak_rss_mb(EVISCENE, "--db", str(log_path), "sql", "SELECT 1", cwd=tmp_path)
+    target = tmp_path / "big.parquet"
+    to_parquet = peak_rss_mb(EVISCENE, "--db", str(log_path), "sql", query, "--output", str(target), cwd=tmp_path)
+    assert pq.ParquetFile(target).metadata.num_rows == rows
+    to_csv = peak_rss_mb(EVISCENE, "--db", str(log_path), "sql", query, "--format", "csv", cwd=tmp_path)
+    for peak in (to_parquet, to_csv):
+        assert peak < 400 and peak - baseline < 150, (baseline, to_parquet, to_csv)

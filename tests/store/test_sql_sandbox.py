@@ -1,0 +1,286 @@
+"""`eviscene sql` and `EventLog.sql` read the log and nothing else, and write nothing.
+
+Every hostile statement runs against a copy of a real log; afterwards every file under the
+test's folder (the log, its live folder, anything else) is byte for byte what it was, and
+no file appeared. The statements are those of issue 9 plus generated lists: one per DuckDB
+statement type, every file-reading table function, every setting, and the table functions
+with side effects.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eviscene.errors import QueryRefusedError
+from eviscene.store import EventLog
+from eviscene.store.snapshot import check_query
+import sandbox_log
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory) -> Path:
+    return sandbox_log.build(tmp_path_factory.mktemp("original"))
+
+
+@pytest.fixture
+def log_copy(original, tmp_path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("not yours\n", encoding="utf-8")
+    return sandbox_log.copy(original, folder)
+
+
+def eviscene(log_path: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [EVISCENE, "--db", str(log_path), *args], capture_output=True, text=True, timeout=120, cwd=log_path.parent, **kwargs
+    )
+
+
+def _unchanged_after(log_path: Path, run) -> None:
+    folder = log_path.parent
+    before = sandbox_log.fingerprint(folder)
+    run()
+    assert sandbox_log.fingerprint(folder) == before, "the log or its folder changed"
+
+
+def _refused_in_process(log_path: Path, statements: list[str], *, parse_check: bool = True) -> None:
+    """Each statement is refused on one sandboxed connection: by the one-SELECT check and
+    DuckDB, or (`parse_check=False`) by DuckDB's guard rails alone."""
+    def run():
+        con = EventLog(log_path).connect(views=False)
+        try:
+            for statement in statements:
+                with pytest.raises((QueryRefusedError, duckdb.Error)):
+                    if parse_check:
+                        check_query(con, statement)
+                    con.execute(statement)
+            # The sandbox still answers afterwards, and the log still holds every event.
+            assert con.execute("SELECT count(*) FROM events").fetchone()[0] == sum(sandbox_log.EVENTS.values())
+        finally:
+            con.close()
+
+    _unchanged_after(log_path, run)
+
+
+def _issue_statements(log: str) -> list[str]:
+    return [
+        f"COPY (SELECT 'x' AS a) TO '{log}' (FORMAT csv)",
+        f"COPY (SELECT 'x' AS a) TO '{log}' (FORMAT csv, USE_TMP_FILE false)",
+        f"COPY (SELECT 'x' AS a) TO '{log}.live/live/events-000000000001-000000000021.parquet' (FORMAT parquet)",
+        "COPY (SELECT 1 AS a) TO 'created.csv' (FORMAT csv)",
+        "DETACH archive",
+        f"ATTACH '{log}' AS a2",
+        f"DETACH archive; ATTACH '{log}' AS a2; DELETE FROM a2.events WHERE seq = 5",
+        "ATTACH 'created.duckdb' AS created",
+        "SELECT * FROM read_csv('/etc/shadow')",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+        "RESET lock_configuration",
+        "SET threads = 1",
+        "CREATE TABLE archive.stolen AS SELECT 1 AS a",
+        "INSERT INTO archive.events SELECT * FROM archive.events LIMIT 1",
+        "DELETE FROM archive.events WHERE seq = 5",
+        "UPDATE archive.events SET type = 'x' WHERE seq = 5",
+        "CREATE TABLE created AS SELECT 1 AS a",
+        "PRAGMA force_checkpoint",
+        "PRAGMA enable_profiling",
+        "CHECKPOINT",
+        "EXPORT DATABASE 'exported'",
+    ]
+
+
+# One SQL text per DuckDB statement type that SQL text can express; the test below checks
+# that DuckDB's parser classifies each as named, so the list covers every type.
+STATEMENT_TYPES = {
+    "ALTER": "ALTER TABLE archive.events ADD COLUMN x INTEGER",
+    "ATTACH": "ATTACH ':memory:' AS scratch",
+    "CALL": "CALL pragma_version()",
+    "COPY": "COPY archive.events TO 'events.csv'",
+    "CREATE": "CREATE MACRO m(x) AS x",
+    "DELETE": "TRUNCATE archive.events",
+    "DETACH": "DETACH archive",
+    "DROP": "DROP TABLE archive.events",
+    "EXECUTE": "EXECUTE p",
+    "EXPLAIN": "EXPLAIN ANALYZE COPY (SELECT 1) TO 'explained.csv'",
+    "EXPORT": "EXPORT DATABASE 'exported' (FORMAT parquet)",
+    "INSERT": "INSERT INTO archive.blobs VALUES ('x', 'text/plain', 1, 'x'::BLOB)",
+    "LOAD": "FORCE INSTALL parquet",
+    "MERGE_INTO": "MERGE INTO archive.events USING (SELECT 1 AS seq) s USING (seq) WHEN MATCHED THEN DELETE",
+    "MULTI": "PIVOT events ON type",
+    "PRAGMA": "IMPORT DATABASE 'exported'",
+    "PREPARE": "PREPARE p AS SELECT 1",
+    "SET": "USE archive",
+    "TRANSACTION": "BEGIN TRANSACTION",
+    "UPDATE": "UPDATE archive.events SET step = 0",
+    "VACUUM": "VACUUM ANALYZE archive.events",
+}
+# Types the parser never returns for SQL text (plan-level, or SELECT, which is what runs).
+NOT_FROM_TEXT = {"SELECT", "INVALID", "RELATION", "LOGICAL_PLAN", "ANALYZE", "COPY_DATABASE", "CREATE_FUNC", "EXTENSION", "VARIABLE_SET"}
+
+
+def test_the_statement_type_list_covers_every_type():
+    con = duckdb.connect()
+    for name, statement in STATEMENT_TYPES.items():
+        assert [s.type.name for s in con.extract_statements(statement)] == [name], statement
+    every = {t for t in dir(duckdb.StatementType) if t.isupper()}
+    assert every - NOT_FROM_TEXT == set(STATEMENT_TYPES)
+
+
+def _file_table_functions() -> list[str]:
+    """Every table function of this DuckDB that opens a path: the readers, the Parquet
+    metadata functions, glob and sniff_csv."""
+    names = duckdb.connect().execute(
+        "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'table' ORDER BY 1"
+    ).fetchall()
+    found = [n for (n,) in names if re.match(r"^(read_|parquet_|sniff_csv$|glob$)", n)]
+    assert {"read_csv", "read_json", "read_parquet", "read_text", "read_blob", "glob", "parquet_metadata", "sniff_csv"} <= set(found)
+    return found
+
+
+def _settings() -> list[str]:
+    return [n for (n,) in duckdb.connect().execute("SELECT name FROM duckdb_settings() ORDER BY name").fetchall()]
+
+
+NAME_LOOKUP_SETTINGS = ("schema", "search_path")
+
+# Table functions that act rather than read; whatever they do, nothing on disk changes.
+SIDE_EFFECT_CALLS = [
+    "SELECT * FROM checkpoint()",
+    "SELECT * FROM force_checkpoint()",
+    "SELECT * FROM checkpoint('archive')",
+    "SELECT * FROM enable_profiling()",
+    "SELECT * FROM enable_logging()",
+    "SELECT * FROM truncate_duckdb_logs()",
+    "SELECT * FROM query('COPY (SELECT 1) TO ''q.csv''')",
+    "SELECT * FROM json_execute_serialized_sql(json_serialize_sql('COPY (SELECT 1) TO ''j.csv'''))",
+    "SELECT * FROM read_duckdb('created.duckdb', table_name => 'events')",
+]
+
+
+@pytest.mark.parametrize("index", range(len(_issue_statements("LOG"))))
+def test_each_hostile_statement_of_the_issue_is_one_line_and_exit_2(log_copy, index):
+    statement = _issue_statements(str(log_copy))[index]
+    result = None
+
+    def run():
+        nonlocal result
+        result = eviscene(log_copy, "sql", statement)
+
+    _unchanged_after(log_copy, run)
+    assert result.returncode == 2, (statement, result.stdout, result.stderr)
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == ""
+
+
+def test_every_statement_type_but_select_is_refused(log_copy):
+    _refused_in_process(log_copy, list(STATEMENT_TYPES.values()))
+
+
+@pytest.mark.parametrize("function", _file_table_functions())
+def test_file_table_functions_cannot_open_files_outside_the_log(log_copy, function):
+    paths = ("/etc/passwd", log_copy.parent / "secret.txt", log_copy.parent / "*", log_copy.parent / "log.duckdb.live" / "live" / "writer.lock")
+    _refused_in_process(log_copy, [f"SELECT * FROM {function}('{path}')" for path in paths], parse_check=False)
+
+
+def test_no_setting_can_be_changed_even_past_the_select_check(log_copy):
+    con = duckdb.connect()
+    statements = {}
+    for name in _settings():
+        value = con.execute("SELECT current_setting(?)", [name]).fetchone()[0]
+        statements[name] = [f"SET {name} = '{str(value).replace(chr(39), chr(39) * 2)}'", f"RESET {name}"]
+    # Name lookup, not access: the locked configuration leaves these two to the session (as
+    # USE does); the one-SELECT check refuses them.
+    session = [s for name in NAME_LOOKUP_SETTINGS for s in statements.pop(name)]
+    _refused_in_process(log_copy, [s for pair in statements.values() for s in pair], parse_check=False)
+    _refused_in_process(log_copy, session)
+
+
+def test_table_functions_with_side_effects_change_nothing_on_disk(log_copy):
+    for statement in SIDE_EFFECT_CALLS:
+        def run(statement=statement):
+            try:
+                EventLog(log_copy).sql(statement)
+            except (QueryRefusedError, duckdb.Error):
+                pass
+
+        _unchanged_after(log_copy, run)
+
+
+def test_the_log_is_unchanged_by_a_plain_query_and_answers_it(log_copy):
+    result = None
+
+    def run():
+        nonlocal result
+        result = eviscene(log_copy, "sql", "SELECT run_id, count(*) AS n FROM events GROUP BY run_id ORDER BY run_id", "--format", "csv")
+
+    _unchanged_after(log_copy, run)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "run_id,n\nlive,21\nsealed,41\n"
+
+
+def test_empty_and_comment_only_sql_is_a_clear_error(log_copy):
+    for text in ("", "   \n\t", "-- nothing here"):
+        result = eviscene(log_copy, "sql", "--", text)
+        assert result.returncode == 2 and result.stderr.startswith("Error: no SQL given"), result.stderr
+
+
+def test_two_statements_are_refused(log_copy):
+    result = eviscene(log_copy, "sql", "SELECT 1; SELECT 2")
+    assert result.returncode == 2 and result.stderr == "Error: one statement at a time: the SQL holds 2\n"
+
+
+def test_read_opens_exactly_the_named_file(log_copy, tmp_path):
+    notes = tmp_path / "notes.csv"
+    notes.write_text("run_id,note\nsealed,first\nlive,second\n", encoding="utf-8")
+    (tmp_path / "notes2.csv").write_text("run_id,note\nsealed,other\n", encoding="utf-8")
+    query = "SELECT e.run_id, n.note, count(*) AS n FROM events e JOIN '{}' n USING (run_id) GROUP BY ALL ORDER BY 1"
+    ok = eviscene(log_copy, "sql", query.format(notes), "--read", str(notes), "--format", "csv")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == "run_id,note,n\nlive,second,21\nsealed,first,41\n"
+    for other in (tmp_path / "notes2.csv", log_copy.parent / "secret.txt"):
+        refused = eviscene(log_copy, "sql", f"SELECT * FROM read_csv('{other}')", "--read", str(notes))
+        assert refused.returncode == 2 and "Permission Error" in refused.stderr, refused.stderr
+    # Nor can the named file be written over.
+    copy_over = eviscene(log_copy, "sql", f"COPY (SELECT 1 AS a) TO '{notes}'", "--read", str(notes))
+    assert copy_over.returncode == 2
+    assert notes.read_text(encoding="utf-8").startswith("run_id,note")
+
+
+def test_read_of_a_folder_opens_what_is_inside_and_nothing_beside_it(log_copy, tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.csv").write_text("x\n1\n2\n", encoding="utf-8")
+    (tmp_path / "data2").mkdir()
+    (tmp_path / "data2" / "b.csv").write_text("x\n3\n", encoding="utf-8")
+    ok = eviscene(log_copy, "sql", f"SELECT sum(x) AS s FROM '{folder}/*.csv'", "--read", str(folder), "--format", "csv")
+    assert ok.returncode == 0 and ok.stdout == "s\n3\n", ok.stderr
+    for escape in (f"{tmp_path}/data2/b.csv", f"{folder}/../data2/b.csv", f"{folder}/../../work/secret.txt"):
+        refused = eviscene(log_copy, "sql", f"SELECT * FROM read_text('{escape}')", "--read", str(folder))
+        assert refused.returncode == 2 and "Permission Error" in refused.stderr, (escape, refused.stdout, refused.stderr)
+
+
+def test_read_of_a_missing_path_is_an_error(log_copy, tmp_path):
+    result = eviscene(log_copy, "sql", "SELECT 1", "--read", str(tmp_path / "nope.csv"))
+    assert result.returncode == 2 and "nope.csv" in result.stderr
+
+
+def test_the_python_api_is_the_same_sandbox(log_copy, tmp_path):
+    log = EventLog(log_copy)
+    with pytest.raises(duckdb.PermissionException):
+        log.sql("SELECT * FROM read_text('/etc/passwd')")
+    with pytest.raises(QueryRefusedError):
+        log.sql("SELECT 1; COPY events TO 'x.csv'")
+    assert sorted(log.view("runs")["run_id"].to_pylist()) == ["live", "sealed"]
+    notes = tmp_path / "n.csv"
+    notes.write_text("a\n7\n", encoding="utf-8")
+    assert log.sql(f"SELECT a FROM '{notes}'", read=[notes])["a"].to_pylist() == [7]
+    assert log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", ["live"])["n"].to_pylist() == [21]
