@@ -49,9 +49,9 @@ def cli(ctx: click.Context, db: str) -> None:
 
 
 def _register() -> None:
-    from eviscene.cli import dataset, eval, imports, log, materialize, profiles, query, runs, why
+    from eviscene.cli import dataset, eval, imports, log, materialize, profiles, query, report, runs, view, why
 
-    for module in (eval, log, materialize, profiles, query, runs, why, dataset, imports):
+    for module in (eval, log, materialize, profiles, query, runs, why, dataset, imports, view, report):
         for command in module.COMMANDS:
             cli.add_command(command)
 
