@@ -25,12 +25,19 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
     """
     from eviscene.viewer.report import build_report
 
-    with click.progressbar(length=1, label="rendering episodes", file=click.get_text_stream("stderr")) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(done - bar.pos)
+    bars: list = []
 
+    def progress(done: int, total: int) -> None:
+        if not bars:  # opened at the first episode, so a mistake is one line, not a bar and a line
+            bars.append(click.progressbar(length=total, label="rendering episodes", file=click.get_text_stream("stderr")))
+            bars[0].__enter__()
+        bars[0].update(done - bars[0].pos)
+
+    try:
         summary = build_report(log, run_id, out, compare_with=compare_with, progress=progress)
+    finally:
+        if bars:
+            bars[0].__exit__(None, None, None)
     click.echo(f"wrote {out}: {summary['episodes']} episodes, {summary['images']} images, {summary['bytes'] / 1e6:.1f} MB")
 
 

@@ -37,7 +37,9 @@ def bars(title: str, values: list[dict[str, Any]], category: str, value: str, *,
          color: str | None = None, value_title: str | None = None, category_title: str | None = None) -> Spec:
     """Counts by category, labelled with their values."""
     cat = {"field": category, "type": "ordinal" if not horizontal else "nominal", "sort": None, "title": category_title or category.replace("_", " ")}
-    val = {"field": value, "type": "quantitative", "title": value_title or value.replace("_", " "), "axis": {"format": "~s"}}
+    val = {"field": value, "type": "quantitative", "title": value_title or value.replace("_", " ")}
+    if not any(row[value] for row in values):
+        val["scale"] = {"domain": [0, 1]}  # all zero (an offline model's tokens): an honest empty axis
     encode = {"y": cat, "x": val} if horizontal else {"x": {**cat, "axis": {"labelAngle": 0}}, "y": val}
     if color:
         encode["color"] = {"field": color, "type": "nominal"}
@@ -156,7 +158,7 @@ def comparison_bars(title: str, values: list[dict[str, Any]], category: str, *, 
     return _spec(title, values, {
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
-            "x": {"field": category, "type": "nominal", "axis": {"labelAngle": 0}, "title": None},
+            "x": {"field": category, "type": "nominal", "axis": {"labelAngle": -25}, "title": None},
             "xOffset": {"field": "run"},
             "y": y,
             "color": {"field": "run", "type": "nominal", "title": None},

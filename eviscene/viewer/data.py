@@ -7,6 +7,7 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,21 +53,21 @@ def _retryable(exc: duckdb.Error) -> bool:
 
 
 @contextmanager
-def snapshot(log: EventLog, queries: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """One read-only snapshot with the views `queries` name, each computed once into a
-    temporary table (a page asks several questions of the same views)."""
-    con = log.connect(materialize=True, for_query=queries)
+def snapshot(log: EventLog, queries: str, *, materialize: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One read-only snapshot with the views `queries` name; with `materialize`, each view
+    computed once into a temporary table (a page that asks many questions of a whole run)."""
+    con = log.connect(materialize=materialize, for_query=queries)
     try:
         yield con
     finally:
         con.close()
 
 
-def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any]) -> Any:
+def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True) -> Any:
     """Run `reader` over a fresh snapshot, again over a newer one if a live segment moved."""
     for attempt in range(_SNAPSHOT_RETRIES):
         try:
-            with snapshot(log, queries) as con:
+            with snapshot(log, queries, materialize=materialize) as con:
                 return reader(con)
         except duckdb.Error as exc:
             if attempt == _SNAPSHOT_RETRIES - 1 or not _retryable(exc):
@@ -80,12 +81,32 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | lis
 
 # ---------------------------------------------------------------------------------- runs
 
-_RUNS_SQL = """
-SELECT r.*, c.accuracy, c.macro_f1
-FROM runs r
-LEFT JOIN (SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics) c USING (run_id)
-ORDER BY r.started_at DESC NULLS LAST, r.run_id
-"""
+_RUNS_SQL = "SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id"
+_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics WHERE list_contains($runs, run_id)"
+
+
+class RunMetricsCache:
+    """Each run's accuracy and macro-F1, computed again only when the run has new events: the
+    runs page refreshes every 2 s and a finished run's scores never change."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def fill(self, log: EventLog, runs: list[dict[str, Any]]) -> None:
+        stamps = {r["run_id"]: (r["events"], r["last_event_at"], r["status"]) for r in runs}
+        with self._lock:
+            stale = [run_id for run_id, stamp in stamps.items() if self._known.get(run_id, (None,))[0] != stamp]
+        if stale:
+            found = read(log, _RUN_METRICS_SQL, lambda con: fetch(con, _RUN_METRICS_SQL, {"runs": stale}))
+            computed = {r["run_id"]: r for r in found}
+            with self._lock:
+                for run_id in stale:
+                    self._known[run_id] = (stamps[run_id], computed.get(run_id, {"accuracy": None, "macro_f1": None}))
+        with self._lock:
+            for run in runs:
+                metrics = self._known[run["run_id"]][1]
+                run["accuracy"], run["macro_f1"] = metrics["accuracy"], metrics["macro_f1"]
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -105,12 +126,16 @@ def with_progress(run: dict[str, Any]) -> dict[str, Any]:
     return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
 
 
-def list_runs(log: EventLog) -> list[dict[str, Any]]:
-    return [with_progress(r) for r in read(log, _RUNS_SQL, lambda con: fetch(con, _RUNS_SQL))]
+def list_runs(log: EventLog, metrics: RunMetricsCache | None = None) -> list[dict[str, Any]]:
+    """Every run with its progress, accuracy and macro-F1."""
+    runs = [with_progress(r) for r in read(log, _RUNS_SQL, lambda con: fetch(con, _RUNS_SQL), materialize=False)]
+    (metrics or RunMetricsCache()).fill(log, runs)
+    return runs
 
 
 def known_run(log: EventLog, run_id: str) -> dict[str, Any]:
-    found = [r for r in list_runs(log) if r["run_id"] == run_id]
+    sql = "SELECT * FROM runs WHERE run_id = $run"
+    found = [with_progress(r) for r in read(log, sql, lambda con: fetch(con, sql, {"run": run_id}), materialize=False)]
     if not found:
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     return found[0]
@@ -125,9 +150,10 @@ _DASHBOARD_SQL = {
         SELECT g.label AS gold, CASE WHEN e.termination = 'completed' THEN e.verdict END AS predicted
         FROM episodes e JOIN gold_labels g ON g.run_id = e.run_id AND g.case_id = e.case_id
         WHERE e.run_id = $run AND e.rollout_index = 0 ORDER BY e.case_id""",
+    # DECIMAL mean: the same bytes whatever order the segments are read in.
     "calibration": """
         SELECT least(floor(confidence * 10), 9)::INTEGER AS bin, count(*) AS episodes,
-               avg(confidence) AS mean_confidence, avg(result_correct::INTEGER) AS accuracy
+               avg(confidence::DECIMAL(18, 9))::DOUBLE AS mean_confidence, avg(result_correct::INTEGER) AS accuracy
         FROM episode_metrics WHERE run_id = $run AND termination = 'completed' AND confidence IS NOT NULL
         GROUP BY ALL ORDER BY bin""",
     "terminations": """
@@ -256,6 +282,11 @@ ORDER BY ts DESC, run_id LIMIT 1
 """
 
 
+def dataset_export_count(log: EventLog) -> int:
+    sql = "SELECT count(*) AS n FROM events WHERE type = 'dataset.exported'"
+    return read(log, sql, lambda con: fetch(con, sql)[0]["n"], materialize=False)
+
+
 @contextmanager
 def _export_of(log: EventLog, run_id: str) -> Iterator[tuple[dict[str, Any], duckdb.DuckDBPyConnection] | None]:
     found = read(log, _LATEST_EXPORT_SQL, lambda con: fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs")))
@@ -332,9 +363,9 @@ def episode_list(
             "AND type IN ('model.called', 'tool.returned', 'perception.reported', 'judgment.made') "
             "AND payload::VARCHAR ILIKE $search ESCAPE '\\')"
         )
-        escaped = search.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        # Payloads are stored as JSON: match the text as it is escaped there.
-        params["search"] = "%" + json.dumps(escaped, ensure_ascii=False)[1:-1] + "%"
+        # Payloads are stored as JSON: match the text as it is written there, then as a literal.
+        as_json = json.dumps(search.strip(), ensure_ascii=False)[1:-1]
+        params["search"] = "%" + as_json.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     filtered = f"SELECT * FROM ({EPISODE_LIST_SQL}) AS episodes WHERE {' AND '.join(where)}"
     page = max(1, page)
     order = f'"{sort}" {"DESC" if descending else "ASC"} NULLS LAST, episode_id'

@@ -107,7 +107,7 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
             f'<div class="progress" title="{finished} of {planned} finished, {errored} errored">'
             f'<div class="bar" style="width:{share * 100:.1f}%"></div></div>'
             f'<span class="counts"><b data-field="episodes_finished">{finished}</b> / <span data-field="episodes_planned">{planned}</span>'
-            f' · <span class="err" data-field="episodes_errored">{errored}</span> errored</span>'
+            f' · <span class="{"err" if errored else ""}" data-field="episodes_errored">{errored}</span> errored</span>'
         )
         rate = f"{r['rate_per_minute']:.1f}/min" if r.get("rate_per_minute") else "–"
         body.append(

@@ -30,6 +30,7 @@ def test_the_report_references_nothing_on_a_network(report):
 
 def test_the_report_renders_offline_from_disk(report, logs, browser, artifacts):
     context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
+    context.set_default_timeout(180_000)
     requests, problems = [], []
     context.route("**/*", lambda route: (requests.append(route.request.url), route.continue_() if route.request.url.startswith(("file:", "data:")) else route.abort()))
     page = context.new_page()

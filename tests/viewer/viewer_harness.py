@@ -54,11 +54,9 @@ class Server:
 
 def charts_drawn(page) -> int:
     """How many charts rendered an SVG with marks in it (waits for vega-embed)."""
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.chart[data-spec]')].every(c => c.querySelector('svg .mark-group, svg path, svg rect'))",
-        timeout=30_000,
-    )
+    visible = "[...document.querySelectorAll('.chart[data-spec]')].filter(c => c.offsetParent !== null)"
+    page.wait_for_function(f"() => {visible}.every(c => c.querySelector('svg .mark-group, svg path, svg rect'))")
     return page.evaluate(
-        "() => [...document.querySelectorAll('.chart svg')].filter(s => s.getBoundingClientRect().width > 50 && "
+        f"() => {visible}.map(c => c.querySelector('svg')).filter(s => s && s.getBoundingClientRect().width > 50 && "
         "s.querySelectorAll('path, rect, line, text').length > 3).length"
     )
