@@ -3,6 +3,7 @@ dashboard, the episodes page (filtered and searched) and an episode page over a 
 log (bench/materialize.py's generator, ~40 events an episode), beside the plain query
 `SELECT * FROM runs` (what `eviscene runs` asks) measured in the same run. Pages are fetched
 over real HTTP from a real server; each is timed cold (first request) and warm (median of 3).
+Up to 10k episodes, `eviscene report` of the run is timed too.
 
     python bench/view.py [--episodes 10000 100000]
 """
@@ -21,10 +22,12 @@ import urllib.request
 from pathlib import Path
 
 from eviscene.store import EventLog
+from eviscene.viewer.report import build_report
 from eviscene.viewer.server import make_server
 
 GENERATOR = Path(__file__).with_name("materialize.py")
 RUN_ID = "bench-run"
+REPORT_EPISODES_MAX = 10_000  # `eviscene report` is timed up to this size
 
 
 def _get(url: str) -> float:
@@ -69,6 +72,12 @@ def main() -> None:
                 print(f"{episodes:>9} {name:<28} {cold:>7.2f} {warm:>7.2f} {warm / baseline:>20.2f}")
             server.shutdown()
             server.server_close()
+            if episodes <= REPORT_EPISODES_MAX:
+                started = time.perf_counter()
+                summary = build_report(log, RUN_ID, workdir / "report.html")
+                took = time.perf_counter() - started
+                print(f"{episodes:>9} {'report file':<28} {took:>7.2f} {'':>7} {took / baseline:>20.2f}"
+                      f"   ({summary['bytes'] / 1e6:.1f} MB)")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
