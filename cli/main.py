@@ -18,7 +18,8 @@ from eviscene.store.layout import DEFAULT_LOG
 # runs` loads no agent, tools, providers or image libraries.
 COMMAND_MODULES = {
     "dataset": "dataset", "eval": "eval", "import": "imports", "log": "log", "materialize": "materialize",
-    "profiles": "profiles", "runs": "runs", "sql": "query", "views": "query", "why": "why",
+    "profiles": "profiles", "report": "report", "runs": "runs", "sql": "query", "view": "view", "views": "query",
+    "why": "why",
 }
 
 
@@ -79,7 +80,7 @@ def cli(ctx: click.Context, db: str) -> None:
 # Commands that only read the log: on a path holding no log they fail (a mistyped --db never
 # answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it;
 # `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves.
-READERS = {"runs", "runs compare", "why", "log verify", "materialize"}
+READERS = {"runs", "runs compare", "why", "log verify", "materialize", "view", "report"}
 
 
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:

@@ -1,0 +1,40 @@
+"""`eviscene view`: a local, read-only web UI over the log."""
+
+from __future__ import annotations
+
+import click
+
+from eviscene.errors import EvisceneError
+from eviscene.store import EventLog
+
+
+@click.command()
+@click.option("--port", default=8765, show_default=True, help="TCP port (0: any free port).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you say otherwise.")
+@click.pass_obj
+def view(log: EventLog, port: int, host: str) -> None:
+    """Serve a read-only web UI over the log: runs with live progress, run dashboards
+    (plots), episodes with SQL filters and text search, episode timelines, run comparison.
+
+    \b
+    Example:
+        eviscene view --port 8765
+        eviscene --db runs.duckdb view --host 0.0.0.0 --port 9000
+    """
+    from eviscene.viewer.server import make_server
+
+    try:
+        server = make_server(log, host, port)
+    except OSError as exc:
+        raise EvisceneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound_host, bound_port = server.server_address[:2]
+    click.echo(f"serving {log.path} at http://{bound_host}:{bound_port}/ (read-only; Ctrl-C stops)", err=False)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+COMMANDS = [view]

@@ -1,0 +1,497 @@
+"""What the viewer shows, read from the views over one snapshot per page (the same
+`EventLog.connect` path as `eviscene sql`: live segments included, no writer's lock taken).
+
+Numbers come from the views; the viewer only adds what a page needs on top of them
+(bootstrap intervals, histogram bins, progress rate and ETA)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterator
+
+import duckdb
+import numpy as np
+
+from eviscene.errors import EvisceneError
+from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.serialize import rows
+from eviscene.store import EventLog
+from eviscene.viewer.predicate import validate_predicate
+
+_SNAPSHOT_RETRIES = 3
+BOOTSTRAP_SAMPLES = 2_000
+BOOTSTRAP_SEED = 20261130
+HISTOGRAM_BINS = 20
+
+# The episodes table of the Episodes page: the `episodes` view joined with its scores and
+# audit. The filter predicate is evaluated over exactly these columns.
+EPISODE_LIST_SQL = """
+SELECT e.episode_id, e.case_id, e.rollout_index, e.prompt_group_id, e.finished, e.termination,
+       e.verdict, m.gold_label, m.result_correct, e.confidence, e.total_tool_calls, e.llm_api_calls,
+       e.time_taken, s.total AS reward, a.hard_trace_audit_pass, a.strict_trace_audit_pass, e.error, e.run_id
+FROM episodes e
+LEFT JOIN episode_metrics m USING (run_id, episode_id)
+LEFT JOIN trajectory_scores s USING (run_id, episode_id)
+LEFT JOIN trace_audit a USING (run_id, episode_id)
+WHERE e.run_id = $run
+"""
+EPISODE_LIST_COLUMNS = (
+    "episode_id", "case_id", "rollout_index", "termination", "verdict", "gold_label", "result_correct",
+    "confidence", "total_tool_calls", "llm_api_calls", "time_taken", "reward", "hard_trace_audit_pass",
+    "strict_trace_audit_pass",
+)
+
+
+def _retryable(exc: duckdb.Error) -> bool:
+    # A live segment was compacted or sealed between listing and reading it.
+    return isinstance(exc, duckdb.IOException) and ("No files found" in str(exc) or "No such file" in str(exc))
+
+
+@contextmanager
+def snapshot(log: EventLog, queries: str, *, materialize: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One read-only snapshot with the views `queries` name; with `materialize`, each view
+    computed once into a temporary table (a page that asks many questions of a whole run)."""
+    con = log.connect(materialize=materialize, for_query=queries)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True) -> Any:
+    """Run `reader` over a fresh snapshot, again over a newer one if a live segment moved."""
+    for attempt in range(_SNAPSHOT_RETRIES):
+        try:
+            with snapshot(log, queries, materialize=materialize) as con:
+                return reader(con)
+        except duckdb.Error as exc:
+            if attempt == _SNAPSHOT_RETRIES - 1 or not _retryable(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | list[Any] | None = None, json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    return rows(con.sql(sql, params=params).to_arrow_table(), json_columns)
+
+
+# ---------------------------------------------------------------------------------- runs
+
+_RUNS_SQL = "SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id"
+_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics WHERE list_contains($runs, run_id)"
+
+
+class RunMetricsCache:
+    """Each run's accuracy and macro-F1, computed again only when the run has new events: the
+    runs page refreshes every 2 s and a finished run's scores never change."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def fill(self, log: EventLog, runs: list[dict[str, Any]]) -> None:
+        stamps = {r["run_id"]: (r["events"], r["last_event_at"], r["status"]) for r in runs}
+        with self._lock:
+            stale = [run_id for run_id, stamp in stamps.items() if self._known.get(run_id, (None,))[0] != stamp]
+        if stale:
+            found = read(log, _RUN_METRICS_SQL, lambda con: fetch(con, _RUN_METRICS_SQL, {"runs": stale}))
+            computed = {r["run_id"]: r for r in found}
+            with self._lock:
+                for run_id in stale:
+                    self._known[run_id] = (stamps[run_id], computed.get(run_id, {"accuracy": None, "macro_f1": None}))
+        with self._lock:
+            for run in runs:
+                metrics = self._known[run["run_id"]][1]
+                run["accuracy"], run["macro_f1"] = metrics["accuracy"], metrics["macro_f1"]
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    if not start or not end:
+        return None
+    parse = lambda value: value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def with_progress(run: dict[str, Any]) -> dict[str, Any]:
+    """Add the finishing rate (episodes a minute) and, while the run writes, its ETA."""
+    elapsed = _seconds(run["started_at"], run["last_event_at"])
+    rate = run["episodes_finished"] / (elapsed / 60) if elapsed and run["episodes_finished"] else None
+    remaining = run["episodes_planned"] - run["episodes_finished"]
+    writing = run["status"] == "running_or_interrupted"
+    eta = remaining / rate * 60 if writing and rate and remaining > 0 else None
+    return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
+
+
+def list_runs(log: EventLog, metrics: RunMetricsCache | None = None) -> list[dict[str, Any]]:
+    """Every run with its progress, accuracy and macro-F1."""
+    runs = [with_progress(r) for r in read(log, _RUNS_SQL, lambda con: fetch(con, _RUNS_SQL), materialize=False)]
+    (metrics or RunMetricsCache()).fill(log, runs)
+    return runs
+
+
+def known_run(log: EventLog, run_id: str) -> dict[str, Any]:
+    sql = "SELECT * FROM runs WHERE run_id = $run"
+    found = [with_progress(r) for r in read(log, sql, lambda con: fetch(con, sql, {"run": run_id}), materialize=False)]
+    if not found:
+        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
+    return found[0]
+
+
+# ----------------------------------------------------------------------------- dashboard
+
+_DASHBOARD_SQL = {
+    "labels": "SELECT * FROM classification_metrics WHERE run_id = $run ORDER BY label",
+    # Rollout 0 of every case as classification_metrics scores it (its bootstrap resamples these).
+    "scored": """
+        SELECT g.label AS gold, CASE WHEN e.termination = 'completed' THEN e.verdict END AS predicted
+        FROM episodes e JOIN gold_labels g ON g.run_id = e.run_id AND g.case_id = e.case_id
+        WHERE e.run_id = $run AND e.rollout_index = 0 ORDER BY e.case_id""",
+    # DECIMAL mean: the same bytes whatever order the segments are read in.
+    "calibration": """
+        SELECT least(floor(confidence * 10), 9)::INTEGER AS bin, count(*) AS episodes,
+               avg(confidence::DECIMAL(18, 9))::DOUBLE AS mean_confidence, avg(result_correct::INTEGER) AS accuracy
+        FROM episode_metrics WHERE run_id = $run AND termination = 'completed' AND confidence IS NOT NULL
+        GROUP BY ALL ORDER BY bin""",
+    "terminations": """
+        SELECT coalesce(termination, '(not finished)') AS termination, count(*) AS episodes
+        FROM episodes WHERE run_id = $run GROUP BY ALL ORDER BY episodes DESC, termination""",
+    "tool_calls_per_episode": """
+        SELECT total_tool_calls AS tool_calls, count(*) AS episodes
+        FROM episodes WHERE run_id = $run AND finished GROUP BY ALL ORDER BY tool_calls""",
+    "tool_latency": """
+        SELECT tool, count(*) AS calls, min(latency_ms) AS min, quantile_cont(latency_ms, 0.25) AS q1,
+               median(latency_ms) AS median, quantile_cont(latency_ms, 0.75) AS q3, max(latency_ms) AS max
+        FROM tool_calls WHERE run_id = $run AND latency_ms IS NOT NULL GROUP BY ALL ORDER BY tool""",
+    "model_latency": """
+        SELECT stage, count(*) AS calls, min(latency_ms) AS min, quantile_cont(latency_ms, 0.25) AS q1,
+               median(latency_ms) AS median, quantile_cont(latency_ms, 0.75) AS q3, max(latency_ms) AS max,
+               sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
+               sum(retries) AS retries, count(*) FILTER (WHERE retries > 0) AS calls_retried
+        FROM model_calls WHERE run_id = $run GROUP BY ALL ORDER BY stage""",
+    "audit_failures": """
+        SELECT code, severity, count(*) AS failures FROM trace_audit_failures WHERE run_id = $run
+        GROUP BY ALL ORDER BY failures DESC, code""",
+    "policy_blocks": """
+        SELECT rule, count(*) AS blocks FROM (
+            SELECT unnest((payload->'reasons')::VARCHAR[]) AS rule FROM steps
+            WHERE run_id = $run AND type = 'gate.decided' AND payload->>'gate' = 'source_access_policy'
+              AND NOT (payload->>'passed')::BOOLEAN)
+        GROUP BY ALL ORDER BY blocks DESC, rule""",
+    "groups": """
+        SELECT count(DISTINCT prompt_group_id) AS groups,
+               count(DISTINCT prompt_group_id) FILTER (WHERE is_std_zero) AS zero_variance_groups
+        FROM post_rollout_rewards WHERE run_id = $run""",
+}
+# Distributions drawn as histograms: (name, relation, column), binned in SQL.
+_HISTOGRAMS = (
+    ("duration", "episodes", "time_taken"),
+    ("reward", "post_rollout_rewards", "reward"),
+    ("grpo_advantage", "post_rollout_rewards", "grpo_advantage"),
+    ("rloo_advantage", "post_rollout_rewards", "rloo_advantage"),
+)
+_HISTOGRAM_SQL = """
+WITH v AS (SELECT {column}::DOUBLE AS x FROM {relation} WHERE run_id = $run AND {column} IS NOT NULL),
+r AS (SELECT min(x) AS lo, max(x) AS hi FROM v),
+b AS (SELECT CASE WHEN hi = lo THEN 0 ELSE least(floor((x - lo) / ((hi - lo) / {bins})), {bins} - 1) END::INTEGER AS bin, lo, hi
+      FROM v, r)
+SELECT bin, count(*) AS n,
+       any_value(lo + bin * (hi - lo) / {bins}) AS start, any_value(CASE WHEN hi = lo THEN hi ELSE lo + (bin + 1) * (hi - lo) / {bins} END) AS stop
+FROM b GROUP BY bin ORDER BY bin
+"""
+
+
+def _histogram_sql(relation: str, column: str) -> str:
+    return _HISTOGRAM_SQL.format(relation=relation, column=column, bins=HISTOGRAM_BINS)
+
+
+def _macro_f1(gold: np.ndarray, predicted: np.ndarray, labels: list[str]) -> np.ndarray:
+    """Macro-F1 of each resample row, as classification_metrics defines it (a missing
+    prediction is wrong; an empty class scores 0)."""
+    f1s = []
+    for label in labels:
+        is_gold, is_predicted = gold == label, predicted == label
+        tp = (is_gold & is_predicted).sum(axis=-1)
+        support, guessed = is_gold.sum(axis=-1), is_predicted.sum(axis=-1)
+        precision = np.divide(tp, guessed, out=np.zeros(tp.shape), where=guessed > 0)
+        recall = np.divide(tp, support, out=np.zeros(tp.shape), where=support > 0)
+        total = precision + recall
+        f1s.append(np.divide(2 * precision * recall, total, out=np.zeros(tp.shape), where=total > 0))
+    return np.mean(f1s, axis=0)
+
+
+def bootstrap_intervals(scored: list[dict[str, Any]], labels: list[str]) -> dict[str, tuple[float, float]]:
+    """Percentile 95% intervals of accuracy and macro-F1 over cases resampled with replacement."""
+    if not scored or not labels:
+        return {}
+    gold = np.array([r["gold"] for r in scored], dtype=object)
+    predicted = np.array([r["predicted"] or "" for r in scored], dtype=object)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    accuracies, macros = [], []
+    chunk = max(1, 2_000_000 // len(scored))  # bounded memory on large runs
+    for start in range(0, BOOTSTRAP_SAMPLES, chunk):
+        picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)))
+        g, p = gold[picks], predicted[picks]
+        accuracies.append((g == p).mean(axis=1))
+        macros.append(_macro_f1(g, p, labels))
+    interval = lambda values: (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
+    return {"accuracy": interval(np.concatenate(accuracies)), "macro_f1": interval(np.concatenate(macros))}
+
+
+def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
+    """Accuracy of always answering the commonest gold label (ties: the first by name)."""
+    counts: dict[str, int] = {}
+    for r in scored:
+        counts[r["gold"]] = counts.get(r["gold"], 0) + 1
+    if not counts:
+        return None, 0.0
+    label = min(counts, key=lambda k: (-counts[k], k))
+    return label, counts[label] / len(scored)
+
+
+def dashboard(log: EventLog, run_id: str) -> dict[str, Any]:
+    run = known_run(log, run_id)
+    queries = " ".join(_DASHBOARD_SQL.values()) + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
+
+    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+        found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
+        found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _HISTOGRAMS}
+        return found
+
+    data = read(log, queries, reader)
+    labels = [r["label"] for r in data["labels"]]
+    data["run"] = run
+    data["intervals"] = bootstrap_intervals(data["scored"], labels)
+    data["majority_label"], data["majority_accuracy"] = majority_baseline(data["scored"])
+    bins = data["calibration"]
+    total = sum(b["episodes"] for b in bins)
+    data["ece"] = sum(b["episodes"] / total * abs(b["accuracy"] - b["mean_confidence"]) for b in bins) if total else None
+    data["dataset"] = latest_dataset_export(log, run_id)
+    return data
+
+
+# ------------------------------------------------------------------------------- dataset
+
+_LATEST_EXPORT_SQL = """
+SELECT ts, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payload->'inputs' AS inputs
+FROM events WHERE type = 'dataset.exported' AND list_contains((payload->'inputs'->'sources')::VARCHAR[], $run)
+ORDER BY ts DESC, run_id LIMIT 1
+"""
+
+
+def dataset_export_count(log: EventLog) -> int:
+    sql = "SELECT count(*) AS n FROM events WHERE type = 'dataset.exported'"
+    return read(log, sql, lambda con: fetch(con, sql)[0]["n"], materialize=False)
+
+
+@contextmanager
+def _export_of(log: EventLog, run_id: str) -> Iterator[tuple[dict[str, Any], duckdb.DuckDBPyConnection] | None]:
+    found = read(log, _LATEST_EXPORT_SQL, lambda con: fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs")))
+    if not found:
+        yield None
+        return
+    con = open_export(log, ExportSettings.from_dict(found[0]["inputs"]))
+    try:
+        yield found[0], con
+    finally:
+        con.close()
+
+
+def latest_dataset_export(log: EventLog, run_id: str) -> dict[str, Any] | None:
+    """The newest dataset export that read the run, replayed: its manifest's counts, the
+    run's excluded episodes by decisive reason, and its split group sizes."""
+    with _export_of(log, run_id) as export:
+        if export is None:
+            return None
+        event, con = export
+        return {
+            "ts": event["ts"],
+            "out_dir": event["out_dir"],
+            "manifest": event["manifest"],
+            "excluded": fetch(con, "SELECT excluded_because AS reason, count(*) AS episodes FROM excluded_episodes "
+                                   "WHERE source_id = $run GROUP BY ALL ORDER BY episodes DESC, reason", {"run": run_id}),
+            "group_sizes": fetch(con, "SELECT members, count(*) AS groups FROM (SELECT component_id, count(*) AS members "
+                                      "FROM split_components GROUP BY ALL) GROUP BY ALL ORDER BY members"),
+        }
+
+
+def dataset_fates(log: EventLog, run_id: str) -> dict[str, dict[str, Any]]:
+    """Each episode's fate in the newest export that read the run (empty without one)."""
+    with _export_of(log, run_id) as export:
+        if export is None:
+            return {}
+        event, con = export
+        found = fetch(con, """
+            SELECT r.episode_id, r.accepted, r.selected, r.case_best_episode_id, x.excluded_because, d.sft_route,
+                   s.split, s.split_group_id
+            FROM rollout_selection r
+            LEFT JOIN excluded_episodes x USING (source_id, episode_id)
+            LEFT JOIN dataset_rows d USING (episode_id)
+            LEFT JOIN dataset_splits s USING (episode_id)
+            WHERE r.source_id = $run""", {"run": run_id})
+        return {r["episode_id"]: {**r, "out_dir": event["out_dir"]} for r in found}
+
+
+# ------------------------------------------------------------------------------ episodes
+
+@dataclass
+class EpisodePage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    page_size: int
+
+
+def episode_list(
+    log: EventLog, run_id: str, *, predicate: str = "", search: str = "", sort: str = "episode_id",
+    descending: bool = False, page: int = 1, page_size: int = 50,
+) -> EpisodePage:
+    """One page of the run's episodes: filtered by a read-only SQL predicate over
+    EPISODE_LIST_SQL's columns and by text in its model messages and tool results."""
+    if sort not in EPISODE_LIST_COLUMNS:
+        raise EvisceneError(f"cannot sort by {sort!r}; one of: {', '.join(EPISODE_LIST_COLUMNS)}")
+    where = ["true"]
+    params: dict[str, Any] = {"run": run_id}
+    if predicate.strip():
+        where.append(f"({validate_predicate(predicate)})")
+    if search.strip():
+        where.append(
+            "episode_id IN (SELECT episode_id FROM events WHERE run_id = $run "
+            "AND type IN ('model.called', 'tool.returned', 'perception.reported', 'judgment.made') "
+            "AND payload::VARCHAR ILIKE $search ESCAPE '\\')"
+        )
+        # Payloads are stored as JSON: match the text as it is written there, then as a literal.
+        as_json = json.dumps(search.strip(), ensure_ascii=False)[1:-1]
+        params["search"] = "%" + as_json.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    filtered = f"SELECT * FROM ({EPISODE_LIST_SQL}) AS episodes WHERE {' AND '.join(where)}"
+    page = max(1, page)
+    order = f'"{sort}" {"DESC" if descending else "ASC"} NULLS LAST, episode_id'
+
+    def reader(con: duckdb.DuckDBPyConnection) -> EpisodePage:
+        total = con.execute(f"SELECT count(*) FROM ({filtered})", params).fetchall()[0][0]
+        found = fetch(con, f"{filtered} ORDER BY {order} LIMIT {int(page_size)} OFFSET {(page - 1) * int(page_size)}", params)
+        return EpisodePage(found, total, page, page_size)
+
+    return read(log, f"{EPISODE_LIST_SQL} events {predicate}", reader)
+
+
+# ------------------------------------------------------------------------------- episode
+
+_EPISODE_SQL = {
+    "episodes": """
+        SELECT e.*, m.gold_label, m.result_correct, m.evidence_recovery_recall, m.fact_recovery_recall,
+               m.chain_recovery_recall, m.basis_reference_precision
+        FROM episodes e LEFT JOIN episode_metrics m USING (run_id, episode_id)
+        WHERE e.run_id = $run AND (e.episode_id = $episode OR $episode IS NULL) ORDER BY e.episode_id""",
+    "events": """
+        SELECT episode_id, attempt, step, type, ts, payload FROM steps
+        WHERE run_id = $run AND (episode_id = $episode OR $episode IS NULL) ORDER BY episode_id, seq""",
+    "evidence": """
+        SELECT episode_id, evidence_id, url, source_family, published, visited FROM episode_evidence
+        WHERE run_id = $run AND (episode_id = $episode OR $episode IS NULL) ORDER BY episode_id, evidence_id""",
+    "failures": """
+        SELECT episode_id, code, severity, detail FROM trace_audit_failures
+        WHERE run_id = $run AND (episode_id = $episode OR $episode IS NULL) ORDER BY episode_id, code, detail""",
+    "audit": """
+        SELECT episode_id, hard_trace_audit_pass, strict_trace_audit_pass FROM trace_audit
+        WHERE run_id = $run AND (episode_id = $episode OR $episode IS NULL)""",
+    "scores": """
+        SELECT s.episode_id, s.components, s.total, s.training_exclusion_reasons, w.weights
+        FROM trajectory_scores s
+        LEFT JOIN (SELECT protocol_version, map(list(component), list(weight)) AS weights FROM reward_weights GROUP BY ALL) w
+          USING (protocol_version)
+        WHERE s.run_id = $run AND (s.episode_id = $episode OR $episode IS NULL)""",
+    "eligibility": """
+        SELECT episode_id, sft_training_eligible, rl_reward_eligible, exclusion_reasons FROM sft_eligibility
+        WHERE run_id = $run AND (episode_id = $episode OR $episode IS NULL)""",
+    "group": """
+        SELECT r.episode_id, r.prompt_group_id, e.rollout_index, e.verdict, e.confidence, e.termination, r.classification_correct,
+               r.reward, r.reward_mean, r.reward_std, r.grpo_advantage, r.rloo_advantage, r.is_std_zero, e.total_tool_calls
+        FROM post_rollout_rewards r JOIN episodes e USING (run_id, episode_id)
+        WHERE r.run_id = $run AND ($episode IS NULL OR r.prompt_group_id =
+              (SELECT prompt_group_id FROM episodes WHERE run_id = $run AND episode_id = $episode))
+        ORDER BY r.prompt_group_id, e.rollout_index""",
+}
+
+
+def _by_episode(found: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in found:
+        grouped.setdefault(row["episode_id"], []).append(row)
+    return grouped
+
+
+def episode_stories(log: EventLog, run_id: str, episode_id: str | None = None) -> list[dict[str, Any]]:
+    """Everything the Episode page shows, for one episode or (None) every episode of the
+    run, read in bulk: the episode row, its events, evidence, audit, scores, eligibility,
+    its rollout group and its dataset fate."""
+    params = {"run": run_id, "episode": episode_id}
+
+    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+        return {
+            name: fetch(con, sql, params, ("verdict_basis", "token_usage", "payload"))
+            for name, sql in _EPISODE_SQL.items()
+        }
+
+    data = read(log, " ".join(_EPISODE_SQL.values()), reader)
+    if episode_id is not None and not data["episodes"]:
+        raise EvisceneError(f"no episode {episode_id!r} in run {run_id}")
+    events, evidence, failures = _by_episode(data["events"]), _by_episode(data["evidence"]), _by_episode(data["failures"])
+    audit = {r["episode_id"]: r for r in data["audit"]}
+    scores = {r["episode_id"]: r for r in data["scores"]}
+    eligibility = {r["episode_id"]: r for r in data["eligibility"]}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for member in data["group"]:
+        groups.setdefault(member["prompt_group_id"], []).append(member)
+    fates = dataset_fates(log, run_id)
+    return [
+        {
+            "run_id": run_id,
+            "episode": episode,
+            "events": events.get(episode["episode_id"], []),
+            "evidence": evidence.get(episode["episode_id"], []),
+            "failures": failures.get(episode["episode_id"], []),
+            "audit": audit.get(episode["episode_id"]),
+            "score": scores.get(episode["episode_id"]),
+            "eligibility": eligibility.get(episode["episode_id"]),
+            "group": groups.get(episode["prompt_group_id"], []),
+            "dataset": fates.get(episode["episode_id"]),
+        }
+        for episode in data["episodes"]
+    ]
+
+
+# ------------------------------------------------------------------------------- compare
+
+_COMPARE_SQL = {
+    "labels": """
+        SELECT a.label, a.precision AS precision_a, b.precision AS precision_b, a.recall AS recall_a, b.recall AS recall_b,
+               a.f1 AS f1_a, b.f1 AS f1_b
+        FROM classification_metrics a JOIN classification_metrics b ON a.label = b.label AND b.run_id = $b
+        WHERE a.run_id = $a ORDER BY a.label""",
+    "tools": """
+        SELECT tool, count(*) FILTER (WHERE run_id = $a) AS calls_a, count(*) FILTER (WHERE run_id = $b) AS calls_b,
+               count(DISTINCT (run_id, episode_id)) FILTER (WHERE run_id = $a) AS episodes_a,
+               count(DISTINCT (run_id, episode_id)) FILTER (WHERE run_id = $b) AS episodes_b
+        FROM tool_calls WHERE run_id IN ($a, $b) GROUP BY ALL ORDER BY tool""",
+    "finished": """
+        SELECT count(*) FILTER (WHERE run_id = $a) AS finished_a, count(*) FILTER (WHERE run_id = $b) AS finished_b
+        FROM episodes WHERE finished AND run_id IN ($a, $b)""",
+}
+
+
+def compare(log: EventLog, run_a: str, run_b: str) -> dict[str, Any]:
+    from eviscene.analysis.compare import compare_runs
+
+    result = compare_runs(log, run_a, run_b)
+    params = {"a": run_a, "b": run_b}
+    data = read(log, " ".join(_COMPARE_SQL.values()), lambda con: {n: fetch(con, s, params) for n, s in _COMPARE_SQL.items()})
+    finished = data["finished"][0]
+    for tool in data["tools"]:
+        tool["per_episode_a"] = tool["calls_a"] / finished["finished_a"] if finished["finished_a"] else 0.0
+        tool["per_episode_b"] = tool["calls_b"] / finished["finished_b"] if finished["finished_b"] else 0.0
+    return {"result": result, "labels": data["labels"], "tools": data["tools"],
+            "flipped": [c for c in result.cases if c["correct_a"] != c["correct_b"]]}

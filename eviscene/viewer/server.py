@@ -1,0 +1,179 @@
+"""`eviscene view`: the read-only web UI over a log (stdlib ThreadingHTTPServer). Every
+request reads a fresh snapshot through `EventLog.connect`, so a run that is writing shows
+up as it goes, and the server never takes a lock a writer needs nor writes anything."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import duckdb
+
+from eviscene.errors import EvisceneError
+from eviscene.store import EventLog
+from eviscene.viewer import data, pages
+from eviscene.viewer.images import RunImages
+from eviscene.viewer.predicate import PredicateError
+
+STATIC_FILES = {
+    "viewer.css": "text/css; charset=utf-8",
+    "viewer.js": "text/javascript; charset=utf-8",
+    "vendor/vega.min.js": "text/javascript; charset=utf-8",
+    "vendor/vega-lite.min.js": "text/javascript; charset=utf-8",
+    "vendor/vega-embed.min.js": "text/javascript; charset=utf-8",
+}
+SCRIPTS = ("vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js", "viewer.js")
+# Vega compiles its expressions with Function(), and vega-embed adds its own <style>.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+PAGE_SIZE = 50
+
+
+def static_text(name: str) -> str:
+    return resources.files("eviscene.viewer").joinpath("static", name).read_text(encoding="utf-8")
+
+
+class NotFound(EvisceneError):
+    pass
+
+
+class Viewer:
+    """The pages, by path: what the handler calls and the tests exercise over HTTP."""
+
+    def __init__(self, log: EventLog):
+        self.log = log
+        self.links = pages.Links()
+        self._images: dict[str, RunImages] = {}
+        self._dashboards: dict[str, tuple[tuple, str]] = {}
+        self._run_metrics = data.RunMetricsCache()
+        self._lock = threading.Lock()
+
+    def images(self, run_id: str) -> RunImages:
+        with self._lock:
+            return self._images.setdefault(run_id, RunImages(self.log, run_id))
+
+    def page(self, title: str, body: str) -> str:
+        styles = '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/viewer.css">'
+        scripts = "".join(f'<script src="/static/{name}"></script>' for name in SCRIPTS)
+        return pages.layout(title, body, scripts=scripts, styles=styles)
+
+    def route(self, path: str, query: dict[str, str]) -> tuple[int, str, bytes]:
+        parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        html = "text/html; charset=utf-8"
+        if not parts:
+            runs = data.list_runs(self.log, self._run_metrics)
+            return 200, html, self.page("Runs", pages.runs_page(runs, self.links, str(self.log.path))).encode()
+        if parts == ["fragment", "runs"]:
+            return 200, html, pages.runs_table(data.list_runs(self.log, self._run_metrics), self.links).encode()
+        if parts[0] == "static" and "/".join(parts[1:]) in STATIC_FILES:
+            name = "/".join(parts[1:])
+            return 200, STATIC_FILES[name], static_text(name).encode()
+        if parts[0] == "image" and len(parts) == 3:
+            found = self.images(parts[1]).read(parts[2])
+            if found is None:
+                raise NotFound(f"no image {parts[2]} in run {parts[1]}")
+            return 200, found[1], found[0]
+        if parts == ["compare"]:
+            if not query.get("a") or not query.get("b"):
+                raise EvisceneError("pick two runs to compare (A and B)")
+            result = data.compare(self.log, query["a"], query["b"])
+            return 200, html, self.page("Compare", pages.compare_page(result, self.links)).encode()
+        if parts[0] == "run" and len(parts) >= 2:
+            run = data.known_run(self.log, parts[1])
+            if len(parts) == 2:
+                return 200, html, self._dashboard(run).encode()
+            if parts[2:] == ["episodes"]:
+                return 200, html, self.page("Episodes", self._episodes(run, query)).encode()
+            if len(parts) == 4 and parts[2] == "episode":
+                story = data.episode_stories(self.log, run["run_id"], parts[3])[0]
+                body = pages.episode_page(story, run, self.links, lambda sha: self.links.image(run["run_id"], sha))
+                return 200, html, self.page(parts[3], body).encode()
+        raise NotFound(f"no page {path}")
+
+    def _dashboard(self, run: dict[str, Any]) -> str:
+        """The dashboard, computed again only when the run or the dataset exports changed (a
+        finished run's dashboard is read many times and never changes)."""
+        stamp = (run["events"], run["last_event_at"], data.dataset_export_count(self.log))
+        with self._lock:
+            cached = self._dashboards.get(run["run_id"])
+        if cached and cached[0] == stamp:
+            return cached[1]
+        page = self.page(run["run_id"], pages.dashboard_page(data.dashboard(self.log, run["run_id"]), self.links))
+        with self._lock:
+            self._dashboards[run["run_id"]] = (stamp, page)
+        return page
+
+    def _episodes(self, run: dict[str, Any], query: dict[str, str]) -> str:
+        predicate, search = query.get("filter", ""), query.get("q", "")
+        sort, descending = query.get("sort", "episode_id"), query.get("desc") == "1"
+        try:
+            page = int(query.get("page", "1"))
+        except ValueError:
+            page = 1
+        try:
+            found = data.episode_list(self.log, run["run_id"], predicate=predicate, search=search, sort=sort,
+                                      descending=descending, page=page, page_size=PAGE_SIZE)
+            error = None
+        except (PredicateError, duckdb.Error) as exc:
+            found, error = None, str(exc).splitlines()[0]
+        return pages.episodes_page(run, found, self.links, predicate=predicate, search=search, sort=sort,
+                                   descending=descending, error=error)
+
+
+def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "eviscene-view"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
+            pass
+
+        def _send(self, status: int, media_type: str, body: bytes, *, head: bool = False) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", media_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+
+        def _serve(self, head: bool) -> None:
+            url = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+            try:
+                status, media_type, body = viewer.route(url.path, query)
+            except NotFound as exc:
+                status, media_type, body = 404, "text/html; charset=utf-8", viewer.page("Not found", f'<h1>Not found</h1><p class="error">{pages.esc(exc)}</p>').encode()
+            except (EvisceneError, duckdb.Error) as exc:
+                status, media_type, body = 400, "text/html; charset=utf-8", viewer.page("Error", f'<h1>Error</h1><p class="error">{pages.esc(exc)}</p>').encode()
+            except Exception as exc:  # a bug: say so on the page and in the terminal, keep serving
+                traceback.print_exc()
+                status, media_type, body = 500, "text/html; charset=utf-8", viewer.page("Error", f'<h1>Internal error</h1><pre>{pages.esc(exc)}</pre>').encode()
+            self._send(status, media_type, body, head=head)
+
+        def do_GET(self) -> None:
+            self._serve(head=False)
+
+        def do_HEAD(self) -> None:
+            self._serve(head=True)
+
+        def _refuse(self) -> None:
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b"the viewer is read-only\n")
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+
+    return Handler
+
+
+def make_server(log: EventLog, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), _handler(Viewer(log)))
+    server.daemon_threads = True
+    return server

@@ -1,0 +1,84 @@
+"""`eviscene report`: one self-contained HTML file that opens from disk with the network off,
+draws its plots, lists the episodes and shows any episode page on demand."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from eviscene.store import EventLog
+
+from viewer_harness import charts_drawn, eviscene
+
+
+@pytest.fixture(scope="module")
+def report(logs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    done = eviscene(logs.demo, "report", logs.run_a, "--compare", logs.run_b, "--out", str(out))
+    assert f"wrote {out}: 8 episodes" in done.stdout
+    assert "rendering episodes" in done.stderr  # the progress bar
+    return out
+
+
+def test_the_report_references_nothing_on_a_network(report):
+    text = report.read_text(encoding="utf-8")
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", text, re.I)
+    assert not re.search(r"""url\(\s*["']?\s*(?:https?:)?//""", text, re.I)
+    assert not re.search(r"""@import""", text)
+
+
+def test_the_report_renders_offline_from_disk(report, logs, browser, artifacts):
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
+    context.set_default_timeout(180_000)
+    requests, problems = [], []
+    context.route("**/*", lambda route: (requests.append(route.request.url), route.continue_() if route.request.url.startswith(("file:", "data:")) else route.abort()))
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    try:
+        page.goto(report.as_uri())
+        assert charts_drawn(page) >= 14
+        metrics = EventLog(logs.demo).sql("SELECT DISTINCT accuracy FROM classification_metrics WHERE run_id = ?", [logs.run_a]).to_pylist()[0]
+        assert page.locator('section[data-route=dashboard] [data-stat="accuracy"]').inner_text() == f"{metrics['accuracy']:.3f}"
+        page.screenshot(path=artifacts / "report-dashboard.png", full_page=True)
+
+        page.locator("header.top a", has_text="Episodes").click()
+        rows = page.locator("#report-list-body tr")
+        assert rows.count() == 8
+        page.fill("#report-search", "r001")
+        assert rows.count() == 4
+        page.fill("#report-search", "")
+        page.screenshot(path=artifacts / "report-episodes.png", full_page=True)
+
+        first = rows.first.locator("a")
+        episode_id = first.inner_text()
+        first.click()
+        page.locator("#episode-page h1").wait_for()
+        assert page.locator("#episode-page h1").inner_text() == episode_id
+        assert page.locator("#episode-page .case-image img").evaluate("img => img.complete && img.naturalWidth > 0")
+        steps = EventLog(logs.demo).sql("SELECT count(*) AS n FROM steps WHERE run_id = ? AND episode_id = ? AND step IS NOT NULL", [logs.run_a, episode_id]).to_pylist()[0]["n"]
+        assert page.locator("#episode-page ol.timeline > li").count() == steps
+        page.screenshot(path=artifacts / "report-episode.png", full_page=True)
+        # Only the one episode page is in the DOM.
+        assert page.locator("ol.timeline").count() == 1
+
+        page.locator("header.top a", has_text="Compare").click()
+        assert charts_drawn(page) >= 2
+        page.screenshot(path=artifacts / "report-compare.png", full_page=True)
+        assert not problems, problems
+        assert all(url.startswith(("file:", "data:")) for url in requests), requests
+    finally:
+        context.close()
+
+
+def test_a_report_is_byte_identical_on_rerun(report, logs, tmp_path):
+    again = tmp_path / "again.html"
+    eviscene(logs.demo, "report", logs.run_a, "--compare", logs.run_b, "--out", str(again))
+    assert again.read_bytes() == report.read_bytes()
+
+
+def test_an_unknown_run_is_one_line_and_exit_2(logs, tmp_path):
+    done = eviscene(logs.demo, "report", "no-such-run", "--out", str(tmp_path / "x.html"), check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"Error: no run 'no-such-run' in {logs.demo}; `eviscene runs` lists the runs"]
