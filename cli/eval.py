@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from eviscene.eval.options import EvalOptions
+from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines
 from eviscene.exports.run_dir import materialize_run
@@ -125,6 +126,7 @@ def run(
             --rollouts-per-case 4 --concurrency 4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
+    check_output_dir(output_dir if materialize else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
     if materialize:
         out_dir = output_dir or Path("runs") / summary.run_id

@@ -17,6 +17,7 @@ from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
+from eviscene.eval.preflight import check_scoring_inputs, check_selection
 from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session
@@ -91,6 +92,8 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
+    check_selection(cases)
+    check_scoring_inputs(release, cases)
     verify_case_images(cases)
     provider = provider or make_provider(options)
     revision = git_commit() if revision is None else revision

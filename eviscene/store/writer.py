@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from eviscene.errors import DuplicateEventError, EvisceneError
+from eviscene.errors import DuplicateEventError, EvisceneError, os_fault
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
 from eviscene.store.layout import blob_segment_name, list_blob_files, list_segments, run_folder, segment_name
 from eviscene.store.locks import RunLock
@@ -124,12 +124,16 @@ class RunWriter:
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         assert self._send is not None
         await self._send.aclose()
+        # An error in the block (not a cancellation) must not cancel the commit task: what was
+        # queued before it, e.g. the events of episodes that finished, is committed first.
+        failed = exc_info[1]
+        drain = failed is None or isinstance(failed, Exception)
         try:
-            return await self._task_group.__aexit__(*exc_info)
+            return await self._task_group.__aexit__(*((None, None, None) if drain else exc_info))
         except BaseExceptionGroup as group:
             # Surface the writer's own error (e.g. a conflicting event_id) rather than the group.
             errors = group.exceptions
-            if len(errors) == 1 and isinstance(errors[0], EvisceneError):
+            if len(errors) == 1 and isinstance(errors[0], (EvisceneError, OSError)):
                 raise errors[0] from None
             raise
         finally:
@@ -282,8 +286,12 @@ class RunWriter:
     def _write_atomically(self, table: pa.Table, name: str) -> None:
         final = self.folder / name
         pending = self.folder / f".{name}.tmp"
-        pq.write_table(table, pending, compression="zstd")
-        os.replace(pending, final)
+        try:
+            pq.write_table(table, pending, compression="zstd")
+            os.replace(pending, final)
+        except OSError as exc:  # disk full, read-only: no half-written file left behind
+            pending.unlink(missing_ok=True)
+            raise os_fault(exc, path=final, verb="write") from None
 
     def _compact(self) -> None:
         """Merge many small segments into one so readers open few files. A compacted events
