@@ -105,6 +105,9 @@ def _exit_status(summary: RunSummary) -> None:
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
 @click.option("--web-timeout", type=float, default=15.0, show_default=True, help="Seconds allowed for one web search or page visit.")
 @click.option("--web-max-bytes", type=int, default=2_000_000, show_default=True, help="Largest page body visit reads.")
+@click.option("--allow-private-network", is_flag=True,
+              help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
+                   "e.g. a test server: --allow-private-network.")
 @click.option("--web-max-redirects", type=int, default=5, show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")

@@ -9,9 +9,11 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
-from eviscene.errors import ReleaseError, SelectionError, os_fault
+from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
+from eviscene.eval.options import EvalOptions
 from eviscene.exports.staging import check_new_or_empty
 from eviscene.release import Case, Release
+from eviscene.redaction import MASK
 from eviscene.release.gold import load_gold, require_gold_for
 
 
@@ -59,3 +61,15 @@ def check_output_dir(out_dir: Path | None) -> None:
         probe.rmdir()
     except OSError as exc:
         raise os_fault(exc, path=out_dir, verb="write") from None
+
+
+def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
+    """A run started with a key inside a URL stored that URL redacted: resuming it would
+    send the mask as the credential."""
+    for flag, url in (("--base-url", options.base_url), ("--vlm-base-url", options.vlm_base_url),
+                      ("--searxng-url", options.searxng_url)):
+        if url and MASK in url:
+            raise EvisceneError(
+                f"run {run_id} was started with a credential inside {flag}, which is never stored; it cannot be "
+                "resumed: pass keys through --api-key-env instead"
+            )
