@@ -44,6 +44,8 @@ def one_error_line(result, *fragments: str) -> str:
 def mounted(folder: Path, options: str):
     """A real tmpfs at `folder` (skipped where mounting is not permitted)."""
     folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command here")
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root with CAP_SYS_ADMIN")
@@ -101,7 +103,7 @@ def test_materialize_into_a_folder_that_refuses_writes(run_log, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     # Tests run as root, which file modes do not stop; the immutable attribute does.
-    if subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not supported on this filesystem")
     try:
         result = eviscene(log_path, "materialize", run_id, "--out", str(locked / "run"))
