@@ -1,8 +1,8 @@
 """Faults are one line and lose nothing: a full disk (a real 1 MiB tmpfs, and a per-file
-size limit `RLIMIT_FSIZE` in the child), a read-only folder, a folder that refuses writes
-and a special file, met by real `eviscene` processes. Each ends with exit 2 and one line
-naming the path and the cause; the output path is left as it was (a rerun succeeds), and
-the log still verifies."""
+size limit `RLIMIT_FSIZE` in the child), a read-only folder, a folder that refuses writes,
+a special file and a kill mid-write, met by real `eviscene` processes. Each ends with exit 2
+and one line naming the path and the cause; the output path is left as it was (a rerun
+succeeds), and the log still verifies."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -154,3 +155,23 @@ def test_eval_run_with_a_read_only_log_folder(release, tmp_path):
         result = eviscene(read_only / "log.duckdb", "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
                           "--limit", "1", "--no-progress", "--no-materialize")
         one_error_line(result, f"cannot write {read_only}", "Read-only file system")
+
+
+def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, tmp_path):
+    log_path, run_id = run_log
+    out = tmp_path / "out" / "run"
+    out.parent.mkdir()
+    process = subprocess.Popen([EVISCENE, "--db", str(log_path), "materialize", run_id, "--out", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while process.poll() is None and not any(p.name.startswith(".run.partial-") for p in out.parent.iterdir()):
+            time.sleep(0.0005)
+        assert process.poll() is None, "materialize finished before it could be interrupted"
+        time.sleep(0.05)  # some files written into the temporary folder
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    assert not out.exists()  # a reader never sees half a run directory
+    rerun = eviscene(log_path, "materialize", run_id, "--out", str(out))
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "run_manifest.json").is_file()

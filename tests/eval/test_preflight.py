@@ -5,6 +5,7 @@ run is started. An episode that finished is never lost because something later f
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import anyio
@@ -17,12 +18,13 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.store import EventLog
 
-from conftest import salted_release
+BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 
 
 @pytest.fixture()
 def broken_release(tmp_path) -> Path:
-    return salted_release(tmp_path / "release")
+    """A copy of the bundled release, for a test to break."""
+    return Path(shutil.copytree(BUNDLED, tmp_path / "release"))
 
 
 def gold_path(release: Path) -> Path:

@@ -16,7 +16,7 @@ from eviscene.eval.preflight import check_scoring_inputs
 from eviscene.release import load_cases, load_release
 from eviscene.tools.policy import SourceAccessPolicy
 
-from conftest import LABELS
+LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]  # the label set of conftest's releases
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
