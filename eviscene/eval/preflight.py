@@ -12,8 +12,8 @@ from typing import Sequence
 from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
 from eviscene.eval.options import EvalOptions
 from eviscene.exports.staging import check_new_or_empty
-from eviscene.release import Case, Release
 from eviscene.redaction import MASK
+from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
 
 

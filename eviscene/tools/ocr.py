@@ -29,9 +29,10 @@ from eviscene.tools.images import open_image
 
 BACKEND = "rapidocr-onnxruntime"
 _CACHE_SIZE = 256
-OCR_DECODE_SIDE = 1280
+OCR_DECODE_SIDE = 2048
 """Long side OCR reads at: larger pictures are read from a reduced copy (a caption legible
-on a 13000-pixel picture is legible at 1280), boxes scaled back to the original."""
+on a 13000-pixel picture is legible at 2048; 1080p and 2K pictures are read whole), boxes
+scaled back to the original."""
 
 _engine: Any = None
 _engine_lock = threading.Lock()
