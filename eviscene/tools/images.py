@@ -117,7 +117,7 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
     return image, original
 
 
-WORKING_SIDE = 2048  # at least every caller's max_side (matching 512, OCR 2048)
+WORKING_SIDE = 2048  # at least every caller's max_side (matching 512, OCR 1280)
 _working_copies: "OrderedDict[tuple, Image.Image]" = OrderedDict()
 _working_lock = threading.Lock()
 
