@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
+from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
@@ -110,6 +111,9 @@ def _exit_status(summary: RunSummary) -> None:
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
 @click.option("--web-timeout", type=float, default=15.0, show_default=True, help="Seconds allowed for one web search or page visit.")
 @click.option("--web-max-bytes", type=int, default=2_000_000, show_default=True, help="Largest page body visit reads.")
+@click.option("--allow-private-network", is_flag=True,
+              help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
+                   "e.g. a test server: --allow-private-network.")
 @click.option("--web-max-redirects", type=int, default=5, show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
@@ -141,8 +145,7 @@ def run(
             --rollouts-per-case 4 --concurrency 4 --output-dir runs/demo-r4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
-    if output_dir is not None and materialize and output_dir.exists() and any(output_dir.iterdir()):
-        raise EvisceneError(f"output directory must be new or empty: {output_dir}")
+    check_output_dir(output_dir if materialize else None)
     name = run_id or (output_dir.resolve().name if output_dir is not None else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
     if materialize:

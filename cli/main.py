@@ -9,7 +9,8 @@ import click
 import duckdb
 
 from eviscene import __version__
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, os_fault
+from eviscene.redaction import redact
 from eviscene.store import EventLog
 from eviscene.store.layout import DEFAULT_LOG
 
@@ -43,7 +44,10 @@ class _Eviscene(click.Group):
         try:
             return super().invoke(ctx)
         except (EvisceneError, duckdb.Error) as exc:
-            click.echo(f"Error: {one_line(str(exc))}", err=True)
+            click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
+            sys.exit(2)
+        except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
+            click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
             sys.exit(2)
 
 

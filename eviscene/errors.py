@@ -1,6 +1,11 @@
 """The project's error types. Every user mistake raises one of these; the CLI prints its
 message on one line and exits 2, never a traceback."""
 
+from __future__ import annotations
+
+import errno
+import os
+
 
 class EvisceneError(Exception):
     """Base for errors that are the user's to fix (bad input, a busy log, a wrong flag)."""
@@ -36,3 +41,16 @@ class LogNotFoundError(EvisceneError):
 
 class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
+
+
+_WRITE_FAULTS = {"ENOSPC", "EFBIG", "EROFS", "EDQUOT"}
+
+
+def os_fault(exc: OSError, *, path: object = None, verb: str | None = None) -> EvisceneError:
+    """A failed file operation as one line naming the path and the cause
+    (`cannot write runs/x/predictions.jsonl: No space left on device`); `verb` is what was
+    being done, else read from the cause."""
+    where = path if path is not None else (exc.filename if exc.filename is not None else "?")
+    cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+    verb = verb or ("write" if errno.errorcode.get(exc.errno or 0) in _WRITE_FAULTS else "access")
+    return EvisceneError(f"cannot {verb} {where}: {cause}")

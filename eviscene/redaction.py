@@ -4,7 +4,8 @@ request passes through `redact` before it is stored or shown.
 Three nets, widest last: the values providers registered as secrets (the API keys they
 read), the values of environment variables whose names say they hold a secret, and
 patterns of credentials in text (auth headers, bearer tokens, key query parameters, the
-shapes of OpenAI and Google API keys). A masked credential loses its scheme word too
+user-info part of URLs such as `http://user:KEY@host`, the shapes of OpenAI and Google API
+keys). A masked credential loses its scheme word too
 (`Authorization: Bearer …` becomes `Authorization: [REDACTED]`), so not even the kind of
 credential is left to grep for.
 """
@@ -28,6 +29,8 @@ _HEADER = re.compile(
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _QUERY = re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token|token)=)([^&\s\"']+)")
+# `scheme://user:password@host`: the whole user-info part (a bare `token@host` too).
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@\"'<>]+)@")
 _KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
 
 _registered: set[str] = set()
@@ -57,6 +60,7 @@ def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
     text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(MASK, text)
     text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
     return _KEY_SHAPES.sub(MASK, text)
 
 

@@ -9,17 +9,18 @@ from pathlib import Path
 
 import anyio
 import imagehash
-from PIL import Image
 
 from eviscene.events import PerceptionReported
-from eviscene.tools.ocr import aread_text
+from eviscene.tools.images import open_image
+from eviscene.tools.ocr import OCR_DECODE_SIDE, aread_text
 
 PERCEPTION_BACKEND = "embedded-rapidocr-phash-v1"
 
 
 def _phash(path: Path) -> str:
-    with Image.open(path) as image:
-        return str(imagehash.phash(image.convert("RGB")))
+    # Decoded within bounds (a picture this large is reduced first; smaller ones unchanged).
+    image, _ = open_image(path, max_side=OCR_DECODE_SIDE)
+    return str(imagehash.phash(image))
 
 
 class EmbeddedPerception:

@@ -60,6 +60,7 @@ class EvalOptions(BaseModel):
     web_timeout: float = 15.0
     web_max_bytes: int = 2_000_000
     web_max_redirects: int = 5
+    allow_private_network: bool = Field(False, description="Let the web backend reach loopback, private and link-local addresses.")
     # Caches: None = from the environment when the run starts (then recorded resolved).
     tool_cache_enabled: bool | None = None
     tool_cache_ttl_seconds: float | None = None
@@ -207,6 +208,7 @@ def manifest_blocks(
             "perception_cache_version": caches.perception_cache_version,
             "ocr_cache_version": caches.ocr_cache_version,
             "tool_backend": tool_backend or {"kind": "corpus", "search_backend": "corpus", "web_visit": False},
+            "allow_private_network": options.allow_private_network,
             "rollouts_per_case": options.rollouts_per_case,
             "base_sampling_seed": options.base_sampling_seed,
             "tool_families": tool_families(options),

@@ -17,6 +17,7 @@ from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
+from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
 from eviscene.eval.options import DEFAULT_OCR_CACHE_VERSION, RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session
@@ -32,11 +33,13 @@ from eviscene.release import (
     sha256_file,
     verify_case_images,
 )
+from eviscene.redaction import redact_data
 from eviscene.store import EventDraft, EventLog
 from eviscene.store.layout import live_root, run_folder
 from eviscene.tools import Corpus, SourceAccessPolicy, Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
+from eviscene.tools.web.network import NetworkGuard
 
 class RunObserver(Protocol):
     """Told which run and how many episodes will run, then of each one as it finishes (e.g.
@@ -97,6 +100,8 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
+    check_selection(cases)
+    check_scoring_inputs(release, cases)
     verify_case_images(cases)
     provider = provider or make_provider(options)
     revision = git_commit() if revision is None else revision
@@ -144,10 +149,11 @@ def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPo
         except ValueError as exc:
             raise EvisceneError(f"--searxng-url: {exc}") from None
         fetcher = None
+        network = NetworkGuard(allow_private_network=options.allow_private_network)
         if options.web_visit is not False:
-            fetcher = PageFetcher(policy or SourceAccessPolicy(), timeout=options.web_timeout,
+            fetcher = PageFetcher(policy or SourceAccessPolicy(), timeout=options.web_timeout, network=network,
                                   max_bytes=options.web_max_bytes, max_redirects=options.web_max_redirects)
-        web = WebToolbox(policy, search=search, fetcher=fetcher, **families)
+        web = WebToolbox(policy, search=search, fetcher=fetcher, network=network, **families)
         return web, web.manifest()
     if options.web_visit:
         raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
@@ -259,12 +265,12 @@ async def start_run(
             "shard_count": options.shard_count,
             "shard_index": options.shard_index,
         },
-        config={
+        config=redact_data({
             **options.model_dump(mode="json"),
             "release_schema_version": plan.release.schema_version,
             "label_set": list(plan.release.label_set),
-        },
-        **blocks,
+        }),
+        **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
     )
     scheduled = [
         EventDraft(
@@ -307,6 +313,7 @@ async def resume_run(
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     manifest = json.loads(started[0]["payload"])
     options = resolve_caches(EvalOptions.model_validate({**manifest["config"], **(executor or {})}))
+    check_no_redacted_urls(options, run_id)
     recorded = manifest["benchmark"]
     if benchmark is not None:
         options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})

@@ -20,6 +20,7 @@ import anyio
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FORMATS, write_dataset
+from eviscene.exports.staging import staged_directory
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
@@ -202,7 +203,8 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     con = open_export(log, resolved.settings)
     try:
         raise_first_problem(con)
-        manifest, written = write_dataset(con, out_dir, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt)
+        with staged_directory(out_dir, "dataset output directory") as staging:
+            manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt)
     finally:
         con.close()
     _record(log, out_dir, manifest, resolved.settings)

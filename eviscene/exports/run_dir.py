@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
+from eviscene.exports.staging import staged_directory
 from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json, write_jsonl
 from eviscene.store.chain import canonical_json
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
@@ -54,18 +55,17 @@ def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
     return json.loads(found[0]["manifest"])
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise EvisceneError(f"output directory must be new or empty: {out_dir}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-
 def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl") -> dict[str, int]:
-    """Write the run directory; returns rows written per file."""
+    """Write the run directory (whole, or not at all: see `staged_directory`); returns rows
+    written per file."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     started = _known_run(log, run_id)
-    _prepare_out_dir(out_dir)
+    with staged_directory(out_dir) as staging:
+        return _write_run_dir(log, run_id, staging, started, fmt)
+
+
+def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str, Any], fmt: str) -> dict[str, int]:
     written: dict[str, int] = {}
     # Only the views the run directory reads, each computed once.
     con = log.connect(materialize=True, for_query=" ".join(RUN_DIR_VIEWS))

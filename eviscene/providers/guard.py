@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from eviscene.errors import EvisceneError
+from eviscene.redaction import redact
 
 SHARE_ENV = "EVISCENE_SHARED_QUOTA"
 
@@ -45,7 +46,7 @@ class RunGuard:
 
     @classmethod
     def acquire(cls, *, provider: str, base_url: str, api_key_env: str | None) -> "RunGuard":
-        quota = f"{provider} at {base_url}" + (f" with the key in {api_key_env}" if api_key_env else "")
+        quota = f"{provider} at {redact(base_url)}" + (f" with the key in {api_key_env}" if api_key_env else "")
         digest = hashlib.sha256(f"{provider}\x1f{base_url.rstrip('/')}\x1f{api_key_env or ''}".encode()).hexdigest()[:20]
         folder = runtime_dir()
         path = folder / f"provider-{digest}.lock"

@@ -48,10 +48,10 @@ def load_gold(release: Release) -> dict[str, dict[str, Any]]:
 
 
 def require_gold_for(gold: dict[str, dict[str, Any]], case_ids: Iterable[str]) -> None:
-    """Fail when a selected case has no gold row (seed: first 10 missing IDs named)."""
+    """Fail when a selected case has no gold row (seed wording; first 10 missing IDs named)."""
     missing = [case_id for case_id in case_ids if case_id not in gold]
     if missing:
         more = f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
         raise ReleaseError(
-            "evaluation gold has no row for runtime case IDs: " + ", ".join(missing[:10]) + more
+            "evaluation-gold rows missing runtime case IDs: " + ", ".join(missing[:10]) + more
         )

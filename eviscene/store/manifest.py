@@ -24,7 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eviscene.errors import LogIntegrityError
+from eviscene.errors import LogIntegrityError, os_fault
 from eviscene.store.faults import checkpoint
 
 MANIFEST = "segments.jsonl"
@@ -109,14 +109,18 @@ def write_segment(folder: Path, name: str, table: pa.Table) -> str:
     pq.write_table(table, sink, compression="zstd")
     content = sink.getvalue().to_pybytes()
     pending = folder / f".{name}.tmp"
-    fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # disk full, read-only: no half-written file left behind
+        pending.unlink(missing_ok=True)
+        raise os_fault(exc, path=folder / name, verb="write") from None
     checkpoint("writer.tmp_written")
     os.replace(pending, folder / name)
     checkpoint("writer.renamed")

@@ -129,12 +129,16 @@ class RunWriter:
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         assert self._send is not None
         await self._send.aclose()
+        # An error in the block (not a cancellation) must not cancel the commit task: what was
+        # queued before it, e.g. the events of episodes that finished, is committed first.
+        failed = exc_info[1]
+        drain = failed is None or isinstance(failed, Exception)
         try:
-            return await self._task_group.__aexit__(*exc_info)
+            return await self._task_group.__aexit__(*((None, None, None) if drain else exc_info))
         except BaseExceptionGroup as group:
             # Surface the writer's own error (e.g. a conflicting event_id) rather than the group.
             errors = group.exceptions
-            if len(errors) == 1 and isinstance(errors[0], EvisceneError):
+            if len(errors) == 1 and isinstance(errors[0], (EvisceneError, OSError)):
                 raise errors[0] from None
             raise
         finally:

@@ -26,6 +26,8 @@ Banner rule (documented thresholds, none tied to a fixture):
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Optional, Sequence, Union
@@ -66,23 +68,91 @@ class PreparedImage:
         return x1 - x0, y1 - y0
 
 
+MAX_DECODE_PIXELS = 2 * 89_478_485
+"""The largest picture decoded at all (Pillow's own refusal point): about 179 million
+pixels. Pillow's decompression-bomb check is replaced by this one (`ImageTooLarge`, one
+clear line for the episode) so no raw warning reaches the terminal."""
+REDUCE_ABOVE_PIXELS = 40_000_000
+"""Pictures larger than this are shrunk in their own mode right after decoding, before
+any conversion or rotation copies them: a 13000x13000 PNG then costs one decoded copy."""
+Image.MAX_IMAGE_PIXELS = None  # the checks above and in `open_image` take its place
+
+_REDUCIBLE_MODES = {"L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "I", "F"}
+_EXIF_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+
+class ImageTooLarge(ValueError):
+    """An image with more pixels than MAX_DECODE_PIXELS."""
+
+
 def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.Image, tuple[int, int]]:
     """Decoded RGB image (EXIF orientation applied), reduced so its long side is about
-    `max_side`, and the original size. JPEGs are decoded directly at reduced scale."""
+    `max_side`, and the original size. JPEGs are decoded directly at reduced scale; other
+    very large pictures are reduced in their own mode first (`REDUCE_ABOVE_PIXELS`)."""
     if isinstance(source, Image.Image):
         image = ImageOps.exif_transpose(source)
         original = image.size
     else:
         with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
+            width, height = opened.size
+            if width * height > MAX_DECODE_PIXELS:
+                name = "" if hasattr(source, "read") else f"{source}: "
+                raise ImageTooLarge(f"{name}image is {width}x{height} pixels, above the decoding limit of "
+                                    f"{MAX_DECODE_PIXELS:,} pixels")
             original = _oriented_size(opened)
             opened.draft("RGB", (max_side, max_side))
-            image = ImageOps.exif_transpose(opened)
-            image.load()
+            if opened.width * opened.height > REDUCE_ABOVE_PIXELS:
+                image = _working_copy(source, opened)
+            else:
+                image = ImageOps.exif_transpose(opened)
+                image.load()
     image = image.convert("RGB")
     if max(image.size) > max_side:
         ratio = max_side / max(image.size)
         image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.Resampling.BOX)
     return image, original
+
+
+WORKING_SIDE = 2048  # at least every caller's max_side (matching 512, OCR 1280)
+_working_copies: "OrderedDict[tuple, Image.Image]" = OrderedDict()
+_working_lock = threading.Lock()
+
+
+def _working_copy(source: ImageInput, opened: Image.Image) -> Image.Image:
+    """A very large picture reduced once (`_reduced` to WORKING_SIDE) and kept for the
+    next reader of the same file (OCR, perception hash and matching each open it): its
+    decode is the costly part. Two copies at most are kept."""
+    if hasattr(source, "read"):
+        return _reduced(opened, WORKING_SIDE)
+    path = Path(source).resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _working_lock:
+        if key in _working_copies:
+            return _working_copies[key]
+    image = _reduced(opened, WORKING_SIDE)
+    with _working_lock:
+        _working_copies[key] = image
+        while len(_working_copies) > 2:
+            _working_copies.popitem(last=False)
+    return image
+
+
+def _reduced(opened: Image.Image, max_side: int) -> Image.Image:
+    """`opened` decoded, shrunk by a whole factor that keeps its long side at least
+    `max_side` (the caller's resize finishes), then turned upright."""
+    orientation = _orientation(opened)
+    opened.load()
+    image = opened if opened.mode in _REDUCIBLE_MODES else opened.convert("RGB")
+    factor = max(1, max(image.size) // max_side)
+    if factor > 1:
+        image = image.reduce(factor)
+    method = _EXIF_TRANSPOSE.get(orientation)
+    return image.transpose(method) if method is not None else image
 
 
 def prepare(source: ImageInput, *, text_boxes: Sequence[Sequence[Sequence[float]]] = (), find_bands: bool = True) -> PreparedImage:
@@ -250,9 +320,17 @@ def _text_mask(boxes: Sequence[Sequence[Sequence[float]]], box: tuple[int, int, 
     return mask
 
 
+def _orientation(image: Image.Image) -> int:
+    """The EXIF orientation tag, 1 when absent. Read without decoding the pixels: Pillow
+    decodes a whole PNG to look for EXIF after the image data, where the PNG spec does
+    not put it."""
+    if image.format == "PNG" and "exif" not in image.info:
+        return 1
+    return image.getexif().get(0x0112, 1)
+
+
 def _oriented_size(image: Image.Image) -> tuple[int, int]:
-    orientation = image.getexif().get(0x0112, 1)
-    return (image.height, image.width) if orientation in (5, 6, 7, 8) else image.size
+    return (image.height, image.width) if _orientation(image) in (5, 6, 7, 8) else image.size
 
 
 # -- hashes --------------------------------------------------------------------------------

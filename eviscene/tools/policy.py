@@ -79,6 +79,8 @@ class SourceAccessPolicy:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ReleaseError(f"{path}: source access policy not found") from None
+        except UnicodeDecodeError as exc:
+            raise ReleaseError(f"{path}: source access policy is not UTF-8 ({exc.reason})") from None
         except json.JSONDecodeError as exc:
             raise ReleaseError(f"{path}:{exc.lineno}: source access policy is not valid JSON: {exc.msg}") from None
         if not isinstance(data, dict):

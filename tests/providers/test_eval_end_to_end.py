@@ -161,3 +161,43 @@ def test_the_key_is_nowhere_in_the_log_or_the_output(end_to_end):
     result = end_to_end["result"]
     for output in (result.stdout, result.stderr):
         assert key not in output and "Bearer" not in output
+
+
+def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(release_dir, tmp_path):
+    """`--base-url http://user:KEY@host/v1?api_key=KEY`: the run's manifest, the run
+    directory, the episode's error and every output show the URL with its credentials
+    masked (the endpoint is a closed port, so the error quotes the URL)."""
+    user_key, query_key = f"ukey-{secrets.token_hex(12)}", f"qkey-{secrets.token_hex(12)}"
+    (tmp_path / "profiles.toml").write_text(PROFILE, encoding="utf-8")
+    env = {**os.environ, "EVISCENE_PROFILES": str(tmp_path / "profiles.toml"), "EVISCENE_RUNTIME_DIR": str(tmp_path / "rt")}
+    env.pop("OPENAI_API_KEY", None)
+    case_id = json.loads((release_dir / "runtime_input" / "cases.jsonl").read_text().splitlines()[0])["case_id"]
+    log_path = tmp_path / "log.duckdb"
+    result = subprocess.run(
+        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
+         "--case-id", case_id, "--profile", "e2e", "--provider", "openai_compatible", "--model", "m",
+         "--base-url", f"http://reader:{user_key}@127.0.0.1:1/v1?api_key={query_key}", "--output-dir", "run"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )
+    assert result.returncode == 1, result.stderr  # the episode errored: nothing listens there
+    log = EventLog(log_path)
+    manifest = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'")["p"][0].as_py())
+    assert manifest["agent"]["base_url"].startswith("http://[REDACTED]@127.0.0.1:1/v1?api_key=[REDACTED]")
+    assert manifest["config"]["base_url"] == manifest["agent"]["base_url"]
+    error = log.sql("SELECT error FROM episodes")["error"][0].as_py()
+    assert "http://[REDACTED]@127.0.0.1:1/v1" in error
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "profiles.toml"]
+    assert tmp_path / "run" / "run_manifest.json" in files
+    texts = log.sql("SELECT payload::VARCHAR AS t FROM events")["t"].to_pylist()
+    texts += [bytes(b).decode("utf-8", "replace") for b in log.sql("SELECT content FROM blobs")["content"].to_pylist()]
+    for key in (user_key, query_key):
+        assert not any(key.encode() in p.read_bytes() for p in files)
+        assert not any(key in t for t in texts)
+        assert key not in result.stdout and key not in result.stderr
+    resumed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", manifest_run_id(log)],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert resumed.returncode == 2 and "started with a credential inside --base-url" in resumed.stderr
+
+
+def manifest_run_id(log: EventLog) -> str:
+    return log.sql("SELECT run_id FROM events WHERE type = 'run.started'")["run_id"][0].as_py()

@@ -46,3 +46,12 @@ def test_names_of_key_variables_stay_readable():
 def test_redact_data_walks_json():
     data = {"error": "Authorization: Bearer abcdefgh12345678", "nested": [{"k": "sk-abcdefghijklmnopqrstuv"}], "n": 3}
     assert redact_data(data) == {"error": f"Authorization: {MASK}", "nested": [{"k": MASK}], "n": 3}
+
+
+def test_credentials_inside_urls():
+    assert redact("http://user:s3cr3t-value@host:8000/v1") == f"http://{MASK}@host:8000/v1"
+    assert redact("POST https://tok3n-only@api.example.com/v1/chat failed") == f"POST https://{MASK}@api.example.com/v1/chat failed"
+    assert redact("https://h.example/v1?api_key=abc123xyz") == f"https://h.example/v1?api_key={MASK}"
+    assert redact('{"base_url": "http://a:b@10.0.0.1/v1"}') == '{"base_url": "http://' + MASK + '@10.0.0.1/v1"}'
+    # An address in the path or a mail address is not a credential.
+    assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"

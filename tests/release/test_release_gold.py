@@ -63,7 +63,7 @@ def test_malformed_and_non_object_rows(make_release) -> None:
 def test_require_gold_for(make_release) -> None:
     gold = load_gold(load_release(make_release()))
     require_gold_for(gold, ["demo-0001", "demo-0002"])
-    with pytest.raises(ReleaseError, match="no row for runtime case IDs: demo-0003$"):
+    with pytest.raises(ReleaseError, match="^evaluation-gold rows missing runtime case IDs: demo-0003$"):
         require_gold_for(gold, ["demo-0001", "demo-0003"])
     many = [f"m{i:02d}" for i in range(12)]
     with pytest.raises(ReleaseError, match=r"m00, .*, m09 \(and 2 more\)$"):

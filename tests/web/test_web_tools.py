@@ -13,13 +13,17 @@ from eviscene.tools.cache import CachedToolbox, ToolCache
 from eviscene.tools.results import POLICY_GATE
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.fetch import extract
+from eviscene.tools.web.network import NetworkGuard
 
 pytestmark = pytest.mark.anyio
+
+# The test servers listen on loopback, which the web backend refuses unless told otherwise.
+LOOPBACK_ALLOWED = NetworkGuard(allow_private_network=True)
 
 
 @pytest.fixture
 def toolbox(site, policy):
-    fetcher = PageFetcher(policy, timeout=1.0, max_bytes=20_000, max_redirects=3)
+    fetcher = PageFetcher(policy, timeout=1.0, max_bytes=20_000, max_redirects=3, network=LOOPBACK_ALLOWED)
     return WebToolbox(policy, search=SearxngClient(site.base, timeout=2.0), fetcher=fetcher)
 
 
@@ -158,22 +162,22 @@ async def test_image_tools_are_not_available_with_the_web_backend(toolbox):
 
 
 async def test_bad_calls_and_ablation(site, policy):
-    toolbox = WebToolbox(policy, search=SearxngClient(site.base), fetcher=None)
+    toolbox = WebToolbox(policy, search=SearxngClient(site.base), fetcher=None, network=LOOPBACK_ALLOWED)
     assert [s["function"]["name"] for s in toolbox.specs()] == ["text_search", "text_image_search"]
     episode = toolbox.episode("case.jpg")
     assert "not available with the web backend" in (await toolbox.call("visit", {"url": site.url("/article")}, episode)).error
     assert (await toolbox.call("text_search", {"query": " "}, episode)).status == "invalid"
     assert (await toolbox.call("nope", {}, episode)).status == "invalid"
-    ablated = WebToolbox(policy, search=SearxngClient(site.base), enable_web_search=False)
+    ablated = WebToolbox(policy, search=SearxngClient(site.base), enable_web_search=False, network=LOOPBACK_ALLOWED)
     outcome = await ablated.call("text_search", {"query": "x"}, ablated.episode("case.jpg"))
     assert outcome.status == "invalid" and "not available in this run" in outcome.error
 
 
 async def test_search_service_failures_are_errors(site, policy):
-    down = WebToolbox(policy, search=SearxngClient("http://127.0.0.1:9", timeout=1.0))
+    down = WebToolbox(policy, search=SearxngClient("http://127.0.0.1:9", timeout=1.0), network=LOOPBACK_ALLOWED)
     outcome = await down.call("text_search", {"query": "flood"}, down.episode("case.jpg"))
     assert outcome.status == "error" and "unreachable" in outcome.error
-    wrong = WebToolbox(policy, search=SearxngClient(site.url("/missing-prefix"), timeout=1.0))
+    wrong = WebToolbox(policy, search=SearxngClient(site.url("/missing-prefix"), timeout=1.0), network=LOOPBACK_ALLOWED)
     outcome = await wrong.call("text_search", {"query": "flood"}, wrong.episode("case.jpg"))
     assert outcome.status == "error" and "HTTP 404" in outcome.error
 

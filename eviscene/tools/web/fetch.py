@@ -6,7 +6,9 @@ on the body (`max_bytes`, checked against Content-Length and while streaming), a
 `max_redirects` redirects, and only `text/html`, `application/xhtml+xml` and `text/plain`
 bodies. The policy sees the requested URL before any request, every redirect target
 before it is requested, and the final URL with the sha256 of the extracted text after the
-fetch; a block anywhere refuses the whole visit.
+fetch; a block anywhere refuses the whole visit. The network guard (`network.py`) refuses,
+before connecting, the requested URL or any redirect hop whose host is or resolves to a
+private, loopback, link-local or reserved address (unless the run allows it).
 
 HTML is reduced to text with BeautifulSoup (the stdlib `html.parser`, no native deps):
 scripts, styles and page chrome (nav, header, footer, aside, forms) are dropped. Title,
@@ -30,6 +32,7 @@ from eviscene.events import GateDecided
 from eviscene.tools.policy import SourceAccessPolicy
 from eviscene.tools.results import policy_block
 from eviscene.tools.urls import url_host
+from eviscene.tools.web.network import NetworkGuard
 
 FETCHER_VERSION = "httpx-bs4-v1"
 DEFAULT_MAX_BYTES = 2_000_000
@@ -93,13 +96,16 @@ class PageFetcher:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         transport: httpx.AsyncBaseTransport | None = None,
+        network: NetworkGuard | None = None,
     ) -> None:
         self.policy = policy
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
         self.transport = transport
+        self.network = network or NetworkGuard()
 
     def identity(self) -> str:
-        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects})"
+        private = ",private_network" if self.network.allow_private_network else ""
+        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects}{private})"
 
     async def fetch(self, url: str) -> FetchedPage | FetchRefused | FetchFailed:
         url = url.strip()
@@ -111,6 +117,9 @@ class PageFetcher:
             return FetchRefused([policy_block(url, reason)])
         try:
             with anyio.fail_after(self.timeout):
+                refusal = await self.network.refusal(url)
+                if refusal:
+                    return FetchRefused([refusal])
                 return await self._fetch(url)
         except TimeoutError:
             return FetchFailed("error", f"the page did not load within {self.timeout:g} s")
@@ -139,6 +148,9 @@ class PageFetcher:
                         reason = self.policy.check(target)
                         if reason:
                             return FetchRefused([policy_block(target, reason)])
+                        refusal = await self.network.refusal(target)
+                        if refusal:
+                            return FetchRefused([refusal])
                         hops.append(target)
                         current = target
                         continue

@@ -10,7 +10,9 @@ Policy before content, exactly as the corpus tools: every search result (page UR
 image URL of an image result) is checked before it is rendered, and a visit is checked
 before the request, at every redirect hop, and on its final URL with the extracted text's
 sha256. Each block is one `GateDecided` (`policy_block`); a refused visit says only that
-the source is not available.
+the source is not available. Hits and visits on hosts that are or resolve to private,
+loopback, link-local or reserved addresses are refused the same way (`NetworkGuard`, gate
+`network_guard`) unless the run allows private networks.
 
 Sources: `url`, `content_sha256` (sha256 of the extracted text, once the page was visited;
 unknown for a bare search hit), `source_family` (`content:<sha>`, or `domain:<host>` while
@@ -30,6 +32,7 @@ from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool
 from eviscene.tools.toolbox import PAGE_TEXT_LIMIT, EpisodeTools
 from eviscene.tools.urls import normalize_url, url_host
 from eviscene.tools.web.fetch import FetchedPage, FetchFailed, FetchRefused, PageFetcher
+from eviscene.tools.web.network import NetworkGuard
 from eviscene.tools.web.search import SearchResult, SearxngClient, SearxngError
 
 WEB_TOOLS = ("text_search", "text_image_search", "visit")
@@ -78,9 +81,11 @@ class WebToolbox:
         enable_web_search: bool = True,
         enable_image_retrieval: bool = True,
         enable_evidence_inspection: bool = True,
+        network: Optional[NetworkGuard] = None,
     ) -> None:
         self.policy = policy or ALLOW_ALL
         self.search, self.fetcher = search, fetcher
+        self.network = network or (fetcher.network if fetcher is not None else NetworkGuard())
         self.families = {
             "web_search": enable_web_search,
             "image_retrieval": enable_image_retrieval,
@@ -109,6 +114,7 @@ class WebToolbox:
                               "max_redirects": self.fetcher.max_redirects} if self.fetcher else None),
             "enabled_tools": list(self.enabled_tools),
             "backend_id": self.backend_id,
+            "allow_private_network": self.network.allow_private_network,
         }
 
     def specs(self) -> list[dict[str, Any]]:
@@ -158,7 +164,9 @@ class WebToolbox:
             if key in seen:
                 continue
             seen.add(key)
-            block = self._blocked(hit.url) or (self._blocked(hit.image_url) if hit.image_url else None)
+            block = (self._blocked(hit.url) or (self._blocked(hit.image_url) if hit.image_url else None)
+                     or await self.network.refusal(hit.url, refuse_unresolved=False)
+                     or (await self.network.refusal(hit.image_url, refuse_unresolved=False) if hit.image_url else None))
             if block:
                 blocks.append(block)
                 continue

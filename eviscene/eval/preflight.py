@@ -1,0 +1,75 @@
+"""Checks made before a run's first episode: everything a run reads at its end (gold,
+protocols) and everything it writes to (the run directory) is checked up front, so a broken
+input costs no episode and leaves no unfinished run behind."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
+from eviscene.eval.options import EvalOptions
+from eviscene.exports.staging import check_new_or_empty
+from eviscene.redaction import MASK
+from eviscene.release import Case, Release
+from eviscene.release.gold import load_gold, require_gold_for
+
+
+def check_selection(cases: Sequence[Case]) -> None:
+    """An empty selection runs nothing and would record an empty run: refused."""
+    if not cases:
+        raise SelectionError(
+            "the selection is empty (check --case-id, --limit and --shard-index): nothing to run"
+        )
+
+
+def check_scoring_inputs(release: Release, cases: Sequence[Case]) -> None:
+    """Gold and protocols load as the end of the run will load them: a label outside the
+    label set or a cut-off line is `FILE:LINE: …` now, and every selected case has gold."""
+    gold = load_gold(release)
+    require_gold_for(gold, [case.case_id for case in cases])
+    for path in (release.artifacts.classification_protocol, release.artifacts.process_reference_protocol):
+        if path is not None:
+            _check_json_object(path)
+
+
+def _check_json_object(path: Path) -> None:
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ReleaseError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReleaseError(f"{path}: not UTF-8 ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ReleaseError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{path}: expected a JSON object, got {type(data).__name__}")
+
+
+def check_output_dir(out_dir: Path | None) -> None:
+    """The run directory written at the end must be new or empty, and its folder writable
+    (probed by creating and removing a folder where it will be created)."""
+    if out_dir is None:
+        return
+    check_new_or_empty(out_dir)
+    existing = next(p for p in (out_dir.absolute(), *out_dir.absolute().parents) if p.exists())
+    probe = existing / f".eviscene-probe-{uuid.uuid4().hex[:12]}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise os_fault(exc, path=out_dir, verb="write") from None
+
+
+def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
+    """A run started with a key inside a URL stored that URL redacted: resuming it would
+    send the mask as the credential."""
+    for flag, url in (("--base-url", options.base_url), ("--vlm-base-url", options.vlm_base_url),
+                      ("--searxng-url", options.searxng_url)):
+        if url and MASK in url:
+            raise EvisceneError(
+                f"run {run_id} was started with a credential inside {flag}, which is never stored; it cannot be "
+                "resumed: pass keys through --api-key-env instead"
+            )

@@ -1,0 +1,84 @@
+"""The web backend cannot be turned on its own host: a URL whose host is, or resolves to,
+a loopback, private, link-local, shared, multicast or reserved address (127.0.0.1, 10.x,
+192.168.x, 169.254.169.254, ::1, fc00::/7 …) is refused before any connection, unless the
+run allows it (`--allow-private-network`, e.g. for a test server or an intranet mirror).
+Every address a name resolves to must be public; a refusal is a `gate.decided` event of
+the `network_guard` gate.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Optional
+from urllib.parse import urlsplit
+
+import anyio
+
+from eviscene.events import GateDecided
+
+NETWORK_GATE = "network_guard"
+PRIVATE_NETWORK = "private_network"
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+"""(host, port) -> the IP addresses a connection would try."""
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+def is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
+    mapped = getattr(ip, "ipv4_mapped", None)
+    if mapped is not None:
+        ip = mapped
+    return ip.is_global and not ip.is_multicast
+
+
+class NetworkGuard:
+    """`await guard.refusal(url)`: the `gate.decided` block when `url` may not be fetched,
+    else None. Verdicts are kept per host and port for the guard's life (one run)."""
+
+    def __init__(self, *, allow_private_network: bool = False, resolver: Optional[Resolver] = None) -> None:
+        self.allow_private_network = allow_private_network
+        self.resolve = resolver or system_resolver
+        self._verdicts: dict[tuple[str, int], bool] = {}
+
+    async def refusal(self, url: str, *, refuse_unresolved: bool = True) -> Optional[GateDecided]:
+        """`refuse_unresolved=False` lets a name that does not resolve now pass (a search hit
+        is only listed; visiting it checks again)."""
+        if self.allow_private_network:
+            return None
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+        if not host:
+            return None  # not a fetchable URL; the caller reports that
+        try:
+            port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        except ValueError:
+            return None  # a bad port: the fetch fails without connecting
+        key = (host.lower(), port)
+        public = self._verdicts.get(key)
+        if public is None:
+            public = await self._public(host, port)
+            if public is not None:
+                self._verdicts[key] = public
+        if public or (public is None and not refuse_unresolved):
+            return None
+        return GateDecided(gate=NETWORK_GATE, subject=url, passed=False, reasons=[PRIVATE_NETWORK])
+
+    async def _public(self, host: str, port: int) -> Optional[bool]:
+        """True or False; None (refused, not remembered) when the name does not resolve now:
+        a later lookup by the HTTP client must not be the first to see its addresses."""
+        try:
+            return is_public(host)  # an address literal needs no lookup
+        except ValueError:
+            pass
+        try:
+            addresses = await self.resolve(host, port)
+        except OSError:
+            return None
+        return bool(addresses) and all(is_public(address) for address in addresses)

@@ -1,0 +1,177 @@
+"""Faults are one line and lose nothing: a full disk (a real 1 MiB tmpfs, and a per-file
+size limit `RLIMIT_FSIZE` in the child), a read-only folder, a folder that refuses writes,
+a special file and a kill mid-write, met by real `eviscene` processes. Each ends with exit 2
+and one line naming the path and the cause; the output path is left as it was (a rerun
+succeeds), and the log still verifies."""
+
+from __future__ import annotations
+
+import filecmp
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from eviscene.store import EventLog
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+
+def eviscene(log_path: Path, *args: str, file_size_limit: int | None = None, cwd: Path | None = None):
+    def limit() -> None:  # in the child: writes past the limit fail with EFBIG instead of killing it
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+
+    return subprocess.run([EVISCENE, "--db", str(log_path), *args], capture_output=True, text=True, timeout=600,
+                          preexec_fn=limit if file_size_limit else None, cwd=cwd)
+
+
+def one_error_line(result, *fragments: str) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@contextmanager
+def mounted(folder: Path, options: str):
+    """A real tmpfs at `folder` (skipped where mounting is not permitted)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command here")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root with CAP_SYS_ADMIN")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture()
+def run_log(offline_run, tmp_path) -> tuple[Path, str]:
+    """A private copy of the shared offline run's log (sealed: one file)."""
+    log, summary = offline_run
+    copy = tmp_path / "log" / "run.duckdb"
+    copy.parent.mkdir()
+    shutil.copyfile(log.path, copy)
+    return copy, summary.run_id
+
+
+def leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir())
+
+
+def test_materialize_on_a_full_disk_is_one_line_and_leaves_nothing_behind(run_log, tmp_path):
+    log_path, run_id = run_log
+    with mounted(tmp_path / "small", "size=1m") as small:
+        result = eviscene(log_path, "materialize", run_id, "--out", str(small / "run"))
+        one_error_line(result, f"cannot write {small / 'run'}", "No space left on device")
+        assert leftovers(small) == []  # neither the run folder nor its temporary sibling
+    clean = eviscene(log_path, "materialize", run_id, "--out", str(tmp_path / "clean"))
+    assert clean.returncode == 0, clean.stderr
+
+
+def test_materialize_past_the_file_size_limit_then_a_rerun_writes_the_same_bytes(run_log, tmp_path):
+    log_path, run_id = run_log
+    out = tmp_path / "out" / "run"
+    result = eviscene(log_path, "materialize", run_id, "--out", str(out), file_size_limit=64 * 1024)
+    one_error_line(result, f"cannot write {out}", "File too large")
+    assert leftovers(out.parent) == []
+    assert eviscene(log_path, "materialize", run_id, "--out", str(out)).returncode == 0
+    assert eviscene(log_path, "materialize", run_id, "--out", str(tmp_path / "again")).returncode == 0
+    compared = filecmp.dircmp(out, tmp_path / "again")
+    assert not compared.diff_files and not compared.left_only and not compared.right_only
+
+
+def test_materialize_into_a_read_only_folder(run_log, tmp_path):
+    log_path, run_id = run_log
+    with mounted(tmp_path / "ro", "ro,size=1m") as read_only:
+        result = eviscene(log_path, "materialize", run_id, "--out", str(read_only / "run"))
+        one_error_line(result, f"cannot write {read_only / 'run'}", "Read-only file system")
+
+
+def test_materialize_into_a_folder_that_refuses_writes(run_log, tmp_path):
+    log_path, run_id = run_log
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # Tests run as root, which file modes do not stop; the immutable attribute does.
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported on this filesystem")
+    try:
+        result = eviscene(log_path, "materialize", run_id, "--out", str(locked / "run"))
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=True)
+    one_error_line(result, f"cannot write {locked / 'run'}", "Operation not permitted")
+    assert leftovers(locked) == []
+
+
+def test_materialize_onto_a_special_file(run_log):
+    log_path, run_id = run_log
+    result = eviscene(log_path, "materialize", run_id, "--out", "/proc/x")
+    one_error_line(result, "cannot write /proc/x: ")
+
+
+def test_dataset_export_past_the_file_size_limit(run_log, tmp_path):
+    log_path, run_id = run_log
+    out = tmp_path / "datasets" / "v1"
+    result = eviscene(log_path, "dataset", "export", "--run", run_id, "--out", str(out), file_size_limit=16 * 1024)
+    one_error_line(result, f"cannot write {out}", "File too large")
+    assert leftovers(out.parent) == []
+    done = eviscene(log_path, "dataset", "export", "--run", run_id, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+
+
+def test_eval_run_on_a_full_disk_is_one_line_the_log_verifies_and_resume_finishes(release, tmp_path):
+    cases = str(release / "runtime_input" / "cases.jsonl")
+    with mounted(tmp_path / "small", "size=48k") as small:  # room for the first segments only
+        log_path = small / "log.duckdb"
+        result = eviscene(log_path, "eval", "run", "--benchmark", cases, "--limit", "2", "--no-progress", "--no-materialize")
+        one_error_line(result, f"cannot write {log_path}.live/", ".parquet: No space left on device")
+        assert not list(small.rglob(".*.tmp"))  # no half-written segment
+        verified = eviscene(log_path, "log", "verify")
+        assert verified.returncode == 0 and "every chain intact" in verified.stdout
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
+        run_id = next(p.name for p in Path(str(log_path) + ".live").iterdir() if p.is_dir())
+        resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
+        assert resumed.returncode == 0, resumed.stderr
+        log = EventLog(log_path)
+        assert log.verify().ok
+        counts = log.sql("SELECT count(DISTINCT episode_id) FILTER (type = 'episode.finished') AS finished, "
+                         "count(*) FILTER (type = 'run.finished') AS ended FROM events").to_pylist()
+        assert counts == [{"finished": 2, "ended": 1}]
+
+
+def test_eval_run_with_a_read_only_log_folder(release, tmp_path):
+    with mounted(tmp_path / "ro", "ro,size=1m") as read_only:
+        result = eviscene(read_only / "log.duckdb", "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+                          "--limit", "1", "--no-progress", "--no-materialize")
+        one_error_line(result, f"cannot write {read_only}", "Read-only file system")
+
+
+def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, tmp_path):
+    log_path, run_id = run_log
+    out = tmp_path / "out" / "run"
+    out.parent.mkdir()
+    process = subprocess.Popen([EVISCENE, "--db", str(log_path), "materialize", run_id, "--out", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while process.poll() is None and not any(p.name.startswith(".run.partial-") for p in out.parent.iterdir()):
+            time.sleep(0.0005)
+        assert process.poll() is None, "materialize finished before it could be interrupted"
+        time.sleep(0.05)  # some files written into the temporary folder
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    assert not out.exists()  # a reader never sees half a run directory
+    rerun = eviscene(log_path, "materialize", run_id, "--out", str(out))
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "run_manifest.json").is_file()

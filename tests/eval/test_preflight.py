@@ -1,0 +1,138 @@
+"""Inputs are checked before the first episode: a broken gold or protocol file, a case
+without gold, an empty selection or an unusable output folder is one line, exit 2, and no
+run is started. An episode that finished is never lost because something later failed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.errors import ReleaseError
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import resume_run, start_run
+from eviscene.store import EventLog
+
+BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
+
+
+@pytest.fixture()
+def broken_release(tmp_path) -> Path:
+    """A copy of the bundled release, for a test to break."""
+    return Path(shutil.copytree(BUNDLED, tmp_path / "release"))
+
+
+def gold_path(release: Path) -> Path:
+    return release / "private" / "evaluation_gold.jsonl"
+
+
+def run_cli(log_path: Path, release: Path, *flags: str):
+    return CliRunner().invoke(
+        cli, ["--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+              "--no-progress", *flags],
+    )
+
+
+def assert_nothing_ran(result, log_path: Path, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines == [lines[0]] and lines[0].startswith("Error: ") and message in lines[0], result.output
+    live = Path(str(log_path) + ".live")
+    assert not log_path.exists() and not (live.exists() and any(live.iterdir()))
+
+
+def test_a_label_outside_the_label_set_stops_the_run_before_any_episode(broken_release, tmp_path):
+    gold = gold_path(broken_release)
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[2])
+    row["label"] = "satire"
+    lines[2] = json.dumps(row)
+    gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb",
+                       f"{gold}:3: case {row['case_id']!r} label 'satire' is not in the release label_set")
+
+
+def test_a_truncated_gold_line_names_the_file_and_line(broken_release, tmp_path):
+    gold = gold_path(broken_release)
+    data = gold.read_bytes()
+    gold.write_bytes(data[: len(data) - 40])  # the last row cut off mid-way
+    last_line = data[: len(data) - 40].count(b"\n") + 1
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{gold}:{last_line}: malformed JSON")
+
+
+def test_a_selected_case_without_gold_is_the_seeds_error(broken_release, tmp_path):
+    gold = gold_path(broken_release)
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    dropped = json.loads(lines[1])["case_id"]
+    gold.write_text("\n".join(lines[:1] + lines[2:]) + "\n", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release)
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"evaluation-gold rows missing runtime case IDs: {dropped}")
+
+
+def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):
+    manifest = json.loads((broken_release / "manifest.json").read_text(encoding="utf-8"))
+    protocol = broken_release / manifest["artifacts"]["classification_protocol"]
+    protocol.write_text('{\n  "labels": [\n', encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}:3: malformed JSON")
+
+
+@pytest.mark.parametrize("flags", [("--limit", "0"), ("--shard-count", "40", "--shard-index", "39")])
+def test_an_empty_selection_is_an_error(release, tmp_path, flags):
+    result = run_cli(tmp_path / "log.duckdb", release, *flags)
+    assert_nothing_ran(result, tmp_path / "log.duckdb", "the selection is empty")
+
+
+def test_an_output_directory_that_is_not_empty_is_refused_before_any_episode(release, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", release, "--limit", "1", "--output-dir", str(out))
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"output directory must be new or empty: {out}")
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_an_output_directory_that_cannot_be_created_is_refused_before_any_episode(release, tmp_path):
+    result = run_cli(tmp_path / "log.duckdb", release, "--limit", "1", "--output-dir", "/proc/eviscene-run")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", "cannot write /proc/eviscene-run: ")
+
+
+class BreaksGoldAfterFirstEpisode:
+    """A progress observer that damages the gold once the first episode finished: the
+    scoring import at the run's end then fails, after episodes finished."""
+
+    def __init__(self, gold: Path):
+        self.gold, self.original = gold, gold.read_bytes()
+
+    def planned(self, run_id: str, episodes: int) -> None:
+        self.run_id = run_id
+
+    def finished(self, spec, finished) -> None:
+        self.gold.write_bytes(self.original[:-40])
+
+
+def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the_run(broken_release, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    gold = gold_path(broken_release)
+    observer = BreaksGoldAfterFirstEpisode(gold)
+    options = EvalOptions(benchmark=str(broken_release / "runtime_input" / "cases.jsonl"), limit=3, concurrency=1)
+    with pytest.raises(ReleaseError, match="malformed JSON"):
+        anyio.run(lambda: start_run(log, options, observer=observer))
+    finished = log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.finished'")["n"][0].as_py()
+    assert finished == 3
+    assert log.verify().ok
+    gold.write_bytes(observer.original)
+    summary = anyio.run(lambda: resume_run(log, observer.run_id))
+    assert summary.ran == 0 and summary.sealed
+    counts = log.sql("SELECT type, count(*) AS n FROM events WHERE type IN ('episode.finished', 'run.finished', "
+                     "'artifact.imported') GROUP BY type ORDER BY type").to_pylist()
+    assert counts == [{"type": "artifact.imported", "n": 4}, {"type": "episode.finished", "n": 3},
+                      {"type": "run.finished", "n": 1}]
+    assert log.verify().ok

@@ -1,0 +1,100 @@
+"""Images are decoded within bounds. A 13000x13000 PNG (about 520 KB on disk, 507 MB of
+pixels) goes through one episode's image work (perception's OCR and hash, then matching's
+`prepare`) in a real child process with a peak resident size well under 1.5 GiB and
+without a raw `DecompressionBombWarning`; a picture above the decoding limit is one clear
+error for its episode."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from eviscene.release import sha256_file
+from eviscene.tools.images import MAX_DECODE_PIXELS, ImageTooLarge, open_image
+
+BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+GIB = 1024**3
+
+
+def write_png(path: Path, width: int, height: int, color: bytes, banner: bytes, banner_from: int) -> Path:
+    """A PNG streamed row by row (never whole in memory): `color` rows, then `banner` rows
+    from row `banner_from` on (a caption strip). `color` is 1 byte (grey) or 3 (RGB)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    colour_type = {1: 0, 3: 2}[len(color)]
+    compressor, body = zlib.compressobj(6), bytearray()
+    plain, strip = b"\x00" + color * width, b"\x00" + banner * width
+    for row in range(height):
+        body += compressor.compress(strip if row >= banner_from else plain)
+    body += compressor.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", bytes(body)) + chunk(b"IEND", b""))
+    return path
+
+
+EPISODE_IMAGE_WORK = """
+import json, resource, sys, time
+from pathlib import Path
+import anyio
+from eviscene.agent.perception import EmbeddedPerception
+from eviscene.tools.images import prepare
+path = Path(sys.argv[1])
+clock = time.perf_counter()
+report = anyio.run(EmbeddedPerception(), path, "0" * 64)
+prepared = prepare(path)
+print(json.dumps({"size": report.report, "prepared": list(prepared.size), "shape": list(prepared.rgb.shape),
+                  "trimmed": prepared.trimmed, "seconds": time.perf_counter() - clock,
+                  "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def test_a_13000_pixel_png_costs_well_under_1_5_gib_and_prints_no_warning(tmp_path):
+    image = write_png(tmp_path / "huge.png", 13000, 13000, b"\x28\x5a\xa0", b"\xff\xff\xff", banner_from=11700)
+    assert image.stat().st_size < 2_000_000
+    done = subprocess.run([sys.executable, "-W", "default", "-c", EPISODE_IMAGE_WORK, str(image)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr and "DecompressionBomb" not in done.stderr, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["size"] == {"width": 13000, "height": 13000} and result["prepared"] == [13000, 13000]
+    assert max(result["shape"][:2]) <= 512
+    # The white strip, found on the 512-pixel copy, in original pixels (to one row of that copy).
+    assert set(result["trimmed"]) == {"bottom"} and abs(result["trimmed"]["bottom"] - 1300) <= 13000 / 512
+    assert result["peak_bytes"] < 1 * GIB, result  # 507 MB of pixels decoded once, reduced in place
+    print(f"13000x13000 PNG: peak {result['peak_bytes'] / GIB:.2f} GiB, {result['seconds']:.1f} s")
+
+
+def test_a_picture_above_the_decoding_limit_is_a_clear_error(tmp_path):
+    side = int(MAX_DECODE_PIXELS**0.5) + 1
+    image = write_png(tmp_path / "bomb.png", side, side, b"\x80", b"\x80", banner_from=side)
+    with pytest.raises(ImageTooLarge, match=rf"bomb.png: image is {side}x{side} pixels, above the decoding limit of 178,956,970 pixels"):
+        open_image(image)
+
+
+def test_an_episode_on_a_picture_above_the_limit_ends_in_a_clear_error(tmp_path):
+    release = tmp_path / "release"
+    shutil.copytree(BUNDLED, release)
+    cases = release / "runtime_input" / "cases.jsonl"
+    rows = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines() if line.strip()]
+    side = 20000
+    image = write_png(release / rows[0]["image_path"], side, side, b"\x80", b"\xff", banner_from=18000)
+    rows[0]["image_sha256"] = sha256_file(image)
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = subprocess.run([EVISCENE, "--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(cases),
+                           "--case-id", rows[0]["case_id"], "--no-progress", "--no-materialize"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # the episode errored; the run itself completed
+    assert "Warning" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    from eviscene.store import EventLog
+
+    error = EventLog(tmp_path / "log.duckdb").sql("SELECT error FROM episodes")["error"][0].as_py()
+    assert f"ImageTooLarge: {image}: image is 20000x20000 pixels, above the decoding limit" in error
