@@ -177,3 +177,17 @@ def test_a_materialized_native_run_imported_into_a_fresh_log_is_the_same_run(tmp
     result = compare_runs(native, views.MAIN_RUN, imported)
     assert result.difference == 0.0 and result.only_a_right == result.only_b_right == 0
     assert [c["correct_a"] for c in result.cases] == [c["correct_b"] for c in result.cases]
+
+
+def test_a_malformed_row_or_a_link_out_of_the_run_directory_is_refused_by_name(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS[:1]) + b"{not json\n")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and f"{run.resolve() / 'run_results.jsonl'}:2: not valid JSON" in out.output
+    (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS))
+    (tmp_path / "secret.txt").write_text("outside", encoding="utf-8")
+    (run / "secret.txt").symlink_to(tmp_path / "secret.txt")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and "links outside the run directory" in out.output and "Traceback" not in out.output
+    assert log.sql("SELECT count(*) AS n FROM events")["n"][0].as_py() == 0
