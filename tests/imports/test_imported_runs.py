@@ -95,6 +95,11 @@ def test_every_file_of_a_run_directory_is_imported(tmp_path):
         "traces/case-A--r001.json": "trace", "traces/case-B--r000.json": "trace",
     }
     assert result.files == 10
+    # the imported-run views (empty on the views tests' log) keep their declared keys
+    assert log.sql("SELECT count(*) AS n, count(DISTINCT (run_id, episode_id)) AS d FROM imported_episodes").to_pylist() == [{"n": 3, "d": 3}]
+    assert log.sql("SELECT count(*) AS n, count(DISTINCT (run_id, kind, line_number)) AS d FROM imported_run_rows").to_pylist() == [{"n": 9, "d": 9}]
+    assert log.sql("SELECT run_id, source_run_id FROM imported_runs").to_pylist() == [
+        {"run_id": result.import_id, "source_run_id": "20261130_141502_offline_offline-react-v1"}]
 
 
 def test_an_imported_run_is_listed_by_runs_with_its_status_and_counts(tmp_path):
