@@ -23,7 +23,9 @@ def import_(log: EventLog, paths: tuple[Path, ...], kind: str | None, fmt: str) 
     """Import each PATH as `artifact.imported` events (file sha256, content in a blob): a
     seed-style run directory, an accepted teacher release (v2-v4, every seed check), a fixed
     case split (.jsonl) or a directory of *.sft_eligibility.json / *.semantic_reward.json
-    gate artifacts. Importing the same bytes again changes nothing.
+    gate artifacts. Importing the same bytes again changes nothing. Every file of a run
+    directory is imported: the run, named by the printed import id, is listed by `runs` and
+    read by `why --run`, `runs compare` and `materialize` (which writes its files back).
 
     \b
     Example:

@@ -18,6 +18,7 @@ from eviscene.store import EventLog
 def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str) -> None:
     """Write RUN_ID's run directory: run_manifest.json, predictions, scores, rollout groups,
     rewards, SFT trajectories, summary.json and traces/ — byte-identical on every rerun.
+    An imported run directory (RUN_ID is its import id) is written back byte for byte.
 
     \b
     Example:

@@ -32,7 +32,12 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         return
     e = story.episode
     click.echo(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
-    click.echo(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
+    if story.imported_from:
+        source = story.imported_from
+        click.echo(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")
+        click.echo(f"outcome: {e['termination']}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}")
+    else:
+        click.echo(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
     click.echo("\ntimeline:")
     for item in story.timeline:
         click.echo(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")

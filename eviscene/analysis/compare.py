@@ -1,5 +1,6 @@
 """`eviscene runs compare A B`: paired per-case accuracy difference on the cases both runs
-share (rollout 0, as predictions.jsonl), with a percentile bootstrap confidence interval."""
+share (rollout 0, as predictions.jsonl), with a percentile bootstrap confidence interval.
+Either run may be an imported run directory (`imported_episodes`)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,13 @@ WITH scored AS (
            coalesce(e.termination = 'completed' AND e.verdict = g.label, false) AS correct
     FROM episodes e JOIN gold_labels g USING (run_id, case_id)
     WHERE e.rollout_index = 0 AND e.run_id IN ($a, $b)
+    UNION ALL
+    -- an imported run carries no gold: its process_metrics.jsonl recorded each correctness
+    SELECT run_id, case_id, verdict, NULL, coalesce(result_correct, false)
+    FROM imported_episodes
+    WHERE rollout_index = 0 AND run_id IN ($a, $b)
 )
-SELECT a.case_id, a.label, a.verdict AS verdict_a, b.verdict AS verdict_b, a.correct AS correct_a, b.correct AS correct_b
+SELECT a.case_id, coalesce(a.label, b.label) AS label, a.verdict AS verdict_a, b.verdict AS verdict_b, a.correct AS correct_a, b.correct AS correct_b
 FROM scored a JOIN scored b ON a.case_id = b.case_id AND a.run_id = $a AND b.run_id = $b
 ORDER BY a.case_id
 """
@@ -40,7 +46,7 @@ class RunComparison:
 
 
 def compare_runs(log: EventLog, run_a: str, run_b: str, *, confidence: float = 0.95) -> RunComparison:
-    known = set(log.sql("SELECT run_id FROM run_manifests")["run_id"].to_pylist())
+    known = set(log.sql("SELECT run_id FROM run_manifests UNION ALL SELECT run_id FROM imported_runs")["run_id"].to_pylist())
     for run in (run_a, run_b):
         if run not in known:
             raise EvisceneError(f"no run {run!r} in {log.path}; `eviscene runs` lists the runs")

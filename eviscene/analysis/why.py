@@ -25,6 +25,7 @@ class EpisodeStory:
     eligibility: dict[str, Any] | None
     group: list[dict[str, Any]] = field(default_factory=list)
     dataset: DatasetDecision | None = None  # the newest dataset export that read the episode
+    imported_from: dict[str, Any] | None = None  # an imported run directory: its path and own run_id
 
 
 def _one(log: EventLog, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
@@ -59,7 +60,9 @@ def _summary(kind: str, payload: dict[str, Any]) -> str:
 
 def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -> EpisodeStory:
     candidates = log.sql(
-        "SELECT run_id FROM episodes WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id", [episode_id, run_id, run_id]
+        "SELECT run_id FROM (SELECT run_id, episode_id FROM episodes UNION ALL SELECT run_id, episode_id FROM imported_episodes) "
+        "WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id",
+        [episode_id, run_id, run_id],
     )["run_id"].to_pylist()
     if not candidates:
         raise EvisceneError(f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}")
@@ -67,6 +70,9 @@ def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -
         raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
     run = candidates[0]
     keys = [run, episode_id]
+    imported_from = _one(log, "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?", [run])
+    if imported_from is not None:
+        return _imported_story(log, keys, imported_from)
     episode = _one(log, "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?", keys, ("verdict_basis", "token_usage"))
     timeline = [
         {"step": r["step"], "attempt": r["attempt"], "type": r["type"], "summary": _summary(r["type"], r["payload"])}
@@ -94,4 +100,28 @@ def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -
             [run, run, episode_id],
         )),
         dataset=explain_dataset_decision(log, episode_id),
+    )
+
+
+def _imported_story(log: EventLog, keys: list[str], imported_from: dict[str, Any]) -> EpisodeStory:
+    """An imported run directory's episode: its run_results.jsonl row and trajectory score as
+    the directory recorded them (it holds no events to make a timeline of)."""
+    where = "FROM imported_episodes WHERE run_id = ? AND episode_id = ?"
+    return EpisodeStory(
+        run_id=keys[0],
+        episode=_one(log, f"SELECT * EXCLUDE (trajectory_score) {where}", keys, ("verdict_basis", "token_usage")),
+        timeline=[],
+        audit=None,
+        failures=[],
+        score=_one(
+            log,
+            f"SELECT trajectory_score->'components' AS components, (trajectory_score->>'total')::DOUBLE AS total {where} "
+            "AND trajectory_score IS NOT NULL",
+            keys,
+            ("components",),
+        ),
+        metrics=None,
+        eligibility=None,
+        dataset=explain_dataset_decision(log, keys[1]),
+        imported_from=imported_from,
     )

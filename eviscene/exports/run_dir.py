@@ -57,9 +57,16 @@ def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
 
 def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl") -> dict[str, int]:
     """Write the run directory (whole, or not at all: see `staged_directory`); returns rows
-    written per file."""
+    written per file. An imported run directory is written back as it was imported, file
+    for file (files written per top-level name)."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    imported = _imported_files(log, run_id)
+    if imported:
+        if fmt != "jsonl":
+            raise EvisceneError(f"{run_id} is an imported run directory: it is written back as imported, without --format")
+        with staged_directory(out_dir) as staging:
+            return _write_imported(staging, imported)
     started = _known_run(log, run_id)
     with staged_directory(out_dir) as staging:
         return _write_run_dir(log, run_id, staging, started, fmt)
@@ -96,6 +103,30 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
         write_json(out_dir / "run_manifest.json", run_manifest(con, run_id, started, fmt))
     finally:
         con.close()
+    return written
+
+
+def _imported_files(log: EventLog, run_id: str) -> list[dict[str, Any]]:
+    """An imported run directory's files (relative path, bytes); none for a native run."""
+    return log.sql(
+        "SELECT f.relative_path, b.content FROM imported_runs r JOIN imported_files f ON f.import_id = r.run_id "
+        "JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE r.run_id = ? ORDER BY f.relative_path",
+        [run_id],
+    ).to_pylist()
+
+
+def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int]:
+    """Each imported file's bytes back at its relative path: the directory as it was imported."""
+    root = out_dir.resolve()
+    written: dict[str, int] = {}
+    for item in files:
+        target = (root / item["relative_path"]).resolve()
+        if root not in target.parents:
+            raise EvisceneError(f"imported file path escapes the output directory: {item['relative_path']}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item["content"])
+        name = item["relative_path"].split("/", 1)[0] + "/" if "/" in item["relative_path"] else item["relative_path"]
+        written[name] = written.get(name, 0) + 1
     return written
 
 

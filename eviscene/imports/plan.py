@@ -17,7 +17,9 @@ from eviscene.store.chain import canonical_json
 SOURCE_KINDS = ("run_dir", "accepted_release", "case_split", "gate_artifacts")
 # File kinds holding one JSON object per line; every other kind is one JSON document.
 JSONL_KINDS = frozenset(
-    {"trajectory_scores", "trajectory_sft", "perception_trajectories", "selected_episodes", "action_only", "case_split"}
+    {"trajectory_scores", "trajectory_sft", "perception_trajectories", "selected_episodes", "action_only", "case_split",
+     "predictions", "episode_predictions", "run_results", "process_metrics", "reference_chain_metrics", "rollout_groups",
+     "post_rollout_rewards"}
 )
 
 
@@ -36,6 +38,8 @@ class ImportedFile:
 
     @property
     def media_type(self) -> str:
+        if self.kind == "run_file":
+            return "application/octet-stream"
         return "application/jsonl" if self.kind in JSONL_KINDS else "application/json"
 
 

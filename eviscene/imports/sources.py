@@ -16,6 +16,12 @@ ACCEPTED_RELEASE_SCHEMAS = frozenset(
 GATE_SUFFIXES = {".sft_eligibility.json": "sft_eligibility", ".semantic_reward.json": "semantic_reward"}
 # Optional JSONL files of a run directory, by kind.
 RUN_JSONL_FILES = ("trajectory_scores", "perception_trajectories", "trajectory_sft")
+# The seed runner's other run-directory files (`<kind>.jsonl`, summary.json), each checked
+# row by row; any further file is kept verbatim as a `run_file`.
+RUN_TABLE_FILES = (
+    "predictions", "episode_predictions", "run_results", "process_metrics", "reference_chain_metrics",
+    "rollout_groups", "post_rollout_rewards",
+)
 
 
 def detect_kind(path: Path) -> str:
@@ -120,7 +126,30 @@ def collect_run_dir(root: Path) -> ImportPlan:
     if not root.is_dir():
         raise ArtifactError(f"not a run directory: {root}")
     files, _, manifest = _run_files(root)
+    files += _other_run_files(root, {f.relative_path for f in files})
     return ImportPlan("run_dir", root, files, _run_metadata(manifest))
+
+
+def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
+    """Every file of a run directory `_run_files` did not read, so the import holds the whole
+    directory (`materialize` writes it back byte for byte); links must stay inside it."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if relative in taken or not path.is_file():
+            continue
+        if root.resolve() not in path.resolve().parents:
+            raise ArtifactError(f"{path}: links outside the run directory {root}")
+        if path.name == "summary.json" and path.parent == root:
+            item = _read(root, path, "summary")
+            parse_json_object(path, item.content)
+        elif path.suffix == ".jsonl" and path.parent == root and path.stem in RUN_TABLE_FILES:
+            item = _read(root, path, path.stem)
+            item.rows = len(parse_jsonl_objects(path, item.content))
+        else:
+            item = _read(root, path, "run_file")
+        found.append(item)
+    return found
 
 
 def collect_case_split(path: Path) -> ImportPlan:

@@ -1,8 +1,10 @@
 -- view: runs
 -- grain: one row per run
 -- key: run_id
--- Each evaluation run in the log (a run.started event; imports and dataset exports are
--- recorded under their own ids and listed by `imports`/`dataset` commands instead): when it
+-- Each evaluation run in the log: a native run (a run.started event) or an imported run
+-- directory (`imported_runs`, source = 'imported', its status and error count as its
+-- run_manifest.json recorded them); other imports and dataset exports are recorded under
+-- their own ids and not listed. For each: when it
 -- started and last finished, its release, provider and model, a label of the settings that
 -- tell runs apart (rollouts, base sampling seed, ablations, shard, image access), and how
 -- many of its planned episodes have finished and how many of those count as errors
@@ -19,6 +21,8 @@ WITH started AS (
     FROM events
     WHERE type = 'run.started'
     GROUP BY run_id
+    UNION ALL
+    SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest FROM imported_runs
 ),
 finished_runs AS (
     SELECT run_id, max(ts) AS finished_at, arg_max(payload->>'status', seq) AS status
@@ -30,9 +34,13 @@ planned AS (
     SELECT run_id, count(*) AS episodes_planned, count(*) FILTER (WHERE finished) AS episodes_finished
     FROM episodes
     GROUP BY run_id
+    UNION ALL
+    SELECT run_id, count(*), count(*) FILTER (WHERE termination IS NOT NULL) FROM imported_episodes GROUP BY run_id
 ),
 errored AS (
     SELECT run_id, count(*) AS episodes_errored FROM episode_errors GROUP BY run_id
+    UNION ALL
+    SELECT run_id, coalesce((manifest->'result'->>'num_errors')::BIGINT, 0) FROM imported_runs
 ),
 sizes AS (
     SELECT run_id, count(*) AS events, max(ts) AS last_event_at FROM events GROUP BY run_id
@@ -57,6 +65,7 @@ SELECT
     started.started_at,
     sizes.last_event_at,
     CASE
+        WHEN imported.run_id IS NOT NULL THEN imported.manifest->>'status'
         WHEN finished_runs.status = 'failed' THEN 'failed'
         WHEN finished_runs.status IS NULL THEN 'running_or_interrupted'
         WHEN coalesce(planned.episodes_finished, 0) < coalesce(planned.episodes_planned, 0) THEN 'incomplete'
@@ -70,10 +79,12 @@ SELECT
     coalesce(planned.episodes_planned, 0) AS episodes_planned,
     coalesce(planned.episodes_finished, 0) AS episodes_finished,
     coalesce(errored.episodes_errored, 0) AS episodes_errored,
-    sizes.events
+    sizes.events,
+    CASE WHEN imported.run_id IS NULL THEN 'native' ELSE 'imported' END AS source
 FROM sizes
 JOIN started USING (run_id)
 JOIN labels USING (run_id)
+LEFT JOIN imported_runs imported USING (run_id)
 LEFT JOIN finished_runs USING (run_id)
 LEFT JOIN planned USING (run_id)
 LEFT JOIN errored USING (run_id);

@@ -16,4 +16,4 @@ SELECT
 FROM imported_files f
 JOIN (SELECT DISTINCT import_id FROM dataset_inputs) i USING (import_id)
 JOIN blobs b ON b.sha256 = f.blob_sha256
-WHERE NOT f.is_jsonl;
+WHERE NOT f.is_jsonl AND f.kind <> 'run_file';

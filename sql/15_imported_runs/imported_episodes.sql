@@ -1,0 +1,40 @@
+-- view: imported_episodes
+-- grain: one row per episode of an imported run directory (a run_results.jsonl row)
+-- key: run_id, episode_id
+-- An imported run's episodes with the columns of `episodes` its run_results.jsonl holds
+-- (the seed writes a row only for a finished episode), the correctness its
+-- process_metrics.jsonl recorded, its trajectory_scores.jsonl row and its trace's path.
+CREATE OR REPLACE VIEW imported_episodes AS
+WITH results AS (
+    SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows WHERE kind = 'run_results'
+),
+metrics AS (
+    SELECT run_id, row->>'episode_id' AS episode_id, (row->>'result_correct')::BOOLEAN AS result_correct
+    FROM imported_run_rows WHERE kind = 'process_metrics'
+),
+scores AS (
+    SELECT run_id, row->>'episode_id' AS episode_id, row AS trajectory_score
+    FROM imported_run_rows WHERE kind = 'trajectory_scores'
+)
+SELECT
+    r.run_id,
+    r.episode_id,
+    r.row->>'case_id' AS case_id,
+    r.row->>'prompt_group_id' AS prompt_group_id,
+    (r.row->>'rollout_index')::INTEGER AS rollout_index,
+    (r.row->>'sampling_seed')::BIGINT AS sampling_seed,
+    r.row->>'termination' AS termination,
+    nullif(r.row->>'error', '') AS error,
+    (r.row->>'time_taken')::DOUBLE AS time_taken,
+    (r.row->>'total_tool_calls')::INTEGER AS total_tool_calls,
+    (r.row->>'llm_api_calls')::INTEGER AS llm_api_calls,
+    r.row->'token_usage' AS token_usage,
+    r.row->>'verdict' AS verdict,
+    (r.row->>'confidence')::DOUBLE AS confidence,
+    r.row->'verdict_basis' AS verdict_basis,
+    r.row->>'trace_path' AS trace_path,
+    m.result_correct,
+    s.trajectory_score
+FROM results r
+LEFT JOIN metrics m USING (run_id, episode_id)
+LEFT JOIN scores s USING (run_id, episode_id);

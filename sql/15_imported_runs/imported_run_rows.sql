@@ -1,0 +1,19 @@
+-- view: imported_run_rows
+-- grain: one row per non-blank line of an imported run directory's JSONL file
+-- key: run_id, kind, line_number
+-- Each row of the seed files an imported run is read from (run_results, process_metrics,
+-- trajectory_scores), with its 1-based line number; blank lines are skipped as the seed's
+-- loader skips them.
+CREATE OR REPLACE VIEW imported_run_rows AS
+WITH files AS (
+    SELECT f.import_id AS run_id, f.kind, string_split(decode(b.content), chr(10)) AS lines
+    FROM imported_files f
+    JOIN blobs b ON b.sha256 = f.blob_sha256
+    WHERE f.source_kind = 'run_dir' AND f.kind IN ('run_results', 'process_metrics', 'trajectory_scores')
+),
+numbered AS (
+    SELECT run_id, kind, unnest(lines) AS line, unnest(range(1, len(lines) + 1)) AS line_number FROM files
+)
+SELECT run_id, kind, line_number, line::JSON AS row
+FROM numbered
+WHERE trim(line, ' ' || chr(9) || chr(13)) <> '';

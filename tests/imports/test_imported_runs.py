@@ -1,0 +1,198 @@
+"""An imported run directory is a run: `runs`, `why`, `materialize` and `runs compare` read
+it like a native one. The run directories are written by hand here (seed layout, every
+expected figure worked out from the rows below) or materialized from the hand-built native
+log of the view tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eviscene.analysis.compare import compare_runs
+from eviscene.analysis.why import explain_episode
+from eviscene.cli.main import cli
+from eviscene.exports.run_dir import materialize_run
+from eviscene.imports import import_path
+from eviscene.store import EventLog
+
+VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
+
+
+def _views_fixtures():
+    spec = importlib.util.spec_from_file_location("views_log_builder", VIEWS_CONFTEST)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic models resolve their module through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+
+
+# Three episodes: case-A's rollout 0 is wrong, its rollout 1 right; case-B's only rollout
+# failed with a provider error (the one error the manifest counts).
+RESULTS = [
+    {"case_id": "case-A", "verdict": "manipulated", "confidence": 0.8, "verdict_basis": [], "termination": "completed",
+     "time_taken": 1.5, "total_tool_calls": 2, "llm_api_calls": 3, "token_usage": {"total_tokens": 10}, "error": "",
+     "trace_path": "traces/case-A--r000.json", "prompt_group_id": "g-A", "episode_id": "case-A--r000", "rollout_index": 0,
+     "sampling_seed": 7},
+    {"case_id": "case-A", "verdict": "authentic", "confidence": 0.9, "verdict_basis": [], "termination": "completed",
+     "time_taken": 2.0, "total_tool_calls": 1, "llm_api_calls": 2, "token_usage": {"total_tokens": 8}, "error": "",
+     "trace_path": "traces/case-A--r001.json", "prompt_group_id": "g-A", "episode_id": "case-A--r001", "rollout_index": 1,
+     "sampling_seed": 8},
+    {"case_id": "case-B", "verdict": "error", "confidence": 0.0, "verdict_basis": [], "termination": "error",
+     "time_taken": 0.1, "total_tool_calls": 0, "llm_api_calls": 1, "token_usage": {}, "error": "provider down",
+     "trace_path": "traces/case-B--r000.json", "prompt_group_id": "g-B", "episode_id": "case-B--r000", "rollout_index": 0,
+     "sampling_seed": 7},
+]
+CORRECT = {"case-A--r000": False, "case-A--r001": True, "case-B--r000": False}
+TOTALS = {"case-A--r000": 0.25, "case-A--r001": 0.75, "case-B--r000": 0.0}
+
+
+def write_seed_run_dir(root: Path, run_id: str = "20261130_141502_offline_offline-react-v1") -> Path:
+    manifest = {
+        "schema_version": "ifv-runtime-release-v0.3", "run_id": run_id, "status": "completed_with_errors",
+        "started_at": "2026-11-30T14:15:02+00:00", "completed_at": "2026-11-30T14:20:00+00:00", "git_commit": "abc",
+        "benchmark": {"release_id": "demo-v1", "release_stage": "frozen_eval"},
+        "agent": {"provider": "offline", "model": "offline-react-v1", "rollouts_per_case": 2, "base_sampling_seed": 7},
+        "result": {"num_samples": 2, "num_episodes": 3, "num_errors": 1},
+    }
+    (root / "traces").mkdir(parents=True)
+    (root / "run_manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (root / "run_results.jsonl").write_bytes(_jsonl(RESULTS))
+    (root / "predictions.jsonl").write_bytes(_jsonl([{"case_id": "case-A", "prediction": "manipulated", "confidence": 0.8}]))
+    (root / "process_metrics.jsonl").write_bytes(
+        _jsonl([{"episode_id": e, "case_id": e.split("--")[0], "result_correct": c} for e, c in CORRECT.items()])
+    )
+    (root / "trajectory_scores.jsonl").write_bytes(
+        _jsonl([{"episode_id": e, "case_id": e.split("--")[0], "components": {"result_reward": t}, "total": t} for e, t in TOTALS.items()])
+    )
+    (root / "summary.json").write_text('{"num_samples": 3, "num_errors": 1}', encoding="utf-8")
+    (root / "notes.txt").write_bytes(b"kept verbatim \x00\xff")
+    for row in RESULTS:
+        (root / row["trace_path"]).write_text(json.dumps({"image_id": row["episode_id"], "state": {}}), encoding="utf-8")
+    return root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_every_file_of_a_run_directory_is_imported(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    result = import_path(log, write_seed_run_dir(tmp_path / "run"))
+    kinds = log.sql("SELECT relative_path, kind FROM imported_files ORDER BY relative_path").to_pylist()
+    assert {k["relative_path"]: k["kind"] for k in kinds} == {
+        "notes.txt": "run_file", "predictions.jsonl": "predictions", "process_metrics.jsonl": "process_metrics",
+        "run_manifest.json": "run_manifest", "run_results.jsonl": "run_results", "summary.json": "summary",
+        "trajectory_scores.jsonl": "trajectory_scores", "traces/case-A--r000.json": "trace",
+        "traces/case-A--r001.json": "trace", "traces/case-B--r000.json": "trace",
+    }
+    assert result.files == 10
+    # the imported-run views (empty on the views tests' log) keep their declared keys
+    assert log.sql("SELECT count(*) AS n, count(DISTINCT (run_id, episode_id)) AS d FROM imported_episodes").to_pylist() == [{"n": 3, "d": 3}]
+    assert log.sql("SELECT count(*) AS n, count(DISTINCT (run_id, kind, line_number)) AS d FROM imported_run_rows").to_pylist() == [{"n": 9, "d": 9}]
+    assert log.sql("SELECT run_id, source_run_id FROM imported_runs").to_pylist() == [
+        {"run_id": result.import_id, "source_run_id": "20261130_141502_offline_offline-react-v1"}]
+
+
+def test_an_imported_run_is_listed_by_runs_with_its_status_and_counts(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    [row] = json.loads(out.output)
+    assert {k: row[k] for k in ("run_id", "status", "release_id", "provider", "model", "label", "episodes_planned",
+                                "episodes_finished", "episodes_errored", "events", "source")} == {
+        "run_id": imported, "status": "completed_with_errors", "release_id": "demo-v1", "provider": "offline",
+        "model": "offline-react-v1", "label": "rollouts=2 seed=7", "episodes_planned": 3, "episodes_finished": 3,
+        "episodes_errored": 1, "events": 11, "source": "imported",  # one source event + one per file
+    }
+    assert row["started_at"].startswith("2026-11-30")
+
+
+def test_why_shows_an_imported_episode(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = tmp_path / "run"
+    imported = import_path(log, write_seed_run_dir(run)).import_id
+    story = explain_episode(log, "case-A--r001", imported)
+    assert story.run_id == imported
+    assert story.imported_from == {"path": str(run.resolve()), "source_run_id": "20261130_141502_offline_offline-react-v1"}
+    e = story.episode
+    assert (e["case_id"], e["rollout_index"], e["verdict"], e["confidence"], e["termination"], e["result_correct"]) == (
+        "case-A", 1, "authentic", 0.9, "completed", True)
+    assert story.score == {"components": {"result_reward": 0.75}, "total": 0.75}
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported])
+    assert out.exit_code == 0, out.output
+    assert "outcome: error; verdict error (0.0); correct False" in out.output
+    assert "reward 0.000 = result_reward 0.000" in out.output
+
+
+def test_materialize_writes_an_imported_run_back_byte_for_byte(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    imported = import_path(log, run).import_id
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "materialize", imported, "--out", str(tmp_path / "again")])
+    assert out.exit_code == 0, out.output
+    assert _files(tmp_path / "again") == _files(run)
+    parquet = CliRunner().invoke(cli, ["--db", str(log.path), "materialize", imported, "--out", str(tmp_path / "p"), "--format", "parquet"])
+    assert parquet.exit_code == 2 and "imported run directory" in parquet.output
+
+
+def test_compare_a_native_run_with_an_imported_one(tmp_path):
+    views = _views_fixtures()
+    log = views.build_log(tmp_path / "views.duckdb")
+    imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id
+    # views-dev: case-A answered correctly. The import: case-A's rollout 0 wrong; case-B is
+    # not in views-dev, so one shared case.
+    result = compare_runs(log, views.DEV_RUN, imported)
+    assert (len(result.cases), result.accuracy_a, result.accuracy_b, result.difference) == (1, 1.0, 0.0, -1.0)
+    assert (result.only_a_right, result.only_b_right, result.ci_low, result.ci_high) == (1, 0, -1.0, -1.0)
+    assert result.cases[0]["label"] == "out_of_context" and result.cases[0]["verdict_b"] == "manipulated"
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "compare", views.DEV_RUN, imported, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)[0]["difference"] == -1.0
+
+
+def test_a_materialized_native_run_imported_into_a_fresh_log_is_the_same_run(tmp_path):
+    views = _views_fixtures()
+    native = views.build_log(tmp_path / "views.duckdb")
+    materialize_run(native, views.MAIN_RUN, tmp_path / "main")
+    fresh = EventLog(tmp_path / "fresh.duckdb")
+    imported = import_path(fresh, tmp_path / "main").import_id
+    native_row = native.sql("SELECT * FROM runs WHERE run_id = ?", [views.MAIN_RUN]).to_pylist()[0]
+    imported_row = fresh.sql("SELECT * FROM runs").to_pylist()[0]
+    # views-main: 15 scheduled episodes, `unfinished` never finished (its run_results.jsonl
+    # row has no termination), three count as errors (test_views_results.py): the imported
+    # run reads the same from its run_results.jsonl and its manifest's num_errors.
+    for column in ("status", "release_id", "provider", "model", "label", "episodes_planned", "episodes_finished", "episodes_errored"):
+        assert imported_row[column] == native_row[column], column
+    assert (imported_row["status"], imported_row["episodes_planned"], imported_row["episodes_finished"],
+            imported_row["episodes_errored"], imported_row["source"]) == ("incomplete", 15, 14, 3, "imported")
+    materialize_run(fresh, imported, tmp_path / "again")
+    assert _files(tmp_path / "again") == _files(tmp_path / "main")
+    # The same log holding both: the import answers every shared case as the native run did.
+    import_path(native, tmp_path / "main")
+    result = compare_runs(native, views.MAIN_RUN, imported)
+    assert result.difference == 0.0 and result.only_a_right == result.only_b_right == 0
+    assert [c["correct_a"] for c in result.cases] == [c["correct_b"] for c in result.cases]
+
+
+def test_a_malformed_row_or_a_link_out_of_the_run_directory_is_refused_by_name(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS[:1]) + b"{not json\n")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and f"{run.resolve() / 'run_results.jsonl'}:2: not valid JSON" in out.output
+    (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS))
+    (tmp_path / "secret.txt").write_text("outside", encoding="utf-8")
+    (run / "secret.txt").symlink_to(tmp_path / "secret.txt")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and "links outside the run directory" in out.output and "Traceback" not in out.output
+    assert log.sql("SELECT count(*) AS n FROM events")["n"][0].as_py() == 0
