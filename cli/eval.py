@@ -40,9 +40,10 @@ class _ProgressBar:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("[yellow]{task.fields[waiting]}"),
             console=_stderr,
         )
-        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00")
+        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00", waiting="")
 
     def planned(self, run_id: str, episodes: int) -> None:
         self.run_id = run_id
@@ -55,6 +56,10 @@ class _ProgressBar:
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 
+    def provider_waiting(self, message: str | None) -> None:
+        """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
+        self.progress.update(self.task, waiting=message or "")
+
 
 def _report(log: EventLog, summary: RunSummary) -> None:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
@@ -66,7 +71,7 @@ def _report(log: EventLog, summary: RunSummary) -> None:
 
 
 def _exit_status(summary: RunSummary) -> None:
-    if summary.errored:
+    if summary.errored or summary.stopped:
         sys.exit(1)
 
 
@@ -84,6 +89,12 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
+@click.option("--provider-outage-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Seconds calls wait for a model endpoint that stopped answering (3 connection failures in a row) "
+                   "before the run stops cleanly for `eval resume`, e.g. --provider-outage-timeout 60.")
+@click.option("--context-window", type=click.IntRange(min=256), default=None,
+              help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
+                   "learned from the server's first rejection); older observations are shortened to fit.")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight at once.")
 @click.option("--rollouts-per-case", type=int, default=1, show_default=True, help="Independent episodes per case (RL: 4).")
 @click.option("--base-sampling-seed", type=int, default=1729, show_default=True)
@@ -126,7 +137,7 @@ def run(
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer), progress)
-    if materialize:
+    if materialize and not summary.stopped:
         out_dir = output_dir or Path("runs") / summary.run_id
         written = materialize_run(log, summary.run_id, out_dir)
         click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
@@ -160,6 +171,12 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
         sys.exit(130)
     finally:
         bar.progress.stop()
+    if summary.interrupted:  # every answered call was committed before this line
+        click.echo(f"{summary.stopped}; `eviscene eval resume {summary.run_id}` finishes it", err=True)
+        sys.exit(130)
+    if summary.stopped:
+        click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
+        click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
     _report(log, summary)
     return summary
 

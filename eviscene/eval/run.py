@@ -19,7 +19,7 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.options import RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
-from eviscene.eval.providers import make_provider, provider_session
+from eviscene.eval.providers import make_provider, provider_session, until_stopped
 from eviscene.release import (
     Release,
     RolloutSpec,
@@ -55,6 +55,8 @@ class RunSummary:
     sealed: bool = False
     seal_note: str = ""
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
+    stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
+    interrupted: bool = False  # stopped by SIGINT/SIGTERM
 
     @property
     def errored(self) -> int:
@@ -309,7 +311,7 @@ async def _execute(
     if observer is not None:
         observer.planned(run_id, len(queue))
 
-    async with provider_session(plan.provider, images, perceive) as perceive, log.writer(run_id) as writer:
+    async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id) as writer:
         for draft in opening:
             await writer.emit(draft)
 
@@ -338,10 +340,17 @@ async def _execute(
                 if observer is not None:
                     observer.finished(spec, finished)
 
-        async with anyio.create_task_group() as group:
-            for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
-                group.start_soon(worker)
+        async def workers() -> None:
+            async with anyio.create_task_group() as group:
+                for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
+                    group.start_soon(worker)
 
+        # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
+        # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
+        stop = await until_stopped(workers)
+        if stop is not None:
+            summary.stopped, summary.interrupted = stop.reason, stop.signal
+            return summary
         await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
         await writer.emit(
             EventDraft(
