@@ -31,6 +31,7 @@ from eviscene.agent.provider import (
     ProviderError,
     ProviderOutage,
     Stage,
+    text_of,
 )
 from eviscene.events import (
     EpisodeFinished,
@@ -336,7 +337,7 @@ class Episode:
                 if self._estimate(messages, tools) <= budget:
                     return True
                 if message["role"] == "tool" and message.get("shortened", 0) < level:
-                    messages[index] = {**message, "content": shorten_observation(text_of_content(message), level), "shortened": level}
+                    messages[index] = {**message, "content": shorten_observation(text_of(message.get("content")), level), "shortened": level}
         return self._estimate(messages, tools) <= budget
 
     async def _call_within_window(
@@ -444,13 +445,6 @@ class Episode:
         hinted = ProviderError(template.format(window=f" ({exc.window} tokens)" if exc.window else "", message=exc.message))
         hinted.retries = exc.retries
         return hinted
-
-
-def text_of_content(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
 
 
 def _sha256(text: str) -> str:

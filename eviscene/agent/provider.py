@@ -78,6 +78,15 @@ class Provider(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
 
+def text_of(content: Any) -> str:
+    """The text of a Chat Completions message content: a string, or the text parts of a list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+
+
 CallModel = Callable[[Provider, ModelRequest], Awaitable[ModelResponse]]
 """Make one model call and record it as a `model.called` event of the calling episode."""
 

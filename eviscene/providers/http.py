@@ -227,8 +227,8 @@ class JsonClient:
             if wait <= 0:
                 raise ProviderOutage(
                     self.redact(
-                        f"{self.label}: {self.endpoint.base_url} unreachable for {breaker.outage_seconds():.0f} s "
-                        f"({reason}); the provider outage timeout is {breaker.outage_timeout:g} s"
+                        f"{self.label}: {self.endpoint.base_url} unreachable for {breaker.outage_timeout:g} s "
+                        f"({reason}), the provider outage timeout"
                     ),
                     base_url=self.endpoint.base_url,
                 ) from None

@@ -20,7 +20,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
-from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected
+from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected, text_of
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
 from eviscene.tools.specs import RAW_ARGUMENTS
@@ -194,15 +194,6 @@ def tool_call(call_id: Any, name: Any, arguments: Any, taken_ids: set[str]) -> T
     unique = wanted if wanted and wanted not in taken_ids else f"call_{uuid.uuid4().hex[:24]}"
     taken_ids.add(unique)
     return ToolCallRequest(id=unique, name=str(name or ""), arguments=tool_arguments(arguments))
-
-
-def text_of(content: Any) -> str:
-    """The text of a Chat Completions message content: a string, or the text parts of a list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
 
 
 def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:

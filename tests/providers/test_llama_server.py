@@ -169,7 +169,7 @@ def test_the_judgment_goes_through_the_fallback_chain(llama_up, release_dir, tmp
     assert all(f["termination"] != "error" or f["error"].startswith("judgment failed validation") for f in events(db, "episode.finished"))
 
 
-def test_an_image_sent_to_a_text_model_says_what_to_run_instead(llama_up, release_dir, tmp_path, env):
+def test_an_image_sent_to_a_text_model_or_its_vlm_says_what_to_run_instead(llama_up, release_dir, tmp_path, env):
     db = tmp_path / "log.duckdb"
     done = eviscene(env, db, *run_args(release_dir, llama_up))
     assert done.returncode == 1
@@ -177,6 +177,15 @@ def test_an_image_sent_to_a_text_model_says_what_to_run_instead(llama_up, releas
     assert finished["termination"] == "error"
     assert "the image made the request too long for the model's context window (8192 tokens)" in finished["error"]
     assert "--image-access-mode separate_vlm --vlm-provider offline" in finished["error"]
+
+    # separate_vlm without --vlm-provider: the same text model is asked to describe the image.
+    db = tmp_path / "vlm.duckdb"
+    done = eviscene(env, db, *run_args(release_dir, llama_up, "--image-access-mode", "separate_vlm"))
+    assert done.returncode == 1
+    [called] = events(db, "model.called")
+    assert called["stage"] == "perception" and called["model"] == "smollm2"
+    assert "describing model cannot take the image" in called["error"] and "--vlm-provider offline" in called["error"]
+    assert events(db, "run.started")[0]["agent"]["vlm_provider"] == "openai_compatible"
 
 
 def test_a_server_killed_mid_run_and_restarted_costs_nothing(llama_up, release_dir, tmp_path, env):

@@ -200,7 +200,7 @@ async def test_past_the_outage_timeout_the_call_raises_an_outage(images, case_im
                                        endpoint=endpoint(f"http://127.0.0.1:{port}/v1", outage_timeout_seconds=1.0), images=images)
     request = judgment_request(images.add(case_image[1], case_image[0]))
     clock = time.monotonic()
-    with pytest.raises(ProviderOutage, match=rf"http://127.0.0.1:{port}/v1 unreachable for 1 s \(connection refused\); the provider outage timeout is 1 s"):
+    with pytest.raises(ProviderOutage, match=rf"http://127.0.0.1:{port}/v1 unreachable for 1 s \(connection refused\), the provider outage timeout$"):
         await provider.complete(request)
     assert time.monotonic() - clock < 5
     await provider.aclose()
