@@ -192,6 +192,7 @@ class JsonClient:
         retries: list[dict[str, Any]] = []
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         url = self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+        spent = 0  # retries used; waiting for an unreachable endpoint uses none
         while True:
             try:
                 async with self._limiter:
@@ -204,7 +205,7 @@ class JsonClient:
                 self.breaker.answered()  # something answered: the endpoint is up
                 reason = self.redact(failure.reason)
                 too_long = failure.retry_after is not None and failure.retry_after > policy.max_retry_after_seconds
-                if too_long or len(retries) >= policy.max_retries:
+                if too_long or spent >= policy.max_retries:
                     retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
                     why = (
                         f"the server asked to wait {failure.retry_after:g} s, more than the {policy.max_retry_after_seconds:g} s limit"
@@ -212,7 +213,8 @@ class JsonClient:
                         else None
                     )
                     raise self._gave_up(url, retries, why) from None
-                wait = failure.retry_after if failure.retry_after is not None else policy.backoff(len(retries) + 1)
+                spent += 1
+                wait = failure.retry_after if failure.retry_after is not None else policy.backoff(spent)
                 retries.append({"status": failure.status, "error": reason, "waited_seconds": round(wait, 3)})
                 await anyio.sleep(wait)
 
