@@ -83,8 +83,8 @@ class LlamaServer:
     def start(self) -> None:
         command = [SERVER_PYTHON, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "smollm2", "--host", "127.0.0.1",
                    "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", "8192", "--n_threads", "2"]
-        with self.log_path.open("a") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        with self.log_path.open("a") as log:  # unbuffered: uvicorn's access lines go to stdout
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -193,9 +193,10 @@ def test_an_image_sent_to_a_text_model_or_its_vlm_says_what_to_run_instead(llama
 
 def test_a_server_killed_mid_run_and_restarted_costs_nothing(llama_up, release_dir, tmp_path, env):
     db = tmp_path / "log.duckdb"
+    before = llama_up.answered()
     process = subprocess.Popen([EVISCENE, "--db", str(db), *run_args(release_dir, llama_up, *TEXT_ONLY, "--rollouts-per-case", "2")],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: llama_up.answered() >= 1 or process.poll() is not None, 300)
+    wait_for(lambda: llama_up.answered() > before or process.poll() is not None, 300)
     llama_up.kill()
     time.sleep(4)  # long enough for three refused connections: the breaker opens, calls wait
     llama_up.start()
@@ -209,10 +210,11 @@ def test_a_server_killed_mid_run_and_restarted_costs_nothing(llama_up, release_d
 
 def test_a_server_gone_for_good_stops_the_run_and_resume_finishes_it(llama_up, release_dir, tmp_path, env):
     db = tmp_path / "log.duckdb"
+    before = llama_up.answered()
     process = subprocess.Popen(
         [EVISCENE, "--db", str(db), *run_args(release_dir, llama_up, *TEXT_ONLY, "--rollouts-per-case", "2", "--provider-outage-timeout", "3")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: llama_up.answered() >= 1 or process.poll() is not None, 300)
+    wait_for(lambda: llama_up.answered() > before or process.poll() is not None, 300)
     llama_up.kill()
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1
@@ -237,7 +239,8 @@ def test_sigint_commits_every_answered_call(llama_up, release_dir, tmp_path, env
     process = subprocess.Popen([EVISCENE, "--db", str(db), *run_args(release_dir, llama_up, *TEXT_ONLY)],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: llama_up.answered() > before or process.poll() is not None, 300)
-    process.send_signal(signal.SIGINT)  # inside the writer's 1 s batching window
+    time.sleep(0.3)  # the client reads the answer; still well inside the writer's 1 s batching window
+    process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     answered = llama_up.answered() - before
