@@ -172,7 +172,7 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     finally:
         bar.progress.stop()
     if summary.interrupted:  # every answered call was committed before this line
-        click.echo(f"{summary.stopped}; `eviscene eval resume {summary.run_id}` finishes it", err=True)
+        click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
         sys.exit(130)
     if summary.stopped:
         click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)

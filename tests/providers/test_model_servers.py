@@ -360,7 +360,7 @@ def test_a_signal_commits_every_answered_call_before_the_process_exits(signum, r
         out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
-    assert f"interrupted by {signal.Signals(signum).name}; `eviscene eval resume {run_id}` finishes it" in err
+    assert f"interrupted; `eviscene eval resume {run_id}` finishes it" in err and "Traceback" not in err
     log = EventLog(db)
     [called] = events(log, "model.called")
     assert [c["name"] for c in called["tool_calls"]] == ["text_search"]
