@@ -49,8 +49,8 @@ unified_react = 48
 unified_judgment = 200
 perception = 48
 """
-# The agent reads the perception report; a 3072-token window keeps investigations short.
-TEXT_ONLY = ["--image-access-mode", "separate_vlm", "--vlm-provider", "offline", "--context-window", "3072"]
+# The agent reads the perception report; a 2048-token window keeps investigations short.
+TEXT_ONLY = ["--image-access-mode", "separate_vlm", "--vlm-provider", "offline", "--context-window", "2048"]
 
 
 def _missing() -> str | None:
@@ -134,7 +134,7 @@ def env(tmp_path):
             "XDG_CONFIG_HOME": str(tmp_path / "config")}
 
 
-def eviscene(env: dict, db: Path, *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+def eviscene(env: dict, db: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([EVISCENE, "--db", str(db), *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -200,7 +200,7 @@ def test_a_server_killed_mid_run_and_restarted_costs_nothing(llama_up, release_d
     llama_up.kill()
     time.sleep(4)  # long enough for three refused connections: the breaker opens, calls wait
     llama_up.start()
-    out, err = process.communicate(timeout=600)
+    out, err = process.communicate(timeout=900)
     finished = events(db, "episode.finished")
     assert len(finished) == 2 and len(events(db, "run.finished")) == 1, err
     assert not [f for f in finished if f["termination"] == "error" and not f["error"].startswith("judgment failed validation")]
