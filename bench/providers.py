@@ -9,6 +9,12 @@ path: HTTP client, retries layer, in-flight limiter, tools, log. Perception is w
 so OCR does not count.
 
     python bench/providers.py [--levels 1 16 64] [--cases 16] [--rollouts 4]
+
+With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
+SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
+`.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's:
+
+    python bench/providers.py --llama [--llama-levels 1 4 8] [--llama-episodes 4]
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ import argparse
 import json
 import math
 import multiprocessing
+import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -105,13 +114,76 @@ class Clock:
         self.end = time.perf_counter()
 
 
+LLAMA_PROFILE = """
+[profiles.smollm2]
+provider = "openai_compatible"
+model = "smollm2"
+timeout = 600
+
+[profiles.smollm2.max_tokens]
+unified_react = 48
+unified_judgment = 160
+"""
+
+
+def _llama(args: argparse.Namespace) -> None:
+    """Episodes/s through llama.cpp's server at each concurrency, against concurrency 1."""
+    python, gguf = os.environ.get("EVISCENE_LLAMA_PYTHON"), os.environ.get("EVISCENE_LLAMA_GGUF")
+    if not python or not gguf:
+        raise SystemExit("--llama needs EVISCENE_LLAMA_PYTHON and EVISCENE_LLAMA_GGUF (see README: a local llama.cpp server)")
+    workdir = Path(tempfile.mkdtemp(prefix="eviscene-bench-llama-"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
+         "--chat_format", "chatml-function-calling", "--n_ctx", "8192"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(base_url + "/models", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        (workdir / "profiles.toml").write_text(LLAMA_PROFILE, encoding="utf-8")
+        os.environ["EVISCENE_PROFILES"] = str(workdir / "profiles.toml")
+        log = EventLog(workdir / "bench.duckdb")
+        anyio.run(start_run, log, EvalOptions(benchmark=args.benchmark, limit=1))  # warm perception
+        print(f"{'concurrency':>11} {'episodes':>8} {'calls/ep':>8} {'seconds':>8} {'eps/s':>8} {'vs c=1':>7}")
+        baseline = None
+        for level in args.llama_levels:
+            options = EvalOptions(
+                benchmark=args.benchmark, limit=1, rollouts_per_case=args.llama_episodes, concurrency=level, profile="smollm2",
+                base_url=base_url, image_access_mode="separate_vlm", vlm_provider="offline",
+            )
+            clock = Clock()
+            summary = anyio.run(lambda: start_run(log, options, observer=clock))
+            wall = clock.end - clock.start
+            calls = log.sql("SELECT avg(llm_api_calls) AS c FROM episodes WHERE run_id = ?", [summary.run_id]).to_pylist()[0]["c"]
+            rate = summary.ran / wall
+            baseline = baseline or rate
+            print(f"{level:>11} {summary.ran:>8} {calls:>8.1f} {wall:>8.1f} {rate:>8.3f} {rate / baseline:>7.2f}   {dict(summary.terminations)}")
+    finally:
+        server.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmark", default=str(RELEASE))
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--cases", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=4)
+    parser.add_argument("--llama", action="store_true", help="Measure against a real llama.cpp server instead.")
+    parser.add_argument("--llama-levels", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--llama-episodes", type=int, default=4)
     args = parser.parse_args()
+    if args.llama:
+        _llama(args)
+        return
     ports: multiprocessing.Queue = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)
     server.start()

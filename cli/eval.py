@@ -44,9 +44,10 @@ class _ProgressBar:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("[yellow]{task.fields[waiting]}"),
             console=_stderr,
         )
-        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00")
+        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00", waiting="")
 
     def planned(self, run_id: str, episodes: int) -> None:
         self.run_id = run_id
@@ -58,6 +59,10 @@ class _ProgressBar:
         self.errored += finished.termination == "error"
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
+
+    def provider_waiting(self, message: str | None) -> None:
+        """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
+        self.progress.update(self.task, waiting=message or "")
 
 
 def _report(log: EventLog, summary: RunSummary) -> None:
@@ -72,8 +77,9 @@ def _report(log: EventLog, summary: RunSummary) -> None:
 
 
 def _exit_status(summary: RunSummary) -> None:
-    """Exit 1 when any episode of the run counts as an error (the seed's num_errors)."""
-    if summary.run_errors:
+    """Exit 1 when any episode of the run counts as an error (the seed's num_errors), or the
+    run stopped with episodes unfinished."""
+    if summary.run_errors or summary.stopped:
         sys.exit(1)
 
 
@@ -91,6 +97,12 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
+@click.option("--provider-outage-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Seconds calls wait for a model endpoint that stopped answering (3 connection failures in a row) "
+                   "before the run stops cleanly for `eval resume`, e.g. --provider-outage-timeout 60.")
+@click.option("--context-window", type=click.IntRange(min=256), default=None,
+              help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
+                   "learned from the server's first rejection); older observations are shortened to fit.")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight at once.")
 @click.option("--rollouts-per-case", type=int, default=1, show_default=True, help="Independent episodes per case (RL: 4).")
 @click.option("--base-sampling-seed", type=int, default=1729, show_default=True)
@@ -148,7 +160,7 @@ def run(
     check_output_dir(output_dir if materialize else None)
     name = run_id or (output_dir.resolve().name if output_dir is not None else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
-    if materialize:
+    if materialize and not summary.stopped:
         _materialize(log, summary.run_id, output_dir)
     _exit_status(summary)
 
@@ -220,6 +232,12 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
         sys.exit(130)
     finally:
         bar.progress.stop()
+    if summary.interrupted:  # every answered call was committed before this line
+        click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
+        sys.exit(130)
+    if summary.stopped:
+        click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
+        click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
     _report(log, summary)
     return summary
 

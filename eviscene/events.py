@@ -97,7 +97,10 @@ class ModelCalled(_Payload):
     usage: TokenUsage = Field(default_factory=TokenUsage, description="Token usage as reported.")
     latency_ms: float = Field(0.0, description="Wall time of the call including retries.")
     retries: list[dict[str, Any]] = Field(default_factory=list, description="Each failed try: status, error, waited seconds.")
-    error: str = Field("", description="Why the call failed for good (redacted); empty when it answered.")
+    error: str = Field("", description="Why the call failed for good (redacted), `timeout` when the episode's timeout cut it off; empty when it answered.")
+    structured_output: Optional[str] = Field(
+        None, description="Structured-output form the answer was asked in (`json_schema`, `json_object`, `text`); null without a schema."
+    )
     started_at: str = Field("", description="ISO-8601 time the call started.")
     finished_at: str = Field("", description="ISO-8601 time the call finished.")
 

@@ -1,5 +1,12 @@
 """One episode of `unified-react-v1`: perception, a ReAct loop of model calls and tool calls
-(at most `max_tool_actions`), then a schema-validated judgment. Every step is an event."""
+(at most `max_tool_actions`), then a schema-validated judgment. Every step is an event.
+
+Every model call that returns, fails or times out is a `model.called` event. When the model's
+context window is known (`--context-window`, the profile, or learned from the server's first
+rejection), each request is kept inside it: older tool observations are shortened first
+(evidence ids, titles and URLs stay); once the investigation cannot fit any more, a
+`gate.decided` event (`context_window`) says so and the episode goes to its judgment.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,17 @@ from pydantic import BaseModel
 
 from eviscene.agent import prompts
 from eviscene.agent.judgment import judgment_schema, parse_judgment
-from eviscene.agent.provider import ModelRequest, ModelResponse, Provider, ProviderError, Stage
+from eviscene.agent.provider import (
+    CallModel,
+    ContextLengthExceeded,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    ProviderOutage,
+    Stage,
+    text_of,
+)
 from eviscene.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -34,6 +51,24 @@ from eviscene.tools import EpisodeTools, Toolbox, ToolOutcome
 AGENT_DECISION_POLICY_VERSION = "unified-react-v1"
 MAX_TOOL_ACTIONS = 24
 JUDGMENT_RETRIES = 1
+# Token estimates before the server's usage calibrates them: 3 characters a token is
+# conservative for English, JSON and URLs; an image is counted at a typical VLM's cost.
+CHARS_PER_TOKEN = 3.0
+IMAGE_TOKENS = 768
+MESSAGE_OVERHEAD_TOKENS = 4
+CONTEXT_MARGIN_TOKENS = 64
+CONTEXT_REJECTIONS_TOLERATED = 2  # a request refused for length again after shortening
+SHORTENED = "[shortened to fit the context window]"
+IMAGE_TOO_LARGE = (
+    "the image made the request too long for the model's context window{window}: this model reads the image as "
+    "text tokens. Run with --image-access-mode separate_vlm --vlm-provider offline (the agent then sees the "
+    "perception report, not the image), or use a multimodal model. Server: {message}"
+)
+VLM_IMAGE_TOO_LARGE = (
+    "the describing model cannot take the image: it made the request too long for its context window{window} "
+    "(a text-only model?). Name a vision model with --vlm-provider/--vlm-model, or --vlm-provider offline for "
+    "the embedded perception report alone. Server: {message}"
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +89,7 @@ class AgentSettings:
     max_tool_actions: int = MAX_TOOL_ACTIONS
 
 
-Perceive = Callable[[Path, str], Awaitable[PerceptionReported]]
+Perceive = Callable[[Path, str, CallModel], Awaitable[PerceptionReported]]
 
 
 class EpisodeRecorder:
@@ -78,6 +113,43 @@ class _Tally:
 
 class _JudgmentRefused(Exception):
     pass
+
+
+def _has_image(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        isinstance(m.get("content"), list) and any(part.get("type") == "image_url" for part in m["content"]) for m in messages
+    )
+
+
+def _text_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """Characters the model reads as text: contents, reasoning, tool calls and tool specs."""
+    chars = len(canonical_json(tools)) if tools else 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            chars += sum(len(part.get("text", "")) for part in content if isinstance(part, dict))
+        elif content:
+            chars += len(str(content))
+        chars += len(message.get("reasoning_content") or "")
+        chars += sum(len(call["function"]["arguments"]) + len(call["function"]["name"]) for call in message.get("tool_calls") or [])
+    return chars
+
+
+def shorten_observation(text: str, level: int) -> str:
+    """A tool observation cut down for the context window. Level 1 keeps the heading, each
+    evidence line (`[ev-N] title, date`) and the URLs; level 2 only the evidence lines, cut
+    to 100 characters. The evidence ids always stay, so the judgment can still cite them."""
+    lines = text.replace(SHORTENED, "").rstrip().splitlines()
+    if not lines:
+        return text
+    evidence = [line.strip() for line in lines[1:] if line.lstrip().startswith("[ev-")]
+    if level == 1:
+        kept = [lines[0][:200]] + [
+            line.strip()[:200] for line in lines[1:] if line.lstrip().startswith(("[ev-", "http://", "https://"))
+        ]
+    else:
+        kept = [lines[0][:100]] + [line[:100] for line in evidence]
+    return "\n".join(kept) + "\n" + SHORTENED
 
 
 def _now() -> str:
@@ -119,14 +191,19 @@ class Episode:
         self.recorder = EpisodeRecorder(writer, spec.episode_id, spec.attempt)
         self.tally = _Tally()
         self.tools: EpisodeTools | None = None  # made once perception has found the caption text
+        self._deadline: float | None = None
+        self.chars_per_token = CHARS_PER_TOKEN  # calibrated by the server's prompt token counts
 
     async def run(self) -> EpisodeFinished:
         started = time.monotonic()
         await self.recorder.emit(EpisodeStarted(attempt=self.spec.attempt, started_at=_now()))
         termination, error = "completed", ""
         try:
-            with anyio.fail_after(self.settings.timeout_seconds):
+            with anyio.fail_after(self.settings.timeout_seconds) as scope:
+                self._deadline = scope.deadline
                 termination = await self._investigate_and_judge()
+        except ProviderOutage:
+            raise  # not this episode's failure: the run stops and the episode stays unfinished
         except TimeoutError:
             termination, error = "timeout", f"episode exceeded its {self.settings.timeout_seconds:g} s timeout"
         except _JudgmentRefused as exc:
@@ -145,7 +222,7 @@ class Episode:
         return finished
 
     async def _investigate_and_judge(self) -> str:
-        report = await self.perceive(self.spec.image_file, self.spec.image_sha256)
+        report = await self.perceive(self.spec.image_file, self.spec.image_sha256, self.call_model)
         await self.recorder.emit(report)
         # Printed captions are masked out of image comparisons.
         self.tools = self.toolbox.episode(self.spec.image_file, text_boxes=[line["box"] for line in report.ocr_lines])
@@ -156,7 +233,17 @@ class Episode:
         ]
         termination = "completed"
         while True:
-            response = await self._call_model("unified_react", messages, self.toolbox.specs())
+            response = await self._call_within_window("unified_react", messages, self.toolbox.specs())
+            if response is None:
+                await self.recorder.emit(
+                    GateDecided(
+                        gate="context_window", subject=self.spec.episode_id, passed=False,
+                        reasons=[f"investigation_no_longer_fits: ~{self._estimate(messages, self.toolbox.specs())} tokens, "
+                                 f"window {self._window()}"],
+                    )
+                )
+                termination = "budget_exhausted"
+                break
             messages.append(assistant_message(response))
             if not response.tool_calls:
                 break
@@ -211,7 +298,9 @@ class Episode:
         label_set = self.settings.label_set
         messages.append(prompts.judgment_message(label_set))
         for attempt in range(JUDGMENT_RETRIES + 1):
-            response = await self._call_model("unified_judgment", messages, [], judgment_schema(label_set))
+            response = await self._call_within_window("unified_judgment", messages, [], judgment_schema(label_set))
+            if response is None:  # shortened as far as it goes: send it anyway, the estimate is conservative
+                response = await self._call_model("unified_judgment", messages, [], judgment_schema(label_set))
             messages.append(assistant_message(response))
             evidence_ids = set(self.tools.evidence) if self.tools is not None else set()
             judgment, reasons = parse_judgment(response.content, label_set, evidence_ids)
@@ -225,27 +314,99 @@ class Episode:
                 messages.append(prompts.judgment_retry_message(reasons))
         raise _JudgmentRefused("; ".join(reasons))
 
+    # -- the context window -----------------------------------------------------------------
+
+    def _window(self) -> int | None:
+        return getattr(self.provider, "context_window", None)
+
+    def _estimate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        images = sum(
+            1 for m in messages if isinstance(m.get("content"), list) for part in m["content"] if part.get("type") == "image_url"
+        )
+        return round(_text_chars(messages, tools) / self.chars_per_token) + MESSAGE_OVERHEAD_TOKENS * len(messages) + IMAGE_TOKENS * images
+
+    def _fit(self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
+        """Shorten the oldest observations until the request and its completion budget fit
+        the window; False when even every observation at its shortest does not fit."""
+        window = self._window()
+        if not window:
+            return True
+        budget = window - ((getattr(self.provider, "max_tokens", None) or {}).get(stage) or 0) - CONTEXT_MARGIN_TOKENS
+        for level in (1, 2):
+            for index, message in enumerate(messages):
+                if self._estimate(messages, tools) <= budget:
+                    return True
+                if message["role"] == "tool" and message.get("shortened", 0) < level:
+                    messages[index] = {**message, "content": shorten_observation(text_of(message.get("content")), level), "shortened": level}
+        return self._estimate(messages, tools) <= budget
+
+    async def _call_within_window(
+        self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict | None = None
+    ) -> ModelResponse | None:
+        """The model's answer, or None when the conversation no longer fits the window. A
+        rejection for length teaches the window (or a better token estimate) and the
+        request is shortened and sent again."""
+        for _ in range(CONTEXT_REJECTIONS_TOLERATED + 1):
+            if not self._fit(stage, messages, tools):
+                return None
+            try:
+                return await self._call_model(stage, messages, tools, schema)
+            except ContextLengthExceeded as exc:
+                known = self._window()
+                if exc.window and (known is None or exc.window < known):
+                    self.provider.context_window = exc.window  # type: ignore[attr-defined]
+                elif known:
+                    self.chars_per_token *= 0.75  # the window was right; the estimate was not
+                else:
+                    raise  # no window to fit into: the server's message says what to change
+        return None
+
+    # -- model calls --------------------------------------------------------------------------
+
     async def _call_model(
         self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict | None = None
     ) -> ModelResponse:
         request = ModelRequest(
             stage=stage, messages=messages, tools=tools, sampling_seed=self.spec.sampling_seed, response_schema=schema
         )
+        response = await self.call_model(self.provider, request)
+        if response.usage.prompt_tokens and not _has_image(messages):
+            # The server counted this prompt: estimate the next ones from it, 10% on the safe side.
+            measured = _text_chars(messages, tools) / max(1, response.usage.prompt_tokens - MESSAGE_OVERHEAD_TOKENS * len(messages))
+            self.chars_per_token = max(1.0, 0.9 * measured)
+        return response
+
+    async def call_model(self, provider: Provider, request: ModelRequest) -> ModelResponse:
+        """One call, on the record whatever happens: answered, failed (with each try), or cut
+        off by the episode's timeout (`error = "timeout"`)."""
         body = canonical_json(request.model_dump(mode="json")).encode("utf-8")
         request_sha256 = await self.writer.put_blob(body, "application/json")
         started_at, clock = _now(), time.monotonic()
         self.tally.model_calls += 1
+
+        def failed(error: str, retries: list[dict[str, Any]]) -> ModelCalled:
+            return ModelCalled(
+                stage=request.stage, provider=provider.name, model=provider.model, request_sha256=request_sha256,
+                latency_ms=round((time.monotonic() - clock) * 1000, 3), retries=retries,
+                error=redact(error), started_at=started_at, finished_at=_now(),
+            )
+
         try:
-            response = await self.provider.complete(request)
+            response = await provider.complete(request)
+        except ContextLengthExceeded as exc:
+            hinted = self._image_hint(request, exc)
+            await self.recorder.emit(failed(str(hinted or exc), exc.retries))
+            if hinted is not None:
+                raise hinted from None
+            raise
         except ProviderError as exc:
             # The failed call and each of its tries stay on the record, not only in the error text.
-            await self.recorder.emit(
-                ModelCalled(
-                    stage=stage, provider=self.provider.name, model=self.provider.model, request_sha256=request_sha256,
-                    latency_ms=round((time.monotonic() - clock) * 1000, 3), retries=exc.retries,
-                    error=redact(str(exc)), started_at=started_at, finished_at=_now(),
-                )
-            )
+            await self.recorder.emit(failed(str(exc), exc.retries))
+            raise
+        except anyio.get_cancelled_exc_class():
+            if self._deadline is not None and anyio.current_time() >= self._deadline:
+                with anyio.CancelScope(shield=True):
+                    await self.recorder.emit(failed("timeout", []))
             raise
         usage = response.usage
         self.tally.usage = TokenUsage(
@@ -255,9 +416,9 @@ class Episode:
         )
         await self.recorder.emit(
             ModelCalled(
-                stage=stage,
-                provider=self.provider.name,
-                model=self.provider.model,
+                stage=request.stage,
+                provider=provider.name,
+                model=provider.model,
                 request_sha256=request_sha256,
                 content=response.content,
                 reasoning=response.reasoning,
@@ -265,11 +426,25 @@ class Episode:
                 usage=usage,
                 latency_ms=round((time.monotonic() - clock) * 1000, 3),
                 retries=response.retries,
+                structured_output=response.structured_output,
                 started_at=started_at,
                 finished_at=_now(),
             )
         )
         return response
+
+    def _image_hint(self, request: ModelRequest, exc: ContextLengthExceeded) -> ProviderError | None:
+        """A length rejection the image caused (the text alone fits): an error that says so
+        and what to run instead."""
+        if not _has_image(request.messages):
+            return None
+        text_tokens = round(_text_chars(request.messages, request.tools) / CHARS_PER_TOKEN)
+        if exc.window is not None and text_tokens > exc.window // 2:
+            return None  # the text alone is most of the window: shortening is the remedy
+        template = VLM_IMAGE_TOO_LARGE if request.stage == "perception" else IMAGE_TOO_LARGE
+        hinted = ProviderError(template.format(window=f" ({exc.window} tokens)" if exc.window else "", message=exc.message))
+        hinted.retries = exc.retries
+        return hinted
 
 
 def _sha256(text: str) -> str:

@@ -31,7 +31,8 @@ class EmbeddedPerception:
         self._reports: dict[str, PerceptionReported] = dict(cached or {}) if enabled else {}
         self._locks: dict[str, anyio.Lock] = {}
 
-    async def __call__(self, image_file: Path, image_sha256: str) -> PerceptionReported:
+    async def __call__(self, image_file: Path, image_sha256: str, call_model: object = None) -> PerceptionReported:
+        """The report of one image; `call_model` is unused (the embedded step calls no model)."""
         lock = self._locks.setdefault(image_sha256, anyio.Lock())
         async with lock:  # rollouts of one case wait for the first OCR instead of repeating it
             cached = self._reports.get(image_sha256)

@@ -9,7 +9,7 @@ to bytes with `ImageStore` when it builds its wire request, so requests stay sma
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +33,7 @@ class ModelResponse(BaseModel):
     tool_calls: list[ToolCallRequest] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     retries: list[dict[str, Any]] = Field(default_factory=list, description="Failed tries before this answer.")
+    structured_output: str | None = Field(None, description="The structured-output form the answer was asked in (schema stages).")
 
 
 class ProviderError(Exception):
@@ -42,11 +43,52 @@ class ProviderError(Exception):
     retries: list[dict[str, Any]] = []
 
 
+class RequestRejected(ProviderError):
+    """The server refused this request as it is (400/404/422, or a 500 naming an invalid
+    request field): sending it again cannot help, so it is never retried. `message` is the
+    server's own words."""
+
+    def __init__(self, reason: str, *, status: int, message: str):
+        super().__init__(reason)
+        self.status, self.message = status, message
+
+
+class ContextLengthExceeded(RequestRejected):
+    """The prompt and the completion budget do not fit the model's context window;
+    `window` is the window the server named (None when it named none)."""
+
+    def __init__(self, reason: str, *, status: int, message: str, window: int | None):
+        super().__init__(reason, status=status, message=message)
+        self.window = window
+
+
+class ProviderOutage(Exception):
+    """An endpoint stayed unreachable past the run's outage timeout. Not an episode's
+    failure: the run stops, its in-flight episodes stay unfinished for `eval resume`."""
+
+    def __init__(self, reason: str, *, base_url: str):
+        super().__init__(reason)
+        self.base_url = base_url
+
+
 class Provider(Protocol):
     name: str
     model: str
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+def text_of(content: Any) -> str:
+    """The text of a Chat Completions message content: a string, or the text parts of a list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+
+
+CallModel = Callable[[Provider, ModelRequest], Awaitable[ModelResponse]]
+"""Make one model call and record it as a `model.called` event of the calling episode."""
 
 
 class ImageStore:

@@ -40,6 +40,10 @@ class EvalOptions(BaseModel):
     api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key; never the key.")
     vlm_base_url: str | None = None
     vlm_api_key_env: str | None = None
+    # Model servers: how long calls wait for a down endpoint before the run stops; the model's
+    # context window in tokens (None: the profile's, else learned from the server).
+    provider_outage_timeout: float = 600.0
+    context_window: int | None = None
     concurrency: int = 1
     rollouts_per_case: int = 1
     base_sampling_seed: int = 1729

@@ -5,19 +5,22 @@ API key from the environment variable they name, and takes the provider's run gu
 second run on the same quota fails before anything is written. With `separate_vlm` it pairs
 the agent's provider with the VLM that describes each image. `provider_session` is the run's
 side: it hands the providers the run's images, puts the VLM into the perception step, and at
-the end closes connections and releases the guards.
+the end closes connections and releases the guards. `until_stopped` runs the episodes so that
+a provider outage or SIGINT/SIGTERM stops them without failing any.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import weakref
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
-from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
+from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider, ProviderOutage
 from eviscene.providers import OfflineProvider
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.gemini import GeminiProvider
@@ -50,13 +53,16 @@ def agent_settings(options: EvalOptions) -> ProviderSettings:
         wire_api=options.llm_wire_api,
         api_key_env=options.api_key_env,
         concurrency=options.concurrency,
+        context_window=options.context_window,
+        outage_timeout=options.provider_outage_timeout,
     )
 
 
 def vlm_settings(options: EvalOptions, agent: ProviderSettings) -> ProviderSettings | None:
     """The describing VLM's settings under `separate_vlm`: `--vlm-*` flags over the agent's
-    own settings when it is the same provider (or none is named), else over that provider's
-    defaults."""
+    own settings when it is the same provider (or none is named: the agent's model describes
+    the image, as a multimodal model can; a text-only one is told to name
+    `--vlm-provider offline`), else over that provider's defaults."""
     if options.image_access_mode != "separate_vlm":
         return None
     same = options.vlm_provider in (None, agent.provider)
@@ -68,6 +74,7 @@ def vlm_settings(options: EvalOptions, agent: ProviderSettings) -> ProviderSetti
         wire_api=options.vlm_wire_api or (agent.wire_api if same else None),
         api_key_env=options.vlm_api_key_env or (agent.api_key_env if same else None),
         concurrency=options.concurrency,
+        outage_timeout=options.provider_outage_timeout,
     )
 
 
@@ -84,9 +91,11 @@ def build_provider(settings: ProviderSettings) -> Provider:
         connect_timeout_seconds=settings.connect_timeout,
         max_inflight=settings.max_inflight,
         retry=RetryPolicy(max_retries=settings.max_retries, backoff_seconds=settings.backoff_seconds),
+        outage_timeout_seconds=settings.outage_timeout,
     )
     common: dict[str, Any] = dict(
-        name=settings.provider, model=settings.model, endpoint=endpoint, thinking=settings.thinking, extra_body=settings.extra_body
+        name=settings.provider, model=settings.model, endpoint=endpoint, thinking=settings.thinking, extra_body=settings.extra_body,
+        structured_output=settings.structured_output, max_tokens=settings.max_tokens, context_window=settings.context_window,
     )
     if settings.wire_api == "chat_completions":
         return ChatCompletionsProvider(send_reasoning=settings.send_reasoning, **common)
@@ -105,6 +114,23 @@ class RunProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         return await self.agent.complete(request)
+
+    # The loop reads the agent model's limits through the run's provider, and a window it
+    # learns from a rejection is kept by the agent's provider for every episode.
+    @property
+    def max_tokens(self) -> dict[str, int]:
+        return getattr(self.agent, "max_tokens", {})
+
+    @property
+    def context_window(self) -> int | None:
+        return getattr(self.agent, "context_window", None)
+
+    @context_window.setter
+    def context_window(self, value: int | None) -> None:
+        self.agent.context_window = value  # type: ignore[attr-defined]
+
+    def breakers(self) -> list[Any]:
+        return [p.client.breaker for p in (self.agent, self.vision) if isinstance(p, WireProvider)]
 
     def bind_images(self, images: ImageStore) -> None:
         for provider in (self.agent, self.vision):
@@ -144,15 +170,24 @@ def make_provider(options: EvalOptions, *, guarded: bool = True) -> Provider:
 
 
 @asynccontextmanager
-async def provider_session(provider: Provider, images: ImageStore, perceive: Perceive) -> AsyncIterator[Perceive]:
+async def provider_session(
+    provider: Provider, images: ImageStore, perceive: Perceive, observer: Any = None
+) -> AsyncIterator[Perceive]:
     """Bind the run's images, wrap perception for `separate_vlm`; close and release at the end.
+    An observer with a `provider_waiting(message | None)` method hears each endpoint's outage.
     Yields the perception step the episodes use."""
+    breakers = []
     if isinstance(provider, RunProvider):
         provider.bind_images(images)
         if provider.vision is not None:
             perceive = VlmPerception(perceive, provider.vision, images)
+        breakers = provider.breakers()
     elif isinstance(provider, WireProvider):  # a provider handed to the run from Python
         provider.images = images
+        breakers = [provider.client.breaker]
+    listener = getattr(observer, "provider_waiting", None)
+    for breaker in breakers:
+        breaker.listener = listener
     try:
         yield perceive
     finally:
@@ -167,7 +202,15 @@ def provider_manifest(options: EvalOptions) -> dict[str, Any]:
     vision = vlm_settings(options, agent)
     gemini = agent.provider == "gemini"
     concurrency = max(1, options.concurrency)
+    wire = agent.provider != "offline"
     return {
+        # separate_vlm without --vlm-provider: the agent's provider describes the images.
+        "vlm_provider": vision.provider if vision else options.vlm_provider,
+        "vlm_model": vision.model if vision else options.vlm_model,
+        "structured_output": {"unified_judgment": agent.structured_output.get("unified_judgment", "negotiated")} if wire else None,
+        "max_tokens": dict(agent.max_tokens) if wire else None,
+        "context_window": agent.context_window,
+        "provider_outage_timeout_seconds": options.provider_outage_timeout,
         "base_url": agent.base_url,
         "vlm_base_url": vision.base_url if vision else None,
         "llm_wire_api": agent.wire_api,
@@ -180,3 +223,41 @@ def provider_manifest(options: EvalOptions) -> dict[str, Any]:
         "gemini_max_inflight_requests": agent.max_inflight if gemini else None,
         "gemini_eval_max_concurrency": int(os.getenv("GEMINI_EVAL_MAX_CONCURRENCY", str(concurrency))) if gemini else None,
     }
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str
+    signal: bool  # SIGINT/SIGTERM, else a provider outage
+
+
+async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
+    """Run `work` (the run's episodes); None when it ends by itself. A `ProviderOutage`
+    raised in it, or SIGINT/SIGTERM, cancels it and says why: the episodes in flight stay
+    unfinished (never `error`) and the caller's writer, still open, commits every event
+    already emitted, so an answered call is never lost or paid for again."""
+    stop: Stop | None = None
+
+    async def watch_signals(scope: anyio.CancelScope) -> None:
+        nonlocal stop
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    stop = Stop(f"interrupted by {signal.Signals(signum).name}", True)
+                    scope.cancel()
+                    return
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread: no handlers
+            await anyio.sleep_forever()
+
+    async def run(scope: anyio.CancelScope) -> None:
+        nonlocal stop
+        try:
+            await work()
+        except* ProviderOutage as outage:
+            stop = Stop(str(outage.exceptions[0]), False)
+        scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch_signals, group.cancel_scope)
+        group.start_soon(run, group.cancel_scope)
+    return stop

@@ -20,7 +20,7 @@ from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
 from eviscene.eval.options import DEFAULT_OCR_CACHE_VERSION, RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
-from eviscene.eval.providers import make_provider, provider_session
+from eviscene.eval.providers import make_provider, provider_session, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
 from eviscene.release import (
     Release,
@@ -60,6 +60,8 @@ class RunSummary:
     seal_note: str = ""
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
+    stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
+    interrupted: bool = False  # stopped by SIGINT/SIGTERM
 
     @property
     def errored(self) -> int:
@@ -403,7 +405,7 @@ async def _execute(
         if observer is not None:
             observer.finished(spec, finished)
 
-    async with provider_session(plan.provider, images, perceive) as perceive, log.writer(run_id) as writer:
+    async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id) as writer:
         for draft in opening:
             await writer.emit(draft)
 
@@ -429,7 +431,7 @@ async def _execute(
                 )
                 record(spec, await episode.run())
 
-        try:
+        async def workers() -> None:
             if ray is not None:
                 check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
                 await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
@@ -439,6 +441,13 @@ async def _execute(
                     for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
                         group.start_soon(worker)
 
+        try:
+            # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
+            # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
+            stop = await until_stopped(workers)
+            if stop is not None:
+                summary.stopped, summary.interrupted = stop.reason, stop.signal
+                return summary
             await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
             await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
             summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]

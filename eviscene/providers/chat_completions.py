@@ -28,7 +28,7 @@ class ChatCompletionsProvider(WireProvider):
         # Most chat templates drop earlier turns' reasoning and some servers refuse the field.
         self.send_reasoning = send_reasoning
 
-    def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    def build(self, request: ModelRequest, form: str | None = None) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [self._message(m) for m in request.messages],
@@ -37,11 +37,18 @@ class ChatCompletionsProvider(WireProvider):
         if request.tools:
             body["tools"] = request.tools
             body["tool_choice"] = "auto"
-        if request.response_schema is not None:
+        if form == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "judgment", "schema": request.response_schema, "strict": False},
             }
+        elif form == "json_object":
+            # llama.cpp's server constrains the output to `schema`; OpenAI's ignores it.
+            body["response_format"] = {"type": "json_object", "schema": request.response_schema}
+        limit = self.max_tokens.get(request.stage)
+        if limit:
+            # OpenAI's reasoning models refuse `max_tokens`; the servers that copy the API take both.
+            body["max_completion_tokens" if self.name == "openai" else "max_tokens"] = limit
         thinking = self.thinking.get(request.stage)
         if thinking in ON_OFF:
             body["chat_template_kwargs"] = {"enable_thinking": thinking == "on"}

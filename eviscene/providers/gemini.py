@@ -57,7 +57,9 @@ class GeminiProvider(WireProvider):
         super().__init__(**kwargs)
         self._signatures: OrderedDict[str, str] = OrderedDict()
 
-    def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    structured_fields = ("response_format", "responseSchema", "response_schema", "responseMimeType", "response_mime_type")
+
+    def build(self, request: ModelRequest, form: str | None = None) -> tuple[str, dict[str, Any]]:
         system = [text_of(m.get("content")) for m in request.messages if m["role"] == "system"]
         body: dict[str, Any] = {"contents": self._contents(request.messages)}
         if system:
@@ -77,9 +79,13 @@ class GeminiProvider(WireProvider):
             ]
             body["toolConfig"] = {"functionCallingConfig": {"mode": "AUTO"}}
         config: dict[str, Any] = {"seed": request.sampling_seed}
-        if request.response_schema is not None:
+        if form in ("json_schema", "json_object"):
             config["responseMimeType"] = "application/json"
+        if form == "json_schema":
             config["responseSchema"] = gemini_schema(request.response_schema)
+        limit = self.max_tokens.get(request.stage)
+        if limit:
+            config["maxOutputTokens"] = limit
         thinking = self.thinking.get(request.stage)
         if thinking == "off":
             config["thinkingConfig"] = {"thinkingBudget": 0}

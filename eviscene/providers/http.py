@@ -1,12 +1,20 @@
-"""JSON over HTTP for the wire providers: timeouts, an in-flight limit, and retries with
+"""JSON over HTTP for the wire providers: timeouts, an in-flight limit, retries with
 exponential backoff and jitter on 429, 5xx, timeouts, dropped connections and truncated
-bodies, honouring `Retry-After`.
+bodies, honouring `Retry-After`, and a circuit breaker for an endpoint that stops answering.
 
 Every failed try becomes a retry record `{status, error, waited_seconds}` (status is the HTTP
 status, or null when no response came) that the provider hands back with its answer, so it
 lands on the `model.called` event. After the last try the call raises `ProviderError` whose
-reason names the endpoint, the tries and the last failure. Every text that leaves this module
-has been through `redact`, with the client's own key masked first.
+reason names the endpoint, the tries and the last failure. A deterministic rejection (400,
+404, 422, or a 500 whose body names an invalid request field) is `RequestRejected` at once,
+never retried. Every text that leaves this module has been through `redact`, with the
+client's own key masked first.
+
+Connection failures (nothing listening, no connection within the connect timeout) spend no
+retries: they feed the endpoint's `CircuitBreaker`. After `outage_after_failures` in a row the
+endpoint counts as down, every call waits and probes again at growing intervals (the
+breaker's listener, e.g. the progress bar, is told), and once the outage has lasted
+`outage_timeout_seconds` the calls raise `ProviderOutage`: the run stops, nothing is failed.
 """
 
 from __future__ import annotations
@@ -14,20 +22,33 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Callable
 
 import anyio
 import httpx
 
-from eviscene.agent.provider import ProviderError
+from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
 from eviscene.redaction import redact, register_secret
 
 CONNECTIONS_PER_POOL = 8
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
+# What a 500 says when the server refused the request itself (llama.cpp's server answers a
+# request-validation failure with 500): a field name and a validation phrase.
+_INVALID_REQUEST = re.compile(
+    r"response_format|json_schema|validation error|input should be|extra inputs are not permitted|field required|"
+    r"unrecognized request argument|invalid_request_error|maximum context length|context window",
+    re.IGNORECASE,
+)
+_CONTEXT_LENGTH = re.compile(
+    r"maximum context length is (\d+)|context window of (\d+)|context length of (\d+)|context_length_exceeded|"
+    r"exceeds? (?:the )?(?:model'?s? )?context",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,8 @@ class Endpoint:
     connect_timeout_seconds: float = 10.0
     max_inflight: int = 4
     retry: RetryPolicy = RetryPolicy()
+    outage_after_failures: int = 3  # connection failures in a row that open the circuit breaker
+    outage_timeout_seconds: float = 600.0  # how long calls wait for a down endpoint before the run stops
 
     def headers(self) -> dict[str, str]:
         if not self.api_key:
@@ -70,6 +93,54 @@ class _Retryable(Exception):
         self.status, self.reason, self.retry_after = status, reason, retry_after
 
 
+class _Unreachable(_Retryable):
+    """No connection at all: the breaker's business, not the call's retry budget."""
+
+
+OutageListener = Callable[[str | None], None]
+
+
+class CircuitBreaker:
+    """Consecutive connection failures of one endpoint, shared by all its calls. Open after
+    `threshold` of them; closed by any answer. `listener` hears "waiting for …" while open
+    and None when the endpoint answers again."""
+
+    PROBE_CEILING_SECONDS = 30.0
+
+    def __init__(self, base_url: str, *, threshold: int = 3, outage_timeout: float = 600.0):
+        self.base_url, self.threshold, self.outage_timeout = base_url, max(1, threshold), outage_timeout
+        self.failures = 0
+        self.down_since: float | None = None
+        self.listener: OutageListener | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.failures >= self.threshold
+
+    def answered(self) -> None:
+        was_open = self.open
+        self.failures, self.down_since = 0, None
+        if was_open and self.listener is not None:
+            self.listener(None)
+
+    def failed(self) -> None:
+        self.failures += 1
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+
+    def outage_seconds(self) -> float:
+        return 0.0 if self.down_since is None else time.monotonic() - self.down_since
+
+    def probe_wait(self) -> float:
+        """Seconds until the next try while open: 1, 2, 4 … up to 30, never past the timeout."""
+        doubling = min(self.PROBE_CEILING_SECONDS, 2.0 ** max(0, self.failures - self.threshold))
+        return max(0.0, min(doubling, self.outage_timeout - self.outage_seconds()))
+
+    def waiting(self, why: str, wait: float) -> None:
+        if self.listener is not None:
+            self.listener(f"waiting for {self.base_url}: {why}, retrying in {math.ceil(wait)}s")
+
+
 class JsonClient:
     """POSTs JSON bodies to one endpoint; one per provider, shared by all its episodes."""
 
@@ -80,6 +151,9 @@ class JsonClient:
         self._limiter = anyio.CapacityLimiter(max(1, endpoint.max_inflight))
         self._clients: list[httpx.AsyncClient] = []
         self._in_flight: list[int] = []
+        self.breaker = CircuitBreaker(
+            endpoint.base_url, threshold=endpoint.outage_after_failures, outage_timeout=endpoint.outage_timeout_seconds
+        )
 
     def _least_busy(self) -> int:
         """A connection pool for the next request. httpcore's pool does work quadratic in its
@@ -118,14 +192,20 @@ class JsonClient:
         retries: list[dict[str, Any]] = []
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         url = self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+        spent = 0  # retries used; waiting for an unreachable endpoint uses none
         while True:
             try:
                 async with self._limiter:
-                    return await self._try(path, content), retries
+                    answer = await self._try(path, content)
+                self.breaker.answered()
+                return answer, retries
+            except _Unreachable as failure:
+                await self._wait_for_endpoint(url, failure, retries)
             except _Retryable as failure:
+                self.breaker.answered()  # something answered: the endpoint is up
                 reason = self.redact(failure.reason)
                 too_long = failure.retry_after is not None and failure.retry_after > policy.max_retry_after_seconds
-                if too_long or len(retries) >= policy.max_retries:
+                if too_long or spent >= policy.max_retries:
                     retries.append({"status": failure.status, "error": reason, "waited_seconds": 0.0})
                     why = (
                         f"the server asked to wait {failure.retry_after:g} s, more than the {policy.max_retry_after_seconds:g} s limit"
@@ -133,9 +213,32 @@ class JsonClient:
                         else None
                     )
                     raise self._gave_up(url, retries, why) from None
-                wait = failure.retry_after if failure.retry_after is not None else policy.backoff(len(retries) + 1)
+                spent += 1
+                wait = failure.retry_after if failure.retry_after is not None else policy.backoff(spent)
                 retries.append({"status": failure.status, "error": reason, "waited_seconds": round(wait, 3)})
                 await anyio.sleep(wait)
+
+    async def _wait_for_endpoint(self, url: str, failure: _Unreachable, retries: list[dict[str, Any]]) -> None:
+        """A connection failure: back off as for any failure until the breaker opens, then
+        wait for the endpoint (probing) until the outage timeout stops the run."""
+        breaker = self.breaker
+        breaker.failed()
+        reason = self.redact(failure.reason)
+        if breaker.open:
+            wait = breaker.probe_wait()
+            if wait <= 0:
+                raise ProviderOutage(
+                    self.redact(
+                        f"{self.label}: {self.endpoint.base_url} unreachable for {breaker.outage_timeout:g} s "
+                        f"({reason}), the provider outage timeout"
+                    ),
+                    base_url=self.endpoint.base_url,
+                ) from None
+            breaker.waiting(reason, wait)
+        else:
+            wait = self.endpoint.retry.backoff(breaker.failures)
+        retries.append({"status": None, "error": reason, "waited_seconds": round(wait, 3)})
+        await anyio.sleep(wait)
 
     async def _try(self, path: str, content: bytes) -> dict[str, Any]:
         e = self.endpoint
@@ -149,15 +252,27 @@ class JsonClient:
             finally:
                 if self._in_flight:  # unless closed meanwhile
                     self._in_flight[pool] -= 1
+        except httpx.ConnectTimeout as exc:
+            raise _Unreachable(None, _timeout_reason(exc, e)) from None
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise _Retryable(None, _timeout_reason(exc, e)) from None
+        except httpx.ConnectError as exc:
+            raise _Unreachable(None, "connection refused" if _refused(exc) else f"connection failed: ConnectError: {exc}") from None
         except httpx.TransportError as exc:
             raise _Retryable(None, f"connection failed: {type(exc).__name__}: {exc}") from None
         status = response.status_code
-        if status in RETRYABLE_STATUS or status >= 500:
+        message = _error_message(response)
+        deterministic = status in (400, 404, 422) or (status == 500 and bool(_INVALID_REQUEST.search(message)))
+        if not deterministic and (status in RETRYABLE_STATUS or status >= 500):
             raise _Retryable(status, _status_reason(response), retry_after(response.headers.get("retry-after")))
         if status >= 400:
-            raise ProviderError(self.redact(f"{self.label}: {_status_reason(response)}{_auth_hint(status)}"))
+            self.breaker.answered()
+            reason = self.redact(f"{self.label}: {_status_reason(response)}{_auth_hint(status)}")
+            context = _CONTEXT_LENGTH.search(message)
+            if context:
+                window = next((int(g) for g in context.groups() if g and g.isdigit()), None)
+                raise ContextLengthExceeded(reason, status=status, message=self.redact(message), window=window)
+            raise RequestRejected(reason, status=status, message=self.redact(message))
         try:
             decoded = response.json()
         except ValueError as exc:  # a cut-off or garbled body: the next try may arrive whole
@@ -189,7 +304,8 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _status_reason(response: httpx.Response) -> str:
+def _error_message(response: httpx.Response) -> str:
+    """The server's message: `error.message` or `error` of a JSON body, else the body."""
     text = response.text.strip()
     message = text
     try:
@@ -201,8 +317,24 @@ def _status_reason(response: httpx.Response) -> str:
             message = error
     except ValueError:
         pass
+    return message
+
+
+def _status_reason(response: httpx.Response) -> str:
+    message = _error_message(response)
     phrase = response.reason_phrase or ""
     return f"HTTP {response.status_code} {phrase}".rstrip() + (f": {_quote(message)}" if message else "")
+
+
+def _refused(exc: BaseException | None, depth: int = 0) -> bool:
+    """Whether a connect error comes from a refused connection (nothing listening); httpx
+    hides it under "All connection attempts failed", in the cause chain or a group."""
+    if exc is None or depth > 8:
+        return False
+    if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
+        return True
+    inner = list(getattr(exc, "exceptions", ()))
+    return any(_refused(e, depth + 1) for e in [exc.__cause__, exc.__context__, *inner])
 
 
 def _auth_hint(status: int) -> str:

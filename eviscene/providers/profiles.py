@@ -28,6 +28,10 @@ WIRE_APIS = ("chat_completions", "responses", "interactions")
 STAGES = ("unified_react", "unified_judgment", "perception")
 THINKING_VALUES = ("on", "off", "minimal", "low", "medium", "high")
 ACTIVE_POLICY_STAGES = ("unified_react", "unified_judgment")
+STRUCTURED_OUTPUT_FORMS = ("json_schema", "json_object", "text")
+# Completion budget per call: room for a reasoning model's thinking, but no runaway generation
+# filling the context window. A profile's `[profiles.NAME.max_tokens]` overrides by stage.
+DEFAULT_MAX_TOKENS = {"unified_react": 4096, "unified_judgment": 2048, "perception": 1024}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -71,6 +75,10 @@ BUILTIN_PROFILES_TOML = """\
 # (send earlier turns' reasoning_content back), extra_body (merged into every request, e.g.
 # temperature), description, and [profiles.NAME.thinking] with a value per stage
 # (unified_react, unified_judgment, perception): on | off | minimal | low | medium | high.
+# context_window (the model's window in tokens; else learned from the server's first
+# rejection), [profiles.NAME.max_tokens] (completion budget per stage; defaults
+# unified_react 4096, unified_judgment 2048, perception 1024) and structured_output (pin the
+# judgment's form: json_schema | json_object | text, or a table by stage; default: negotiate).
 
 [profiles.offline]
 description = "The embedded deterministic investigation policy: no network, no key."
@@ -140,6 +148,32 @@ class Profile(BaseModel):
     backoff_seconds: float | None = Field(None, ge=0)
     send_reasoning: bool = False
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: dict[str, int] = Field(default_factory=dict)
+    context_window: int | None = Field(None, ge=256)
+    structured_output: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_tokens(cls, value: dict[str, int]) -> dict[str, int]:
+        for stage, limit in value.items():
+            if stage not in STAGES:
+                raise ValueError(f"max_tokens: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+            if limit < 1:
+                raise ValueError(f"max_tokens.{stage} must be at least 1")
+        return value
+
+    @field_validator("structured_output", mode="before")
+    @classmethod
+    def _structured_output(cls, value: Any) -> Any:
+        if isinstance(value, str):  # one form for the stage that has a schema
+            value = {"unified_judgment": value}
+        if isinstance(value, dict):
+            for stage, form in value.items():
+                if stage not in STAGES:
+                    raise ValueError(f"structured_output: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+                if form not in STRUCTURED_OUTPUT_FORMS:
+                    raise ValueError(f"structured_output.{stage}: {form!r} is not one of {', '.join(STRUCTURED_OUTPUT_FORMS)}")
+        return value
 
     @field_validator("provider")
     @classmethod
@@ -254,6 +288,10 @@ class ProviderSettings:
     backoff_seconds: float = 1.0
     send_reasoning: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
+    max_tokens: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
+    context_window: int | None = None
+    structured_output: dict[str, str] = field(default_factory=dict)  # stage -> pinned form
+    outage_timeout: float = 600.0
 
     @property
     def quota(self) -> tuple[str, str, str | None]:
@@ -270,6 +308,8 @@ def resolve_settings(
     wire_api: str | None = None,
     api_key_env: str | None = None,
     concurrency: int = 1,
+    context_window: int | None = None,
+    outage_timeout: float | None = None,
 ) -> ProviderSettings:
     """Provider defaults < profile < explicit arguments, checked."""
     chosen = get_profile(profile) if profile else None
@@ -295,7 +335,8 @@ def resolve_settings(
     if chosen:
         taken = {
             key: getattr(chosen, key)
-            for key in ("model", "base_url", "wire_api", "api_key_env", "max_inflight", "timeout", "connect_timeout", "max_retries", "backoff_seconds")
+            for key in ("model", "base_url", "wire_api", "api_key_env", "max_inflight", "timeout", "connect_timeout", "max_retries",
+                        "backoff_seconds", "context_window")
             if getattr(chosen, key) is not None
         }
         settings = replace(
@@ -304,8 +345,11 @@ def resolve_settings(
             thinking={**settings.thinking, **chosen.thinking},
             send_reasoning=chosen.send_reasoning,
             extra_body=dict(chosen.extra_body),
+            max_tokens={**settings.max_tokens, **chosen.max_tokens},
+            structured_output=dict(chosen.structured_output),
         )
-    flags = {"model": model, "base_url": base_url, "wire_api": wire_api, "api_key_env": api_key_env}
+    flags = {"model": model, "base_url": base_url, "wire_api": wire_api, "api_key_env": api_key_env,
+             "context_window": context_window, "outage_timeout": outage_timeout}
     settings = replace(settings, **{k: v for k, v in flags.items() if v is not None})
     settings = replace(settings, thinking=_thinking_overrides(settings), max_inflight=_inflight_override(settings))
     _check(settings)

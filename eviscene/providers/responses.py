@@ -20,7 +20,9 @@ from eviscene.providers.wire import WireProvider, text_of, tool_call
 class ResponsesProvider(WireProvider):
     wire_api = "responses"
 
-    def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    structured_fields = ("response_format", "text.format", "'text'", "json_schema")
+
+    def build(self, request: ModelRequest, form: str | None = None) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {"model": self.model, "input": self._items(request.messages), "store": False}
         if request.tools:
             body["tools"] = [
@@ -34,8 +36,13 @@ class ResponsesProvider(WireProvider):
                 for spec in request.tools
             ]
             body["tool_choice"] = "auto"
-        if request.response_schema is not None:
+        if form == "json_schema":
             body["text"] = {"format": {"type": "json_schema", "name": "judgment", "schema": request.response_schema, "strict": False}}
+        elif form == "json_object":
+            body["text"] = {"format": {"type": "json_object"}}
+        limit = self.max_tokens.get(request.stage)
+        if limit:
+            body["max_output_tokens"] = limit
         thinking = self.thinking.get(request.stage)
         if thinking and thinking != "off":
             body["reasoning"] = {"summary": "auto"} if thinking == "on" else {"effort": thinking, "summary": "auto"}

@@ -5,7 +5,8 @@ description, never the image.
 `VlmPerception` wraps the run's perception step: the embedded report (OCR, perceptual hash)
 plus the VLM's description under `report.description`, with the backend naming the VLM so
 these reports never mix with plain embedded ones in the perception cache. Rollouts of one
-image share one description (one VLM call per image and run).
+image share one description (one VLM call per image and run), recorded as a `model.called`
+event (stage `perception`) of the episode that made it, failed or not.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Awaitable, Callable
 
 import anyio
 
-from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
+from eviscene.agent.provider import CallModel, ImageStore, ModelRequest, ModelResponse, Provider
 from eviscene.events import PerceptionReported
 
 DESCRIBE_SYSTEM = "You describe images for a fact-checking team. Report only what is visible; do not judge the claim."
@@ -26,7 +27,7 @@ DESCRIBE_PROMPT = """Describe this image for a fact-checker who cannot see it:
 - the kind of image (photo, screenshot, social-media post, illustration) and any visible sign of editing.
 Plain text, at most 200 words."""
 
-Perceive = Callable[[Path, str], Awaitable[PerceptionReported]]
+Perceive = Callable[..., Awaitable[PerceptionReported]]
 
 
 def perception_seed(image_sha256: str) -> int:
@@ -34,8 +35,9 @@ def perception_seed(image_sha256: str) -> int:
     return int(image_sha256[:8], 16) & 0x7FFFFFFF
 
 
-async def describe_image(provider: Provider, image_url: str, *, sampling_seed: int) -> ModelResponse:
-    """Ask `provider` to describe one image (stage `perception`)."""
+async def describe_image(provider: Provider, image_url: str, *, sampling_seed: int, call_model: CallModel | None = None) -> ModelResponse:
+    """Ask `provider` to describe one image (stage `perception`), through `call_model` when
+    an episode records the call."""
     request = ModelRequest(
         stage="perception",
         messages=[
@@ -44,7 +46,7 @@ async def describe_image(provider: Provider, image_url: str, *, sampling_seed: i
         ],
         sampling_seed=sampling_seed,
     )
-    return await provider.complete(request)
+    return await (call_model(provider, request) if call_model is not None else provider.complete(request))
 
 
 class VlmPerception:
@@ -55,7 +57,7 @@ class VlmPerception:
         self._reports: dict[str, PerceptionReported] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
-    async def __call__(self, image_file: Path, image_sha256: str) -> PerceptionReported:
+    async def __call__(self, image_file: Path, image_sha256: str, call_model: CallModel | None = None) -> PerceptionReported:
         lock = self._locks.setdefault(image_sha256, anyio.Lock())
         async with lock:
             cached = self._reports.get(image_sha256)
@@ -64,7 +66,7 @@ class VlmPerception:
             clock = time.monotonic()
             base = await self.inner(image_file, image_sha256)
             url = self.images.add(image_sha256, image_file)
-            described = await describe_image(self.vlm, url, sampling_seed=perception_seed(image_sha256))
+            described = await describe_image(self.vlm, url, sampling_seed=perception_seed(image_sha256), call_model=call_model)
             report = base.model_copy(
                 update={
                     "backend": f"{base.backend}+vlm:{self.vlm.name}/{self.vlm.model}",

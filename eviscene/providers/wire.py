@@ -1,5 +1,11 @@
 """What the three wire providers share: the HTTP client, the run's images, per-stage
-thinking settings, and reading tool-call arguments.
+thinking, structured-output and `max_tokens` settings, and reading tool-call arguments.
+
+Structured output negotiates: a stage with a response schema asks for the strongest form
+first (`json_schema`, then `json_object` with the schema where the wire takes one, then plain
+text with the schema in the prompt, validated by the caller) and steps down when the server
+rejects the request naming `response_format` (or the wire's own field); the form that worked
+is kept for the provider's later calls, and a stage pinned by the profile never steps down.
 
 A wire provider turns the loop's Chat Completions-shaped messages into its wire format,
 POSTs it through `JsonClient` and reads the answer back into a `ModelResponse`. The loop's
@@ -14,13 +20,13 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
-from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError
+from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected, text_of
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
+from eviscene.tools.specs import RAW_ARGUMENTS
 
-RAW_ARGUMENTS = "_raw"
-"""Key holding tool-call arguments that were not a JSON object: the toolbox refuses them as
-invalid, so the model is told, and the episode goes on."""
+STRUCTURED_FORMS = ("json_schema", "json_object", "text")
+SCHEMA_IN_PROMPT = "Answer with one JSON object and nothing else. It must follow this JSON Schema:\n{schema}"
 
 _DATA_URL_CACHE = 16
 
@@ -39,11 +45,18 @@ class WireProvider:
         thinking: dict[str, str] | None = None,
         extra_body: dict[str, Any] | None = None,
         images: ImageStore | None = None,
+        structured_output: dict[str, str] | None = None,
+        max_tokens: dict[str, int] | None = None,
+        context_window: int | None = None,
     ):
         self.name, self.model = name, model
         self.endpoint = endpoint
         self.thinking = dict(thinking or {})
         self.extra_body = dict(extra_body or {})
+        self.pinned_forms = dict(structured_output or {})  # stage -> form the profile pins
+        self.max_tokens = dict(max_tokens or {})
+        self.context_window = context_window  # tokens; the loop learns it from a rejection when unset
+        self._forms: dict[str, str] = {}  # stage -> the form this server took
         self.images = images or ImageStore()
         self.client = JsonClient(endpoint, label=f"{name} ({self.wire_api}, model {model})")
         self._data_urls: OrderedDict[str, tuple[str, str]] = OrderedDict()
@@ -52,13 +65,39 @@ class WireProvider:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r}, base_url={self.endpoint.base_url!r})"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        path, body = self.build(request)
-        answer, retries = await self.client.post(path, {**body, **self.extra_body})
+        form = self.structured_form(request.stage) if request.response_schema is not None else None
+        refused: list[dict[str, Any]] = []  # each form the server rejected, as a retry record
+        while True:
+            path, body = self.build(request if form != "text" else _schema_in_prompt(request), form)
+            try:
+                answer, retries = await self.client.post(path, {**body, **self.extra_body})
+                break
+            except RequestRejected as exc:
+                weaker = self._weaker_form(request.stage, form, exc.message)
+                if weaker is None:
+                    exc.retries = refused + list(getattr(exc, "retries", []))
+                    raise
+                refused.append({"status": exc.status, "error": str(exc), "waited_seconds": 0.0, "structured_output": form})
+                self._forms[request.stage] = form = weaker
         try:
             response = self.parse(answer, set(tool_names_by_call_id(request.messages)))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({type(exc).__name__}: {exc})")) from None
-        return response.model_copy(update={"retries": retries})
+        return response.model_copy(update={"retries": refused + retries, "structured_output": form})
+
+    def structured_form(self, stage: str) -> str:
+        """The form a schema stage asks for next: pinned, else the strongest not yet refused."""
+        return self.pinned_forms.get(stage) or self._forms.get(stage) or STRUCTURED_FORMS[0]
+
+    def _weaker_form(self, stage: str, form: str | None, message: str) -> str | None:
+        if form is None or stage in self.pinned_forms or form == STRUCTURED_FORMS[-1]:
+            return None
+        if not any(field in message for field in self.structured_fields):
+            return None
+        return STRUCTURED_FORMS[STRUCTURED_FORMS.index(form) + 1]
+
+    structured_fields: ClassVar[tuple[str, ...]] = ("response_format",)
+    """Request fields whose naming in a rejection means the structured-output form was refused."""
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -69,8 +108,9 @@ class WireProvider:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def build(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
-        """The path under the base URL and the JSON body of one request."""
+    def build(self, request: ModelRequest, form: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The path under the base URL and the JSON body of one request; `form` is the
+        structured-output form of a schema stage (None without a schema)."""
         raise NotImplementedError
 
     def parse(self, answer: dict[str, Any], taken_ids: set[str]) -> ModelResponse:
@@ -109,6 +149,14 @@ class WireProvider:
         return f"data:{mime};base64,{data}"
 
 
+def _schema_in_prompt(request: ModelRequest) -> ModelRequest:
+    """The request for a server that takes no structured-output field: the schema goes in
+    the prompt, and the caller validates the answer against it."""
+    schema = json.dumps(request.response_schema, ensure_ascii=False, sort_keys=True)
+    note = {"role": "user", "content": SCHEMA_IN_PROMPT.format(schema=schema)}
+    return request.model_copy(update={"messages": [*request.messages, note]})
+
+
 def media_type(raw: bytes) -> str:
     """The image's media type from its magic bytes."""
     if raw.startswith(b"\xff\xd8\xff"):
@@ -124,7 +172,8 @@ def media_type(raw: bytes) -> str:
 
 def tool_arguments(raw: Any) -> dict[str, Any]:
     """Arguments as the model wrote them: a JSON object string (or an object) becomes a dict;
-    anything else is kept verbatim under `_raw`, which the toolbox refuses as invalid."""
+    anything else is kept verbatim under `_raw`, which the toolbox refuses as "the arguments
+    are not valid JSON", so the model is told and the episode goes on."""
     if isinstance(raw, dict):
         return raw
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -145,15 +194,6 @@ def tool_call(call_id: Any, name: Any, arguments: Any, taken_ids: set[str]) -> T
     unique = wanted if wanted and wanted not in taken_ids else f"call_{uuid.uuid4().hex[:24]}"
     taken_ids.add(unique)
     return ToolCallRequest(id=unique, name=str(name or ""), arguments=tool_arguments(arguments))
-
-
-def text_of(content: Any) -> str:
-    """The text of a Chat Completions message content: a string, or the text parts of a list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
 
 
 def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:

@@ -101,11 +101,18 @@ def tool_spec(name: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": spec["description"], "parameters": spec["parameters"]}}
 
 
+RAW_ARGUMENTS = "_raw"
+"""Key under which a provider keeps tool-call arguments that were not a JSON object, verbatim."""
+
+
 def validate_arguments(name: str, arguments: Any) -> Optional[str]:
     """Why `arguments` do not fit the tool's parameter schema, or None when they do."""
     schema = _SPECS[name]["parameters"]
     if not isinstance(arguments, dict):
         return f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
+    if set(arguments) == {RAW_ARGUMENTS}:
+        raw = str(arguments[RAW_ARGUMENTS])
+        return f"{name}: the arguments are not valid JSON: {raw[:200]!r}"
     for key in schema["required"]:
         if key not in arguments:
             return f"{name}: missing required argument {key!r}"

@@ -47,6 +47,7 @@ class Received:
     headers: dict[str, str]
     raw: bytes
     body: Any = None
+    status_sent: int | None = None
 
     def images(self) -> list[bytes]:
         """Every base64 image in the body (data URLs and Gemini inline data), decoded."""
@@ -81,7 +82,7 @@ class Script:
 
 
 class FakeServer:
-    def __init__(self, respond: Callable[[Received], Reply], *, wire: str = "chat_completions"):
+    def __init__(self, respond: Callable[[Received], Reply], *, wire: str = "chat_completions", port: int = 0):
         self.respond, self.wire = respond, wire
         self.received: list[Received] = []
         self.mismatches: list[str] = []
@@ -104,6 +105,7 @@ class FakeServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     reply = server._answer(received)
+                    received.status_sent = reply.status
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._send(reply)
@@ -129,7 +131,8 @@ class FakeServer:
                 if reply.cut_short:
                     self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ThreadingHTTPServer.allow_reuse_address = True  # a restarted server takes its port back at once
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
@@ -157,7 +160,13 @@ class FakeServer:
 
 def validate_request(wire: str, body: dict[str, Any]) -> None:
     if wire == "chat_completions":
-        check({k: v for k, v in body.items() if k not in CHAT_SERVER_EXTRAS}, chat_params.CompletionCreateParamsNonStreaming)
+        standard = {k: v for k, v in body.items() if k not in CHAT_SERVER_EXTRAS}
+        response_format = body.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_object" and "schema" in response_format:
+            # llama.cpp's server (and vLLM) take a schema beside json_object.
+            check(response_format["schema"], dict, "$.response_format.schema")
+            standard["response_format"] = {"type": "json_object"}
+        check(standard, chat_params.CompletionCreateParamsNonStreaming)
         if "chat_template_kwargs" in body:
             check(body["chat_template_kwargs"], dict[str, bool], "$.chat_template_kwargs")
     elif wire == "responses":

@@ -194,3 +194,53 @@ def test_eviscene_profiles_lists_them_and_prints_the_template(user_file, monkeyp
     assert template.exit_code == 0 and tomllib.loads(template.output) == tomllib.loads(BUILTIN_PROFILES_TOML)
     table = CliRunner().invoke(cli, ["profiles"])
     assert table.exit_code == 0 and table.output.splitlines()[0].split()[:3] == ["name", "provider", "model"]
+
+
+LIMITS_FILE = """
+[profiles.small-server]
+provider = "openai_compatible"
+model = "smollm2"
+base_url = "http://127.0.0.1:8765/v1"
+context_window = 8192
+structured_output = "json_object"
+
+[profiles.small-server.max_tokens]
+unified_react = 256
+"""
+
+
+def test_limits_and_a_pinned_structured_output_reach_the_provider_and_the_manifest(tmp_path, monkeypatch):
+    path = tmp_path / "profiles.toml"
+    path.write_text(LIMITS_FILE, encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(path))
+    settings = resolve_settings(profile="small-server")
+    # Every profile gets the stage defaults; the profile's own value wins for its stage.
+    assert settings.max_tokens == {"unified_react": 256, "unified_judgment": 2048, "perception": 1024}
+    assert settings.context_window == 8192 and settings.structured_output == {"unified_judgment": "json_object"}
+    assert resolve_settings(profile="small-server", context_window=4096).context_window == 4096  # the flag wins
+    options = EvalOptions(benchmark="x", profile="small-server", provider_outage_timeout=30)
+    provider = make_provider(options)
+    assert isinstance(provider, RunProvider)
+    assert provider.max_tokens["unified_react"] == 256 and provider.context_window == 8192
+    assert provider.agent.pinned_forms == {"unified_judgment": "json_object"}
+    assert provider.agent.client.breaker.outage_timeout == 30
+    manifest = provider_manifest(options)
+    assert manifest["structured_output"] == {"unified_judgment": "json_object"} and manifest["context_window"] == 8192
+    assert manifest["max_tokens"]["unified_react"] == 256 and manifest["provider_outage_timeout_seconds"] == 30
+    provider.guards[0].release()
+
+
+@pytest.mark.parametrize(
+    "table, problem",
+    [
+        ('structured_output = "xml"', "structured_output.unified_judgment: 'xml' is not one of json_schema, json_object, text"),
+        ("max_tokens = { judge = 10 }", "max_tokens: unknown stage 'judge'"),
+        ("max_tokens = { unified_react = 0 }", "max_tokens.unified_react must be at least 1"),
+    ],
+)
+def test_bad_limits_are_refused_with_the_field(table, problem, tmp_path, monkeypatch):
+    path = tmp_path / "profiles.toml"
+    path.write_text(f'[profiles.bad]\nprovider = "openai_compatible"\n{table}\n', encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(path))
+    with pytest.raises(EvisceneError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        load_profiles()

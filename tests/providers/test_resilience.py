@@ -10,7 +10,7 @@ from email.utils import formatdate
 import anyio
 import pytest
 
-from eviscene.agent.provider import ProviderError
+from eviscene.agent.provider import ProviderError, ProviderOutage
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.http import RetryPolicy, retry_after
 
@@ -120,12 +120,17 @@ async def test_a_connection_cut_mid_body_is_retried(images, case_image):
 
 
 @pytest.mark.anyio
-async def test_nobody_listening_is_a_provider_error(images, case_image):
+async def test_nobody_listening_spends_no_retries_and_ends_as_an_outage(images, case_image):
+    """Refused connections feed the endpoint's circuit breaker, not the call's retries: the
+    call waits for the endpoint until the outage timeout, then raises ProviderOutage (the
+    run stops; no episode fails)."""
     with FakeServer(lambda r: OK) as server:
         url = server.url
-    provider = ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(url + "/v1", max_retries=1), images=images)
-    with pytest.raises(ProviderError, match=r"failed after 2 tries; last: connection failed: ConnectError"):
+    provider = ChatCompletionsProvider(name="openai_compatible", model="m",
+                                       endpoint=endpoint(url + "/v1", max_retries=1, outage_timeout_seconds=0.5), images=images)
+    with pytest.raises(ProviderOutage, match=r"/v1 unreachable for 0.5 s \(connection refused\), the provider outage timeout$"):
         await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert provider.client.breaker.failures >= 3
 
 
 @pytest.mark.anyio

@@ -1,0 +1,368 @@
+"""What real model servers do, replayed by loopback servers: a structured-output form the
+server refuses (llama.cpp's server answers `json_schema` with a 500), deterministic
+rejections, an endpoint that goes away mid-run, a context window that fills up, an image a
+text-only model cannot take, a call cut off by the episode's timeout, and SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from eviscene.agent.provider import ProviderOutage, RequestRejected
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import resume_run, start_run
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.store import EventLog
+
+from conftest import endpoint, judgment_request
+from provider_servers import FakeServer, Received, Reply, Script, chat_completion
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+JUDGMENT = json.dumps({"verdict": "unverifiable", "confidence": 0.4, "verdict_basis": [], "rationale": "Little to go on."})
+# What llama-cpp-python's server answers a json_schema response_format with (its validation
+# error goes out as a 500).
+LLAMA_REFUSAL = Reply(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                                                 "'msg': \"Input should be 'text' or 'json_object'\"}]", "type": "internal_server_error"}})
+FAST_PROFILE = """
+[profiles.fast]
+provider = "openai_compatible"
+model = "m"
+max_retries = 1
+backoff_seconds = 0.05
+"""
+
+
+def judging(received: Received) -> bool:
+    return any("Give your judgment now" in json.dumps(m.get("content")) for m in received.body["messages"])
+
+
+def form_of(received: Received) -> str:
+    return (received.body.get("response_format") or {}).get("type", "text")
+
+
+@pytest.fixture
+def fast_profile(tmp_path, monkeypatch):
+    path = tmp_path / "profiles.toml"
+    path.write_text(FAST_PROFILE, encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(path))
+    return path
+
+
+def options(release_dir, url: str, **overrides) -> EvalOptions:
+    return EvalOptions(benchmark=str(release_dir / "runtime_input" / "cases.jsonl"), profile="fast", base_url=url + "/v1",
+                       **{"limit": 1, **overrides})
+
+
+def events(log: EventLog, kind: str) -> list[dict]:
+    rows = log.sql("SELECT episode_id, payload::VARCHAR AS p FROM events WHERE type = ? ORDER BY seq", [kind]).to_pylist()
+    return [{**json.loads(r["p"]), "episode_id": r["episode_id"]} for r in rows]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# -- structured output ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_json_schema_refused_with_a_500_falls_back_to_json_object_once(images, case_image):
+    def server_side(received: Received) -> Reply:
+        if form_of(received) == "json_schema":
+            return LLAMA_REFUSAL
+        return Reply(body=chat_completion(JUDGMENT))
+
+    with FakeServer(server_side) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1"), images=images) as provider:
+            request = judgment_request(images.add(case_image[1], case_image[0]))
+            first = await provider.complete(request)
+            second = await provider.complete(request)
+    assert server.mismatches == []
+    # One refused request (never retried), then json_object with the schema beside it; the
+    # next call starts at the form that worked.
+    assert [form_of(r) for r in server.received] == ["json_schema", "json_object", "json_object"]
+    assert server.received[1].body["response_format"]["schema"] == request.response_schema
+    assert first.structured_output == second.structured_output == "json_object"
+    [refused] = first.retries
+    assert refused["status"] == 500 and refused["structured_output"] == "json_schema" and "response_format" in refused["error"]
+    assert second.retries == []
+
+
+@pytest.mark.anyio
+async def test_a_server_refusing_every_response_format_gets_the_schema_in_the_prompt(images, case_image):
+    refusal = Reply(400, {"error": {"message": "Unrecognized request argument supplied: response_format"}})
+    with FakeServer(lambda r: refusal if "response_format" in r.body else Reply(body=chat_completion(JUDGMENT))) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1"), images=images) as provider:
+            request = judgment_request(images.add(case_image[1], case_image[0]))
+            response = await provider.complete(request)
+    assert [form_of(r) for r in server.received] == ["json_schema", "json_object", "text"]
+    last = server.received[-1].body["messages"][-1]["content"]
+    assert last.startswith("Answer with one JSON object and nothing else") and json.dumps(request.response_schema, sort_keys=True) in last
+    assert response.structured_output == "text" and [r["structured_output"] for r in response.retries] == ["json_schema", "json_object"]
+
+
+@pytest.mark.anyio
+async def test_a_pinned_form_is_asked_first_and_never_stepped_down(images, case_image):
+    with FakeServer(lambda r: LLAMA_REFUSAL) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1"), images=images,
+                                           structured_output={"unified_judgment": "json_object"}) as provider:
+            with pytest.raises(RequestRejected, match="response_format"):
+                await provider.complete(judgment_request(images.add(case_image[1], case_image[0])))
+    assert [form_of(r) for r in server.received] == ["json_object"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(422, {"detail": [{"loc": ["body", "messages"], "msg": "Field required"}]}),
+        Reply(404, {"error": {"message": "The model `m` does not exist."}}),
+        Reply(500, {"error": {"message": "1 validation error for ChatCompletionRequest: seed: Input should be a valid integer"}}),
+    ],
+    ids=["422", "404", "500-naming-a-field"],
+)
+@pytest.mark.anyio
+async def test_deterministic_rejections_end_the_call_at_once(reply, images, case_image):
+    with FakeServer(lambda r: reply) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1"), images=images) as provider:
+            request = judgment_request(images.add(case_image[1], case_image[0])).model_copy(update={"response_schema": None})
+            with pytest.raises(RequestRejected) as caught:
+                await provider.complete(request)
+    assert len(server.received) == 1 and caught.value.status == reply.status
+
+
+def test_a_run_judges_through_the_fallback_and_records_the_form(release_dir, tmp_path, fast_profile):
+    def server_side(received: Received) -> Reply:
+        if form_of(received) == "json_schema":
+            return LLAMA_REFUSAL
+        return Reply(body=chat_completion(JUDGMENT if judging(received) else "Nothing to search."))
+
+    with FakeServer(server_side) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, rollouts_per_case=2))
+    assert summary.terminations == {"completed": 2}
+    calls = events(log, "model.called")
+    assert [c["structured_output"] for c in calls if c["stage"] == "unified_judgment"] == ["json_object", "json_object"]
+    assert all(c["structured_output"] is None for c in calls if c["stage"] == "unified_react")
+    assert sum(form_of(r) == "json_schema" for r in server.received) == 1  # learned once for the run
+    agent = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'").to_pylist()[0]["p"])["agent"]
+    assert agent["structured_output"] == {"unified_judgment": "negotiated"}
+    assert agent["max_tokens"] == {"unified_react": 4096, "unified_judgment": 2048, "perception": 1024}
+    react = [r.body for r in server.received if not judging(r)]
+    assert {b["max_tokens"] for b in react} == {4096} and {r.body["max_tokens"] for r in server.received if judging(r)} == {2048}
+
+
+# -- outages ----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_calls_wait_for_an_endpoint_that_comes_back(images, case_image):
+    port = free_port()
+    heard: list[str | None] = []
+    provider = ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(f"http://127.0.0.1:{port}/v1", max_retries=0),
+                                       images=images)
+    provider.client.breaker.listener = heard.append
+    request = judgment_request(images.add(case_image[1], case_image[0])).model_copy(update={"response_schema": None})
+    async with anyio.create_task_group() as group:
+        answers = []
+
+        async def call() -> None:
+            answers.append(await provider.complete(request))
+
+        group.start_soon(call)
+        await anyio.sleep(3.5)  # 2 short backoffs, then the breaker opens and probes at 1, 2 s
+        with FakeServer(lambda r: Reply(body=chat_completion("back")), port=port):
+            with anyio.fail_after(10):
+                while not answers:
+                    await anyio.sleep(0.05)
+    await provider.aclose()
+    assert answers[0].content == "back"
+    waits = [h for h in heard if h]
+    assert waits and waits[0] == f"waiting for http://127.0.0.1:{port}/v1: connection refused, retrying in 1s"
+    assert heard[-1] is None  # told the endpoint is back
+    assert all(r["error"] == "connection refused" and r["status"] is None for r in answers[0].retries)
+
+
+@pytest.mark.anyio
+async def test_past_the_outage_timeout_the_call_raises_an_outage(images, case_image):
+    port = free_port()
+    provider = ChatCompletionsProvider(name="openai_compatible", model="m",
+                                       endpoint=endpoint(f"http://127.0.0.1:{port}/v1", outage_timeout_seconds=1.0), images=images)
+    request = judgment_request(images.add(case_image[1], case_image[0]))
+    clock = time.monotonic()
+    with pytest.raises(ProviderOutage, match=rf"http://127.0.0.1:{port}/v1 unreachable for 1 s \(connection refused\), the provider outage timeout$"):
+        await provider.complete(request)
+    assert time.monotonic() - clock < 5
+    await provider.aclose()
+
+
+def answer_everything(received: Received) -> Reply:
+    return Reply(body=chat_completion(JUDGMENT if judging(received) else "Nothing to search."))
+
+
+def test_an_outage_stops_the_run_cleanly_and_resume_finishes_it(release_dir, tmp_path, fast_profile):
+    port = free_port()
+    log = EventLog(tmp_path / "log.duckdb")
+    server = FakeServer(lambda r: r, port=port)
+
+    def one_episode_then_gone(received: Received) -> Reply:
+        if not judging(received):
+            return answer_everything(received)
+        server.httpd.shutdown()  # from a handler thread: stops accepting, this answer still goes out
+        server.httpd.server_close()
+        return Reply(body=chat_completion(JUDGMENT), headers={"Connection": "close"})
+
+    server.respond = one_episode_then_gone
+    server.__enter__()
+    summary = anyio.run(start_run, log, options(release_dir, f"http://127.0.0.1:{port}", limit=3, provider_outage_timeout=1.5))
+    assert summary.terminations == {"completed": 1}
+    assert summary.stopped.startswith("openai_compatible (chat_completions, model m): ") and "unreachable" in summary.stopped
+    assert [f["termination"] for f in events(log, "episode.finished")] == ["completed"]  # nothing ended `error`
+    assert events(log, "run.finished") == []
+    started = {e["episode_id"] for e in events(log, "episode.started")}
+    assert len(started) == 2  # the second episode was in flight and stays unfinished
+
+    with FakeServer(answer_everything, port=port):
+        resumed = anyio.run(resume_run, log, summary.run_id)
+    assert resumed.terminations == {"completed": 2} and not resumed.stopped
+    finished = [f["episode_id"] for f in events(log, "episode.finished")]
+    scheduled = [e["episode_id"] for e in events(log, "episode.scheduled")]
+    assert sorted(finished) == sorted(scheduled) and len(set(finished)) == 3  # each once: nothing lost or repeated
+    assert len(events(log, "run.finished")) == 1
+
+
+# -- the context window -----------------------------------------------------------------------
+
+SMALL_BUDGETS = """
+[profiles.fast.max_tokens]
+unified_react = 256
+unified_judgment = 256
+"""
+MAX_CONTEXT = "This model's maximum context length is {window} tokens. However, you requested {asked} tokens ({prompt} in the messages, {completion} in the completion). Please reduce the length of the messages or completion."
+
+
+def searching_model(window: int):
+    """Searches the caption again and again; refuses, as llama.cpp does, any request whose
+    prompt (4 characters a token here) and completion budget exceed `window`."""
+
+    def respond(received: Received) -> Reply:
+        body = received.body
+        prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools", []))) // 4
+        if prompt + body["max_tokens"] > window:
+            asked = prompt + body["max_tokens"]
+            return Reply(400, {"error": {"message": MAX_CONTEXT.format(window=window, asked=asked, prompt=prompt, completion=body["max_tokens"]),
+                                         "type": "invalid_request_error"}})
+        if judging(received):
+            return Reply(body=chat_completion(JUDGMENT, usage=(prompt, 20)))
+        turn = sum(m["role"] == "tool" for m in body["messages"])
+        query = json.dumps({"query": ["flood", "bus", "street", "protest", "fire", "storm"][turn % 6] + " photo"})
+        return Reply(body=chat_completion(None, tool_calls=[(f"call_{turn}", "text_search", query)], usage=(prompt, 20)))
+
+    return respond
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["context-window-flag", "learned-from-the-server"])
+def test_a_filling_context_shortens_old_observations_then_moves_to_the_judgment(given, release_dir, tmp_path, fast_profile):
+    fast_profile.write_text(FAST_PROFILE + SMALL_BUDGETS, encoding="utf-8")
+    with FakeServer(searching_model(3000)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, context_window=3000 if given else None,
+                                                    image_access_mode="separate_vlm", vlm_provider="offline"))
+    assert summary.terminations == {"budget_exhausted": 1}
+    refused = [c for c in events(log, "model.called") if c["error"]]
+    assert len(refused) == (0 if given else 1)  # learned from the first rejection, never refused again
+    if refused:
+        assert "maximum context length is 3000 tokens" in refused[0]["error"]
+    [gate] = [g for g in events(log, "gate.decided") if g["gate"] == "context_window"]
+    assert gate["passed"] is False and gate["reasons"][0].startswith("investigation_no_longer_fits")
+    assert [j["verdict"] for j in events(log, "judgment.made")] == ["unverifiable"]
+    # Older observations went out shortened, their evidence ids kept.
+    last = [r for r in server.received if r.status_sent == 200][-1].body["messages"]
+    tool_texts = [m["content"] for m in last if m["role"] == "tool"]
+    assert "[shortened to fit the context window]" in tool_texts[0] and "[ev-" in tool_texts[0]
+    returned = [t["observation"] for t in events(log, "tool.returned")]
+    assert "[shortened" not in " ".join(returned)  # the log keeps every observation whole
+
+
+def refuses_images(received: Received) -> Reply:
+    if received.images():
+        return Reply(400, {"error": {"message": MAX_CONTEXT.format(window=8192, asked=52256, prompt=52000, completion=256)}})
+    return answer_everything(received)
+
+
+def test_an_image_too_large_for_a_text_model_names_separate_vlm_offline(release_dir, tmp_path, fast_profile):
+    with FakeServer(refuses_images) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url))
+    assert summary.terminations == {"error": 1} and len(server.received) == 1
+    [finished] = events(log, "episode.finished")
+    [called] = events(log, "model.called")
+    for text in (finished["error"], called["error"]):
+        assert "the image made the request too long for the model's context window (8192 tokens)" in text
+        assert "--image-access-mode separate_vlm --vlm-provider offline" in text
+
+
+def test_separate_vlm_without_a_vlm_provider_records_the_vlm_call_and_says_what_to_do(release_dir, tmp_path, fast_profile):
+    with FakeServer(refuses_images) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, image_access_mode="separate_vlm"))
+        assert summary.terminations == {"error": 1}
+        [called] = events(log, "model.called")
+        assert called["stage"] == "perception" and called["provider"] == "openai_compatible" and called["model"] == "m"
+        assert "describing model cannot take the image" in called["error"] and "--vlm-provider offline" in called["error"]
+        agent = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'").to_pylist()[0]["p"])["agent"]
+        assert (agent["vlm_provider"], agent["vlm_model"]) == ("openai_compatible", "m")
+        # As the message says: the embedded perception report alone, and the run completes.
+        summary = anyio.run(start_run, log, options(release_dir, server.url, image_access_mode="separate_vlm", vlm_provider="offline"))
+    assert summary.terminations == {"completed": 1}
+
+
+def test_a_call_cut_off_by_the_episode_timeout_is_on_the_record(release_dir, tmp_path, fast_profile):
+    with FakeServer(lambda r: Reply(body=chat_completion("late"), delay=4.0)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, timeout=1.0))
+    assert summary.terminations == {"timeout": 1}
+    [called] = events(log, "model.called")
+    assert called["error"] == "timeout" and called["stage"] == "unified_react" and 900 <= called["latency_ms"] <= 3000
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_commits_every_answered_call_before_the_process_exits(signum, release_dir, tmp_path, fast_profile):
+    """The first call is answered; the second hangs, and the signal comes well inside the
+    writer's 1 s batching window: the answered call must be in the log all the same."""
+    query = json.dumps({"query": "flood photo"})
+    script = Script(Reply(body=chat_completion(None, tool_calls=[("call_1", "text_search", query)])), Reply(body=chat_completion("late"), delay=60))
+    db = tmp_path / "log.duckdb"
+    with FakeServer(script) as server:
+        process = subprocess.Popen(
+            [EVISCENE, "--db", str(db), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"), "--profile", "fast",
+             "--base-url", server.url + "/v1", "--limit", "1", "--no-progress", "--no-materialize"],
+            env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.monotonic() + 120
+        while len(server.received) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.01)
+        assert len(server.received) == 2
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
+    assert f"interrupted; `eviscene eval resume {run_id}` finishes it" in err and "Traceback" not in err
+    log = EventLog(db)
+    [called] = events(log, "model.called")
+    assert [c["name"] for c in called["tool_calls"]] == ["text_search"]
+    assert [e["tool"] for e in events(log, "tool.returned")] == ["text_search"]
+    assert events(log, "episode.finished") == []
