@@ -17,6 +17,7 @@ import duckdb
 from eviscene.errors import LogLockedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
+from eviscene.store.parquet_export import export_sources
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
 DUCKDB_CONFIG = {
@@ -82,6 +83,8 @@ def live_files(log_path: Path, sealed: set[tuple[str, str]]) -> LiveFiles:
 
 def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory connection whose `events` and `blobs` views cover the whole log."""
+    if log_path.is_dir():
+        return open_parquet_export(log_path)
     con = new_connection()
     sealed: set[tuple[str, str]] = set()
     parts_events, parts_blobs = [], []
@@ -108,6 +111,15 @@ def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
     con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
     con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    return con
+
+
+def open_parquet_export(directory: Path) -> duckdb.DuckDBPyConnection:
+    """A folder written by `log export-parquet`: its Parquet files are the log, read only."""
+    con = new_connection()
+    events, blobs = export_sources(directory)
+    con.execute("CREATE VIEW events AS " + (events or _empty_events()))
+    con.execute("CREATE VIEW blobs AS " + blobs)
     return con
 
 
