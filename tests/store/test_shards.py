@@ -4,6 +4,7 @@ run that matches an unsharded run of the same cases, episode by episode."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from eviscene.cli.main import cli
 from eviscene.events import GateDecided, RunFinished
 from eviscene.store import EventDraft, EventLog
+from eviscene.store.chain import content_digest, event_hash
 
 RELEASE = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -92,14 +94,25 @@ def test_a_folded_shards_own_chain_is_checked_by_verify(shard_logs, tmp_path: Pa
     for shard in shards:
         EventLog(merged).merge(shard)
     assert EventLog(merged).verify().ok
-    # Re-chain an edited event after the record: the run's chain is intact again, but the
-    # shard's own chain no longer ends at the head recorded at merge.
+    # Forge an event of the folded shard and re-chain the run after it (and its sealed record):
+    # the run's chain is whole again, but the shard's own chain no longer reaches its recorded head.
     con = duckdb.connect(str(merged))
     record_seq = con.execute("SELECT seq FROM events WHERE type = 'artifact.imported' AND payload->>'kind' = 'log_shard'").fetchone()[0]
-    con.execute("UPDATE events SET payload = json_object('type', 'gate.decided') WHERE seq = ?", [record_seq + 3])
+    rows = con.execute(
+        "SELECT seq, event_id, epoch_us(ts), episode_id, attempt, type, step, payload::VARCHAR, prev_hash FROM events "
+        "WHERE run_id = 'exp' AND seq > ? ORDER BY seq", [record_seq + 2]
+    ).fetchall()
+    prev_hash = rows[0][8]
+    for number, (seq, event_id, ts, episode_id, attempt, type_, step, payload, _prev) in enumerate(rows):
+        if number == 0:
+            payload = json.dumps({**json.loads(payload), "forged": True}, separators=(",", ":"))
+        new_hash = event_hash(prev_hash, seq, event_id, ts, content_digest("exp", episode_id, attempt, type_, step, payload))
+        con.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE run_id = 'exp' AND seq = ?", [payload, prev_hash, new_hash, seq])
+        prev_hash = new_hash
+    con.execute("UPDATE sealed_segments SET last_hash = ? WHERE run_id = 'exp' AND last_seq = ?", [prev_hash, rows[-1][0]])
     con.close()
     problems = [str(p) for p in EventLog(merged).verify().problems]
-    assert problems and f"seq {record_seq + 3}" in problems[0]
+    assert len(problems) == 1 and "merged shard's own chain" in problems[0], problems
 
 
 def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path: Path) -> None:
