@@ -78,6 +78,7 @@ def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_pat
     assert invoke("--db", str(out), "sql", query) == invoke("--db", str(log.path), "sql", query)
     assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 3}]
     assert EventLog(out).sql("SELECT count(*) AS n FROM blobs").to_pylist() == [{"n": 2}]
+    assert "ok: 2 run(s), 5 events, every chain intact and complete" in invoke("--db", str(out), "log", "verify")
 
 
 def test_a_run_that_grows_is_re_exported_and_one_being_written_waits(tmp_path: Path) -> None:
