@@ -47,21 +47,24 @@ class ExportReport:
     blobs: int
 
 
-def export_sources(directory: Path) -> tuple[str | None, str]:
+def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
     """The SELECTs presenting an export folder's files as the `events` and `blobs` relations
-    (events None while the folder holds none)."""
+    (events None while the folder holds none), and the files they read, named one by one
+    (so a sandboxed reader can allow exactly those)."""
     if not (directory / EVENTS_DIR).is_dir():
         raise EvisceneError(f"{directory} is a folder but not a `log export-parquet` export (no {EVENTS_DIR}/ in it)")
+    events = sorted((directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"))
+    blobs = sorted((directory / BLOBS_DIR).glob("blobs-*.parquet"))
     columns = ", ".join("payload::JSON AS payload" if c == "payload" else c for c in EVENT_SCHEMA.names)
-    events_sql = f"SELECT {columns} FROM read_parquet('{_quote(directory / EVENTS_DIR)}/*/*.parquet', hive_partitioning = true, hive_types = {{'run_id': VARCHAR}})"
-    if not any(directory.glob(f"{EVENTS_DIR}/run_id=*/*.parquet")):
-        events_sql = None
-    blobs = sorted((directory / BLOBS_DIR).glob("*.parquet"))
+    events_sql = (
+        f"SELECT {columns} FROM read_parquet({_sql_list(events)}, hive_partitioning = true, hive_types = {{'run_id': VARCHAR}})"
+        if events else None
+    )
     blobs_sql = (
-        f"SELECT {BLOB_COLUMNS} FROM read_parquet('{_quote(directory / BLOBS_DIR)}/*.parquet')" if blobs
+        f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(blobs)})" if blobs
         else "SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false"
     )
-    return events_sql, blobs_sql
+    return events_sql, blobs_sql, events + blobs
 
 
 def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
@@ -119,5 +122,5 @@ def _write(folder: Path, name: str, table: pa.Table) -> None:
     os.replace(pending, folder / name)
 
 
-def _quote(path: Path) -> str:
-    return str(path).replace("'", "''")
+def _sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"

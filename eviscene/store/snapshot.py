@@ -117,7 +117,7 @@ def open_snapshot(log_path: Path) -> duckdb.DuckDBPyConnection:
 def open_parquet_export(directory: Path) -> duckdb.DuckDBPyConnection:
     """A folder written by `log export-parquet`: its Parquet files are the log, read only."""
     con = new_connection()
-    events, blobs = export_sources(directory)
+    events, blobs, _files = export_sources(directory)
     con.execute("CREATE VIEW events AS " + (events or _empty_events()))
     con.execute("CREATE VIEW blobs AS " + blobs)
     return con
