@@ -109,8 +109,10 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="Per-episode timeout in seconds.")
 @click.option("--limit", type=int, default=None, help="Run only the first N selected cases.")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
-@click.option("--shard-count", type=int, default=1, show_default=True)
-@click.option("--shard-index", type=int, default=0, show_default=True)
+@click.option("--shard-count", type=int, default=1, show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
+              help="Split the cases into N shards (default: SLURM_ARRAY_TASK_COUNT); merge the shards' logs with `log merge`.")
+@click.option("--shard-index", type=int, default=0, show_default=True, envvar="SLURM_ARRAY_TASK_ID",
+              help="Run shard I of --shard-count, from 0 (default: SLURM_ARRAY_TASK_ID), e.g. --shard-count 4 --shard-index 2.")
 @click.option("--training-prohibited", is_flag=True, help="Mark every episode ineligible for training.")
 @click.option("--source-access-policy", type=click.Path(exists=True, dir_okay=False), default=None, help="Policy JSON (default: the release's).")
 @click.option("--disable-web-search", is_flag=True, help="Ablation: remove text_search.")

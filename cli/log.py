@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 
+from pathlib import Path
+
 import click
 
 from eviscene.store import EventLog, VerifyReport
+from eviscene.store.parquet_export import export_parquet
 
 
 @click.group()
@@ -88,6 +91,33 @@ def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
     _print_report(verify)
     if not verify.ok:
         sys.exit(1)
+
+
+@log.command("export-parquet")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.pass_obj
+def export_parquet_command(event_log: EventLog, directory: Path) -> None:
+    """Write the log's events and blobs as Parquet under DIRECTORY, partitioned by run (hive
+    layout: DIRECTORY/events/run_id=R/…parquet, DIRECTORY/blobs/…parquet), for Spark, Trino,
+    Polars or DuckDB. Incremental: runs exported already and unchanged are skipped, a run
+    that grew is rewritten, a run still being written waits for its end. Every read command
+    reads such a folder as a log: `eviscene --db DIRECTORY sql …`.
+
+    \b
+    Example:
+        eviscene log export-parquet history/
+        eviscene --db history/ sql "SELECT count(*) FROM episodes"
+    """
+    con = event_log.connect(views=False)
+    try:
+        report = export_parquet(event_log.path, directory.resolve(), con)
+    finally:
+        con.close()
+    click.echo(
+        f"exported {len(report.exported)} run(s) ({report.events} events) and {report.blobs} blob(s) to {directory}; "
+        f"{report.unchanged} run(s) unchanged"
+        + (f"; still being written, not exported: {', '.join(report.running)}" if report.running else "")
+    )
 
 
 COMMANDS = [log]

@@ -63,8 +63,8 @@ def one_line(message: str) -> str:
     envvar="EVISCENE_DB",
     default=DEFAULT_LOG,
     show_default=True,
-    type=click.Path(dir_okay=False),
-    help="The event log (also EVISCENE_DB).",
+    type=click.Path(),
+    help="The event log (also EVISCENE_DB), or a folder of `log export-parquet` to read.",
 )
 @click.version_option(__version__, prog_name="eviscene")
 @click.pass_context

@@ -14,7 +14,7 @@ import anyio
 import duckdb
 import pyarrow as pa
 
-from eviscene.errors import LogNotFoundError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.layout import live_root, resolve_log_path
 from eviscene.store.merge import MergeReport, merge_log
 from eviscene.store.seal import seal_runs
@@ -157,6 +157,7 @@ class EventLog:
 
     def writer(self, run_id: str, **options: Any) -> RunWriter:
         """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""
+        self._writable()
         return RunWriter(self.path, run_id, **options)
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
@@ -175,11 +176,17 @@ class EventLog:
 
     def merge(self, source: str | os.PathLike[str]) -> MergeReport:
         """Fold another log (a shard, another machine's runs) into this one's archive."""
+        self._writable()
         return merge_log(self.path, resolve_log_path(source))
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""
+        self._writable()
         return seal_runs(self.path, run_ids)
+
+    def _writable(self) -> None:
+        if self.path.is_dir():
+            raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

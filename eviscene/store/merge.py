@@ -2,8 +2,17 @@
 log's archive. The source is verified in full first (chains, segments, records): a broken
 one, or one with a run still being written, is refused before anything moves. Events
 already present (same event_id) are skipped, so merging twice is a no-op; a run present in
-both logs with different events is refused. The source's segment records come along, so
-the target's `log verify` checks the merged runs' ranges too."""
+both logs with different events is refused, unless both are shards of one sharded run
+(below). The source's segment records come along, so the target's `log verify` checks the
+merged runs' ranges too.
+
+Shards (`eval run --shard-count N --shard-index I`, one log each, one run id) fold into one
+run: the first shard merged keeps its chain as it is; each further shard's events are
+renumbered and re-chained after the run's last event, behind an `artifact.imported` event
+of kind `log_shard` that records the shard's chain head (hash and last seq) and, for the
+events the run already holds (the same gold and policy imports: same event_id), their seq,
+ts and content. From that record `log verify` rebuilds the shard's own chain over the folded
+events and checks it ends at the recorded head, so both chains verify in the merged log."""
 
 from __future__ import annotations
 
@@ -12,12 +21,16 @@ from pathlib import Path
 
 import duckdb
 
+import pyarrow as pa
+
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
+from eviscene.events import ArtifactImported
+from eviscene.store.chain import content_digest, derived_event_id, event_hash, now_micros
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.seal import seal_runs
-from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
+from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS, EVENT_SCHEMA
 from eviscene.store.snapshot import attach_archive_as, open_snapshot
 from eviscene.store.verify import RECORD_COLUMNS, segment_records, verify_log
 
@@ -48,13 +61,10 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         writing = set(live_run_ids(target)) & {row[0] for row in con.execute("SELECT DISTINCT run_id FROM events").fetchall()}
         if writing:
             raise EvisceneError(f"run {sorted(writing)[0]} is still being written in {target}; merge it when it ends")
-        clashes = con.execute(
-            "SELECT s.run_id, s.seq FROM events s JOIN merged.events t USING (run_id, seq) "
-            "WHERE s.event_id <> t.event_id ORDER BY 1, 2 LIMIT 1"
-        ).fetchall()
-        if clashes:
-            run_id, seq = clashes[0]
-            raise EvisceneError(f"run {run_id} exists in both logs with different events (seq {seq}); not merged")
+        shared = _runs_in_both(con)  # their records here stand; a fold records its own range
+        folds = [run_id for run_id in shared if _unmerged_events(con, run_id)]
+        for run_id in folds:
+            _check_shards_of_one_run(con, run_id, source)
         con.execute("BEGIN")
         blobs = con.execute(
             f"INSERT INTO merged.blobs SELECT DISTINCT ON (sha256) {BLOB_COLUMNS} FROM blobs "
@@ -62,14 +72,18 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         ).fetchall()[0][0]
         events = con.execute(
             f"INSERT INTO merged.events SELECT {EVENT_COLUMNS} FROM events "
-            "WHERE event_id NOT IN (SELECT event_id FROM merged.events) ORDER BY run_id, seq"
+            "WHERE event_id NOT IN (SELECT event_id FROM merged.events) AND run_id NOT IN (SELECT unnest(?::VARCHAR[])) "
+            "ORDER BY run_id, seq",
+            [shared],
         ).fetchall()[0][0]
-        records = segment_records(con, source)
+        records = [r for r in segment_records(con, source) if r[0] not in shared]
         if records:
             con.executemany(
                 f"INSERT OR IGNORE INTO merged.sealed_segments ({RECORD_COLUMNS}, sealed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
                 [list(r) for r in records],
             )
+        for run_id in folds:
+            events += _fold_shard(con, run_id, source)
         checkpoint("merge.before_commit")
         con.execute("COMMIT")
         checkpoint("merge.committed")
@@ -78,3 +92,85 @@ def merge_log(target: Path, source: Path) -> MergeReport:
     finally:
         con.close()
     return MergeReport(source=source, events=events, blobs=blobs)
+
+
+SHARD_KIND = "log_shard"
+
+
+def _runs_in_both(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [row[0] for row in con.execute(
+        "SELECT DISTINCT run_id FROM events WHERE run_id IN (SELECT run_id FROM merged.events) ORDER BY 1"
+    ).fetchall()]
+
+
+def _unmerged_events(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    return con.execute(
+        "SELECT count(*) FROM events WHERE run_id = ? AND event_id NOT IN (SELECT event_id FROM merged.events)", [run_id]
+    ).fetchall()[0][0]
+
+
+def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source: Path) -> None:
+    """Fold only another shard of the same sharded run: same release, cases and shard
+    count, a shard index the run does not hold yet; anything else is a different run."""
+    shape = (
+        "SELECT payload->>'$.benchmark.release_id', payload->>'$.benchmark.sha256', "
+        "(payload->>'$.benchmark.shard_count')::INTEGER, (payload->>'$.benchmark.shard_index')::INTEGER "
+        "FROM {table} WHERE run_id = ? AND type = 'run.started'"
+    )
+    theirs = con.execute(shape.format(table="events"), [run_id]).fetchall()
+    ours = con.execute(shape.format(table="merged.events"), [run_id]).fetchall()
+    refusal = f"run {run_id} exists in both logs with different events"
+    if len(theirs) != 1 or not ours or (theirs[0][2] or 1) < 2:
+        raise EvisceneError(f"{refusal}, and {source} is not one shard of it (--shard-count); not merged")
+    release, cases, count, index = theirs[0]
+    if any((r[0], r[1], r[2]) != (release, cases, count) for r in ours):
+        raise EvisceneError(f"{refusal}: {source} ran another release, cases or --shard-count; not merged")
+    if index in {r[3] for r in ours}:
+        raise EvisceneError(f"{refusal}: shard {index}/{count} is merged already, with other events; not merged")
+
+
+def _fold_shard(con: duckdb.DuckDBPyConnection, run_id: str, source: Path) -> int:
+    """Append a verified shard's run after the run's events here, re-chained (module doc)."""
+    rows = con.execute(
+        "SELECT seq, event_id, epoch_us(ts), episode_id, attempt, type, step, payload::VARCHAR, hash, "
+        "event_id IN (SELECT event_id FROM merged.events) FROM events WHERE run_id = ? ORDER BY seq",
+        [run_id],
+    ).fetchall()
+    index, count = con.execute(
+        "SELECT (payload->>'$.benchmark.shard_index')::INTEGER, (payload->>'$.benchmark.shard_count')::INTEGER "
+        "FROM events WHERE run_id = ? AND type = 'run.started'", [run_id]
+    ).fetchall()[0]
+    seq, prev_hash = con.execute(
+        "SELECT seq, hash FROM merged.events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]
+    ).fetchall()[0]
+    held = [[r[0], r[1], r[2], content_digest(run_id, *r[3:8])] for r in rows if r[9]]
+    record = ArtifactImported(
+        kind=SHARD_KIND, path=str(source), sha256=rows[-1][8], rows=len(rows),
+        metadata={"shard_index": index, "shard_count": count, "last_seq": rows[-1][0], "held": held},
+    ).model_dump_json()
+    stamp = now_micros()
+    content = content_digest(run_id, None, None, "artifact.imported", None, record)
+    new = [(derived_event_id(content), stamp, None, None, "artifact.imported", None, record, content)]
+    new += [(r[1], r[2], *r[3:8], content_digest(run_id, *r[3:8])) for r in rows if not r[9]]
+    columns: dict[str, list] = {name: [] for name in EVENT_SCHEMA.names}
+    for event_id, ts, episode_id, attempt, type_, step, payload, content in new:
+        seq += 1
+        columns["seq"].append(seq)
+        columns["prev_hash"].append(prev_hash)
+        prev_hash = event_hash(prev_hash, seq, event_id, ts, content)
+        columns["hash"].append(prev_hash)
+        for name, value in zip(("event_id", "ts", "run_id", "episode_id", "attempt", "type", "step", "payload"),
+                               (event_id, ts, run_id, episode_id, attempt, type_, step, payload)):
+            columns[name].append(value)
+    table = pa.Table.from_pydict(columns, schema=EVENT_SCHEMA)
+    con.register("folded_shard", table)
+    try:
+        con.execute(f"INSERT INTO merged.events SELECT {EVENT_COLUMNS} FROM folded_shard ORDER BY seq").fetchall()
+    finally:
+        con.unregister("folded_shard")
+    first = columns["seq"][0]
+    con.execute(
+        f"INSERT INTO merged.sealed_segments ({RECORD_COLUMNS}, sealed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
+        [run_id, f"shard-{index:06d}-of-{count:06d}.merged", len(new), rows[-1][8], first, seq, columns["prev_hash"][0], prev_hash],
+    ).fetchall()
+    return len(new)

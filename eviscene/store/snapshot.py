@@ -19,6 +19,7 @@ import duckdb
 from eviscene.errors import LogLockedError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
+from eviscene.store.parquet_export import export_sources
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
 DUCKDB_CONFIG = {
@@ -98,6 +99,8 @@ class Sandbox:
 def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory connection whose `events` and `blobs` views cover the whole log
     (locked down to reading with `sandbox`)."""
+    if log_path.is_dir():
+        return open_parquet_export(log_path, sandbox)
     con = new_connection()
     sealed: set[tuple[str, str]] = set()
     parts_events, parts_blobs = [], []
@@ -165,6 +168,17 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
             f"only a SELECT statement runs over the log; {kind.name} is refused "
             "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
         )
+
+
+def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
+    """A folder written by `log export-parquet`: its Parquet files are the log, read only."""
+    con = new_connection()
+    events, blobs, files = export_sources(directory)
+    con.execute("CREATE VIEW events AS " + (events or _empty_events()))
+    con.execute("CREATE VIEW blobs AS " + blobs)
+    if sandbox is not None:
+        _lock_down(con, list(files), sandbox)
+    return con
 
 
 def _empty_events() -> str:

@@ -9,6 +9,9 @@
 - The end: a run no writer holds ends with `run.finished` (stamped with the chain head it
   closes); one without is reported unfinished. A run whose lock is held is verified up to
   its last commit and reported running.
+- A folded shard (`log merge`): behind its `log_shard` record, the shard's own chain is
+  rebuilt over its events (and those it shared, from the record) and must end at the
+  recorded head; the shard's run.finished is checked against that chain.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
     start = start or {}
     current, broken = None, False
     last_seq, prev_hash, last_type = 0, GENESIS_HASH, ""
+    shard: ShardChain | None = None
     for batch in batches:
         c = batch.to_pydict()
         rows = zip(c["run_id"], c["seq"], c["event_id"], c["ts"], c["episode_id"], c["attempt"], c["type"],
@@ -112,10 +116,10 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
             walk.events += 1
             if run_id != current:
                 if current is not None:
-                    walk.tails[current] = (last_seq, prev_hash, last_type)
+                    _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
                 walk.runs += 1
                 last_seq, prev_hash = start.get(run_id, (0, GENESIS_HASH))
-                current, broken, last_type = run_id, False, ""
+                current, broken, last_type, shard = run_id, False, "", None
             if broken:
                 continue
             problem = None
@@ -126,18 +130,77 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                 )
             elif row_prev != prev_hash:
                 problem = "prev_hash does not match the previous event (reordered, inserted or deleted events)"
-            elif event_hash(prev_hash, seq, event_id, ts, content_digest(run_id, episode_id, attempt, type_, step, payload)) != row_hash:
+            elif event_hash(prev_hash, seq, event_id, ts, content := content_digest(run_id, episode_id, attempt, type_, step, payload)) != row_hash:
                 problem = "hash does not match the event's content (edited event)"
+            elif shard is not None:
+                problem = shard.step(event_id, ts, content, orjson.loads(payload) if type_ == "run.finished" else None)
+                if shard.done:
+                    problem, shard = problem or shard.end(), None
             elif type_ == "run.finished":
                 problem = _end_mismatch(orjson.loads(payload), seq, prev_hash)
+            elif type_ == "artifact.imported" and '"log_shard"' in payload:
+                shard = ShardChain.from_record(orjson.loads(payload))
+                if shard is not None and shard.done:  # every event of the shard was held already
+                    problem, shard = shard.end(), None
             if problem:
                 walk.problems.append(ChainProblem(run_id, seq, event_id, problem))
                 broken = True
                 continue
             last_seq, prev_hash, last_type = seq, row_hash, type_
     if current is not None:
-        walk.tails[current] = (last_seq, prev_hash, last_type)
+        _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
     return walk
+
+
+def _close(walk: ChainWalk, run_id: str, tail: tuple[int, str, str], shard: "ShardChain | None", broken: bool) -> None:
+    walk.tails[run_id] = tail
+    if shard is not None and not broken:
+        walk.problems.append(ChainProblem(run_id, tail[0], "", f"a merged shard's events end early after seq {tail[0]} (cut off)"))
+
+
+@dataclass
+class ShardChain:
+    """A shard's own chain, rebuilt over its events folded into the run (merge.py): the
+    events the run already held are replayed from the record, by their shard seq."""
+
+    head: str
+    last_seq: int
+    held: dict[int, tuple[str, int, str]]
+    remaining: int
+    seq: int = 0
+    prev_hash: str = GENESIS_HASH
+
+    @classmethod
+    def from_record(cls, payload: dict) -> "ShardChain | None":
+        if payload.get("kind") != "log_shard":
+            return None
+        held = {seq: (event_id, ts, content) for seq, event_id, ts, content in payload["metadata"]["held"]}
+        return cls(payload["sha256"], payload["metadata"]["last_seq"], held, payload["rows"] - len(held))
+
+    @property
+    def done(self) -> bool:
+        return self.remaining == 0
+
+    def _fold(self, event_id: str, ts: int, content: str) -> None:
+        self.seq += 1
+        self.prev_hash = event_hash(self.prev_hash, self.seq, event_id, ts, content)
+
+    def _replay_held(self) -> None:
+        while self.seq + 1 in self.held:
+            self._fold(*self.held[self.seq + 1])
+
+    def step(self, event_id: str, ts: int, content: str, finished: dict | None) -> str | None:
+        self._replay_held()
+        problem = _end_mismatch(finished, self.seq + 1, self.prev_hash) if finished else None
+        self._fold(event_id, ts, content)
+        self.remaining -= 1
+        return f"in the merged shard's own chain (its seq {self.seq}): {problem}" if problem else None
+
+    def end(self) -> str | None:
+        self._replay_held()
+        if (self.seq, self.prev_hash) != (self.last_seq, self.head):
+            return f"the merged shard's own chain ends at seq {self.seq}, not at its recorded head (seq {self.last_seq}); events changed"
+        return None
 
 
 def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:

@@ -6,7 +6,7 @@
 -- run_manifest.json recorded them); other imports and dataset exports are recorded under
 -- their own ids and not listed. For each: when it
 -- started and last finished, its release, provider and model, a label of the settings that
--- tell runs apart (rollouts, base sampling seed, ablations, shard, image access), and how
+-- tell runs apart (rollouts, base sampling seed, ablations, shard or shards merged, image access), and how
 -- many of its planned episodes have finished and how many of those count as errors
 -- (episode_errors). The status covers every episode of the run, however many invocations
 -- (`eval resume`) it took: `failed` when its last invocation crashed, `running_or_interrupted`
@@ -17,7 +17,8 @@ WITH started AS (
     SELECT
         run_id,
         min(ts) AS started_at,
-        arg_min(payload, seq) AS payload
+        arg_min(payload, seq) AS payload,
+        count(*) AS shards  -- a merged sharded run has one run.started per shard
     FROM events
     WHERE type = 'run.started'
     GROUP BY run_id
@@ -54,8 +55,10 @@ labels AS (
             CASE WHEN (payload->'agent'->'tool_families'->'web_search'->>'enabled') = 'false' THEN 'no-web-search' END,
             CASE WHEN (payload->'agent'->'tool_families'->'image_retrieval'->>'enabled') = 'false' THEN 'no-image-retrieval' END,
             CASE WHEN (payload->'agent'->'tool_families'->'evidence_inspection'->>'enabled') = 'false' THEN 'no-evidence-inspection' END,
-            CASE WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1
-                 THEN 'shard=' || (payload->'benchmark'->>'shard_index') || '/' || (payload->'benchmark'->>'shard_count') END,
+            CASE WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1 AND shards = 1
+                 THEN 'shard=' || (payload->'benchmark'->>'shard_index') || '/' || (payload->'benchmark'->>'shard_count')
+                 WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1
+                 THEN 'shards=' || shards || '/' || (payload->'benchmark'->>'shard_count') END,
             CASE WHEN (payload->'agent'->>'image_access_mode') = 'separate_vlm' THEN 'separate_vlm' END
         ) AS label
     FROM started

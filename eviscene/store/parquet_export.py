@@ -1,0 +1,126 @@
+"""`eviscene log export-parquet DIR`: the log's history as plain Parquet, for Spark, Trino,
+Polars or DuckDB over object storage, and readable back by every read command
+(`eviscene --db DIR …`).
+
+    DIR/events/run_id=<run>/events-<last seq>-<last hash[:16]>.parquet   one file per run, by seq
+    DIR/blobs/blobs-<digest[:16]>.parquet                                 blobs, by sha256, each once
+
+The events files have the log's columns less `run_id`, which is the hive partition (the
+folder name, percent-encoded where a run id holds `:`, `+`, `=` or `@`); `payload` is the
+event's JSON text. A run's file is named by the chain head it ends at, so an export is
+incremental: a run whose file is there already is skipped, a run that grew since (a resume,
+a merged shard) gets its new file and loses the old one, and a run still being written (its
+writer holds the lock) is not exported until it ends. Blobs already exported are not written
+again. Files are written under a temporary name and renamed, so a reader never sees half a
+file; the same log exported into an empty folder gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eviscene.errors import EvisceneError
+from eviscene.store.layout import live_root, live_run_ids
+from eviscene.store.locks import lock_holder
+from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
+
+EVENTS_DIR = "events"
+BLOBS_DIR = "blobs"
+_FILE_COLUMNS = [name for name in EVENT_SCHEMA.names if name != "run_id"]
+_FILE_SCHEMA = pa.schema([EVENT_SCHEMA.field(name) for name in _FILE_COLUMNS])
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    exported: list[str]
+    events: int
+    unchanged: int
+    running: list[str]
+    blobs: int
+
+
+def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
+    """The SELECTs presenting an export folder's files as the `events` and `blobs` relations
+    (events None while the folder holds none), and the files they read, named one by one
+    (so a sandboxed reader can allow exactly those)."""
+    if not (directory / EVENTS_DIR).is_dir():
+        raise EvisceneError(f"{directory} is a folder but not a `log export-parquet` export (no {EVENTS_DIR}/ in it)")
+    events = sorted((directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"))
+    blobs = sorted((directory / BLOBS_DIR).glob("blobs-*.parquet"))
+    columns = ", ".join("payload::JSON AS payload" if c == "payload" else c for c in EVENT_SCHEMA.names)
+    events_sql = (
+        f"SELECT {columns} FROM read_parquet({_sql_list(events)}, hive_partitioning = true, hive_types = {{'run_id': VARCHAR}})"
+        if events else None
+    )
+    blobs_sql = (
+        f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(blobs)})" if blobs
+        else "SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false"
+    )
+    return events_sql, blobs_sql, events + blobs
+
+
+def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
+    """Export the log read through `con` (a snapshot of `log_path`) into `directory`."""
+    if directory.exists() and not directory.is_dir():
+        raise EvisceneError(f"{directory} is not a directory")
+    if directory.resolve() == log_path.resolve():
+        raise EvisceneError(f"cannot export {log_path} into itself")
+    running = sorted(r for r in live_run_ids(log_path) if lock_holder(live_root(log_path) / r / "writer.lock") is not None)
+    heads = con.execute(
+        "SELECT run_id, max(seq), arg_max(hash, seq) FROM events GROUP BY run_id ORDER BY run_id"
+    ).fetchall()
+    exported, events, unchanged = [], 0, 0
+    for run_id, last_seq, last_hash in heads:
+        if run_id in running:
+            continue
+        partition = directory / EVENTS_DIR / f"run_id={quote(run_id, safe='._-')}"
+        name = f"events-{last_seq:012d}-{last_hash[:16]}.parquet"
+        if (partition / name).exists():
+            unchanged += 1
+            continue
+        table = con.sql(
+            f"SELECT {', '.join(_FILE_COLUMNS).replace('payload', 'payload::VARCHAR AS payload')} FROM events WHERE run_id = $run ORDER BY seq",
+            params={"run": run_id},
+        ).to_arrow_table().cast(_FILE_SCHEMA)
+        _write(partition, name, table)
+        for stale in partition.glob("events-*.parquet"):
+            if stale.name != name:
+                stale.unlink()
+        exported.append(run_id)
+        events += table.num_rows
+    return ExportReport(exported, events, unchanged, running, _export_blobs(con, directory / BLOBS_DIR))
+
+
+def _export_blobs(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
+    have = sorted(folder.glob("*.parquet"))
+    known = pa.concat_tables([pq.read_table(p, columns=["sha256"]) for p in have]) if have else pa.table({"sha256": pa.array([], pa.string())})
+    con.register("exported_blobs", known)
+    try:
+        table = con.sql(
+            f"SELECT DISTINCT ON (sha256) {BLOB_COLUMNS} FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM exported_blobs) ORDER BY sha256"
+        ).to_arrow_table().cast(BLOB_SCHEMA)
+    finally:
+        con.unregister("exported_blobs")
+    if table.num_rows:
+        digest = hashlib.sha256("\n".join(table.column("sha256").to_pylist()).encode()).hexdigest()
+        _write(folder, f"blobs-{digest[:16]}.parquet", table)
+    return table.num_rows
+
+
+def _write(folder: Path, name: str, table: pa.Table) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pending = folder / f".{name}.tmp"
+    pq.write_table(table, pending, compression="zstd")
+    os.replace(pending, folder / name)
+
+
+def _sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"

@@ -1,0 +1,114 @@
+"""`log export-parquet`: the history as hive-partitioned Parquet, incremental and byte-stable,
+readable by plain DuckDB and pyarrow and by `eviscene --db DIR`."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import anyio
+import duckdb
+import pyarrow.dataset as ds
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.events import EpisodeScheduled, GateDecided, RunFinished
+from eviscene.store import EventDraft, EventLog
+from eviscene.store.locks import RunLock
+
+
+def scheduled(case: str) -> EventDraft:
+    return EventDraft(EpisodeScheduled(
+        case_id=case, prompt_group_id="pg-" + "0" * 24, rollout_index=0, group_size=1, sampling_seed=1,
+        image_sha256="0" * 64, image_path=f"images/{case}.jpg"), episode_id=case)
+
+
+def finished() -> EventDraft:
+    return EventDraft(RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))
+
+
+def write_run(log: EventLog, run_id: str, drafts: list[EventDraft], blob: bytes | None = None) -> None:
+    async def write() -> None:
+        async with log.writer(run_id) as writer:
+            if blob is not None:
+                await writer.put_blob(blob, "text/plain")
+            for draft in drafts:
+                await writer.emit(draft)
+
+    anyio.run(write)
+
+
+def files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), scheduled("c2"), finished()], blob=b"evidence one")
+    write_run(log, "r:2", [scheduled("c3"), finished()], blob=b"evidence two")
+    out = tmp_path / "history"
+
+    assert "exported 2 run(s) (5 events) and 2 blob(s)" in invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    layout = files(out)
+    assert sorted(Path(name).parent.as_posix() for name in layout) == ["blobs", "events/run_id=r%3A2", "events/run_id=r1"]
+    # Again: nothing written, not a byte changed.
+    assert "exported 0 run(s) (0 events) and 0 blob(s)" in invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    assert files(out) == layout
+    # Into a new folder: the same bytes.
+    invoke("--db", str(log.path), "log", "export-parquet", str(tmp_path / "again"))
+    assert files(tmp_path / "again") == layout
+
+    # Plain DuckDB and pyarrow read the partitions.
+    counts = duckdb.sql(
+        f"SELECT run_id, count(*), max(seq) FROM read_parquet('{out}/events/*/*.parquet', hive_partitioning = true) GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    assert counts == [("r1", 3, 3), ("r:2", 2, 2)]
+    table = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()
+    assert sorted(table.column("run_id").to_pylist()) == ["r1", "r1", "r1", "r:2", "r:2"]
+    assert sorted(ds.dataset(out / "blobs", format="parquet").to_table().column("content").to_pylist()) == [b"evidence one", b"evidence two"]
+
+    # `eviscene --db DIR` runs the views over it, with the original's answers.
+    query = "SELECT run_id, count(*) AS n FROM episodes GROUP BY 1 ORDER BY 1"
+    assert invoke("--db", str(out), "sql", query) == invoke("--db", str(log.path), "sql", query)
+    assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 3}]
+    assert EventLog(out).sql("SELECT count(*) AS n FROM blobs").to_pylist() == [{"n": 2}]
+    assert "ok: 2 run(s), 5 events, every chain intact and complete" in invoke("--db", str(out), "log", "verify")
+
+
+def test_a_run_that_grows_is_re_exported_and_one_being_written_waits(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()])
+    out = tmp_path / "history"
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    first = files(out)
+    write_run(log, "r1", [scheduled("c2"), finished()])  # a resume: the run grew to seq 4
+    write_run(log, "r2", [scheduled("c9")])
+    lock = RunLock(log.path.with_name(log.path.name + ".live") / "r2" / "writer.lock", "r2").acquire()
+    try:
+        output = invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    finally:
+        lock.release()
+    assert "exported 1 run(s) (4 events)" in output and "still being written, not exported: r2" in output
+    names = sorted(files(out))
+    assert [n for n in names if n.startswith("events/")] == [
+        next(n for n in names if n.startswith("events/run_id=r1/events-000000000004-"))
+    ]
+    assert set(first) & set(files(out)) == set()  # the old r1 file replaced; no blobs here
+    assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 2}]
+
+
+def test_a_folder_that_is_not_an_export_and_writes_to_one_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "plain"), "sql", "SELECT 1"])
+    assert result.exit_code == 2 and "not a `log export-parquet` export" in result.output
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [finished()])
+    invoke("--db", str(log.path), "log", "export-parquet", str(tmp_path / "out"))
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "out"), "log", "merge", str(log.path)])
+    assert result.exit_code == 2 and "read only" in result.output

@@ -1,0 +1,137 @@
+"""Shards of one run on a scheduler without Ray: a SLURM job array simulated by processes
+with SLURM_ARRAY_TASK_ID/COUNT set, each writing its own log, folded by `log merge` into one
+run that matches an unsharded run of the same cases, episode by episode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.events import GateDecided, RunFinished
+from eviscene.store import EventDraft, EventLog
+from eviscene.store.chain import content_digest, event_hash
+
+RELEASE = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+SHARDS = 2
+PER_EPISODE = (
+    "SELECT r.case_id, r.rollout_index, r.verdict, r.termination, r.total_tool_calls, p.* EXCLUDE (run_id, episode_id) "
+    "FROM run_results r JOIN post_rollout_rewards p USING (run_id, episode_id) WHERE r.run_id = ? ORDER BY r.case_id"
+)
+
+
+def _eval(db: Path, env: dict[str, str], *flags: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [EVISCENE, "--db", str(db), "eval", "run", "--benchmark", str(RELEASE), "--no-materialize", "--no-progress", *flags],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def _sharded_cases(index: int) -> list[str]:
+    """What shard `index` selects, by hand: the release's case ids sorted, every SHARDS-th, the first 4."""
+    ids = sorted(line.split('"case_id": "')[1].split('"')[0] for line in RELEASE.read_text().splitlines() if line.strip())
+    return ids[index::SHARDS][:4]
+
+
+@pytest.fixture(scope="module")
+def shard_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], Path]:
+    root = tmp_path_factory.mktemp("slurm")
+    shards = [root / f"shard-{i}.duckdb" for i in range(SHARDS)]
+    cases = [case for i in range(SHARDS) for case in _sharded_cases(i)]
+    whole = root / "whole.duckdb"
+    jobs = [
+        _eval(db, {"SLURM_ARRAY_TASK_ID": str(i), "SLURM_ARRAY_TASK_COUNT": str(SHARDS)}, "--limit", "4", "--output-dir", str(root / "runs" / "exp"))
+        for i, db in enumerate(shards)
+    ]
+    jobs.append(_eval(whole, {}, "--run-id", "whole", *[f"--case-id={c}" for c in cases]))
+    for job in jobs:
+        output = job.communicate(timeout=900)[0]
+        assert job.returncode == 0, output
+    return root, shards, whole
+
+
+def test_slurm_array_shards_merge_into_one_run_with_the_unsharded_results(shard_logs) -> None:
+    root, shards, whole = shard_logs
+    for i, shard in enumerate(shards):
+        started = EventLog(shard).sql("SELECT run_id, payload->>'$.benchmark.shard_index' AS i FROM events WHERE type = 'run.started'")
+        assert started.to_pylist() == [{"run_id": "exp", "i": str(i)}]  # one run id, shard from SLURM_ARRAY_TASK_ID
+    merged = root / "merged.duckdb"
+    result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *map(str, shards)])
+    assert result.exit_code == 0, result.output
+    assert "every chain intact and complete" in result.output
+    log = EventLog(merged)
+    assert log.sql("SELECT run_id, status, label, episodes_planned, episodes_finished FROM runs").to_pylist() == [
+        {"run_id": "exp", "status": "completed", "label": "rollouts=1 seed=1729 shards=2/2", "episodes_planned": 8, "episodes_finished": 8}
+    ]
+    expected = EventLog(whole).sql(PER_EPISODE, ["whole"]).to_pylist()
+    got = log.sql(PER_EPISODE, ["exp"]).to_pylist()
+    assert [row["case_id"] for row in got] == sorted(c for i in range(SHARDS) for c in _sharded_cases(i))
+    assert got == expected
+    # Exactly one copy of each shared import (gold, protocols, policy), one shard record per folded shard.
+    kinds = log.sql("SELECT payload->>'kind' AS kind, count(*) AS n FROM events WHERE type = 'artifact.imported' GROUP BY 1 ORDER BY 1").to_pylist()
+    assert {k["kind"]: k["n"] for k in kinds}["log_shard"] == SHARDS - 1
+    assert all(k["n"] == 1 for k in kinds)
+
+    # Merging the shards again, in either order, changes nothing.
+    before = log.sql("SELECT seq, hash FROM events ORDER BY seq").to_pylist()
+    again = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *map(str, reversed(shards))])
+    assert again.exit_code == 0, again.output
+    assert again.output.count(": 0 events, 0 blobs merged") == SHARDS
+    assert log.sql("SELECT seq, hash FROM events ORDER BY seq").to_pylist() == before
+
+
+def test_a_folded_shards_own_chain_is_checked_by_verify(shard_logs, tmp_path: Path) -> None:
+    _root, shards, _whole = shard_logs
+    merged = tmp_path / "merged.duckdb"
+    for shard in shards:
+        EventLog(merged).merge(shard)
+    assert EventLog(merged).verify().ok
+    # Forge an event of the folded shard and re-chain the run after it (and its sealed record):
+    # the run's chain is whole again, but the shard's own chain no longer reaches its recorded head.
+    con = duckdb.connect(str(merged))
+    record_seq = con.execute("SELECT seq FROM events WHERE type = 'artifact.imported' AND payload->>'kind' = 'log_shard'").fetchone()[0]
+    rows = con.execute(
+        "SELECT seq, event_id, epoch_us(ts), episode_id, attempt, type, step, payload::VARCHAR, prev_hash FROM events "
+        "WHERE run_id = 'exp' AND seq > ? ORDER BY seq", [record_seq + 2]
+    ).fetchall()
+    prev_hash = rows[0][8]
+    for number, (seq, event_id, ts, episode_id, attempt, type_, step, payload, _prev) in enumerate(rows):
+        if number == 0:
+            payload = json.dumps({**json.loads(payload), "forged": True}, separators=(",", ":"))
+        new_hash = event_hash(prev_hash, seq, event_id, ts, content_digest("exp", episode_id, attempt, type_, step, payload))
+        con.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE run_id = 'exp' AND seq = ?", [payload, prev_hash, new_hash, seq])
+        prev_hash = new_hash
+    con.execute("UPDATE sealed_segments SET last_hash = ? WHERE run_id = 'exp' AND last_seq = ?", [prev_hash, rows[-1][0]])
+    con.close()
+    problems = [str(p) for p in EventLog(merged).verify().problems]
+    assert len(problems) == 1 and "merged shard's own chain" in problems[0], problems
+
+
+def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path: Path) -> None:
+    _root, shards, _whole = shard_logs
+    stranger = EventLog(tmp_path / "stranger.duckdb")
+    stranger.append("exp", [EventDraft(GateDecided(gate="g", subject="s", passed=True)), EventDraft(
+        RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(shards[0])
+    before = EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist()
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(stranger.path)])
+    assert refused.exit_code == 2
+    assert refused.output.startswith("Error: run exp exists in both logs with different events, and ")
+    assert "is not one shard of it" in refused.output
+    assert EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist() == before
+    # A log whose shard 0 came folded (after shard 1) takes in nothing from one holding shard 0 as is.
+    both = tmp_path / "both.duckdb"
+    EventLog(both).merge(shards[1])
+    EventLog(both).merge(shards[0])
+    again = CliRunner().invoke(cli, ["--db", str(both), "log", "merge", str(merged)])
+    assert again.exit_code == 0, again.output
+    assert ": 0 events, 0 blobs merged" in again.output
