@@ -57,9 +57,9 @@ class EventLog:
         return f"EventLog({str(self.path)!r})"
 
     def exists(self) -> bool:
-        """An archive file or a live folder: a log whose first run is still writing has
-        only the latter."""
-        return self.path.is_file() or live_root(self.path).is_dir()
+        """An archive file, a live folder (a log whose first run is still writing has only
+        that), or a folder written by `log export-parquet`."""
+        return self.path.exists() or live_root(self.path).is_dir()
 
     def require(self) -> EventLog:
         """This log, or `LogNotFoundError` when nothing is there: a read never answers from
