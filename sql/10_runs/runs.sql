@@ -23,7 +23,7 @@ WITH started AS (
     WHERE type = 'run.started'
     GROUP BY run_id
     UNION ALL
-    SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest FROM imported_runs
+    SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest, 1 FROM imported_runs
 ),
 finished_runs AS (
     SELECT run_id, max(ts) AS finished_at, arg_max(payload->>'status', seq) AS status
