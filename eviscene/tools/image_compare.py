@@ -44,14 +44,14 @@ except near 1 (≤ 2% unexplained variance), which no unrelated pair reached.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import cv2
 import numpy as np
 from pydantic import BaseModel, Field
 
-from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc
+from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
 from eviscene.tools.images import ImageInput, PreparedImage, prepare
 
 METHOD = "align-ncc-blockdiff-v1"
@@ -70,6 +70,9 @@ PIXEL_THRESHOLD = 20.0
 NOISE_FACTOR = 5.0
 MIN_REGION = 0.002
 BAND_SHIFT = 14.0
+ECC_ITERATIONS = 40
+ECC_MAX_TURN = 0.08  # rotation up to ~4.5 degrees, or 8% of scale
+ECC_MAX_SHIFT = 0.04
 BAND_GAP = 0.06
 MIN_BAND = 0.015
 
@@ -100,6 +103,7 @@ class Comparison(BaseModel):
     alignment: dict = Field(default_factory=dict, description="How the query maps onto the reference.")
     query_trimmed: dict[str, int] = Field(default_factory=dict, description="Banner/border pixels trimmed from the query per side.")
     reference_trimmed: dict[str, int] = Field(default_factory=dict)
+    mirrored: bool = Field(False, description="The case image is the reference flipped left to right (regions are given on the case image as it is).")
     method: str = METHOD
 
 
@@ -115,8 +119,30 @@ def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedI
     reference crop): see `_printed_text_changes`."""
     ref = reference if isinstance(reference, PreparedImage) else prepare(reference)
     qry = query if isinstance(query, PreparedImage) else prepare(query)
-    alignment = align(ref, qry)
-    return _diff(ref, qry, alignment, reference_has_text)
+    result = _diff(ref, qry, align(ref, qry), reference_has_text)
+    if result.match:
+        return result
+    # A mirrored copy (a common re-post change) is tried only when its thumbnail fits the
+    # reference better than the query as it is: an unrelated picture rarely passes that.
+    flipped = mirrored(qry)
+    ref_thumb = thumbnail(ref)
+    if scan_score(ref_thumb, thumbnail(flipped)) <= scan_score(ref_thumb, thumbnail(qry)):
+        return result
+    mirrored_result = _diff(ref, flipped, align(ref, flipped), reference_has_text)
+    if not mirrored_result.match:
+        return result
+    regions = [region.model_copy(update={"x0": round(1.0 - region.x1, 3), "x1": round(1.0 - region.x0, 3)})
+               for region in mirrored_result.regions]
+    return mirrored_result.model_copy(update={"mirrored": True, "regions": regions, "query_trimmed": dict(qry.trimmed)})
+
+
+def mirrored(image: PreparedImage) -> PreparedImage:
+    """The picture flipped left to right, with its content box and text mask."""
+    x0, y0, x1, y1 = image.content_box
+    width = image.size[0]
+    trimmed = {{"left": "right", "right": "left"}.get(side, side): px for side, px in image.trimmed.items()}
+    return replace(image, rgb=np.ascontiguousarray(image.rgb[:, ::-1]), content_box=(width - x1, y0, width - x0, y1),
+                   trimmed=trimmed, text_mask=None if image.text_mask is None else np.ascontiguousarray(image.text_mask[:, ::-1]))
 
 
 # -- difference ----------------------------------------------------------------------------
@@ -140,11 +166,13 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
     usable = pair.valid.copy()
     for y0, y1 in qry.bands:  # bands seen on the query alone (straight full-width edge pairs)
         usable[max(0, int(y0 * h) - 2):min(h, int(np.ceil(y1 * h)) + 2)] = False
-    fitted = _fit_photometric(pair.r, pair.q, usable)
+    # Printed text (a bright plate, a caption) would pull the colour fit: fitted without it.
+    untexted = ~_query_ignored(qry, (w, h))
+    fitted = _fit_photometric(pair.r, pair.q, usable & untexted)
     band_rows = _band_rows(fitted, pair.q, usable)
     if band_rows.any():
         usable[band_rows] = False
-        fitted = _fit_photometric(pair.r, pair.q, usable)
+        fitted = _fit_photometric(pair.r, pair.q, usable & untexted)
 
     if overlap < MIN_OVERLAP or usable.sum() < 0.5 * pair.valid.sum():
         detail, layout = _similarities(pair.q, fitted, usable)
@@ -196,12 +224,13 @@ def _aligned_pair(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> _Pai
     # Pixel centres: query px i (centre i + 0.5) lands on reference px m * i + t + 0.5 * (m - 1).
     matrix[:, 2] += 0.5 * (np.diag(matrix[:, :2]) - 1.0)
     warped = _warp(r_img, matrix, (w, h))
-    # Sub-pixel polish: the placement is exact to about a working pixel; fine texture
-    # (rain, foliage, print) needs better, so the remaining shift is measured by phase
-    # correlation over the overlap and taken out.
-    shift = _residual_shift(warped, q_img, _coverage(r_img, matrix, (w, h)))
-    if shift is not None:
-        matrix[:, 2] -= np.diag(matrix[:, :2]) * np.asarray(shift)
+    # Polish: the placement is exact to about a working pixel and knows no rotation; fine
+    # texture (rain, foliage, print) and a copy turned by a degree or two need better, so
+    # an affine correction is fitted by ECC over the overlap (outside the query's bands
+    # and printed text) and composed into the placement.
+    refined = _ecc_refined(r_img, q_img, matrix, _coverage(r_img, matrix, (w, h)) & ~_query_ignored(qry, (w, h)))
+    if refined is not None:
+        matrix = refined
         warped = _warp(r_img, matrix, (w, h))
     # The outer rim is where trimming and crop rounding disagree by a pixel or two.
     rim = 2 * max(1, round(BORDER_RIM * max(h, w))) + 1
@@ -328,20 +357,47 @@ def _warp(image: np.ndarray, matrix: np.ndarray, size: tuple[int, int]) -> np.nd
                           borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
-def _residual_shift(warped: np.ndarray, q_img: np.ndarray, valid: np.ndarray) -> Optional[tuple[float, float]]:
-    """(dx, dy) in query pixels by which the query is displaced from the warped reference,
-    when phase correlation finds a clear sub-2-pixel peak; None otherwise."""
-    rows, cols = np.flatnonzero(valid.any(axis=1)), np.flatnonzero(valid.any(axis=0))
-    if rows.size < 16 or cols.size < 16:
+def _query_ignored(qry: PreparedImage, size: tuple[int, int]) -> np.ndarray:
+    """Query pixels (working frame) under its caption bands or OCR'd text."""
+    w, h = size
+    ignored = np.zeros((h, w), bool)
+    for y0, y1 in qry.bands:
+        ignored[max(0, int(y0 * h) - 2):min(h, int(np.ceil(y1 * h)) + 2)] = True
+    if qry.text_mask is not None:
+        ignored |= cv2.resize(qry.text_mask.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+    return ignored
+
+
+def _ecc_refined(r_img: np.ndarray, q_img: np.ndarray, matrix: np.ndarray, mask: np.ndarray) -> Optional[np.ndarray]:
+    """The placement `matrix` (query px -> reference px) refined to the affine map that
+    best aligns the two pictures by ECC (insensitive to gain and offset) over the query
+    pixels of `mask`; None when ECC fails, does not improve the fit, or moves further than
+    a small correction should (ECC_MAX_TURN of linear change, ECC_MAX_SHIFT of the long
+    side). ECC runs with the reference as template and the query as input, whose mask
+    every OpenCV version honours."""
+    mask = cv2.erode(mask.astype(np.uint8), np.ones((5, 5), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0)
+    if mask.sum() < 0.2 * mask.size:
         return None
-    box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1))
-    a = cv2.cvtColor(warped[box], cv2.COLOR_RGB2GRAY).astype(np.float32)
-    b = cv2.cvtColor(q_img[box], cv2.COLOR_RGB2GRAY).astype(np.float32)
-    window = cv2.createHanningWindow((a.shape[1], a.shape[0]), cv2.CV_32F)
-    (dx, dy), response = cv2.phaseCorrelate(a, b, window)
-    if response < 0.05 or abs(dx) > 10.0 or abs(dy) > 10.0:
+    reference = cv2.GaussianBlur(cv2.cvtColor(r_img, cv2.COLOR_RGB2GRAY).astype(np.float32), (0, 0), 1.0)
+    query = cv2.GaussianBlur(cv2.cvtColor(q_img, cv2.COLOR_RGB2GRAY).astype(np.float32), (0, 0), 1.0)
+    inverse = cv2.invertAffineTransform(matrix).astype(np.float32)  # reference px -> query px
+    size = (q_img.shape[1], q_img.shape[0])
+    before = cv2.computeECC(cv2.warpAffine(reference, matrix, size, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP), query, mask)
+    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, ECC_ITERATIONS, 1e-4)
+    try:
+        _, inverse = cv2.findTransformECC(reference, query, inverse, cv2.MOTION_AFFINE, criteria, mask, 1)
+    except cv2.error:
         return None
-    return float(dx), float(dy)
+    if not np.isfinite(inverse).all() or abs(np.linalg.det(inverse[:, :2])) < 1e-6:
+        return None
+    refined = cv2.invertAffineTransform(inverse).astype(np.float64)
+    scale = max(1e-6, float(np.abs(matrix[:, :2]).max()))
+    linear_change = np.abs(refined[:, :2] - matrix[:, :2]).max() / scale
+    shift = np.abs(refined[:, 2] - matrix[:, 2]).max() / scale
+    if linear_change > ECC_MAX_TURN or shift > ECC_MAX_SHIFT * max(size):
+        return None
+    after = cv2.computeECC(cv2.warpAffine(reference, refined, size, flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP), query, mask)
+    return refined if after > before else None
 
 
 def _resized(rgb: np.ndarray, factor: float) -> np.ndarray:
@@ -362,33 +418,44 @@ def _grey(rgb: np.ndarray) -> np.ndarray:
 
 
 def _fit_photometric(r: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
-    """`r` mapped per channel by the gain/offset that best predicts `q` on usable pixels
-    (least squares on the pixels the query does not clip, refitted on the 80% best
-    explained), clipped to 0..255 like the query: a brightened copy whose highlights
-    saturated is still explained everywhere."""
+    """`r` mapped to the colours of `q`: each query channel predicted from the reference's
+    three channels and their squares and cubes (brightness, contrast, gamma, saturation
+    and white-balance changes are all smooth maps of this kind), fitted by least squares
+    on the usable pixels the query does not clip, refitted on the 80% best explained (a
+    local edit does not pull the fit), and clipped to 0..255 like the query: a brightened
+    copy whose highlights saturated is still explained everywhere."""
+    features = _colour_features(r)
+    x_all = features[usable]
     out = np.empty_like(r)
     for channel in range(3):
-        x, y = r[..., channel][usable], q[..., channel][usable]
+        x, y = x_all, q[..., channel][usable].astype(np.float64)
         unclipped = (y > 4.0) & (y < 251.0)
-        if unclipped.sum() >= 10:
+        if unclipped.sum() >= 50:
             x, y = x[unclipped], y[unclipped]
-        gain, offset = _line_fit(x, y)
-        error = np.abs(y - (gain * x + offset))
-        if error.size > 10:
+        coefficients = _least_squares(x, y)
+        error = np.abs(y - x @ coefficients)
+        if error.size > 50:
             keep = error <= np.quantile(error, 0.8)
-            gain, offset = _line_fit(x[keep], y[keep])
-        out[..., channel] = np.clip(gain * r[..., channel] + offset, 0.0, 255.0)
+            coefficients = _least_squares(x[keep], y[keep])
+        out[..., channel] = np.clip(features @ coefficients, 0.0, 255.0).astype(np.float32)
     return out
 
 
-def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    if x.size < 2:
-        return 1.0, 0.0
-    vx = float(x.var())
-    if vx < 1e-6:
-        return 1.0, float(y.mean() - x.mean())
-    gain = float(((x - x.mean()) * (y - y.mean())).mean() / vx)
-    return gain, float(y.mean() - gain * x.mean())
+def _colour_features(rgb: np.ndarray) -> np.ndarray:
+    """(..., 10): 1, and each channel (0..1) to the powers 1, 2 and 3."""
+    c = rgb.astype(np.float64) / 255.0
+    return np.concatenate([np.ones(c.shape[:-1] + (1,)), c, c * c, c * c * c], axis=-1)
+
+
+def _least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Coefficients of y ≈ x @ c, lightly ridge-regularised toward the identity-free
+    offset so a flat picture (one colour) does not give wild curves."""
+    if x.shape[0] < x.shape[1]:
+        c = np.zeros(x.shape[1])
+        c[0] = float(y.mean()) if y.size else 0.0
+        return c
+    gram = x.T @ x + 1e-5 * x.shape[0] * np.diag([0.0] + [1.0] * (x.shape[1] - 1))
+    return np.linalg.solve(gram, x.T @ y)
 
 
 def _band_rows(fitted: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
