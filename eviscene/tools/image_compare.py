@@ -1,16 +1,17 @@
 """Is the case image a copy of a reference picture, and was a local region changed?
 
-Method (`align-ncc-blockdiff-v1`):
+Method (`align-ecc-blockdiff-v2`):
 1. Both images are trimmed of caption banners and uniform borders (`images.prepare`);
    the query also carries a hint of caption bands over it and, when given, OCR boxes.
 2. Alignment (`image_align.align`): scale + offset from query to reference.
 3. The reference is warped into the query frame at the lower of the two resolutions
-   (long side at most `WORK_SIDE`); a remaining sub-pixel shift is measured by phase
-   correlation and removed; both are blurred (σ = `BLUR_SIGMA` px), and a per-channel
-   gain/offset (clipped to 0..255, fitted on unclipped pixels) absorbs recompression and
-   brightness/contrast changes. A pixel's residual is its largest channel error, so a
-   change of colour alone counts as much as one of brightness. A rim of `BORDER_RIM` is
-   not compared.
+   (long side at most `WORK_SIDE`); the placement is refined to an affine map by ECC over
+   the overlap outside the query's bands and text (a copy turned by a degree or two, a
+   sub-pixel shift); both are blurred (σ = `BLUR_SIGMA` px), and a robust colour fit
+   (`_fit_photometric`: per channel, linear in the three channels plus its own tone
+   curve) absorbs recompression, brightness/contrast/gamma, saturation and white-balance
+   changes. A pixel's residual is its largest channel error, so a change of colour alone
+   counts as much as one of brightness. A rim of `BORDER_RIM` is not compared.
 4. Caption bands are masked: the query's band hint, and rows whose own gain/offset fit
    explains them across the width while shifting grey levels by at least `BAND_SHIFT`
    (a semi-transparent or opaque band; text gaps up to `BAND_GAP` closed).
@@ -28,6 +29,9 @@ Method (`align-ncc-blockdiff-v1`):
    `MATCH_THRESHOLD` or, for smooth pictures whose fine detail is mostly grain, layout ≥
    `SMOOTH_LAYOUT` with similarity ≥ `SMOOTH_DETAIL`; at most `MAX_CHANGED` of the compared
    area changed; at least `MIN_OVERLAP` of the query covered and half of that unmasked.
+8. When the query is not the same picture but its mirror image fits the reference's
+   thumbnail better, the mirrored query is compared too (`mirrored` in the result;
+   regions stay on the query as it is).
 
 Thresholds and why. Measured on tests/tools/tools_images.py scenes (a 300-picture corpus
 of deliberately alike synthetic landscapes; queries cropped up to 20% per side, scaled
@@ -54,7 +58,7 @@ from pydantic import BaseModel, Field
 from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
 from eviscene.tools.images import ImageInput, PreparedImage, prepare
 
-METHOD = "align-ncc-blockdiff-v1"
+METHOD = "align-ecc-blockdiff-v2"
 MATCH_THRESHOLD = 0.50
 LAYOUT_THRESHOLD = 0.60
 MAX_CHANGED = 0.5
@@ -71,9 +75,11 @@ NOISE_FACTOR = 5.0
 MIN_REGION = 0.002
 BAND_SHIFT = 14.0
 ECC_ITERATIONS = 40
+COLOUR_FIT_ROUNDS = 3
 ECC_MAX_TURN = 0.08  # rotation up to ~4.5 degrees, or 8% of scale
 ECC_MAX_SHIFT = 0.04
 BAND_GAP = 0.06
+BAND_MOVED = 0.7  # share of a band row's pixels the band shifts by at least half of BAND_SHIFT
 MIN_BAND = 0.015
 
 
@@ -419,32 +425,45 @@ def _grey(rgb: np.ndarray) -> np.ndarray:
 
 def _fit_photometric(r: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndarray:
     """`r` mapped to the colours of `q`: each query channel predicted from the reference's
-    three channels and their squares and cubes (brightness, contrast, gamma, saturation
-    and white-balance changes are all smooth maps of this kind), fitted by least squares
-    on the usable pixels the query does not clip, refitted on the 80% best explained (a
-    local edit does not pull the fit), and clipped to 0..255 like the query: a brightened
-    copy whose highlights saturated is still explained everywhere."""
-    features = _colour_features(r)
-    x_all = features[usable]
+    three channels (gain, offset, saturation and white balance mix them linearly) and
+    the square and cube of its own channel (gamma and tone curves), fitted robustly
+    (`_robust_fit`) on the usable pixels the query does not clip, and clipped to 0..255 like the query:
+    a brightened copy whose highlights saturated is still explained everywhere. The
+    curve is per channel, so a colour the fit never saw is not bent into another."""
     out = np.empty_like(r)
     for channel in range(3):
-        x, y = x_all, q[..., channel][usable].astype(np.float64)
+        features = _colour_features(r, channel)
+        x, y = features[usable], q[..., channel][usable].astype(np.float64)
         unclipped = (y > 4.0) & (y < 251.0)
         if unclipped.sum() >= 50:
             x, y = x[unclipped], y[unclipped]
-        coefficients = _least_squares(x, y)
-        error = np.abs(y - x @ coefficients)
-        if error.size > 50:
-            keep = error <= np.quantile(error, 0.8)
-            coefficients = _least_squares(x[keep], y[keep])
-        out[..., channel] = np.clip(features @ coefficients, 0.0, 255.0).astype(np.float32)
+        out[..., channel] = np.clip(features @ _robust_fit(x, y, channel), 0.0, 255.0).astype(np.float32)
     return out
 
 
-def _colour_features(rgb: np.ndarray) -> np.ndarray:
-    """(..., 10): 1, and each channel (0..1) to the powers 1, 2 and 3."""
+def _robust_fit(x: np.ndarray, y: np.ndarray, channel: int) -> np.ndarray:
+    """Coefficients of y ≈ x @ c that explain most pixels, not all: started from the
+    better (by median error) of no change at all and a plain fit on every pixel, then
+    refitted COLOUR_FIT_ROUNDS times on the pixels within 3 robust σ. A pasted object
+    covering a fifth of the picture is left out rather than bending the fit."""
+    identity = np.zeros(x.shape[1])
+    identity[1 + channel] = 255.0
+    start = [identity, _least_squares(x, y)]
+    coefficients = min(start, key=lambda c: float(np.median(np.abs(y - x @ c))))
+    for _ in range(COLOUR_FIT_ROUNDS):
+        error = np.abs(y - x @ coefficients)
+        keep = error <= 3.0 * (1.4826 * float(np.median(error)) + 1.0)
+        if keep.sum() < 50:
+            break
+        coefficients = _least_squares(x[keep], y[keep])
+    return coefficients
+
+
+def _colour_features(rgb: np.ndarray, channel: int) -> np.ndarray:
+    """(..., 6): 1, the three channels (0..1), and `channel` squared and cubed."""
     c = rgb.astype(np.float64) / 255.0
-    return np.concatenate([np.ones(c.shape[:-1] + (1,)), c, c * c, c * c * c], axis=-1)
+    own = c[..., channel:channel + 1]
+    return np.concatenate([np.ones(c.shape[:-1] + (1,)), c, own * own, own * own * own], axis=-1)
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -476,7 +495,9 @@ def _band_rows(fitted: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndar
     covered = np.stack([inlier[:, seg].mean(1) >= 0.3 for seg in segments], axis=1).mean(1) >= 0.75
     explained = inlier.sum(1) / np.maximum(usable.sum(1), 1) >= 0.6
     shift = np.abs(np.where(inlier, predicted - x, 0.0)).sum(1) / np.maximum(inlier.sum(1), 1)
-    candidate = ok & covered & explained & (shift >= BAND_SHIFT)
+    # A band re-tones the whole row; a pasted or removed object only part of it.
+    moved = ((np.abs(y - x) >= 0.5 * BAND_SHIFT) & usable).sum(1) / np.maximum(usable.sum(1), 1) >= BAND_MOVED
+    candidate = ok & covered & explained & moved & (shift >= BAND_SHIFT)
     return _close_runs(candidate, max(1, int(BAND_GAP * h)), max(2, int(MIN_BAND * h)))
 
 
