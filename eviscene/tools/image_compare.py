@@ -21,7 +21,8 @@ Method (`align-ecc-blockdiff-v2`):
    region of kind `text`).
 6. Changed pixels: residual above max(`PIXEL_THRESHOLD`, `NOISE_FACTOR` robust σ), cleaned
    by a 3×3 opening (one-pixel misalignment edges vanish, pasted objects stay); groups of
-   at least `MIN_REGION` of the compared area are changed regions; the `GRID`×`GRID` blocks
+   at least `MIN_REGION` of the compared area whose median residual reaches
+   `REGION_STRENGTH` times the threshold are changed regions; the `GRID`×`GRID` blocks
    they reach are the changed blocks.
 7. `similarity` is the correlation of fine detail (difference of Gaussians, σ 1 and 4 px)
    over compared pixels outside changed regions; `layout_similarity` the plain grey
@@ -72,7 +73,12 @@ BORDER_RIM = 0.012
 BLUR_SIGMA = 1.0
 PIXEL_THRESHOLD = 20.0
 NOISE_FACTOR = 5.0
-MIN_REGION = 0.002
+MIN_REGION = 0.003
+MIN_REFERENCE_SHOWN = 0.3  # a copy shows at least this much of the reference (crops keep >= 40% of each side)
+TEXTURE_STD = 1.5
+BLOCK_DETAIL = 0.5
+BLOCK_AGREEMENT = 0.6
+REGION_STRENGTH = 2.5
 BAND_SHIFT = 14.0
 ECC_ITERATIONS = 40
 COLOUR_FIT_ROUNDS = 3
@@ -191,7 +197,7 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
     if qry.text_mask is not None:
         text = cv2.resize(qry.text_mask.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
         text_regions = _printed_text_changes(residual > threshold, text, usable, ref, pair, reference_has_text)
-    regions = text_regions + _changed_regions(residual > threshold, usable)
+    regions = text_regions + _changed_regions(residual, threshold, usable)
     region_mask = np.zeros((h, w), bool)
     for region in regions:
         region_mask |= region.pixels
@@ -200,7 +206,8 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
     keep = usable & ~cv2.dilate(region_mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
     changed_fraction = float(region_mask.sum()) / usable_area
     detail, layout = _similarities(pair.q, fitted, keep)
-    match = _same_picture(detail, layout) and changed_fraction <= MAX_CHANGED
+    match = (_same_picture(detail, layout) and changed_fraction <= MAX_CHANGED
+             and _reference_shown(ref, pair) >= MIN_REFERENCE_SHOWN and _detail_agrees_throughout(pair.q, fitted, keep))
     described = sorted((region.describe(w, h, usable_area) for region in regions), key=lambda r: -r.area)
     return Comparison(
         similarity=detail,
@@ -270,13 +277,23 @@ def _change_threshold(residual: np.ndarray, usable: np.ndarray) -> float:
     return max(PIXEL_THRESHOLD, NOISE_FACTOR * noise)
 
 
-def _changed_regions(changed: np.ndarray, usable: np.ndarray) -> list[_Region]:
-    """Groups of changed usable pixels, after a 3x3 opening, of at least MIN_REGION."""
-    opened = cv2.morphologyEx((changed & usable).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+def _changed_regions(residual: np.ndarray, threshold: float, usable: np.ndarray) -> list[_Region]:
+    """Groups of changed usable pixels (residual above `threshold`), after a 3x3 opening,
+    of at least MIN_REGION, whose median residual is at least REGION_STRENGTH times the
+    threshold: what a colour fit leaves on a few odd-coloured pixels of a re-toned or
+    turned copy barely crosses the threshold, while a pasted, removed, moved or
+    re-coloured region clears it by far."""
+    opened = cv2.morphologyEx(((residual > threshold) & usable).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=8)
     minimum = MIN_REGION * float(usable.sum())
-    return [_Region(pixels=labels == label, box=tuple(int(v) for v in stats[label][:4]))
-            for label in range(1, count) if stats[label][4] >= minimum]
+    regions = []
+    for label in range(1, count):
+        if stats[label][4] < minimum:
+            continue
+        pixels = labels == label
+        if float(np.median(residual[pixels])) >= REGION_STRENGTH * threshold:
+            regions.append(_Region(pixels=pixels, box=tuple(int(v) for v in stats[label][:4])))
+    return regions
 
 
 def _printed_text_changes(changed: np.ndarray, text: np.ndarray, usable: np.ndarray, ref: PreparedImage,
@@ -333,6 +350,36 @@ def _same_picture(detail: float, layout: float) -> bool:
     if layout < LAYOUT_THRESHOLD:
         return False
     return detail >= MATCH_THRESHOLD or (layout >= SMOOTH_LAYOUT and detail >= SMOOTH_DETAIL)
+
+
+def _reference_shown(ref: PreparedImage, pair: _Pair) -> float:
+    """Fraction of the reference picture that the compared part of the query shows."""
+    rw, rh = ref.content_size
+    reference_area = (rw * pair.zr) * (rh * pair.zr)
+    return float(pair.valid.sum()) * abs(float(np.linalg.det(pair.matrix[:, :2]))) / max(1.0, reference_area)
+
+
+def _detail_agrees_throughout(q: np.ndarray, fitted: np.ndarray, keep: np.ndarray) -> bool:
+    """The fine detail agrees across the picture, not only along a few long edges (a
+    horizon, a wall) that two different pictures of one kind of scene can share: of the
+    GRID x GRID blocks that hold detail in either picture, at least BLOCK_AGREEMENT
+    correlate by BLOCK_DETAIL or more."""
+    dq, dr = _detail(_grey(q)), _detail(_grey(fitted))
+    h, w = keep.shape
+    ys, xs = np.linspace(0, h, GRID + 1).astype(int), np.linspace(0, w, GRID + 1).astype(int)
+    agreeing = textured = 0
+    for i in range(GRID):
+        for j in range(GRID):
+            block = (slice(ys[i], ys[i + 1]), slice(xs[j], xs[j + 1]))
+            mask = keep[block]
+            if mask.mean() < 0.5:
+                continue
+            a, b = dq[block][mask], dr[block][mask]
+            if max(a.std(), b.std()) < TEXTURE_STD:
+                continue  # flat in both: says nothing (detail in one only says they differ)
+            textured += 1
+            agreeing += ncc(a, b) >= BLOCK_DETAIL
+    return textured < 4 or agreeing >= BLOCK_AGREEMENT * textured
 
 
 def _similarities(q: np.ndarray, fitted: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
@@ -448,6 +495,8 @@ def _robust_fit(x: np.ndarray, y: np.ndarray, channel: int) -> np.ndarray:
     covering a fifth of the picture is left out rather than bending the fit."""
     identity = np.zeros(x.shape[1])
     identity[1 + channel] = 255.0
+    if y.size < 50:
+        return identity
     start = [identity, _least_squares(x, y)]
     coefficients = min(start, key=lambda c: float(np.median(np.abs(y - x @ c))))
     for _ in range(COLOUR_FIT_ROUNDS):
@@ -467,12 +516,9 @@ def _colour_features(rgb: np.ndarray, channel: int) -> np.ndarray:
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Coefficients of y ≈ x @ c, lightly ridge-regularised toward the identity-free
-    offset so a flat picture (one colour) does not give wild curves."""
-    if x.shape[0] < x.shape[1]:
-        c = np.zeros(x.shape[1])
-        c[0] = float(y.mean()) if y.size else 0.0
-        return c
+    """Coefficients of y ≈ x @ c (x has at least as many rows as columns), lightly ridge
+    regularised, the constant term excepted, so a flat picture (one colour) does not
+    give wild curves."""
     gram = x.T @ x + 1e-5 * x.shape[0] * np.diag([0.0] + [1.0] * (x.shape[1] - 1))
     return np.linalg.solve(gram, x.T @ y)
 
