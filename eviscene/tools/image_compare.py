@@ -45,6 +45,17 @@ except near 1 (≤ 2% unexplained variance), which no unrelated pair reached.
 `PIXEL_THRESHOLD` = 20 grey levels clears the recompression error left after blurring
 (no unedited copy flagged as edited in either set) while finding pasted objects down to
 ~2% of the picture; low-contrast edits (a faint light beam) stay below it.
+
+Chosen on the tuning seeds of tests/tools/forensic_suite.py (benign copies: re-toned,
+turned, mirrored, framed, captioned; real edits of 0.5-30%): what the colour fit leaves on
+re-toned copies forms regions whose median residual is at most 2.3x the pixel threshold,
+real edits of 1% or more at least 2.9x, hence `REGION_STRENGTH` = 2.5 (and `MIN_REGION`
+0.3%: edits under 1% may go unseen). Look-alike scenes of one kind (a horizon and a wall
+in the same places) reach a detail correlation of 0.65 on those shared edges; their other
+textured blocks disagree, so `BLOCK_AGREEMENT` = 60% of the textured blocks must
+correlate by `BLOCK_DETAIL` = 0.5, which no benign tuning copy failed. A copy shows at
+least 40% of each side of the reference (`image_align.MIN_SCALE`): a placement showing
+under `MIN_REFERENCE_SHOWN` = 30% of its area is not a copy.
 """
 
 from __future__ import annotations
