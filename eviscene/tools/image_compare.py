@@ -49,8 +49,10 @@ except near 1 (≤ 2% unexplained variance), which no unrelated pair reached.
 Chosen on the tuning seeds of tests/tools/forensic_suite.py (benign copies: re-toned,
 turned, mirrored, framed, captioned; real edits of 0.5-30%): what the colour fit leaves on
 re-toned copies forms regions whose median residual is at most 2.3x the pixel threshold,
-real edits of 1% or more at least 2.9x, hence `REGION_STRENGTH` = 2.5 (and `MIN_REGION`
-0.3%: edits under 1% may go unseen). Look-alike scenes of one kind (a horizon and a wall
+real edits of 1-2% at least 2.9x, hence `REGION_STRENGTH` = 2.5 (and `MIN_REGION`
+0.3%: edits under 1% may go unseen); benign regions never reached 1.5% of the picture,
+while large edits (a 5-10% object over similar colours) can stay near 2x, hence the
+lower `LARGE_REGION_STRENGTH` from `LARGE_REGION` = 2% up. Look-alike scenes of one kind (a horizon and a wall
 in the same places) reach a detail correlation of 0.65 on those shared edges; their other
 textured blocks disagree, so `BLOCK_AGREEMENT` = 60% of the textured blocks must
 correlate by `BLOCK_DETAIL` = 0.5, which no benign tuning copy failed. A copy shows at
@@ -90,6 +92,8 @@ TEXTURE_STD = 1.5
 BLOCK_DETAIL = 0.5
 BLOCK_AGREEMENT = 0.6
 REGION_STRENGTH = 2.5
+LARGE_REGION = 0.02  # a region this large needs only LARGE_REGION_STRENGTH: no re-toning leaves one
+LARGE_REGION_STRENGTH = 1.5
 BAND_SHIFT = 14.0
 ECC_ITERATIONS = 40
 COLOUR_FIT_ROUNDS = 3
@@ -291,7 +295,7 @@ def _change_threshold(residual: np.ndarray, usable: np.ndarray) -> float:
 def _changed_regions(residual: np.ndarray, threshold: float, usable: np.ndarray) -> list[_Region]:
     """Groups of changed usable pixels (residual above `threshold`), after a 3x3 opening,
     of at least MIN_REGION, whose median residual is at least REGION_STRENGTH times the
-    threshold: what a colour fit leaves on a few odd-coloured pixels of a re-toned or
+    threshold (LARGE_REGION_STRENGTH for regions of LARGE_REGION or more): what a colour fit leaves on a few odd-coloured pixels of a re-toned or
     turned copy barely crosses the threshold, while a pasted, removed, moved or
     re-coloured region clears it by far."""
     opened = cv2.morphologyEx(((residual > threshold) & usable).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
@@ -302,7 +306,8 @@ def _changed_regions(residual: np.ndarray, threshold: float, usable: np.ndarray)
         if stats[label][4] < minimum:
             continue
         pixels = labels == label
-        if float(np.median(residual[pixels])) >= REGION_STRENGTH * threshold:
+        strength = float(np.median(residual[pixels])) / threshold
+        if strength >= REGION_STRENGTH or (stats[label][4] >= LARGE_REGION * float(usable.sum()) and strength >= LARGE_REGION_STRENGTH):
             regions.append(_Region(pixels=pixels, box=tuple(int(v) for v in stats[label][:4])))
     return regions
 
