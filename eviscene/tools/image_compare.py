@@ -49,7 +49,7 @@ except near 1 (≤ 2% unexplained variance), which no unrelated pair reached.
 Chosen on the tuning seeds of tests/tools/forensic_suite.py (benign copies: re-toned,
 turned, mirrored, framed, captioned; real edits of 0.5-30%): what the colour fit leaves on
 re-toned copies forms regions whose median residual is at most 2.3x the pixel threshold,
-real edits of 1-2% at least 2.9x, hence `REGION_STRENGTH` = 2.5 (and `MIN_REGION`
+real edits of 1-2% mostly above 2.2x, hence `REGION_STRENGTH` = 2.2 (and `MIN_REGION`
 0.3%: edits under 1% may go unseen); benign regions never reached 1.5% of the picture,
 while large edits (a 5-10% object over similar colours) can stay near 2x, hence the
 lower `LARGE_REGION_STRENGTH` from `LARGE_REGION` = 2% up. Look-alike scenes of one kind (a horizon and a wall
@@ -91,7 +91,7 @@ MIN_REFERENCE_SHOWN = 0.3  # a copy shows at least this much of the reference (c
 TEXTURE_STD = 1.5
 BLOCK_DETAIL = 0.5
 BLOCK_AGREEMENT = 0.6
-REGION_STRENGTH = 2.5
+REGION_STRENGTH = 2.2
 LARGE_REGION = 0.02  # a region this large needs only LARGE_REGION_STRENGTH: no re-toning leaves one
 LARGE_REGION_STRENGTH = 1.5
 BAND_SHIFT = 14.0
