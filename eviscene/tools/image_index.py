@@ -3,7 +3,7 @@ scan, then the full `compare` — each stage cheaper and coarser than the next.
 
 Built once per corpus: for every distinct image (by sha256), pHash and dHash of the
 picture region (banners trimmed) and of six crops (`images.HASH_CROPS`), and a ~48x48-pixel
-grey thumbnail. A query is hashed on four crops (`images.QUERY_CROPS`); its distance to a
+grey thumbnail. A query is hashed on four crops (`images.QUERY_CROPS`), as it is and mirrored; its distance to a
 corpus image is the smallest pHash+dHash Hamming distance (0..128) over crop pairs.
 1. The `PREFILTER` nearest by hash distance (all images of a small corpus) go on.
    Hashes alone separate copies from unrelated pictures poorly once a copy is cropped
@@ -29,7 +29,7 @@ import numpy as np
 
 from eviscene.errors import ReleaseError
 from eviscene.tools.image_align import query_windows, scan_score, thumbnail
-from eviscene.tools.image_compare import Comparison, compare
+from eviscene.tools.image_compare import Comparison, compare, mirrored
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -101,10 +101,12 @@ class ImageIndex:
         return self._groups[position][1] if position is not None else ()
 
     def hash_distances(self, query: PreparedImage) -> np.ndarray:
-        """Per corpus picture, the smallest pHash+dHash distance over crop pairs (0..128)."""
+        """Per corpus picture, the smallest pHash+dHash distance over crop pairs (0..128), the
+        query taken as it is or mirrored."""
         if not self._groups:
             return np.zeros(0, dtype=np.int64)
-        q = crop_hashes(query, QUERY_CROPS)  # (A, 2)
+        # The query's crops, and the same crops of it mirrored (a flipped re-post).
+        q = np.concatenate([crop_hashes(query, QUERY_CROPS), crop_hashes(mirrored(query), QUERY_CROPS)])  # (A, 2)
         xor = self._hashes[:, None, :, :] ^ q[None, :, None, :]  # (N, A, B, 2)
         return np.bitwise_count(xor).sum(axis=-1).min(axis=(1, 2)).astype(np.int64)
 
@@ -115,8 +117,9 @@ class ImageIndex:
         not try, the hash on off-centre crops)."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
-        query_thumb, windows = thumbnail(query), query_windows(query)
-        scores = {int(i): scan_score(self._thumbs[i], query_thumb, windows) for i in nearest}
+        query_thumb, flipped_thumb, windows = thumbnail(query), thumbnail(mirrored(query)), query_windows(query)
+        scores = {int(i): max(scan_score(self._thumbs[i], query_thumb, windows), scan_score(self._thumbs[i], flipped_thumb, windows))
+                  for i in nearest}
         chosen = sorted(scores, key=lambda i: (-scores[i], distance[i], i))[:limit]
         chosen += [int(i) for i in nearest[:HASH_EXTRA] if int(i) not in chosen]
         return [(self._groups[i][0], int(distance[i]), round(scores[i], 4)) for i in chosen]

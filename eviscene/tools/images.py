@@ -12,9 +12,9 @@ Banner rule (documented thresholds, none tied to a fixture):
 - a side (top/bottom/left/right) is a border when its outermost line is flat: at least
   95% of its pixels lie within `COLOR_TOLERANCE` (max channel difference) of its median
   colour (a filled banner stays that flat through JPEG; sky and walls rarely do);
-- top/bottom banners extend inward over lines where at least half of the pixels have that
-  colour (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the
-  image height; left/right bars extend only over lines that are 95% uniform;
+- banners extend inward over lines where at least half of the pixels have that colour
+  (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the image
+  height (width); a credit banner beside the photo is trimmed like one above or below;
 - the border must end at a sharp edge: in the 3 lines after it, under a quarter of the
   pixels have its colour (a gradient sky fading into the picture fails this);
 - a side is never trimmed past 45% of the image: a larger uniform area is the picture
@@ -257,8 +257,11 @@ def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[s
     height, width = rgb.shape[:2]
     top = _border_depth(rgb, text_tolerant=True)
     bottom = _border_depth(rgb[::-1], text_tolerant=True)
-    left = _border_depth(rgb.transpose(1, 0, 2), text_tolerant=False)
-    right = _border_depth(rgb.transpose(1, 0, 2)[::-1], text_tolerant=False)
+    # Side bars are measured between the top and bottom borders: a banner's colour there
+    # would otherwise count as the side bar's colour reaching into the picture.
+    middle = rgb[top:height - bottom] if height - top - bottom >= height * 0.1 else rgb
+    left = _border_depth(middle.transpose(1, 0, 2), text_tolerant=True)
+    right = _border_depth(middle.transpose(1, 0, 2)[::-1], text_tolerant=True)
     if height - top - bottom < height * 0.1 or width - left - right < width * 0.1:
         return (0, 0, width, height), {}
     trimmed = {side: depth for side, depth in (("top", top), ("bottom", bottom), ("left", left), ("right", right)) if depth}

@@ -97,3 +97,35 @@ def test_rollouts_differ_only_through_the_seed():
     again = anyio.run(OfflineProvider().complete, ModelRequest(stage="unified_react", messages=messages, tools=TOOLS, sampling_seed=3))
     first = anyio.run(OfflineProvider().complete, ModelRequest(stage="unified_react", messages=messages, tools=TOOLS, sampling_seed=3))
     assert again == first
+
+
+def test_a_manipulated_verdict_names_the_region_and_the_reference():
+    found = match("https://a.example/x", "2024-05-06", edited=True)
+    found["comparison"] = {"regions": [{"x0": 0.25, "y0": 0.5, "x1": 0.5, "y1": 0.75, "area": 0.06, "kind": "content"}]}
+    verdict = json.loads(ask(conversation(("reverse_image_search", {}, {"matches": [found]})), "unified_judgment").content)
+    assert verdict["verdict"] == "manipulated"
+    assert "https://a.example/x#image=a.jpg" in verdict["rationale"]
+    assert "x 25%-50%, y 50%-75%" in verdict["rationale"] and "6.0% of the picture" in verdict["rationale"]
+    assert verdict["confidence"] == 0.8  # a large region, seen by the search only; a direct comparison would make it 0.9
+
+
+def test_an_out_of_context_verdict_names_the_earlier_publication_and_the_date_gap():
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Storm in Recife", "text": "RECIFE, 2 October 2015", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2015-10-02")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "out_of_context"
+    rationale = verdict["rationale"]
+    assert '"Storm in Recife" (https://a.example/x)' in rationale
+    assert "published 2015-10-02, 3139 days before the claimed 2024-05-06" in rationale  # 2015-10-02 .. 2024-05-06
+    assert "Porto Alegre" in rationale  # the place differs too
+    assert verdict["confidence"] == 0.9  # both the date and the place differ
+
+
+def test_datelines_and_dash_separated_headlines_name_only_places():
+    from eviscene.providers.offline.claim import parse_claim
+
+    assert parse_claim("Tulsa: Forest fire reaches the ridge (November 1, 2021)").names == ["Tulsa"]
+    assert parse_claim("BREAKING 30 January 2019 - Forest fire reaches the ridge, Recife").names == ["Recife"]

@@ -95,11 +95,17 @@ def parse_claim(ocr_text: str) -> Claim:
         phrase.clear()
 
     sentence_start = True
-    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|]", without_dates):
+    # A dash between spaces starts a new headline segment ("2019 - Forest fire ..."), as a
+    # full stop does; a lone word before a colon is a dateline ("Tulsa: ..."), a name.
+    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|]|\s[-–—]\s", without_dates):
         token = match.group()
-        if token in ".!?:;|":
+        if token.strip() in ".!?:;|-–—":
             close_phrase()
             sentence_start = True
+            continue
+        if sentence_start and token[0].isupper() and without_dates[match.end():].lstrip().startswith(":") and token.lower() not in _STOP:
+            phrase.append((token, False))  # a dateline names a place
+            sentence_start = False
             continue
         lower = token.lower()
         if token[0].isupper() and lower not in _STOP and lower not in MONTHS:

@@ -31,6 +31,8 @@ class Copy:
     published: date | None
     similarity: float
     edited: bool
+    regions: list[dict[str, Any]] = field(default_factory=list)  # changed regions of the comparison that found it edited
+    compared_directly: bool = False  # confirmed by compare_with_reference, not only by the search
 
 
 @dataclass
@@ -70,7 +72,7 @@ class Investigation:
             self.compared[arguments.get("reference_image_url", "")] = data
             for result in data.get("comparisons", []):
                 if result.get("match"):
-                    self._add_copy(result, result.get("similarity", 0.0), bool(result.get("edited")))
+                    self._add_copy(result, result.get("similarity", 0.0), bool(result.get("edited")), direct=True)
         elif tool == "visit" and data.get("url"):
             self.pages[data["url"]] = data
         elif tool == "text_search":
@@ -78,11 +80,18 @@ class Investigation:
         elif tool == "text_image_search":
             self.image_hits += data.get("results", [])
 
-    def _add_copy(self, item: dict[str, Any], similarity: float, edited: bool) -> None:
+    def _add_copy(self, item: dict[str, Any], similarity: float, edited: bool, *, direct: bool = False) -> None:
         known = self.copies.get(item["url"])
         published = _date(item.get("published"))
+        regions = list((item.get("comparison") or {}).get("regions") or []) if edited else []
         if known is None or similarity > known.similarity:
-            self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity, edited or bool(known and known.edited))
+            self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity,
+                                            edited or bool(known and known.edited), regions or (known.regions if known else []),
+                                            direct or bool(known and known.compared_directly))
+        elif known is not None:
+            known.edited = known.edited or edited
+            known.regions = known.regions or regions
+            known.compared_directly = known.compared_directly or direct
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -154,36 +163,52 @@ class Investigation:
     # -- judging ----------------------------------------------------------------------------
 
     def verdict(self, labels: list[str]) -> dict[str, Any]:
+        """The label, a confidence that follows the strength of the evidence, the evidence
+        cited, and a rationale built from that evidence alone."""
         copies = self.copies_by_age()
         basis: list[dict[str, str]] = []
         if not copies:
-            label, confidence = "unverifiable", 0.6
+            label, confidence = "unverifiable", 0.6 if self.search_hits else 0.5
             for hit in self.search_hits[:2]:
                 basis.append({"evidence_id": hit["evidence_id"], "finding": "related coverage, but no copy of the picture"})
             rationale = "No earlier copy of the picture was found, so its origin cannot be established."
         elif any(c.edited for c in copies):
             edited = next(c for c in copies if c.edited)
-            label, confidence = "manipulated", 0.8
-            basis.append({"evidence_id": edited.evidence_id, "finding": "the same picture without the altered region"})
-            rationale = "An unedited copy of the picture exists; the claimed image differs from it in a local region."
+            where = _region_text(edited.regions)
+            label = "manipulated"
+            # A large, or directly re-compared, local difference is strong evidence; a small
+            # one seen only by the search is weaker.
+            largest = max((float(r.get("area", 0.0)) for r in edited.regions), default=0.0)
+            confidence = 0.9 if edited.compared_directly and largest >= 0.02 else 0.8 if largest >= 0.02 or edited.compared_directly else 0.65
+            basis.append({"evidence_id": edited.evidence_id, "finding": f"the same picture without the altered region ({where})"})
+            rationale = (f"The case image is a copy of the picture at {edited.image_url}"
+                         f"{f' (published {edited.published})' if edited.published else ''}, "
+                         f"{'compared directly with it' if edited.compared_directly else 'found by reverse image search'}, and differs from it "
+                         f"locally: {where}. The rest of the picture matches, so that region was altered.")
         else:
             origin = copies[0]
             origin_text = self._page_text(origin.url)
-            predates = bool(
-                self.claim.date and origin.published and (self.claim.date - origin.published).days > PREDATES_CLAIM_DAYS
-            )
-            places_missing = bool(self.claim.names and origin_text and not any(mentions(origin_text, n) for n in self.claim.names))
+            gap = (self.claim.date - origin.published).days if self.claim.date and origin.published else None
+            predates = gap is not None and gap > PREDATES_CLAIM_DAYS
+            missing = [n for n in self.claim.names if origin_text and not mentions(origin_text, n)]
+            places_missing = bool(self.claim.names and origin_text and len(missing) == len(self.claim.names))
+            title = (self.pages.get(origin.url) or {}).get("title") or origin.url
             basis.append({"evidence_id": origin.evidence_id, "finding": f"earliest copy, published {origin.published or 'on an unknown date'}"})
             if predates or places_missing:
-                label, confidence = "out_of_context", 0.85 if predates else 0.7
-                rationale = (
-                    f"The picture was published {origin.published} or earlier, before the claimed {self.claim.date}."
-                    if predates
-                    else "The earliest copy describes another place or event than the claim."
-                )
+                label = "out_of_context"
+                differences = []
+                if predates:
+                    differences.append(f"the date: it was published {origin.published}, {gap} days before the claimed {self.claim.date}")
+                if places_missing:
+                    differences.append(f"the place or event: the claim names {', '.join(self.claim.names[:3])}, which the earlier page does not mention")
+                confidence = 0.9 if predates and places_missing else 0.85 if predates else 0.7
+                rationale = f"The picture was published earlier by \"{title}\" ({origin.url}). It differs from the claim in " + "; and in ".join(differences) + "."
             else:
-                label, confidence = "authentic", 0.8 if self.claim.date and origin.published else 0.65
-                rationale = "The earliest copy matches the claimed date, place and event."
+                label = "authentic"
+                confirmed = bool(self.claim.date and origin.published and origin_text and self.claim.names)
+                confidence = 0.8 if confirmed else 0.7 if self.claim.date and origin.published else 0.6
+                rationale = (f"The earliest copy, \"{title}\" ({origin.url}), published {origin.published or 'on an unknown date'}, "
+                             f"matches the claimed date{' and names ' + ', '.join(self.claim.names[:3]) if confirmed else ''}.")
         for url, page in self.pages.items():
             if len(basis) >= 3:
                 break
@@ -196,6 +221,18 @@ class Investigation:
     def _page_text(self, url: str) -> str:
         page = self.pages.get(url)
         return f"{page.get('title', '')}\n{page.get('text', '')}" if page else ""
+
+
+def _region_text(regions: list[dict[str, Any]]) -> str:
+    """Where the comparison found the case image changed, in words."""
+    if not regions:
+        return "a local region differs"
+    parts = []
+    for region in regions[:2]:
+        what = "printed text differs" if region.get("kind") == "text" else "the picture differs"
+        parts.append(f"{what} at x {region['x0']:.0%}-{region['x1']:.0%}, y {region['y0']:.0%}-{region['y1']:.0%} "
+                     f"({region.get('area', 0.0):.1%} of the picture)")
+    return "; ".join(parts)
 
 
 def _date(value: str | None) -> date | None:
