@@ -40,10 +40,12 @@ def dataset() -> None:
 @click.option("--seed", default="ifv-policy-v1", show_default=True, help="Split seed: sha256(seed:group_id).")
 @click.option("--short-max-tokens", type=int, default=DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
+@click.option("--export-concurrency", type=int, default=1, show_default=True,
+              help="Files serialized and written at once (seed 002); the bytes do not depend on it. Example: --export-concurrency 4")
 @click.pass_obj
 def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split, eligibility_dir, semantic_reward_dir,
            minimum_accepted_cases, allow_missing_validation_cases, one_rollout_per_case, allow_training_prohibited,
-           train_ratio, validation_ratio, seed, short_max_tokens, fmt) -> None:
+           train_ratio, validation_ratio, seed, short_max_tokens, fmt, export_concurrency) -> None:
     """Export eligible rollouts as TRL-ready SFT rows, split by connected source-family
     groups (seed 002): every eligible rollout in derived mode (--one-rollout-per-case: the
     best per case), the best rollout per case in frozen mode; a case never sits in two
@@ -64,6 +66,7 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
         require_all_validation_cases=not allow_missing_validation_cases, one_rollout_per_case=one_rollout_per_case,
         allow_training_prohibited=allow_training_prohibited, train_ratio=train_ratio,
         validation_ratio=validation_ratio, seed=seed, short_max_tokens=short_max_tokens, fmt=fmt,
+        export_concurrency=export_concurrency,
     )
     manifest, written = export_dataset(log, options)
     for name, count in written.items():

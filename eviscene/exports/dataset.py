@@ -57,6 +57,7 @@ class ExportOptions:
     seed: str = "ifv-policy-v1"
     short_max_tokens: int = DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS
     fmt: str = "jsonl"
+    export_concurrency: int = 1  # files serialized and written at once (seed 002)
 
 
 @dataclass
@@ -102,6 +103,8 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
         raise DatasetExportError("train_ratio + validation_ratio must be below 1")
     if options.short_max_tokens < 1:
         raise DatasetExportError("short_max_tokens must be positive")
+    if options.export_concurrency < 1:
+        raise DatasetExportError("export_concurrency must be at least 1")
     out = Path(options.out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetExportError(f"dataset output directory must be new or empty: {out}")
@@ -204,7 +207,8 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     try:
         raise_first_problem(con)
         with staged_directory(out_dir, "dataset output directory") as staging:
-            manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt)
+            manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt,
+                                              export_concurrency=options.export_concurrency)
     finally:
         con.close()
     _record(log, out_dir, manifest, resolved.settings)

@@ -4,6 +4,7 @@ canonical serializer (Parquet copies with --format parquet)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +122,23 @@ def _parquet(path: Path, records: list[dict[str, Any]]) -> None:
     pq.write_table(table, path, compression="zstd")
 
 
-def _write(out_dir: Path, name: str, records: list[dict[str, Any]], fmt: str, written: dict[str, int]) -> None:
-    written[name] = write_jsonl(out_dir / name, records)
+def _write(out_dir: Path, name: str, records: list[dict[str, Any]], fmt: str) -> int:
+    rows = write_jsonl(out_dir / name, records)
     if fmt == "parquet":
         _parquet(out_dir / name.replace(".jsonl", ".parquet"), records)
+    return rows
+
+
+def _write_files(out_dir: Path, files: list[tuple[str, list[dict[str, Any]]]], fmt: str, concurrency: int) -> dict[str, int]:
+    """Serialize and write the files, `concurrency` at a time (seed 002's export_concurrency):
+    each file by one thread, so the bytes do not depend on it; rows written per file, in
+    the files' order."""
+    if concurrency == 1 or len(files) <= 1:
+        counts = [_write(out_dir, name, records, fmt) for name, records in files]
+    else:
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(files)), thread_name_prefix="dataset-export") as pool:
+            counts = list(pool.map(lambda file: _write(out_dir, file[0], file[1], fmt), files))
+    return {name: count for (name, _), count in zip(files, counts)}
 
 
 def _frozen_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings, paths: dict[str, Path | None]) -> dict[str, Any] | None:
@@ -168,7 +182,8 @@ def _source_runs(con: duckdb.DuckDBPyConnection, settings: ExportSettings, log_p
 
 
 def write_dataset(
-    con: duckdb.DuckDBPyConnection, out_dir: Path, settings: ExportSettings, paths: dict[str, Path | None], *, log_path: Path, fmt: str
+    con: duckdb.DuckDBPyConnection, out_dir: Path, settings: ExportSettings, paths: dict[str, Path | None], *, log_path: Path, fmt: str,
+    export_concurrency: int = 1,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     summary = _select(con, "SELECT * FROM dataset_summary")[0]
     version = dataset_version(summary["decision_policy_version"])
@@ -183,27 +198,28 @@ def write_dataset(
         )
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: dict[str, int] = {}
+    files: list[tuple[str, list[dict[str, Any]]]] = []
     for split in SPLITS:
         sft = [_sft_row(r, version) for r in accepted if r["sft_route"] == "short_sft" and r["split"] == split]
-        _write(out_dir, f"{split}.jsonl", sft, fmt, written)
-        _write(out_dir, SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], [tools_in_system_message(r) for r in sft], fmt, written)
+        files.append((f"{split}.jsonl", sft))
+        files.append((SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], [tools_in_system_message(r) for r in sft]))
         examples = [{**r["example"], "split": r["split"], "split_group_id": r["split_group_id"]} for r in perception if r["split"] == split]
-        _write(out_dir, f"perception.{split}.jsonl", examples, fmt, written)
+        files.append((f"perception.{split}.jsonl", examples))
     holdout = [
         {**_sft_row(r, version), "holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
         for r in accepted if r["sft_route"] == "long_holdout"
     ]
-    _write(out_dir, "long_holdout.jsonl", holdout, fmt, written)
+    files.append(("long_holdout.jsonl", holdout))
     metadata = [{**_metadata(r), **{k: r[k] for k in ROUTE_KEYS}} for r in accepted]
-    _write(out_dir, "episode_metadata.jsonl", metadata, fmt, written)
-    _write(out_dir, "accepted_episodes.jsonl", [{k: m.get(k) for k in ACCEPTED_EPISODE_KEYS} for m in metadata], fmt, written)
+    files.append(("episode_metadata.jsonl", metadata))
+    files.append(("accepted_episodes.jsonl", [{k: m.get(k) for k in ACCEPTED_EPISODE_KEYS} for m in metadata]))
     excluded_rows = [
         {**_metadata(r), "trajectory_sft_rows": r["trajectory_sft_rows"], "perception_example_count": r["perception_example_count"]}
         for r in excluded
     ]
-    _write(out_dir, "excluded_episode_metadata.jsonl", excluded_rows, fmt, written)
-    _write(out_dir, "action_only.jsonl", action_only, fmt, written)
+    files.append(("excluded_episode_metadata.jsonl", excluded_rows))
+    files.append(("action_only.jsonl", action_only))
+    written = _write_files(out_dir, files, fmt, export_concurrency)
     manifest = {
         "schema_version": "ifv-trajectory-sft-dataset-manifest-v1",
         "dataset_version": version,
@@ -227,7 +243,7 @@ def write_dataset(
         # Not in seed 002: which rollouts were kept, and whether training-prohibited sources could contribute.
         "rollout_selection": "one_rollout_per_case" if settings.frozen or settings.one_rollout_per_case else "every_eligible_rollout",
         "allow_training_prohibited": settings.allow_training_prohibited,
-        "export_concurrency": 1,
+        "export_concurrency": export_concurrency,
         **{key: summary[key] for key in (
             "episode_count", "accepted_episode_count", "selected_release_case_count", "action_only_episode_count",
             "action_only_perception_count", "long_holdout_episode_count", "accepted_case_count", "short_sft_case_count",

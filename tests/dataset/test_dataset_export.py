@@ -225,6 +225,20 @@ def test_rerun_is_byte_identical_and_reimport_changes_nothing(log, tmp_path):
     assert recorded == 2
 
 
+def test_export_concurrency_writes_the_same_bytes_and_is_recorded(log, tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": ep(f"c{i}", r), "case_id": f"c{i}", "families": [f"content:{i % 3}"]} for i in range(6) for r in range(2)
+    ])
+    one, _ = export(log, tmp_path / "one", run, fmt="parquet")
+    four, written = export(log, tmp_path / "four", run, fmt="parquet", export_concurrency=4)
+    assert (one["export_concurrency"], four["export_concurrency"]) == (1, 4)
+    assert list(written) == list(export(log, tmp_path / "again", run)[1])  # files listed in one order whatever the threads
+    names = sorted(p.name for p in (tmp_path / "one").iterdir() if p.name != "manifest.json")
+    assert names == sorted(p.name for p in (tmp_path / "four").iterdir() if p.name != "manifest.json")
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "four" / name).read_bytes(), name
+
+
 def test_training_prohibited_sources_contribute_nothing(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("d"), "case_id": "d"}], release_stage="development_subset")
     manifest, _ = export(log, tmp_path / "out", run)
@@ -248,6 +262,7 @@ def test_allow_training_prohibited_exports_them_and_says_so(log, tmp_path):
         ({"train_ratio": 0.9, "validation_ratio": 0.1}, "train_ratio + validation_ratio must be below 1"),
         ({"short_max_tokens": 0}, "short_max_tokens must be positive"),
         ({"minimum_accepted_cases": -1}, "minimum_accepted_cases must be non-negative"),
+        ({"export_concurrency": 0}, "export_concurrency must be at least 1"),
     ],
 )
 def test_bad_options_fail_with_the_seed_messages(log, tmp_path, options, message):
