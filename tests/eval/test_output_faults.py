@@ -137,8 +137,9 @@ def test_eval_run_on_a_full_disk_is_one_line_the_log_verifies_and_resume_finishe
         result = eviscene(log_path, "eval", "run", "--benchmark", cases, "--limit", "2", "--no-progress", "--no-materialize")
         one_error_line(result, f"cannot write {log_path}.live/", ".parquet: No space left on device")
         assert not list(small.rglob(".*.tmp"))  # no half-written segment
-        verified = eviscene(log_path, "log", "verify")
-        assert verified.returncode == 0 and "every chain intact" in verified.stdout
+        verified = eviscene(log_path, "log", "verify")  # intact, and the run named as unfinished
+        assert verified.returncode == 1 and "every chain intact" in verified.stderr
+        assert "UNFINISHED" in verified.stdout and "eviscene eval resume" in verified.stdout
         subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
         run_id = next(p.name for p in Path(str(log_path) + ".live").iterdir() if p.is_dir())
         resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")

@@ -133,6 +133,10 @@ def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the
     assert summary.ran == 0 and summary.sealed
     counts = log.sql("SELECT type, count(*) AS n FROM events WHERE type IN ('episode.finished', 'run.finished', "
                      "'artifact.imported') GROUP BY type ORDER BY type").to_pylist()
+    # The crash ended the run `failed` (as the seed marks a crashed run); the resume completed it.
     assert counts == [{"type": "artifact.imported", "n": 4}, {"type": "episode.finished", "n": 3},
-                      {"type": "run.finished", "n": 1}]
+                      {"type": "run.finished", "n": 2}]
+    statuses = log.sql("SELECT payload->>'status' AS s FROM events WHERE type = 'run.finished' ORDER BY seq")["s"].to_pylist()
+    assert statuses == ["failed", "completed"]
+    assert log.sql("SELECT status FROM runs")["status"].to_pylist() == ["completed"]
     assert log.verify().ok
