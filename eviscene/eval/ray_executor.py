@@ -164,6 +164,8 @@ class EpisodeWorker:
                     await done.wait()
                 if relay.items:
                     yield relay.take()
+        if relay.items:  # emitted while the driver was taking the last batch
+            yield relay.take()
         yield ("finished", result[0])
 
 
@@ -210,11 +212,12 @@ class RayExecutor:
                 spec, attempt = queue.pop(0)
                 committed = False
                 try:
+                    finished = None
                     stream = actor.run.options(num_returns="streaming").remote(spec, attempt)
                     async for ref in stream:
                         items = await ref
                         if isinstance(items, tuple):
-                            on_finished(spec, items[1])
+                            finished = items[1]
                             break
                         for item in items:
                             if isinstance(item, tuple):
@@ -222,6 +225,9 @@ class RayExecutor:
                             else:
                                 await writer.emit(item)
                         committed = True
+                    if finished is None:  # the stream ended without the episode's end: its worker died
+                        raise ray.exceptions.RayActorError()
+                    on_finished(spec, finished)
                 except ray.exceptions.ActorUnavailableError:  # restarting: wait, same attempt unless it started
                     queue.append((spec, attempt + 1 if committed else attempt))
                     await anyio.sleep(_RESTART_WAIT_SECONDS)
