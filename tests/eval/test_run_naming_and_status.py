@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import anyio
+import pytest
 from click.testing import CliRunner
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
@@ -15,6 +16,7 @@ from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.providers import OfflineProvider
+from eviscene.errors import ReleaseError
 from eviscene.store import EventLog
 
 
@@ -186,12 +188,19 @@ def test_a_crashed_run_is_failed_with_its_error_in_the_manifest(release, tmp_pat
     broken = tmp_path / "broken" / "demo"
     shutil.copytree(release, broken)
     gold = broken / "private" / "evaluation_gold.jsonl"
-    gold.write_text(gold.read_text() + '{"case_id": "truncated", \n')  # discovered only when scoring starts
+    intact = gold.read_text()
+
+    class TruncatesGoldOnceAnEpisodeFinished:  # preflight checked it: the damage comes mid-run
+        def planned(self, run_id: str, episodes: int) -> None: ...
+
+        def finished(self, spec, finished) -> None:
+            gold.write_text(intact + '{"case_id": "truncated", \n')
+
     log_path = tmp_path / "log.duckdb"
-    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(broken), "--limit", "1", "--no-progress",
-                    "--run-id", "crashed", "--no-materialize")
-    assert result.exit_code == 2 and "Traceback" not in result.output
     log = EventLog(log_path)
+    options = EvalOptions(benchmark=benchmark(broken), limit=1)
+    with pytest.raises(ReleaseError):
+        anyio.run(lambda: start_run(log, options, observer=TruncatesGoldOnceAnEpisodeFinished(), run_id="crashed"))
     assert runs(log)["crashed"]["status"] == "failed"
     finished = log.sql("SELECT payload->>'status' AS status, payload->>'error' AS error FROM events "
                        "WHERE type = 'run.finished' AND run_id = 'crashed'").to_pylist()
