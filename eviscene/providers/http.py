@@ -138,7 +138,7 @@ class CircuitBreaker:
 
     def waiting(self, why: str, wait: float) -> None:
         if self.listener is not None:
-            self.listener(f"waiting for {self.base_url}: {why}, retrying in {math.ceil(wait)}s")
+            self.listener(redact(f"waiting for {self.base_url}: {why}, retrying in {math.ceil(wait)}s"))
 
 
 class JsonClient:
