@@ -46,6 +46,7 @@ def test_a_merge_into_a_new_archive_still_creates_it(tmp_path):
     source = sandbox_log.build(tmp_path)
     target = tmp_path / "merged.duckdb"
     result = subprocess.run([EVISCENE, "--db", str(target), "log", "merge", str(source)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    # Merged, then verified: intact, and its runs (written without run.finished) named unfinished.
+    assert result.returncode == 1 and "every chain intact" in result.stderr, result.stderr
     assert target.is_file()
     assert open_log(target).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
