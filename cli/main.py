@@ -83,8 +83,9 @@ def cli(ctx: click.Context, db: str) -> None:
 
 # Commands that only read the log: on a path holding no log they fail (a mistyped --db never
 # answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it;
-# `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves.
-READERS = {"runs", "runs compare", "why", "log verify", "materialize", "view", "report"}
+# `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves;
+# `view` may start before the first run writes, and shows runs as they appear.
+READERS = {"runs", "runs compare", "why", "log verify", "materialize", "report"}
 
 
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:
