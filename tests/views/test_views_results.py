@@ -32,6 +32,10 @@ RESULTS = {
 }
 
 
+# Views the shared test log has no rows for, each given rows by a test of its own.
+ROWS_ELSEWHERE = {"sft_export_rejections"}  # tests/views/test_views_sft_rejection.py
+
+
 def test_views_every_key_unique_and_not_null(con):
     for definition in view_definitions():
         assert definition.key, f"{definition.path} declares no key"
@@ -40,7 +44,7 @@ def test_views_every_key_unique_and_not_null(con):
         total, distinct, with_null = con.sql(
             f'SELECT count(*), count(DISTINCT ({keys},)), count(*) FILTER (WHERE {nulls}) FROM "{definition.name}"'
         ).fetchall()[0]
-        if definition.path.split("/")[1] in COVERED_FOLDERS:
+        if definition.path.split("/")[1] in COVERED_FOLDERS and definition.name not in ROWS_ELSEWHERE:
             assert total > 0, f"{definition.name} is empty on the test log: the check proves nothing"
         assert distinct == total, f"{definition.name}: key ({keys}) repeats"
         assert with_null == 0, f"{definition.name}: key ({keys}) has NULLs"
