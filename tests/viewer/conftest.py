@@ -75,7 +75,10 @@ def artifacts(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+# Module scope: the sync API marks an asyncio loop as running in this thread until it stops,
+# so it must stop before tests elsewhere call asyncio.run or anyio.run (a session-wide
+# browser broke every async test that ran after this folder).
+@pytest.fixture(scope="module")
 def browser():
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
