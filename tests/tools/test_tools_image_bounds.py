@@ -41,8 +41,10 @@ def write_png(path: Path, width: int, height: int, color: bytes, banner: bytes, 
     return path
 
 
+# The peak is VmHWM, this process's own high-water mark. Not ru_maxrss: Linux carries that
+# across exec from the forking parent, so under a large pytest process it read the parent's size.
 EPISODE_IMAGE_WORK = """
-import json, resource, sys, time
+import json, re, sys, time
 from pathlib import Path
 import anyio
 from eviscene.agent.perception import EmbeddedPerception
@@ -53,7 +55,7 @@ report = anyio.run(EmbeddedPerception(), path, "0" * 64)
 prepared = prepare(path)
 print(json.dumps({"size": report.report, "prepared": list(prepared.size), "shape": list(prepared.rgb.shape),
                   "trimmed": prepared.trimmed, "seconds": time.perf_counter() - clock,
-                  "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                  "peak_bytes": int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024}))
 """
 
 
