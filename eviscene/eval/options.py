@@ -16,6 +16,7 @@ from eviscene.errors import EvisceneError
 from eviscene.eval.providers import provider_manifest
 from eviscene.providers.profiles import get_profile
 from eviscene.release import Release, file_descriptor, sha256_file
+from eviscene.rules.tool_families import TOOL_FAMILIES
 
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
@@ -77,6 +78,10 @@ class EvalOptions(BaseModel):
 
     ocr_cache_version: str | None = None
     agent_decision_policy_version: Literal["unified-react-v1"] = AGENT_DECISION_POLICY_VERSION
+
+    def enabled_tool_families(self) -> dict[str, bool]:
+        """Each tool family, on unless its `disable_<family>` flag is set."""
+        return {family: not getattr(self, f"disable_{family}") for family in TOOL_FAMILIES}
 
     @property
     def provider_name(self) -> str:
@@ -146,17 +151,10 @@ def now_iso() -> str:
 
 
 def tool_families(options: EvalOptions) -> dict[str, Any]:
-    return {
-        "web_search": {"enabled": not options.disable_web_search, "tools": ["text_search"]},
-        "image_retrieval": {
-            "enabled": not options.disable_image_retrieval,
-            "tools": ["text_image_search", "reverse_image_search"],
-        },
-        "evidence_inspection": {
-            "enabled": not options.disable_evidence_inspection,
-            "tools": ["visit", "compare_with_reference"],
-        },
-    }
+    """The manifest's `agent.tool_families` block: each family, whether its `--disable-*`
+    flag left it on, and its tools."""
+    enabled = options.enabled_tool_families()
+    return {family: {"enabled": enabled[family], "tools": list(tools)} for family, tools in TOOL_FAMILIES.items()}
 
 
 def manifest_blocks(

@@ -138,11 +138,7 @@ def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | No
 def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox | WebToolbox, dict]:
     """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
     manifest block naming them (its `backend_id` keys the tool cache)."""
-    families = dict(
-        enable_web_search=not options.disable_web_search,
-        enable_image_retrieval=not options.disable_image_retrieval,
-        enable_evidence_inspection=not options.disable_evidence_inspection,
-    )
+    families = {f"enable_{family}": enabled for family, enabled in options.enabled_tool_families().items()}
     if options.search_backend == "searxng":
         if not options.searxng_url:
             raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
