@@ -8,6 +8,7 @@ import click
 
 from eviscene.exports.dataset import DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
+from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED
 from eviscene.store import EventLog
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -37,7 +38,7 @@ def dataset() -> None:
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
 @click.option("--train-ratio", type=float, default=0.8, show_default=True)
 @click.option("--validation-ratio", type=float, default=0.1, show_default=True)
-@click.option("--seed", default="ifv-policy-v1", show_default=True, help="Split seed: sha256(seed:group_id).")
+@click.option("--seed", default=DEFAULT_SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
 @click.option("--short-max-tokens", type=int, default=DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
 @click.option("--export-concurrency", type=int, default=1, show_default=True,

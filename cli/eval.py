@@ -7,6 +7,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any, get_args
 
 import anyio
 import click
@@ -22,6 +23,16 @@ from eviscene.exports.run_dir import materialize_run
 from eviscene.store import EventLog
 
 _stderr = Console(stderr=True)
+
+
+def _default(field: str) -> Any:
+    """An `eval run` flag's default: its EvalOptions field's, stated there once."""
+    return EvalOptions.model_fields[field].default
+
+
+def _choice(field: str) -> click.Choice:
+    """The values of an EvalOptions field typed as a Literal."""
+    return click.Choice(get_args(EvalOptions.model_fields[field].annotation))
 
 
 @click.group(name="eval")
@@ -90,54 +101,54 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--model", default=None, help="Model name for the agent.")
 @click.option("--vlm-provider", default=None, help="VLM provider for --image-access-mode separate_vlm.")
 @click.option("--vlm-model", default=None, help="VLM model for --image-access-mode separate_vlm.")
-@click.option("--image-access-mode", type=click.Choice(["direct_multimodal", "separate_vlm"]), default="direct_multimodal", show_default=True)
+@click.option("--image-access-mode", type=click.Choice(["direct_multimodal", "separate_vlm"]), default=_default("image_access_mode"), show_default=True)
 @click.option("--llm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
 @click.option("--vlm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
 @click.option("--base-url", default=None, help="Provider endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama).")
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
-@click.option("--provider-outage-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+@click.option("--provider-outage-timeout", type=click.FloatRange(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
               help="Seconds calls wait for a model endpoint that stopped answering (3 connection failures in a row) "
                    "before the run stops cleanly for `eval resume`, e.g. --provider-outage-timeout 60.")
 @click.option("--context-window", type=click.IntRange(min=256), default=None,
               help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
                    "learned from the server's first rejection); older observations are shortened to fit.")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight at once.")
-@click.option("--rollouts-per-case", type=int, default=1, show_default=True, help="Independent episodes per case (RL: 4).")
-@click.option("--base-sampling-seed", type=int, default=1729, show_default=True)
-@click.option("--timeout", type=float, default=1800.0, show_default=True, help="Per-episode timeout in seconds.")
+@click.option("--concurrency", type=int, default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
+@click.option("--rollouts-per-case", type=int, default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
+@click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True)
+@click.option("--timeout", type=float, default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
 @click.option("--limit", type=int, default=None, help="Run only the first N selected cases.")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
-@click.option("--shard-count", type=int, default=1, show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
+@click.option("--shard-count", type=int, default=_default("shard_count"), show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
               help="Split the cases into N shards (default: SLURM_ARRAY_TASK_COUNT); merge the shards' logs with `log merge`.")
-@click.option("--shard-index", type=int, default=0, show_default=True, envvar="SLURM_ARRAY_TASK_ID",
+@click.option("--shard-index", type=int, default=_default("shard_index"), show_default=True, envvar="SLURM_ARRAY_TASK_ID",
               help="Run shard I of --shard-count, from 0 (default: SLURM_ARRAY_TASK_ID), e.g. --shard-count 4 --shard-index 2.")
 @click.option("--training-prohibited", is_flag=True, help="Mark every episode ineligible for training.")
 @click.option("--source-access-policy", type=click.Path(exists=True, dir_okay=False), default=None, help="Policy JSON (default: the release's).")
 @click.option("--disable-web-search", is_flag=True, help="Ablation: remove text_search.")
 @click.option("--disable-image-retrieval", is_flag=True, help="Ablation: remove text_image_search and reverse_image_search.")
 @click.option("--disable-evidence-inspection", is_flag=True, help="Ablation: remove visit and compare_with_reference.")
-@click.option("--search-backend", type=click.Choice(["corpus", "searxng"]), default="corpus", show_default=True,
+@click.option("--search-backend", type=_choice("search_backend"), default=_default("search_backend"), show_default=True,
               help="Backend of text_search/text_image_search: the release corpus, or a self-hosted SearXNG (JSON API).")
 @click.option("--searxng-url", default=None, help="SearXNG base URL for --search-backend searxng, e.g. http://127.0.0.1:8888.")
 @click.option("--web-visit/--no-web-visit", default=None,
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
-@click.option("--web-timeout", type=float, default=15.0, show_default=True, help="Seconds allowed for one web search or page visit.")
-@click.option("--web-max-bytes", type=int, default=2_000_000, show_default=True, help="Largest page body visit reads.")
+@click.option("--web-timeout", type=float, default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
+@click.option("--web-max-bytes", type=int, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
                    "e.g. a test server: --allow-private-network.")
-@click.option("--web-max-redirects", type=int, default=5, show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
+@click.option("--web-max-redirects", type=int, default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
 @click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+@click.option("--executor", type=_choice("executor"), default=_default("executor"), show_default=True,
               help="Run episodes in this process, or on Ray actors (pip install 'eviscene[ray]'); this process still writes the log.")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
-@click.option("--agent-decision-policy-version", type=click.Choice(["unified-react-v1"]), default="unified-react-v1",
+@click.option("--agent-decision-policy-version", type=_choice("agent_decision_policy_version"), default=_default("agent_decision_policy_version"),
               show_default=True, help="Agent orchestration policy, recorded in the manifest.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory to materialize at the end; its name is the run id, as the seed names runs "
@@ -182,7 +193,7 @@ def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
               help="Run directory to materialize at the end (default: runs/<run_id>, replaced if it exists).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default=None, help="Where the remaining episodes run (default: as the run did).")
+@click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
 @click.pass_obj

@@ -3,6 +3,8 @@ the verdict in the release's label set and every citation an evidence id this ep
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from typing import Any
 
@@ -11,26 +13,46 @@ from pydantic import ValidationError
 from eviscene.events import JudgmentMade
 
 
+# Keys that document a schema rather than constrain it: the prompt says what each field means.
+_DOCUMENTATION_KEYS = frozenset({"title", "description", "default"})
+
+
 def judgment_schema(label_set: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["verdict", "confidence", "verdict_basis"],
-        "properties": {
-            "verdict": {"type": "string", "enum": list(label_set)},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "verdict_basis": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["evidence_id", "finding"],
-                    "properties": {"evidence_id": {"type": "string"}, "finding": {"type": "string"}},
-                },
-            },
-            "rationale": {"type": "string"},
-        },
+    """The JSON Schema of the answer the judgment stage asks for: `JudgmentMade` without its
+    event tag, in the strict form providers take, the verdict one of `label_set`."""
+    schema = copy.deepcopy(_answer_schema())
+    schema["properties"]["verdict"]["enum"] = list(label_set)
+    return schema
+
+
+@functools.cache
+def _answer_schema() -> dict[str, Any]:
+    schema = JudgmentMade.model_json_schema()
+    del schema["properties"]["type"]  # the event's tag, not part of the model's answer
+    return _strict_schema(schema, schema.get("$defs", {}))
+
+
+def _strict_schema(node: Any, definitions: dict[str, Any]) -> Any:
+    """A pydantic JSON Schema in the strict form providers take: `$ref`s inlined (Gemini's
+    schema has no `$defs`), no titles, descriptions or defaults, and every object closed
+    (`additionalProperties: false`) with all its properties required, as the prompt asks for
+    every field (the parser still fills a missing defaulted one)."""
+    if isinstance(node, list):
+        return [_strict_schema(item, definitions) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _strict_schema(definitions[node["$ref"].rsplit("/", 1)[-1]], definitions)
+    strict = {
+        key: ({name: _strict_schema(sub, definitions) for name, sub in value.items()} if key == "properties"
+              else _strict_schema(value, definitions))
+        for key, value in node.items()
+        if key not in _DOCUMENTATION_KEYS and key != "$defs"
     }
+    if strict.get("type") == "object" and "properties" in strict:
+        strict = {"type": "object", "additionalProperties": False, "required": list(strict["properties"]),
+                  **{k: v for k, v in strict.items() if k not in ("type", "additionalProperties", "required")}}
+    return strict
 
 
 def parse_judgment(text: str, label_set: tuple[str, ...], evidence_ids: set[str]) -> tuple[JudgmentMade | None, list[str]]:

@@ -1,31 +1,43 @@
-"""What a run was asked to do (the seed's flags) and the manifest recorded in `run.started`."""
+"""What a run was asked to do (the seed's flags), resolved once into the options it runs
+with, and the manifest recorded in `run.started`.
+
+`EvalOptions` holds the flags as given (each default stated here; `eval run`'s click options
+read theirs from these fields). `resolve_options` turns them, once per run, into `RunOptions`:
+the flags with every cache setting and path filled in, and the agent's and the VLM's
+provider settings (provider defaults < profile < flags < the seed's environment overrides).
+Everything after that (the plan, the provider, the manifest, the Ray workers) reads the one
+`RunOptions`, so no setting is looked up twice and found different.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError
-from eviscene.eval.providers import provider_manifest
-from eviscene.providers.profiles import get_profile
+from eviscene.providers.profiles import ACTIVE_POLICY_STAGES, ProviderSettings, resolve_settings
+from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
+from eviscene.rules.tool_families import TOOL_FAMILIES
 
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
-DEFAULT_PROVIDER = "offline"
 OCR_BACKEND = "rapidocr"
 DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-v1"
 
 
 class EvalOptions(BaseModel):
     """`eviscene eval run` flags; stored in the run's manifest so `eval resume` can rebuild the run."""
+
+    model_config = ConfigDict(frozen=True)
 
     benchmark: str = Field(description="Path to <release>/runtime_input/cases.jsonl.")
     profile: str | None = None
@@ -78,11 +90,74 @@ class EvalOptions(BaseModel):
     ocr_cache_version: str | None = None
     agent_decision_policy_version: Literal["unified-react-v1"] = AGENT_DECISION_POLICY_VERSION
 
+    def enabled_tool_families(self) -> dict[str, bool]:
+        """Each tool family, on unless its `disable_<family>` flag is set."""
+        return {family: not getattr(self, f"disable_{family}") for family in TOOL_FAMILIES}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A run's options, resolved once (`resolve_options`): `flags` with every cache setting
+    and path filled in (recorded as the manifest's `config`, so a resume rebuilds this), and
+    the provider settings of the agent and, under `separate_vlm`, of the describing VLM."""
+
+    flags: EvalOptions
+    agent: ProviderSettings
+    vision: ProviderSettings | None
+
     @property
     def provider_name(self) -> str:
-        if self.provider is None and self.profile is not None:
-            return get_profile(self.profile).provider
-        return self.provider or DEFAULT_PROVIDER
+        return self.agent.provider
+
+
+def resolve_options(options: EvalOptions) -> RunOptions:
+    """`options` resolved for a run: absolute paths (so `eval resume` works from any
+    directory), the caches from the environment, the profile and flags into provider settings."""
+    flags = resolve_caches(options).model_copy(
+        update={
+            "benchmark": str(Path(options.benchmark).expanduser().resolve()),
+            "source_access_policy": (
+                str(Path(options.source_access_policy).expanduser().resolve()) if options.source_access_policy else None
+            ),
+        }
+    )
+    agent = _agent_settings(flags)
+    return RunOptions(flags=flags, agent=agent, vision=_vlm_settings(flags, agent))
+
+
+def _agent_settings(options: EvalOptions) -> ProviderSettings:
+    """The agent model's settings: profile, then flags."""
+    return resolve_settings(
+        profile=options.profile,
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+        wire_api=options.llm_wire_api,
+        api_key_env=options.api_key_env,
+        concurrency=options.concurrency,
+        context_window=options.context_window,
+        outage_timeout=options.provider_outage_timeout,
+    )
+
+
+def _vlm_settings(options: EvalOptions, agent: ProviderSettings) -> ProviderSettings | None:
+    """The describing VLM's settings under `separate_vlm`: `--vlm-*` flags over the agent's
+    own settings when it is the same provider (or none is named: the agent's model describes
+    the image, as a multimodal model can; a text-only one is told to name
+    `--vlm-provider offline`), else over that provider's defaults."""
+    if options.image_access_mode != "separate_vlm":
+        return None
+    same = options.vlm_provider in (None, agent.provider)
+    return resolve_settings(
+        profile=options.profile if same else None,
+        provider=agent.provider if same else options.vlm_provider,
+        model=options.vlm_model or (agent.model if same else None),
+        base_url=options.vlm_base_url or (agent.base_url if same else None),
+        wire_api=options.vlm_wire_api or (agent.wire_api if same else None),
+        api_key_env=options.vlm_api_key_env or (agent.api_key_env if same else None),
+        concurrency=options.concurrency,
+        outage_timeout=options.provider_outage_timeout,
+    )
 
 
 def _env_flag(name: str, default: str) -> bool:
@@ -146,21 +221,14 @@ def now_iso() -> str:
 
 
 def tool_families(options: EvalOptions) -> dict[str, Any]:
-    return {
-        "web_search": {"enabled": not options.disable_web_search, "tools": ["text_search"]},
-        "image_retrieval": {
-            "enabled": not options.disable_image_retrieval,
-            "tools": ["text_image_search", "reverse_image_search"],
-        },
-        "evidence_inspection": {
-            "enabled": not options.disable_evidence_inspection,
-            "tools": ["visit", "compare_with_reference"],
-        },
-    }
+    """The manifest's `agent.tool_families` block: each family, whether its `--disable-*`
+    flag left it on, and its tools."""
+    enabled = options.enabled_tool_families()
+    return {family: {"enabled": enabled[family], "tools": list(tools)} for family, tools in TOOL_FAMILIES.items()}
 
 
 def manifest_blocks(
-    options: EvalOptions,
+    run: RunOptions,
     release: Release,
     *,
     model: str,
@@ -170,9 +238,9 @@ def manifest_blocks(
     tool_backend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The seed run_manifest.json's `benchmark`, `agent` and `source_access_policy` blocks."""
-    benchmark_path = Path(options.benchmark).expanduser().resolve()
+    options = run.flags
+    benchmark_path = Path(options.benchmark)
     concurrency = max(1, options.concurrency)
-    caches = resolve_caches(options)
     return {
         "benchmark": {
             "path": str(benchmark_path),
@@ -197,20 +265,20 @@ def manifest_blocks(
         "agent": {
             "profile_id": options.profile,
             "decision_policy_version": options.agent_decision_policy_version,
-            "provider": options.provider_name,
+            "provider": run.provider_name,
             "model": model,
             "vlm_provider": options.vlm_provider,
             "vlm_model": options.vlm_model,
             "image_access_mode": options.image_access_mode,
-            **provider_manifest(options),
+            **provider_manifest(run),
             "timeout_seconds": options.timeout,
             "max_tool_actions": MAX_TOOL_ACTIONS,
             "concurrency": concurrency,
-            "perception_cache_enabled": caches.perception_cache_enabled,
-            "web_cache_enabled": caches.tool_cache_enabled,
-            "tool_cache_ttl_seconds": _seconds(caches.tool_cache_ttl_seconds),
-            "perception_cache_version": caches.perception_cache_version,
-            "ocr_cache_version": caches.ocr_cache_version,
+            "perception_cache_enabled": options.perception_cache_enabled,
+            "web_cache_enabled": options.tool_cache_enabled,
+            "tool_cache_ttl_seconds": _seconds(options.tool_cache_ttl_seconds),
+            "perception_cache_version": options.perception_cache_version,
+            "ocr_cache_version": options.ocr_cache_version,
             "tool_backend": tool_backend or {"kind": "corpus", "search_backend": "corpus", "web_visit": False},
             "allow_private_network": options.allow_private_network,
             "rollouts_per_case": options.rollouts_per_case,
@@ -223,6 +291,34 @@ def manifest_blocks(
             "policy_id": policy.policy_id if policy is not None else None,
             "cache_partition": policy.cache_partition if policy is not None else None,
         },
+    }
+
+
+def provider_manifest(run: RunOptions) -> dict[str, Any]:
+    """The run manifest's provider fields (seed `run_manifest.json` `agent` block)."""
+    options, agent, vision = run.flags, run.agent, run.vision
+    gemini = agent.provider == "gemini"
+    concurrency = max(1, options.concurrency)
+    wire = agent.provider != "offline"
+    return {
+        # separate_vlm without --vlm-provider: the agent's provider describes the images.
+        "vlm_provider": vision.provider if vision else options.vlm_provider,
+        "vlm_model": vision.model if vision else options.vlm_model,
+        "structured_output": {"unified_judgment": agent.structured_output.get("unified_judgment", "negotiated")} if wire else None,
+        "max_tokens": dict(agent.max_tokens) if wire else None,
+        "context_window": agent.context_window,
+        "provider_outage_timeout_seconds": options.provider_outage_timeout,
+        "base_url": agent.base_url,
+        "vlm_base_url": vision.base_url if vision else None,
+        "llm_wire_api": agent.wire_api,
+        "vlm_wire_api": vision.wire_api if vision else None,
+        "api_key_env": agent.api_key_env,
+        "request_options": redact_data(agent.extra_body),
+        "stage_thinking_levels": {stage: agent.thinking.get(stage) for stage in ACTIVE_POLICY_STAGES},
+        "qwen_stage_enable_thinking": {stage: "true" if agent.thinking.get(stage) == "on" else "false" for stage in ACTIVE_POLICY_STAGES},
+        "max_inflight_requests": agent.max_inflight,
+        "gemini_max_inflight_requests": agent.max_inflight if gemini else None,
+        "gemini_eval_max_concurrency": int(os.getenv("GEMINI_EVAL_MAX_CONCURRENCY", str(concurrency))) if gemini else None,
     }
 
 

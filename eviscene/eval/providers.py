@@ -1,17 +1,16 @@
 """Which provider a run drives, from its profile and flags, and what the run holds for it.
 
-`make_provider(options)` resolves the profile, then the explicit flags (flags win), reads the
-API key from the environment variable they name, and takes the provider's run guard, so a
-second run on the same quota fails before anything is written. With `separate_vlm` it pairs
-the agent's provider with the VLM that describes each image. `provider_session` is the run's
-side: it hands the providers the run's images, puts the VLM into the perception step, and at
-the end closes connections and releases the guards. `until_stopped` runs the episodes so that
+`make_provider(run)` builds the providers of a run's resolved settings (`RunOptions`: profile,
+then flags), reads the API key from the environment variable they name, and takes the
+provider's run guard, so a second run on the same quota fails before anything is written.
+With `separate_vlm` it pairs the agent's provider with the VLM that describes each image.
+`provider_session` is the run's side: it hands the providers the run's images, puts the VLM
+into the perception step, and at the end closes connections and releases the guards. `until_stopped` runs the episodes so that
 a provider outage or SIGINT/SIGTERM stops them without failing any.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import weakref
 from contextlib import asynccontextmanager
@@ -26,14 +25,13 @@ from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.gemini import GeminiProvider
 from eviscene.providers.guard import RunGuard
 from eviscene.providers.http import Endpoint, RetryPolicy
-from eviscene.providers.profiles import ACTIVE_POLICY_STAGES, PROVIDER_KINDS, ProviderSettings, api_key, resolve_settings
+from eviscene.providers.profiles import PROVIDER_KINDS, ProviderSettings, api_key
 from eviscene.providers.responses import ResponsesProvider
 from eviscene.providers.vlm import Perceive, VlmPerception
 from eviscene.providers.wire import WireProvider
-from eviscene.redaction import redact_data
 
 if TYPE_CHECKING:
-    from eviscene.eval.options import EvalOptions
+    from eviscene.eval.options import RunOptions
 
 PROVIDERS = tuple(PROVIDER_KINDS)
 _WIRES: dict[str, type[WireProvider]] = {
@@ -41,41 +39,6 @@ _WIRES: dict[str, type[WireProvider]] = {
     "responses": ResponsesProvider,
     "interactions": GeminiProvider,
 }
-
-
-def agent_settings(options: EvalOptions) -> ProviderSettings:
-    """The agent model's settings: profile, then flags."""
-    return resolve_settings(
-        profile=options.profile,
-        provider=options.provider,
-        model=options.model,
-        base_url=options.base_url,
-        wire_api=options.llm_wire_api,
-        api_key_env=options.api_key_env,
-        concurrency=options.concurrency,
-        context_window=options.context_window,
-        outage_timeout=options.provider_outage_timeout,
-    )
-
-
-def vlm_settings(options: EvalOptions, agent: ProviderSettings) -> ProviderSettings | None:
-    """The describing VLM's settings under `separate_vlm`: `--vlm-*` flags over the agent's
-    own settings when it is the same provider (or none is named: the agent's model describes
-    the image, as a multimodal model can; a text-only one is told to name
-    `--vlm-provider offline`), else over that provider's defaults."""
-    if options.image_access_mode != "separate_vlm":
-        return None
-    same = options.vlm_provider in (None, agent.provider)
-    return resolve_settings(
-        profile=options.profile if same else None,
-        provider=agent.provider if same else options.vlm_provider,
-        model=options.vlm_model or (agent.model if same else None),
-        base_url=options.vlm_base_url or (agent.base_url if same else None),
-        wire_api=options.vlm_wire_api or (agent.wire_api if same else None),
-        api_key_env=options.vlm_api_key_env or (agent.api_key_env if same else None),
-        concurrency=options.concurrency,
-        outage_timeout=options.provider_outage_timeout,
-    )
 
 
 def build_provider(settings: ProviderSettings) -> Provider:
@@ -147,11 +110,10 @@ class RunProvider:
                 guard.release()
 
 
-def make_provider(options: EvalOptions, *, guarded: bool = True) -> Provider:
+def make_provider(run: RunOptions, *, guarded: bool = True) -> Provider:
     """The run's provider. `guarded=False` takes no quota guard: a Ray worker's provider,
     whose driver holds the guard for the whole run."""
-    agent = agent_settings(options)
-    vision = vlm_settings(options, agent)
+    agent, vision = run.agent, run.vision
     # The agent and its VLM on one endpoint with one key are one quota: one guard.
     quotas = {s.quota: s for s in (agent, vision) if guarded and s is not None and s.provider != "offline"}
     guards: list[RunGuard] = []
@@ -194,35 +156,6 @@ async def provider_session(
         if isinstance(provider, (RunProvider, WireProvider)):
             with anyio.CancelScope(shield=True):
                 await provider.aclose()
-
-
-def provider_manifest(options: EvalOptions) -> dict[str, Any]:
-    """The run manifest's provider fields (seed `run_manifest.json` `agent` block)."""
-    agent = agent_settings(options)
-    vision = vlm_settings(options, agent)
-    gemini = agent.provider == "gemini"
-    concurrency = max(1, options.concurrency)
-    wire = agent.provider != "offline"
-    return {
-        # separate_vlm without --vlm-provider: the agent's provider describes the images.
-        "vlm_provider": vision.provider if vision else options.vlm_provider,
-        "vlm_model": vision.model if vision else options.vlm_model,
-        "structured_output": {"unified_judgment": agent.structured_output.get("unified_judgment", "negotiated")} if wire else None,
-        "max_tokens": dict(agent.max_tokens) if wire else None,
-        "context_window": agent.context_window,
-        "provider_outage_timeout_seconds": options.provider_outage_timeout,
-        "base_url": agent.base_url,
-        "vlm_base_url": vision.base_url if vision else None,
-        "llm_wire_api": agent.wire_api,
-        "vlm_wire_api": vision.wire_api if vision else None,
-        "api_key_env": agent.api_key_env,
-        "request_options": redact_data(agent.extra_body),
-        "stage_thinking_levels": {stage: agent.thinking.get(stage) for stage in ACTIVE_POLICY_STAGES},
-        "qwen_stage_enable_thinking": {stage: "true" if agent.thinking.get(stage) == "on" else "false" for stage in ACTIVE_POLICY_STAGES},
-        "max_inflight_requests": agent.max_inflight,
-        "gemini_max_inflight_requests": agent.max_inflight if gemini else None,
-        "gemini_eval_max_concurrency": int(os.getenv("GEMINI_EVAL_MAX_CONCURRENCY", str(concurrency))) if gemini else None,
-    }
 
 
 @dataclass(frozen=True)

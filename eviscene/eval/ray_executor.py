@@ -29,6 +29,7 @@ from eviscene.store.chain import now_micros
 from eviscene.store.writer import EventDraft
 
 if TYPE_CHECKING:
+    from eviscene.eval.options import RunOptions
     from eviscene.events import EpisodeFinished, PerceptionReported
     from eviscene.release import RolloutSpec
     from eviscene.tools.cache import ToolCache
@@ -95,16 +96,15 @@ class _ExitInTool:
 class EpisodeWorker:
     """One Ray actor: the release, tools and provider of a run, and many episodes at once."""
 
-    def __init__(self, options_json: str, check: ReleaseCheck,
+    def __init__(self, run: RunOptions, check: ReleaseCheck,
                  caches: tuple[dict[str, PerceptionReported], ToolCache | None]):
         from eviscene.agent.episode import AgentSettings
         from eviscene.agent.perception import EmbeddedPerception
         from eviscene.agent.provider import ImageStore
-        from eviscene.eval.options import EvalOptions
         from eviscene.eval.run import worker_toolbox
         from eviscene.release import load_release, sha256_file
 
-        self.options = EvalOptions.model_validate_json(options_json)
+        self.options = run  # resolved by the driver: a worker reads no profile or environment again
         release = load_release(check.benchmark)
         seen = (release.release_id, sha256_file(check.benchmark))
         if seen != (check.release_id, check.cases_sha256):
@@ -113,9 +113,9 @@ class EpisodeWorker:
                 f"{check.benchmark}, not {check.release_id} ({check.cases_sha256[:12]}…); give every node the same release"
             )
         perception, tool_cache = caches
-        self.toolbox = worker_toolbox(self.options, release, tool_cache)
-        self.settings = AgentSettings(label_set=release.label_set, timeout_seconds=self.options.timeout,
-                                      image_access_mode=self.options.image_access_mode)
+        self.toolbox = worker_toolbox(run.flags, release, tool_cache)
+        self.settings = AgentSettings(label_set=release.label_set, timeout_seconds=run.flags.timeout,
+                                      image_access_mode=run.flags.image_access_mode)
         self.images = ImageStore()
         self.perceive: Any = EmbeddedPerception(perception, enabled=bool(perception))
         self.provider: Any = None
@@ -185,7 +185,7 @@ class RayExecutor:
             raise EvisceneError(f"--workers {self.workers}: the Ray cluster has {cpus} CPU(s), one per worker")
         self.concurrency = max(1, concurrency)
 
-    async def run(self, todo: list[tuple[RolloutSpec, int]], *, options_json: str, check: ReleaseCheck,
+    async def run(self, todo: list[tuple[RolloutSpec, int]], *, options: RunOptions, check: ReleaseCheck,
                   perception: dict[str, PerceptionReported], tool_cache: ToolCache | None, writer: Any,
                   on_ready: Callable[[], None], on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
         """Start the workers, call `on_ready` once every one has loaded the release and its
@@ -196,7 +196,7 @@ class RayExecutor:
         actor_class = ray.remote(num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=0,
                                  max_concurrency=self.concurrency, runtime_env={"env_vars": env})(EpisodeWorker)
         caches = ray.put((perception, tool_cache))
-        actors = [actor_class.remote(options_json, check, caches) for _ in range(self.workers)]
+        actors = [actor_class.remote(options, check, caches) for _ in range(self.workers)]
         try:  # a worker that cannot load the release, or sees another one, stops the run here
             await anyio.to_thread.run_sync(lambda: ray.get([actor.ready.remote() for actor in actors], timeout=_START_SECONDS))
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:

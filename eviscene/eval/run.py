@@ -18,7 +18,16 @@ from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
-from eviscene.eval.options import DEFAULT_OCR_CACHE_VERSION, RUN_SCHEMA_VERSION, EvalOptions, git_commit, manifest_blocks, now_iso, resolve_caches
+from eviscene.eval.options import (
+    DEFAULT_OCR_CACHE_VERSION,
+    RUN_SCHEMA_VERSION,
+    EvalOptions,
+    RunOptions,
+    git_commit,
+    manifest_blocks,
+    now_iso,
+    resolve_options,
+)
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
@@ -74,7 +83,7 @@ class RunSummary:
 
 @dataclass
 class RunPlan:
-    options: EvalOptions
+    options: RunOptions  # resolved once, here; everything after reads these
     release: Release
     specs: list[RolloutSpec]
     sample_count: int
@@ -86,14 +95,17 @@ class RunPlan:
     tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
 
 
-def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
-    """Load and check the release, select cases and expand rollouts exactly as the seed.
-    `revision` pins the policy revision (a resumed run keeps its own commit); `provider`
-    overrides the one the flags name (a custom provider driven from Python)."""
-    positive_int(options.concurrency, "--concurrency")
-    rollouts = positive_int(options.rollouts_per_case, "--rollouts-per-case")
-    if options.timeout <= 0:
+def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
+    """Resolve the flags (once: `resolve_options`), load and check the release, select cases
+    and expand rollouts exactly as the seed. `revision` pins the policy revision (a resumed
+    run keeps its own commit); `provider` overrides the one the flags name (a custom provider
+    driven from Python)."""
+    positive_int(flags.concurrency, "--concurrency")
+    rollouts = positive_int(flags.rollouts_per_case, "--rollouts-per-case")
+    if flags.timeout <= 0:
         raise EvisceneError("--timeout must be positive")
+    run = resolve_options(flags)
+    options = run.flags
     release = load_release(options.benchmark)
     cases = select_cases(
         load_cases(release),
@@ -105,7 +117,7 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
     check_selection(cases)
     check_scoring_inputs(release, cases)
     verify_case_images(cases)
-    provider = provider or make_provider(options)
+    provider = provider or make_provider(run)
     revision = git_commit() if revision is None else revision
     specs = rollout_specs(
         cases,
@@ -116,7 +128,7 @@ def plan_run(options: EvalOptions, *, revision: str | None = None, provider: Pro
     )
     policy_path, policy = _load_policy(options, release)
     toolbox, tool_backend = _make_toolbox(options, release, policy)
-    return RunPlan(options, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
+    return RunPlan(run, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
 
 
 def _load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, SourceAccessPolicy | None]:
@@ -138,11 +150,7 @@ def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | No
 def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox | WebToolbox, dict]:
     """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
     manifest block naming them (its `backend_id` keys the tool cache)."""
-    families = dict(
-        enable_web_search=not options.disable_web_search,
-        enable_image_retrieval=not options.disable_image_retrieval,
-        enable_evidence_inspection=not options.disable_evidence_inspection,
-    )
+    families = {f"enable_{family}": enabled for family, enabled in options.enabled_tool_families().items()}
     if options.search_backend == "searxng":
         if not options.searxng_url:
             raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
@@ -237,19 +245,11 @@ async def start_run(
 ) -> RunSummary:
     """Start a run named `run_id` (as the seed names it: the output directory's name), or a
     generated `<timestamp>_<provider>_<model>` id."""
-    # Absolute paths in the manifest, so `eval resume` works from any directory.
-    options = resolve_caches(options).model_copy(
-        update={
-            "benchmark": str(Path(options.benchmark).expanduser().resolve()),
-            "source_access_policy": (
-                str(Path(options.source_access_policy).expanduser().resolve()) if options.source_access_policy else None
-            ),
-        }
-    )
     plan = plan_run(options, provider=provider)
+    options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
     run_id = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
     blocks = manifest_blocks(
-        options,
+        plan.options,
         plan.release,
         model=str(plan.provider.model),
         sample_count=plan.sample_count,
@@ -314,7 +314,7 @@ async def resume_run(
     if not started:
         raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
     manifest = json.loads(started[0]["payload"])
-    options = resolve_caches(EvalOptions.model_validate({**manifest["config"], **(executor or {})}))
+    options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
     recorded = manifest["benchmark"]
     if benchmark is not None:
@@ -366,29 +366,29 @@ async def _execute(
     observer: RunObserver | None,
 ) -> RunSummary:
     summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
-    caches = resolve_caches(plan.options)
+    options = plan.options.flags
     perceptions = (
-        _cached_perception(log, caches.perception_cache_version or PERCEPTION_BACKEND, caches.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)
-        if caches.perception_cache_enabled else {}
+        _cached_perception(log, options.perception_cache_version or PERCEPTION_BACKEND, options.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)
+        if options.perception_cache_enabled else {}
     )
-    perceive = EmbeddedPerception(perceptions, enabled=bool(caches.perception_cache_enabled))
+    perceive = EmbeddedPerception(perceptions, enabled=bool(options.perception_cache_enabled))
     ray = None
-    if plan.options.executor == "ray":
-        ray = RayExecutor(address=plan.options.ray_address, workers=plan.options.workers, concurrency=plan.options.concurrency)
+    if options.executor == "ray":
+        ray = RayExecutor(address=options.ray_address, workers=options.workers, concurrency=options.concurrency)
     toolbox = plan.toolbox
     cache = None
-    if caches.tool_cache_enabled:
+    if options.tool_cache_enabled:
         cache = ToolCache.from_log(
             log,
             backend_id=plan.tool_backend.get("backend_id", ""),
             partition=cache_partition(plan.policy),
-            ttl_seconds=caches.tool_cache_ttl_seconds if caches.tool_cache_ttl_seconds is not None else 3600.0,
+            ttl_seconds=options.tool_cache_ttl_seconds,
         )
         toolbox = CachedToolbox(plan.toolbox, cache, plan.policy)
     settings = AgentSettings(
         label_set=plan.release.label_set,
-        timeout_seconds=plan.options.timeout,
-        image_access_mode=plan.options.image_access_mode,
+        timeout_seconds=options.timeout,
+        image_access_mode=options.image_access_mode,
     )
     images = ImageStore()
     queue = list(todo)
@@ -433,12 +433,12 @@ async def _execute(
 
         async def workers() -> None:
             if ray is not None:
-                check = ReleaseCheck(plan.options.benchmark, plan.release.release_id, sha256_file(plan.options.benchmark))
-                await ray.run(queue, options_json=plan.options.model_dump_json(), check=check, perception=perceptions,
+                check = ReleaseCheck(options.benchmark, plan.release.release_id, sha256_file(options.benchmark))
+                await ray.run(queue, options=plan.options, check=check, perception=perceptions,
                               tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
             else:
                 async with anyio.create_task_group() as group:
-                    for _ in range(min(max(1, plan.options.concurrency), max(1, len(queue)))):
+                    for _ in range(min(max(1, options.concurrency), max(1, len(queue)))):
                         group.start_soon(worker)
 
         try:

@@ -21,7 +21,7 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FORMATS, write_dataset
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings, open_export
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.store import EventDraft, EventLog
@@ -54,7 +54,7 @@ class ExportOptions:
     allow_training_prohibited: bool = False
     train_ratio: float = 0.8
     validation_ratio: float = 0.1
-    seed: str = "ifv-policy-v1"
+    seed: str = DEFAULT_SPLIT_SEED
     short_max_tokens: int = DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS
     fmt: str = "jsonl"
     export_concurrency: int = 1  # files serialized and written at once (seed 002)

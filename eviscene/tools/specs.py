@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from eviscene.rules.tool_families import TOOL_FAMILIES
+
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 10
 
@@ -19,13 +21,6 @@ _MAX_RESULTS_PARAM = {
     "maximum": MAX_RESULTS,
     "description": f"How many results to return (default {DEFAULT_RESULTS}, at most {MAX_RESULTS}).",
 }
-
-TOOL_FAMILIES: dict[str, tuple[str, ...]] = {
-    "web_search": ("text_search",),
-    "image_retrieval": ("text_image_search", "reverse_image_search"),
-    "evidence_inspection": ("visit", "compare_with_reference"),
-}
-"""Ablation families as in the seed runner's --disable-* flags."""
 
 _SPECS: dict[str, dict[str, Any]] = {
     "text_search": {

@@ -8,9 +8,10 @@
 -- training-prohibited sources may contribute (--allow-training-prohibited), and the imports that
 -- hold the fixed case split, the eligibility and semantic-reward gate artifacts and the
 -- accepted release. `eviscene dataset export` fills the temporary table `export_settings`
--- before it reads the views; elsewhere (eviscene sql) the seed's defaults apply: a derived
--- split with seed ifv-policy-v1, ratios 0.8/0.1, 131072 tokens. This file also defines the
--- macros the dataset views share, which reproduce Python's str(), strip(), truthiness and
+-- before it reads the views; elsewhere (eviscene sql) the default row below applies: a
+-- derived split with the defaults of ExportSettings (eviscene/exports/dataset_views.py, where
+-- the split seed and ratios are stated; a test checks this row equals them). This file also
+-- defines the macros the dataset views share, which reproduce Python's str(), strip(), truthiness and
 -- json.dumps(ensure_ascii=True) where the seed's hashes and comparisons depend on them,
 -- and the schema `export_snapshot`: the decision views (dataset_candidates onwards) read
 -- snapshots of the staging views that the exporter takes (so a connection never re-binds

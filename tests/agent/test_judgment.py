@@ -36,3 +36,30 @@ def test_each_defect_is_named():
 
 def test_schema_lists_the_release_labels():
     assert judgment_schema(("real", "fake"))["properties"]["verdict"]["enum"] == ["real", "fake"]
+
+
+def test_schema_is_the_judgment_model_in_the_strict_form_providers_take():
+    """Generated from `JudgmentMade` (its event tag left out): every field required, as the
+    prompt asks for every field; objects closed; no $defs, titles or descriptions."""
+    assert judgment_schema(("real", "fake")) == {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["verdict", "confidence", "verdict_basis", "rationale"],
+        "properties": {
+            "verdict": {"type": "string", "enum": ["real", "fake"]},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "verdict_basis": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["evidence_id", "finding"],
+                    "properties": {"evidence_id": {"type": "string"}, "finding": {"type": "string"}},
+                },
+            },
+            "rationale": {"type": "string"},
+        },
+    }
+    # Each call is its own copy: a request that changes its schema changes no other.
+    judgment_schema(LABELS)["properties"]["verdict"]["enum"].append("x")
+    assert judgment_schema(LABELS)["properties"]["verdict"]["enum"] == list(LABELS)

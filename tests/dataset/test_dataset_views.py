@@ -56,6 +56,18 @@ def test_dataset_views_are_empty_outside_an_export(con):
     assert con.execute("SELECT seed, train_ratio, frozen FROM dataset_settings").fetchone() == ("ifv-policy-v1", 0.8, False)
 
 
+def test_the_sql_default_settings_are_the_exporters(con):
+    """`eviscene sql` reads the dataset views through the SQL file's default row; the defaults
+    (split seed, ratios, token budget) are stated in Python, and that row must equal them."""
+    from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings
+
+    cursor = con.execute("SELECT * FROM dataset_settings")
+    row = dict(zip([column[0] for column in cursor.description], cursor.fetchone()))
+    defaults = ExportSettings().as_dict()
+    assert row == {column: defaults[column] for column in row}
+    assert row["seed"] == DEFAULT_SPLIT_SEED == "ifv-policy-v1"
+
+
 def test_every_dataset_view_key_is_unique_and_not_null_in_an_export(tmp_path):
     from dataset_builders import write_accepted_release, write_case_split
 

@@ -4,13 +4,15 @@ SDK's request types and answers with bodies the SDK's `ChatCompletion` accepts."
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
+from eviscene.agent.judgment import judgment_schema
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.wire import RAW_ARGUMENTS
 
-from conftest import API_KEY, endpoint, judgment_request, react_request
+from conftest import API_KEY, LABELS, endpoint, judgment_request, react_request
 from provider_servers import FakeServer, Reply, chat_completion
 
 
@@ -45,6 +47,21 @@ async def test_request_is_the_chat_completions_wire_format(images, case_image):
     assert judgment["response_format"]["type"] == "json_schema"
     assert judgment["response_format"]["json_schema"]["schema"]["properties"]["verdict"]["enum"][0] == "authentic"
     assert "tools" not in judgment and judgment["reasoning_effort"] == "high"
+
+
+@pytest.mark.anyio
+async def test_the_judgment_request_carries_the_generated_schema(images, case_image):
+    with FakeServer(lambda r: Reply(body=chat_completion("{}"))) as server:
+        chat = provider(server, images)
+        await chat.complete(judgment_request(images.add(case_image[1], case_image[0])))
+        await chat.aclose()
+    assert server.mismatches == []
+    sent = server.received[0].body["response_format"]["json_schema"]["schema"]
+    assert sent == judgment_schema(LABELS)
+    assert sent["required"] == ["verdict", "confidence", "verdict_basis", "rationale"] and sent["additionalProperties"] is False
+    assert sent["properties"]["verdict"]["enum"] == list(LABELS)
+    assert sent["properties"]["verdict_basis"]["items"]["required"] == ["evidence_id", "finding"]
+    assert "$defs" not in json.dumps(sent) and "$ref" not in json.dumps(sent) and "title" not in json.dumps(sent)
 
 
 @pytest.mark.anyio

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from eviscene.agent.provider import ImageStore
-from eviscene.eval.options import EvalOptions
+from eviscene.eval.options import EvalOptions, resolve_options
 from eviscene.eval.providers import make_provider, provider_session
 from eviscene.providers.guard import ProviderBusyError, RunGuard
 
@@ -68,7 +68,9 @@ def test_a_live_holder_in_another_process_is_named_and_a_killed_one_frees_the_qu
 
 def test_make_provider_takes_the_guard_and_the_session_releases_it(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-guard-abcdefghijkl")
-    options = EvalOptions(benchmark="x", provider="openai_compatible", model="m", base_url=QUOTA["base_url"], api_key_env="OPENAI_API_KEY")
+    options = resolve_options(
+        EvalOptions(benchmark="x", provider="openai_compatible", model="m", base_url=QUOTA["base_url"], api_key_env="OPENAI_API_KEY")
+    )
     provider = make_provider(options)
     with pytest.raises(ProviderBusyError):
         make_provider(options)

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from eviscene.cli.main import cli
 from eviscene.errors import EvisceneError
-from eviscene.eval.options import EvalOptions
-from eviscene.eval.providers import RunProvider, make_provider, provider_manifest
+from eviscene.eval.options import EvalOptions, provider_manifest, resolve_options
+from eviscene.eval.providers import RunProvider, make_provider
 from eviscene.providers import OfflineProvider
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.gemini import GeminiProvider
@@ -147,7 +147,7 @@ def test_make_provider_builds_the_wire_the_settings_name(monkeypatch):
         "openai-chat": EvalOptions(benchmark="x", profile="openai-teacher", llm_wire_api="chat_completions", base_url="http://127.0.0.1:1/v1"),
         "gemini": EvalOptions(benchmark="x", profile="gemini-teacher"),
     }.items():
-        provider = make_provider(options)
+        provider = make_provider(resolve_options(options))
         built[name] = provider.agent if isinstance(provider, RunProvider) else provider
         if isinstance(provider, RunProvider):
             for guard in provider.guards:
@@ -163,22 +163,22 @@ def test_make_provider_builds_the_wire_the_settings_name(monkeypatch):
 def test_the_key_comes_only_from_the_named_variable(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(EvisceneError, match="environment variable OPENAI_API_KEY is not set; profile 'openai-teacher' names it"):
-        make_provider(EvalOptions(benchmark="x", profile="openai-teacher"))
+        make_provider(resolve_options(EvalOptions(benchmark="x", profile="openai-teacher")))
     monkeypatch.setenv("MY_TEAM_KEY", "team-key-0123456789")
-    provider = make_provider(EvalOptions(benchmark="x", profile="openai-teacher", api_key_env="MY_TEAM_KEY"))
+    provider = make_provider(resolve_options(EvalOptions(benchmark="x", profile="openai-teacher", api_key_env="MY_TEAM_KEY")))
     assert provider.agent.endpoint.api_key == "team-key-0123456789"
     for guard in provider.guards:
         guard.release()
 
 
 def test_options_and_manifest_follow_the_profile(monkeypatch):
-    options = EvalOptions(benchmark="x", profile="gemini-teacher", concurrency=6)
+    options = resolve_options(EvalOptions(benchmark="x", profile="gemini-teacher", concurrency=6))
     assert options.provider_name == "gemini"
     manifest = provider_manifest(options)
     assert manifest["base_url"] == "https://generativelanguage.googleapis.com/v1beta" and manifest["llm_wire_api"] == "interactions"
     assert manifest["gemini_max_inflight_requests"] == 8 and manifest["stage_thinking_levels"] == {"unified_react": "high", "unified_judgment": "low"}
     assert manifest["api_key_env"] == "GEMINI_API_KEY"
-    qwen = provider_manifest(EvalOptions(benchmark="x", profile="qwen-local"))
+    qwen = provider_manifest(resolve_options(EvalOptions(benchmark="x", profile="qwen-local")))
     assert qwen["qwen_stage_enable_thinking"] == {"unified_react": "true", "unified_judgment": "true"} and qwen["gemini_max_inflight_requests"] is None
 
 
@@ -218,7 +218,7 @@ def test_limits_and_a_pinned_structured_output_reach_the_provider_and_the_manife
     assert settings.max_tokens == {"unified_react": 256, "unified_judgment": 2048, "perception": 1024}
     assert settings.context_window == 8192 and settings.structured_output == {"unified_judgment": "json_object"}
     assert resolve_settings(profile="small-server", context_window=4096).context_window == 4096  # the flag wins
-    options = EvalOptions(benchmark="x", profile="small-server", provider_outage_timeout=30)
+    options = resolve_options(EvalOptions(benchmark="x", profile="small-server", provider_outage_timeout=30))
     provider = make_provider(options)
     assert isinstance(provider, RunProvider)
     assert provider.max_tokens["unified_react"] == 256 and provider.context_window == 8192

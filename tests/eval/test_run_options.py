@@ -1,0 +1,133 @@
+"""Run options are stated once and resolved once: `eval run` parses to exactly the
+EvalOptions defaults (SLURM's array variables still feed the shard flags), the resolved
+`RunOptions` are immutable and hold what the profile said when the run was planned, and the
+tool families come from their one definition."""
+
+import ast
+import dataclasses
+import pickle
+from pathlib import Path
+from typing import Literal, get_args, get_origin
+
+import pytest
+from pydantic import ValidationError
+
+from eviscene.cli.eval import eval_group
+from eviscene.eval.options import EvalOptions, provider_manifest, resolve_options, tool_families
+from eviscene.eval.providers import make_provider
+from eviscene.rules.tool_families import TOOL_FAMILIES
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARK = ROOT / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
+RUN, RESUME = eval_group.commands["run"], eval_group.commands["resume"]
+# `eval run` flags that are not run options: where and how the command reports.
+COMMAND_ONLY = {"output_dir", "run_id", "materialize", "progress"}
+# Run options only the environment sets when a run starts (recorded resolved).
+ENVIRONMENT_ONLY = {"perception_cache_enabled", "perception_cache_version", "ocr_cache_version"}
+
+
+def parsed(*args: str) -> dict:
+    return dict(RUN.make_context("run", ["--benchmark", str(BENCHMARK), *args]).params)
+
+
+def test_eval_run_parses_to_the_run_option_defaults(monkeypatch):
+    monkeypatch.delenv("SLURM_ARRAY_TASK_COUNT", raising=False)
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    params = parsed()
+    assert set(params) - COMMAND_ONLY == set(EvalOptions.model_fields) - ENVIRONMENT_ONLY
+    assert params.pop("case_ids") == ()  # repeatable; none given is the field's None
+    defaults = {name: field.default for name, field in EvalOptions.model_fields.items() if not field.is_required()}
+    expected = {name: defaults[name] for name in params if name not in COMMAND_ONLY | {"benchmark"}}
+    assert {name: params[name] for name in expected} == expected
+    # A few spelled out, so a default moved in both places at once is still seen.
+    assert (params["concurrency"], params["base_sampling_seed"], params["timeout"], params["shard_count"]) == (1, 1729, 1800.0, 1)
+    assert (params["executor"], params["search_backend"], params["tool_cache_enabled"]) == ("local", "corpus", None)
+
+
+def test_slurm_array_variables_still_feed_the_shard_flags(monkeypatch):
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "4")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "2")
+    params = parsed()
+    assert (params["shard_count"], params["shard_index"]) == (4, 2)
+    assert parsed("--shard-index", "3")["shard_index"] == 3  # the flag wins
+
+
+def test_choices_are_the_literal_fields_values():
+    for command in (RUN, RESUME):
+        for param in command.params:
+            field = EvalOptions.model_fields.get(param.name)
+            if field is not None and get_origin(field.annotation) is Literal:
+                assert list(param.type.choices) == list(get_args(field.annotation)), (command.name, param.name)
+    executor = next(p for p in RESUME.params if p.name == "executor")
+    assert list(executor.type.choices) == ["local", "ray"] and executor.default is None  # resume: as the run did
+
+
+def test_every_tool_family_has_its_disable_flag_and_manifest_block():
+    flags = {p.name: p.opts for p in RUN.params}
+    for family in TOOL_FAMILIES:
+        assert flags[f"disable_{family}"] == [f"--disable-{family.replace('_', '-')}"]
+    assert tool_families(EvalOptions(benchmark="x", disable_image_retrieval=True)) == {
+        "web_search": {"enabled": True, "tools": ["text_search"]},
+        "image_retrieval": {"enabled": False, "tools": ["text_image_search", "reverse_image_search"]},
+        "evidence_inspection": {"enabled": True, "tools": ["visit", "compare_with_reference"]},
+    }
+
+
+def test_resolved_options_are_complete_and_immutable(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOL_CACHE_ENABLED", "yes")
+    monkeypatch.setenv("TOOL_CACHE_TTL_SECONDS", "60")
+    monkeypatch.delenv("PERCEPTION_CACHE_ENABLED", raising=False)
+    flags = EvalOptions(benchmark="release/cases.jsonl", source_access_policy="policy.json")
+    run = resolve_options(flags)
+    assert run.flags.benchmark == str(tmp_path / "release" / "cases.jsonl")
+    assert run.flags.source_access_policy == str(tmp_path / "policy.json")
+    assert (run.flags.tool_cache_enabled, run.flags.tool_cache_ttl_seconds, run.flags.perception_cache_enabled) == (True, 60.0, True)
+    assert run.provider_name == "offline" and run.agent.provider == "offline" and run.vision is None
+    assert flags.tool_cache_enabled is None  # the flags as given stay as given
+    with pytest.raises(ValidationError):
+        run.flags.concurrency = 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.agent = run.agent
+    assert pickle.loads(pickle.dumps(run)) == run  # what a Ray worker receives
+
+
+PROFILE = """
+[profiles.lab]
+provider = "openai_compatible"
+model = "{model}"
+base_url = "http://127.0.0.1:{port}/v1"
+"""
+
+
+def test_a_run_reads_its_profile_once(monkeypatch, tmp_path):
+    """The provider and the manifest come from one resolution: a profile file edited after the
+    run was planned changes neither."""
+    path = tmp_path / "profiles.toml"
+    path.write_text(PROFILE.format(model="first", port=8001), encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(path))
+    run = resolve_options(EvalOptions(benchmark="x", profile="lab", image_access_mode="separate_vlm"))
+    path.write_text(PROFILE.format(model="second", port=8002), encoding="utf-8")
+    provider = make_provider(run, guarded=False)
+    assert (provider.agent.model, provider.vision.model) == ("first", "first")
+    assert provider.agent.endpoint.base_url == "http://127.0.0.1:8001/v1"
+    manifest = provider_manifest(run)
+    assert (manifest["base_url"], manifest["vlm_base_url"], manifest["vlm_model"]) == (
+        "http://127.0.0.1:8001/v1", "http://127.0.0.1:8001/v1", "first",
+    )
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, function-level and TYPE_CHECKING imports included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_options_do_not_import_the_providers_and_the_rules_import_nothing():
+    assert not any(m.startswith("eviscene.eval.providers") for m in imported_modules(ROOT / "eviscene" / "eval" / "options.py"))
+    assert not any(m.startswith("eviscene") for m in imported_modules(ROOT / "eviscene" / "rules" / "tool_families.py"))
