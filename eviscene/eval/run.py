@@ -36,8 +36,10 @@ from eviscene.release import (
 from eviscene.redaction import redact_data
 from eviscene.store import EventDraft, EventLog
 from eviscene.store.layout import live_root, run_folder
-from eviscene.tools import Corpus, SourceAccessPolicy, Toolbox
+from eviscene.rules.source_policy import SourceAccessPolicy
+from eviscene.tools import Corpus, Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
+from eviscene.tools.policy import load_source_policy
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.network import NetworkGuard
 
@@ -124,7 +126,7 @@ def _load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, S
     policy_path = options.source_access_policy or release.artifacts.source_access_policy
     if not policy_path:
         return None, None
-    return Path(policy_path), SourceAccessPolicy.load(policy_path)
+    return Path(policy_path), load_source_policy(policy_path)
 
 
 def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox | WebToolbox | CachedToolbox:
