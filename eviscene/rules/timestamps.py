@@ -6,6 +6,11 @@ import time
 from datetime import datetime, timezone
 
 
+# UTC, microseconds, `Z`: Python's strftime and DuckDB's read this format alike, so an
+# export that formats timestamps in SQL passes this string rather than writing its own.
+UTC_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
 def now_micros() -> int:
     """The event clock: UTC epoch microseconds."""
     return time.time_ns() // 1000
@@ -13,7 +18,7 @@ def now_micros() -> int:
 
 def format_ts(ts: datetime) -> str:
     """ISO-8601 in UTC with microseconds, e.g. 2026-11-30T13:39:14.120017Z (exports)."""
-    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return ts.astimezone(timezone.utc).strftime(UTC_TS_FORMAT)
 
 
 def utc_now_millis_iso() -> str:
