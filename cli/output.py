@@ -26,7 +26,7 @@ import click
 import pyarrow as pa
 
 from eviscene.errors import EvisceneError
-from eviscene.store.chain import format_ts
+from eviscene.rules.timestamps import format_ts
 from eviscene.store.layout import live_root
 
 FORMATS = ("table", "csv", "json", "jsonl")

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from eviscene.rules.stages import Stage
+
 
 class _Payload(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -87,7 +89,7 @@ class ModelCalled(_Payload):
     """One model call: request digest in, assistant message out."""
 
     type: Literal["model.called"] = "model.called"
-    stage: Literal["unified_react", "unified_judgment", "perception"] = Field(description="Agent stage that made the call.")
+    stage: Stage = Field(description="Agent stage that made the call.")
     provider: str = Field(description="Provider id, e.g. `offline`, `openai_compatible`.")
     model: str = Field(description="Model name as sent to the provider.")
     request_sha256: str = Field(description="sha256 of the canonical request (messages + tools + sampling); the request body is a blob.")

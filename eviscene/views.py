@@ -17,7 +17,13 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 import duckdb
-from duckdb.sqltypes import VARCHAR
+from duckdb.sqltypes import BOOLEAN, VARCHAR
+
+from eviscene.rules.python_text import json_ascii, py_text
+from eviscene.rules.source_policy import cache_partition_name, policy_block_reason
+from eviscene.rules.traces import safe_trace_filename
+from eviscene.rules.urls import normalize_host, normalize_url, url_host
+from eviscene.rules.verdicts import verdict_correct
 
 
 _HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
@@ -132,26 +138,33 @@ def _read_definitions() -> list[ViewDefinition]:
 
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """SQL access to rules that live in Python once: URL normalization is shared by the
-    tools, the source-access policy and the scoring views; the source-access policy's
-    matcher by the tools and the trace audit; trace file names by the seed layout and the
-    materialized run directory."""
-    # Imported here: `eviscene.tools` loads the OCR and image libraries, which a process
-    # that only writes or reads events never needs.
-    from eviscene.release.selection import safe_trace_filename
-    from eviscene.tools.policy import policy_block_reason
-    from eviscene.tools.urls import normalize_host, normalize_url, url_host
-
+    """SQL access to rules that live in Python once (`eviscene.rules`): URL normalization is
+    shared by the tools, the source-access policy and the scoring views; the source-access
+    policy's matcher by the tools and the trace audit; the tool-cache partition by the cache
+    and its lookup; trace file names by the seed layout and the materialized run directory;
+    verdict correctness by the metrics, the run report and run comparison; Python's `str()`
+    and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes."""
     for name, function in (
         ("normalize_url", normalize_url),
         ("normalize_host", normalize_host),
         ("url_host", url_host),
         ("safe_trace_filename", safe_trace_filename),
+        ("py_text", py_text),
     ):
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
     # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
     con.create_function(
         "source_policy_block", policy_block_reason, [VARCHAR, VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
+    )
+    # cache_partition_name(cache_partition, policy_id) -> the partition a run's cached results live in
+    con.create_function(
+        "cache_partition_name", cache_partition_name, [VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
+    )
+    # json_ascii(text) -> json.dumps(text); NULL -> 'null', as Python's None
+    con.create_function("json_ascii", json_ascii, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
+    # verdict_correct(termination, verdict, gold label) -> never NULL
+    con.create_function(
+        "verdict_correct", verdict_correct, [VARCHAR, VARCHAR, VARCHAR], BOOLEAN, null_handling="special", side_effects=False
     )
 
 

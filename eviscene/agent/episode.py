@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -44,7 +43,8 @@ from eviscene.events import (
     ToolReturned,
 )
 from eviscene.redaction import redact
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
+from eviscene.rules.timestamps import utc_now_millis_iso
 from eviscene.store.writer import EventDraft, RunWriter
 from eviscene.tools import EpisodeTools, Toolbox, ToolOutcome
 
@@ -152,10 +152,6 @@ def shorten_observation(text: str, level: int) -> str:
     return "\n".join(kept) + "\n" + SHORTENED
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 def tool_message(call_id: str, outcome: ToolOutcome) -> dict[str, Any]:
     """The observation text, with its structured form beside it: wire providers send the
     text, a programmatic policy (the offline provider) reads the data."""
@@ -196,7 +192,7 @@ class Episode:
 
     async def run(self) -> EpisodeFinished:
         started = time.monotonic()
-        await self.recorder.emit(EpisodeStarted(attempt=self.spec.attempt, started_at=_now()))
+        await self.recorder.emit(EpisodeStarted(attempt=self.spec.attempt, started_at=utc_now_millis_iso()))
         termination, error = "completed", ""
         try:
             with anyio.fail_after(self.settings.timeout_seconds) as scope:
@@ -381,14 +377,14 @@ class Episode:
         off by the episode's timeout (`error = "timeout"`)."""
         body = canonical_json(request.model_dump(mode="json")).encode("utf-8")
         request_sha256 = await self.writer.put_blob(body, "application/json")
-        started_at, clock = _now(), time.monotonic()
+        started_at, clock = utc_now_millis_iso(), time.monotonic()
         self.tally.model_calls += 1
 
         def failed(error: str, retries: list[dict[str, Any]]) -> ModelCalled:
             return ModelCalled(
                 stage=request.stage, provider=provider.name, model=provider.model, request_sha256=request_sha256,
                 latency_ms=round((time.monotonic() - clock) * 1000, 3), retries=retries,
-                error=redact(error), started_at=started_at, finished_at=_now(),
+                error=redact(error), started_at=started_at, finished_at=utc_now_millis_iso(),
             )
 
         try:
@@ -428,7 +424,7 @@ class Episode:
                 retries=response.retries,
                 structured_output=response.structured_output,
                 started_at=started_at,
-                finished_at=_now(),
+                finished_at=utc_now_millis_iso(),
             )
         )
         return response

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from eviscene.events import PerceptionReported
+from eviscene.rules.canonical import readable_json
 
 SYSTEM_PROMPT = """You are an image fact-verification agent. You are given one image, often a news photo \
 or a social-media post with a claim printed on it. Decide whether the image shows what its claim says.
@@ -39,7 +40,7 @@ def perception_text(report: PerceptionReported) -> str:
     lines.append("Text printed in the image:" if report.ocr_text else "No text was read in the image.")
     lines += [f"  {line}" for line in report.ocr_text.splitlines()]
     if report.report:
-        lines.append("Observations: " + json.dumps(report.report, ensure_ascii=False, sort_keys=True))
+        lines.append("Observations: " + readable_json(report.report))
     return "\n".join(lines)
 
 

@@ -9,13 +9,13 @@ to bytes with `ImageStore` when it builds its wire request, so requests stay sma
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from pydantic import BaseModel, Field
 
 from eviscene.events import TokenUsage, ToolCallRequest
+from eviscene.rules.stages import Stage
 
-Stage = Literal["unified_react", "unified_judgment", "perception"]
 IMAGE_URL_PREFIX = "image://sha256:"
 
 

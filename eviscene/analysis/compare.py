@@ -16,7 +16,7 @@ BOOTSTRAP_SEED = 20261130
 _PAIRED = """
 WITH scored AS (
     SELECT e.run_id, e.case_id, e.verdict, g.label,
-           coalesce(e.termination = 'completed' AND e.verdict = g.label, false) AS correct
+           verdict_correct(e.termination, e.verdict, g.label) AS correct
     FROM episodes e JOIN gold_labels g USING (run_id, case_id)
     WHERE e.rollout_index = 0 AND e.run_id IN ($a, $b)
     UNION ALL

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -214,10 +213,6 @@ def git_commit() -> str:
     if configured and actual and configured != actual:
         raise EvisceneError(f"GIT_COMMIT does not match the runtime checkout: configured={configured}, actual={actual}")
     return actual or configured
-
-
-def now_iso() -> str:
-    return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 def tool_families(options: EvalOptions) -> dict[str, Any]:

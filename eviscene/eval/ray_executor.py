@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import anyio
 
 from eviscene.errors import EvisceneError
-from eviscene.store.chain import now_micros
+from eviscene.rules.timestamps import now_micros
 from eviscene.store.writer import EventDraft
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ majority AS (
 )
 SELECT
     count(*) AS episodes,
-    count(*) FILTER (WHERE termination = 'completed' AND verdict = label) AS correct,
+    count(*) FILTER (WHERE verdict_correct(termination, verdict, label)) AS correct,
     (SELECT label FROM majority) AS majority_label,
     (SELECT n FROM majority) AS majority_count
 FROM scored

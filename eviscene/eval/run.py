@@ -25,7 +25,6 @@ from eviscene.eval.options import (
     RunOptions,
     git_commit,
     manifest_blocks,
-    now_iso,
     resolve_options,
 )
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
@@ -43,10 +42,13 @@ from eviscene.release import (
     verify_case_images,
 )
 from eviscene.redaction import redact_data
+from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft, EventLog
 from eviscene.store.layout import live_root, run_folder
-from eviscene.tools import Corpus, SourceAccessPolicy, Toolbox
+from eviscene.rules.source_policy import SourceAccessPolicy
+from eviscene.tools import Corpus, Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
+from eviscene.tools.policy import load_source_policy
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.network import NetworkGuard
 
@@ -136,7 +138,7 @@ def _load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, S
     policy_path = options.source_access_policy or release.artifacts.source_access_policy
     if not policy_path:
         return None, None
-    return Path(policy_path), SourceAccessPolicy.load(policy_path)
+    return Path(policy_path), load_source_policy(policy_path)
 
 
 def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox | WebToolbox | CachedToolbox:
@@ -259,7 +261,7 @@ async def start_run(
     )
     started = RunStarted(
         schema_version=RUN_SCHEMA_VERSION,
-        started_at=now_iso(),
+        started_at=local_now_seconds_iso(),
         git_commit=plan.policy_revision,
         selection={
             "case_ids": options.case_ids,
@@ -455,7 +457,7 @@ async def _execute(
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
             crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
             await writer.emit(EventDraft(RunFinished(
-                status="failed", completed_at=now_iso(), num_episodes=sum(summary.terminations.values()),
+                status="failed", completed_at=local_now_seconds_iso(), num_episodes=sum(summary.terminations.values()),
                 num_errors=summary.errored, error=f"{type(crash).__name__}: {crash}",
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
@@ -464,7 +466,7 @@ async def _execute(
             EventDraft(
                 RunFinished(
                     status=summary.status,
-                    completed_at=now_iso(),
+                    completed_at=local_now_seconds_iso(),
                     num_episodes=len(todo),
                     num_errors=summary.errored,
                 )

@@ -25,7 +25,7 @@ from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings, o
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.store import EventDraft, EventLog
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
 
 DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS = 131072
 DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from eviscene.exports.dataset_views import ExportSettings
 from eviscene.exports.serialize import rows, write_json, write_jsonl
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
 
 FORMATS = ("jsonl", "parquet")
 SPLITS = ("train", "validation", "test")

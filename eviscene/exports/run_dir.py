@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 from eviscene.errors import EvisceneError
 from eviscene.exports.staging import staged_directory
 from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json, write_jsonl
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
+from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
-from eviscene.release.selection import safe_trace_filename
 from eviscene.store import EventLog
 
 EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"

@@ -2,7 +2,7 @@
 
 DuckDB hands JSON columns over as text, MAPs as key/value pairs, DECIMALs as Decimal and
 timestamps as datetimes; `rows` converts only the columns whose Arrow type needs it (parsing
-JSON with orjson), and `canonical_json`, the one serializer of every export, writes them.
+JSON with orjson), and `eviscene.rules.canonical`, the one serializer of every export, writes them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Iterable
 import orjson
 import pyarrow as pa
 
-from eviscene.store.chain import canonical_json, format_ts
+from eviscene.rules.canonical import canonical_json_bytes, canonical_json_indented
+from eviscene.rules.timestamps import format_ts
 
 
 def plain(value: Any) -> Any:
@@ -78,7 +79,7 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
     count = 0
     with pending.open("wb") as handle:
         for record in records:
-            handle.write(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+            handle.write(canonical_json_bytes(record) + b"\n")
             count += 1
     os.replace(pending, path)
     return count
@@ -94,9 +95,9 @@ def batch_rows(relation, json_columns: Iterable[str] = (), *, embed_json: bool =
 
 def write_json(path: Path, record: dict[str, Any]) -> None:
     """A small human-read JSON document (manifests, summaries), indented."""
-    write_text(path, orjson.dumps(record, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode("utf-8") + "\n")
+    write_text(path, canonical_json_indented(record) + "\n")
 
 
 def json_bytes(record: dict[str, Any]) -> bytes:
     """A compact canonical document (one trace of many)."""
-    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n"
+    return canonical_json_bytes(record) + b"\n"

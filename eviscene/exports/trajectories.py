@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 import orjson
-import pyarrow as pa
 
 from eviscene.exports.serialize import batch_rows, rows
+from eviscene.rules.timestamps import UTC_TS_FORMAT
 
 TRACE_SCHEMA = "eviscene-trace-v1"
 SFT_SCHEMA = "eviscene-trajectory-sft-v1"
@@ -69,10 +69,10 @@ def trace_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple
             """
             SELECT episode_id, '[' || string_agg(
                 '{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"'
-                || strftime(ts, '%Y-%m-%dT%H:%M:%S.%fZ') || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
+                || strftime(ts, ?) || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
             FROM steps WHERE run_id = ? AND episode_id BETWEEN ? AND ? GROUP BY episode_id ORDER BY episode_id
             """,
-            params=[run_id, first, last],
+            params=[UTC_TS_FORMAT, run_id, first, last],
         ).to_arrow_reader(1_000)
         for batch in steps:
             columns = batch.to_pydict()

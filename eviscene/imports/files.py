@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene.imports.errors import ArtifactError
+from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -26,24 +27,24 @@ def parse_json_object(path: Path, content: bytes) -> dict[str, Any]:
 
 
 def parse_jsonl_objects(path: Path, content: bytes) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, row) for every non-blank line; the seed splits on newlines and skips
-    blank lines, so line numbers count every line."""
+    """(line number, row) for every non-blank line, through the one strict reader; the seed
+    splits on newlines and skips blank lines, so line numbers count every line."""
     try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ArtifactError(f"{path}: not UTF-8 ({exc})") from None
-    found = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ArtifactError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(value, dict):
-            raise ArtifactError(f"{path}:{number}: must be a JSON object")
-        found.append((number, value))
-    return found
+        return list(iter_jsonl_bytes(content, path))
+    except JsonlError as exc:
+        raise ArtifactError(_import_message(exc)) from None
+
+
+def _import_message(exc: JsonlError) -> str:
+    """This command's wording of a JSONL fault (`not valid JSON (... at column N)`)."""
+    cause = exc.cause
+    if exc.problem == "not_object":
+        return f"{exc.path}:{exc.line}: must be a JSON object"
+    if exc.problem != "malformed":
+        return str(exc)
+    if isinstance(cause, json.JSONDecodeError):
+        return f"{exc.path}:{exc.line}: not valid JSON ({cause.msg} at column {cause.colno})"
+    return f"{exc.path}:{exc.line}: not valid JSON ({cause})"
 
 
 def text(value: Any) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene.imports.files import sha256_bytes
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
 
 SOURCE_KINDS = ("run_dir", "accepted_release", "case_split", "gate_artifacts")
 # File kinds holding one JSON object per line; every other kind is one JSON document.

@@ -4,13 +4,13 @@ records its file listing (each file's sha256), not its contents."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import sha256_bytes, text
 from eviscene.imports.plan import ImportedFile
+from eviscene.rules.canonical import seed_canonical_json
 
 
 def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> ImportedFile | None:
@@ -40,7 +40,7 @@ def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> Im
         for path in sorted(store.rglob("*"))
         if path.is_file()
     }
-    content = json.dumps({"episode_id": episode_id, "files": listing}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    content = seed_canonical_json({"episode_id": episode_id, "files": listing}, ensure_ascii=True).encode("utf-8")
     relative = store.relative_to(root).as_posix()
     return ImportedFile(
         "runtime_store", store, f"{relative}/", content, rows=len(listing),

@@ -17,11 +17,11 @@ import json
 import os
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 from eviscene.errors import EvisceneError
 from eviscene.redaction import redact
+from eviscene.rules.timestamps import local_now_seconds_iso
 
 SHARE_ENV = "EVISCENE_SHARED_QUOTA"
 
@@ -67,7 +67,7 @@ class RunGuard:
         os.ftruncate(fd, 0)
         note = {
             "pid": os.getpid(),
-            "since": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "since": local_now_seconds_iso(),
             "quota": quota,
             "command": " ".join(os.path.basename(a) for a in sys.argv[:3]),
         }

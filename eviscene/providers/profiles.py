@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eviscene.errors import EvisceneError
+from eviscene.rules.stages import STAGES
 
 WIRE_APIS = ("chat_completions", "responses", "interactions")
-STAGES = ("unified_react", "unified_judgment", "perception")
 THINKING_VALUES = ("on", "off", "minimal", "low", "medium", "high")
 ACTIVE_POLICY_STAGES = ("unified_react", "unified_judgment")
 STRUCTURED_OUTPUT_FORMS = ("json_schema", "json_object", "text")

@@ -20,9 +20,10 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
-from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected, text_of
+from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
+from eviscene.rules.canonical import readable_json
 from eviscene.tools.specs import RAW_ARGUMENTS
 
 STRUCTURED_FORMS = ("json_schema", "json_object", "text")
@@ -152,7 +153,7 @@ class WireProvider:
 def _schema_in_prompt(request: ModelRequest) -> ModelRequest:
     """The request for a server that takes no structured-output field: the schema goes in
     the prompt, and the caller validates the answer against it."""
-    schema = json.dumps(request.response_schema, ensure_ascii=False, sort_keys=True)
+    schema = readable_json(request.response_schema)
     note = {"role": "user", "content": SCHEMA_IN_PROMPT.format(schema=schema)}
     return request.model_copy(update={"messages": [*request.messages, note]})
 

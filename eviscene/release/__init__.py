@@ -23,7 +23,6 @@ from eviscene.release.selection import (
     positive_int,
     prompt_group_id,
     rollout_specs,
-    safe_trace_filename,
     sampling_seed,
     select_cases,
 )
@@ -44,7 +43,6 @@ __all__ = [
     "read_jsonl",
     "read_jsonl_numbered",
     "rollout_specs",
-    "safe_trace_filename",
     "sampling_seed",
     "select_cases",
     "sha256_file",

@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Iterable
 
 from eviscene.errors import ReleaseError
-from eviscene.release.jsonl import parse_json, read_jsonl_numbered
+from eviscene.release.jsonl import read_jsonl_numbered
+from eviscene.rules.jsonl import parse_json
 
 RUNTIME_RELEASE_SCHEMA_VERSION = "ifv-runtime-release-v0.3"
 SCORING_PACKAGE_SCHEMA_VERSION = "ifv-scoring-gold-v1"

@@ -1,20 +1,20 @@
 """Which cases a run takes, and how each expands into rollout episodes.
 
-Seed semantics (`run_eval.py`: `_select_samples`, `_rollout_specs`, `_positive_int`,
-`_safe_trace_filename`) are the contract: the same flags give the same cases, the same
+Seed semantics (`run_eval.py`: `_select_samples`, `_rollout_specs`, `_positive_int`; its
+`_safe_trace_filename` is `eviscene.rules.traces`) are the contract: the same flags give the same cases, the same
 prompt_group_id, episode_id and sampling_seed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from eviscene.errors import SelectionError
 from eviscene.release.loader import Case
+from eviscene.rules.canonical import seed_canonical_json
 
 
 def select_cases(
@@ -118,7 +118,7 @@ def prompt_group_id(
         "base_sampling_seed": base_sampling_seed,
         "group_size": group_size,
     }
-    canonical = json.dumps(material, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    canonical = seed_canonical_json(material, ensure_ascii=False)
     return "pg-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
@@ -178,13 +178,3 @@ def rollout_specs(
             )
     return specs
 
-
-def safe_trace_filename(identifier: str) -> str:
-    """``<identifier>.json`` with every character that is not alphanumeric (Unicode-aware
-    ``str.isalnum``) or one of ``-_.`` replaced by ``_`` (seed). Distinct identifiers can
-    map to the same name (``a/b`` and ``a_b``); callers that need uniqueness check it."""
-    safe_id = "".join(
-        character if character.isalnum() or character in "-_." else "_"
-        for character in str(identifier)
-    )
-    return f"{safe_id}.json"

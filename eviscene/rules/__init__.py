@@ -1,1 +1,16 @@
-"""The ground floor: rules more than one layer uses; imports nothing else of EviScene."""
+"""The ground floor: every rule more than one layer uses, written once.
+
+A module here imports only the standard library and third-party packages, never another
+part of EviScene (a test parses every import, function-level ones included), so any layer
+may import it. A rule SQL needs is registered as a DuckDB function from here (see
+`eviscene.views.register_functions`), never re-implemented in SQL.
+
+- `canonical`: the JSON serializations (exports, hashes, the seed's hashed forms, prompt text)
+- `timestamps`: event clock and ISO-8601 forms
+- `jsonl`: the strict JSONL reader (errors name file and line)
+- `urls`: URL normalization; `source_policy`: the source-access policy's matcher and the
+  tool-cache partition it implies
+- `traces`: trace file names; `verdicts`: when an answer is correct; `stages`: agent stages
+- `tool_families`: the tool families and the tools of each
+- `python_text`: Python's `str()` and `json.dumps` of JSON values, for the dataset views
+"""

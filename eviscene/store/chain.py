@@ -8,27 +8,15 @@
 (␟ is the unit separator U+001F; NULL enters as U+001E.) A derived event_id depends only on
 content, so appending the same event twice stores it once; the hash covers every stored
 column, so editing, deleting or reordering an event breaks the chain at that event.
-
-`canonical_json` is the one serializer every export uses: orjson with sorted keys, compact,
-UTF-8, shortest round-trip floats (`1e-7`, `0.1`). DuckDB's JSON writer formats floats and
-timestamps differently, so exports never rely on it.
+(The event clock, `now_micros`, is `eviscene.rules.timestamps`.)
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
-from datetime import datetime, timezone
-from typing import Any
-
-import orjson
 
 GENESIS_HASH = "0" * 64
 _NULL = "\x1e"
-
-
-def now_micros() -> int:
-    return time.time_ns() // 1000
 
 
 def content_digest(run_id: str, episode_id: str | None, attempt: int | None, type: str, step: int | None, payload: str) -> str:
@@ -46,12 +34,3 @@ def derived_event_id(content: str) -> str:
 
 def event_hash(prev_hash: str, seq: int, event_id: str, ts_micros: int, content: str) -> str:
     return hashlib.sha256(f"{prev_hash}\x1f{seq}\x1f{event_id}\x1f{ts_micros}\x1f{content}".encode()).hexdigest()
-
-
-def canonical_json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-
-
-def format_ts(ts: datetime) -> str:
-    """ISO-8601 in UTC with microseconds, e.g. 2026-11-30T13:39:14.120017Z."""
-    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -25,7 +25,8 @@ import pyarrow as pa
 
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
 from eviscene.events import ArtifactImported
-from eviscene.store.chain import content_digest, derived_event_id, event_hash, now_micros
+from eviscene.rules.timestamps import now_micros
+from eviscene.store.chain import content_digest, derived_event_id, event_hash
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.migrate import apply_migrations

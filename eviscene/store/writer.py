@@ -25,7 +25,8 @@ from pydantic import BaseModel
 
 from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
-from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, now_micros
+from eviscene.rules.timestamps import now_micros
+from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock

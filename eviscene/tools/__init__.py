@@ -1,8 +1,9 @@
 """Embedded, offline tools of the agent: OCR, BM25 search, perceptual image search and
 comparison over the release corpus, all behind the source-access policy.
 
-Names are imported on first use, so importing one module of this package (the URL rules the
-SQL views register) does not load OpenCV, Pillow and the OCR engine.
+Names are imported on first use, so importing one module of this package does not load
+OpenCV, Pillow and the OCR engine. URL normalization and the source-access policy's matcher
+are rules other layers share: `eviscene.rules.urls`, `eviscene.rules.source_policy`.
 """
 
 from importlib import import_module
@@ -25,7 +26,6 @@ _EXPORTS = {
     "PageImage": "eviscene.tools.corpus",
     "PreparedImage": "eviscene.tools.images",
     "SearchIndex": "eviscene.tools.search",
-    "SourceAccessPolicy": "eviscene.tools.policy",
     "TOOL_FAMILIES": "eviscene.tools.specs",
     "ToolOutcome": "eviscene.tools.results",
     "ToolStatus": "eviscene.tools.results",
@@ -33,14 +33,11 @@ _EXPORTS = {
     "aread_text": "eviscene.tools.ocr",
     "compare": "eviscene.tools.image_compare",
     "find_content_box": "eviscene.tools.images",
-    "normalize_host": "eviscene.tools.urls",
-    "normalize_url": "eviscene.tools.urls",
     "phash_hex": "eviscene.tools.images",
     "prepare": "eviscene.tools.images",
     "read_text": "eviscene.tools.ocr",
     "tokenize": "eviscene.tools.search",
     "tool_spec": "eviscene.tools.specs",
-    "url_host": "eviscene.tools.urls",
     "validate_arguments": "eviscene.tools.specs",
 }
 __all__ = sorted(_EXPORTS)

@@ -3,8 +3,8 @@
 A result is reused when an earlier `tool.returned` (status `ok` or `empty`, not itself a
 cache hit) answered a `tool.called` with the same tool and canonical arguments, in a run
 whose `run.started` manifest names the same tool backend (`agent.tool_backend.backend_id`)
-and the same cache partition (`source_access_policy.cache_partition`; a policy without one
-falls back to `policy:<policy_id>`), no longer than `ttl_seconds` ago. Results made earlier
+and the same cache partition (`eviscene.rules.source_policy.cache_partition_name`: the
+policy's `cache_partition`, else `policy:<policy_id>`), no longer than `ttl_seconds` ago. Results made earlier
 in the same run are reused too. Every reuse is recorded as `cache_hit=True` on its
 `tool.returned` event, with the original call's policy blocks re-emitted as gate decisions.
 
@@ -29,8 +29,8 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
 from eviscene.events import GateDecided, ToolReturned
-from eviscene.store.chain import canonical_json
-from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
+from eviscene.rules.canonical import canonical_json
+from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy, cache_partition_name
 from eviscene.tools.results import POLICY_GATE, ToolOutcome
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, validate_arguments
 
@@ -48,9 +48,9 @@ class CachedOutcome(ToolOutcome):
 
 def cache_partition(policy: Optional[SourceAccessPolicy]) -> str:
     """The partition a policy's results live in."""
-    if policy is not None and policy.cache_partition:
-        return policy.cache_partition
-    return f"policy:{policy.policy_id if policy is not None else ''}"
+    if policy is None:
+        return cache_partition_name(None, None)
+    return cache_partition_name(policy.cache_partition, policy.policy_id)
 
 
 def cache_key(tool: str, arguments: dict[str, Any]) -> str:
@@ -72,8 +72,8 @@ WITH runs AS (
     SELECT run_id FROM events
     WHERE type = 'run.started'
       AND json_extract_string(payload, '$.agent.tool_backend.backend_id') = $backend
-      AND coalesce(json_extract_string(payload, '$.source_access_policy.cache_partition'),
-                   'policy:' || coalesce(json_extract_string(payload, '$.source_access_policy.policy_id'), '')) = $partition
+      AND cache_partition_name(json_extract_string(payload, '$.source_access_policy.cache_partition'),
+                               json_extract_string(payload, '$.source_access_policy.policy_id')) = $partition
 )
 SELECT json_extract_string(c.payload, '$.tool') AS tool,
        json_extract(c.payload, '$.arguments')::VARCHAR AS arguments,

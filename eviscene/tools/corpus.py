@@ -15,7 +15,6 @@ page URL (meaning every image on that page).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 from dataclasses import dataclass
@@ -25,7 +24,8 @@ from typing import TYPE_CHECKING, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.urls import normalize_url, url_host, without_scheme
+from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_file_bytes
+from eviscene.rules.urls import normalize_url, url_host, without_scheme
 
 if TYPE_CHECKING:
     from eviscene.tools.image_index import ImageIndex
@@ -137,20 +137,21 @@ class Corpus:
         pages: list[Page] = []
         seen_urls: dict[str, int] = {}
         seen_ids: dict[str, int] = {}
-        with pages_file.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{pages_file}:{lineno}"
-                page = _parse_page(line, where)
-                _check_page(page, root, where)
-                key = normalize_url(page.url)
-                if key in seen_urls:
-                    raise ReleaseError(f"{where}: url {page.url!r} repeats line {seen_urls[key]}")
-                if page.page_id in seen_ids:
-                    raise ReleaseError(f"{where}: page_id {page.page_id!r} repeats line {seen_ids[page.page_id]}")
-                seen_urls[key] = seen_ids[page.page_id] = lineno
-                pages.append(page)
+        try:
+            rows = list(iter_jsonl_bytes(read_file_bytes(pages_file), pages_file))
+        except JsonlError as exc:
+            raise ReleaseError(_corpus_message(exc)) from None
+        for lineno, row in rows:
+            where = f"{pages_file}:{lineno}"
+            page = _parse_page(row, where)
+            _check_page(page, root, where)
+            key = normalize_url(page.url)
+            if key in seen_urls:
+                raise ReleaseError(f"{where}: url {page.url!r} repeats line {seen_urls[key]}")
+            if page.page_id in seen_ids:
+                raise ReleaseError(f"{where}: page_id {page.page_id!r} repeats line {seen_ids[page.page_id]}")
+            seen_urls[key] = seen_ids[page.page_id] = lineno
+            pages.append(page)
         return cls(root, pages, str(pages_file))
 
     # -- lookups ---------------------------------------------------------------------------
@@ -213,13 +214,17 @@ def _path_key(path: str) -> str:
     return str(PurePosixPath(text))
 
 
-def _parse_page(line: str, where: str) -> Page:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ReleaseError(f"{where}: not valid JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ReleaseError(f"{where}: a page row must be a JSON object")
+def _corpus_message(exc: JsonlError) -> str:
+    """The corpus's wording of a pages.jsonl fault."""
+    where = f"{exc.path}:{exc.line}"
+    if exc.problem == "not_object":
+        return f"{where}: a page row must be a JSON object"
+    if exc.problem == "malformed":
+        return f"{where}: not valid JSON: {getattr(exc.cause, 'msg', exc.cause)}"
+    return str(exc)
+
+
+def _parse_page(data: dict, where: str) -> Page:
     try:
         return Page.model_validate(data)
     except ValidationError as exc:

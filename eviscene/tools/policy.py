@@ -1,127 +1,37 @@
-"""The source-access policy: which sources the agent may not see (the benchmark's own
-answer pages). The tool layer checks every source against it before anything of the
-source reaches an observation; its rules never appear in observations or traces.
-
-Matching:
-- `blocked_domains`: the URL's host equals the domain or is a subdomain of it
-  (`factcheck.org` blocks `www.factcheck.org` and `news.factcheck.org`, not `notfactcheck.org`).
-- `blocked_url_prefixes`: compared after `normalize_url`, ignoring the scheme (a leak over
-  http is still a leak); the prefix must end at a path boundary (`/a/story` blocks
-  `/a/story`, `/a/story/2`, `/a/story?x`, not `/a/story-2`) unless the prefix itself ends
-  in `/`, `?`, `&` or `=`, in which case any continuation matches.
-- `blocked_content_sha256`: any content hash known for the source (page text, image bytes).
-"""
+"""Reading a source-access policy file; the matcher itself is `eviscene.rules.source_policy`."""
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.urls import normalize_host, normalize_url, url_host, without_scheme
-
-BlockReason = Literal["blocked_domain", "blocked_url_prefix", "blocked_content_sha256"]
+from eviscene.rules.source_policy import SourceAccessPolicy, policy_from_fields
 
 
-class _PolicyFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    policy_id: str = ""
-    blocked_domains: list[str] = Field(default_factory=list)
-    blocked_url_prefixes: list[str] = Field(default_factory=list)
-    blocked_content_sha256: list[str] = Field(default_factory=list)
-    cache_partition: Optional[str] = None
+def source_policy_from_dict(data: dict[str, Any]) -> SourceAccessPolicy:
+    """The policy of a policy file's JSON object; ReleaseError when a field is malformed."""
+    try:
+        return policy_from_fields(data)
+    except ValueError as exc:
+        raise ReleaseError(str(exc)) from None
 
 
-class SourceAccessPolicy:
-    """Immutable, thread-safe matcher built from a policy file."""
-
-    def __init__(
-        self,
-        *,
-        policy_id: str = "",
-        blocked_domains: Iterable[str] = (),
-        blocked_url_prefixes: Iterable[str] = (),
-        blocked_content_sha256: Iterable[str] = (),
-        cache_partition: Optional[str] = None,
-    ) -> None:
-        self.policy_id = policy_id
-        self.cache_partition = cache_partition
-        domains = {normalize_host(d.removeprefix("*.").lstrip(".")) for d in blocked_domains}
-        self._domains = frozenset(d for d in domains if d)
-        prefixes = []
-        for prefix in blocked_url_prefixes:
-            if not prefix.strip():
-                continue
-            key = without_scheme(normalize_url(prefix))
-            last = prefix.strip()[-1]
-            prefixes.append((key, not last.isalnum() and last != "/"))
-        self._prefixes = tuple(prefixes)
-        self._hashes = frozenset(h.strip().lower() for h in blocked_content_sha256 if h.strip())
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SourceAccessPolicy":
-        try:
-            parsed = _PolicyFile.model_validate(data)
-        except ValidationError as exc:
-            raise ReleaseError(f"source access policy is malformed: {exc.errors()[0]['msg']} "
-                               f"at {'.'.join(map(str, exc.errors()[0]['loc']))}") from None
-        return cls(**parsed.model_dump())
-
-    @classmethod
-    def load(cls, path: str | Path) -> "SourceAccessPolicy":
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ReleaseError(f"{path}: source access policy not found") from None
-        except UnicodeDecodeError as exc:
-            raise ReleaseError(f"{path}: source access policy is not UTF-8 ({exc.reason})") from None
-        except json.JSONDecodeError as exc:
-            raise ReleaseError(f"{path}:{exc.lineno}: source access policy is not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict):
-            raise ReleaseError(f"{path}: source access policy must be a JSON object")
-        try:
-            return cls.from_dict(data)
-        except ReleaseError as exc:
-            raise ReleaseError(f"{path}: {exc}") from None
-
-    @property
-    def active(self) -> bool:
-        """True when the policy blocks anything at all."""
-        return bool(self._domains or self._prefixes or self._hashes)
-
-    def check(self, url: str, content_sha256: Optional[str] = None, *, other_sha256: Iterable[str] = ()) -> Optional[BlockReason]:
-        """The reason `url` (with the given content hashes) is blocked, or None when allowed."""
-        host = url_host(url)
-        if host and any(host == d or host.endswith("." + d) for d in self._domains):
-            return "blocked_domain"
-        key = without_scheme(normalize_url(url))
-        for prefix, open_ended in self._prefixes:
-            if key == prefix or (key.startswith(prefix) and (open_ended or key[len(prefix)] in "/?")):
-                return "blocked_url_prefix"
-        hashes = [content_sha256, *other_sha256]
-        if any(h and h.lower() in self._hashes for h in hashes):
-            return "blocked_content_sha256"
-        return None
-
-
-ALLOW_ALL = SourceAccessPolicy(policy_id="")
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(policy_json: str) -> SourceAccessPolicy:
-    return SourceAccessPolicy.from_dict(json.loads(policy_json))
-
-
-def policy_block_reason(policy_json: str | None, url: str | None, content_sha256: str | None) -> Optional[BlockReason]:
-    """`SourceAccessPolicy.check` for SQL (registered as `source_policy_block`): the reason
-    the policy file's JSON blocks `url` with this content hash, or None. The trace audit
-    uses it, so a source the tools allowed is never a policy violation."""
-    if policy_json is None or url is None:
-        return None
-    return _parsed(policy_json).check(url, content_sha256)
+def load_source_policy(path: str | Path) -> SourceAccessPolicy:
+    """The policy in the JSON file at `path`; ReleaseError naming the file (and line)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReleaseError(f"{path}: source access policy not found") from None
+    except UnicodeDecodeError as exc:
+        raise ReleaseError(f"{path}: source access policy is not UTF-8 ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ReleaseError(f"{path}:{exc.lineno}: source access policy is not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{path}: source access policy must be a JSON object")
+    try:
+        return policy_from_fields(data)
+    except ValueError as exc:
+        raise ReleaseError(f"{path}: {exc}") from None

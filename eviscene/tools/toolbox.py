@@ -29,11 +29,11 @@ from eviscene.tools.corpus import Corpus, CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
 from eviscene.tools.ocr import read_text
-from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
+from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.render import comparison_detail, comparison_summary, image_fields, page_fields, page_line, page_meta
 from eviscene.tools.results import ToolOutcome, policy_block
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
-from eviscene.tools.urls import normalize_url
+from eviscene.rules.urls import normalize_url
 
 PAGE_TEXT_LIMIT = 6000
 _LINK = re.compile(r"https?://[^\s<>\"'()\[\]]+")

@@ -307,7 +307,7 @@ def _evidence_list(payload: dict[str, Any], cited: set[str], image: Callable[[st
     for picture in page_images(payload.get("data")):
         src = image(picture["sha256"])
         figures.append(
-            f'<figure class="thumb">' + (f'<img src="{esc(src)}" alt="{esc(picture["alt"])}">' if src else '<div class="no-image">image not available</div>')
+            '<figure class="thumb">' + (f'<img src="{esc(src)}" alt="{esc(picture["alt"])}">' if src else '<div class="no-image">image not available</div>')
             + f'<figcaption>{esc(picture["alt"])}<div class="url">{esc(picture["image_url"])}</div></figcaption></figure>'
         )
     return (f'<ul class="evidence">{"".join(items)}</ul>' if items else "") + (f'<div class="thumbs">{"".join(figures)}</div>' if figures else "")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from eviscene.rules.canonical import readable_json
 from eviscene.store import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages, page_images
@@ -54,7 +54,7 @@ def _script_json(element_id: str, value: Any) -> str:
 
 
 def _chunk(pages_by_id: dict[str, str]) -> str:
-    raw = json.dumps(pages_by_id, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    raw = readable_json(pages_by_id).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 

@@ -108,7 +108,7 @@ SELECT
     ep.verdict,
     ep.confidence,
     ep.gold_label,
-    coalesce(ep.termination = 'completed' AND ep.verdict = ep.gold_label, false) AS result_correct,
+    verdict_correct(ep.termination, ep.verdict, ep.gold_label) AS result_correct,
     ep.termination = 'error' AS engineering_error,
     ep.verdict IS NOT NULL AS has_judgment,
     ep.max_tool_actions,

@@ -12,6 +12,7 @@ WITH scored AS (
         e.case_id,
         g.label AS gold,
         CASE WHEN e.termination = 'completed' THEN e.verdict END AS predicted,
+        verdict_correct(e.termination, e.verdict, g.label) AS is_correct,
         e.termination = 'error' AS is_error,
         coalesce(e.termination, '') <> 'error' AND (e.termination IS DISTINCT FROM 'completed' OR e.verdict IS NULL) AS is_abstention
     FROM episodes e
@@ -57,7 +58,7 @@ totals AS (
     SELECT
         run_id,
         count(*) AS cases,
-        count(*) FILTER (WHERE predicted = gold) AS correct,
+        count(*) FILTER (WHERE is_correct) AS correct,
         count(*) FILTER (WHERE is_error) AS errors,
         count(*) FILTER (WHERE is_abstention) AS abstentions
     FROM scored GROUP BY run_id

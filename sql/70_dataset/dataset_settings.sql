@@ -11,20 +11,15 @@
 -- before it reads the views; elsewhere (eviscene sql) the default row below applies: a
 -- derived split with the defaults of ExportSettings (eviscene/exports/dataset_views.py, where
 -- the split seed and ratios are stated; a test checks this row equals them). This file also
--- defines the macros the dataset views share, which reproduce Python's str(), strip(), truthiness and
--- json.dumps(ensure_ascii=True) where the seed's hashes and comparisons depend on them,
+-- defines the macros the dataset views share, which reproduce Python's strip() and truthiness
+-- where the seed's hashes and comparisons depend on them (Python's str() and json.dumps are
+-- the functions py_text and json_ascii, registered from eviscene/rules/python_text.py),
 -- and the schema `export_snapshot`: the decision views (dataset_candidates onwards) read
 -- snapshots of the staging views that the exporter takes (so a connection never re-binds
 -- the whole staging stack per decision view); the snapshots are empty outside an export.
 -- Snapshot tables list their columns (planning a staging view at every connect to copy its
 -- schema costs more than the view); a test checks they match their views.
 CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(s, '^\s+|\s+$', '', 'g');
-CREATE OR REPLACE MACRO py_text(j) AS CASE json_type(j)
-    WHEN 'VARCHAR' THEN j->>'$'
-    WHEN 'NULL' THEN 'None'
-    WHEN 'BOOLEAN' THEN CASE WHEN j::VARCHAR = 'true' THEN 'True' ELSE 'False' END
-    ELSE j::VARCHAR
-END;
 CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
     WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'
     WHEN 'NULL' THEN false
@@ -43,20 +38,6 @@ END;
 CREATE OR REPLACE MACRO is_json_true(j) AS coalesce(json_type(j) = 'BOOLEAN' AND j::VARCHAR = 'true', false);
 CREATE OR REPLACE MACRO ordered_distinct(l) AS list_filter(l, lambda x, i: list_position(l, x) = i);
 CREATE OR REPLACE MACRO fatal_teacher_reasons() AS ['incorrect_result', 'engineering_error', 'legacy_core_ownership'];
--- json.dumps(s) with Python's default ensure_ascii=True (printable ASCII without quotes or
--- backslashes, the usual episode id or family, takes the short way).
-CREATE OR REPLACE MACRO json_ascii(s) AS CASE WHEN regexp_full_match(s, '[ !#-\[\]-~]*') THEN '"' || s || '"' ELSE '"' || coalesce(list_aggr(list_transform(list_filter(string_split(s, ''), lambda c: c <> ''), lambda c: CASE
-    WHEN c = '"' THEN '\"'
-    WHEN c = '\' THEN '\\'
-    WHEN c = chr(10) THEN '\n'
-    WHEN c = chr(13) THEN '\r'
-    WHEN c = chr(9) THEN '\t'
-    WHEN c = chr(8) THEN '\b'
-    WHEN c = chr(12) THEN '\f'
-    WHEN unicode(c) BETWEEN 32 AND 126 THEN c
-    WHEN unicode(c) < 65536 THEN printf('\u%04x', unicode(c))
-    ELSE printf('\u%04x\u%04x', 55296 + ((unicode(c) - 65536) >> 10), 56320 + ((unicode(c) - 65536) & 1023))
-END), 'string_agg', ''), '') || '"' END;
 -- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
 CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
     ('0x' || left(sha256(seed || ':' || group_id), 16))::UBIGINT::DOUBLE / 18446744073709551616::DOUBLE;

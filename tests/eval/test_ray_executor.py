@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 ray = pytest.importorskip("ray", reason="pip install 'eviscene[ray]'")

@@ -14,7 +14,7 @@ from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
 from eviscene.cli.main import cli
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
-from eviscene.eval.run import resume_run, start_run
+from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.errors import ReleaseError
 from eviscene.store import EventLog

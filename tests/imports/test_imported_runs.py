@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from eviscene.analysis.compare import compare_runs

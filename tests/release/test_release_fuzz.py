@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from eviscene.errors import ReleaseError
 from eviscene.eval.preflight import check_scoring_inputs
 from eviscene.release import load_cases, load_release
-from eviscene.tools.policy import SourceAccessPolicy
+from eviscene.tools.policy import load_source_policy
 
 LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]  # the label set of conftest's releases
 
@@ -92,6 +92,6 @@ def test_any_policy_or_protocol_bytes_pass_or_name_the_file(make_release, base_m
     except ReleaseError as exc:
         assert str(exc).startswith(str(protocol)), exc
     try:
-        SourceAccessPolicy.load(policy)
+        load_source_policy(policy)
     except ReleaseError as exc:
         assert str(exc).startswith(str(policy)), exc

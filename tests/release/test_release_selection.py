@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from eviscene.errors import SelectionError
-from eviscene.release import Case, positive_int, rollout_specs, safe_trace_filename, select_cases
+from eviscene.release import Case, positive_int, rollout_specs, select_cases
+from eviscene.rules.traces import safe_trace_filename
 
 
 def _case(case_id: str) -> Case:

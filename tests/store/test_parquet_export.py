@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.events import EpisodeScheduled, GateDecided, RunFinished
+from eviscene.events import EpisodeScheduled, RunFinished
 from eviscene.store import EventDraft, EventLog
 from eviscene.store.locks import RunLock
 

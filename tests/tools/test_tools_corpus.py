@@ -1,4 +1,3 @@
-import json
 
 import pytest
 from tools_fixtures import CorpusBuilder, sha256_text

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from eviscene.errors import ReleaseError
-from eviscene.tools import SourceAccessPolicy, normalize_url, url_host
+from eviscene.rules.urls import normalize_url, url_host
+from eviscene.tools.policy import load_source_policy, source_policy_from_dict
 
 
 @pytest.mark.parametrize(
@@ -30,7 +31,7 @@ def test_url_host():
 
 
 def policy(**rules):
-    return SourceAccessPolicy.from_dict({"policy_id": "p", **rules})
+    return source_policy_from_dict({"policy_id": "p", **rules})
 
 
 def test_domain_blocks_the_domain_and_its_subdomains_only():
@@ -72,7 +73,7 @@ def test_content_hash_blocks_any_known_hash():
 
 
 def test_empty_policy_is_inactive_and_allows_everything():
-    p = SourceAccessPolicy.from_dict({})
+    p = source_policy_from_dict({})
     assert not p.active
     assert p.check("https://anything.com/x", "00" * 32) is None
     assert policy(blocked_domains=["a.com"]).active
@@ -81,7 +82,7 @@ def test_empty_policy_is_inactive_and_allows_everything():
 def test_load_reads_the_policy_file(tmp_path):
     path = tmp_path / "policy.json"
     path.write_text(json.dumps({"policy_id": "x", "blocked_domains": ["a.com"], "cache_partition": "c"}))
-    loaded = SourceAccessPolicy.load(path)
+    loaded = load_source_policy(path)
     assert loaded.policy_id == "x" and loaded.cache_partition == "c"
     assert loaded.check("https://a.com") == "blocked_domain"
 
@@ -94,9 +95,9 @@ def test_load_rejects_malformed_files(tmp_path, content, message):
     path = tmp_path / "policy.json"
     path.write_text(content)
     with pytest.raises(ReleaseError, match=message):
-        SourceAccessPolicy.load(path)
+        load_source_policy(path)
 
 
 def test_load_reports_a_missing_file(tmp_path):
     with pytest.raises(ReleaseError, match="not found"):
-        SourceAccessPolicy.load(tmp_path / "nope.json")
+        load_source_policy(tmp_path / "nope.json")

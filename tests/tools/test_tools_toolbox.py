@@ -5,7 +5,8 @@ import json
 import pytest
 from tools_fixtures import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
 
-from eviscene.tools import ALL_TOOLS, Corpus, SourceAccessPolicy, Toolbox
+from eviscene.tools import ALL_TOOLS, Corpus, Toolbox
+from eviscene.tools.policy import source_policy_from_dict
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +18,7 @@ def corpus(news_corpus):
 
 @pytest.fixture
 def toolbox(corpus, news_corpus):
-    return Toolbox(corpus, SourceAccessPolicy.from_dict(news_corpus["policy"]))
+    return Toolbox(corpus, source_policy_from_dict(news_corpus["policy"]))
 
 
 def names(specs):

@@ -61,7 +61,7 @@ from eviscene.events import (
 )
 from eviscene.release.selection import prompt_group_id, sampling_seed
 from eviscene.store import EventDraft, EventLog
-from eviscene.store.chain import canonical_json
+from eviscene.rules.canonical import canonical_json
 
 MAIN_RUN = "views-main"
 DEV_RUN = "views-dev"

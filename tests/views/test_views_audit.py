@@ -87,7 +87,7 @@ def test_views_source_policy_is_normalized(con):
 
 # One source-access rule: the audit's source_policy_violation uses the tools' own matcher.
 # Each URL with whether the policy below blocks it, worked out by hand from the rules in
-# eviscene/tools/policy.py (domains: the host or a subdomain; prefixes: scheme ignored, a
+# eviscene/rules/source_policy.py (domains: the host or a subdomain; prefixes: scheme ignored, a
 # path boundary needed unless the prefix ends in `/ ? & =`).
 RULES_POLICY = {
     "policy_id": "views-rules",
@@ -109,9 +109,9 @@ RULES_URLS = {
 
 def test_views_policy_audit_matches_what_the_tools_block(tmp_path, fx):
     from eviscene.store import EventDraft, EventLog
-    from eviscene.tools.policy import SourceAccessPolicy
+    from eviscene.rules.source_policy import policy_from_fields
 
-    policy = SourceAccessPolicy.from_dict(RULES_POLICY)
+    policy = policy_from_fields(RULES_POLICY)
     urls = list(RULES_URLS)
     assert {u for u in urls if policy.check(u)} == {u for u, blocked in RULES_URLS.items() if blocked}
 

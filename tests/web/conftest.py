@@ -3,7 +3,7 @@ import json
 import pytest
 from web_servers import HASHED, start_site
 
-from eviscene.tools.policy import SourceAccessPolicy
+from eviscene.rules.source_policy import SourceAccessPolicy, policy_from_fields
 from eviscene.tools.web.fetch import extract
 
 
@@ -27,7 +27,7 @@ def policy_dict(site, partition: str = "web-test-v1") -> dict:
 
 @pytest.fixture(scope="module")
 def policy(site) -> SourceAccessPolicy:
-    return SourceAccessPolicy.from_dict(policy_dict(site))
+    return policy_from_fields(policy_dict(site))
 
 
 @pytest.fixture

@@ -29,9 +29,9 @@ import httpx
 from bs4 import BeautifulSoup
 
 from eviscene.events import GateDecided
-from eviscene.tools.policy import SourceAccessPolicy
+from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.tools.results import policy_block
-from eviscene.tools.urls import url_host
+from eviscene.rules.urls import url_host
 from eviscene.tools.web.network import NetworkGuard
 
 FETCHER_VERSION = "httpx-bs4-v1"

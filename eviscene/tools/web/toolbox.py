@@ -26,11 +26,11 @@ from types import SimpleNamespace
 from typing import Any, Optional, Sequence
 
 from eviscene.events import GateDecided, SourceSeen
-from eviscene.tools.policy import ALLOW_ALL, SourceAccessPolicy
+from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.results import ToolOutcome, policy_block
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
 from eviscene.tools.toolbox import PAGE_TEXT_LIMIT, EpisodeTools
-from eviscene.tools.urls import normalize_url, url_host
+from eviscene.rules.urls import normalize_url, url_host
 from eviscene.tools.web.fetch import FetchedPage, FetchFailed, FetchRefused, PageFetcher
 from eviscene.tools.web.network import NetworkGuard
 from eviscene.tools.web.search import SearchResult, SearxngClient, SearxngError

@@ -1,0 +1,124 @@
+"""The one strict JSONL reader (cases, gold, corpus pages, imported run files).
+
+Lines are split on ``\\n`` only: a JSON string may legally hold a raw U+2028 or U+0085,
+which ``str.splitlines`` would cut in two. A UTF-8 byte-order mark is dropped, blank lines
+are skipped (line numbers still count them), NaN/Infinity and repeated keys are refused.
+Every problem is a `JsonlError` naming ``<file>:<line>``; callers turn it into their own
+error type and, where their users rely on a wording, their own message.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+Problem = Literal["unreadable", "not_utf8", "malformed", "not_object", "not_a_list"]
+
+
+class JsonlError(ValueError):
+    """`<file>:<line>: <detail>` (`<file>: <detail>` for the whole file).
+
+    `problem` says what kind of fault it is; `cause` is the parser's exception, if any."""
+
+    def __init__(self, path: str | Path, line: int | None, problem: Problem, detail: str,
+                 cause: ValueError | None = None) -> None:
+        self.path, self.line, self.problem, self.detail, self.cause = path, line, problem, detail, cause
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {detail}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in row:
+            raise ValueError(f"duplicate key {key!r}")
+        row[key] = value
+    return row
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Parse strict JSON: no NaN/Infinity, no repeated keys in an object."""
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
+
+
+def json_type(value: Any) -> str:
+    """How an error names a JSON value's type: `null`, `a boolean`, `a number`, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "an array"
+
+
+def parse_jsonl_line(raw_line: bytes | str, path: str | Path, line_number: int) -> dict[str, Any] | None:
+    """One line as a JSON object; None for a blank line."""
+    if isinstance(raw_line, bytes):
+        try:
+            raw_line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonlError(path, line_number, "not_utf8", f"not UTF-8 ({exc.reason})", exc) from None
+    if not raw_line.strip():
+        return None
+    try:
+        row = parse_json(raw_line)
+    except ValueError as exc:
+        raise JsonlError(path, line_number, "malformed", f"malformed JSON: {exc}", exc) from None
+    if not isinstance(row, dict):
+        raise JsonlError(path, line_number, "not_object", f"expected a JSON object, got {json_type(row)}")
+    return row
+
+
+def iter_jsonl_bytes(data: bytes, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, row) for every non-blank line of `data`, the content of `path`."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    for line_number, raw_line in enumerate(data.split(b"\n"), start=1):
+        row = parse_jsonl_line(raw_line, path, line_number)
+        if row is not None:
+            yield line_number, row
+
+
+def read_file_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise JsonlError(path, None, "unreadable", "file not found") from None
+    except OSError as exc:
+        raise JsonlError(path, None, "unreadable", f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Each row of a JSONL file of objects with its 1-based line number. As the seed's
+    `_load_benchmark`, a file not named `*.jsonl` is one JSON document holding a list of
+    rows; each row is then numbered by its 1-based position in the list."""
+    path = Path(path)
+    data = read_file_bytes(path)
+    if path.suffix.lower() != ".jsonl":
+        return _json_list_numbered(path, data.removeprefix(b"\xef\xbb\xbf"))
+    return list(iter_jsonl_bytes(data, path))
+
+
+def _json_list_numbered(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        document = parse_json(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise JsonlError(path, None, "not_utf8", f"not UTF-8 ({exc.reason})", exc) from None
+    except ValueError as exc:
+        raise JsonlError(path, None, "malformed", f"malformed JSON: {exc}", exc) from None
+    if not isinstance(document, list):
+        raise JsonlError(path, None, "not_a_list",
+                         f"must be a JSON list of rows or a .jsonl file, got {json_type(document)}")
+    for position, row in enumerate(document, start=1):
+        if not isinstance(row, dict):
+            raise JsonlError(path, position, "not_object", f"expected a JSON object, got {json_type(row)}")
+    return list(enumerate(document, start=1))

@@ -1,0 +1,63 @@
+import duckdb
+import pytest
+
+from eviscene.rules.python_text import json_ascii, py_text
+from eviscene.rules.source_policy import ALLOW_ALL, cache_partition_name, policy_block_reason, policy_from_fields
+from eviscene.rules.stages import STAGES
+from eviscene.rules.traces import safe_trace_filename
+from eviscene.rules.urls import normalize_url, url_host
+from eviscene.rules.verdicts import verdict_correct
+from eviscene.views import register_functions
+
+
+@pytest.mark.parametrize(
+    ("termination", "verdict", "gold", "correct"),
+    [
+        ("completed", "authentic", "authentic", True),
+        ("completed", "authentic", "manipulated", False),
+        ("completed", None, "authentic", False),
+        ("completed", None, None, False),
+        ("completed", "authentic", None, False),
+        ("error", "authentic", "authentic", False),
+        ("timeout", "authentic", "authentic", False),
+        (None, "authentic", "authentic", False),
+    ],
+)
+def test_verdict_correctness_truth_table(termination, verdict, gold, correct):
+    assert verdict_correct(termination, verdict, gold) is correct
+    con = duckdb.connect()
+    register_functions(con)
+    assert con.execute("SELECT verdict_correct(?, ?, ?)", [termination, verdict, gold]).fetchone()[0] is correct
+
+
+def test_cache_partition_falls_back_to_the_policy_id():
+    assert cache_partition_name("shared", "p1") == "shared"
+    assert cache_partition_name(None, "p1") == "policy:p1"
+    assert cache_partition_name("", "p1") == "policy:p1"
+    assert cache_partition_name(None, None) == "policy:"
+    con = duckdb.connect()
+    register_functions(con)
+    assert con.execute("SELECT cache_partition_name(NULL, 'p1'), cache_partition_name('c', 'p1')").fetchone() == ("policy:p1", "c")
+
+
+def test_python_text_of_json_values():
+    assert [py_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
+        "a b", "None", "True", "1.0", "100000.0", "['a', 1]"]
+    assert json_ascii("é\n") == '"\\u00e9\\n"' and json_ascii(None) == "null"
+
+
+def test_trace_file_names_and_stages():
+    assert safe_trace_filename("ep/1 é") == "ep_1_é.json"
+    assert STAGES == ("unified_react", "unified_judgment", "perception")
+
+
+def test_url_rules_and_policy_reason():
+    assert normalize_url("HTTPS://WWW.Example.com:443/a/?q=1#f") == "https://example.com/a?q=1"
+    assert url_host("news.example.org./x") == "news.example.org"
+    policy = '{"policy_id": "p", "blocked_domains": ["factcheck.org"]}'
+    assert policy_block_reason(policy, "http://www.factcheck.org/x", None) == "blocked_domain"
+    assert policy_block_reason(policy, "http://notfactcheck.org/x", None) is None
+    assert policy_block_reason(None, "http://factcheck.org", None) is None
+    assert not ALLOW_ALL.active
+    with pytest.raises(ValueError, match="source access policy is malformed: .* at blocked_domains"):
+        policy_from_fields({"blocked_domains": "a.com"})
