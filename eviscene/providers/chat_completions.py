@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from eviscene.agent.provider import ModelRequest, ModelResponse
+from eviscene.agent.provider import ModelRequest, ModelResponse, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, text_of, tool_call
+from eviscene.providers.wire import WireProvider, tool_call
 
 ON_OFF = ("on", "off")
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, text_of, tool_arguments, tool_call, tool_names_by_call_id
+from eviscene.providers.wire import WireProvider, tool_arguments, tool_call, tool_names_by_call_id
 
 _SIGNATURES_KEPT = 4096
 _SCHEMA_KEYS = {

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, text_of, tool_call
+from eviscene.providers.wire import WireProvider, tool_call
 
 
 class ResponsesProvider(WireProvider):
