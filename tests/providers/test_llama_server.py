@@ -56,7 +56,7 @@ TEXT_ONLY = ["--image-access-mode", "separate_vlm", "--vlm-provider", "offline",
 
 def _missing() -> str | None:
     if not SERVER_PYTHON or not GGUF:
-        return "EVISCENE_LLAMA_PYTHON and EVISCENE_LLAMA_GGUF are not set (`.ci/run` builds the llama.cpp server and sets them)"
+        return "EVISCENE_LLAMA_PYTHON and EVISCENE_LLAMA_GGUF are not set (README: \"Running against a local llama.cpp server\" builds it)"
     if not Path(SERVER_PYTHON).is_file():
         return f"EVISCENE_LLAMA_PYTHON={SERVER_PYTHON} does not exist"
     if not Path(GGUF).is_file():
