@@ -24,7 +24,8 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.chain import canonical_json
 
 DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS = 131072

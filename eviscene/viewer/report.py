@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages, page_images
 from eviscene.viewer.server import SCRIPTS, static_text

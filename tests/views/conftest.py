@@ -60,7 +60,8 @@ from eviscene.events import (
     VerdictBasisItem,
 )
 from eviscene.release.selection import prompt_group_id, sampling_seed
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.chain import canonical_json
 
 MAIN_RUN = "views-main"

@@ -108,7 +108,8 @@ RULES_URLS = {
 
 
 def test_views_policy_audit_matches_what_the_tools_block(tmp_path, fx):
-    from eviscene.store import EventDraft, EventLog
+    from eviscene.log import EventLog
+    from eviscene.store import EventDraft
     from eviscene.tools.policy import SourceAccessPolicy
 
     policy = SourceAccessPolicy.from_dict(RULES_POLICY)
