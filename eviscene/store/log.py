@@ -76,11 +76,11 @@ class EventStore:
         for_query: str | None = None,
         read: Sequence[str | os.PathLike[str]] = (),
     ) -> duckdb.DuckDBPyConnection:
-        """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every view (computed
-        once into temporary tables with `materialize`, for exports; only those `for_query`
-        reads, when given). It reads the log's files and the files or folders in `read`,
-        nothing else, and writes no file (large intermediate results spill to a temporary
-        folder)."""
+        """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every
+        view (computed once into temporary tables with `materialize`, for exports; only those
+        `for_query` reads, when given). It reads the log's files and the files or folders in
+        `read`, nothing else, and writes no file (large intermediate results spill to a
+        temporary folder)."""
         readable = tuple(_readable(path) for path in read)
         # Temporary tables of a large log spill to disk rather than grow the process.
         sandbox = Sandbox(readable=readable, memory_limit=MATERIALIZE_MEMORY_LIMIT if materialize else None)
