@@ -21,7 +21,7 @@ import anyio
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"

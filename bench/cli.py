@@ -22,7 +22,8 @@ from pathlib import Path
 import anyio
 
 from eviscene.events import EpisodeFinished, GateDecided, RunStarted
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 

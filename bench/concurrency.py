@@ -25,7 +25,7 @@ from eviscene.agent.provider import ModelRequest, ModelResponse
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 RELEASE = Path(__file__).resolve().parents[1] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 LATENCY = 0.1

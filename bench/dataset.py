@@ -180,12 +180,12 @@ def phase(name: str, work: Path) -> dict:
     started = time.perf_counter()
     if name == "import":
         from eviscene.imports import import_path
-        from eviscene.store import EventLog
+        from eviscene.log import EventLog
         result = import_path(EventLog(work / "log.duckdb"), work / "run")
         count = result.files
     elif name == "export":
         from eviscene.exports.dataset import ExportOptions, export_dataset
-        from eviscene.store import EventLog
+        from eviscene.log import EventLog
         manifest, _ = export_dataset(EventLog(work / "log.duckdb"), ExportOptions(out_dir=work / "ours", runs=["bench-run"]))
         count = manifest["accepted_episode_count"]
     else:

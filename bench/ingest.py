@@ -20,7 +20,8 @@ import anyio
 import duckdb
 
 from eviscene.events import ToolReturned
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.migrate import migrations
 from eviscene.store.snapshot import DUCKDB_CONFIG
 

@@ -36,7 +36,8 @@ from eviscene.events import (
     ToolReturned,
 )
 from eviscene.exports.run_dir import materialize_run
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.views import view_definitions
 
 LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]

@@ -31,7 +31,7 @@ import ray
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 RELEASE = Path(__file__).resolve().parents[1] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 LATENCY = 0.1

@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.viewer.report import build_report
 from eviscene.viewer.server import make_server
 

@@ -9,7 +9,7 @@ import click
 from eviscene.exports.dataset import DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 

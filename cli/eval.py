@@ -19,7 +19,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 _stderr = Console(stderr=True)
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from eviscene.cli.output import emit, format_option
 from eviscene.imports import SOURCE_KINDS, import_path
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.command("import")

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 
-from eviscene.store import EventLog, VerifyReport
+from eviscene.log import EventLog
+
+from eviscene.store import VerifyReport
 from eviscene.store.parquet_export import export_parquet
 
 

@@ -11,7 +11,7 @@ import duckdb
 from eviscene import __version__
 from eviscene.errors import EvisceneError, os_fault
 from eviscene.redaction import redact
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.store.layout import DEFAULT_LOG
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.exports.run_dir import FORMATS, materialize_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.command()

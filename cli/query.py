@@ -8,7 +8,7 @@ import click
 import pyarrow as pa
 
 from eviscene.cli.output import check_output_path, emit, emit_stream, format_option, write_output
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.views import view_definitions
 
 

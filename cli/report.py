@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.command()

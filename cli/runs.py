@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from eviscene.analysis.compare import compare_runs
 from eviscene.cli.output import emit, format_option
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.group(invoke_without_command=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from eviscene.errors import EvisceneError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.command()

@@ -9,7 +9,7 @@ import click
 
 from eviscene.analysis.why import explain_episode
 from eviscene.exports.dataset_why import describe
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @click.command()

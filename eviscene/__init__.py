@@ -24,9 +24,9 @@ _EXPORTS = {
     "start_run": "eviscene.eval.run",
     "materialize_run": "eviscene.exports.run_dir",
     "EventDraft": "eviscene.store",
-    "EventLog": "eviscene.store",
+    "EventLog": "eviscene.log",
     "RunWriter": "eviscene.store",
-    "open_log": "eviscene.store",
+    "open_log": "eviscene.log",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

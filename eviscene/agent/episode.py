@@ -14,7 +14,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import anyio
 from pydantic import BaseModel
@@ -45,7 +45,7 @@ from eviscene.events import (
 from eviscene.redaction import redact
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.timestamps import utc_now_millis_iso
-from eviscene.store.writer import EventDraft, RunWriter
+from eviscene.store.writer import EventDraft
 from eviscene.tools import EpisodeTools, Toolbox, ToolOutcome
 
 AGENT_DECISION_POLICY_VERSION = "unified-react-v1"
@@ -92,10 +92,19 @@ class AgentSettings:
 Perceive = Callable[[Path, str, CallModel], Awaitable[PerceptionReported]]
 
 
+class EventSink(Protocol):
+    """Where an episode's events and blobs go: the run's `RunWriter`, or a Ray worker's relay
+    that hands them to the driver's writer."""
+
+    async def emit(self, draft: EventDraft) -> None: ...
+
+    async def put_blob(self, content: bytes, media_type: str) -> str: ...
+
+
 class EpisodeRecorder:
     """Emits one episode attempt's events with consecutive step numbers."""
 
-    def __init__(self, writer: RunWriter, episode_id: str, attempt: int):
+    def __init__(self, writer: EventSink, episode_id: str, attempt: int):
         self.writer, self.episode_id, self.attempt = writer, episode_id, attempt
         self.step = 0
 
@@ -179,7 +188,7 @@ class Episode:
         toolbox: Toolbox,
         perceive: Perceive,
         settings: AgentSettings,
-        writer: RunWriter,
+        writer: EventSink,
         image_url: str,
     ):
         self.spec, self.provider, self.toolbox, self.perceive = spec, provider, toolbox, perceive
@@ -282,7 +291,7 @@ class Episode:
                     observation=outcome.observation,
                     sources=outcome.sources,
                     data=outcome.data,
-                    cache_hit=bool(getattr(outcome, "cache_hit", False)),
+                    cache_hit=outcome.cache_hit,
                     latency_ms=round((time.monotonic() - clock) * 1000, 3),
                     error=outcome.error,
                 )

@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 
 from eviscene.errors import EvisceneError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 20261130

@@ -10,7 +10,7 @@ from typing import Any
 from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @dataclass

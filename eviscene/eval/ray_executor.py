@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from eviscene.eval.options import RunOptions
     from eviscene.events import EpisodeFinished, PerceptionReported
     from eviscene.release import RolloutSpec
+    from eviscene.tools import Toolbox
     from eviscene.tools.cache import ToolCache
 
 # Test hook: `exit-in-tool:<case_id>` makes the worker process exit (os._exit) at the first
@@ -83,11 +84,15 @@ class _Relay:
 class _ExitInTool:
     """The FAULT_ENV hook: the worker process exits inside the episode's first tool call."""
 
-    def __init__(self, toolbox: Any):
+    def __init__(self, toolbox: Toolbox):
         self._toolbox = toolbox
+        self.policy, self.enabled_tools = toolbox.policy, toolbox.enabled_tools
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._toolbox, name)
+    def specs(self) -> list[dict[str, Any]]:
+        return self._toolbox.specs()
+
+    def episode(self, case_image_path: Any, *, text_boxes: Any = ()) -> Any:
+        return self._toolbox.episode(case_image_path, text_boxes=text_boxes)
 
     async def call(self, *args: Any, **kwargs: Any) -> Any:
         os._exit(17)
@@ -101,7 +106,7 @@ class EpisodeWorker:
         from eviscene.agent.episode import AgentSettings
         from eviscene.agent.perception import EmbeddedPerception
         from eviscene.agent.provider import ImageStore
-        from eviscene.eval.run import worker_toolbox
+        from eviscene.eval.toolboxes import worker_toolbox
         from eviscene.release import load_release, sha256_file
 
         self.options = run  # resolved by the driver: a worker reads no profile or environment again

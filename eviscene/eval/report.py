@@ -3,7 +3,7 @@ causes of the episodes that count as errors."""
 
 from __future__ import annotations
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 _ACCURACY = """
 WITH scored AS (

@@ -30,6 +30,7 @@ from eviscene.eval.options import (
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
+from eviscene.eval.toolboxes import load_policy, make_toolbox
 from eviscene.release import (
     Release,
     RolloutSpec,
@@ -42,15 +43,13 @@ from eviscene.release import (
     verify_case_images,
 )
 from eviscene.redaction import redact_data
-from eviscene.rules.timestamps import local_now_seconds_iso
-from eviscene.store import EventDraft, EventLog
-from eviscene.store.layout import live_root, run_folder
+from eviscene.log import EventLog
 from eviscene.rules.source_policy import SourceAccessPolicy
-from eviscene.tools import Corpus, Toolbox
+from eviscene.rules.timestamps import local_now_seconds_iso
+from eviscene.store import EventDraft
+from eviscene.store.layout import live_root, run_folder
+from eviscene.tools import Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
-from eviscene.tools.policy import load_source_policy
-from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
-from eviscene.tools.web.network import NetworkGuard
 
 class RunObserver(Protocol):
     """Told which run and how many episodes will run, then of each one as it finishes (e.g.
@@ -92,7 +91,7 @@ class RunPlan:
     provider: Provider
     policy: SourceAccessPolicy | None
     policy_path: Path | None
-    toolbox: Toolbox | WebToolbox
+    toolbox: Toolbox
     policy_revision: str
     tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
 
@@ -128,55 +127,9 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         policy_revision=revision,
         model=str(provider.model),
     )
-    policy_path, policy = _load_policy(options, release)
-    toolbox, tool_backend = _make_toolbox(options, release, policy)
+    policy_path, policy = load_policy(options, release)
+    toolbox, tool_backend = make_toolbox(options, release, policy)
     return RunPlan(run, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
-
-
-def _load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, SourceAccessPolicy | None]:
-    """The source-access policy the flags name, else the release's."""
-    policy_path = options.source_access_policy or release.artifacts.source_access_policy
-    if not policy_path:
-        return None, None
-    return Path(policy_path), load_source_policy(policy_path)
-
-
-def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox | WebToolbox | CachedToolbox:
-    """A Ray worker's tools: the same backend and policy as the driver's, over the tool
-    cache the driver read from the log."""
-    _, policy = _load_policy(options, release)
-    toolbox, _ = _make_toolbox(options, release, policy)
-    return CachedToolbox(toolbox, cache, policy) if cache is not None else toolbox
-
-
-def _make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox | WebToolbox, dict]:
-    """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
-    manifest block naming them (its `backend_id` keys the tool cache)."""
-    families = {f"enable_{family}": enabled for family, enabled in options.enabled_tool_families().items()}
-    if options.search_backend == "searxng":
-        if not options.searxng_url:
-            raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
-        try:
-            search = SearxngClient(options.searxng_url, timeout=options.web_timeout)
-        except ValueError as exc:
-            raise EvisceneError(f"--searxng-url: {exc}") from None
-        fetcher = None
-        network = NetworkGuard(allow_private_network=options.allow_private_network)
-        if options.web_visit is not False:
-            fetcher = PageFetcher(policy or SourceAccessPolicy(), timeout=options.web_timeout, network=network,
-                                  max_bytes=options.web_max_bytes, max_redirects=options.web_max_redirects)
-        web = WebToolbox(policy, search=search, fetcher=fetcher, network=network, **families)
-        return web, web.manifest()
-    if options.web_visit:
-        raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
-    if release.artifacts.corpus is None:
-        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
-    corpus_path = Path(release.artifacts.corpus)
-    pages = corpus_path if corpus_path.is_file() else corpus_path / "pages.jsonl"
-    toolbox = Toolbox(Corpus.load(release.artifacts.corpus), policy, **families)
-    backend_id = f"corpus:{sha256_file(pages)}" if pages.is_file() else f"corpus:{release.release_id}"
-    return toolbox, {"kind": "corpus", "search_backend": "corpus", "web_visit": False,
-                     "enabled_tools": list(toolbox.enabled_tools), "backend_id": backend_id}
 
 
 def _claim_run_id(log: EventLog, run_id: str) -> str:

@@ -24,8 +24,9 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings, open_export
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
+from eviscene.store import EventDraft
 
 DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS = 131072
 DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from eviscene.exports.serialize import json_bytes
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.views import apply_views, view_definitions, views_needed_by
 

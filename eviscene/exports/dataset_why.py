@@ -9,7 +9,7 @@ from typing import Any
 
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @dataclass

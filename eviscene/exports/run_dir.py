@@ -21,7 +21,7 @@ from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json,
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 

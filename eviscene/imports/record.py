@@ -13,7 +13,8 @@ from eviscene.events import ArtifactImported
 from eviscene.errors import LogLockedError
 from eviscene.imports.plan import ImportPlan
 from eviscene.imports.sources import plan_import
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The append-only event log: writer, snapshots, sealing, verification."""
+"""The append-only event log: writer, snapshots, sealing, verification (the views over it:
+`eviscene.log.EventLog`)."""
 
-from eviscene.store.log import EventLog, open_log
+from eviscene.store.log import EventStore
 from eviscene.store.verify import ChainProblem, RangeProblem, RunNote, VerifyReport
 from eviscene.store.writer import EventDraft, RunWriter
 
-__all__ = ["ChainProblem", "EventDraft", "EventLog", "RangeProblem", "RunNote", "RunWriter", "VerifyReport", "open_log"]
+__all__ = ["ChainProblem", "EventDraft", "EventStore", "RangeProblem", "RunNote", "RunWriter", "VerifyReport"]

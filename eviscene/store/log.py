@@ -1,4 +1,5 @@
-"""`EventLog`: the one object the CLI and Python users hold to read, query and append."""
+"""`EventStore`: a log on disk to read, query and append, without the SQL views (the store
+imports nothing above it; `eviscene.log.EventLog` adds the views)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import duckdb
@@ -21,7 +22,6 @@ from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import Sandbox, check_query, open_snapshot
 from eviscene.store.verify import VerifyReport, verify_log
 from eviscene.store.writer import EventDraft, RunWriter
-from eviscene.views import apply_views, views_needed_by
 
 if TYPE_CHECKING:
     from eviscene.store.rows import EventRow  # sqlmodel: loaded only by `events()`, not by every query
@@ -43,25 +43,25 @@ class QueryResult:
         return self.batches.schema
 
 
-class EventLog:
-    """A log on disk: the DuckDB archive plus its live runs.
+class EventStore:
+    """A log on disk: the DuckDB archive plus its live runs, read through `events` and `blobs`.
 
-    >>> log = EventLog("eviscene.duckdb")
-    >>> log.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
+    >>> store = EventStore("eviscene.duckdb")
+    >>> store.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = resolve_log_path(path)
 
     def __repr__(self) -> str:
-        return f"EventLog({str(self.path)!r})"
+        return f"{type(self).__name__}({str(self.path)!r})"
 
     def exists(self) -> bool:
         """An archive file, a live folder (a log whose first run is still writing has only
         that), or a folder written by `log export-parquet`."""
         return self.path.exists() or live_root(self.path).is_dir()
 
-    def require(self) -> EventLog:
+    def require(self) -> Self:
         """This log, or `LogNotFoundError` when nothing is there: a read never answers from
         (or creates) an empty log because a path was mistyped."""
         if not self.exists():
@@ -76,18 +76,21 @@ class EventLog:
         for_query: str | None = None,
         read: Sequence[str | os.PathLike[str]] = (),
     ) -> duckdb.DuckDBPyConnection:
-        """A read-only snapshot connection with `events`, `blobs` and every view (computed
-        once into temporary tables with `materialize`, for exports; only those `for_query`
-        reads, when given). It reads the log's files and the files or folders in `read`,
-        nothing else, and writes no file (large intermediate results spill to a temporary
-        folder)."""
+        """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every
+        view (computed once into temporary tables with `materialize`, for exports; only those
+        `for_query` reads, when given). It reads the log's files and the files or folders in
+        `read`, nothing else, and writes no file (large intermediate results spill to a
+        temporary folder)."""
         readable = tuple(_readable(path) for path in read)
         # Temporary tables of a large log spill to disk rather than grow the process.
         sandbox = Sandbox(readable=readable, memory_limit=MATERIALIZE_MEMORY_LIMIT if materialize else None)
         con = open_snapshot(self.path, sandbox=sandbox)
         if views:
-            apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
+            self.add_views(con, materialize=materialize, for_query=for_query)
         return con
+
+    def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
+        """The views over `events` and `blobs`: none in the store itself (`EventLog` adds the SQL views)."""
 
     @contextmanager
     def query(
@@ -187,13 +190,6 @@ class EventLog:
     def _writable(self) -> None:
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
-
-
-def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:
-    """The log at `path` (default `$EVISCENE_DB`, else ./eviscene.duckdb); `LogNotFoundError`
-    when there is none, unless `create` (a run then writes the first events)."""
-    log = EventLog(path)
-    return log if create else log.require()
 
 
 def _readable(path: str | os.PathLike[str]) -> Path:

@@ -26,13 +26,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 from eviscene.events import GateDecided, ToolReturned
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy, cache_partition_name
+from eviscene.tools.interface import Toolbox
 from eviscene.tools.results import POLICY_GATE, ToolOutcome
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, validate_arguments
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CACHED_TOOLS = ("text_search", "text_image_search", "visit")
 CACHEABLE_STATUSES = ("ok", "empty")
@@ -40,10 +44,10 @@ DEFAULT_TTL_SECONDS = 3600.0
 _EVIDENCE_REF = re.compile(r"\[(ev-\d+)\]")
 
 
-class CachedOutcome(ToolOutcome):
-    """A `ToolOutcome` served from the cache (the loop records `cache_hit=True`)."""
+class LogReader(Protocol):
+    """What the cache reads earlier results from: an `EventLog` (the tools sit below it)."""
 
-    cache_hit: bool = True
+    def sql(self, query: str, params: dict[str, Any]) -> pa.Table: ...
 
 
 def cache_partition(policy: Optional[SourceAccessPolicy]) -> str:
@@ -114,7 +118,7 @@ class ToolCache:
         self.__dict__.update(state, _lock=threading.Lock())
 
     @classmethod
-    def from_log(cls, log: Any, *, backend_id: str, partition: str, ttl_seconds: float = DEFAULT_TTL_SECONDS,
+    def from_log(cls, log: LogReader, *, backend_id: str, partition: str, ttl_seconds: float = DEFAULT_TTL_SECONDS,
                  clock: Callable[[], float] = time.time) -> "ToolCache":
         """Every reusable result in `log` (an `EventLog`) for this backend and partition."""
         since = clock() - float(ttl_seconds)
@@ -145,16 +149,12 @@ class ToolCache:
 
 
 class CachedToolbox:
-    """A toolbox (corpus or web) with the tool cache in front; same interface."""
+    """A `Toolbox` (corpus or web) with the tool cache in front; itself a `Toolbox`."""
 
-    def __init__(self, inner: Any, cache: ToolCache, policy: Optional[SourceAccessPolicy] = None) -> None:
+    def __init__(self, inner: Toolbox, cache: ToolCache, policy: Optional[SourceAccessPolicy] = None) -> None:
         self.inner, self.cache = inner, cache
-        self.policy = policy or getattr(inner, "policy", None) or ALLOW_ALL
-
-    def __getattr__(self, name: str) -> Any:  # enabled_tools, families, backend_id, ...
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        self.policy = policy or inner.policy or ALLOW_ALL
+        self.enabled_tools = inner.enabled_tools
 
     def specs(self) -> list[dict[str, Any]]:
         return self.inner.specs()
@@ -163,7 +163,7 @@ class CachedToolbox:
         return self.inner.episode(case_image_path, text_boxes=text_boxes)
 
     async def call(self, name: str, arguments: Any, episode: Any) -> ToolOutcome:
-        cacheable = (name in CACHED_TOOLS and name in ALL_TOOLS and name in getattr(self.inner, "enabled_tools", ALL_TOOLS)
+        cacheable = (name in CACHED_TOOLS and name in ALL_TOOLS and name in self.enabled_tools
                      and validate_arguments(name, arguments) is None)
         if cacheable:
             entry = self.cache.get(name, arguments)
@@ -188,7 +188,7 @@ class CachedToolbox:
         return True
 
 
-def reassign(outcome: ToolOutcome, episode: Any) -> CachedOutcome:
+def reassign(outcome: ToolOutcome, episode: Any) -> ToolOutcome:
     """`outcome` with its evidence ids re-assigned in `episode` (ids are per episode)."""
     mapping: dict[str, str] = {}
     sources = []
@@ -198,8 +198,8 @@ def reassign(outcome: ToolOutcome, episode: Any) -> CachedOutcome:
         mapping[source.evidence_id] = new.evidence_id
         sources.append(new)
     observation = _EVIDENCE_REF.sub(lambda m: f"[{mapping.get(m.group(1), m.group(1))}]", outcome.observation)
-    return CachedOutcome(status=outcome.status, observation=observation, sources=sources, blocks=list(outcome.blocks),
-                         data=_remap(outcome.data, mapping), error=outcome.error)
+    return ToolOutcome(status=outcome.status, observation=observation, sources=sources, blocks=list(outcome.blocks),
+                       data=_remap(outcome.data, mapping), error=outcome.error, cache_hit=True)
 
 
 def _remap(value: Any, mapping: dict[str, str]) -> Any:

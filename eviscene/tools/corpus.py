@@ -2,6 +2,7 @@
 
 Loaded once per run and shared read-only by every episode. The search and image indexes
 are built lazily, once, under a lock, so any number of threads or tasks may use one Corpus.
+Its rows (`Page`, `PageImage`, `CorpusImage`) live in `eviscene.tools.pages`, below the indexes.
 
 Image URLs: a corpus image is addressed as `<page url>#image=<path>`, where `path` is the
 image's path relative to the corpus directory as written in pages.jsonl (e.g.
@@ -15,91 +16,20 @@ page URL (meaning every image on that page).
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from eviscene.errors import ReleaseError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_file_bytes
-from eviscene.rules.urls import normalize_url, url_host, without_scheme
+from eviscene.rules.urls import normalize_url, without_scheme
+from eviscene.tools.pages import IMAGE_FRAGMENT, CorpusImage, Page
 
 if TYPE_CHECKING:
     from eviscene.tools.image_index import ImageIndex
     from eviscene.tools.search import SearchIndex
-
-IMAGE_FRAGMENT = "#image="
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class PageImage(BaseModel):
-    """One image as a page lists it."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    path: str = Field(description="Path relative to the corpus directory.")
-    sha256: str
-    alt: str = ""
-    width: Optional[int] = None
-    height: Optional[int] = None
-
-    @field_validator("alt", mode="before")
-    @classmethod
-    def _none_alt(cls, value: object) -> object:
-        return "" if value is None else value
-
-
-class Page(BaseModel):
-    """One row of pages.jsonl."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    page_id: str
-    url: str
-    domain: str
-    site_name: Optional[str] = None
-    title: str = ""
-    published: Optional[str] = None
-    author: Optional[str] = None
-    text: str
-    content_sha256: str
-    images: tuple[PageImage, ...] = ()
-
-    @field_validator("published")
-    @classmethod
-    def _date(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not _DATE.match(value):
-            raise ValueError(f"published must be YYYY-MM-DD or null, got {value!r}")
-        return value
-
-    @field_validator("title", mode="before")
-    @classmethod
-    def _none_title(cls, value: object) -> object:
-        return "" if value is None else value
-
-    @property
-    def host(self) -> str:
-        return url_host(self.url)
-
-    def image_url(self, image: PageImage) -> str:
-        return f"{self.url}{IMAGE_FRAGMENT}{image.path}"
-
-
-@dataclass(frozen=True)
-class CorpusImage:
-    """An image on a page: what search results and image references resolve to."""
-
-    page: Page
-    image: PageImage
-    file: Path
-
-    @property
-    def url(self) -> str:
-        return self.page.image_url(self.image)
-
 
 class Corpus:
     """Pages indexed by normalized URL and images by path; immutable after `load`."""

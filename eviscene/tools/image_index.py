@@ -33,7 +33,7 @@ from eviscene.tools.image_compare import Comparison, compare, mirrored
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
-    from eviscene.tools.corpus import Corpus, CorpusImage
+    from eviscene.tools.pages import CorpusEntries, CorpusImage
 
 PREFILTER = 48
 VERIFY = 6
@@ -62,7 +62,7 @@ class ImageIndex:
         self._cache_lock = threading.Lock()
 
     @classmethod
-    def build(cls, corpus: "Corpus", workers: Optional[int] = None) -> "ImageIndex":
+    def build(cls, corpus: "CorpusEntries", workers: Optional[int] = None) -> "ImageIndex":
         grouped: dict[str, list["CorpusImage"]] = {}
         for entry in corpus.images:
             grouped.setdefault(entry.image.sha256.lower(), []).append(entry)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eviscene.events import SourceSeen
-from eviscene.tools.corpus import CorpusImage, Page
+from eviscene.tools.pages import CorpusImage, Page
 from eviscene.tools.image_compare import Comparison
 
 

@@ -23,6 +23,7 @@ class ToolOutcome(BaseModel):
     blocks: list[GateDecided] = Field(default_factory=list, description="One `source_access_policy` decision per source removed or refused.")
     data: dict[str, Any] = Field(default_factory=dict, description="Structured results (hits, scores, page fields, similarity numbers).")
     error: str = Field("", description="Why the call was invalid or failed.")
+    cache_hit: bool = Field(False, description="Served from the tool cache (the loop records it on `tool.returned`).")
 
 
 def policy_block(url: str, reason: str) -> GateDecided:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
-    from eviscene.tools.corpus import Corpus, CorpusImage, Page
+    from eviscene.tools.pages import CorpusEntries, CorpusImage, Page
 
 K1 = 1.2
 B = 0.75
@@ -86,7 +86,7 @@ class SearchIndex:
         self._image_bm25 = BM25([tokenize(f"{e.image.alt}\n{e.page.title}") for e in self._images])
 
     @classmethod
-    def build(cls, corpus: "Corpus") -> "SearchIndex":
+    def build(cls, corpus: "CorpusEntries") -> "SearchIndex":
         return cls(corpus.pages, corpus.images)
 
     def pages(self, query: str) -> Iterator[PageHit]:

@@ -1,4 +1,4 @@
-"""The embedded tools behind one interface: `Toolbox` (per run, shared by all episodes)
+"""The embedded tools behind one interface: `CorpusToolbox` (per run, shared by all episodes)
 and `EpisodeTools` (per episode: the case image and its evidence ids).
 
 Policy before content: every page a tool is about to show — search hits, pages holding a
@@ -25,7 +25,8 @@ import anyio.to_thread
 
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.tools.image_compare import compare
-from eviscene.tools.corpus import Corpus, CorpusImage, Page
+from eviscene.tools.corpus import Corpus
+from eviscene.tools.pages import CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
 from eviscene.tools.ocr import read_text
@@ -45,7 +46,7 @@ Render = Callable[["EpisodeTools"], ToolOutcome]
 class EpisodeTools:
     """Per-episode tool state: the case image and the evidence ids handed out so far."""
 
-    def __init__(self, toolbox: "Toolbox", case_image_path: str | Path, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> None:
+    def __init__(self, toolbox: "CorpusToolbox", case_image_path: str | Path, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> None:
         self.toolbox = toolbox
         self.case_image_path = Path(case_image_path)
         self.text_boxes = tuple(tuple(tuple(p) for p in box) for box in text_boxes)
@@ -80,8 +81,8 @@ class EpisodeTools:
         return self.toolbox.prepared_case_image(self.case_image_path, boxes)
 
 
-class Toolbox:
-    """The embedded tools over one corpus and policy; safe to share across episodes."""
+class CorpusToolbox:
+    """The embedded tools over one corpus and policy (a `Toolbox`); safe to share across episodes."""
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ import numpy as np
 from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.viewer.predicate import validate_predicate
 
 _SNAPSHOT_RETRIES = 3

@@ -14,8 +14,8 @@ from typing import Any
 
 from PIL import Image
 
-from eviscene.store import EventLog
-from eviscene.tools.corpus import IMAGE_FRAGMENT
+from eviscene.log import EventLog
+from eviscene.tools.pages import IMAGE_FRAGMENT
 
 THUMBNAIL_PIXELS = 360
 _MEDIA_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from eviscene.log import EventLog
 from eviscene.rules.canonical import readable_json
-from eviscene.store import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages, page_images
 from eviscene.viewer.server import SCRIPTS, static_text

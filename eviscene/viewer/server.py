@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import duckdb
 
 from eviscene.errors import EvisceneError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages
 from eviscene.viewer.predicate import PredicateError

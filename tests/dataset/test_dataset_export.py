@@ -10,7 +10,7 @@ import pytest
 from dataset_builders import read_jsonl, seed_group_id, seed_split, write_run_dir
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 EP = "{case}--r{index:03d}"
 

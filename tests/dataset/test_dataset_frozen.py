@@ -18,7 +18,7 @@ from dataset_builders import (
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
 from eviscene.imports import ArtifactError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from dataset_builders import write_case_split, write_eligibility, write_jsonl, w
 
 from eviscene.cli.main import cli
 from eviscene.imports import ArtifactError, import_path
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from eviscene.cli.main import cli
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.exports.dataset_why import describe, explain_dataset_decision, latest_export_for
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 SPLITS = ("train", "validation", "test")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eviscene.exports.dataset import ExportOptions, export_dataset
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 FAMILIES = [f"content:{c}" for c in "abcdefgh"] + ["domain:wikipedia.org", "domain:example.com", "content:é😀"]
 

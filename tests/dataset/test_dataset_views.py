@@ -9,7 +9,7 @@ import json
 import pytest
 from dataset_builders import seed_split
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 CANARY = "GOLD-CANARY-5f0c2e9a1d"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 

@@ -16,7 +16,7 @@ from eviscene.cli.main import cli
 from eviscene.errors import ReleaseError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 

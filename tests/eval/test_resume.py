@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 

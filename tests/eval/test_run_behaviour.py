@@ -11,7 +11,7 @@ from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 class FailsOnSeed(OfflineProvider):

@@ -17,7 +17,7 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.errors import ReleaseError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 
 class FailsOnSeeds(OfflineProvider):

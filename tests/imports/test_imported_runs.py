@@ -17,7 +17,7 @@ from eviscene.analysis.why import explain_episode
 from eviscene.cli.main import cli
 from eviscene.exports.run_dir import materialize_run
 from eviscene.imports import import_path
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from provider_servers import FakeServer, Received, Reply, chat_completion
 

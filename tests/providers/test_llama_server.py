@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 pytestmark = pytest.mark.llama_server
 

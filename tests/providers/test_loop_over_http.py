@@ -12,7 +12,7 @@ import pytest
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from provider_servers import FakeServer, Received, Reply, chat_completion, gemini_response, responses_response
 

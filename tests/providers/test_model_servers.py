@@ -21,7 +21,7 @@ from eviscene.agent.provider import ProviderOutage, RequestRejected
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.providers.chat_completions import ChatCompletionsProvider
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from conftest import endpoint, judgment_request
 from provider_servers import FakeServer, Received, Reply, Script, chat_completion

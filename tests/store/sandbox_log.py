@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 from eviscene.events import GateDecided, RunStarted
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 LOG_NAME = "log.duckdb"
 EVENTS = {"sealed": 41, "live": 21}  # run.started and the gate decisions of each run

@@ -16,7 +16,8 @@ import pytest
 
 from eviscene.errors import LogLockedError
 from eviscene.events import GateDecided, RunFinished
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 WRITER = Path(__file__).with_name("writer_process.py")
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))

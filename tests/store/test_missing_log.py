@@ -9,7 +9,7 @@ import pytest
 
 import sandbox_log
 from eviscene.errors import LogNotFoundError
-from eviscene.store import open_log
+from eviscene.log import open_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 

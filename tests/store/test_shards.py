@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from eviscene.cli.main import cli
 from eviscene.events import GateDecided, RunFinished
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.chain import content_digest, event_hash
 
 RELEASE = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from eviscene.errors import QueryRefusedError
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.store.snapshot import check_query
 import sandbox_log
 

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from eviscene.cli.main import cli
 from eviscene.errors import LogIntegrityError
 from eviscene.events import GateDecided, RunFinished
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.locks import RunLock
 
 

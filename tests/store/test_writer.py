@@ -7,7 +7,8 @@ import pytest
 
 from eviscene.errors import DuplicateEventError
 from eviscene.events import GateDecided, JudgmentMade
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.chain import GENESIS_HASH
 
 

@@ -7,7 +7,8 @@ import sys
 import anyio
 
 from eviscene.events import GateDecided, RunFinished, RunStarted
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 
 async def main(log_path: str, run_id: str, batches: int, per_batch: int, pause: float) -> None:

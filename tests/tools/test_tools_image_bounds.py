@@ -96,7 +96,7 @@ def test_an_episode_on_a_picture_above_the_limit_ends_in_a_clear_error(tmp_path)
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # the episode errored; the run itself completed
     assert "Warning" not in done.stderr and "Traceback" not in done.stderr, done.stderr
-    from eviscene.store import EventLog
+    from eviscene.log import EventLog
 
     error = EventLog(tmp_path / "log.duckdb").sql("SELECT error FROM episodes")["error"][0].as_py()
     assert f"ImageTooLarge: {image}: image is 20000x20000 pixels, above the decoding limit" in error

@@ -3,7 +3,7 @@ import math
 import pytest
 from tools_fixtures import CorpusBuilder
 
-from eviscene.tools import BM25, Corpus, Toolbox, tokenize
+from eviscene.tools import BM25, Corpus, CorpusToolbox, tokenize
 from eviscene.tools.search import snippet
 
 # Toy corpus: |d1| = 3, |d2| = 6, |d3| = 3, avgdl = 4, N = 3.
@@ -50,7 +50,7 @@ def toy_toolbox(tmp_path):
     builder = CorpusBuilder(tmp_path / "corpus")
     for i, text in enumerate(DOCS):
         builder.page(f"https://toy.example/{i + 1}", "", text)
-    return Toolbox(Corpus.load(builder.write()), enable_image_retrieval=False, enable_evidence_inspection=False)
+    return CorpusToolbox(Corpus.load(builder.write()), enable_image_retrieval=False, enable_evidence_inspection=False)
 
 
 @pytest.mark.anyio

@@ -5,7 +5,7 @@ import json
 import pytest
 from tools_fixtures import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
 
-from eviscene.tools import ALL_TOOLS, Corpus, Toolbox
+from eviscene.tools import ALL_TOOLS, Corpus, CorpusToolbox
 from eviscene.tools.policy import source_policy_from_dict
 
 pytestmark = pytest.mark.anyio
@@ -18,7 +18,7 @@ def corpus(news_corpus):
 
 @pytest.fixture
 def toolbox(corpus, news_corpus):
-    return Toolbox(corpus, source_policy_from_dict(news_corpus["policy"]))
+    return CorpusToolbox(corpus, source_policy_from_dict(news_corpus["policy"]))
 
 
 def names(specs):
@@ -45,7 +45,7 @@ async def test_specs_are_openai_function_tools(toolbox):
     ],
 )
 async def test_ablation_removes_tools_from_specs_and_calls(corpus, news_corpus, flags, removed):
-    toolbox = Toolbox(corpus, **flags)
+    toolbox = CorpusToolbox(corpus, **flags)
     assert set(names(toolbox.specs())) == set(ALL_TOOLS) - removed
     episode = toolbox.episode(news_corpus["cases"]["reuse"])
     arguments = {"text_search": {"query": "smoke"}, "text_image_search": {"query": "smoke"}, "reverse_image_search": {},
@@ -226,6 +226,6 @@ async def test_blocked_pages_never_reach_any_observation(toolbox, news_corpus):
 
 
 async def test_without_policy_the_same_pages_are_visible(corpus, news_corpus):
-    toolbox = Toolbox(corpus)
+    toolbox = CorpusToolbox(corpus)
     outcome = await toolbox.call("visit", {"url": news_corpus["pages"]["factcheck"]["url"]}, toolbox.episode(news_corpus["cases"]["reuse"]))
     assert outcome.status == "ok" and FACTCHECK_TOKEN in outcome.observation

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from viewer_harness import Server, charts_drawn, eviscene
 

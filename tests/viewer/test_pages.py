@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from viewer_harness import charts_drawn
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 from viewer_harness import charts_drawn, eviscene
 

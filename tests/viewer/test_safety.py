@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.viewer.predicate import PredicateError, validate_predicate
 
 from viewer_harness import HOSTILE, Server

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "examples" / "eviscene-demo-v1"

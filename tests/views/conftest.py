@@ -60,8 +60,9 @@ from eviscene.events import (
     VerdictBasisItem,
 )
 from eviscene.release.selection import prompt_group_id, sampling_seed
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
+from eviscene.store import EventDraft
 
 MAIN_RUN = "views-main"
 DEV_RUN = "views-dev"

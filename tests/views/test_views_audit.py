@@ -108,8 +108,9 @@ RULES_URLS = {
 
 
 def test_views_policy_audit_matches_what_the_tools_block(tmp_path, fx):
-    from eviscene.store import EventDraft, EventLog
+    from eviscene.log import EventLog
     from eviscene.rules.source_policy import policy_from_fields
+    from eviscene.store import EventDraft
 
     policy = policy_from_fields(RULES_POLICY)
     urls = list(RULES_URLS)

@@ -9,7 +9,8 @@ import anyio
 import pytest
 
 from eviscene.exports.run_dir import materialize_run
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.events import RunFinished
 
 

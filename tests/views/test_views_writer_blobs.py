@@ -9,7 +9,8 @@ import hashlib
 import anyio
 
 from eviscene.events import ArtifactImported
-from eviscene.store import EventDraft, EventLog
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 
 async def _session(log: EventLog, content: bytes, kind: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.fetch import FetchedPage, FetchRefused
 from eviscene.tools.web.network import NETWORK_GATE, PRIVATE_NETWORK, NetworkGuard, is_public

@@ -12,7 +12,7 @@ from web_servers import SECRET
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
-from eviscene.store import EventLog
+from eviscene.log import EventLog
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 CASES = ["demo-0001"]

@@ -1,5 +1,5 @@
 """`WebToolbox`: the agent's tools over the real web, behind the same interface as the
-corpus `Toolbox` (`specs()`, `episode()`, `async call()` → `ToolOutcome`).
+corpus tools (the `Toolbox` protocol: `specs()`, `episode()`, `async call()` → `ToolOutcome`).
 
 - `text_search`, `text_image_search`: a self-hosted SearXNG instance (`SearxngClient`).
 - `visit`: real pages over HTTP (`PageFetcher`: size, time, redirect and content-type limits).

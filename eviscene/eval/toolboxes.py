@@ -1,0 +1,62 @@
+"""A run's tools from its options and release: the corpus tools or the web backends, under
+the source-access policy, built alike by the driver and by every Ray worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eviscene.errors import EvisceneError
+from eviscene.eval.options import EvalOptions
+from eviscene.release import Release, sha256_file
+from eviscene.rules.source_policy import SourceAccessPolicy
+from eviscene.tools import Corpus, CorpusToolbox, Toolbox
+from eviscene.tools.cache import CachedToolbox, ToolCache
+from eviscene.tools.policy import load_source_policy
+from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
+from eviscene.tools.web.network import NetworkGuard
+
+
+def load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, SourceAccessPolicy | None]:
+    """The source-access policy the flags name, else the release's."""
+    policy_path = options.source_access_policy or release.artifacts.source_access_policy
+    if not policy_path:
+        return None, None
+    return Path(policy_path), load_source_policy(policy_path)
+
+
+def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox:
+    """A Ray worker's tools: the same backend and policy as the driver's, over the tool
+    cache the driver read from the log."""
+    _, policy = load_policy(options, release)
+    toolbox, _ = make_toolbox(options, release, policy)
+    return CachedToolbox(toolbox, cache, policy) if cache is not None else toolbox
+
+
+def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox, dict]:
+    """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
+    manifest block naming them (its `backend_id` keys the tool cache)."""
+    families = {f"enable_{family}": enabled for family, enabled in options.enabled_tool_families().items()}
+    if options.search_backend == "searxng":
+        if not options.searxng_url:
+            raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
+        try:
+            search = SearxngClient(options.searxng_url, timeout=options.web_timeout)
+        except ValueError as exc:
+            raise EvisceneError(f"--searxng-url: {exc}") from None
+        fetcher = None
+        network = NetworkGuard(allow_private_network=options.allow_private_network)
+        if options.web_visit is not False:
+            fetcher = PageFetcher(policy or SourceAccessPolicy(), timeout=options.web_timeout, network=network,
+                                  max_bytes=options.web_max_bytes, max_redirects=options.web_max_redirects)
+        web = WebToolbox(policy, search=search, fetcher=fetcher, network=network, **families)
+        return web, web.manifest()
+    if options.web_visit:
+        raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
+    if release.artifacts.corpus is None:
+        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
+    corpus_path = Path(release.artifacts.corpus)
+    pages = corpus_path if corpus_path.is_file() else corpus_path / "pages.jsonl"
+    toolbox = CorpusToolbox(Corpus.load(release.artifacts.corpus), policy, **families)
+    backend_id = f"corpus:{sha256_file(pages)}" if pages.is_file() else f"corpus:{release.release_id}"
+    return toolbox, {"kind": "corpus", "search_backend": "corpus", "web_visit": False,
+                     "enabled_tools": list(toolbox.enabled_tools), "backend_id": backend_id}

@@ -1,0 +1,30 @@
+"""`EventLog`: the one object the CLI and Python users hold to read, query and append: the
+store (`eviscene.store.EventStore`) with the SQL views (`eviscene.views`) over it, composed
+here so that the store imports nothing above it."""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+
+from eviscene.store import EventStore
+from eviscene.views import apply_views, views_needed_by
+
+
+class EventLog(EventStore):
+    """A log on disk: the DuckDB archive plus its live runs, and every view over them.
+
+    >>> log = EventLog("eviscene.duckdb")
+    >>> log.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
+    """
+
+    def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
+        apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
+
+
+def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:
+    """The log at `path` (default `$EVISCENE_DB`, else ./eviscene.duckdb); `LogNotFoundError`
+    when there is none, unless `create` (a run then writes the first events)."""
+    log = EventLog(path)
+    return log if create else log.require()
