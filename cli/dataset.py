@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from eviscene.exports.dataset import DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, ExportOptions, export_dataset
+from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
-from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED
 from eviscene.log import EventLog
+from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -36,10 +36,10 @@ def dataset() -> None:
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
 @click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
-@click.option("--train-ratio", type=float, default=0.8, show_default=True)
-@click.option("--validation-ratio", type=float, default=0.1, show_default=True)
-@click.option("--seed", default=DEFAULT_SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
-@click.option("--short-max-tokens", type=int, default=DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
+@click.option("--train-ratio", type=float, default=TRAIN_RATIO, show_default=True)
+@click.option("--validation-ratio", type=float, default=VALIDATION_RATIO, show_default=True)
+@click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
+@click.option("--short-max-tokens", type=int, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
 @click.option("--export-concurrency", type=int, default=1, show_default=True,
               help="Files serialized and written at once (seed 002); the bytes do not depend on it. Example: --export-concurrency 4")

@@ -19,6 +19,7 @@ from importlib.resources.abc import Traversable
 import duckdb
 from duckdb.sqltypes import BOOLEAN, VARCHAR
 
+from eviscene.rules.dataset_split import dataset_default
 from eviscene.rules.python_text import json_ascii, py_text
 from eviscene.rules.source_policy import cache_partition_name, policy_block_reason
 from eviscene.rules.traces import safe_trace_filename
@@ -143,7 +144,8 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     policy's matcher by the tools and the trace audit; the tool-cache partition by the cache
     and its lookup; trace file names by the seed layout and the materialized run directory;
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
-    and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes."""
+    and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
+    seed 002's split defaults by the dataset settings' default row."""
     for name, function in (
         ("normalize_url", normalize_url),
         ("normalize_host", normalize_host),
@@ -162,6 +164,8 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     )
     # json_ascii(text) -> json.dumps(text); NULL -> 'null', as Python's None
     con.create_function("json_ascii", json_ascii, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
+    # dataset_default(name) -> seed 002's split default as text (the SQL default row casts it)
+    con.create_function("dataset_default", dataset_default, [VARCHAR], VARCHAR, side_effects=False)
     # verdict_correct(termination, verdict, gold label) -> never NULL
     con.create_function(
         "verdict_correct", verdict_correct, [VARCHAR, VARCHAR, VARCHAR], BOOLEAN, null_handling="special", side_effects=False

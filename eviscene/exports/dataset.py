@@ -21,14 +21,14 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FORMATS, write_dataset
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings, open_export
+from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store import EventDraft
 
-DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS = 131072
 DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40
 
 
@@ -53,10 +53,10 @@ class ExportOptions:
     one_rollout_per_case: bool = False
     # Let sources whose release prohibits training (a development subset) contribute.
     allow_training_prohibited: bool = False
-    train_ratio: float = 0.8
-    validation_ratio: float = 0.1
-    seed: str = DEFAULT_SPLIT_SEED
-    short_max_tokens: int = DEFAULT_SHORT_TRAJECTORY_MAX_TOKENS
+    train_ratio: float = TRAIN_RATIO
+    validation_ratio: float = VALIDATION_RATIO
+    seed: str = SPLIT_SEED
+    short_max_tokens: int = SHORT_TRAJECTORY_MAX_TOKENS
     fmt: str = "jsonl"
     export_concurrency: int = 1  # files serialized and written at once (seed 002)
 

@@ -20,6 +20,7 @@ from eviscene.exports.serialize import json_bytes
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.views import apply_views, view_definitions, views_needed_by
 
 DATASET_FOLDER = "sql/70_dataset/"
@@ -28,17 +29,14 @@ _NOT_MATERIALIZED = {"native_candidates"}
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
 # only; sql/70_dataset/dataset_settings.sql's default row (for `eviscene sql`) is checked
 # against ExportSettings() by a test.
-DEFAULT_SPLIT_SEED = "ifv-policy-v1"
-
-
 @dataclass(frozen=True)
 class ExportSettings:
     """The export's options as the views read them (one row of export_settings)."""
 
-    seed: str = DEFAULT_SPLIT_SEED
-    train_ratio: float = 0.8
-    validation_ratio: float = 0.1
-    short_max_tokens: int = 131072
+    seed: str = SPLIT_SEED
+    train_ratio: float = TRAIN_RATIO
+    validation_ratio: float = VALIDATION_RATIO
+    short_max_tokens: int = SHORT_TRAJECTORY_MAX_TOKENS
     frozen: bool = False
     minimum_accepted_cases: int | None = None
     require_all_validation_cases: bool = True

@@ -9,8 +9,8 @@
 -- hold the fixed case split, the eligibility and semantic-reward gate artifacts and the
 -- accepted release. `eviscene dataset export` fills the temporary table `export_settings`
 -- before it reads the views; elsewhere (eviscene sql) the default row below applies: a
--- derived split with the defaults of ExportSettings (eviscene/exports/dataset_views.py, where
--- the split seed and ratios are stated; a test checks this row equals them). This file also
+-- derived split with seed 002's defaults, read from eviscene/rules/dataset_split.py through
+-- the registered function dataset_default(name) (a test checks the row equals ExportSettings()). This file also
 -- defines the macros the dataset views share, which reproduce Python's strip() and truthiness
 -- where the seed's hashes and comparisons depend on them (Python's str() and json.dumps are
 -- the functions py_text and json_ascii, registered from eviscene/rules/python_text.py),
@@ -44,10 +44,10 @@ CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
 CREATE SCHEMA IF NOT EXISTS export_snapshot;
 CREATE TEMP TABLE IF NOT EXISTS export_settings AS
 SELECT
-    'ifv-policy-v1' AS seed,
-    0.8::DOUBLE AS train_ratio,
-    0.1::DOUBLE AS validation_ratio,
-    131072::BIGINT AS short_max_tokens,
+    dataset_default('seed') AS seed,
+    dataset_default('train_ratio')::DOUBLE AS train_ratio,
+    dataset_default('validation_ratio')::DOUBLE AS validation_ratio,
+    dataset_default('short_max_tokens')::BIGINT AS short_max_tokens,
     false AS frozen,
     NULL::BIGINT AS minimum_accepted_cases,
     true AS require_all_validation_cases,

@@ -58,14 +58,14 @@ def test_dataset_views_are_empty_outside_an_export(con):
 
 def test_the_sql_default_settings_are_the_exporters(con):
     """`eviscene sql` reads the dataset views through the SQL file's default row; the defaults
-    (split seed, ratios, token budget) are stated in Python, and that row must equal them."""
-    from eviscene.exports.dataset_views import DEFAULT_SPLIT_SEED, ExportSettings
+    (split seed, ratios, token budget) are stated once in Python, and that row must equal them."""
+    from eviscene.exports.dataset_views import ExportSettings
 
     cursor = con.execute("SELECT * FROM dataset_settings")
     row = dict(zip([column[0] for column in cursor.description], cursor.fetchone()))
     defaults = ExportSettings().as_dict()
     assert row == {column: defaults[column] for column in row}
-    assert row["seed"] == DEFAULT_SPLIT_SEED == "ifv-policy-v1"
+    assert (row["seed"], row["train_ratio"], row["validation_ratio"], row["short_max_tokens"]) == ("ifv-policy-v1", 0.8, 0.1, 131072)
 
 
 def test_every_dataset_view_key_is_unique_and_not_null_in_an_export(tmp_path):
