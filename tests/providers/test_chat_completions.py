@@ -12,7 +12,7 @@ from eviscene.agent.judgment import judgment_schema
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.wire import RAW_ARGUMENTS
 
-from conftest import API_KEY, LABELS, endpoint, judgment_request, react_request
+from provider_requests import API_KEY, LABELS, endpoint, judgment_request, react_request
 from provider_servers import FakeServer, Reply, chat_completion
 
 

@@ -14,7 +14,7 @@ from eviscene.agent.episode import assistant_message
 from eviscene.providers.gemini import GeminiProvider, gemini_schema
 from eviscene.tools.specs import tool_spec
 
-from conftest import API_KEY, endpoint, judgment_request, loop_conversation, react_request
+from provider_requests import API_KEY, endpoint, judgment_request, loop_conversation, react_request
 from provider_servers import FakeServer, Reply, gemini_response
 
 

@@ -23,7 +23,7 @@ from eviscene.eval.run import resume_run, start_run
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.log import EventLog
 
-from conftest import endpoint, judgment_request
+from provider_requests import endpoint, judgment_request
 from provider_servers import FakeServer, Received, Reply, Script, chat_completion
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))

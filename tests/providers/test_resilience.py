@@ -14,7 +14,7 @@ from eviscene.agent.provider import ProviderError, ProviderOutage
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.http import RetryPolicy, retry_after
 
-from conftest import API_KEY, endpoint, react_request
+from provider_requests import API_KEY, endpoint, react_request
 from provider_servers import FakeServer, Reply, Script, chat_completion
 
 OK = Reply(body=chat_completion("fine"))

@@ -10,7 +10,7 @@ import pytest
 from eviscene.agent.provider import ProviderError
 from eviscene.providers.responses import ResponsesProvider
 
-from conftest import API_KEY, endpoint, judgment_request, react_request
+from provider_requests import API_KEY, endpoint, judgment_request, react_request
 from provider_servers import FakeServer, Reply, responses_response
 
 
