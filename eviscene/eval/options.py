@@ -22,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError
-from eviscene.providers.profiles import ACTIVE_POLICY_STAGES, ProviderSettings, resolve_settings
+from eviscene.providers.profiles import ProviderSettings, resolve_settings
 from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
+from eviscene.rules.stages import ACTIVE_POLICY_STAGES
 from eviscene.rules.tool_families import TOOL_FAMILIES
 
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"

@@ -23,11 +23,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eviscene.errors import EvisceneError
-from eviscene.rules.stages import STAGES
+from eviscene.rules.stages import ACTIVE_POLICY_STAGES, STAGES
 
 WIRE_APIS = ("chat_completions", "responses", "interactions")
 THINKING_VALUES = ("on", "off", "minimal", "low", "medium", "high")
-ACTIVE_POLICY_STAGES = ("unified_react", "unified_judgment")
 STRUCTURED_OUTPUT_FORMS = ("json_schema", "json_object", "text")
 # Completion budget per call: room for a reasoning model's thinking, but no runaway generation
 # filling the context window. A profile's `[profiles.NAME.max_tokens]` overrides by stage.

@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
+from eviscene.providers.profiles import STRUCTURED_OUTPUT_FORMS
 from eviscene.rules.canonical import readable_json
 from eviscene.tools.specs import RAW_ARGUMENTS
 
-STRUCTURED_FORMS = ("json_schema", "json_object", "text")
 SCHEMA_IN_PROMPT = "Answer with one JSON object and nothing else. It must follow this JSON Schema:\n{schema}"
 
 _DATA_URL_CACHE = 16
@@ -88,14 +88,14 @@ class WireProvider:
 
     def structured_form(self, stage: str) -> str:
         """The form a schema stage asks for next: pinned, else the strongest not yet refused."""
-        return self.pinned_forms.get(stage) or self._forms.get(stage) or STRUCTURED_FORMS[0]
+        return self.pinned_forms.get(stage) or self._forms.get(stage) or STRUCTURED_OUTPUT_FORMS[0]
 
     def _weaker_form(self, stage: str, form: str | None, message: str) -> str | None:
-        if form is None or stage in self.pinned_forms or form == STRUCTURED_FORMS[-1]:
+        if form is None or stage in self.pinned_forms or form == STRUCTURED_OUTPUT_FORMS[-1]:
             return None
         if not any(field in message for field in self.structured_fields):
             return None
-        return STRUCTURED_FORMS[STRUCTURED_FORMS.index(form) + 1]
+        return STRUCTURED_OUTPUT_FORMS[STRUCTURED_OUTPUT_FORMS.index(form) + 1]
 
     structured_fields: ClassVar[tuple[str, ...]] = ("response_format",)
     """Request fields whose naming in a rejection means the structured-output form was refused."""
