@@ -155,8 +155,7 @@ class Profile(BaseModel):
     @classmethod
     def _max_tokens(cls, value: dict[str, int]) -> dict[str, int]:
         for stage, limit in value.items():
-            if stage not in STAGES:
-                raise ValueError(f"max_tokens: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+            check_stage("max_tokens", stage)
             if limit < 1:
                 raise ValueError(f"max_tokens.{stage} must be at least 1")
         return value
@@ -168,8 +167,7 @@ class Profile(BaseModel):
             value = {"unified_judgment": value}
         if isinstance(value, dict):
             for stage, form in value.items():
-                if stage not in STAGES:
-                    raise ValueError(f"structured_output: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+                check_stage("structured_output", stage)
                 if form not in STRUCTURED_OUTPUT_FORMS:
                     raise ValueError(f"structured_output.{stage}: {form!r} is not one of {', '.join(STRUCTURED_OUTPUT_FORMS)}")
         return value
@@ -206,10 +204,15 @@ def check_env_name(value: str | None) -> str | None:
     return value
 
 
+def check_stage(setting: str, stage: str) -> None:
+    """A per-stage setting names a stage the agent has."""
+    if stage not in STAGES:
+        raise ValueError(f"{setting}: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+
 def check_thinking(value: dict[str, str]) -> dict[str, str]:
     for stage, setting in value.items():
-        if stage not in STAGES:
-            raise ValueError(f"thinking: unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        check_stage("thinking", stage)
         if setting not in THINKING_VALUES:
             raise ValueError(f"thinking.{stage}: {setting!r} is not one of {', '.join(THINKING_VALUES)}")
     return value
