@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 
@@ -46,6 +47,9 @@ class _Eviscene(click.Group):
         except (EvisceneError, duckdb.Error) as exc:
             click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
             sys.exit(2)
+        except BrokenPipeError:  # the reader stopped early (`| head`): end quietly, as Unix tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush has nowhere to fail
+            sys.exit(1)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
             click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
             sys.exit(2)

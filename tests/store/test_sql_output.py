@@ -126,6 +126,15 @@ def test_db_is_accepted_after_the_subcommand(log_path, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly(log_path, tmp_path):
+    """`eviscene sql ... | head -n 1`: the closed pipe ends the command without an error line."""
+    query = "SELECT range AS i FROM range(200000)"
+    piped = subprocess.run(f"'{EVISCENE}' --db '{log_path}' sql '{query}' --format csv | head -n 1",
+                           shell=True, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert piped.stdout == "i\n"
+    assert piped.stderr == ""
+
+
 PEAK_RSS = """
 import resource, subprocess, sys
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
