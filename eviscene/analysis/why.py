@@ -99,7 +99,7 @@ def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -
             "WHERE run_id = ? AND prompt_group_id = (SELECT prompt_group_id FROM episodes WHERE run_id = ? AND episode_id = ?) ORDER BY episode_id",
             [run, run, episode_id],
         )),
-        dataset=explain_dataset_decision(log, episode_id),
+        dataset=explain_dataset_decision(log, episode_id, source_id=run),
     )
 
 

@@ -42,9 +42,10 @@ def _sources_of(log: EventLog, episode_id: str) -> set[str]:
     )["source"].to_pylist())
 
 
-def latest_export_for(log: EventLog, episode_id: str) -> tuple[str, ExportSettings] | None:
-    """(out_dir, settings) of the newest dataset export that read this episode's source."""
-    sources = _sources_of(log, episode_id)
+def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> tuple[str, ExportSettings] | None:
+    """(out_dir, settings) of the newest dataset export that read this episode's source:
+    `source_id` (a run or an import) where given, else any source holding that episode id."""
+    sources = {source_id} if source_id else _sources_of(log, episode_id)
     for row in log.sql(
         "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs FROM events "
         "WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
@@ -55,12 +56,15 @@ def latest_export_for(log: EventLog, episode_id: str) -> tuple[str, ExportSettin
     return None
 
 
-def explain_dataset_decision(log: EventLog, episode_id: str, settings: ExportSettings | None = None) -> DatasetDecision | None:
-    """The dataset decision about `episode_id` under `settings` (default: the newest export
-    that read it); None when no export read it."""
+def explain_dataset_decision(
+    log: EventLog, episode_id: str, settings: ExportSettings | None = None, source_id: str | None = None
+) -> DatasetDecision | None:
+    """The dataset decision about `episode_id` (of `source_id` where given: episode ids repeat
+    across runs of one release) under `settings` (default: the newest export that read it);
+    None when no export read it."""
     out_dir = None
     if settings is None:
-        found = latest_export_for(log, episode_id)
+        found = latest_export_for(log, episode_id, source_id)
         if found is None:
             return None
         out_dir, settings = found
@@ -69,8 +73,8 @@ def explain_dataset_decision(log: EventLog, episode_id: str, settings: ExportSet
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "
-            "WHERE r.episode_id = ?",
-            params=[episode_id],
+            "WHERE r.episode_id = $e AND r.source_id = coalesce($s, r.source_id)",
+            params={"e": episode_id, "s": source_id},
         ).to_arrow_table())
         if not found_rows:
             return DatasetDecision(episode_id, out_dir, "not_a_candidate")

@@ -169,3 +169,21 @@ def test_the_bundled_development_release_says_why_nothing_was_accepted(tmp_path)
     assert [r["episode_id"] for r in read_jsonl(tmp_path / "anyway" / "accepted_episodes.jsonl")] == expected
     assert manifest["allow_training_prohibited"] is True and manifest["accepted_episode_count"] == len(expected) >= 1
     assert "no episode was accepted" not in result.output
+
+
+def test_why_shows_the_dataset_decision_of_the_episodes_own_run(native, tmp_path):
+    """Two runs of one release share episode ids and an export read only the first: the
+    second run's episode has no dataset decision."""
+    from eviscene.analysis.why import explain_episode
+
+    log, run_id, out = native
+    for path in log.path.parent.glob("log.duckdb*"):  # a copy of the log, to add a run to
+        (shutil.copytree if path.is_dir() else shutil.copy)(path, tmp_path / path.name)
+    copy = EventLog(tmp_path / "log.duckdb")
+    cases = log.path.parent / "release" / "runtime_input" / "cases.jsonl"
+    options = EvalOptions(benchmark=str(cases), rollouts_per_case=2, concurrency=4, limit=3)
+    anyio.run(lambda: start_run(copy, options, run_id="second"))
+    accepted = read_jsonl(out / "episode_metadata.jsonl")[0]["episode_id"]
+    assert copy.sql("SELECT count(*) AS n FROM episodes WHERE episode_id = ?", [accepted]).to_pylist()[0]["n"] == 2
+    assert explain_episode(copy, accepted, run_id).dataset.status == "accepted"
+    assert explain_episode(copy, accepted, "second").dataset is None
