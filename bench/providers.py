@@ -12,7 +12,8 @@ so OCR does not count.
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
-`.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's:
+`.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the
+agent reads the perception report, in a 2048-token window, as in the tests):
 
     python bench/providers.py --llama [--llama-levels 1 4 8] [--llama-episodes 4]
 """
@@ -139,6 +140,7 @@ def _llama(args: argparse.Namespace) -> None:
         [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
          "--chat_format", "chatml-function-calling", "--n_ctx", "8192"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},  # as the tests: spinning threads starve each other on two cores
     )
     try:
         base_url = f"http://127.0.0.1:{port}/v1"
@@ -157,7 +159,7 @@ def _llama(args: argparse.Namespace) -> None:
         for level in args.llama_levels:
             options = EvalOptions(
                 benchmark=args.benchmark, limit=1, rollouts_per_case=args.llama_episodes, concurrency=level, profile="smollm2",
-                base_url=base_url, image_access_mode="separate_vlm", vlm_provider="offline",
+                base_url=base_url, image_access_mode="separate_vlm", vlm_provider="offline", context_window=2048,
             )
             clock = Clock()
             summary = anyio.run(lambda: start_run(log, options, observer=clock))
