@@ -1,5 +1,6 @@
 """Python's text forms of JSON values, for the dataset views that must reproduce the seed's
-comparisons and hashes (registered in SQL as `py_text` and `json_ascii`), so SQL never
+comparisons and hashes (registered in SQL as `py_value_text` and `json_ascii`; the SQL macro py_text
+reads JSON strings itself and calls py_value_text for the rest), so SQL never
 re-implements them."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import json
 
 
-def py_text(json_text: str) -> str:
+def py_value_text(json_text: str) -> str:
     """`str(value)` of the JSON value `json_text` holds, as the seed's `str(row.get(key))`
     reads it: `"a b"` -> `a b`, `null` -> `None`, `true` -> `True`, `1.0` -> `1.0`,
     `["a", 1]` -> `['a', 1]`."""

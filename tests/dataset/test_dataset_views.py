@@ -44,7 +44,9 @@ def test_split_fraction_is_the_seeds(con, group):
 @pytest.mark.parametrize(
     "value, text, truthy",
     [("null", "None", False), ("true", "True", True), ("false", "False", False), ('"x"', "x", True), ('""', "", False),
-     ("0", "0", False), ("1.5", "1.5", True), ("[]", "[]", False), ("{}", "{}", False)],
+     ("0", "0", False), ("1.5", "1.5", True), ("[]", "[]", False), ("{}", "{}", False),
+     # strings are read by DuckDB, not Python: escapes, surrogate pairs and slashes decode the same
+     ('"\\u00e9 \\"q\\"\\n\\t\\/ \\ud83d\\ude00 \\\\"', 'é "q"\n\t/ 😀 \\', True), ('["a", 1]', "['a', 1]", True)],
 )
 def test_python_text_and_truthiness_macros(con, value, text, truthy):
     assert con.execute("SELECT py_text(?::JSON), py_truthy(?::JSON)", [value, value]).fetchone() == (text, truthy)
