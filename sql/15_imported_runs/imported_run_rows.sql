@@ -16,4 +16,6 @@ numbered AS (
 )
 SELECT run_id, kind, line_number, line::JSON AS row
 FROM numbered
-WHERE trim(line, ' ' || chr(9) || chr(13)) <> '';
+-- a line with a character other than space, tab or CR (trim() with a character list is ~100x
+-- slower on non-ASCII text)
+WHERE regexp_matches(line, '[^ \t\r]');
