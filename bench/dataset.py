@@ -24,7 +24,7 @@ EXPLAIN ANALYZE per view, 20,000 candidates of an imported run directory, on a s
 over every trace, DuckDB joining the lateral json_tree back on the whole trace text) and
 imported_traces each spent most of their time in the Python UDF py_text (str() of a JSON
 value, ~5 us a row, 200k+ calls), imported_rows 0.55 s in `trim(line, chars)` (DuckDB's trim
-with a character list is ~100x slower than a regexp on non-ASCII text), imported_traces
+with a character list is ~30x slower than ltrim on long non-ASCII lines), imported_traces
 re-parsed each trace for every `->` field, and dataset_trajectories / candidate_episodes were
 kept twice (temp table + export_snapshot copy); writing the files ~35%: every view result
 turned into Python dicts whole (to_pylist, orjson.loads of each SFT record), each file's
@@ -33,8 +33,8 @@ records built as a list first (the garbage collector then walked the whole heap:
 pyarrow importing pandas on its first `pa.array` (store/writer.py, left as is: every writer
 process pays it); binding the views 0.5-1.1 s.
 Changes: py_text is a SQL macro that reads JSON strings in DuckDB and calls Python only for
-other values (one call per candidate left: its numeric score); the blank-line test is a
-regexp; imported_traces parses each trace once (json_extract with a list of paths); the
+other values (one call per candidate left: its numeric score); the blank-line test is an
+ltrim; imported_traces parses each trace once (json_extract with a list of paths); the
 group-id JSON strings are written in SQL when plain ASCII (py_json_string); staging views
 are computed once into their snapshot table; the files are written in one streamed pass over
 each view's Arrow batches (serialize.JsonlFiles), every file open at once. Same bytes

@@ -18,6 +18,6 @@ numbered AS (
 )
 SELECT import_id, kind, line_number, line::JSON AS row
 FROM numbered
--- a line with a character other than space, tab or CR (trim() with a character list is ~100x
--- slower on non-ASCII text)
-WHERE regexp_matches(line, '[^ \t\r]');
+-- a line with a character other than space, tab or CR: ltrim (trim() with a character list is
+-- ~30x slower on long non-ASCII lines)
+WHERE ltrim(line, ' ' || chr(9) || chr(13)) <> '';
