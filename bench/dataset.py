@@ -43,10 +43,11 @@ After, 20k: 6.1 s CPU (baseline 3.7 s), peak 494 MiB (was 599; baseline 222); le
 trace_runtime_ids' lateral json_tree (its peak memory too), split_components' recursive CTE,
 orjson parse + re-serialization of every SFT record (the canonical form sorts nested keys,
 so the stored text cannot be copied), the pandas import.
-Whole bench (export / baseline): 5,000 before 5.53x time (3.48 vs 0.63 s), after 3.05x (load 8)
-and 5.65x (load 20) time, 4.2x peak memory (291 vs 69 MiB: DuckDB and pyarrow alone hold ~200 MiB); 100,000 before
-1.92x time, 2.28x peak memory (2282 vs 1000 MiB); after (load 13-19): 1.17x time (139 vs
-119 s), 1.54x peak memory (1545 vs 1000 MiB); import + export 3.40x the baseline's time.
+Whole bench (export / baseline): 5,000 before 5.53x time (3.48 vs 0.63 s), after 3.05x (load
+8) and 5.65x (load 20) time, 4.2x peak memory (291 vs 69 MiB: DuckDB and pyarrow alone hold
+~200 MiB); 100,000 before 1.92x time, 2.28x peak memory (2282 vs 1000 MiB); after (load
+13-19): 1.17x time (139 vs 119 s), 1.54x peak memory (1545 vs 1000 MiB); import + export
+3.40x the baseline's time.
 """
 
 from __future__ import annotations
