@@ -189,8 +189,10 @@ def write_dataset(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     summary = _select(con, "SELECT * FROM dataset_summary")[0]
     version = dataset_version(summary["decision_policy_version"])
-    names = [name for split in SPLITS for name in (f"{split}.jsonl", SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], f"perception.{split}.jsonl")]
-    names += ["long_holdout.jsonl", "episode_metadata.jsonl", "accepted_episodes.jsonl", "excluded_episode_metadata.jsonl", "action_only.jsonl"]
+    names = [
+        name for split in SPLITS
+        for name in (f"{split}.jsonl", SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], f"perception.{split}.jsonl")
+    ] + ["long_holdout.jsonl", "episode_metadata.jsonl", "accepted_episodes.jsonl", "excluded_episode_metadata.jsonl", "action_only.jsonl"]
     # One pass over each view's rows in episode order, in Arrow batches, fills every file.
     with JsonlFiles(out_dir, names, keep_records=fmt == "parquet") as files:
         for r in _stream(con, "SELECT * FROM dataset_rows ORDER BY episode_id"):
@@ -202,8 +204,10 @@ def write_dataset(
                 files.add(f"{r['split']}.jsonl", sft)
                 files.add(SYSTEM_TOOLS_ARTIFACTS[f"{r['split']}_system_tools"], tools_in_system_message(sft))
             elif r["sft_route"] == "long_holdout":
-                holdout = {**_sft_row(r, version), "holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
-                files.add("long_holdout.jsonl", holdout)
+                files.add("long_holdout.jsonl", {
+                    **_sft_row(r, version), "holdout_reason": "trajectory_exceeds_short_token_budget",
+                    "short_max_tokens": settings.short_max_tokens,
+                })
         for r in _stream(con, "SELECT episode_id, split, split_group_id, example FROM perception_examples ORDER BY episode_id"):
             files.add(f"perception.{r['split']}.jsonl", {**r["example"], "split": r["split"], "split_group_id": r["split_group_id"]})
         for r in _stream(con, "SELECT * FROM excluded_episodes ORDER BY episode_id"):

@@ -1,7 +1,7 @@
 """Python's text forms of JSON values, for the dataset views that must reproduce the seed's
-comparisons and hashes (registered in SQL as `py_value_text` and `json_ascii`; the SQL macro py_text
-reads JSON strings itself and calls py_value_text for the rest), so SQL never
-re-implements them."""
+comparisons and hashes (registered in SQL as `py_value_text` and `json_ascii`; the SQL macros
+py_text and py_json_string handle plain strings themselves and call these for the rest), so
+SQL never re-implements them."""
 
 from __future__ import annotations
 
