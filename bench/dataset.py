@@ -17,23 +17,37 @@ seconds, peak RSS and the ratios.
 
     python bench/dataset.py --episodes 100000
 
-Where the export's time goes (cProfile of `export_dataset`, 2000 candidates of an imported
-run directory, on a shared 2-core machine under heavy load, so read the shares, not the
-seconds): binding views 25.8 s of 58 s (open_export created all 54 views, and the view
-dependency scan counted names inside string literals and comments: 'tool_calls' as a
-JSON key, 'sft_eligibility' as a gate kind, so an imported-only export bound the whole
-scoring stack); computing the dataset views into tables 12.2 s (per view, wall:
-imported_traces 1.1 s, trace_runtime_ids 0.9 s for json_tree over every trace,
-imported_files 0.9 s, split_components 0.6 s, dataset_trajectories 0.6 s, the rest
-less); recording the dataset.exported event 13.4 s (10 s of it the event writer's first
-import of pandas); writing the files 4.1 s (orjson parse and re-serialization of each SFT
-record 0.6 s). Now an imported-only export binds only the 27 views the dataset views
-read (literals and comments no longer count as dependencies): binding 4.2 s, the same
-export 17 s, byte-identical files. At 10k candidates: export 3.9x the baseline's time
-(38.9 s vs 9.9 s), 3.5x its peak memory. At 100k (77,282 accepted; 15,612 of them in seed
-groups that split a case): export 283 s vs baseline 148 s, 1.92x time, 2.28x peak memory
-(2282 vs 1000 MiB); import 290 s. Not done yet: streaming the split files from
-DuckDB/Arrow instead of per-row dicts (the remaining per-row Python work).
+Where the export's time goes (issue 13; cProfile with a CPU-time clock and DuckDB's
+EXPLAIN ANALYZE per view, 20,000 candidates of an imported run directory, on a shared
+2-core machine at load 8-13, so read CPU shares, not wall seconds). Before: 7.0 s CPU
+(baseline 3.7 s CPU) of which computing the dataset views ~45%: trace_runtime_ids (json_tree
+over every trace, DuckDB joining the lateral json_tree back on the whole trace text) and
+imported_traces each spent most of their time in the Python UDF py_text (str() of a JSON
+value, ~5 us a row, 200k+ calls), imported_rows 0.55 s in `trim(line, chars)` (DuckDB's trim
+with a character list is ~30x slower than ltrim on long non-ASCII lines), imported_traces
+re-parsed each trace for every `->` field, and dataset_trajectories / candidate_episodes were
+kept twice (temp table + export_snapshot copy); writing the files ~35%: every view result
+turned into Python dicts whole (to_pylist, orjson.loads of each SFT record), each file's
+records built as a list first (the garbage collector then walked the whole heap:
+`_sft_row` 60 us a row), then serialized; the dataset.exported event ~15%, 1.1 s CPU of it
+pyarrow importing pandas on its first `pa.array` (store/writer.py, left as is: every writer
+process pays it); binding the views 0.5-1.1 s.
+Changes: py_text is a SQL macro that reads JSON strings in DuckDB and calls Python only for
+other values (one call per candidate left: its numeric score); the blank-line test is an
+ltrim; imported_traces parses each trace once (json_extract with a list of paths); the
+group-id JSON strings are written in SQL when plain ASCII (py_json_string); staging views
+are computed once into their snapshot table; the files are written in one streamed pass over
+each view's Arrow batches (serialize.JsonlFiles), every file open at once. Same bytes
+(check_identical.sh).
+After, 20k: 6.1 s CPU (baseline 3.7 s), peak 494 MiB (was 599; baseline 222); left:
+trace_runtime_ids' lateral json_tree (its peak memory too), split_components' recursive CTE,
+orjson parse + re-serialization of every SFT record (the canonical form sorts nested keys,
+so the stored text cannot be copied), the pandas import.
+Whole bench (export / baseline): 5,000 before 5.53x time (3.48 vs 0.63 s), after 3.05x (load
+8) and 5.65x (load 20) time, 4.2x peak memory (291 vs 69 MiB: DuckDB and pyarrow alone hold
+~200 MiB); 100,000 before 1.92x time, 2.28x peak memory (2282 vs 1000 MiB); after (load
+13-19): 1.17x time (139 vs 119 s), 1.54x peak memory (1545 vs 1000 MiB); import + export
+3.40x the baseline's time.
 """
 
 from __future__ import annotations

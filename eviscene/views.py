@@ -20,7 +20,7 @@ import duckdb
 from duckdb.sqltypes import BOOLEAN, VARCHAR
 
 from eviscene.rules.dataset_split import dataset_default
-from eviscene.rules.python_text import json_ascii, py_text
+from eviscene.rules.python_text import json_ascii, py_value_text
 from eviscene.rules.source_policy import cache_partition_name, policy_block_reason
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.rules.urls import normalize_host, normalize_url, url_host
@@ -151,7 +151,7 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
         ("normalize_host", normalize_host),
         ("url_host", url_host),
         ("safe_trace_filename", safe_trace_filename),
-        ("py_text", py_text),
+        ("py_value_text", py_value_text),
     ):
         con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
     # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL

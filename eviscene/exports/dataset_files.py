@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.exports.dataset_views import ExportSettings
-from eviscene.exports.serialize import rows, write_json, write_jsonl
+from eviscene.exports.serialize import JsonlFiles, batch_rows, rows, write_json
 from eviscene.rules.canonical import canonical_json
 
 FORMATS = ("jsonl", "parquet")
@@ -58,10 +58,19 @@ TOOLS_EPILOGUE = (
 )
 
 
+def _json_columns(relation: duckdb.DuckDBPyRelation) -> list[str]:
+    return [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
+
+
 def _select(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
     relation = con.sql(sql, params=params)
-    json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
-    return rows(relation.to_arrow_table(), json_columns)
+    return rows(relation.to_arrow_table(), _json_columns(relation))
+
+
+def _stream(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+    """`_select`'s rows, read in Arrow batches so a large result never sits in memory whole."""
+    relation = con.sql(sql, params=params)
+    return batch_rows(relation, _json_columns(relation))
 
 
 def _metadata(row: dict[str, Any]) -> dict[str, Any]:
@@ -122,23 +131,16 @@ def _parquet(path: Path, records: list[dict[str, Any]]) -> None:
     pq.write_table(table, path, compression="zstd")
 
 
-def _write(out_dir: Path, name: str, records: list[dict[str, Any]], fmt: str) -> int:
-    rows = write_jsonl(out_dir / name, records)
-    if fmt == "parquet":
-        _parquet(out_dir / name.replace(".jsonl", ".parquet"), records)
-    return rows
-
-
-def _write_files(out_dir: Path, files: list[tuple[str, list[dict[str, Any]]]], fmt: str, concurrency: int) -> dict[str, int]:
-    """Serialize and write the files, `concurrency` at a time (seed 002's export_concurrency):
-    each file by one thread, so the bytes do not depend on it; rows written per file, in
-    the files' order."""
-    if concurrency == 1 or len(files) <= 1:
-        counts = [_write(out_dir, name, records, fmt) for name, records in files]
+def _write_parquet(out_dir: Path, files: dict[str, list[dict[str, Any]]], concurrency: int) -> None:
+    """Parquet copies of the JSONL files, `concurrency` files at a time (seed 002's
+    export_concurrency): each file by one thread, so the bytes do not depend on it."""
+    work = [(out_dir / name.replace(".jsonl", ".parquet"), records) for name, records in files.items()]
+    if concurrency == 1:
+        for path, records in work:
+            _parquet(path, records)
     else:
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(files)), thread_name_prefix="dataset-export") as pool:
-            counts = list(pool.map(lambda file: _write(out_dir, file[0], file[1], fmt), files))
-    return {name: count for (name, _), count in zip(files, counts)}
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(work)), thread_name_prefix="dataset-export") as pool:
+            list(pool.map(lambda item: _parquet(*item), work))
 
 
 def _frozen_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings, paths: dict[str, Path | None]) -> dict[str, Any] | None:
@@ -187,39 +189,37 @@ def write_dataset(
 ) -> tuple[dict[str, Any], dict[str, int]]:
     summary = _select(con, "SELECT * FROM dataset_summary")[0]
     version = dataset_version(summary["decision_policy_version"])
-    accepted = _select(con, "SELECT * FROM dataset_rows ORDER BY episode_id")
-    excluded = _select(con, "SELECT * FROM excluded_episodes ORDER BY episode_id")
-    perception = _select(con, "SELECT episode_id, split, split_group_id, example FROM perception_examples ORDER BY episode_id")
-    action_only = [
-        r["row"]
-        for r in _select(
-            con, "SELECT row FROM imported_rows WHERE import_id = ? AND kind = 'action_only' ORDER BY line_number",
-            [settings.accepted_release_import],
-        )
-    ]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files: list[tuple[str, list[dict[str, Any]]]] = []
-    for split in SPLITS:
-        sft = [_sft_row(r, version) for r in accepted if r["sft_route"] == "short_sft" and r["split"] == split]
-        files.append((f"{split}.jsonl", sft))
-        files.append((SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], [tools_in_system_message(r) for r in sft]))
-        examples = [{**r["example"], "split": r["split"], "split_group_id": r["split_group_id"]} for r in perception if r["split"] == split]
-        files.append((f"perception.{split}.jsonl", examples))
-    holdout = [
-        {**_sft_row(r, version), "holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
-        for r in accepted if r["sft_route"] == "long_holdout"
-    ]
-    files.append(("long_holdout.jsonl", holdout))
-    metadata = [{**_metadata(r), **{k: r[k] for k in ROUTE_KEYS}} for r in accepted]
-    files.append(("episode_metadata.jsonl", metadata))
-    files.append(("accepted_episodes.jsonl", [{k: m.get(k) for k in ACCEPTED_EPISODE_KEYS} for m in metadata]))
-    excluded_rows = [
-        {**_metadata(r), "trajectory_sft_rows": r["trajectory_sft_rows"], "perception_example_count": r["perception_example_count"]}
-        for r in excluded
-    ]
-    files.append(("excluded_episode_metadata.jsonl", excluded_rows))
-    files.append(("action_only.jsonl", action_only))
-    written = _write_files(out_dir, files, fmt, export_concurrency)
+    names = [
+        name for split in SPLITS
+        for name in (f"{split}.jsonl", SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], f"perception.{split}.jsonl")
+    ] + ["long_holdout.jsonl", "episode_metadata.jsonl", "accepted_episodes.jsonl", "excluded_episode_metadata.jsonl", "action_only.jsonl"]
+    # One pass over each view's rows in episode order, in Arrow batches, fills every file.
+    with JsonlFiles(out_dir, names, keep_records=fmt == "parquet") as files:
+        for r in _stream(con, "SELECT * FROM dataset_rows ORDER BY episode_id"):
+            metadata = {**_metadata(r), **{k: r[k] for k in ROUTE_KEYS}}
+            files.add("episode_metadata.jsonl", metadata)
+            files.add("accepted_episodes.jsonl", {k: metadata.get(k) for k in ACCEPTED_EPISODE_KEYS})
+            if r["sft_route"] == "short_sft":
+                sft = _sft_row(r, version)
+                files.add(f"{r['split']}.jsonl", sft)
+                files.add(SYSTEM_TOOLS_ARTIFACTS[f"{r['split']}_system_tools"], tools_in_system_message(sft))
+            elif r["sft_route"] == "long_holdout":
+                files.add("long_holdout.jsonl", {
+                    **_sft_row(r, version), "holdout_reason": "trajectory_exceeds_short_token_budget",
+                    "short_max_tokens": settings.short_max_tokens,
+                })
+        for r in _stream(con, "SELECT episode_id, split, split_group_id, example FROM perception_examples ORDER BY episode_id"):
+            files.add(f"perception.{r['split']}.jsonl", {**r["example"], "split": r["split"], "split_group_id": r["split_group_id"]})
+        for r in _stream(con, "SELECT * FROM excluded_episodes ORDER BY episode_id"):
+            files.add("excluded_episode_metadata.jsonl", {
+                **_metadata(r), "trajectory_sft_rows": r["trajectory_sft_rows"], "perception_example_count": r["perception_example_count"],
+            })
+        action_only = "SELECT row FROM imported_rows WHERE import_id = ? AND kind = 'action_only' ORDER BY line_number"
+        for r in _stream(con, action_only, [settings.accepted_release_import]):
+            files.add("action_only.jsonl", r["row"])
+    if files.records is not None:
+        _write_parquet(out_dir, files.records, export_concurrency)
+    written = files.counts
     manifest = {
         "schema_version": "ifv-trajectory-sft-dataset-manifest-v1",
         "dataset_version": version,

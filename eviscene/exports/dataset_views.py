@@ -3,8 +3,8 @@
 The views read their options and native inputs from temporary tables; this module fills
 them (export_settings, export_sources; native_candidate_input from the native_candidates
 view; native_record_input from eviscene.exports.trajectories) and then computes every
-dataset view once into a temporary table, in dependency order, filling the
-export_snapshot copies the decision views read. No dataset rule lives here.
+dataset view once into a temporary table, in dependency order, or (a staging view) into the
+export_snapshot table the decision views read. No dataset rule lives here.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _fill_native(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> No
 
 def _materialize(con: duckdb.DuckDBPyConnection) -> None:
     """Compute each dataset view once, in dependency order, as a temporary table of the
-    same name; copy staging views into their export_snapshot tables."""
+    same name, or for a staging view into its export_snapshot table (the view then reads it)."""
     snapshots = {
         row[0]
         for row in con.execute(
@@ -126,10 +126,15 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
         if not definition.path.startswith(DATASET_FOLDER) or definition.name in _NOT_MATERIALIZED:
             continue
         name = definition.name
-        con.execute(f"DROP VIEW {name}")
-        con.execute(definition.sql.replace(f"CREATE OR REPLACE VIEW {name} AS", f"CREATE TEMP TABLE {name} AS", 1))
         if name in snapshots:
+            # computed once into its snapshot, which the view then reads (a second copy of
+            # every trajectory record cost memory)
             con.execute(f"INSERT INTO export_snapshot.{name} BY NAME SELECT * FROM {name}")
+            con.execute(f"DROP VIEW {name}")
+            con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM export_snapshot.{name}")
+        else:
+            con.execute(f"DROP VIEW {name}")
+            con.execute(definition.sql.replace(f"CREATE OR REPLACE VIEW {name} AS", f"CREATE TEMP TABLE {name} AS", 1))
 
 
 def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConnection:

@@ -85,6 +85,36 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
     return count
 
 
+class JsonlFiles:
+    """Several JSONL files written at once (a context manager), one canonical line per record,
+    each through a temporary name: a streamed export fills them row by row, so no file sits
+    in memory whole. With `keep_records`, each file's records are also kept (for a Parquet
+    copy of the file)."""
+
+    def __init__(self, out_dir: Path, names: Iterable[str], *, keep_records: bool = False) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = out_dir
+        self.handles = {name: (out_dir / f".{name}.tmp").open("wb") for name in names}
+        self.counts = dict.fromkeys(self.handles, 0)
+        self.records: dict[str, list[dict[str, Any]]] | None = {name: [] for name in self.handles} if keep_records else None
+
+    def add(self, name: str, record: dict[str, Any]) -> None:
+        self.handles[name].write(canonical_json_bytes(record) + b"\n")
+        self.counts[name] += 1
+        if self.records is not None:
+            self.records[name].append(record)
+
+    def __enter__(self) -> "JsonlFiles":
+        return self
+
+    def __exit__(self, error_type, error, traceback) -> None:
+        """Close every file; only a complete export takes the files' names."""
+        for name, handle in self.handles.items():
+            handle.close()
+            if error_type is None:
+                os.replace(handle.name, self.out_dir / name)
+
+
 def batch_rows(relation, json_columns: Iterable[str] = (), *, embed_json: bool = False, batch_size: int = 10_000):
     """A query's rows as plain dicts, read in Arrow batches so a large result never sits in
     memory whole."""

@@ -16,4 +16,6 @@ numbered AS (
 )
 SELECT run_id, kind, line_number, line::JSON AS row
 FROM numbered
-WHERE trim(line, ' ' || chr(9) || chr(13)) <> '';
+-- a line with a character other than space, tab or CR: ltrim (trim() with a character list is
+-- ~30x slower on long non-ASCII lines)
+WHERE ltrim(line, ' ' || chr(9) || chr(13)) <> '';

@@ -13,12 +13,20 @@
 -- the registered function dataset_default(name) (a test checks the row equals ExportSettings()). This file also
 -- defines the macros the dataset views share, which reproduce Python's strip() and truthiness
 -- where the seed's hashes and comparisons depend on them (Python's str() and json.dumps are
--- the functions py_text and json_ascii, registered from eviscene/rules/python_text.py),
+-- the functions py_value_text and json_ascii, registered from eviscene/rules/python_text.py;
+-- py_text calls py_value_text only for non-strings, py_json_string json_ascii only for strings
+-- that need escapes),
 -- and the schema `export_snapshot`: the decision views (dataset_candidates onwards) read
 -- snapshots of the staging views that the exporter takes (so a connection never re-binds
 -- the whole staging stack per decision view); the snapshots are empty outside an export.
 -- Snapshot tables list their columns (planning a staging view at every connect to copy its
 -- schema costs more than the view); a test checks they match their views.
+-- `str(value)` of a JSON value: a string is its own text, read by DuckDB (a Python call per row
+-- cost most of an export); any other value goes to Python's str().
+CREATE OR REPLACE MACRO py_text(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j->>'$' ELSE py_value_text(j) END;
+-- `json.dumps(s)` (ensure_ascii): printable ASCII without quote or backslash is itself in quotes;
+-- any other string goes to Python.
+CREATE OR REPLACE MACRO py_json_string(s) AS CASE WHEN regexp_full_match(s, '[ !#-\[\]-~]*') THEN '"' || s || '"' ELSE json_ascii(s) END;
 CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(s, '^\s+|\s+$', '', 'g');
 CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
     WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'

@@ -22,8 +22,8 @@ groups AS (
     SELECT
         component_id,
         left(sha256(
-            '{"episodes":[' || array_to_string(list_transform(member_episode_ids, lambda e: json_ascii(e)), ',')
-            || '],"families":[' || array_to_string(list_transform(component_families, lambda f: json_ascii(f)), ',')
+            '{"episodes":[' || array_to_string(list_transform(member_episode_ids, lambda e: py_json_string(e)), ',')
+            || '],"families":[' || array_to_string(list_transform(component_families, lambda f: py_json_string(f)), ',')
             || ']}'
         ), 20) AS derived_group_id
     FROM members

@@ -18,22 +18,33 @@ WITH traces AS (
         d.episode_id,
         d.path AS source_trace,
         d.sha256 AS trace_sha256,
-        d.document AS trace,
-        CASE WHEN json_type(d.document->'state') = 'OBJECT' THEN d.document->'state' END AS state
+        -- each document is parsed once for all the fields read here (state, case_id, image_id, decision_policy_version)
+        json_extract(d.document, ['$.state', '$.case_id', '$.image_id', '$.decision_policy_version']) AS top
     FROM dataset_sources s
     JOIN imported_documents d ON d.import_id = s.source_id AND d.kind = 'trace'
 ),
+stated AS (
+    SELECT t.* EXCLUDE (top), CASE WHEN json_type(top[1]) = 'OBJECT' THEN top[1] END AS state,
+           top[2] AS trace_case_id, top[3] AS trace_image_id, top[4] AS trace_policy_version
+    FROM traces t
+),
+parts AS (
+    SELECT t.*, json_extract(t.state, ['$.runtime_case', '$.investigation_state', '$.decision_policy_version']) AS inner_fields
+    FROM stated t
+),
 shaped AS (
     SELECT
-        t.*,
-        CASE WHEN json_type(t.state->'runtime_case') = 'OBJECT' THEN t.state->'runtime_case' END AS runtime_case,
-        CASE WHEN json_type(t.state->'investigation_state') = 'OBJECT' THEN t.state->'investigation_state' END AS investigation
-    FROM traces t
+        t.* EXCLUDE (inner_fields),
+        CASE WHEN json_type(inner_fields[1]) = 'OBJECT' THEN inner_fields[1] END AS runtime_case,
+        CASE WHEN json_type(inner_fields[2]) = 'OBJECT' THEN inner_fields[2] END AS investigation,
+        inner_fields[3] AS state_policy_version
+    FROM parts t
 ),
 families AS (
     SELECT t.source_id, t.episode_id,
            list_sort(list_distinct(list(py_strip(py_text(e.value->'source_family'))))) AS families
-    FROM shaped t, json_each(CASE WHEN json_type(t.investigation->'evidence') = 'ARRAY' THEN t.investigation->'evidence' ELSE '[]' END) e
+    FROM (SELECT source_id, episode_id, investigation->'evidence' AS evidence FROM shaped) t,
+         json_each(CASE WHEN json_type(t.evidence) = 'ARRAY' THEN t.evidence ELSE '[]' END) e
     WHERE json_type(e.value) = 'OBJECT' AND starts_with(py_strip(py_text(e.value->'source_family')), 'content:')
     GROUP BY ALL
 ),
@@ -53,7 +64,7 @@ SELECT
     t.source_kind,
     t.episode_id,
     py_strip(coalesce(
-        py_or_text(t.runtime_case->'case_id'), py_or_text(t.trace->'case_id'), py_or_text(t.trace->'image_id'), t.episode_id
+        py_or_text(t.runtime_case->'case_id'), py_or_text(t.trace_case_id), py_or_text(t.trace_image_id), t.episode_id
     )) AS case_id,
     t.source_run_id,
     t.source_trace,
@@ -61,7 +72,7 @@ SELECT
     py_get_text(t.runtime_case, 'image_sha256', '') AS image_sha256,
     coalesce(f.families, []) AS source_family_keys,
     coalesce(
-        py_or_text(t.trace->'decision_policy_version'), py_or_text(t.state->'decision_policy_version'),
+        py_or_text(t.trace_policy_version), py_or_text(t.state_policy_version),
         t.manifest_policy_version, ''
     ) AS decision_policy_version,
     t.training_prohibited,

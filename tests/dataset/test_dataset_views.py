@@ -28,9 +28,12 @@ def test_every_snapshot_table_has_its_views_columns(con):
         assert [(c[0], c[1]) for c in view] == [(c[0], c[1]) for c in table], name
 
 
-@pytest.mark.parametrize("text", ["", "content:abc", "é😀", 'a"b\\c\n\t\x01\x7f/', "e\u0301", "\u2028"])
+@pytest.mark.parametrize(
+    "text", ["", "content:abc", "é😀", 'a"b\\c\n\t\x01\x7f/', "e\u0301", "\u2028", " !#[]^_`{|}~", "a]b", "\\", '"', "\x7f", "x\x1f"],
+)
 def test_json_ascii_is_pythons_json_dumps(con, text):
-    assert con.execute("SELECT json_ascii(?)", [text]).fetchone()[0] == json.dumps(text)
+    # py_json_string writes plain ASCII itself and calls json_ascii for the rest: both are json.dumps
+    assert con.execute("SELECT json_ascii(?), py_json_string(?)", [text, text]).fetchone() == (json.dumps(text), json.dumps(text))
 
 
 @pytest.mark.parametrize("group", ["d824be58aafd53cfcf97", "g1", "é"])
@@ -44,7 +47,9 @@ def test_split_fraction_is_the_seeds(con, group):
 @pytest.mark.parametrize(
     "value, text, truthy",
     [("null", "None", False), ("true", "True", True), ("false", "False", False), ('"x"', "x", True), ('""', "", False),
-     ("0", "0", False), ("1.5", "1.5", True), ("[]", "[]", False), ("{}", "{}", False)],
+     ("0", "0", False), ("1.5", "1.5", True), ("[]", "[]", False), ("{}", "{}", False),
+     # strings are read by DuckDB, not Python: escapes, surrogate pairs and slashes decode the same
+     ('"\\u00e9 \\"q\\"\\n\\t\\/ \\ud83d\\ude00 \\\\"', 'é "q"\n\t/ 😀 \\', True), ('["a", 1]', "['a', 1]", True)],
 )
 def test_python_text_and_truthiness_macros(con, value, text, truthy):
     assert con.execute("SELECT py_text(?::JSON), py_truthy(?::JSON)", [value, value]).fetchone() == (text, truthy)

@@ -1,7 +1,7 @@
 import duckdb
 import pytest
 
-from eviscene.rules.python_text import json_ascii, py_text
+from eviscene.rules.python_text import json_ascii, py_value_text
 from eviscene.rules.source_policy import ALLOW_ALL, cache_partition_name, policy_block_reason, policy_from_fields
 from eviscene.rules.stages import STAGES
 from eviscene.rules.traces import safe_trace_filename
@@ -41,7 +41,7 @@ def test_cache_partition_falls_back_to_the_policy_id():
 
 
 def test_python_text_of_json_values():
-    assert [py_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
+    assert [py_value_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
         "a b", "None", "True", "1.0", "100000.0", "['a', 1]"]
     assert json_ascii("é\n") == '"\\u00e9\\n"' and json_ascii(None) == "null"
 
