@@ -8,7 +8,7 @@ a sealed run's results are on disk in the runtime directory, here a temporary on
 `warm` (the same server again, median of 3). Up to 10k episodes, `eviscene report` of the
 run is timed too. `--keep DIR` keeps the generated logs in DIR and reuses them next time.
 
-    python bench/view.py [--episodes 10000 100000] [--keep .bench]
+    python bench/view.py [--episodes 10000 100000] [--keep .bench] [--pages runs dashboard]
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ from eviscene.viewer.server import make_server
 GENERATOR = Path(__file__).with_name("materialize.py")
 RUN_ID = "bench-run"
 REPORT_EPISODES_MAX = 10_000  # `eviscene report` is timed up to this size
+PAGES = {
+    "runs": "/",
+    "dashboard": f"/run/{RUN_ID}",
+    "episodes (filter, sort)": f"/run/{RUN_ID}/episodes?filter=total_tool_calls%20%3E%205&sort=confidence&desc=1",
+    "episodes (text search)": f"/run/{RUN_ID}/episodes?q=verdict",
+    "episode": f"/run/{RUN_ID}/episode/case-000000--r000",
+}
 
 
 def _get(url: str) -> float:
@@ -57,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--keep", type=Path, help="keep the generated logs in this folder and reuse them")
+    parser.add_argument("--pages", nargs="+", choices=PAGES, default=list(PAGES), help="time only these pages")
     args = parser.parse_args()
     print(f"{'episodes':>9} {'page':<28} {'first s':>8} {'restart s':>10} {'warm s':>7} {'warm / runs query':>18}")
     for episodes in args.episodes:
@@ -71,13 +79,7 @@ def main() -> None:
             started = time.perf_counter()
             log.sql("SELECT * FROM runs")
             baseline = time.perf_counter() - started
-            pages = {
-                "runs": "/",
-                "dashboard": f"/run/{RUN_ID}",
-                "episodes (filter, sort)": f"/run/{RUN_ID}/episodes?filter=total_tool_calls%20%3E%205&sort=confidence&desc=1",
-                "episodes (text search)": f"/run/{RUN_ID}/episodes?q=verdict",
-                "episode": f"/run/{RUN_ID}/episode/case-000000--r000",
-            }
+            pages = {name: path for name, path in PAGES.items() if name in args.pages}
             print(f"{episodes:>9} {'SELECT * FROM runs':<28} {baseline:>8.2f} {'':>10} {'':>7} {1.0:>18.2f}")
             first, warm = _Server(log), {}
             times = {name: _get(first.base + path) for name, path in pages.items()}
