@@ -7,7 +7,6 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
