@@ -10,13 +10,15 @@ runtime directory (`EVISCENE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/eviscene`, els
 `<tmp>/eviscene-<uid>`), so a new `eviscene view` answers at once. The key also holds the log's
 path and a digest of the code that computed the result (the SQL views, the rules they call,
 the viewer's data code, DuckDB's and NumPy's versions): an upgrade never reads an old result.
-Nothing is written into the log's own files."""
+A folder another user owns or may write is not used. Nothing is written into the log's files."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +106,14 @@ class ResultCache:
     def sealed(self, run_id: str) -> bool:
         return not (live_root(self.log_path) / run_id).exists()
 
+    def _private(self) -> bool:
+        """The folder is this user's alone: results another user could write are never read."""
+        try:
+            found = self.folder.stat()
+        except OSError:
+            return False
+        return found.st_uid == os.getuid() and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
     def get(self, kind: str, head: RunHead) -> Any | None:
         key = self._key(kind, head)
         with self._lock:
@@ -111,6 +121,8 @@ class ResultCache:
         if found and found[0] == key:
             return found[1]
         path = self.folder / f"{self._prefix(kind, head.run_id)}{key}.json"
+        if not self._private():
+            return None
         try:
             value = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):  # not there, or unreadable: compute it again
@@ -129,6 +141,8 @@ class ResultCache:
             prefix = self._prefix(kind, head.run_id)
             try:
                 self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not self._private():
+                    return value
                 write_text(self.folder / f"{prefix}{key}.json", json.dumps(value, ensure_ascii=False, allow_nan=True))
                 for older in self.folder.glob(f"{prefix}*.json"):  # the run's results under an older head
                     if older.name != f"{prefix}{key}.json":

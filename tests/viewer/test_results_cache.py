@@ -135,3 +135,18 @@ def test_a_result_filed_under_another_head_or_log_is_not_read(log, tmp_path):
     older = type(head)(head.run_id, head.last_seq - 1, head.head)
     assert cache.get("run", older) is None
     assert ResultCache(tmp_path / "other.duckdb", runtime).get("run", head) is None
+
+
+def test_a_cache_folder_others_may_write_is_neither_read_nor_written(log, tmp_path):
+    anyio.run(_write_late, log)
+    log.seal()
+    runtime = tmp_path / "runtime"
+    (runtime / CACHE_FOLDER).mkdir(parents=True)
+    (runtime / CACHE_FOLDER).chmod(0o777)
+    runs = data.list_runs(log, ResultCache(log.path, runtime))
+    assert runs[0]["accuracy"] == 0.75  # computed, served from memory
+    assert _cached_files(runtime) == []
+    data.list_runs(log, ResultCache(log.path, tmp_path / "private"))
+    planted = next((tmp_path / "private" / CACHE_FOLDER).glob("run-*.json"))
+    (runtime / CACHE_FOLDER / planted.name).write_text(planted.read_text().replace("0.75", "0.99"))
+    assert ResultCache(log.path, runtime).get("run", _head(log)) is None
