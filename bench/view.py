@@ -24,7 +24,8 @@ at load 8-10, so read the shares, not the seconds):
   cProfile's 165 s in them), and the bootstrap intervals, 95 s alone: 2,000 resamples of 25k
   cases compared as Python strings in object arrays. Warm (1.74 s) ran the runs view again.
   Computing the same queries over plain views instead of materialized ones was slower (the
-  calibration query alone past 60 s): the views share their inputs.
+  calibration query alone past 60 s): the views share their inputs. Leaving `steps` (3.1M
+  rows with their payloads) a plain view made no difference in two runs.
 - What changed: a run's row, accuracy and dashboard numbers are filed under its chain head
   (eviscene/viewer/results_cache.py), read by seq in 0.05 s (arg_max(hash, seq) read every hash:
   0.7 s); a sealed run's are on disk, so `restart` answers from them. A run not yet seen is
