@@ -91,10 +91,12 @@ _ALL_RUN_ROWS_SQL = "SELECT * FROM runs"
 _ALL_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics"
 
 
-def _run_rows(log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, RunHead], cache: ResultCache) -> dict[str, dict[str, Any] | None]:
-    """The runs row (with accuracy and macro-F1) of each run in `heads`, from the cache or
-    computed in `con`'s snapshot for the runs whose head it has not seen; None for an id
-    that is no run (a dataset export, an import)."""
+def _run_rows(
+    log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, RunHead], cache: ResultCache, *, every_run: bool = False
+) -> dict[str, dict[str, Any] | None]:
+    """The runs row (with accuracy and macro-F1) of each run in `heads` (`every_run`: all the
+    log's), from the cache or computed in `con`'s snapshot for the runs whose head it has not
+    seen; None for an id that is no run (a dataset export, an import)."""
     found: dict[str, dict[str, Any] | None] = {}
     stale = []
     for run_id, head in heads.items():
@@ -106,7 +108,7 @@ def _run_rows(log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, Ru
     if not stale:
         return found
     log.add_views(con, materialize=False, for_query=_ALL_RUN_ROWS_SQL + " " + _ALL_RUN_METRICS_SQL)
-    if len(stale) == len(heads):
+    if every_run and len(stale) == len(heads):
         rows = {r["run_id"]: r for r in fetch(con, _ALL_RUN_ROWS_SQL)}
         metrics = {r["run_id"]: r for r in fetch(con, _ALL_RUN_METRICS_SQL)}
     else:
@@ -144,7 +146,7 @@ def list_runs(log: EventLog, cache: ResultCache | None = None) -> list[dict[str,
     """Every run with its progress, accuracy and macro-F1, newest first (as `runs` ordered
     by started_at DESC NULLS LAST, run_id)."""
     cache = cache or ResultCache(log.path)
-    found = read(log, "", lambda con: _run_rows(log, con, run_heads(con), cache), materialize=False, views=False)
+    found = read(log, "", lambda con: _run_rows(log, con, run_heads(con), cache, every_run=True), materialize=False, views=False)
     runs = sorted((row for row in found.values() if row is not None), key=lambda r: r["run_id"])
     runs.sort(key=lambda r: r["started_at"] or "", reverse=True)  # ISO-8601 UTC text sorts as time; NULL last
     return [with_progress(r) for r in runs]

@@ -36,9 +36,9 @@ def _finished(case: int, verdict: str) -> list[EventDraft]:
     return [EventDraft(p, episode_id=_episode_id(case), attempt=1, step=i) for i, p in enumerate(payloads)]
 
 
-async def _write_first(log: EventLog) -> None:
+async def _write_first(log: EventLog, run: str = RUN) -> None:
     gold = "".join(json.dumps({"case_id": f"case-{c}", "label": LABELS[c], "reference_chain": {}}) + "\n" for c in range(4))
-    async with log.writer(RUN) as writer:
+    async with log.writer(run) as writer:
         await writer.emit(EventDraft(RunStarted(
             started_at="2026-11-30T00:00:00+00:00", git_commit="test",
             benchmark={"release_id": "r", "release_stage": "frozen_eval", "path": "/r/cases.jsonl",
@@ -56,8 +56,8 @@ async def _write_first(log: EventLog) -> None:
                 await writer.emit(draft)
 
 
-async def _write_late(log: EventLog) -> None:
-    async with log.writer(RUN) as writer:
+async def _write_late(log: EventLog, run: str = RUN) -> None:
+    async with log.writer(run) as writer:
         for case, verdict in LATE_VERDICT.items():
             for draft in _finished(case, verdict):
                 await writer.emit(draft)
@@ -150,3 +150,20 @@ def test_a_cache_folder_others_may_write_is_neither_read_nor_written(log, tmp_pa
     planted = next((tmp_path / "private" / CACHE_FOLDER).glob("run-*.json"))
     (runtime / CACHE_FOLDER / planted.name).write_text(planted.read_text().replace("0.75", "0.99"))
     assert ResultCache(log.path, runtime).get("run", _head(log)) is None
+
+
+def test_a_runs_numbers_computed_alone_equal_those_computed_with_every_run(log, tmp_path):
+    other = "other-run"
+    anyio.run(_write_first, log, other)
+    anyio.run(_write_late, log, other)
+    alone = data.known_run(log, RUN, ResultCache(log.path, tmp_path / "a"))  # run_id = $run: this run's events only
+    other_alone = data.known_run(log, other, ResultCache(log.path, tmp_path / "b"))
+    every = {r["run_id"]: r for r in data.list_runs(log, ResultCache(log.path, tmp_path / "c"))}  # one pass over the log
+    assert alone == every[RUN] and other_alone == every[other]
+    assert (alone["episodes_finished"], alone["macro_f1"]) == (3, pytest.approx(0.75))
+    assert (other_alone["episodes_finished"], other_alone["macro_f1"]) == (4, pytest.approx((2 / 3 + 1 + 1 + 0) / 4))
+    # The dashboard narrows `events` to its run: the other run's episodes never count.
+    dashboard = data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "d"))
+    assert dashboard["terminations"] == [{"termination": "completed", "episodes": 3}, {"termination": "(not finished)", "episodes": 1}]
+    assert [(r["label"], r["predicted"], r["true_positives"]) for r in dashboard["labels"]] == [
+        ("authentic", 1, 1), ("manipulated", 1, 1), ("out_of_context", 1, 1), ("unverifiable", 0, 0)]
