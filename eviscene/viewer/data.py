@@ -7,10 +7,12 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
@@ -47,9 +49,16 @@ EPISODE_LIST_COLUMNS = (
 )
 
 
+# A missing file is globbed as a folder of that name, which the sandbox refuses.
+_GLOBBED_MISSING_FILE = re.compile(r'Cannot access file "(.+?)/\*\*/\*\.parquet"')
+
+
 def _retryable(exc: duckdb.Error) -> bool:
-    # A live segment was compacted or sealed between listing and reading it.
-    return isinstance(exc, duckdb.IOException) and ("No files found" in str(exc) or "No such file" in str(exc))
+    """A live segment was compacted or sealed between listing and reading it."""
+    if isinstance(exc, duckdb.IOException):
+        return "No files found" in str(exc) or "No such file" in str(exc)
+    globbed = _GLOBBED_MISSING_FILE.search(str(exc)) if isinstance(exc, duckdb.PermissionException) else None
+    return globbed is not None and not Path(globbed.group(1)).exists()
 
 
 @contextmanager

@@ -167,3 +167,18 @@ def test_a_runs_numbers_computed_alone_equal_those_computed_with_every_run(log, 
     assert dashboard["terminations"] == [{"termination": "completed", "episodes": 3}, {"termination": "(not finished)", "episodes": 1}]
     assert [(r["label"], r["predicted"], r["true_positives"]) for r in dashboard["labels"]] == [
         ("authentic", 1, 1), ("manipulated", 1, 1), ("out_of_context", 1, 1), ("unverifiable", 0, 0)]
+
+
+def test_a_page_read_while_its_run_is_sealed_is_read_again_from_a_new_snapshot(log):
+    anyio.run(_write_late, log)
+    tries = []
+
+    def reader(con):
+        tries.append(con)
+        if len(tries) == 1:
+            log.seal()  # the snapshot's live segments are gone before it reads them
+        return data.fetch(con, "SELECT count(*) AS n FROM events WHERE run_id = $run", {"run": RUN})
+
+    # 1 run.started + 1 gold import + 4 scheduled + 4 x (started, judged, finished) + run.finished
+    assert data.read(log, "", reader, materialize=False, views=False) == [{"n": 1 + 1 + 4 + 4 * 3 + 1}]
+    assert len(tries) == 2
