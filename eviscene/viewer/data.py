@@ -7,11 +7,12 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 from __future__ import annotations
 
 import json
-import threading
+import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
@@ -22,6 +23,7 @@ from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 from eviscene.viewer.predicate import validate_predicate
+from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
 
 _SNAPSHOT_RETRIES = 3
 BOOTSTRAP_SAMPLES = 2_000
@@ -47,27 +49,35 @@ EPISODE_LIST_COLUMNS = (
 )
 
 
+# A missing file is globbed as a folder of that name, which the sandbox refuses.
+_GLOBBED_MISSING_FILE = re.compile(r'Cannot access file "(.+?)/\*\*/\*\.parquet"')
+
+
 def _retryable(exc: duckdb.Error) -> bool:
-    # A live segment was compacted or sealed between listing and reading it.
-    return isinstance(exc, duckdb.IOException) and ("No files found" in str(exc) or "No such file" in str(exc))
+    """A live segment was compacted or sealed between listing and reading it."""
+    if isinstance(exc, duckdb.IOException):
+        return "No files found" in str(exc) or "No such file" in str(exc)
+    globbed = _GLOBBED_MISSING_FILE.search(str(exc)) if isinstance(exc, duckdb.PermissionException) else None
+    return globbed is not None and not Path(globbed.group(1)).exists()
 
 
 @contextmanager
-def snapshot(log: EventLog, queries: str, *, materialize: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """One read-only snapshot with the views `queries` name; with `materialize`, each view
-    computed once into a temporary table (a page that asks many questions of a whole run)."""
-    con = log.connect(materialize=materialize, for_query=queries)
+def snapshot(log: EventLog, queries: str, *, materialize: bool, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One read-only snapshot with the views `queries` name (none without `views`: the reader
+    adds what it needs); with `materialize`, each view computed once into a temporary table (a
+    page that asks many questions of a whole run)."""
+    con = log.connect(materialize=materialize, for_query=queries, views=views)
     try:
         yield con
     finally:
         con.close()
 
 
-def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True) -> Any:
+def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True, views: bool = True) -> Any:
     """Run `reader` over a fresh snapshot, again over a newer one if a live segment moved."""
     for attempt in range(_SNAPSHOT_RETRIES):
         try:
-            with snapshot(log, queries, materialize=materialize) as con:
+            with snapshot(log, queries, materialize=materialize, views=views) as con:
                 return reader(con)
         except duckdb.Error as exc:
             if attempt == _SNAPSHOT_RETRIES - 1 or not _retryable(exc):
@@ -81,32 +91,47 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | lis
 
 # ---------------------------------------------------------------------------------- runs
 
-_RUNS_SQL = "SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id"
-_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics WHERE list_contains($runs, run_id)"
+# One run's row of the runs view with its accuracy and macro-F1; `run_id = $run` reaches the
+# scans of `events` (the views group and join by run_id), so it reads that run's events only.
+_RUN_ROW_SQL = "SELECT * FROM runs WHERE run_id = $run"
+_RUN_METRICS_SQL = "SELECT DISTINCT accuracy, macro_f1 FROM classification_metrics WHERE run_id = $run"
+# Every run at once, when none is known yet (one pass over the log beats one per run).
+_ALL_RUN_ROWS_SQL = "SELECT * FROM runs"
+_ALL_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics"
 
 
-class RunMetricsCache:
-    """Each run's accuracy and macro-F1, computed again only when the run has new events: the
-    runs page refreshes every 2 s and a finished run's scores never change."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[tuple, dict[str, Any]]] = {}
-        self._lock = threading.Lock()
-
-    def fill(self, log: EventLog, runs: list[dict[str, Any]]) -> None:
-        stamps = {r["run_id"]: (r["events"], r["last_event_at"], r["status"]) for r in runs}
-        with self._lock:
-            stale = [run_id for run_id, stamp in stamps.items() if self._known.get(run_id, (None,))[0] != stamp]
-        if stale:
-            found = read(log, _RUN_METRICS_SQL, lambda con: fetch(con, _RUN_METRICS_SQL, {"runs": stale}))
-            computed = {r["run_id"]: r for r in found}
-            with self._lock:
-                for run_id in stale:
-                    self._known[run_id] = (stamps[run_id], computed.get(run_id, {"accuracy": None, "macro_f1": None}))
-        with self._lock:
-            for run in runs:
-                metrics = self._known[run["run_id"]][1]
-                run["accuracy"], run["macro_f1"] = metrics["accuracy"], metrics["macro_f1"]
+def _run_rows(
+    log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, RunHead], cache: ResultCache, *, every_run: bool = False
+) -> dict[str, dict[str, Any] | None]:
+    """The runs row (with accuracy and macro-F1) of each run in `heads` (`every_run`: all the
+    log's), from the cache or computed in `con`'s snapshot for the runs whose head it has not
+    seen; None for an id that is no run (a dataset export, an import)."""
+    found: dict[str, dict[str, Any] | None] = {}
+    stale = []
+    for run_id, head in heads.items():
+        cached = cache.get("run", head)
+        if cached is None:
+            stale.append(run_id)
+        else:
+            found[run_id] = cached["row"]
+    if not stale:
+        return found
+    log.add_views(con, materialize=False, for_query=_ALL_RUN_ROWS_SQL + " " + _ALL_RUN_METRICS_SQL)
+    if every_run and len(stale) == len(heads):
+        rows = {r["run_id"]: r for r in fetch(con, _ALL_RUN_ROWS_SQL)}
+        metrics = {r["run_id"]: r for r in fetch(con, _ALL_RUN_METRICS_SQL)}
+    else:
+        rows, metrics = {}, {}
+        for run_id in stale:
+            rows.update((r["run_id"], r) for r in fetch(con, _RUN_ROW_SQL, {"run": run_id}))
+            metrics.update((run_id, r) for r in fetch(con, _RUN_METRICS_SQL, {"run": run_id}))
+    for run_id in stale:
+        row = rows.get(run_id)
+        if row is not None:
+            scores = metrics.get(run_id, {})
+            row = {**row, "accuracy": scores.get("accuracy"), "macro_f1": scores.get("macro_f1")}
+        found[run_id] = cache.put("run", heads[run_id], {"row": row})["row"]
+    return found
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -126,19 +151,31 @@ def with_progress(run: dict[str, Any]) -> dict[str, Any]:
     return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
 
 
-def list_runs(log: EventLog, metrics: RunMetricsCache | None = None) -> list[dict[str, Any]]:
-    """Every run with its progress, accuracy and macro-F1."""
-    runs = [with_progress(r) for r in read(log, _RUNS_SQL, lambda con: fetch(con, _RUNS_SQL), materialize=False)]
-    (metrics or RunMetricsCache()).fill(log, runs)
-    return runs
+def list_runs(log: EventLog, cache: ResultCache | None = None) -> list[dict[str, Any]]:
+    """Every run with its progress, accuracy and macro-F1, newest first (as `runs` ordered
+    by started_at DESC NULLS LAST, run_id)."""
+    cache = cache or ResultCache(log.path)
+    found = read(log, "", lambda con: _run_rows(log, con, run_heads(con), cache, every_run=True), materialize=False, views=False)
+    runs = sorted((row for row in found.values() if row is not None), key=lambda r: r["run_id"])
+    runs.sort(key=lambda r: r["started_at"] or "", reverse=True)  # ISO-8601 UTC text sorts as time; NULL last
+    return [with_progress(r) for r in runs]
 
 
-def known_run(log: EventLog, run_id: str) -> dict[str, Any]:
-    sql = "SELECT * FROM runs WHERE run_id = $run"
-    found = [with_progress(r) for r in read(log, sql, lambda con: fetch(con, sql, {"run": run_id}), materialize=False)]
-    if not found:
-        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
-    return found[0]
+def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
+    cache = cache or ResultCache(log.path)
+
+    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+        head = run_head(con, run_id)
+        return None if head is None else _run_rows(log, con, {run_id: head}, cache)[run_id]
+
+    found = read(log, "", reader, materialize=False, views=False)
+    if found is None:
+        raise _no_run(log, run_id)
+    return with_progress(found)
+
+
+def _no_run(log: EventLog, run_id: str) -> EvisceneError:
+    return EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
 
 
 # ----------------------------------------------------------------------------- dashboard
@@ -208,14 +245,13 @@ def _histogram_sql(relation: str, column: str) -> str:
     return _HISTOGRAM_SQL.format(relation=relation, column=column, bins=HISTOGRAM_BINS)
 
 
-def _macro_f1(gold: np.ndarray, predicted: np.ndarray, labels: list[str]) -> np.ndarray:
-    """Macro-F1 of each resample row, as classification_metrics defines it (a missing
-    prediction is wrong; an empty class scores 0)."""
+def _macro_f1(confusion: np.ndarray, labels: list[int]) -> np.ndarray:
+    """Macro-F1 of each resample from its confusion counts [resample, gold, predicted], as
+    classification_metrics defines it (a missing prediction is wrong; an empty class scores 0)."""
     f1s = []
     for label in labels:
-        is_gold, is_predicted = gold == label, predicted == label
-        tp = (is_gold & is_predicted).sum(axis=-1)
-        support, guessed = is_gold.sum(axis=-1), is_predicted.sum(axis=-1)
+        tp = confusion[:, label, label]
+        support, guessed = confusion[:, label, :].sum(axis=-1), confusion[:, :, label].sum(axis=-1)
         precision = np.divide(tp, guessed, out=np.zeros(tp.shape), where=guessed > 0)
         recall = np.divide(tp, support, out=np.zeros(tp.shape), where=support > 0)
         total = precision + recall
@@ -227,16 +263,24 @@ def bootstrap_intervals(scored: list[dict[str, Any]], labels: list[str]) -> dict
     """Percentile 95% intervals of accuracy and macro-F1 over cases resampled with replacement."""
     if not scored or not labels:
         return {}
-    gold = np.array([r["gold"] for r in scored], dtype=object)
-    predicted = np.array([r["predicted"] or "" for r in scored], dtype=object)
+    # Each case as one (gold, predicted) code, each resample as its confusion counts: the same
+    # integer counts as comparing the label strings, without comparing strings (95 s for 25k cases).
+    codes: dict[str | None, int] = {}
+    code = lambda label: codes.setdefault(label, len(codes))
+    cases = [(code(r["gold"]), code(r["predicted"] or "")) for r in scored]
+    label_codes = [code(label) for label in labels]
+    size = len(codes)
+    pairs = np.array([g * size + p for g, p in cases], dtype=np.int64)
+    diagonal = [c * size + c for c in range(size)]
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     accuracies, macros = [], []
     chunk = max(1, 2_000_000 // len(scored))  # bounded memory on large runs
     for start in range(0, BOOTSTRAP_SAMPLES, chunk):
         picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)))
-        g, p = gold[picks], predicted[picks]
-        accuracies.append((g == p).mean(axis=1))
-        macros.append(_macro_f1(g, p, labels))
+        offsets = np.arange(len(picks), dtype=np.int64)[:, None] * size * size
+        confusion = np.bincount((offsets + pairs[picks]).ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
+        accuracies.append(confusion.reshape(len(picks), -1)[:, diagonal].sum(axis=1) / len(scored))
+        macros.append(_macro_f1(confusion, label_codes))
     interval = lambda values: (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
     return {"accuracy": interval(np.concatenate(accuracies)), "macro_f1": interval(np.concatenate(macros))}
 
@@ -252,25 +296,41 @@ def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
     return label, counts[label] / len(scored)
 
 
-def dashboard(log: EventLog, run_id: str) -> dict[str, Any]:
-    run = known_run(log, run_id)
+def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str) -> dict[str, Any]:
+    """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
+    over the run's events only: `events` narrowed to the run before the views are computed once
+    each (every view's rows for a run come from that run's events, and blobs)."""
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    con.execute(f"CREATE VIEW events AS SELECT * FROM log_events WHERE run_id = {_sql_text(run_id)}")
     queries = " ".join(_DASHBOARD_SQL.values()) + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
+    log.add_views(con, materialize=True, for_query=queries)
+    found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
+    found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _HISTOGRAMS}
+    labels = [r["label"] for r in found["labels"]]
+    found["intervals"] = bootstrap_intervals(found["scored"], labels)
+    found["majority_label"], found["majority_accuracy"] = majority_baseline(found["scored"])
+    bins = found["calibration"]
+    total = sum(b["episodes"] for b in bins)
+    found["ece"] = sum(b["episodes"] / total * abs(b["accuracy"] - b["mean_confidence"]) for b in bins) if total else None
+    return found
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
+    """The run's row and what its dashboard plots, computed once per run head."""
+    cache = cache or ResultCache(log.path)
+    run = known_run(log, run_id, cache)
 
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-        found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
-        found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _HISTOGRAMS}
-        return found
+        head = run_head(con, run_id)  # the run is there: a log only grows
+        plotted = cache.get("dashboard", head)
+        return plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, run_id))
 
-    data = read(log, queries, reader)
-    labels = [r["label"] for r in data["labels"]]
-    data["run"] = run
-    data["intervals"] = bootstrap_intervals(data["scored"], labels)
-    data["majority_label"], data["majority_accuracy"] = majority_baseline(data["scored"])
-    bins = data["calibration"]
-    total = sum(b["episodes"] for b in bins)
-    data["ece"] = sum(b["episodes"] / total * abs(b["accuracy"] - b["mean_confidence"]) for b in bins) if total else None
-    data["dataset"] = latest_dataset_export(log, run_id)
-    return data
+    plotted = read(log, "", reader, views=False)
+    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
 
 
 # ------------------------------------------------------------------------------- dataset
@@ -280,11 +340,6 @@ SELECT ts, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payl
 FROM events WHERE type = 'dataset.exported' AND list_contains((payload->'inputs'->'sources')::VARCHAR[], $run)
 ORDER BY ts DESC, run_id LIMIT 1
 """
-
-
-def dataset_export_count(log: EventLog) -> int:
-    sql = "SELECT count(*) AS n FROM events WHERE type = 'dataset.exported'"
-    return read(log, sql, lambda con: fetch(con, sql)[0]["n"], materialize=False)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from eviscene.log import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages
 from eviscene.viewer.predicate import PredicateError
+from eviscene.viewer.results_cache import ResultCache
 
 STATIC_FILES = {
     "viewer.css": "text/css; charset=utf-8",
@@ -51,8 +52,7 @@ class Viewer:
         self.log = log
         self.links = pages.Links()
         self._images: dict[str, RunImages] = {}
-        self._dashboards: dict[str, tuple[tuple, str]] = {}
-        self._run_metrics = data.RunMetricsCache()
+        self.results = ResultCache(log.path)
         self._lock = threading.Lock()
 
     def images(self, run_id: str) -> RunImages:
@@ -68,10 +68,10 @@ class Viewer:
         parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         html = "text/html; charset=utf-8"
         if not parts:
-            runs = data.list_runs(self.log, self._run_metrics)
+            runs = data.list_runs(self.log, self.results)
             return 200, html, self.page("Runs", pages.runs_page(runs, self.links, str(self.log.path))).encode()
         if parts == ["fragment", "runs"]:
-            return 200, html, pages.runs_table(data.list_runs(self.log, self._run_metrics), self.links).encode()
+            return 200, html, pages.runs_table(data.list_runs(self.log, self.results), self.links).encode()
         if parts[0] == "static" and "/".join(parts[1:]) in STATIC_FILES:
             name = "/".join(parts[1:])
             return 200, STATIC_FILES[name], static_text(name).encode()
@@ -86,9 +86,10 @@ class Viewer:
             result = data.compare(self.log, query["a"], query["b"])
             return 200, html, self.page("Compare", pages.compare_page(result, self.links)).encode()
         if parts[0] == "run" and len(parts) >= 2:
-            run = data.known_run(self.log, parts[1])
             if len(parts) == 2:
-                return 200, html, self._dashboard(run).encode()
+                dashboard = data.dashboard(self.log, parts[1], self.results)
+                return 200, html, self.page(parts[1], pages.dashboard_page(dashboard, self.links)).encode()
+            run = data.known_run(self.log, parts[1], self.results)
             if parts[2:] == ["episodes"]:
                 return 200, html, self.page("Episodes", self._episodes(run, query)).encode()
             if len(parts) == 4 and parts[2] == "episode":
@@ -96,19 +97,6 @@ class Viewer:
                 body = pages.episode_page(story, run, self.links, lambda sha: self.links.image(run["run_id"], sha))
                 return 200, html, self.page(parts[3], body).encode()
         raise NotFound(f"no page {path}")
-
-    def _dashboard(self, run: dict[str, Any]) -> str:
-        """The dashboard, computed again only when the run or the dataset exports changed (a
-        finished run's dashboard is read many times and never changes)."""
-        stamp = (run["events"], run["last_event_at"], data.dataset_export_count(self.log))
-        with self._lock:
-            cached = self._dashboards.get(run["run_id"])
-        if cached and cached[0] == stamp:
-            return cached[1]
-        page = self.page(run["run_id"], pages.dashboard_page(data.dashboard(self.log, run["run_id"]), self.links))
-        with self._lock:
-            self._dashboards[run["run_id"]] = (stamp, page)
-        return page
 
     def _episodes(self, run: dict[str, Any], query: dict[str, str]) -> str:
         predicate, search = query.get("filter", ""), query.get("q", "")

@@ -3,6 +3,7 @@ drawn chart looks like in the browser."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -40,8 +41,10 @@ def run_ids(db: Path) -> list[str]:
 
 class Server:
     def __init__(self, db: Path):
+        # The viewer's results cache goes beside the test's log, not into the user's runtime folder.
+        env = {**os.environ, "EVISCENE_RUNTIME_DIR": str(db.parent / "runtime")}
         self.process = subprocess.Popen([EVISCENE, "--db", str(db), "view", "--port", "0"], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+                                        stderr=subprocess.PIPE, text=True, env=env)
         line = self.process.stdout.readline()
         match = re.search(r"http://[\d.]+:\d+/", line)
         assert match, f"no URL in {line!r}: {self.process.stderr.read() if self.process.poll() is not None else ''}"
