@@ -70,6 +70,9 @@ class ImageIndex:
                  thumbs: Sequence[np.ndarray]) -> None:
         self._groups = tuple(groups)
         self._hashes = hashes  # (images, len(HASH_CROPS), 2) uint64
+        # The same, crop by crop and hash by hash (crops, 2, images): the prefilter reads
+        # contiguous columns and never holds an (images x query crops x crops) array.
+        self._columns = np.ascontiguousarray(hashes.transpose(1, 2, 0))
         self._thumbs = tuple(thumbs)
         self._position = {sha: index for index, (sha, _) in enumerate(self._groups)}
         self._cache: OrderedDict[str, PreparedImage] = OrderedDict()
@@ -166,8 +169,11 @@ class ImageIndex:
             return np.zeros(0, dtype=np.int64)
         # The query's crops, and the same crops of it mirrored (a flipped re-post).
         q = np.concatenate([crop_hashes(query, QUERY_CROPS), crop_hashes(mirrored(query), QUERY_CROPS)])  # (A, 2)
-        xor = self._hashes[:, None, :, :] ^ q[None, :, None, :]  # (N, A, B, 2)
-        return np.bitwise_count(xor).sum(axis=-1).min(axis=(1, 2)).astype(np.int64)
+        best = np.full(len(self._groups), 128, dtype=np.uint8)
+        for phash, dhash in self._columns:
+            for query_phash, query_dhash in q:
+                np.minimum(best, np.bitwise_count(phash ^ query_phash) + np.bitwise_count(dhash ^ query_dhash), out=best)
+        return best.astype(np.int64)
 
     def candidates(self, query: PreparedImage, limit: int = VERIFY) -> list[tuple[str, int, float]]:
         """(sha256, hash distance, scan score) of the most promising corpus pictures: the
