@@ -3,9 +3,10 @@ stdout, and --output FILE (.csv, .jsonl, .parquet) for query results.
 
 Rows arrive as a stream of tuples of Python values (a query's DuckDB rows, or Arrow batches
 read into them) and leave as they arrive, so a result of any size prints in bounded memory;
-a query printed as text never imports pyarrow (a third of `eviscene runs`'s start-up). csv, json and jsonl stream row by row; the table format
-buffers only a preview (the first `TABLE_PREVIEW_ROWS` rows) to size its columns, then
-streams every row with those widths, wrapping cells that are wider.
+a query printed as text never imports pyarrow (a third of `eviscene runs`'s start-up). csv,
+json and jsonl stream row by row; the table format buffers only a preview (the first
+`TABLE_PREVIEW_ROWS` rows) to size its columns, then streams every row with those widths,
+wrapping cells that are wider.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def _plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):  # DuckDB hands fixed-size ARRAY values over as tuples
+    # DuckDB hands fixed-size ARRAY values over as plain tuples (Arrow's named tuples, such
+    # as an INTERVAL's MonthDayNano, print as before).
+    if isinstance(value, list) or type(value) is tuple:
         return [_plain(v) for v in value]
     return value
 

@@ -63,7 +63,16 @@ def test_views_loads_no_heavy_library(tmp_path):
 
 
 def test_a_result_arrow_must_carry_still_prints_as_before(log_path, tmp_path):
-    """A MAP column prints as Arrow gives it (key-value pairs): such a result is read as Arrow."""
-    report, stdout = loaded("--db", str(log_path), "sql", "SELECT MAP {'a': 1} AS m", "--format", "jsonl", cwd=tmp_path)
+    """A MAP prints as key-value pairs and an INTERVAL as [months, days, nanoseconds], as
+    Arrow gives them: such a result is read as Arrow."""
+    query = "SELECT MAP {'a': 1} AS m, INTERVAL 1 MONTH AS i, [1, 2]::INTEGER[2] AS a"
+    report, stdout = loaded("--db", str(log_path), "sql", query, "--format", "jsonl", cwd=tmp_path)
     assert report["exit"] == 0 and "pyarrow" in report["heavy"]
-    assert stdout == '{"m":[["a",1]]}\n'
+    assert stdout == '{"m":[["a",1]],"i":[1,0,0],"a":[1,2]}\n'
+
+
+def test_uuids_and_fixed_size_arrays_print_from_duckdb_rows_as_from_arrow(log_path, tmp_path):
+    query = "SELECT [1, 2]::INTEGER[2] AS a, '00000000-0000-0000-0000-000000000001'::UUID AS u"
+    report, stdout = loaded("--db", str(log_path), "sql", query, "--format", "csv", cwd=tmp_path)
+    assert report == {"exit": 0, "heavy": []}
+    assert stdout == 'a,u\n"[1,2]",00000000-0000-0000-0000-000000000001\n'
