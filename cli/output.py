@@ -1,10 +1,12 @@
 """One set of writers for every command's tabular output: --format table|csv|json|jsonl on
 stdout, and --output FILE (.csv, .jsonl, .parquet) for query results.
 
-Rows arrive as a stream of Arrow record batches and leave as they arrive, so a result of any
-size prints in bounded memory. csv, json and jsonl stream row by row; the table format
-buffers only a preview (the first `TABLE_PREVIEW_ROWS` rows) to size its columns, then
-streams every row with those widths, wrapping cells that are wider.
+Rows arrive as a stream of tuples of Python values (a query's DuckDB rows, or Arrow batches
+read into them) and leave as they arrive, so a result of any size prints in bounded memory;
+a query printed as text never imports pyarrow (a third of `eviscene runs`'s start-up). csv,
+json and jsonl stream row by row; the table format buffers only a preview (the first
+`TABLE_PREVIEW_ROWS` rows) to size its columns, then streams every row with those widths,
+wrapping cells that are wider.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
+from uuid import UUID
 
 import click
-import pyarrow as pa
 
 from eviscene.errors import EvisceneError
 from eviscene.rules.timestamps import format_ts
 from eviscene.store.layout import live_root
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from eviscene.store.log import QueryResult
 
 FORMATS = ("table", "csv", "json", "jsonl")
 OUTPUT_SUFFIXES = (".csv", ".jsonl", ".parquet")
@@ -50,9 +57,13 @@ def _plain(value: Any) -> Any:
         return int(value) if value.as_tuple().exponent >= 0 else float(value)
     if isinstance(value, bytes):
         return value.hex()
+    if isinstance(value, UUID):
+        return str(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
+    # DuckDB hands fixed-size ARRAY values over as plain tuples (Arrow's named tuples, such
+    # as an INTERVAL's MonthDayNano, print as before).
+    if isinstance(value, list) or type(value) is tuple:
         return [_plain(v) for v in value]
     return value
 
@@ -67,39 +78,45 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _rows(batches: Iterable[pa.RecordBatch], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
-    """Plain rows, one batch in memory at a time; JSON columns parsed so that they print as
-    JSON values, not as strings holding JSON."""
+def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
+    """Plain rows; JSON columns parsed so that they print as JSON values, not as strings
+    holding JSON."""
+    is_json = [name in json_columns for name in names]
+    for values in rows:
+        yield {
+            name: (None if value is None else json.loads(value)) if json_column else _plain(value)
+            for name, value, json_column in zip(names, values, is_json)
+        }
+
+
+def _arrow_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[Any, ...]]:
+    """Arrow record batches as tuples of Python values, one batch in memory at a time."""
     for batch in batches:
-        names = batch.schema.names
-        columns = [_values(column, name in json_columns) for name, column in zip(names, batch.columns)]
-        for values in zip(*columns):
-            yield dict(zip(names, values))
+        yield from zip(*(_arrow_values(column) for column in batch.columns))
 
 
-def _values(column: pa.Array, is_json: bool) -> list[Any]:
+def _arrow_values(column: pa.Array) -> list[Any]:
+    import pyarrow as pa
+
     kind = column.type
-    if is_json:
-        return [None if v is None else json.loads(v) for v in column.to_pylist()]
     if pa.types.is_timestamp(kind) and kind.tz is not None:
         # Arrow holds UTC instants; reading them without the time zone skips pyarrow's
         # time-zone conversion, which imports pandas (a second of start-up for `runs`).
         naive = column.cast(pa.timestamp(kind.unit)).to_pylist()
-        return [None if v is None else format_ts(v.replace(tzinfo=timezone.utc)) for v in naive]
-    return [_plain(v) for v in column.to_pylist()]
+        return [None if v is None else v.replace(tzinfo=timezone.utc) for v in naive]
+    return column.to_pylist()
 
 
 def write_rows(
-    schema: pa.Schema,
-    batches: Iterable[pa.RecordBatch],
+    names: list[str],
+    values: Iterable[Sequence[Any]],
     fmt: str,
     out: TextIO,
     *,
     json_columns: frozenset[str] = frozenset(),
     width: int | None = None,
 ) -> None:
-    names = schema.names
-    rows = _rows(batches, json_columns)
+    rows = _rows(names, values, json_columns)
     if fmt == "jsonl":
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -174,13 +191,22 @@ def terminal_width() -> int | None:
 
 
 def emit(table: pa.Table, fmt: str) -> None:
-    emit_stream(table.schema, table.to_batches(), fmt)
+    emit_rows(table.schema.names, _arrow_rows(table.to_batches()), fmt)
 
 
-def emit_stream(
-    schema: pa.Schema, batches: Iterable[pa.RecordBatch], fmt: str, *, json_columns: frozenset[str] = frozenset()
+def emit_result(result: QueryResult, fmt: str) -> None:
+    """A query's rows (`query(as_rows=True)`) on stdout."""
+    emit_rows(result.columns, _result_rows(result), fmt, json_columns=result.json_columns)
+
+
+def _result_rows(result: QueryResult) -> Iterator[tuple[Any, ...]]:
+    return iter(result.rows) if result.rows is not None else _arrow_rows(result.batches)
+
+
+def emit_rows(
+    names: list[str], rows: Iterable[Sequence[Any]], fmt: str, *, json_columns: frozenset[str] = frozenset()
 ) -> None:
-    write_rows(schema, batches, fmt, click.get_text_stream("stdout"), json_columns=json_columns, width=terminal_width())
+    write_rows(names, rows, fmt, click.get_text_stream("stdout"), json_columns=json_columns, width=terminal_width())
 
 
 def check_output_path(path: Path, log_path: Path) -> Path:
@@ -199,11 +225,15 @@ def check_output_path(path: Path, log_path: Path) -> Path:
     return target
 
 
-def write_output(
-    target: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, json_columns: frozenset[str] = frozenset()
-) -> None:
+def output_needs_arrow(target: Path | None) -> bool:
+    """Whether `write_output` reads the rows as Arrow batches (a Parquet file) or as tuples."""
+    return target is not None and target.suffix == ".parquet"
+
+
+def write_output(target: Path, result: QueryResult) -> None:
     """Stream the rows into `target` through a temporary name in its folder, renamed into
-    place once complete: an interrupted write leaves no half file under the real name."""
+    place once complete: an interrupted write leaves no half file under the real name.
+    `result` holds Arrow batches when `output_needs_arrow(target)`, else rows if it can."""
     handle, pending_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     pending = Path(pending_name)
     try:
@@ -211,13 +241,13 @@ def write_output(
             os.close(handle)
             import pyarrow.parquet as pq
 
-            with pq.ParquetWriter(pending, schema) as writer:
-                for batch in batches:
+            with pq.ParquetWriter(pending, result.schema) as writer:
+                for batch in result.batches:
                     writer.write_batch(batch)
         else:
             with open(handle, "w", encoding="utf-8", newline="") as out:
                 fmt = "csv" if target.suffix == ".csv" else "jsonl"
-                write_rows(schema, batches, fmt, out, json_columns=json_columns)
+                write_rows(result.columns, _result_rows(result), fmt, out, json_columns=result.json_columns)
         os.chmod(pending, 0o644 & ~_umask())
         os.replace(pending, target)
     except BaseException:

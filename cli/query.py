@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import pyarrow as pa
 
-from eviscene.cli.output import check_output_path, emit, emit_stream, format_option, write_output
+from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
 from eviscene.log import EventLog
 from eviscene.views import view_definitions
 
@@ -40,11 +39,11 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
     """
     log.require()
     target = check_output_path(output, log.path) if output is not None else None
-    with log.query(query, read=read) as result:
+    with log.query(query, read=read, as_rows=not output_needs_arrow(target)) as result:
         if target is not None:
-            write_output(target, result.schema, result.batches, json_columns=result.json_columns)
+            write_output(target, result)
         else:
-            emit_stream(result.schema, result.batches, fmt, json_columns=result.json_columns)
+            emit_result(result, fmt)
 
 
 @click.command()
@@ -73,7 +72,7 @@ def views(log: EventLog, columns: bool, fmt: str) -> None:
             ]
         finally:
             con.close()
-    emit(pa.table(data), fmt)
+    emit_rows(list(data), zip(*data.values()), fmt)
 
 
 COMMANDS = [sql, views]

@@ -9,7 +9,7 @@ import os
 import duckdb
 
 from eviscene.store import EventStore
-from eviscene.views import apply_views, views_needed_by
+from eviscene.views import apply_views
 
 
 class EventLog(EventStore):
@@ -20,7 +20,7 @@ class EventLog(EventStore):
     """
 
     def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
-        apply_views(con, materialize=materialize, only=views_needed_by(for_query) if for_query else None)
+        apply_views(con, materialize=materialize, for_query=for_query)
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

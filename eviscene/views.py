@@ -13,18 +13,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
+from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 
 import duckdb
-from duckdb.sqltypes import BOOLEAN, VARCHAR
-
-from eviscene.rules.dataset_split import dataset_default
-from eviscene.rules.python_text import json_ascii, py_value_text
-from eviscene.rules.source_policy import cache_partition_name, policy_block_reason
-from eviscene.rules.traces import safe_trace_filename
-from eviscene.rules.urls import normalize_host, normalize_url, url_host
-from eviscene.rules.verdicts import verdict_correct
 
 
 _HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
@@ -138,47 +130,59 @@ def _read_definitions() -> list[ViewDefinition]:
     return definitions
 
 
-def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+# name -> (module, function, parameter types, return type, NULLs passed to the function).
+# A connection registers only the functions its views and query name: the rules' modules
+# (pydantic for the source policy) and DuckDB's Python-function support (numpy) are loaded
+# only then.
+_FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
+    "normalize_url": ("eviscene.rules.urls", "normalize_url", ("VARCHAR",), "VARCHAR", True),
+    "normalize_host": ("eviscene.rules.urls", "normalize_host", ("VARCHAR",), "VARCHAR", True),
+    "url_host": ("eviscene.rules.urls", "url_host", ("VARCHAR",), "VARCHAR", True),
+    "safe_trace_filename": ("eviscene.rules.traces", "safe_trace_filename", ("VARCHAR",), "VARCHAR", True),
+    "py_value_text": ("eviscene.rules.python_text", "py_value_text", ("VARCHAR",), "VARCHAR", True),
+    # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
+    "source_policy_block": (
+        "eviscene.rules.source_policy", "policy_block_reason", ("VARCHAR", "VARCHAR", "VARCHAR"), "VARCHAR", True
+    ),
+    # cache_partition_name(cache_partition, policy_id) -> the partition a run's cached results live in
+    "cache_partition_name": ("eviscene.rules.source_policy", "cache_partition_name", ("VARCHAR", "VARCHAR"), "VARCHAR", True),
+    # json_ascii(text) -> json.dumps(text); NULL -> 'null', as Python's None
+    "json_ascii": ("eviscene.rules.python_text", "json_ascii", ("VARCHAR",), "VARCHAR", True),
+    # dataset_default(name) -> seed 002's split default as text (the SQL default row casts it)
+    "dataset_default": ("eviscene.rules.dataset_split", "dataset_default", ("VARCHAR",), "VARCHAR", False),
+    # verdict_correct(termination, verdict, gold label) -> never NULL
+    "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
+}
+
+
+def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = None) -> None:
     """SQL access to rules that live in Python once (`eviscene.rules`): URL normalization is
     shared by the tools, the source-access policy and the scoring views; the source-access
     policy's matcher by the tools and the trace audit; the tool-cache partition by the cache
     and its lookup; trace file names by the seed layout and the materialized run directory;
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
     and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
-    seed 002's split defaults by the dataset settings' default row."""
-    for name, function in (
-        ("normalize_url", normalize_url),
-        ("normalize_host", normalize_host),
-        ("url_host", url_host),
-        ("safe_trace_filename", safe_trace_filename),
-        ("py_value_text", py_value_text),
-    ):
-        con.create_function(name, function, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
-    # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
-    con.create_function(
-        "source_policy_block", policy_block_reason, [VARCHAR, VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
-    )
-    # cache_partition_name(cache_partition, policy_id) -> the partition a run's cached results live in
-    con.create_function(
-        "cache_partition_name", cache_partition_name, [VARCHAR, VARCHAR], VARCHAR, null_handling="special", side_effects=False
-    )
-    # json_ascii(text) -> json.dumps(text); NULL -> 'null', as Python's None
-    con.create_function("json_ascii", json_ascii, [VARCHAR], VARCHAR, null_handling="special", side_effects=False)
-    # dataset_default(name) -> seed 002's split default as text (the SQL default row casts it)
-    con.create_function("dataset_default", dataset_default, [VARCHAR], VARCHAR, side_effects=False)
-    # verdict_correct(termination, verdict, gold label) -> never NULL
-    con.create_function(
-        "verdict_correct", verdict_correct, [VARCHAR, VARCHAR, VARCHAR], BOOLEAN, null_handling="special", side_effects=False
-    )
+    seed 002's split defaults by the dataset settings' default row. All of them, or those in
+    `names`."""
+    for name, (module, function, parameters, returns, special_nulls) in _FUNCTIONS.items():
+        if names is None or name in names:
+            con.create_function(
+                name, getattr(import_module(module), function), list(parameters), returns,
+                **({"null_handling": "special"} if special_nulls else {}), side_effects=False,
+            )
 
 
-def apply_views(
-    con: duckdb.DuckDBPyConnection, *, materialize: bool = False, only: list[ViewDefinition] | None = None
-) -> None:
-    """Create every view (or `only` those); with `materialize`, as temporary tables computed
-    once each (for exports that read many views over one snapshot)."""
-    register_functions(con)
-    for definition in view_definitions() if only is None else only:
+def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False, for_query: str | None = None) -> None:
+    """Create every view (or, given `for_query`, the views and functions it reads); with
+    `materialize`, as temporary tables computed once each (for exports that read many views
+    over one snapshot)."""
+    definitions = view_definitions() if for_query is None else views_needed_by(for_query)
+    if for_query is None:
+        register_functions(con)
+    else:
+        named = " ".join([for_query, *(d.sql for d in definitions)])
+        register_functions(con, _names_in(named, set(_FUNCTIONS)))
+    for definition in definitions:
         sql = definition.sql
         if materialize:
             sql = sql.replace(f"CREATE OR REPLACE VIEW {definition.name} AS", f"CREATE OR REPLACE TEMP TABLE {definition.name} AS", 1)

@@ -21,7 +21,7 @@ from eviscene.exports.trajectories import perception_records, trace_records, tra
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
-from eviscene.views import apply_views, view_definitions, views_needed_by
+from eviscene.views import apply_views, view_definitions
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
@@ -147,7 +147,7 @@ def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConne
         dataset = " ".join(
             d.name for d in view_definitions() if d.path.startswith(DATASET_FOLDER) and d.name not in _NOT_MATERIALIZED
         )
-        apply_views(con, only=None if settings.native_runs else views_needed_by(dataset))
+        apply_views(con, for_query=None if settings.native_runs else dataset)
         _fill_native(con, settings.native_runs)
         _materialize(con)
     except BaseException:

@@ -16,11 +16,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from eviscene.errors import EvisceneError
 from eviscene.redaction import redact
+from eviscene.rules.runtime import runtime_dir
 from eviscene.rules.timestamps import local_now_seconds_iso
 
 SHARE_ENV = "EVISCENE_SHARED_QUOTA"
@@ -28,16 +28,6 @@ SHARE_ENV = "EVISCENE_SHARED_QUOTA"
 
 class ProviderBusyError(EvisceneError):
     """Another live run already drives this provider quota."""
-
-
-def runtime_dir() -> Path:
-    configured = os.environ.get("EVISCENE_RUNTIME_DIR")
-    if configured:
-        return Path(configured)
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and Path(xdg).is_dir():
-        return Path(xdg) / "eviscene"
-    return Path(tempfile.gettempdir()) / f"eviscene-{os.getuid()}"
 
 
 class RunGuard:

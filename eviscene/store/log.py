@@ -11,20 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-import anyio
 import duckdb
-import pyarrow as pa
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.merge import MergeReport, merge_log
-from eviscene.store.seal import seal_runs
 from eviscene.store.snapshot import Sandbox, check_query, open_snapshot
-from eviscene.store.verify import VerifyReport, verify_log
-from eviscene.store.writer import EventDraft, RunWriter
 
 if TYPE_CHECKING:
+    # Loaded by the methods that need them: a read loads neither pyarrow (unless it asks for
+    # Arrow) nor the writer, merge and verify (pydantic event models).
+    import pyarrow as pa
+    from duckdb.sqltypes import DuckDBPyType
+
+    from eviscene.store.merge import MergeReport
     from eviscene.store.rows import EventRow  # sqlmodel: loaded only by `events()`, not by every query
+    from eviscene.store.verify import VerifyReport
+    from eviscene.store.writer import EventDraft, RunWriter
 
 _SNAPSHOT_RETRIES = 3
 MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "2GB")
@@ -33,10 +35,14 @@ BATCH_ROWS = 65_536
 
 @dataclass
 class QueryResult:
-    """A query's rows as a stream of Arrow record batches, and which columns hold JSON."""
+    """A query's rows, streamed: as Arrow record batches (`batches`), or with
+    `query(as_rows=True)` as tuples of Python values (`rows`: no pyarrow, for text output)
+    when every column's type allows (else `batches`); and which columns hold JSON."""
 
-    batches: pa.RecordBatchReader
+    columns: list[str]
     json_columns: frozenset[str]
+    batches: pa.RecordBatchReader | None = None
+    rows: Iterator[tuple[Any, ...]] | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -100,9 +106,10 @@ class EventStore:
         *,
         read: Sequence[str | os.PathLike[str]] = (),
         batch_rows: int = BATCH_ROWS,
+        as_rows: bool = False,
     ) -> Iterator[QueryResult]:
         """Run one SELECT over a fresh sandboxed snapshot and stream its rows in Arrow
-        batches (memory stays bounded whatever the result's size):
+        batches, or with `as_rows` in tuples (memory stays bounded whatever the result's size):
 
         >>> with log.query("SELECT * FROM events") as result:
         ...     for batch in result.batches: ...
@@ -111,11 +118,18 @@ class EventStore:
             con = self.connect(for_query=query, read=read)
             try:
                 check_query(con, query)
-                relation = con.sql(query, params=params)
-                json_columns = frozenset(
-                    name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"
-                )
-                batches = relation.to_arrow_reader(batch_rows)
+                if as_rows:
+                    # DB-API rows stream from the connection; no relation, so the query binds once.
+                    con.execute(query, params)
+                    described = [(column[0], column[1]) for column in con.description]
+                if as_rows and all(_same_python_values(kind) for _, kind in described):
+                    result = QueryResult([name for name, _ in described], _json_columns(described), rows=_fetched(con, batch_rows))
+                else:
+                    if as_rows:
+                        con.abort()  # the rows are read as Arrow instead
+                    relation = con.sql(query, params=params)
+                    described = list(zip(relation.columns, relation.types))
+                    result = QueryResult(relation.columns, _json_columns(described), batches=relation.to_arrow_reader(batch_rows))
             except duckdb.IOException as exc:
                 con.close()
                 # A live segment was compacted or sealed between listing and reading it.
@@ -126,7 +140,7 @@ class EventStore:
                 con.close()
                 raise
             try:
-                yield QueryResult(batches, json_columns)
+                yield result
             finally:
                 con.close()
             return
@@ -160,11 +174,14 @@ class EventStore:
 
     def writer(self, run_id: str, **options: Any) -> RunWriter:
         """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""
+        from eviscene.store.writer import RunWriter
+
         self._writable()
         return RunWriter(self.path, run_id, **options)
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
         """Append events to a run from synchronous code; returns how many were new."""
+        import anyio
 
         async def _append() -> int:
             async with self.writer(run_id) as writer:
@@ -175,21 +192,54 @@ class EventStore:
         return anyio.run(_append)
 
     def verify(self) -> VerifyReport:
+        from eviscene.store.verify import verify_log
+
         return verify_log(self.path)
 
     def merge(self, source: str | os.PathLike[str]) -> MergeReport:
         """Fold another log (a shard, another machine's runs) into this one's archive."""
+        from eviscene.store.merge import merge_log
+
         self._writable()
         return merge_log(self.path, resolve_log_path(source))
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""
+        from eviscene.store.seal import seal_runs
+
         self._writable()
         return seal_runs(self.path, run_ids)
 
     def _writable(self) -> None:
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
+
+
+def _json_columns(described: Iterable[tuple[str, Any]]) -> frozenset[str]:
+    return frozenset(name for name, kind in described if str(kind) == "JSON")
+
+
+# Types whose values DuckDB hands to Python as Arrow's `to_pylist()` does (UUIDs as UUID, not
+# text): rows of these print the same either way. Maps (dicts, not key-value pairs),
+# intervals, nanosecond timestamps, BIT, UNION and the rest differ: such results come as Arrow.
+_PLAIN_TYPES = frozenset({
+    "boolean", "tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger", "ubigint", "hugeint",
+    "uhugeint", "float", "double", "decimal", "varchar", "blob", "date", "time", "timestamp", "timestamp_ms",
+    "timestamp_s", "timestamp with time zone", "uuid", "enum", "null",
+})
+
+
+def _same_python_values(kind: DuckDBPyType) -> bool:
+    if kind.id in ("list", "array"):
+        return _same_python_values(dict(kind.children)["child"])
+    if kind.id == "struct":
+        return all(_same_python_values(child) for _, child in kind.children)
+    return kind.id in _PLAIN_TYPES
+
+
+def _fetched(con: duckdb.DuckDBPyConnection, batch_rows: int) -> Iterator[tuple[Any, ...]]:
+    while batch := con.fetchmany(batch_rows):
+        yield from batch
 
 
 def _readable(path: str | os.PathLike[str]) -> Path:

@@ -19,13 +19,15 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from eviscene.errors import LogIntegrityError, os_fault
 from eviscene.store.faults import checkpoint
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MANIFEST = "segments.jsonl"
 EVENTS_FILE = re.compile(r"^events-(\d{12})-(\d{12})\.parquet$")
@@ -105,6 +107,9 @@ def append_lines(folder: Path, entries: list[ManifestEntry]) -> None:
 def write_segment(folder: Path, name: str, table: pa.Table) -> str:
     """Write a segment durably under its final name; returns its sha256. Not yet committed:
     that is the manifest line."""
+    import pyarrow as pa  # here, not at the top: a reader lists manifests without loading pyarrow
+    import pyarrow.parquet as pq
+
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     content = sink.getvalue().to_pybytes()
@@ -137,6 +142,8 @@ def file_sha256(path: Path) -> str:
 
 def describe_events_file(path: Path) -> ManifestEntry:
     """The manifest line of an events segment, computed from the file itself."""
+    import pyarrow.parquet as pq
+
     table = pq.read_table(path, columns=["seq", "prev_hash", "hash"])
     seqs, hashes = table.column("seq").to_pylist(), table.column("hash").to_pylist()
     return ManifestEntry(
@@ -189,6 +196,8 @@ def recover_folder(folder: Path) -> None:
         entries = []
         append_lines(folder, [])  # from now on a missing manifest means a deleted one
     events, blobs = unrecorded_tail(folder, entries)
+    import pyarrow.parquet as pq
+
     lines = [ManifestEntry(file=name, rows=pq.read_metadata(folder / name).num_rows, sha256=file_sha256(folder / name)) for name in blobs]
     if lines or events:
         append_lines(folder, lines + events)

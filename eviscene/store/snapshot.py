@@ -19,7 +19,6 @@ import duckdb
 from eviscene.errors import LogLockedError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
-from eviscene.store.parquet_export import export_sources
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
 DUCKDB_CONFIG = {
@@ -36,6 +35,8 @@ _HOLDER_PID = re.compile(r"PID (\d+)")
 def new_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
     con.execute("SET TimeZone = 'UTC'")
+    # A long query streamed row by row would draw DuckDB's progress bar into the output.
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
@@ -172,6 +173,8 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
 
 def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
     """A folder written by `log export-parquet`: its Parquet files are the log, read only."""
+    from eviscene.store.parquet_export import export_sources  # pyarrow: only for an export folder
+
     con = new_connection()
     events, blobs, files = export_sources(directory)
     con.execute("CREATE VIEW events AS " + (events or _empty_events()))

@@ -125,12 +125,12 @@ class Corpus:
             return self._search_index
 
     def image_index(self) -> "ImageIndex":
-        """Perceptual-hash index over every corpus image, built on first use."""
+        """Perceptual-hash index over every corpus image, loaded from its cache or built on first use."""
         with self._lock:
             if self._image_index is None:
                 from eviscene.tools.image_index import ImageIndex
 
-                self._image_index = ImageIndex.build(self)
+                self._image_index = ImageIndex.cached(self)
             return self._image_index
 
 

@@ -12,6 +12,12 @@ corpus image is the smallest pHash+dHash Hamming distance (0..128) over crop pai
    the `VERIFY` best, and the `HASH_EXTRA` nearest by hash, are aligned and compared at
    working resolution.
 3. Only `compare`'s decision makes a match; no hash or scan threshold decides.
+
+The hashes and thumbnails are computed once per corpus (in parallel threads) and cached in
+the runtime directory (`eviscene.rules.runtime`), in a file named by the corpus key: the
+sha256 of the index format and of every image's sha256, size and modification time. A
+changed corpus (an image added, removed, replaced or touched) has another key, so a stale
+index is never read; a cached one loads in well under a second.
 """
 
 from __future__ import annotations
@@ -19,16 +25,19 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.tools.image_align import query_windows, scan_score, thumbnail
+from eviscene.rules.runtime import runtime_dir
+from eviscene.tools.image_align import SCAN_SIDE, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import Comparison, compare, mirrored
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
@@ -39,6 +48,11 @@ PREFILTER = 48
 VERIFY = 6
 HASH_EXTRA = 3
 _PREPARED_CACHE = 48
+# Part of the cache key: change it when the hashes or thumbnails change in a way the key's
+# other parts (the crops, the thumbnail side) do not show.
+INDEX_FORMAT = "image-index-v1"
+
+Groups = Sequence[tuple[str, tuple["CorpusImage", ...]]]
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,9 @@ class ImageIndex:
                  thumbs: Sequence[np.ndarray]) -> None:
         self._groups = tuple(groups)
         self._hashes = hashes  # (images, len(HASH_CROPS), 2) uint64
+        # The same, crop by crop and hash by hash (crops, 2, images): the prefilter reads
+        # contiguous columns and never holds an (images x query crops x crops) array.
+        self._columns = np.ascontiguousarray(hashes.transpose(1, 2, 0))
         self._thumbs = tuple(thumbs)
         self._position = {sha: index for index, (sha, _) in enumerate(self._groups)}
         self._cache: OrderedDict[str, PreparedImage] = OrderedDict()
@@ -63,11 +80,25 @@ class ImageIndex:
 
     @classmethod
     def build(cls, corpus: "CorpusEntries", workers: Optional[int] = None) -> "ImageIndex":
-        grouped: dict[str, list["CorpusImage"]] = {}
-        for entry in corpus.images:
-            grouped.setdefault(entry.image.sha256.lower(), []).append(entry)
-        groups = [(sha, tuple(entries)) for sha, entries in grouped.items()]
+        """Hash and thumbnail every distinct corpus picture (each file checked against its sha256)."""
+        return cls._build(image_groups(corpus), workers)
 
+    @classmethod
+    def cached(cls, corpus: "CorpusEntries", folder: Optional[Path] = None) -> "ImageIndex":
+        """The index from the cache in `folder` (default: the runtime directory's
+        `image-index/`) under the corpus key, else built and cached there."""
+        groups = image_groups(corpus)
+        path = (folder or runtime_dir() / "image-index") / f"{corpus_key(groups)}.npz"
+        try:
+            return cls._load(groups, path)
+        except (OSError, ValueError, KeyError):  # none yet, or unreadable: build it
+            pass
+        index = cls._build(groups)
+        index._save(path)
+        return index
+
+    @classmethod
+    def _build(cls, groups: Groups, workers: Optional[int] = None) -> "ImageIndex":
         def describe(group: tuple[str, tuple["CorpusImage", ...]]) -> tuple[np.ndarray, np.ndarray]:
             sha, entries = group
             image = _load_verified(sha, entries[0])
@@ -78,6 +109,37 @@ class ImageIndex:
             described = list(pool.map(describe, groups))
         hashes = np.stack([h for h, _ in described]) if described else np.zeros((0, len(HASH_CROPS), 2), np.uint64)
         return cls(groups, hashes, [t for _, t in described])
+
+    @classmethod
+    def _load(cls, groups: Groups, path: Path) -> "ImageIndex":
+        with np.load(path, allow_pickle=False) as stored:
+            if stored["sha256"].tolist() != [sha for sha, _ in groups]:
+                raise ValueError(f"{path}: holds another corpus")
+            shapes, pixels = stored["thumb_shapes"], stored["thumb_pixels"]
+            ends = np.cumsum(shapes.prod(axis=1))
+            thumbs = [pixels[end - h * w:end].reshape(h, w) for (h, w), end in zip(shapes.tolist(), ends.tolist())]
+            return cls(groups, stored["hashes"], thumbs)
+
+    def _save(self, path: Path) -> None:
+        """Write the cache file under a temporary name, then rename it: a reader never sees
+        half a file. A cache that cannot be written (no writable runtime directory, a full
+        disk) costs only the next build."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            handle, pending_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError:
+            return
+        pending, thumbs = Path(pending_name), self._thumbs
+        try:
+            with os.fdopen(handle, "wb") as out:
+                np.savez(
+                    out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
+                    thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
+                    thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
+                )
+            os.replace(pending, path)
+        except OSError:
+            pending.unlink(missing_ok=True)
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -107,8 +169,11 @@ class ImageIndex:
             return np.zeros(0, dtype=np.int64)
         # The query's crops, and the same crops of it mirrored (a flipped re-post).
         q = np.concatenate([crop_hashes(query, QUERY_CROPS), crop_hashes(mirrored(query), QUERY_CROPS)])  # (A, 2)
-        xor = self._hashes[:, None, :, :] ^ q[None, :, None, :]  # (N, A, B, 2)
-        return np.bitwise_count(xor).sum(axis=-1).min(axis=(1, 2)).astype(np.int64)
+        best = np.full(len(self._groups), 128, dtype=np.uint8)
+        for phash, dhash in self._columns:
+            for query_phash, query_dhash in q:
+                np.minimum(best, np.bitwise_count(phash ^ query_phash) + np.bitwise_count(dhash ^ query_dhash), out=best)
+        return best.astype(np.int64)
 
     def candidates(self, query: PreparedImage, limit: int = VERIFY) -> list[tuple[str, int, float]]:
         """(sha256, hash distance, scan score) of the most promising corpus pictures: the
@@ -132,6 +197,24 @@ class ImageIndex:
             results.append(ImageMatch(sha, self._groups[self._position[sha]][1], distance, comparison))
         results.sort(key=lambda m: (not m.comparison.match, -m.comparison.similarity, m.hash_distance, m.sha256))
         return results
+
+
+def image_groups(corpus: "CorpusEntries") -> list[tuple[str, tuple["CorpusImage", ...]]]:
+    """The corpus's distinct pictures (by sha256, in first-seen order), each with every entry showing it."""
+    grouped: dict[str, list["CorpusImage"]] = {}
+    for entry in corpus.images:
+        grouped.setdefault(entry.image.sha256.lower(), []).append(entry)
+    return [(sha, tuple(entries)) for sha, entries in grouped.items()]
+
+
+def corpus_key(groups: Groups) -> str:
+    """The cache key of the index of these pictures: the index format, the crops and thumbnail
+    size it uses, and each picture's sha256 with the size and modification time of the file read."""
+    digest = hashlib.sha256(f"{INDEX_FORMAT}\n{HASH_CROPS!r}\n{SCAN_SIDE}".encode())
+    for sha, entries in groups:
+        stat = entries[0].file.stat()
+        digest.update(f"\n{sha} {stat.st_size} {stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
 
 
 def _load_verified(sha256: str, entry: "CorpusImage") -> PreparedImage:

@@ -1,0 +1,102 @@
+"""The reverse-image index is cached on disk under the corpus key: a cached index searches
+exactly as a freshly built one, its vectorized hash prefilter gives the distances a plain
+per-image loop gives, and a changed corpus gets a new key (a stale index is never read)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eviscene.tools.corpus import Corpus
+from eviscene.tools.image_compare import mirrored
+from eviscene.tools.image_index import PREFILTER, ImageIndex, corpus_key, image_groups
+from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, crop_hashes, prepare
+
+from tools_fixtures import CorpusBuilder
+from tools_images import caption_banner, crop_fraction, jpeg, paste_object, scene
+
+PICTURES = PREFILTER + 8  # more than the prefilter keeps, so it prunes
+
+
+def write_corpus(root: Path, seeds: range) -> Path:
+    builder = CorpusBuilder(root)
+    for seed in seeds:
+        image = builder.image(f"s{seed}.jpg", scene(seed, (320, 213)), alt=f"scene {seed}")
+        builder.page(f"https://pics.example/{seed}", f"Scene {seed}", f"Picture number {seed}.", images=[image])
+    return builder.write()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Corpus:
+    return Corpus.load(write_corpus(tmp_path_factory.mktemp("corpus"), range(100, 100 + PICTURES)))
+
+
+def queries() -> list:
+    edited = caption_banner(crop_fraction(paste_object(scene(103, (320, 213)), (0.5, 0.5, 0.6, 0.65)), 0.1, 0.05, 0.05, 0.1), "A caption")
+    return [prepare(jpeg(edited, 55)), prepare(jpeg(scene(999, (320, 213)), 60))]
+
+
+def test_a_cached_index_searches_exactly_as_a_fresh_one(corpus, tmp_path):
+    fresh = ImageIndex.build(corpus)
+    ImageIndex.cached(corpus, tmp_path)  # builds and writes the cache
+    assert [p.suffix for p in tmp_path.iterdir()] == [".npz"]
+    cached = ImageIndex.cached(corpus, tmp_path)  # reads it
+    for query in queries():
+        assert cached.candidates(query) == fresh.candidates(query)
+        ranked = [(m.sha256, m.hash_distance, m.comparison) for m in cached.similar(query)]
+        assert ranked == [(m.sha256, m.hash_distance, m.comparison) for m in fresh.similar(query)]
+    # The edited copy of scene 103 is the one match, in both.
+    best = cached.similar(queries()[0])[0]
+    assert best.comparison.match and [e.page.url for e in best.entries] == ["https://pics.example/103"]
+
+
+def test_the_vectorized_prefilter_matches_a_per_image_loop(corpus, tmp_path):
+    index = ImageIndex.cached(corpus, tmp_path)
+    for query in queries():
+        query_hashes = [int(v) for row in np.concatenate([crop_hashes(query, QUERY_CROPS), crop_hashes(mirrored(query), QUERY_CROPS)]) for v in row]
+        expected = []
+        for _, entries in image_groups(corpus):
+            picture = [int(v) for row in crop_hashes(prepare(entries[0].file, find_bands=False), HASH_CROPS) for v in row]
+            expected.append(min(
+                bin(picture[2 * b] ^ query_hashes[2 * a]).count("1") + bin(picture[2 * b + 1] ^ query_hashes[2 * a + 1]).count("1")
+                for a in range(len(query_hashes) // 2) for b in range(len(HASH_CROPS))
+            ))
+        assert index.hash_distances(query).tolist() == expected
+
+
+def test_a_changed_corpus_gets_a_new_cache_key(tmp_path, monkeypatch):
+    root = write_corpus(tmp_path / "corpus", range(10, 13))
+    cache = tmp_path / "cache"
+    first = Corpus.load(root)
+    key = corpus_key(image_groups(first))
+    ImageIndex.cached(first, cache)
+    assert sorted(p.name for p in cache.iterdir()) == [f"{key}.npz"]
+
+    # Unchanged: the same key, and the index is read, not built.
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("an unchanged corpus was indexed again")
+
+    monkeypatch.setattr(ImageIndex, "_build", no_build)
+    assert corpus_key(image_groups(Corpus.load(root))) == key
+    assert len(ImageIndex.cached(Corpus.load(root), cache)) == 3
+    monkeypatch.undo()
+
+    # A picture replaced (new bytes, pages.jsonl rewritten): a new key, and a new index.
+    builder = CorpusBuilder(root)
+    for seed in (10, 11, 14):
+        image = builder.image(f"s{seed}.jpg", scene(seed, (320, 213)))
+        builder.page(f"https://pics.example/{seed}", f"Scene {seed}", f"Picture number {seed}.", images=[image])
+    changed = Corpus.load(builder.write())
+    new_key = corpus_key(image_groups(changed))
+    assert new_key != key
+    index = ImageIndex.cached(changed, cache)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([f"{key}.npz", f"{new_key}.npz"])
+    new_picture = prepare(root / "images" / "s14.jpg", find_bands=False)
+    assert index.hash_distances(new_picture).min() == 0
+
+    # The same bytes written again (a file touched or copied): the key changes too.
+    os.utime(root / "images" / "s10.jpg", ns=(1, 1))
+    assert corpus_key(image_groups(Corpus.load(root))) not in (key, new_key)
