@@ -6,8 +6,8 @@ Method (`align-ecc-blockdiff-v2`):
 2. Alignment (`image_align.align`): scale + offset from query to reference.
 3. The reference is warped into the query frame at the lower of the two resolutions
    (long side at most `WORK_SIDE`); the placement is refined to an affine map by ECC over
-   the overlap outside the query's bands and text (a copy turned by a degree or two, a
-   sub-pixel shift); both are blurred (σ = `BLUR_SIGMA` px), and a robust colour fit
+   the overlap outside the query's bands, text and a rim of `ECC_RIM` (a copy turned by
+   a degree or two, a sub-pixel shift); both are blurred (σ = `BLUR_SIGMA` px), and a robust colour fit
    (`_fit_photometric`: per channel, linear in the three channels plus its own tone
    curve) absorbs recompression, brightness/contrast/gamma, saturation and white-balance
    changes. A pixel's residual is its largest channel error, so a change of colour alone
