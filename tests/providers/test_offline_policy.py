@@ -51,6 +51,19 @@ def test_no_copy_anywhere_is_unverifiable():
     assert ask(messages).tool_calls == []
     verdict = json.loads(ask(messages, "unified_judgment").content)
     assert verdict["verdict"] == "unverifiable"
+    assert verdict["confidence"] == 0.7  # the reverse search found no copy; no coverage of the claim either
+    assert "a reverse image search found none" in verdict["rationale"]
+
+
+def test_no_copy_but_coverage_of_the_claim_is_a_more_confident_unverifiable():
+    hit = {"evidence_id": "ev-1", "url": "https://b.example/flood", "title": "Porto Alegre floods", "snippet": "..."}
+    messages = conversation(("reverse_image_search", {}, {"matches": []}), ("text_search", {"query": "q"}, {"results": [hit]}),
+                            ("visit", {"url": hit["url"]}, {"evidence_id": "ev-1", "url": hit["url"], "title": "Porto Alegre floods",
+                                                             "text": "Porto Alegre", "links": []}))
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "unverifiable" and verdict["confidence"] == 0.8
+    assert "related coverage was found, none of it with this picture" in verdict["rationale"]
+    assert verdict["verdict_basis"][0] == {"evidence_id": "ev-1", "finding": "related coverage, but no copy of the picture"}
 
 
 def test_an_edited_copy_is_manipulated_and_cited():
@@ -120,7 +133,7 @@ def test_an_out_of_context_verdict_names_the_earlier_publication_and_the_date_ga
     rationale = verdict["rationale"]
     assert '"Storm in Recife" (https://a.example/x)' in rationale
     assert "published 2015-10-02, 3139 days before the claimed 2024-05-06" in rationale  # 2015-10-02 .. 2024-05-06
-    assert "Porto Alegre" in rationale  # the place differs too
+    assert "the claim names Porto Alegre, which the earlier page does not mention (its headline names Recife)" in rationale
     assert verdict["confidence"] == 0.9  # both the date and the place differ
 
 

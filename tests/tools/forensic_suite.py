@@ -6,6 +6,11 @@ fonts the machine has. Pictures of seeds in `TUNING_SEEDS` were used to choose
 `image_compare`'s thresholds; `HELD_OUT_SEEDS` only to report them (tests and
 `bench/forensic_suite.py`).
 
+The splits: 1000-1399 tune. 5000-5399 were the first held-out split; its misses were read
+and a threshold changed after them, so they are tuning seeds now too. 8000-8399 are the
+held-out split that replaced them: no threshold was chosen or checked against them before
+the figures in the README were measured once.
+
 A transform maps a `Sample` (picture, truth mask of edited pixels, OCR-like text boxes)
 to a new one, carrying the mask and the boxes through every geometric change, so a
 benign copy knows where its printed text is (what the agent's OCR reports) and an edited
@@ -24,8 +29,9 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFont
 
-TUNING_SEEDS = range(1000, 1400)
-HELD_OUT_SEEDS = range(5000, 5400)
+# Interleaved, so the first N tuning pictures (the bench's --pictures) draw on both ranges.
+TUNING_SEEDS = tuple(seed for pair in zip(range(1000, 1400), range(5000, 5400)) for seed in pair)
+HELD_OUT_SEEDS = range(8000, 8400)
 
 Box = list[list[float]]  # four corner points, as OCR reports them
 

@@ -168,10 +168,16 @@ class Investigation:
         copies = self.copies_by_age()
         basis: list[dict[str, str]] = []
         if not copies:
-            label, confidence = "unverifiable", 0.6 if self.search_hits else 0.5
+            label = "unverifiable"
+            # A reverse search over the whole index that finds no copy is strong evidence that
+            # the picture was never published before; coverage of the claimed event found
+            # without it makes that stronger. A search by description alone is weaker.
+            searched = self.done("reverse_image_search")
+            confidence = (0.8 if self.search_hits else 0.7) if searched else 0.6 if self.search_hits else 0.5
             for hit in self.search_hits[:2]:
                 basis.append({"evidence_id": hit["evidence_id"], "finding": "related coverage, but no copy of the picture"})
-            rationale = "No earlier copy of the picture was found, so its origin cannot be established."
+            rationale = (f"No earlier copy of the picture was found ({'a reverse image search found none' if searched else 'searched by description only'}"
+                         f"{'; related coverage was found, none of it with this picture' if self.search_hits else ''}), so its origin cannot be established.")
         elif any(c.edited for c in copies):
             edited = next(c for c in copies if c.edited)
             where = _region_text(edited.regions)
@@ -200,7 +206,9 @@ class Investigation:
                 if predates:
                     differences.append(f"the date: it was published {origin.published}, {gap} days before the claimed {self.claim.date}")
                 if places_missing:
-                    differences.append(f"the place or event: the claim names {', '.join(self.claim.names[:3])}, which the earlier page does not mention")
+                    theirs = [n for n in parse_claim(title).names if not any(mentions(n, c) for c in self.claim.names)][:3]
+                    differences.append(f"the place or event: the claim names {', '.join(self.claim.names[:3])}, which the earlier page does not mention"
+                                       + (f" (its headline names {', '.join(theirs)})" if theirs else ""))
                 confidence = 0.9 if predates and places_missing else 0.85 if predates else 0.7
                 rationale = f"The picture was published earlier by \"{title}\" ({origin.url}). It differs from the claim in " + "; and in ".join(differences) + "."
             else:
