@@ -7,7 +7,9 @@
   row outside one), and the run's last event against the last seq and hash recorded at
   commit: a cut-off tail shows even when what is left chains perfectly.
 - The end: a run no writer holds ends with `run.finished` (stamped with the chain head it
-  closes); one without is reported unfinished. A run whose lock is held is verified up to
+  closes); one without is reported unfinished. A record stream (`eviscene import`, `dataset
+  export`: it opens with `artifact.imported` or `dataset.exported`) has no end event; its
+  tail recorded at commit is all it owes. A run whose lock is held is verified up to
   its last commit and reported running.
 - A folded shard (`log merge`): behind its `log_shard` record, the shard's own chain is
   rebuilt over its events (and those it shared, from the record) and must end at the
@@ -30,6 +32,7 @@ from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import open_snapshot
 from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
+RECORD_OPENERS = ("artifact.imported", "dataset.exported")
 RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
 
 
@@ -91,6 +94,7 @@ class ChainWalk:
     events: int = 0
     problems: list[ChainProblem] = field(default_factory=list)
     tails: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # run -> (seq, hash, type) of its last event
+    record_streams: set[str] = field(default_factory=set)  # runs that open with a record: they owe no run.finished
 
 
 _WALK_COLUMNS = (
@@ -147,6 +151,8 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                 broken = True
                 continue
             last_seq, prev_hash, last_type = seq, row_hash, type_
+            if seq == 1 and type_ in RECORD_OPENERS:
+                walk.record_streams.add(run_id)
     if current is not None:
         _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
     return walk
@@ -297,7 +303,7 @@ def verify_log(log_path: Path) -> VerifyReport:
         )
         if problem:
             problems.append(problem)
-        elif tail_seq and tail_type != "run.finished":
+        elif tail_seq and tail_type != "run.finished" and run_id not in walk.record_streams:
             pending = _unrecorded(state, run_id, sealed)
             unfinished.append(RunNote(
                 run_id, tail_seq,

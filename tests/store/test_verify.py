@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from eviscene.cli.main import cli
 from eviscene.errors import LogIntegrityError
-from eviscene.events import GateDecided, RunFinished
+from eviscene.events import ArtifactImported, DatasetExported, GateDecided, RunFinished
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.locks import RunLock
@@ -130,6 +130,39 @@ def test_cut_off_tail_of_a_sealed_run_is_named(tmp_path):
     assert result.output.splitlines()[0] == (
         "BROKEN run r1, seq 61..100: missing: cut-off tail (the log committed this run up to seq 100)"
     )
+
+
+def record_streams(log: EventLog) -> None:
+    """What `dataset export` and `eviscene import` write: streams of records, no run.finished."""
+    log.append("dataset-1", [EventDraft(DatasetExported(out_dir="/tmp/ds", manifest={"rows": 3}))])
+    log.append("import-1", [EventDraft(ArtifactImported(kind="seed_trace", path=f"t{i}.json", sha256=f"{i:064x}")) for i in range(3)])
+
+
+def test_a_dataset_export_and_an_import_are_complete_without_run_finished(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    log.append("r1", gates(0, 6) + [finished()])
+    record_streams(log)
+    assert verify_cli(log).output == "ok: 3 run(s), 11 events, every chain intact and complete\n"
+    log.seal()
+    report = log.verify()
+    assert report.ok and not report.unfinished and (report.runs, report.events) == (3, 11)
+
+
+def test_a_cut_off_record_stream_is_still_named(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    record_streams(log)
+    log.seal()
+    tamper(log, "DELETE FROM events WHERE run_id = 'import-1' AND seq = 3")
+    assert verify_cli(log).output.splitlines()[0] == (
+        "BROKEN run import-1, seq 3..3: missing: cut-off tail (the log committed this run up to seq 3)"
+    )
+
+
+def test_an_eval_run_that_stopped_early_is_still_unfinished(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    log.append("r1", gates(0, 6))
+    record_streams(log)
+    assert [n.run_id for n in log.verify().unfinished] == ["r1"]
 
 
 def test_archive_rows_outside_every_sealed_record_are_named(tmp_path):
