@@ -11,8 +11,7 @@ Names are imported on first use, so `import eviscene.store` alone does not load 
 its tools and their image and OCR libraries.
 """
 
-from importlib import import_module
-from typing import Any
+from eviscene.rules.lazy_exports import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -30,8 +29,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eviscene' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -13,4 +13,5 @@ may import it. A rule SQL needs is registered as a DuckDB function from here (se
 - `traces`: trace file names; `verdicts`: when an answer is correct; `stages`: agent stages
 - `tool_families`: the tool families and the tools of each; `dataset_split`: seed 002's split defaults
 - `python_text`: Python's `str()` and `json.dumps` of JSON values, for the dataset views
+- `lazy_exports`: a package's public names, imported on first use
 """

@@ -4,8 +4,7 @@
 Names are imported on first use: a command that only reads the log loads neither the writer
 (pydantic event models, pyarrow) nor verification."""
 
-from importlib import import_module
-from typing import Any
+from eviscene.rules.lazy_exports import lazy_getattr
 
 _EXPORTS = {
     "ChainProblem": "eviscene.store.verify",
@@ -18,8 +17,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eviscene.store' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

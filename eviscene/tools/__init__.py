@@ -6,8 +6,7 @@ OpenCV, Pillow and the OCR engine. URL normalization and the source-access polic
 are rules other layers share: `eviscene.rules.urls`, `eviscene.rules.source_policy`.
 """
 
-from importlib import import_module
-from typing import Any
+from eviscene.rules.lazy_exports import lazy_getattr
 
 _EXPORTS = {
     "ALL_TOOLS": "eviscene.tools.specs",
@@ -43,8 +42,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eviscene.tools' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
