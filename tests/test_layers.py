@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # - analysis: questions over runs (`why`, `runs compare`), reading exported rows.
 # - eval: a run end to end: release, tools, agent, providers, log, exports.
 # - viewer: the web viewer over everything recorded.
-# - cli: the command line (and `python -m eviscene`) over everything.
+# - cli: the command line (and `python -m eviscene`) over everything; the package's own
+#   `__init__` (`eviscene`), the Python API that names (lazily) what every layer offers.
 LAYERS: list[set[str]] = [
     {"rules"},
     {"errors", "events", "redaction"},
@@ -48,7 +49,7 @@ LAYERS: list[set[str]] = [
     {"analysis"},
     {"eval"},
     {"viewer"},
-    {"cli", "__main__"},
+    {"cli", "__main__", "eviscene"},
 ]
 
 def _modules() -> dict[str, tuple[Path, bool]]:
