@@ -15,7 +15,7 @@ import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.snapshot import Sandbox, check_query, open_snapshot
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, open_snapshot, segment_moved
 
 if TYPE_CHECKING:
     # Loaded by the methods that need them: a read loads neither pyarrow (unless it asks for
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from eviscene.store.verify import VerifyReport
     from eviscene.store.writer import EventDraft, RunWriter
 
-_SNAPSHOT_RETRIES = 3
 MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "2GB")
 BATCH_ROWS = 65_536
 
@@ -114,9 +113,10 @@ class EventStore:
         >>> with log.query("SELECT * FROM events") as result:
         ...     for batch in result.batches: ...
         """
-        for attempt in range(_SNAPSHOT_RETRIES):
-            con = self.connect(for_query=query, read=read)
+        for attempt in range(SNAPSHOT_RETRIES):
+            con = None
             try:
+                con = self.connect(for_query=query, read=read)
                 check_query(con, query)
                 if as_rows:
                     # DB-API rows stream from the connection; no relation, so the query binds once.
@@ -130,14 +130,11 @@ class EventStore:
                     relation = con.sql(query, params=params)
                     described = list(zip(relation.columns, relation.types))
                     result = QueryResult(relation.columns, _json_columns(described), batches=relation.to_arrow_reader(batch_rows))
-            except duckdb.IOException as exc:
-                con.close()
-                # A live segment was compacted or sealed between listing and reading it.
-                if attempt == _SNAPSHOT_RETRIES - 1 or "No files found" not in str(exc) and "No such file" not in str(exc):
-                    raise
-                continue
-            except BaseException:
-                con.close()
+            except BaseException as exc:
+                if con is not None:
+                    con.close()
+                if isinstance(exc, duckdb.Error) and segment_moved(exc) and attempt < SNAPSHOT_RETRIES - 1:
+                    continue
                 raise
             try:
                 yield result

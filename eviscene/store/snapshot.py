@@ -71,6 +71,21 @@ def _sql_list(paths: list[Path]) -> str:
     return "[" + ", ".join(f"'{_quote(p)}'" for p in paths) + "]"
 
 
+# How many fresh snapshots a reader tries when a live segment moves under it.
+SNAPSHOT_RETRIES = 3
+# A sandboxed snapshot reports a vanished file as a folder of that name it may not glob.
+_GLOBBED_MISSING_FILE = re.compile(r'Cannot access file "(.+?)/\*\*/\*\.parquet"')
+
+
+def segment_moved(exc: duckdb.Error) -> bool:
+    """A live segment was compacted or sealed between listing and reading it: a newer
+    snapshot finds its rows where they went (another segment, or the archive)."""
+    if isinstance(exc, duckdb.IOException):
+        return "No files found" in str(exc) or "No such file" in str(exc)
+    globbed = _GLOBBED_MISSING_FILE.search(str(exc)) if isinstance(exc, duckdb.PermissionException) else None
+    return globbed is not None and not Path(globbed.group(1)).exists()
+
+
 @dataclass
 class LiveFiles:
     events: list[Path] = field(default_factory=list)

@@ -7,12 +7,10 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
@@ -22,10 +20,10 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, segment_moved
 from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
 
-_SNAPSHOT_RETRIES = 3
 BOOTSTRAP_SAMPLES = 2_000
 BOOTSTRAP_SEED = 20261130
 HISTOGRAM_BINS = 20
@@ -49,18 +47,6 @@ EPISODE_LIST_COLUMNS = (
 )
 
 
-# A missing file is globbed as a folder of that name, which the sandbox refuses.
-_GLOBBED_MISSING_FILE = re.compile(r'Cannot access file "(.+?)/\*\*/\*\.parquet"')
-
-
-def _retryable(exc: duckdb.Error) -> bool:
-    """A live segment was compacted or sealed between listing and reading it."""
-    if isinstance(exc, duckdb.IOException):
-        return "No files found" in str(exc) or "No such file" in str(exc)
-    globbed = _GLOBBED_MISSING_FILE.search(str(exc)) if isinstance(exc, duckdb.PermissionException) else None
-    return globbed is not None and not Path(globbed.group(1)).exists()
-
-
 @contextmanager
 def snapshot(log: EventLog, queries: str, *, materialize: bool, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
     """One read-only snapshot with the views `queries` name (none without `views`: the reader
@@ -75,12 +61,12 @@ def snapshot(log: EventLog, queries: str, *, materialize: bool, views: bool = Tr
 
 def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True, views: bool = True) -> Any:
     """Run `reader` over a fresh snapshot, again over a newer one if a live segment moved."""
-    for attempt in range(_SNAPSHOT_RETRIES):
+    for attempt in range(SNAPSHOT_RETRIES):
         try:
             with snapshot(log, queries, materialize=materialize, views=views) as con:
                 return reader(con)
         except duckdb.Error as exc:
-            if attempt == _SNAPSHOT_RETRIES - 1 or not _retryable(exc):
+            if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
                 raise
     raise AssertionError("unreachable")
 

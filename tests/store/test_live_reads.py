@@ -76,3 +76,28 @@ def test_two_runs_write_at_once(tmp_path):
     assert count(log_path) == 1604
     verify = eviscene(log_path, "log", "verify")
     assert verify.returncode == 0 and "2 run(s), 1604 events" in verify.stdout
+
+
+def test_a_query_whose_segment_is_sealed_under_it_reads_a_newer_snapshot(tmp_path, monkeypatch):
+    """The snapshot lists run r1's live segment, then a seal moves it into the archive before
+    the query reads it: the query opens a newer snapshot and sees every row once."""
+    from eviscene.events import GateDecided
+    from eviscene.log import EventLog
+    from eviscene.store import EventDraft, EventStore
+
+    log = EventLog(tmp_path / "race.duckdb")
+    log.append("r1", [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(5)])
+    listed = EventStore.connect
+    snapshots = []
+
+    def seal_after_the_listing(self, **options):
+        con = listed(self, **options)
+        snapshots.append(con)
+        if len(snapshots) == 1:
+            log.seal(["r1"])  # the listed segment is gone before the query reads it
+        return con
+
+    monkeypatch.setattr(EventStore, "connect", seal_after_the_listing)
+    table = log.sql("SELECT count(*) AS n, count(DISTINCT seq) AS seqs FROM events")
+    assert table.to_pylist() == [{"n": 5, "seqs": 5}]
+    assert len(snapshots) == 2
