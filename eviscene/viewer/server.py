@@ -35,6 +35,16 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 PAGE_SIZE = 50
+# A loopback viewer answers only to loopback names: a page of another site whose name an
+# attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The name of a Host header, without its port (`[::1]:8765` -> `::1`)."""
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
 
 
 def static_text(name: str) -> str:
@@ -115,7 +125,7 @@ class Viewer:
                                    descending=descending, error=error)
 
 
-def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "eviscene-view"
 
@@ -134,6 +144,11 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
 
         def _serve(self, head: bool) -> None:
+            host = host_name(self.headers.get("Host", "")).lower()
+            if allowed_hosts is not None and host not in allowed_hosts:
+                message = f"Host {host!r} refused: a viewer bound to loopback answers to localhost, 127.0.0.1 and ::1 only\n"
+                self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", message.encode(), head=head)
+                return
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             try:
@@ -162,6 +177,8 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
 
 
 def make_server(log: EventLog, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), _handler(Viewer(log)))
+    # Bound elsewhere (`--host`), the viewer is meant to be reached by names it cannot know.
+    allowed_hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
+    server = ThreadingHTTPServer((host, port), _handler(Viewer(log), allowed_hosts))
     server.daemon_threads = True
     return server

@@ -11,6 +11,7 @@ import pytest
 
 from eviscene.log import EventLog
 from eviscene.viewer.predicate import PredicateError, validate_predicate
+from eviscene.viewer.server import host_name
 
 from viewer_harness import HOSTILE, Server
 
@@ -85,3 +86,24 @@ def test_the_server_binds_loopback_and_is_read_only(server):
     with pytest.raises(urllib.error.HTTPError) as unknown:
         urllib.request.urlopen(server.url + "/image/x/" + "0" * 64, timeout=30)
     assert unknown.value.code == 404
+
+
+def test_a_loopback_viewer_refuses_other_host_names(server):
+    """DNS rebinding: a page of evil.example re-pointed at 127.0.0.1 sends Host: evil.example."""
+    port = server.url.rpartition(":")[2]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        request = urllib.request.Request(server.url + "/", headers={"Host": host})
+        with urllib.request.urlopen(request, timeout=30) as answered:
+            assert answered.status == 200
+    request = urllib.request.Request(server.url + "/", headers={"Host": f"evil.example:{port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 403
+    assert refused.value.read().decode() == (
+        "Host 'evil.example' refused: a viewer bound to loopback answers to localhost, 127.0.0.1 and ::1 only\n"
+    )
+
+
+@pytest.mark.parametrize("header, name", [("127.0.0.1:8765", "127.0.0.1"), ("[::1]:8765", "::1"), ("localhost", "localhost"), ("::1", "::1")])
+def test_host_names_are_read_without_their_port(header, name):
+    assert host_name(header) == name
