@@ -58,7 +58,14 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
             continue  # still being written; sealed when its writer finishes
         try:
             recover_folder(folder)
-            if _seal_folder(log_path, run_id, folder):
+            try:
+                moved = _seal_folder(log_path, run_id, folder)
+            except (duckdb.IOException, duckdb.TransactionException) as exc:  # a full disk, a read-only archive
+                raise EvisceneError(
+                    f"could not seal run {run_id}: {str(exc).splitlines()[0]}; nothing was moved (its live segments are "
+                    f"kept and readable): fix that, then `eviscene log seal`"
+                ) from None
+            if moved:
                 sealed.append(run_id)
             checkpoint("seal.copied")
             _remove_folder(folder)

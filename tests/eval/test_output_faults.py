@@ -176,3 +176,25 @@ def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, 
     rerun = eviscene(log_path, "materialize", run_id, "--out", str(out))
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "run_manifest.json").is_file()
+
+
+def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_path):
+    from eviscene.events import GateDecided
+    from eviscene.store import EventDraft
+
+    with mounted(tmp_path / "small", "size=3m") as small:
+        log = EventLog(small / "log.duckdb")
+        log.append("r1", [EventDraft(GateDecided(gate="g", subject=f"s{i}" * 20, passed=True), episode_id="e", attempt=1, step=i)
+                          for i in range(3000)])
+        segments = sorted(p.name for p in (small / "log.duckdb.live" / "r1").glob("events-*.parquet"))
+        filler = small / "filler"
+        free = shutil.disk_usage(small).free
+        filler.write_bytes(b"\0" * (free - 160 * 1024))  # room for the archive's header, not for the run
+        result = eviscene(log.path, "log", "seal")
+        one_error_line(result, "could not seal run r1", "No space left on device", "nothing was moved", "eviscene log seal")
+        assert sorted(p.name for p in (small / "log.duckdb.live" / "r1").glob("events-*.parquet")) == segments
+        assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 3000}]
+        filler.unlink()
+        assert eviscene(log.path, "log", "seal").stdout == "sealed 1 run(s): r1\n"
+        assert not (small / "log.duckdb.live" / "r1").exists()
+        assert log.sql("SELECT count(*) AS n, max(seq) AS last FROM events").to_pylist() == [{"n": 3000, "last": 3000}]
