@@ -42,7 +42,8 @@ def eval_group() -> None:
 class _ProgressBar:
     """Episodes done/errored, rate and ETA on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, show: bool) -> None:
+        self.show = show
         self.done = self.errored = 0
         self.run_id: str | None = None
         self.started = time.monotonic()
@@ -63,6 +64,8 @@ class _ProgressBar:
         self.run_id = run_id
         self.started = time.monotonic()
         self.progress.update(self.task, total=episodes)
+        if self.show:  # shown once there is a run to follow, not before an error in its setup
+            self.progress.start()
 
     def finished(self, spec, finished) -> None:
         self.done += 1
@@ -232,9 +235,7 @@ def _is_run_directory_of(folder: Path, run_id: str) -> bool:
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:
-    bar = _ProgressBar()
-    if progress:
-        bar.progress.start()
+    bar = _ProgressBar(progress)
     try:
         summary = anyio.run(start, bar)
     except KeyboardInterrupt:
