@@ -333,13 +333,12 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
     return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
 
 
-def precompute(log: EventLog, run_ids: list[str]) -> list[str]:
+def precompute(log: EventLog, run_ids: list[str]) -> None:
     """File the runs-page row and the dashboard numbers of each sealed run of `run_ids` beside
     the log (results_cache.py), computed exactly as a page computes them, so the viewer's first
-    look at the run reads them; returns the runs filed (an import or a dataset export is no
-    run: only its empty row is filed). A run already filed under its head is not computed again."""
+    look at the run reads them (an import or a dataset export is no run: only its empty row is
+    filed). A run already filed under its head is not computed again."""
     cache = ResultCache(log.path)
-    filed = []
     for run_id in run_ids:
         if not cache.sealed(run_id):
             continue
@@ -360,8 +359,6 @@ def precompute(log: EventLog, run_ids: list[str]) -> list[str]:
         cache.file_beside_log("run", head, {"row": row})
         if row is not None:
             cache.file_beside_log("dashboard", *read(log, "", plotted, views=False))
-            filed.append(run_id)
-    return filed
 
 
 # ------------------------------------------------------------------------------- dataset

@@ -76,19 +76,20 @@ def test_the_demo_runs_numbers_are_filed_at_seal_and_equal_the_views_and_a_live_
     # A copy of the log without what was filed: the viewer computes everything there itself.
     unfiled = EventLog(tmp_path / "unfiled.duckdb")
     shutil.copyfile(logs.demo, unfiled.path)
+    demo = EventLog(logs.demo)
     for run_id in (logs.run_a, logs.run_b):
         runtime = tmp_path / f"runtime-{run_id}"
-        cache = ResultCache(logs.demo, runtime)
-        head = _head(logs.demo, run_id)
+        cache = ResultCache(demo.path, runtime)
+        head = _head(demo, run_id)
         assert cache.get("run", head) is not None and cache.get("dashboard", head) is not None  # before anything is computed
-        run, dashboard = data.known_run(EventLog(logs.demo), run_id, cache), data.dashboard(EventLog(logs.demo), run_id, cache)
+        run, dashboard = data.known_run(demo, run_id, cache), data.dashboard(demo, run_id, cache)
         assert _runtime_files(runtime) == []  # nothing was computed: the filed results served
-        assert _page_numbers(run, dashboard) == _views_numbers(EventLog(logs.demo), run_id)
+        assert _page_numbers(run, dashboard) == _views_numbers(demo, run_id)
         live_cache = ResultCache(unfiled.path, tmp_path / f"live-{run_id}")
         assert data.known_run(unfiled, run_id, live_cache) == run
         assert data.dashboard(unfiled, run_id, live_cache) == dashboard  # bootstrap, histograms, ECE: every number
         assert len(_runtime_files(tmp_path / f"live-{run_id}")) == 2  # computed there
-    assert data.list_runs(EventLog(logs.demo), ResultCache(logs.demo, tmp_path / "runs")) == data.list_runs(
+    assert data.list_runs(demo, ResultCache(demo.path, tmp_path / "runs")) == data.list_runs(
         unfiled, ResultCache(unfiled.path, tmp_path / "runs-live"))
 
 
