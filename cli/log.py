@@ -62,7 +62,9 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     Runs are sealed automatically when they finish; this catches up runs whose sealing
     was skipped (the archive was busy) or that were interrupted. Each run is checked first
     (segments against their manifest, the chain): a broken one is refused, exit 2, and the
-    archive is left unchanged. An unknown RUN_ID is an error.
+    archive is left unchanged. An unknown RUN_ID is an error. Each sealed run's numbers for
+    `eviscene view` (its runs row and dashboard) are then filed beside the log, in
+    LOG.results/; a RUN_ID sealed earlier gets them too.
 
     \b
     Example:

@@ -319,6 +319,34 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
     return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
 
 
+def precompute(log: EventLog, run_ids: list[str]) -> None:
+    """File the runs-page row and the dashboard numbers of each sealed run of `run_ids` beside
+    the log (results_cache.py), computed exactly as a page computes them, so the viewer's first
+    look at the run reads them (an import or a dataset export is no run: only its empty row is
+    filed). A run already filed under its head is not computed again."""
+    cache = ResultCache(log.path)
+    for run_id in run_ids:
+        if not cache.sealed(run_id):
+            continue
+
+        def row_of(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any] | None] | None:
+            head = run_head(con, run_id)
+            return None if head is None else (head, _run_rows(log, con, {run_id: head}, cache)[run_id])
+
+        def plotted(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
+            head = run_head(con, run_id)
+            found = cache.get("dashboard", head)
+            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, run_id))
+
+        found = read(log, "", row_of, materialize=False, views=False)
+        if found is None:
+            continue
+        head, row = found
+        cache.file_beside_log("run", head, {"row": row})
+        if row is not None:
+            cache.file_beside_log("dashboard", *read(log, "", plotted, views=False))
+
+
 # ------------------------------------------------------------------------------- dataset
 
 _LATEST_EXPORT_SQL = """

@@ -10,7 +10,13 @@ runtime directory (`EVISCENE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/eviscene`, els
 `<tmp>/eviscene-<uid>`), so a new `eviscene view` answers at once. The key also holds the log's
 path and a digest of the code that computed the result (the SQL views, the rules they call,
 the viewer's data code, DuckDB's and NumPy's versions): an upgrade never reads an old result.
-A folder another user owns or may write is not used. Nothing is written into the log's files."""
+A folder another user owns or may write is not used.
+
+A sealed run's results are also filed beside the log when it is sealed (`precompute` in
+`data.py`, called by `EventLog.seal`: the writer pays the cost once, at the end of the run), in
+`<log>.results/`, keyed without the log's path (a moved log keeps them); the viewer reads them
+before computing anything, so even its first look at a 100k-episode run answers at once. The
+viewer itself never writes there: it stays read-only on the log."""
 
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from eviscene.views import view_definitions
 
 CACHE_FORMAT = "1"
 CACHE_FOLDER = "view-cache"
+BESIDE_LOG_SUFFIX = ".results"  # <log>.results/: the results filed when a run is sealed
 
 # Each run's chain head, what its cached results are filed under: its last seq, then that
 # event's hash read by seq (the seq filter skips the row groups; arg_max(hash, seq) would read
@@ -81,6 +88,20 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+def beside_log(log_path: Path) -> Path:
+    """The folder of the results filed beside the log at seal time."""
+    return log_path.with_name(log_path.name + BESIDE_LOG_SUFFIX)
+
+
+def _owned_by(folder: Path, uid: int) -> bool:
+    """`folder` is `uid`'s and no one else may write it."""
+    try:
+        found = folder.stat()
+    except OSError:
+        return False
+    return found.st_uid == uid and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def normalized(value: Any) -> Any:
     """`value` as it reads back from the cache (tuples become lists), so a page renders the
     same bytes from a computed result and from a cached one."""
@@ -93,6 +114,7 @@ class ResultCache:
     def __init__(self, log_path: Path, folder: Path | None = None):
         self.log_path = Path(log_path).resolve()
         self.folder = (folder or runtime_dir()) / CACHE_FOLDER
+        self.beside_log = beside_log(self.log_path)
         self._memory: dict[tuple[str, str], tuple[str, Any]] = {}  # (kind, run) -> (key, value): the latest only
         self._lock = threading.Lock()
 
@@ -103,16 +125,35 @@ class ResultCache:
     def _prefix(self, kind: str, run_id: str) -> str:
         return f"{kind}-{hashlib.sha256(f'{self.log_path}{chr(31)}{run_id}'.encode()).hexdigest()[:20]}-"
 
+    @staticmethod
+    def _filed_name(kind: str, head: RunHead) -> str:
+        """A result's file name beside the log: the log's own path is not in it (a moved or
+        copied log keeps its results; a result names its run's exact events by the head)."""
+        key = hashlib.sha256(f"{code_digest()}\x1f{kind}\x1f{head.run_id}\x1f{head.last_seq}\x1f{head.head}".encode()).hexdigest()
+        return f"{kind}-{hashlib.sha256(head.run_id.encode()).hexdigest()[:20]}-{key}.json"
+
     def sealed(self, run_id: str) -> bool:
         return not (live_root(self.log_path) / run_id).exists()
 
     def _private(self) -> bool:
         """The folder is this user's alone: results another user could write are never read."""
+        return _owned_by(self.folder, os.getuid())
+
+    def _trusted_beside_log(self) -> bool:
+        """Results beside the log are read when the log's owner alone may write them: whoever
+        may write them may write the log."""
         try:
-            found = self.folder.stat()
+            owner = self.log_path.stat().st_uid
         except OSError:
             return False
-        return found.st_uid == os.getuid() and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        return _owned_by(self.beside_log, owner)
+
+    @staticmethod
+    def _read(path: Path) -> Any | None:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # not there, or unreadable: compute it again
+            return None
 
     def get(self, kind: str, head: RunHead) -> Any | None:
         key = self._key(kind, head)
@@ -120,12 +161,10 @@ class ResultCache:
             found = self._memory.get((kind, head.run_id))
         if found and found[0] == key:
             return found[1]
-        path = self.folder / f"{self._prefix(kind, head.run_id)}{key}.json"
-        if not self._private():
-            return None
-        try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # not there, or unreadable: compute it again
+        value = self._read(self.beside_log / self._filed_name(kind, head)) if self._trusted_beside_log() else None
+        if value is None and self._private():
+            value = self._read(self.folder / f"{self._prefix(kind, head.run_id)}{key}.json")
+        if value is None:
             return None
         with self._lock:
             self._memory[(kind, head.run_id)] = (key, value)
@@ -150,3 +189,18 @@ class ResultCache:
             except OSError:  # a read-only or full runtime directory: the memory copy serves
                 pass
         return value
+
+    def file_beside_log(self, kind: str, head: RunHead, value: Any) -> bool:
+        """File a sealed run's `value` beside the log (the writer does, at seal time; its
+        results under an older head go); False when the folder is not ours alone to write."""
+        if not self.sealed(head.run_id):
+            return False
+        name = self._filed_name(kind, head)
+        self.beside_log.mkdir(mode=0o755, exist_ok=True)
+        if not self._trusted_beside_log():
+            return False
+        write_text(self.beside_log / name, json.dumps(normalized(value), ensure_ascii=False, allow_nan=True))
+        for older in self.beside_log.glob(f"{name.rsplit('-', 1)[0]}-*.json"):
+            if older.name != name:
+                older.unlink(missing_ok=True)
+        return True

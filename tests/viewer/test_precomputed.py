@@ -1,0 +1,160 @@
+"""A run's viewer numbers filed beside the log when it is sealed (`EventLog.seal` ->
+`eviscene.viewer.data.precompute`, results_cache.py): the viewer's first look reads them
+instead of computing the views, and they are exactly the views' numbers; a run still writing
+has none filed and is computed live, also exactly the views' numbers. Expectations are the
+views queried directly and, for the hand-written run, hand-computed from its events."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from eviscene.events import RunFinished
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
+from eviscene.viewer import data
+from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, beside_log, run_head
+from test_results_cache import RUN, _finished, _write_first, _write_late
+
+
+def _head(log: EventLog, run_id: str):
+    con = log.connect(views=False)
+    try:
+        return run_head(con, run_id)
+    finally:
+        con.close()
+
+
+def _views_numbers(log: EventLog, run_id: str) -> dict:
+    """What the runs page and the dashboard show, asked of the views directly."""
+    con = log.connect()
+    try:
+        ask = lambda sql: con.execute(sql, [run_id]).fetchall()
+        return {
+            "row": ask("SELECT episodes_planned, episodes_finished, status FROM runs WHERE run_id = ?"),
+            "scores": ask("SELECT DISTINCT accuracy, macro_f1 FROM classification_metrics WHERE run_id = ?"),
+            "labels": ask("SELECT label, support, predicted, true_positives, precision, recall, f1 FROM classification_metrics "
+                          "WHERE run_id = ? ORDER BY label"),
+            "terminations": ask("SELECT coalesce(termination, '(not finished)'), count(*) FROM episodes WHERE run_id = ? "
+                                "GROUP BY ALL ORDER BY 2 DESC, 1"),
+            "tool_calls": ask("SELECT count(*) FROM tool_calls WHERE run_id = ? AND latency_ms IS NOT NULL"),
+            "model_calls": ask("SELECT count(*), sum(prompt_tokens) FROM model_calls WHERE run_id = ?"),
+        }
+    finally:
+        con.close()
+
+
+def _page_numbers(run: dict, dashboard: dict) -> dict:
+    """The same numbers as the runs page and the dashboard hold them."""
+    return {
+        "row": [(run["episodes_planned"], run["episodes_finished"], run["status"])],
+        "scores": [(run["accuracy"], run["macro_f1"])],
+        "labels": [(r["label"], r["support"], r["predicted"], r["true_positives"], r["precision"], r["recall"], r["f1"])
+                   for r in dashboard["labels"]],
+        "terminations": [(r["termination"], r["episodes"]) for r in dashboard["terminations"]],
+        "tool_calls": [(sum(r["calls"] for r in dashboard["tool_latency"]),)],
+        "model_calls": [(sum(r["calls"] for r in dashboard["model_latency"]),
+                         sum(r["prompt_tokens"] for r in dashboard["model_latency"]) if dashboard["model_latency"] else None)],
+    }
+
+
+def _filed(log_path: Path) -> list[str]:
+    folder = beside_log(log_path)
+    return sorted(p.name.split("-")[0] for p in folder.glob("*.json")) if folder.exists() else []
+
+
+def _runtime_files(runtime: Path) -> list[Path]:
+    return sorted((runtime / CACHE_FOLDER).glob("*.json")) if (runtime / CACHE_FOLDER).exists() else []
+
+
+def test_the_demo_runs_numbers_are_filed_at_seal_and_equal_the_views_and_a_live_computation(logs, tmp_path):
+    # `eval run` sealed both runs, and filed each one's row and dashboard.
+    assert _filed(logs.demo) == ["dashboard", "dashboard", "run", "run"]
+    # A copy of the log without what was filed: the viewer computes everything there itself.
+    unfiled = EventLog(tmp_path / "unfiled.duckdb")
+    shutil.copyfile(logs.demo, unfiled.path)
+    demo = EventLog(logs.demo)
+    for run_id in (logs.run_a, logs.run_b):
+        runtime = tmp_path / f"runtime-{run_id}"
+        cache = ResultCache(demo.path, runtime)
+        head = _head(demo, run_id)
+        assert cache.get("run", head) is not None and cache.get("dashboard", head) is not None  # before anything is computed
+        run, dashboard = data.known_run(demo, run_id, cache), data.dashboard(demo, run_id, cache)
+        assert _runtime_files(runtime) == []  # nothing was computed: the filed results served
+        assert _page_numbers(run, dashboard) == _views_numbers(demo, run_id)
+        live_cache = ResultCache(unfiled.path, tmp_path / f"live-{run_id}")
+        assert data.known_run(unfiled, run_id, live_cache) == run
+        assert data.dashboard(unfiled, run_id, live_cache) == dashboard  # bootstrap, histograms, ECE: every number
+        assert len(_runtime_files(tmp_path / f"live-{run_id}")) == 2  # computed there
+    assert data.list_runs(demo, ResultCache(demo.path, tmp_path / "runs")) == data.list_runs(
+        unfiled, ResultCache(unfiled.path, tmp_path / "runs-live"))
+
+
+async def _numbers_while_writing(log: EventLog, tmp_path: Path) -> tuple[dict, dict, list[str]]:
+    """Case 3's episode is written by a writer that holds the run while the viewer reads it."""
+    async with log.writer(RUN) as writer:
+        for draft in _finished(3, "authentic"):
+            await writer.emit(draft)
+        await writer.sync()
+
+        def look() -> tuple[dict, dict, list[str]]:
+            cache = ResultCache(log.path, tmp_path / "runtime")
+            run, dashboard = data.known_run(log, RUN, cache), data.dashboard(log, RUN, cache)
+            return _page_numbers(run, dashboard), _views_numbers(log, RUN), _filed(log.path)
+
+        return await anyio.to_thread.run_sync(look)
+
+
+async def _finish(log: EventLog) -> None:
+    async with log.writer(RUN) as writer:
+        await writer.emit(EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=4, num_errors=0)))
+
+
+def test_a_run_still_writing_has_nothing_filed_and_is_computed_live_as_the_views_count(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_write_first, log)
+    assert _filed(log.path) == []  # live, not sealed: nothing filed
+    shown, views, filed = anyio.run(_numbers_while_writing, log, tmp_path)
+    assert filed == [] and shown == views
+    # By hand: 4 planned, 4 finished (case 3 wrongly "authentic"), no run.finished yet; accuracy 3/4;
+    # F1 authentic 2/3 (P 1/2, R 1), out_of_context 1, manipulated 1, unverifiable 0.
+    assert shown["row"] == [(4, 4, "running_or_interrupted")]
+    assert shown["scores"] == [(0.75, pytest.approx((2 / 3 + 1 + 1 + 0) / 4))]
+    assert shown["terminations"] == [("completed", 4)]
+
+    anyio.run(_finish, log)
+    log.seal()
+    assert _filed(log.path) == ["dashboard", "run"]
+    runtime = tmp_path / "after-seal"
+    cache = ResultCache(log.path, runtime)
+    sealed_numbers = _page_numbers(data.known_run(log, RUN, cache), data.dashboard(log, RUN, cache))
+    assert _runtime_files(runtime) == [] and sealed_numbers == _views_numbers(log, RUN)
+    assert sealed_numbers["row"] == [(4, 4, "completed")]
+
+
+def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_not_read_when_others_may_write_them(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_write_first, log)
+    anyio.run(_write_late, log)
+    log.seal()
+    head = _head(log, RUN)
+    # Moved with its results folder: still read (the log's path is not in their key).
+    moved = EventLog(tmp_path / "moved" / "log.duckdb")
+    moved.path.parent.mkdir()
+    shutil.copyfile(log.path, moved.path)
+    shutil.copytree(beside_log(log.path), beside_log(moved.path))
+    assert ResultCache(moved.path, tmp_path / "rt-moved").get("dashboard", head)["labels"][0]["accuracy"] == 0.75
+    # Sealed before results were filed (an older log): naming the run to `seal` files them.
+    shutil.rmtree(beside_log(moved.path))
+    assert moved.seal([RUN]) == [] and _filed(moved.path) == ["dashboard", "run"]
+    # A results folder others may write is not read: the numbers are computed again.
+    beside_log(log.path).chmod(0o777)
+    try:
+        assert ResultCache(log.path, tmp_path / "rt-open").get("run", head) is None
+        assert data.known_run(log, RUN, ResultCache(log.path, tmp_path / "rt-open"))["accuracy"] == 0.75
+    finally:
+        beside_log(log.path).chmod(0o755)
+    assert ResultCache(log.path, tmp_path / "rt-closed").get("run", head)["row"]["accuracy"] == 0.75
