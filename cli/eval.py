@@ -19,6 +19,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
+from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
 
 _stderr = Console(stderr=True)
@@ -251,6 +252,8 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     if summary.stopped:
         click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
         click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
+    if summary.sealed:
+        file_viewer_numbers(log, [summary.run_id])
     _report(log, summary)
     return summary
 

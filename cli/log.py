@@ -73,6 +73,22 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     """
     sealed = event_log.seal(list(run_ids) or None)
     click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
+    file_viewer_numbers(event_log, [*sealed, *(run_id for run_id in run_ids if run_id not in sealed)])
+
+
+def file_viewer_numbers(event_log: EventLog, run_ids: list[str]) -> None:
+    """File sealed runs' viewer numbers beside the log (`eviscene.viewer.data.precompute`), so
+    `eviscene view`'s first look at a large run reads them. The CLI does it after a seal (the
+    log layer may not import the viewer); a failure leaves the seal standing and the viewer
+    computes the numbers itself."""
+    import duckdb
+
+    from eviscene.viewer.data import precompute
+
+    try:
+        precompute(event_log, run_ids)
+    except (duckdb.Error, OSError) as exc:
+        click.echo(f"note: viewer numbers not filed beside {event_log.path}: {exc}", err=True)
 
 
 @log.command()

@@ -5,7 +5,6 @@ here so that the store imports nothing above it."""
 from __future__ import annotations
 
 import os
-import warnings
 
 import duckdb
 
@@ -22,19 +21,6 @@ class EventLog(EventStore):
 
     def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
         apply_views(con, materialize=materialize, for_query=for_query)
-
-    def seal(self, run_ids: list[str] | None = None) -> list[str]:
-        """Move finished runs' live segments into the DuckDB archive, then file each sealed
-        run's viewer numbers beside the log (`eviscene.viewer.data.precompute`), so `eviscene
-        view` shows a large run at once; the runs named that were sealed before get theirs too."""
-        from eviscene.viewer.data import precompute
-
-        sealed = super().seal(run_ids)
-        try:
-            precompute(self, [*sealed, *(run_id for run_id in run_ids or [] if run_id not in sealed)])
-        except (duckdb.Error, OSError) as exc:  # the seal stands; the viewer computes the numbers itself
-            warnings.warn(f"viewer numbers not filed beside {self.path}: {exc}", stacklevel=2)
-        return sealed
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

@@ -13,7 +13,7 @@ the viewer's data code, DuckDB's and NumPy's versions): an upgrade never reads a
 A folder another user owns or may write is not used.
 
 A sealed run's results are also filed beside the log when it is sealed (`precompute` in
-`data.py`, called by `EventLog.seal`: the writer pays the cost once, at the end of the run), in
+`data.py`, called by the CLI after `eval run`, `eval resume` and `log seal`: the writer pays the cost once, at the end of the run), in
 `<log>.results/`, keyed without the log's path (a moved log keeps them); the viewer reads them
 before computing anything, so even its first look at a 100k-episode run answers at once. The
 viewer itself never writes there: it stays read-only on the log."""

@@ -1,5 +1,5 @@
-"""A run's viewer numbers filed beside the log when it is sealed (`EventLog.seal` ->
-`eviscene.viewer.data.precompute`, results_cache.py): the viewer's first look reads them
+"""A run's viewer numbers filed beside the log when it is sealed (`eval run` and `log seal`
+-> `eviscene.viewer.data.precompute`, results_cache.py): the viewer's first look reads them
 instead of computing the views, and they are exactly the views' numbers; a run still writing
 has none filed and is computed live, also exactly the views' numbers. Expectations are the
 views queried directly and, for the hand-written run, hand-computed from its events."""
@@ -11,13 +11,22 @@ from pathlib import Path
 
 import anyio
 import pytest
+from click.testing import CliRunner
 
+from eviscene.cli.main import cli
 from eviscene.events import RunFinished
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data
 from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, beside_log, run_head
 from test_results_cache import RUN, _finished, _write_first, _write_late
+
+
+def seal(log: EventLog, *run_ids: str) -> str:
+    """`eviscene log seal`, which files the sealed runs' numbers."""
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal", *run_ids])
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def _head(log: EventLog, run_id: str):
@@ -126,7 +135,7 @@ def test_a_run_still_writing_has_nothing_filed_and_is_computed_live_as_the_views
     assert shown["terminations"] == [("completed", 4)]
 
     anyio.run(_finish, log)
-    log.seal()
+    assert seal(log) == f"sealed 1 run(s): {RUN}\n"
     assert _filed(log.path) == ["dashboard", "run"]
     runtime = tmp_path / "after-seal"
     cache = ResultCache(log.path, runtime)
@@ -139,7 +148,7 @@ def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_no
     log = EventLog(tmp_path / "log.duckdb")
     anyio.run(_write_first, log)
     anyio.run(_write_late, log)
-    log.seal()
+    seal(log)
     head = _head(log, RUN)
     # Moved with its results folder: still read (the log's path is not in their key).
     moved = EventLog(tmp_path / "moved" / "log.duckdb")
@@ -149,7 +158,7 @@ def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_no
     assert ResultCache(moved.path, tmp_path / "rt-moved").get("dashboard", head)["labels"][0]["accuracy"] == 0.75
     # Sealed before results were filed (an older log): naming the run to `seal` files them.
     shutil.rmtree(beside_log(moved.path))
-    assert moved.seal([RUN]) == [] and _filed(moved.path) == ["dashboard", "run"]
+    assert seal(moved, RUN) == "sealed 0 run(s)\n" and _filed(moved.path) == ["dashboard", "run"]
     # A results folder others may write is not read: the numbers are computed again.
     beside_log(log.path).chmod(0o777)
     try:

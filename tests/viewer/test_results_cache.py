@@ -6,7 +6,6 @@ the cache as computed. Expectations are hand-computed from the events written he
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import anyio
@@ -73,10 +72,10 @@ def log(tmp_path: Path) -> EventLog:
 
 
 def _seal_unfiled(log: EventLog) -> None:
-    """Seal, then drop what the seal filed beside the log (test_precomputed.py covers that):
-    a log sealed before seal-time filing, whose numbers the viewer computes and caches itself."""
+    """Seal from Python (nothing filed beside the log: `eval run` and `log seal` file, see
+    test_precomputed.py): the viewer computes the numbers and caches them itself."""
     log.seal()
-    shutil.rmtree(beside_log(log.path))
+    assert not beside_log(log.path).exists()
 
 
 def _head(log: EventLog):
