@@ -30,6 +30,7 @@ MIN_OVERLAP = 0.25  # a placement must cover at least this much of the query
 COARSE_SIDE = 80  # coarse search at about 80 x 80 pixels
 WORK_SIDE = 256  # refinement (and comparison) at this long side
 SCAN_SIDE = 48  # candidate scan at about 48 x 48 pixels
+DESCRIPTOR_SIDE = 12  # vectorized thumbnail ranking at 12 x 12 pixels
 SCAN_SCALES = 7  # down to 0.9^6 = 53% of the fitting size
 LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 FINALISTS = 3
@@ -117,6 +118,19 @@ def query_windows(qry: PreparedImage) -> tuple[Window, ...]:
 def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
     """Grey float32 picture of about side x side pixels, for `scan_score`."""
     return grey_at(image, side, by_area=True)[0]
+
+
+def descriptors(thumb: np.ndarray, parts: Sequence[Window], side: int = DESCRIPTOR_SIDE) -> np.ndarray:
+    """Each part of a thumbnail as a side² unit vector, locally contrast-normalized (a
+    band's darkening or a re-toned copy barely moves it), so that a dot product is a
+    correlation: (len(parts), side²) float32, for a vectorized first ranking of thumbnails."""
+    found = []
+    for part in parts:
+        small = _lcn(cv2.resize(_window(thumb, part)[0], (side, side), interpolation=cv2.INTER_AREA), 1.0).ravel()
+        small = small - small.mean()
+        norm = float(np.linalg.norm(small))
+        found.append(small / norm if norm > 1e-6 else small)
+    return np.array(found, dtype=np.float32)
 
 
 def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS) -> float:
