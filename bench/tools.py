@@ -38,8 +38,9 @@ brute-force unit was 157 ms, not ~5 ms, so compare the ratios):
     cache of 10000 pictures: written in 2.51 s, loaded in 0.66 s
 
 Where the time goes now: `compare` (ECC alignment, block differences) is nearly all of a
-query, about a quarter of a second each on an idle core, so no query that compares
-anything meets the < 50 ms goal; the search before it (prefilter, descriptor product,
+query: 70-820 ms each at a load average of 2 (80-170 ms for a true copy, most for
+unrelated pictures, whose alignment tries every part), so no query that compares anything
+meets the < 50 ms goal; the search before it (prefilter, descriptor product,
 scan of ~10 thumbnails) is what the index costs, and the scan is most of that. On the
 bundled release the compares fell from 8 to 3.9 a query with the same matches.
 """
