@@ -30,10 +30,13 @@ file by file, old and new code, same log). Same 10k log, alternating runs in one
 Whole materialize_run, old code then new, same log: 48.0 s, 903 MiB (load 26.9) and
 59.0 s, 713 MiB (load 23.0) -- times at these loads vary by more than the change.
 
-100k episodes (3.2M events), new code, one run at a load average of 28:
+100k episodes (3.2M events), one generated log, the old code's run started after the new
+one's (this bench file run by each checkout's interpreter); compare the ratios to the plain
+Python pass of the same run and the peaks, not the seconds (loads 18 and 28):
 
      episodes     events generate s  views s materialize s python pass s  ratio  peak MiB  load
-       100000    3200003        0.6    332.3         332.6          59.3   5.61      1895  28.1
+old    100000    3200003        1.3    182.2         184.4          27.0   6.84      2700  18.4
+new    100000    3200003        0.6    332.3         332.6          59.3   5.61      1895  28.1
 """
 
 from __future__ import annotations
