@@ -11,15 +11,22 @@ Each file starts with a header:
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 
 import duckdb
 
+from eviscene.rules.runtime import runtime_dir
 
-_HEADER = re.compile(r"^--\s*(view|grain|key):\s*(.+?)\s*$")
+_HEADER_FIELDS = ("view", "grain", "key")
+# Part of the catalog cache's key: change it when what the cache holds changes.
+_CATALOG_FORMAT = "view-catalog-v1"
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,7 @@ class ViewDefinition:
     meaning: str
     path: str
     sql: str
+    reads: frozenset[str] = frozenset()  # the other views its SQL names
 
 
 def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:
@@ -48,6 +56,33 @@ def view_definitions() -> tuple[ViewDefinition, ...]:
     return tuple(_dependency_order(_read_definitions()))
 
 
+def _cached_reads(texts: list[tuple[str, str]], names: set[str]) -> dict[str, frozenset[str]]:
+    """Per view file, the other views its SQL names: finding them (without string literals
+    and comments) is most of reading the catalog, so they are cached in the runtime
+    directory under the sha256 of every file's path and text; the SQL itself is always
+    read from the files."""
+    digest = hashlib.sha256(_CATALOG_FORMAT.encode())
+    for relative, text in texts:
+        digest.update(f"\0{relative}\0{text}".encode())
+    path = runtime_dir() / "view-catalog" / f"{digest.hexdigest()}.json"
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if set(stored) == {relative for relative, _ in texts} and all(set(reads) <= names for reads in stored.values()):
+            return {relative: frozenset(reads) for relative, reads in stored.items()}
+    except (OSError, ValueError, TypeError, AttributeError):  # none yet, or unreadable: find them
+        pass
+    found = {relative: frozenset(_names_in(_body(text), names)) for relative, text in texts}
+    try:  # written under a temporary name, then renamed: a reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, pending = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump({relative: sorted(reads) for relative, reads in found.items()}, out)
+        os.replace(pending, path)
+    except OSError:  # no writable runtime directory: the next process finds them again
+        pass
+    return found
+
+
 _WORD = re.compile(r"\w+")
 
 
@@ -62,9 +97,9 @@ def _names_in(text: str, names: set[str]) -> set[str]:
 _LITERALS_AND_COMMENTS = re.compile(r"'(?:[^']|'')*'|--[^\n]*")
 
 
-def _body(definition: ViewDefinition) -> str:
-    """The view's SQL after its name, without string literals and comments."""
-    return _LITERALS_AND_COMMENTS.sub(" ", definition.sql.split("AS", 1)[-1])
+def _body(sql: str) -> str:
+    """A view's SQL after its name, without string literals and comments."""
+    return _LITERALS_AND_COMMENTS.sub(" ", sql.split("AS", 1)[-1])
 
 
 def views_needed_by(query: str) -> list[ViewDefinition]:
@@ -75,7 +110,7 @@ def views_needed_by(query: str) -> list[ViewDefinition]:
     needed = _names_in(query, names)
     for definition in reversed(definitions):  # dependents come after their dependencies
         if definition.name in needed:
-            needed |= _names_in(_body(definition), names) - {definition.name}
+            needed |= definition.reads
     return [d for d in definitions if d.name in needed]
 
 
@@ -89,9 +124,8 @@ def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]
             return
         if definition.name in trail:
             raise ValueError(f"views reference each other in a cycle: {' -> '.join(trail + (definition.name,))}")
-        mentioned = _names_in(_body(definition), set(by_name))
         for name, other in by_name.items():  # in file order, so the order stays as before
-            if name != definition.name and name in mentioned:
+            if name != definition.name and name in definition.reads:
                 place(other, trail + (definition.name,))
         placed.add(definition.name)
         ordered.append(definition)
@@ -101,33 +135,43 @@ def _dependency_order(definitions: list[ViewDefinition]) -> list[ViewDefinition]
     return ordered
 
 
+def _header_field(line: str) -> tuple[str, str] | None:
+    """`-- view: runs` -> ("view", "runs"); None for a line of the meaning."""
+    label, colon, value = line[2:].lstrip().partition(":")
+    return (label, value.strip()) if colon and label in _HEADER_FIELDS and value.strip() else None
+
+
 def _read_definitions() -> list[ViewDefinition]:
-    definitions = []
-    for relative, entry in sorted(_walk(resources.files("eviscene.sql"))):
-        text = entry.read_text(encoding="utf-8")
+    texts = [(relative, entry.read_text(encoding="utf-8")) for relative, entry in sorted(_walk(resources.files("eviscene.sql")))]
+    headers = []
+    for relative, text in texts:
         fields: dict[str, str] = {}
         meaning: list[str] = []
         for line in text.splitlines():
             if not line.startswith("--"):
                 break
-            match = _HEADER.match(line)
-            if match:
-                fields[match.group(1)] = match.group(2)
+            field = _header_field(line)
+            if field:
+                fields[field[0]] = field[1]
             else:
                 meaning.append(line.lstrip("-").strip())
         if "view" not in fields:
             raise ValueError(f"sql/{relative} lacks its '-- view:' header")
-        definitions.append(
-            ViewDefinition(
-                name=fields["view"],
-                grain=fields.get("grain", ""),
-                key=tuple(k.strip() for k in fields.get("key", "").split(",") if k.strip()),
-                meaning=" ".join(m for m in meaning if m),
-                path=f"sql/{relative}",
-                sql=text,
-            )
+        headers.append((relative, text, fields, meaning))
+    names = {fields["view"] for _, _, fields, _ in headers}
+    reads = _cached_reads(texts, names)
+    return [
+        ViewDefinition(
+            name=fields["view"],
+            grain=fields.get("grain", ""),
+            key=tuple(k.strip() for k in fields.get("key", "").split(",") if k.strip()),
+            meaning=" ".join(m for m in meaning if m),
+            path=f"sql/{relative}",
+            sql=text,
+            reads=reads[relative] - {fields["view"]},
         )
-    return definitions
+        for relative, text, fields, meaning in headers
+    ]
 
 
 # name -> (module, function, parameter types, return type, NULLs passed to the function).
@@ -172,6 +216,12 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
             )
 
 
+# Views a materialized connection still reads through rather than copies: `steps` is every
+# payload of the log behind a join (a temporary table of it held most of a 100k-episode
+# run directory's memory), and the reads that use it scan only the columns they name.
+KEPT_AS_VIEWS = frozenset({"steps"})
+
+
 def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False, for_query: str | None = None) -> None:
     """Create every view (or, given `for_query`, the views and functions it reads); with
     `materialize`, as temporary tables computed once each (for exports that read many views
@@ -184,7 +234,7 @@ def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False, fo
         register_functions(con, _names_in(named, set(_FUNCTIONS)))
     for definition in definitions:
         sql = definition.sql
-        if materialize:
+        if materialize and definition.name not in KEPT_AS_VIEWS:
             sql = sql.replace(f"CREATE OR REPLACE VIEW {definition.name} AS", f"CREATE OR REPLACE TEMP TABLE {definition.name} AS", 1)
         try:
             con.execute(sql)

@@ -122,10 +122,13 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     parts_events, parts_blobs = [], []
     if log_path.exists():
         attach_archive(con, log_path, read_only=True)
-        if con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'events'"
-        ).fetchone()[0]:
+        # The first migration creates events, blobs and sealed_segments together. Asked
+        # directly rather than through duckdb_tables(), which costs a CLI command ~25 ms.
+        try:
             sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall())
+        except duckdb.CatalogException:  # an archive without tables yet
+            pass
+        else:
             parts_events.append(f"SELECT {EVENT_COLUMNS} FROM archive.events")
             parts_blobs.append(f"SELECT {BLOB_COLUMNS} FROM archive.blobs")
     files = live_files(log_path, sealed)

@@ -30,6 +30,7 @@ MIN_OVERLAP = 0.25  # a placement must cover at least this much of the query
 COARSE_SIDE = 80  # coarse search at about 80 x 80 pixels
 WORK_SIDE = 256  # refinement (and comparison) at this long side
 SCAN_SIDE = 48  # candidate scan at about 48 x 48 pixels
+DESCRIPTOR_SIDE = 12  # vectorized thumbnail ranking at 12 x 12 pixels
 SCAN_SCALES = 7  # down to 0.9^6 = 53% of the fitting size
 LCN_SIGMA = 0.025  # of the long side: well under a caption band's height
 FINALISTS = 3
@@ -73,13 +74,14 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     sigma = LCN_SIGMA * max(qry_full.shape)
     stretched = _lcn(cv2.resize(ref_c, (qry_full.shape[1], qry_full.shape[0]), interpolation=cv2.INTER_AREA), sigma)
     qry_n = _lcn(qry_full, sigma)
+    ref_n = _lcn(ref_c, LCN_SIGMA * max(ref_c.shape))  # each window is placed on the same normalized pictures
     (rw, rh), (qw, qh) = ref.content_size, qry.content_size
 
     def place(windows: Sequence[Window], reverse_windows: Sequence[Window]) -> list[Alignment]:
         found = []
         for window in windows:
             part, (left, top) = _window(qry_full, window)
-            score, f, (x, y) = _best_placement(ref_c, part, _scales(ref_c, part))
+            score, f, (x, y) = _best_placement(ref_c, part, _scales(ref_c, part), ref_n)
             if score > -1:
                 # ref_c = f * (qry_c - (left, top)) + loc  ->  ref content = (f * kq * q + loc - f * (left, top)) / kr
                 found.append(Alignment(f * kq / kr, f * kq / kr, (x - f * left) / kr, (y - f * top) / kr, score,
@@ -88,7 +90,7 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
             found.append(Alignment(rw / qw, rh / qh, 0.0, 0.0, score, "stretch", window))
         for window in reverse_windows:  # parts of the reference, placed on the query
             part, (left, top) = _window(ref_c, window)
-            score, g, (x, y) = _best_placement(qry_full, part, _scales(qry_full, part))
+            score, g, (x, y) = _best_placement(qry_full, part, _scales(qry_full, part), qry_n)
             if score > -1:
                 # qry_c = g * (ref_c - (left, top)) + loc  ->  ref content = ((kq * q - loc) / g + (left, top)) / kr
                 found.append(Alignment(kq / (g * kr), kq / (g * kr), (left - x / g) / kr, (top - y / g) / kr, score,
@@ -119,15 +121,29 @@ def thumbnail(image: PreparedImage, side: int = SCAN_SIDE) -> np.ndarray:
     return grey_at(image, side, by_area=True)[0]
 
 
+def descriptors(thumb: np.ndarray, parts: Sequence[Window], side: int = DESCRIPTOR_SIDE) -> np.ndarray:
+    """Each part of a thumbnail as a side² unit vector, locally contrast-normalized (a
+    band's darkening or a re-toned copy barely moves it), so that a dot product is a
+    correlation: (len(parts), side²) float32, for a vectorized first ranking of thumbnails."""
+    found = []
+    for part in parts:
+        small = _lcn(cv2.resize(_window(thumb, part)[0], (side, side), interpolation=cv2.INTER_AREA), 1.0).ravel()
+        small = small - small.mean()
+        norm = float(np.linalg.norm(small))
+        found.append(small / norm if norm > 1e-6 else small)
+    return np.array(found, dtype=np.float32)
+
+
 def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS) -> float:
     """A quick version of the alignment search on thumbnails (SCAN_SCALES scales 10% apart,
     each query window, and the whole reference on the query): the best correlation any
     placement reaches. Used to rank candidates for `compare`, never to decide a match."""
     best = -1.0
+    ref_n = _lcn(ref_thumb, LCN_SIGMA * max(ref_thumb.shape))  # normalized once for every window
     for window in windows:
         part, _ = _window(query_thumb, window)
         fit = min(ref_thumb.shape[0] / part.shape[0], ref_thumb.shape[1] / part.shape[1])
-        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
+        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)], ref_n)[0])
     fit = min(query_thumb.shape[0] / ref_thumb.shape[0], query_thumb.shape[1] / ref_thumb.shape[1])
     return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
 
@@ -209,11 +225,13 @@ def _scales(big: np.ndarray, small: np.ndarray) -> list[float]:
     return [fit * ratio**i for i in range(count)]
 
 
-def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float]) -> tuple[float, float, tuple[int, int]]:
+def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
+                    big_n: Optional[np.ndarray] = None) -> tuple[float, float, tuple[int, int]]:
     """Best (score, scale, top-left) of `small` resized by each scale inside `big`, matched
-    on locally contrast-normalized images (see `_lcn`)."""
+    on locally contrast-normalized images (see `_lcn`; `big_n`: `big` already normalized)."""
     sigma = LCN_SIGMA * max(big.shape)
-    big_n = _lcn(big, sigma)
+    if big_n is None:
+        big_n = _lcn(big, sigma)
     best: tuple[float, float, tuple[int, int]] = (-2.0, 1.0, (0, 0))
     for f in scales:
         tw, th = int(small.shape[1] * f), int(small.shape[0] * f)

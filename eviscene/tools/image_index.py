@@ -8,10 +8,22 @@ corpus image is the smallest pHash+dHash Hamming distance (0..128) over crop pai
 1. The `PREFILTER` nearest by hash distance (all images of a small corpus) go on.
    Hashes alone separate copies from unrelated pictures poorly once a copy is cropped
    off-centre (distances overlap), so they only prefilter.
-2. `image_align.scan_score` (multi-scale template matching on thumbnails) ranks those;
+2. Thumbnail similarity, vectorized: each picture's thumbnail is also kept as small
+   contrast-normalized descriptors (`DESCRIPTOR_SIDE`² pixels, whole and centre crops,
+   `REFERENCE_CROPS`) in one array; one product with the query's descriptors (its
+   windows, as it is and mirrored) ranks the prefiltered pictures, and the `SHORTLIST`
+   best go on.
+3. `image_align.scan_score` (multi-scale template matching on thumbnails) ranks those;
    the `VERIFY` best, and the `HASH_EXTRA` nearest by hash, are aligned and compared at
-   working resolution.
-3. Only `compare`'s decision makes a match; no hash or scan threshold decides.
+   working resolution (`compare` is nearly all of a query's time, so it runs on few).
+4. Only `compare`'s decision makes a match; no hash or scan threshold decides.
+
+The shortlist and `VERIFY` were chosen on the bundled release's 28 case images: every
+copy the former search (scan of all 48, compare of 6 + 3) matched is among the compared
+ones (a copy's descriptor rank among the 48 was at most 6, its scan rank at most 2, or
+it was among the 3 nearest by hash), with 3.9 compares a query instead of 8; checked
+again on a 16-case independent release (scripts/make_independent_release.py, seed 3): the
+same matches, with the same similarities, for every case.
 
 The hashes and thumbnails are computed once per corpus (in parallel threads) and cached in
 the runtime directory (`eviscene.rules.runtime`), in a file named by the corpus key: the
@@ -37,7 +49,7 @@ import numpy as np
 
 from eviscene.errors import ReleaseError
 from eviscene.rules.runtime import runtime_dir
-from eviscene.tools.image_align import SCAN_SIDE, query_windows, scan_score, thumbnail
+from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import Comparison, compare, mirrored
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
@@ -45,12 +57,16 @@ if TYPE_CHECKING:
     from eviscene.tools.pages import CorpusEntries, CorpusImage
 
 PREFILTER = 48
-VERIFY = 6
+SHORTLIST = 10
+VERIFY = 3
 HASH_EXTRA = 3
 _PREPARED_CACHE = 48
-# Part of the cache key: change it when the hashes or thumbnails change in a way the key's
-# other parts (the crops, the thumbnail side) do not show.
-INDEX_FORMAT = "image-index-v1"
+# Parts of a corpus thumbnail described (x0, y0, x1, y1): the whole, and centre crops for
+# a query that shows only the middle of the picture.
+REFERENCE_CROPS = ((0.0, 0.0, 1.0, 1.0), (0.1, 0.1, 0.9, 0.9), (0.2, 0.2, 0.8, 0.8))
+# Part of the cache key: change it when the hashes, thumbnails or descriptors change in a
+# way the key's other parts (the crops, the thumbnail side) do not show.
+INDEX_FORMAT = "image-index-v2"
 
 Groups = Sequence[tuple[str, tuple["CorpusImage", ...]]]
 
@@ -67,13 +83,15 @@ class ImageMatch:
 
 class ImageIndex:
     def __init__(self, groups: Sequence[tuple[str, tuple["CorpusImage", ...]]], hashes: np.ndarray,
-                 thumbs: Sequence[np.ndarray]) -> None:
+                 thumbs: Sequence[np.ndarray], descriptors: Optional[np.ndarray] = None) -> None:
         self._groups = tuple(groups)
         self._hashes = hashes  # (images, len(HASH_CROPS), 2) uint64
         # The same, crop by crop and hash by hash (crops, 2, images): the prefilter reads
         # contiguous columns and never holds an (images x query crops x crops) array.
         self._columns = np.ascontiguousarray(hashes.transpose(1, 2, 0))
         self._thumbs = tuple(thumbs)
+        # (images, len(REFERENCE_CROPS), DESCRIPTOR_SIDE²) float32, unit vectors
+        self._descriptors = descriptors if descriptors is not None else _stack_descriptors(self._thumbs)
         self._position = {sha: index for index, (sha, _) in enumerate(self._groups)}
         self._cache: OrderedDict[str, PreparedImage] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -118,7 +136,7 @@ class ImageIndex:
             shapes, pixels = stored["thumb_shapes"], stored["thumb_pixels"]
             ends = np.cumsum(shapes.prod(axis=1))
             thumbs = [pixels[end - h * w:end].reshape(h, w) for (h, w), end in zip(shapes.tolist(), ends.tolist())]
-            return cls(groups, stored["hashes"], thumbs)
+            return cls(groups, stored["hashes"], thumbs, stored["descriptors"])
 
     def _save(self, path: Path) -> None:
         """Write the cache file under a temporary name, then rename it: a reader never sees
@@ -136,6 +154,7 @@ class ImageIndex:
                     out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
                     thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
                     thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
+                    descriptors=self._descriptors,
                 )
             os.replace(pending, path)
         except OSError:
@@ -176,16 +195,23 @@ class ImageIndex:
         return best.astype(np.int64)
 
     def candidates(self, query: PreparedImage, limit: int = VERIFY) -> list[tuple[str, int, float]]:
-        """(sha256, hash distance, scan score) of the most promising corpus pictures: the
-        `limit` best by scan score, then the HASH_EXTRA nearest by hash not among them
-        (the two signals fail on different pictures: the scan on partial overlaps it does
-        not try, the hash on off-centre crops)."""
+        """(sha256, hash distance, scan score) of the most promising corpus pictures: of the
+        hash-nearest, the SHORTLIST most alike by thumbnail descriptors are scanned, and the
+        `limit` best by scan score go on, then the HASH_EXTRA nearest by hash not among them
+        (the signals fail on different pictures: the scan on partial overlaps it does not
+        try, the hash on off-centre crops)."""
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
         query_thumb, flipped_thumb, windows = thumbnail(query), thumbnail(mirrored(query)), query_windows(query)
-        scores = {int(i): max(scan_score(self._thumbs[i], query_thumb, windows), scan_score(self._thumbs[i], flipped_thumb, windows))
-                  for i in nearest}
-        chosen = sorted(scores, key=lambda i: (-scores[i], distance[i], i))[:limit]
+        # One product of the prefiltered pictures' descriptors with the query's (each window,
+        # as it is and mirrored): the best correlation per picture.
+        described = np.concatenate([descriptors(query_thumb, windows), descriptors(flipped_thumb, windows)])
+        similarity = (self._descriptors[nearest] @ described.T).reshape(len(nearest), -1).max(axis=1)
+        shortlist = nearest[np.lexsort((np.arange(len(nearest)), -similarity))[:SHORTLIST]]
+        scanned = [int(i) for i in shortlist] + [int(i) for i in nearest[:HASH_EXTRA] if i not in shortlist]
+        scores = {i: max(scan_score(self._thumbs[i], query_thumb, windows), scan_score(self._thumbs[i], flipped_thumb, windows))
+                  for i in scanned}
+        chosen = sorted(scanned[:len(shortlist)], key=lambda i: (-scores[i], distance[i], i))[:limit]
         chosen += [int(i) for i in nearest[:HASH_EXTRA] if int(i) not in chosen]
         return [(self._groups[i][0], int(distance[i]), round(scores[i], 4)) for i in chosen]
 
@@ -199,6 +225,12 @@ class ImageIndex:
         return results
 
 
+def _stack_descriptors(thumbs: Sequence[np.ndarray]) -> np.ndarray:
+    if not thumbs:
+        return np.zeros((0, len(REFERENCE_CROPS), DESCRIPTOR_SIDE**2), np.float32)
+    return np.stack([descriptors(thumb, REFERENCE_CROPS) for thumb in thumbs])
+
+
 def image_groups(corpus: "CorpusEntries") -> list[tuple[str, tuple["CorpusImage", ...]]]:
     """The corpus's distinct pictures (by sha256, in first-seen order), each with every entry showing it."""
     grouped: dict[str, list["CorpusImage"]] = {}
@@ -210,7 +242,7 @@ def image_groups(corpus: "CorpusEntries") -> list[tuple[str, tuple["CorpusImage"
 def corpus_key(groups: Groups) -> str:
     """The cache key of the index of these pictures: the index format, the crops and thumbnail
     size it uses, and each picture's sha256 with the size and modification time of the file read."""
-    digest = hashlib.sha256(f"{INDEX_FORMAT}\n{HASH_CROPS!r}\n{SCAN_SIDE}".encode())
+    digest = hashlib.sha256(f"{INDEX_FORMAT}\n{HASH_CROPS!r}\n{SCAN_SIDE}\n{REFERENCE_CROPS!r}\n{DESCRIPTOR_SIDE}".encode())
     for sha, entries in groups:
         stat = entries[0].file.stat()
         digest.update(f"\n{sha} {stat.st_size} {stat.st_mtime_ns}".encode())

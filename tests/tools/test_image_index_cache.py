@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from eviscene.tools.corpus import Corpus
+from eviscene.tools.image_align import QUERY_WINDOWS, descriptors, thumbnail
 from eviscene.tools.image_compare import mirrored
-from eviscene.tools.image_index import PREFILTER, ImageIndex, corpus_key, image_groups
+from eviscene.tools.image_index import PREFILTER, REFERENCE_CROPS, ImageIndex, corpus_key, image_groups
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, crop_hashes, prepare
 
 from tools_fixtures import CorpusBuilder
@@ -51,6 +52,20 @@ def test_a_cached_index_searches_exactly_as_a_fresh_one(corpus, tmp_path):
     # The edited copy of scene 103 is the one match, in both.
     best = cached.similar(queries()[0])[0]
     assert best.comparison.match and [e.page.url for e in best.entries] == ["https://pics.example/103"]
+
+
+def test_thumbnail_descriptors_rank_a_copy_above_other_pictures():
+    reference = descriptors(thumbnail(prepare(scene(103, (320, 213)))), REFERENCE_CROPS)
+    assert np.allclose(np.linalg.norm(reference, axis=1), 1.0)  # unit vectors: a product is a correlation
+
+    def best(picture) -> float:
+        query = prepare(picture)
+        described = np.concatenate([descriptors(thumbnail(query), QUERY_WINDOWS), descriptors(thumbnail(mirrored(query)), QUERY_WINDOWS)])
+        return float((reference @ described.T).max())
+
+    assert best(jpeg(scene(103, (320, 213)), 40)) > 0.95
+    cropped = best(jpeg(crop_fraction(scene(103, (320, 213)), 0.15, 0.15, 0.15, 0.15), 60))
+    assert cropped > max(best(jpeg(scene(104, (320, 213)), 60)), best(jpeg(scene(150, (320, 213)), 60))) + 0.2
 
 
 def test_the_vectorized_prefilter_matches_a_per_image_loop(corpus, tmp_path):
