@@ -58,8 +58,19 @@ def plan_import(path: Path, kind: str | None = None) -> ImportPlan:
     return collect(path)
 
 
+def _path_order(path: Path) -> tuple[str, ...]:
+    """Path's own order (part by part), as a key: sorting with Path.__lt__ cost seconds at 100k files."""
+    return path.parts
+
+
+def _relative(root: Path, path: Path) -> str:
+    """`path.relative_to(root).as_posix()`, by string where it can (relative_to cost seconds at 100k files)."""
+    inside, text_path = str(root) + "/", str(path)
+    return text_path[len(inside):] if text_path.startswith(inside) else path.relative_to(root).as_posix()
+
+
 def _read(root: Path, path: Path, kind: str, **metadata: Any) -> ImportedFile:
-    return ImportedFile(kind, path, path.relative_to(root).as_posix(), path.read_bytes(), metadata=metadata)
+    return ImportedFile(kind, path, _relative(root, path), path.read_bytes(), metadata=metadata)
 
 
 def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
@@ -77,7 +88,7 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]
     files = [manifest_file]
     traces: dict[str, dict[str, Any]] = {}
     trace_files: dict[str, ImportedFile] = {}
-    for path in sorted((root / "traces").glob("*.json")):
+    for path in sorted((root / "traces").glob("*.json"), key=_path_order):
         item = _read(root, path, "trace")
         trace = parse_json_object(path, item.content)
         episode_id = _episode_of_trace(trace, path)
@@ -134,8 +145,8 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
     directory (`materialize` writes it back byte for byte); links must stay inside it."""
     found = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root).as_posix()
+    for path in sorted(root.rglob("*"), key=_path_order):
+        relative = _relative(root, path)
         if relative in taken or not path.is_file():
             continue
         if root.resolve() not in path.resolve().parents:
@@ -180,7 +191,7 @@ def _gate_files(root: Path, base: Path) -> list[ImportedFile]:
     files = []
     for suffix, kind in GATE_SUFFIXES.items():
         seen: dict[str, Path] = {}
-        for path in sorted(base.rglob(f"*{suffix}")):
+        for path in sorted(base.rglob(f"*{suffix}"), key=_path_order):
             item = _read(root, path, kind)
             payload = parse_json_object(path, item.content)
             rollout = payload.get("rollout") if isinstance(payload.get("rollout"), dict) else {}
