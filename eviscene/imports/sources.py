@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +64,21 @@ def _path_order(path: Path) -> tuple[str, ...]:
     return path.parts
 
 
-def _relative(root: Path, path: Path) -> str:
-    """`path.relative_to(root).as_posix()`, by string where it can (relative_to cost seconds at 100k files)."""
-    inside, text_path = str(root) + "/", str(path)
-    return text_path[len(inside):] if text_path.startswith(inside) else path.relative_to(root).as_posix()
+def _read(root: Path, path: Path, kind: str, relative: str | None = None, **metadata: Any) -> ImportedFile:
+    relative = path.relative_to(root).as_posix() if relative is None else relative
+    return ImportedFile(kind, path, relative, path.read_bytes(), metadata=metadata)
 
 
-def _read(root: Path, path: Path, kind: str, **metadata: Any) -> ImportedFile:
-    return ImportedFile(kind, path, _relative(root, path), path.read_bytes(), metadata=metadata)
+def _files_in_order(root: Path) -> list[tuple[str, Path]]:
+    """(relative path, path) of every file under `root` as `sorted(root.rglob("*"))` orders
+    them (part by part; symlinked folders listed, not entered), read with os.walk: pathlib's
+    globbing and relative_to cost seconds at 100k files."""
+    found = []
+    for folder, _, names in os.walk(root):
+        parts = Path(folder).relative_to(root).parts
+        found += [((*parts, name), Path(folder, name)) for name in names]
+    found.sort(key=lambda item: item[0])
+    return [("/".join(parts), path) for parts, path in found]
 
 
 def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
@@ -88,8 +96,11 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]
     files = [manifest_file]
     traces: dict[str, dict[str, Any]] = {}
     trace_files: dict[str, ImportedFile] = {}
-    for path in sorted((root / "traces").glob("*.json"), key=_path_order):
-        item = _read(root, path, "trace")
+    traces_folder = root / "traces"
+    names = sorted(e.name for e in os.scandir(traces_folder) if e.name.endswith(".json")) if traces_folder.is_dir() else []
+    for name in names:  # the seed's sorted(glob("traces/*.json")), without pathlib's per-path cost
+        path = traces_folder / name
+        item = _read(root, path, "trace", f"traces/{name}")
         trace = parse_json_object(path, item.content)
         episode_id = _episode_of_trace(trace, path)
         if episode_id in trace_files:
@@ -145,20 +156,19 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
     directory (`materialize` writes it back byte for byte); links must stay inside it."""
     found = []
-    for path in sorted(root.rglob("*"), key=_path_order):
-        relative = _relative(root, path)
+    for relative, path in _files_in_order(root):
         if relative in taken or not path.is_file():
             continue
         if root.resolve() not in path.resolve().parents:
             raise ArtifactError(f"{path}: links outside the run directory {root}")
         if path.name == "summary.json" and path.parent == root:
-            item = _read(root, path, "summary")
+            item = _read(root, path, "summary", relative)
             parse_json_object(path, item.content)
         elif path.suffix == ".jsonl" and path.parent == root and path.stem in RUN_TABLE_FILES:
-            item = _read(root, path, path.stem)
+            item = _read(root, path, path.stem, relative)
             item.rows = len(parse_jsonl_objects(path, item.content))
         else:
-            item = _read(root, path, "run_file")
+            item = _read(root, path, "run_file", relative)
         found.append(item)
     return found
 
