@@ -32,10 +32,10 @@ class ImportedFile:
     content: bytes
     rows: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
+    sha256: str = field(init=False)
 
-    @cached_property
-    def sha256(self) -> str:
-        return sha256_bytes(self.content)  # content never changes; read per file several times
+    def __post_init__(self) -> None:
+        self.sha256 = sha256_bytes(self.content)  # read several times per file; content never changes
 
     @property
     def media_type(self) -> str:

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import parse_json_object, parse_jsonl_objects, text
 from eviscene.imports.plan import ImportedFile, ImportPlan
@@ -81,6 +83,19 @@ def _files_in_order(root: Path) -> list[tuple[str, Path]]:
     return [("/".join(parts), path) for parts, path in found]
 
 
+def _parse_trace(path: Path, content: bytes) -> dict[str, Any]:
+    """A trace as Python's json reads it (parse_json_object), by orjson where that gives the
+    same image_id: orjson is ~3x faster but refuses what Python accepts (NaN, lone
+    surrogates) and reads integers beyond 64 bits as floats; those go to Python's reader."""
+    try:
+        trace = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return parse_json_object(path, content)
+    if not isinstance(trace, dict) or isinstance(trace.get("image_id"), float):
+        return parse_json_object(path, content)
+    return trace
+
+
 def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
     """Seed: `str(trace.get("image_id") or trace_path.stem).strip()`."""
     return text(trace.get("image_id") or path.stem)
@@ -101,7 +116,7 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]
     for name in names:  # the seed's sorted(glob("traces/*.json")), without pathlib's per-path cost
         path = traces_folder / name
         item = _read(root, path, "trace", f"traces/{name}")
-        trace = parse_json_object(path, item.content)
+        trace = _parse_trace(path, item.content)
         episode_id = _episode_of_trace(trace, path)
         if episode_id in trace_files:
             raise ArtifactError(
