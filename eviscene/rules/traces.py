@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 
 def safe_trace_filename(identifier: str) -> str:
     """``<identifier>.json`` with every character that is not alphanumeric (Unicode-aware
@@ -27,12 +29,22 @@ def runtime_ids(trace_json: str) -> list[str]:
     `["2", "c", "x"]`. (In Python, not SQL: DuckDB's json_tree over every trace was the
     largest cost of a dataset export.)"""
     found: set[str] = set()
-    _collect(json.loads(trace_json), found)  # Python's parser, as the seed (orjson turns big integers into floats)
+    try:
+        _collect(orjson.loads(trace_json), found)
+    except (orjson.JSONDecodeError, _NeedsPythonParse):
+        # Python's parser, as the seed's: orjson refuses NaN and lone surrogates and reads
+        # integers beyond 64 bits as floats (so a float in an `_ids` list is read again)
+        found.clear()
+        _collect(json.loads(trace_json), found, python_parsed=True)
     found.discard("")
     return sorted(found)
 
 
-def _collect(value: Any, found: set[str]) -> None:
+class _NeedsPythonParse(Exception):
+    pass
+
+
+def _collect(value: Any, found: set[str], python_parsed: bool = False) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, str):
@@ -40,9 +52,12 @@ def _collect(value: Any, found: set[str]) -> None:
                     found.add(item.strip())
             elif isinstance(item, (dict, list)):
                 if isinstance(item, list) and key.endswith("_ids"):
-                    found.update(str(element).strip() for element in item if not isinstance(element, (dict, list)))
-                _collect(item, found)
+                    scalars = [element for element in item if not isinstance(element, (dict, list))]
+                    if not python_parsed and any(isinstance(element, float) for element in scalars):
+                        raise _NeedsPythonParse
+                    found.update(str(element).strip() for element in scalars)
+                _collect(item, found, python_parsed)
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, (dict, list)):
-                _collect(item, found)
+                _collect(item, found, python_parsed)

@@ -62,6 +62,9 @@ def test_runtime_ids_of_a_trace():
         "1.5", "123456789012345678901234567890", "2", "None", "True", "c1", "ev-1", "ev-2", "in-object", "x",
     ]
     assert runtime_ids("[]") == []
+    # without floats (read by orjson) and with NaN (Python's reader only): the same rule
+    assert runtime_ids('{"a_ids": [1, " y ", false], "b": [{"c_id": "z"}]}') == ["1", "False", "y", "z"]
+    assert runtime_ids('{"a_ids": [NaN, -Infinity]}') == ["-inf", "nan"]
 
 
 def test_url_rules_and_policy_reason():
