@@ -48,6 +48,31 @@ Whole bench (export / baseline): 5,000 before 5.53x time (3.48 vs 0.63 s), after
 ~200 MiB); 100,000 before 1.92x time, 2.28x peak memory (2282 vs 1000 MiB); after (load
 13-19): 1.17x time (139 vs 119 s), 1.54x peak memory (1545 vs 1000 MiB); import + export
 3.40x the baseline's time.
+Second round (issue 13, 100,000 candidates; CPU seconds from cProfile and per view from
+process_time around each view's materialization, at load 13-28, so wall seconds are ~5-10x):
+the views took ~11 s CPU: split_components 2.4 (its recursive CTE re-ran the anchors/edges
+joins in every iteration), trace_runtime_ids ~1.7-2.8 (DuckDB's json_tree over every trace),
+imported_traces 1.6 (a json_each per trace for the evidence families), rollout_selection
+0.9, candidate_episodes 0.8, dataset_trajectories 0.8-1.0; writing the files ~10 s (Python
+per accepted row: orjson parse of the SFT record, four canonical lines); the import took
+62.6 s CPU: the strict JSONL reader 17.6 s (a Python object hook per JSON object, for
+repeated-key checks), the log writer 17 s (a pydantic payload, digest and chain hash per
+file event: _prepare 7.2, drafts 3.3, seal 4.7), listing and reading the files ~12 s
+(pathlib's rglob, relative_to and Path.__lt__ sorting ~9 s), json.loads of every trace 3.6 s,
+the plan's digest re-hashing every file 2.5 s.
+Changes: anchors and edges MATERIALIZED in split_components (2.4 -> 0.8 s CPU); a trace's
+runtime ids by one orjson parse in Python (eviscene/rules/traces.py, registered as
+trace_runtime_id_list; Python's json where orjson would read a value differently);
+imported_traces reads the families with one JSON path per trace (1.5 -> 0.6 s CPU); the
+import lists files with os.scandir/os.walk in pathlib's order, hashes each file once,
+parses traces with orjson where it gives the same image_id, and queues blobs without an
+event-loop trip per file. Same bytes (check_identical.sh).
+After, 100,000 (two runs, load 21-28): export / baseline 0.84x and 0.75x time (48 vs 58 s,
+114 vs 153 s), 1.38x peak memory (1384 vs 1000 MiB); import + export 1.83x and 1.81x.
+Left (goal 0.2x export, 0.5x import + export): writing the files row by row in Python, the
+import's strict JSONL check and its event per file, the JSON re-parsing across the staging
+views (imported_rows, dataset_trajectories, candidate_episodes), rollout_selection, the
+pandas import pyarrow makes on the first pa.array (~1 s, store/writer.py).
 """
 
 from __future__ import annotations

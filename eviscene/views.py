@@ -183,6 +183,8 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "normalize_host": ("eviscene.rules.urls", "normalize_host", ("VARCHAR",), "VARCHAR", True),
     "url_host": ("eviscene.rules.urls", "url_host", ("VARCHAR",), "VARCHAR", True),
     "safe_trace_filename": ("eviscene.rules.traces", "safe_trace_filename", ("VARCHAR",), "VARCHAR", True),
+    # trace_runtime_id_list(trace JSON) -> the runtime ids it mentions, sorted
+    "trace_runtime_id_list": ("eviscene.rules.traces", "runtime_ids", ("VARCHAR",), "VARCHAR[]", False),
     "py_value_text": ("eviscene.rules.python_text", "py_value_text", ("VARCHAR",), "VARCHAR", True),
     # source_policy_block(policy file JSON, url, content_sha256) -> block reason or NULL
     "source_policy_block": (
@@ -203,7 +205,7 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
     """SQL access to rules that live in Python once (`eviscene.rules`): URL normalization is
     shared by the tools, the source-access policy and the scoring views; the source-access
     policy's matcher by the tools and the trace audit; the tool-cache partition by the cache
-    and its lookup; trace file names by the seed layout and the materialized run directory;
+    and its lookup; trace file names by the seed layout and the materialized run directory; a trace's runtime ids by the dataset views;
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
     and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
     seed 002's split defaults by the dataset settings' default row. All of them, or those in

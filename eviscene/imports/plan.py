@@ -8,6 +8,7 @@ same source twice finds the run already in the log and writes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,10 @@ class ImportedFile:
     content: bytes
     rows: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
+    sha256: str = field(init=False)
 
-    @property
-    def sha256(self) -> str:
-        return sha256_bytes(self.content)
+    def __post_init__(self) -> None:
+        self.sha256 = sha256_bytes(self.content)  # read several times per file; content never changes
 
     @property
     def media_type(self) -> str:
@@ -50,7 +51,7 @@ class ImportPlan:
     files: list[ImportedFile]
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """sha256 over the source kind and each file's relative path and sha256."""
         listing = sorted([f.relative_path, f.sha256] for f in self.files)

@@ -1,8 +1,14 @@
 """Trace file names: the seed's run layout (`traces/<name>`) and the materialized run
 directory name each episode's trace file the same way, and SQL does too
-(registered as `safe_trace_filename`)."""
+(registered as `safe_trace_filename`). The runtime ids a trace mentions, for the dataset
+views (registered as `trace_runtime_id_list`)."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
 
 
 def safe_trace_filename(identifier: str) -> str:
@@ -14,3 +20,44 @@ def safe_trace_filename(identifier: str) -> str:
         for character in str(identifier)
     )
     return f"{safe_id}.json"
+
+
+def runtime_ids(trace_json: str) -> list[str]:
+    """Seed `_collect_runtime_ids`: every string under a key ending in `_id` and every
+    scalar item of a list under a key ending in `_ids`, as `str(value).strip()`, non-blank,
+    distinct, sorted. `{"a": {"case_id": " c "}, "tool_ids": [2, "x"], "n_id": 3}` ->
+    `["2", "c", "x"]`. (In Python, not SQL: DuckDB's json_tree over every trace was the
+    largest cost of a dataset export.)"""
+    found: set[str] = set()
+    try:
+        _collect(orjson.loads(trace_json), found)
+    except (orjson.JSONDecodeError, _NeedsPythonParse):
+        # Python's parser, as the seed's: orjson refuses NaN and lone surrogates and reads
+        # integers beyond 64 bits as floats (so a float in an `_ids` list is read again)
+        found.clear()
+        _collect(json.loads(trace_json), found, python_parsed=True)
+    found.discard("")
+    return sorted(found)
+
+
+class _NeedsPythonParse(Exception):
+    pass
+
+
+def _collect(value: Any, found: set[str], python_parsed: bool = False) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if key.endswith("_id"):
+                    found.add(item.strip())
+            elif isinstance(item, (dict, list)):
+                if isinstance(item, list) and key.endswith("_ids"):
+                    scalars = [element for element in item if not isinstance(element, (dict, list))]
+                    if not python_parsed and any(isinstance(element, float) for element in scalars):
+                        raise _NeedsPythonParse
+                    found.update(str(element).strip() for element in scalars)
+                _collect(item, found, python_parsed)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)):
+                _collect(item, found, python_parsed)

@@ -159,7 +159,10 @@ class RunWriter:
         """Store content once, keyed by its sha256; committed with the next batch."""
         digest = hashlib.sha256(content).hexdigest()
         assert self._send is not None
-        await self._send.send(_Blob(digest, media_type, content))
+        try:
+            self._send.send_nowait(_Blob(digest, media_type, content))  # no trip through the event loop per blob
+        except anyio.WouldBlock:
+            await self._send.send(_Blob(digest, media_type, content))
         return digest
 
     async def sync(self) -> None:

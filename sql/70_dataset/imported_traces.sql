@@ -19,7 +19,10 @@ WITH traces AS (
         d.path AS source_trace,
         d.sha256 AS trace_sha256,
         -- each document is parsed once for all the fields read here (state, case_id, image_id, decision_policy_version)
-        json_extract(d.document, ['$.state', '$.case_id', '$.image_id', '$.decision_policy_version']) AS top
+        json_extract(d.document, ['$.state', '$.case_id', '$.image_id', '$.decision_policy_version']) AS top,
+        -- every evidence item's source_family as text, in one pass over the document (a
+        -- json_each per trace cost most of this view); only strings can start with `content:`
+        json_extract_string(d.document, '$.state.investigation_state.evidence[*].source_family') AS cited_families
     FROM dataset_sources s
     JOIN imported_documents d ON d.import_id = s.source_id AND d.kind = 'trace'
 ),
@@ -29,24 +32,15 @@ stated AS (
     FROM traces t
 ),
 parts AS (
-    SELECT t.*, json_extract(t.state, ['$.runtime_case', '$.investigation_state', '$.decision_policy_version']) AS inner_fields
+    SELECT t.*, json_extract(t.state, ['$.runtime_case', '$.decision_policy_version']) AS inner_fields
     FROM stated t
 ),
 shaped AS (
     SELECT
         t.* EXCLUDE (inner_fields),
         CASE WHEN json_type(inner_fields[1]) = 'OBJECT' THEN inner_fields[1] END AS runtime_case,
-        CASE WHEN json_type(inner_fields[2]) = 'OBJECT' THEN inner_fields[2] END AS investigation,
-        inner_fields[3] AS state_policy_version
+        inner_fields[2] AS state_policy_version
     FROM parts t
-),
-families AS (
-    SELECT t.source_id, t.episode_id,
-           list_sort(list_distinct(list(py_strip(py_text(e.value->'source_family'))))) AS families
-    FROM (SELECT source_id, episode_id, investigation->'evidence' AS evidence FROM shaped) t,
-         json_each(CASE WHEN json_type(t.evidence) = 'ARRAY' THEN t.evidence ELSE '[]' END) e
-    WHERE json_type(e.value) = 'OBJECT' AND starts_with(py_strip(py_text(e.value->'source_family')), 'content:')
-    GROUP BY ALL
 ),
 selected AS (
     SELECT py_strip(py_get_text(r.row, 'episode_id', '')) AS episode_id, r.row AS release_row
@@ -70,7 +64,9 @@ SELECT
     t.source_trace,
     t.trace_sha256,
     py_get_text(t.runtime_case, 'image_sha256', '') AS image_sha256,
-    coalesce(f.families, []) AS source_family_keys,
+    list_sort(list_distinct(list_filter(
+        list_transform(t.cited_families, lambda f: py_strip(f)), lambda f: starts_with(f, 'content:')
+    ))) AS source_family_keys,
     coalesce(
         py_or_text(t.trace_policy_version), py_or_text(t.state_policy_version),
         t.manifest_policy_version, ''
@@ -84,6 +80,5 @@ SELECT
     ) AS action_only,
     st.runtime_store_path
 FROM shaped t
-LEFT JOIN families f USING (source_id, episode_id)
 LEFT JOIN selected sel ON t.source_kind = 'accepted_release' AND sel.episode_id = t.episode_id
 LEFT JOIN stores st ON st.source_id = t.source_id AND st.episode_id = t.episode_id;

@@ -101,6 +101,20 @@ def test_every_file_of_a_run_directory_is_imported(tmp_path):
         {"run_id": result.import_id, "source_run_id": "20261130_141502_offline_offline-react-v1"}]
 
 
+def test_nested_and_hidden_files_are_imported_once_and_linked_folders_are_not_entered(tmp_path):
+    root = write_seed_run_dir(tmp_path / "run")
+    (root / "logs" / "deep").mkdir(parents=True)
+    (root / "logs" / "deep" / "a.txt").write_text("a", encoding="utf-8")
+    (root / ".hidden").write_text("h", encoding="utf-8")
+    (root / "traces" / "notes.md").write_text("not a trace", encoding="utf-8")
+    (root / "logs-link").symlink_to(root / "logs", target_is_directory=True)
+    log = EventLog(tmp_path / "log.duckdb")
+    import_path(log, root)
+    rows = log.sql("SELECT relative_path FROM imported_files WHERE kind = 'run_file' ORDER BY relative_path").to_pylist()
+    assert [r["relative_path"] for r in rows] == [".hidden", "logs/deep/a.txt", "notes.txt", "traces/notes.md"]
+    assert log.sql("SELECT count(*) AS n FROM imported_files WHERE kind = 'trace'").to_pylist() == [{"n": 3}]
+
+
 def test_an_imported_run_is_listed_by_runs_with_its_status_and_counts(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id

@@ -4,7 +4,7 @@ import pytest
 from eviscene.rules.python_text import json_ascii, py_value_text
 from eviscene.rules.source_policy import ALLOW_ALL, cache_partition_name, policy_block_reason, policy_from_fields
 from eviscene.rules.stages import STAGES
-from eviscene.rules.traces import safe_trace_filename
+from eviscene.rules.traces import runtime_ids, safe_trace_filename
 from eviscene.rules.urls import normalize_url, url_host
 from eviscene.rules.verdicts import verdict_correct
 from eviscene.views import register_functions
@@ -49,6 +49,22 @@ def test_python_text_of_json_values():
 def test_trace_file_names_and_stages():
     assert safe_trace_filename("ep/1 é") == "ep_1_é.json"
     assert STAGES == ("unified_react", "unified_judgment", "perception")
+
+
+def test_runtime_ids_of_a_trace():
+    trace = (
+        '{"case_id": " c1 ", "state": {"evidence": [{"evidence_id": "ev-2"}, {"evidence_id": "ev-1", "n_id": 3}],'
+        ' "tool_ids": [2, 1.50, true, null, " x ", ["nested"], {"call_id": "in-object"}], "blank_id": "  ",'
+        ' "run_id": ["not a string"], "x_ids": "not a list", "big_ids": [123456789012345678901234567890]}}'
+    )
+    # strings under *_id keys; scalar items of *_ids lists as str(); stripped, blanks dropped, sorted
+    assert runtime_ids(trace) == [
+        "1.5", "123456789012345678901234567890", "2", "None", "True", "c1", "ev-1", "ev-2", "in-object", "x",
+    ]
+    assert runtime_ids("[]") == []
+    # without floats (read by orjson) and with NaN (Python's reader only): the same rule
+    assert runtime_ids('{"a_ids": [1, " y ", false], "b": [{"c_id": "z"}]}') == ["1", "False", "y", "z"]
+    assert runtime_ids('{"a_ids": [NaN, -Infinity]}') == ["-inf", "nan"]
 
 
 def test_url_rules_and_policy_reason():
