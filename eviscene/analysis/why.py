@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
+
 from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
@@ -28,9 +30,13 @@ class EpisodeStory:
     imported_from: dict[str, Any] | None = None  # an imported run directory: its path and own run_id
 
 
-def _one(log: EventLog, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    found = rows(log.sql(sql, params), json_columns)
+def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    found = _all(con, sql, params, json_columns)
     return found[0] if found else None
+
+
+def _all(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    return rows(con.sql(sql, params=params).to_arrow_table(), json_columns)
 
 
 def _summary(kind: str, payload: dict[str, Any]) -> str:
@@ -58,63 +64,74 @@ def _summary(kind: str, payload: dict[str, Any]) -> str:
     return ""
 
 
+_RUNS_OF_EPISODE = (
+    "SELECT run_id FROM (SELECT run_id, episode_id FROM episodes UNION ALL SELECT run_id, episode_id FROM imported_episodes) "
+    "WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id"
+)
+_IMPORTED_FROM = "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?"
+_EPISODE_SQL = {
+    "episode": "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?",
+    "timeline": "SELECT step, attempt, type, payload FROM events WHERE run_id = ? AND episode_id = ? AND step IS NOT NULL ORDER BY seq",
+    "audit": "SELECT * FROM trace_audit WHERE run_id = ? AND episode_id = ?",
+    "failures": "SELECT code, severity, detail FROM trace_audit_failures WHERE run_id = ? AND episode_id = ? ORDER BY code, detail",
+    "score": "SELECT components, total, training_eligible, training_exclusion_reasons FROM trajectory_scores WHERE run_id = ? AND episode_id = ?",
+    "metrics": "SELECT result_correct, gold_label, evidence_recovery_recall, fact_recovery_recall, chain_recovery_recall, "
+               "basis_reference_precision FROM episode_metrics WHERE run_id = ? AND episode_id = ?",
+    "eligibility": "SELECT * EXCLUDE (run_id, episode_id, case_id, prompt_group_id) FROM sft_eligibility WHERE run_id = ? AND episode_id = ?",
+    "group": "SELECT episode_id, reward, reward_mean, reward_std, grpo_advantage, rloo_advantage, is_std_zero FROM post_rollout_rewards "
+             "WHERE run_id = ? AND prompt_group_id = (SELECT prompt_group_id FROM episodes WHERE run_id = ? AND episode_id = ?) "
+             "ORDER BY episode_id",
+}
+
+
 def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -> EpisodeStory:
-    candidates = log.sql(
-        "SELECT run_id FROM (SELECT run_id, episode_id FROM episodes UNION ALL SELECT run_id, episode_id FROM imported_episodes) "
-        "WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id",
-        [episode_id, run_id, run_id],
-    )["run_id"].to_pylist()
+    # One snapshot, each view it reads computed once: the per-episode views stacked on one
+    # another cost seconds to bind on every separate query.
+    return log.read(lambda con: _episode_story(log, con, episode_id, run_id), materialize=True,
+                    for_query=" ".join([_RUNS_OF_EPISODE, _IMPORTED_FROM, *_EPISODE_SQL.values()]))
+
+
+def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: str, run_id: str | None) -> EpisodeStory:
+    candidates = [r[0] for r in con.execute(_RUNS_OF_EPISODE, [episode_id, run_id, run_id]).fetchall()]
     if not candidates:
         raise EvisceneError(f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}")
     if len(candidates) > 1:
         raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
     run = candidates[0]
     keys = [run, episode_id]
-    imported_from = _one(log, "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?", [run])
+    imported_from = _one(con, _IMPORTED_FROM, [run])
     if imported_from is not None:
-        return _imported_story(log, keys, imported_from)
-    episode = _one(log, "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?", keys, ("verdict_basis", "token_usage"))
+        return _imported_story(log, con, keys, imported_from)
     timeline = [
         {"step": r["step"], "attempt": r["attempt"], "type": r["type"], "summary": _summary(r["type"], r["payload"])}
-        for r in rows(
-            log.sql(
-                "SELECT step, attempt, type, payload FROM events WHERE run_id = ? AND episode_id = ? AND step IS NOT NULL "
-                "ORDER BY seq",
-                keys,
-            ),
-            ("payload",),
-        )
+        for r in _all(con, _EPISODE_SQL["timeline"], keys, ("payload",))
     ]
     return EpisodeStory(
         run_id=run,
-        episode=episode,
+        episode=_one(con, _EPISODE_SQL["episode"], keys, ("verdict_basis", "token_usage")),
         timeline=timeline,
-        audit=_one(log, "SELECT * FROM trace_audit WHERE run_id = ? AND episode_id = ?", keys),
-        failures=rows(log.sql("SELECT code, severity, detail FROM trace_audit_failures WHERE run_id = ? AND episode_id = ? ORDER BY code, detail", keys)),
-        score=_one(log, "SELECT components, total, training_eligible, training_exclusion_reasons FROM trajectory_scores WHERE run_id = ? AND episode_id = ?", keys),
-        metrics=_one(log, "SELECT result_correct, gold_label, evidence_recovery_recall, fact_recovery_recall, chain_recovery_recall, basis_reference_precision FROM episode_metrics WHERE run_id = ? AND episode_id = ?", keys),
-        eligibility=_one(log, "SELECT * EXCLUDE (run_id, episode_id, case_id, prompt_group_id) FROM sft_eligibility WHERE run_id = ? AND episode_id = ?", keys),
-        group=rows(log.sql(
-            "SELECT episode_id, reward, reward_mean, reward_std, grpo_advantage, rloo_advantage, is_std_zero FROM post_rollout_rewards "
-            "WHERE run_id = ? AND prompt_group_id = (SELECT prompt_group_id FROM episodes WHERE run_id = ? AND episode_id = ?) ORDER BY episode_id",
-            [run, run, episode_id],
-        )),
+        audit=_one(con, _EPISODE_SQL["audit"], keys),
+        failures=_all(con, _EPISODE_SQL["failures"], keys),
+        score=_one(con, _EPISODE_SQL["score"], keys),
+        metrics=_one(con, _EPISODE_SQL["metrics"], keys),
+        eligibility=_one(con, _EPISODE_SQL["eligibility"], keys),
+        group=_all(con, _EPISODE_SQL["group"], [run, *keys]),
         dataset=explain_dataset_decision(log, episode_id, source_id=run),
     )
 
 
-def _imported_story(log: EventLog, keys: list[str], imported_from: dict[str, Any]) -> EpisodeStory:
+def _imported_story(log: EventLog, con: duckdb.DuckDBPyConnection, keys: list[str], imported_from: dict[str, Any]) -> EpisodeStory:
     """An imported run directory's episode: its run_results.jsonl row and trajectory score as
     the directory recorded them (it holds no events to make a timeline of)."""
     where = "FROM imported_episodes WHERE run_id = ? AND episode_id = ?"
     return EpisodeStory(
         run_id=keys[0],
-        episode=_one(log, f"SELECT * EXCLUDE (trajectory_score) {where}", keys, ("verdict_basis", "token_usage")),
+        episode=_one(con, f"SELECT * EXCLUDE (trajectory_score) {where}", keys, ("verdict_basis", "token_usage")),
         timeline=[],
         audit=None,
         failures=[],
         score=_one(
-            log,
+            con,
             f"SELECT trajectory_score->'components' AS components, (trajectory_score->>'total')::DOUBLE AS total {where} "
             "AND trajectory_score IS NOT NULL",
             keys,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import duckdb
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 # DuckDB's share of a materializing process (the rest is Python's): at 2GB a 100k-episode
 # export peaked at 2.7 GiB; beyond this, temporary tables spill to disk.
+T = TypeVar("T")
 MATERIALIZE_MEMORY_LIMIT = os.environ.get("EVISCENE_MATERIALIZE_MEMORY", "1GB")
 BATCH_ROWS = 65_536
 
@@ -95,6 +96,30 @@ class EventStore:
         if views:
             self.add_views(con, materialize=materialize, for_query=for_query)
         return con
+
+    def read(
+        self,
+        reader: Callable[[duckdb.DuckDBPyConnection], T],
+        *,
+        for_query: str | None = None,
+        materialize: bool = False,
+        views: bool = True,
+    ) -> T:
+        """Run `reader` over one fresh snapshot with the views `for_query` names (with
+        `materialize`, each computed once into a temporary table: many questions of one
+        snapshot bind and compute the views once), again over a newer snapshot if a live
+        segment moved under it."""
+        for attempt in range(SNAPSHOT_RETRIES):
+            try:
+                con = self.connect(views=views, materialize=materialize, for_query=for_query)
+                try:
+                    return reader(con)
+                finally:
+                    con.close()
+            except duckdb.Error as exc:
+                if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
         """The views over `events` and `blobs`: none in the store itself (`EventLog` adds the SQL views)."""

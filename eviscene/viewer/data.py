@@ -20,7 +20,6 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
-from eviscene.store.snapshot import SNAPSHOT_RETRIES, segment_moved
 from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
 
@@ -47,28 +46,10 @@ EPISODE_LIST_COLUMNS = (
 )
 
 
-@contextmanager
-def snapshot(log: EventLog, queries: str, *, materialize: bool, views: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    """One read-only snapshot with the views `queries` name (none without `views`: the reader
-    adds what it needs); with `materialize`, each view computed once into a temporary table (a
-    page that asks many questions of a whole run)."""
-    con = log.connect(materialize=materialize, for_query=queries, views=views)
-    try:
-        yield con
-    finally:
-        con.close()
-
-
 def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True, views: bool = True) -> Any:
-    """Run `reader` over a fresh snapshot, again over a newer one if a live segment moved."""
-    for attempt in range(SNAPSHOT_RETRIES):
-        try:
-            with snapshot(log, queries, materialize=materialize, views=views) as con:
-                return reader(con)
-        except duckdb.Error as exc:
-            if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
-                raise
-    raise AssertionError("unreachable")
+    """`reader` over one snapshot with the views `queries` name, each computed once by default
+    (a page asks many questions of a whole run)."""
+    return log.read(reader, for_query=queries, materialize=materialize, views=views)
 
 
 def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | list[Any] | None = None, json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
