@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -27,6 +28,7 @@ from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
 from eviscene.rules.timestamps import now_micros
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
+from eviscene.store.columns import int_column, string_column
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
@@ -211,13 +213,13 @@ class RunWriter:
         blobs = {b.sha256: b for b in items if isinstance(b, _Blob) and b.sha256 not in self._known_blobs}
         if blobs:
             rows = list(blobs.values())
-            table = pa.Table.from_pydict(
-                {
-                    "sha256": [b.sha256 for b in rows],
-                    "media_type": [b.media_type for b in rows],
-                    "size": [len(b.content) for b in rows],
-                    "content": [b.content for b in rows],
-                },
+            table = pa.Table.from_arrays(
+                [
+                    string_column([b.sha256 for b in rows]),
+                    string_column([b.media_type for b in rows]),
+                    int_column([len(b.content) for b in rows], pa.int64()),
+                    string_column([b.content for b in rows], pa.binary()),
+                ],
                 schema=BLOB_SCHEMA,
             )
             self._blob_files += 1
@@ -243,9 +245,7 @@ class RunWriter:
 
     def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, ManifestEntry] | None:
         """Number, identify and chain the drafts; the new ones become one segment."""
-        seqs, event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = (
-            [] for _ in range(10)
-        )
+        event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = ([] for _ in range(9))
         seq, prev_hash, run_id, seen = self._last_seq, self._last_hash, self.run_id, self._seen_ids
         for draft in drafts:
             model = draft.payload
@@ -253,8 +253,10 @@ class RunWriter:
             if isinstance(model, RunFinished) and model.last_seq is None:
                 # The run's end names the chain head it closes, so a cut-off tail shows.
                 model = model.model_copy(update={"last_seq": seq, "last_hash": prev_hash})
-            # pydantic's serializer is deterministic (field order) and far faster than json.dumps.
-            payload = model.model_dump_json()
+            # pydantic's serializer is deterministic (field order) and far faster than json.dumps;
+            # called directly it gives the UTF-8 bytes `model_dump_json()` would decode, which
+            # the digest and the Arrow column take as they are.
+            payload = model.__pydantic_serializer__.to_json(model)
             content = content_digest(run_id, draft.episode_id, draft.attempt, type_tag, draft.step, payload)
             event_id = draft.event_id or derived_event_id(content)
             known = seen.get(event_id)
@@ -266,7 +268,6 @@ class RunWriter:
             seq += 1
             prev_hashes.append(prev_hash)
             prev_hash = event_hash(prev_hash, seq, event_id, draft.ts, content)  # type: ignore[arg-type]
-            seqs.append(seq)
             event_ids.append(event_id)
             stamps.append(draft.ts)
             episode_ids.append(draft.episode_id)
@@ -275,26 +276,27 @@ class RunWriter:
             steps.append(draft.step)
             payloads.append(payload)
             hashes.append(prev_hash)
-        if not seqs:
+        if not event_ids:
             return None
+        first_seq = self._last_seq + 1
         table = pa.Table.from_arrays(
             [
-                pa.array(seqs, pa.int64()),
-                pa.array(event_ids, pa.string()),
-                pa.array(stamps, pa.int64()).cast(EVENT_SCHEMA.field("ts").type),
-                pa.array([run_id] * len(seqs), pa.string()),
-                pa.array(episode_ids, pa.string()),
-                pa.array(attempts, pa.int32()),
-                pa.array(types, pa.string()),
-                pa.array(steps, pa.int32()),
-                pa.array(payloads, pa.string()),
-                pa.array(prev_hashes, pa.string()),
-                pa.array(hashes, pa.string()),
+                pa.Array.from_buffers(pa.int64(), len(event_ids), [None, pa.py_buffer(np.arange(first_seq, seq + 1, dtype=np.int64))]),
+                string_column(event_ids),
+                int_column(stamps, EVENT_SCHEMA.field("ts").type),
+                string_column([run_id] * len(event_ids)),
+                string_column(episode_ids),
+                int_column(attempts, pa.int32()),
+                string_column(types),
+                int_column(steps, pa.int32()),
+                string_column(payloads),
+                string_column(prev_hashes),
+                string_column(hashes),
             ],
             schema=EVENT_SCHEMA,
         )
         entry = ManifestEntry(
-            segment_name(self._last_seq + 1, seq), len(seqs), "", first_seq=self._last_seq + 1, last_seq=seq,
+            segment_name(first_seq, seq), len(event_ids), "", first_seq=first_seq, last_seq=seq,
             first_prev_hash=prev_hashes[0], last_hash=prev_hash,
         )
         self.committed_events += seq - self._last_seq
