@@ -103,7 +103,7 @@ class RunWriter:
         self._last_seq = 0
         self._last_hash = GENESIS_HASH
         self.committed_events = 0
-        self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
+        self.commit_seconds = 0.0  # time spent numbering and hashing batches, and writing them (in a thread)
         self._blob_files = 0
         self._committed: list[ManifestEntry] = []  # this session's segments, for compaction
         self._writer_id = uuid.uuid4().hex[:16]
@@ -126,7 +126,10 @@ class RunWriter:
         self._send, self._receive = anyio.create_memory_object_stream(self.queue_size)
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
-        self._task_group.start_soon(self._run)
+        # One prepared batch may wait while the one before it is written, no more: memory stays bounded.
+        prepared_send, prepared_receive = anyio.create_memory_object_stream[tuple[list[Any], list[_Sync]]](1)
+        self._task_group.start_soon(self._run, prepared_send)
+        self._task_group.start_soon(self._commit, prepared_receive)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
@@ -171,12 +174,14 @@ class RunWriter:
         await self._send.send(marker)
         await marker.done.wait()
 
-    async def _run(self) -> None:
-        """Take what is queued, commit it as one batch; wait a moment for a fuller batch
-        unless one is full, a sync() asks for it, or the stream closed."""
+    async def _run(self, prepared: MemoryObjectSendStream[tuple[list[Any], list[_Sync]]]) -> None:
+        """Take what is queued, prepare it as one batch; wait a moment for a fuller batch
+        unless one is full, a sync() asks for it, or the stream closed. Prepared batches go
+        to `_commit` in order, so the next batch is numbered and hashed while the last one's
+        files are written."""
         assert self._receive is not None
         receive = self._receive
-        async with receive:
+        async with receive, prepared:
             while True:
                 try:
                     pending = [await receive.receive()]
@@ -195,16 +200,23 @@ class RunWriter:
                         break
                     await anyio.sleep(_BATCH_POLL_SECONDS)
                 # Serializing and hashing stay on this thread (a worker thread would only fight
-                # the producers for the GIL); the file write releases it, so it goes to a thread.
+                # the producers for the GIL); the file write releases it, in `_commit`.
                 clock = time.perf_counter()
                 files = self._prepare(pending)
-                await anyio.to_thread.run_sync(self._write_files, files)
                 self.commit_seconds += time.perf_counter() - clock
-                for item in pending:
-                    if isinstance(item, _Sync):
-                        item.done.set()
+                await prepared.send((files, [item for item in pending if isinstance(item, _Sync)]))
                 if closed:
                     break
+
+    async def _commit(self, prepared: MemoryObjectReceiveStream[tuple[list[Any], list[_Sync]]]) -> None:
+        """Write each prepared batch in a worker thread, in order; a sync() returns once its batch is durable."""
+        async with prepared:
+            async for files, syncs in prepared:
+                clock = time.perf_counter()
+                await anyio.to_thread.run_sync(self._write_files, files)
+                self.commit_seconds += time.perf_counter() - clock
+                for marker in syncs:
+                    marker.done.set()
         await anyio.to_thread.run_sync(self._compact)
 
     def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, ManifestEntry]]:

@@ -10,6 +10,7 @@ from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.chain import GENESIS_HASH
+from eviscene.store.manifest import read_manifest
 
 
 def gate(i: int) -> GateDecided:
@@ -96,6 +97,21 @@ async def test_sync_commits_and_blobs_are_stored_once(tmp_path):
     assert log.sql("SELECT sha256, size, content FROM blobs").to_pylist() == [
         {"sha256": first, "size": 9, "content": b"page text"}
     ]
+
+
+@pytest.mark.anyio
+async def test_sync_returns_once_every_earlier_batch_is_committed_in_order(tmp_path):
+    # Batches are prepared while the one before is written; sync() still means all before it.
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1", batch_rows=3, flush_seconds=30) as writer:
+        for i in range(10):
+            await writer.emit(EventDraft(gate(i), episode_id="e", attempt=1, step=i))
+        await writer.sync()
+        assert log.sql("SELECT count(*) AS n, max(seq) AS m FROM events").to_pylist() == [{"n": 10, "m": 10}]
+        lines = read_manifest(tmp_path / "log.duckdb.live" / "r1")
+        # Three full batches of 3, then the tenth event with the sync that ends its batch.
+        assert [(line.first_seq, line.last_seq) for line in lines] == [(1, 3), (4, 6), (7, 9), (10, 10)]
+    assert log.verify().intact
 
 
 def test_sealing_keeps_every_event_and_resume_continues_the_chain(tmp_path):
