@@ -42,7 +42,7 @@ _BATCH_POLL_SECONDS = 0.02
 
 def _drain(receive: MemoryObjectReceiveStream[Any], pending: list[Any], limit: int) -> bool:
     """Move queued items into `pending` without waiting; True once the stream has ended."""
-    while len(pending) < limit and not isinstance(pending[-1], _Sync):
+    while len(pending) < limit and type(pending[-1]) is not _Sync:
         try:
             pending.append(receive.receive_nowait())
         except anyio.WouldBlock:
@@ -52,7 +52,7 @@ def _drain(receive: MemoryObjectReceiveStream[Any], pending: list[Any], limit: i
     return False
 
 
-@dataclass
+@dataclass(slots=True)
 class EventDraft:
     """An event before the writer numbers and chains it."""
 
@@ -194,7 +194,7 @@ class RunWriter:
                     if (
                         closed
                         or len(pending) >= self.batch_rows
-                        or isinstance(pending[-1], _Sync)
+                        or type(pending[-1]) is _Sync
                         or anyio.current_time() - batch_started >= self.flush_seconds
                     ):
                         break
@@ -204,7 +204,7 @@ class RunWriter:
                 clock = time.perf_counter()
                 files = self._prepare(pending)
                 self.commit_seconds += time.perf_counter() - clock
-                await prepared.send((files, [item for item in pending if isinstance(item, _Sync)]))
+                await prepared.send((files, pending[-1:] if type(pending[-1]) is _Sync else []))  # a sync ends its batch
                 if closed:
                     break
 
@@ -222,7 +222,7 @@ class RunWriter:
     def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, ManifestEntry]]:
         """The batch's segment files, blobs first so they land before the events citing them."""
         files = []
-        blobs = {b.sha256: b for b in items if isinstance(b, _Blob) and b.sha256 not in self._known_blobs}
+        blobs = {b.sha256: b for b in items if type(b) is _Blob and b.sha256 not in self._known_blobs}
         if blobs:
             rows = list(blobs.values())
             table = pa.Table.from_arrays(
@@ -237,7 +237,7 @@ class RunWriter:
             self._blob_files += 1
             files.append((table, ManifestEntry(blob_segment_name(self._writer_id, self._blob_files), len(rows), "")))
             self._known_blobs.update(blobs)
-        drafts = [item for item in items if isinstance(item, EventDraft)]
+        drafts = [item for item in items if type(item) is EventDraft]
         if drafts:
             events = self._event_segment(drafts)
             if events is not None:
