@@ -58,6 +58,21 @@ def test_derived_event_id_and_chain_match_a_hand_computation(tmp_path):
     assert row["hash"] == expected
 
 
+def test_non_ascii_payload_and_null_columns_chain_as_hand_computed(tmp_path):
+    # The writer hashes pydantic's UTF-8 bytes and builds Arrow columns from buffers: a
+    # multi-byte character and NULL episode/attempt/step must give the text-defined chain.
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(GateDecided(gate="g", subject="café ✓", passed=False), ts=1_700_000_000_000_001)])
+    row = log.sql("SELECT event_id, hash, episode_id, attempt, step, payload::VARCHAR AS payload FROM events").to_pylist()[0]
+    payload = '{"type":"gate.decided","gate":"g","subject":"café ✓","passed":false,"reasons":[]}'
+    assert row["payload"] == payload
+    assert (row["episode_id"], row["attempt"], row["step"]) == (None, None, None)
+    content = hashlib.sha256(f"r1\x1f\x1e\x1f\x1e\x1fgate.decided\x1f\x1e\x1f{payload}".encode()).hexdigest()
+    assert row["event_id"] == "ev-" + content[:32]
+    expected = hashlib.sha256(f"{'0' * 64}\x1f1\x1f{row['event_id']}\x1f1700000000000001\x1f{content}".encode()).hexdigest()
+    assert row["hash"] == expected
+
+
 def test_runs_write_independent_chains(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     log.append("r1", drafts(3))
