@@ -107,16 +107,20 @@ class RunWriter:
         self._blob_files = 0
         self._committed: list[ManifestEntry] = []  # this session's segments, for compaction
         self._writer_id = uuid.uuid4().hex[:16]
+        # Its own worker thread: opening and committing never wait for a token of anyio's
+        # shared pool (40 threads), which hundreds of episodes' tool calls can hold.
+        self._write_thread: anyio.CapacityLimiter | None = None
 
     @property
     def last_seq(self) -> int:
         return self._last_seq
 
     async def __aenter__(self) -> "RunWriter":
+        self._write_thread = anyio.CapacityLimiter(1)
         self._lock.acquire()
         try:
-            await anyio.to_thread.run_sync(recover_folder, self.folder)
-            state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id)
+            await anyio.to_thread.run_sync(recover_folder, self.folder, limiter=self._write_thread)
+            state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id, limiter=self._write_thread)
         except BaseException:
             self._lock.release()
             raise
@@ -213,11 +217,11 @@ class RunWriter:
         async with prepared:
             async for files, syncs in prepared:
                 clock = time.perf_counter()
-                await anyio.to_thread.run_sync(self._write_files, files)
+                await anyio.to_thread.run_sync(self._write_files, files, limiter=self._write_thread)
                 self.commit_seconds += time.perf_counter() - clock
                 for marker in syncs:
                     marker.done.set()
-        await anyio.to_thread.run_sync(self._compact)
+        await anyio.to_thread.run_sync(self._compact, limiter=self._write_thread)
 
     def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, ManifestEntry]]:
         """The batch's segment files, blobs first so they land before the events citing them."""

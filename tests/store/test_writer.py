@@ -1,6 +1,7 @@
 """The run writer: numbering, idempotency, the chain, blobs, backpressure, sealing."""
 
 import hashlib
+import threading
 
 import anyio
 import pytest
@@ -127,6 +128,31 @@ async def test_sync_returns_once_every_earlier_batch_is_committed_in_order(tmp_p
         # Three full batches of 3, then the tenth event with the sync that ends its batch.
         assert [(line.first_seq, line.last_seq) for line in lines] == [(1, 3), (4, 6), (7, 9), (10, 10)]
     assert log.verify().intact
+
+
+@pytest.mark.anyio
+async def test_commits_do_not_wait_for_the_shared_worker_threads(tmp_path):
+    # Every token of anyio's shared thread pool is held (as by tool calls of many episodes):
+    # a sync() still returns, its batch written in the writer's own thread.
+    log = EventLog(tmp_path / "log.duckdb")
+    release = threading.Event()
+    shared = anyio.to_thread.current_default_thread_limiter()
+    async with anyio.create_task_group() as tools:
+        for _ in range(int(shared.total_tokens)):
+            tools.start_soon(anyio.to_thread.run_sync, release.wait)
+        await anyio.wait_all_tasks_blocked()
+        assert shared.available_tokens == 0
+        safety = threading.Timer(60, release.set)  # a writer that waited for the pool gets on after a minute
+        safety.start()
+        try:
+            async with log.writer("r1", flush_seconds=30) as writer:
+                await writer.emit(EventDraft(gate(0), episode_id="e", attempt=1, step=0))
+                await writer.sync()
+                assert not release.is_set()  # opened and committed while every shared thread was held
+                assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+        finally:
+            safety.cancel()
+            release.set()
 
 
 def test_sealing_keeps_every_event_and_resume_continues_the_chain(tmp_path):
