@@ -1,14 +1,36 @@
 """Wire providers under load: episodes/s through `openai_compatible` (Chat Completions over
 real HTTP) against a loopback server that answers every call after a fixed 200 ms, at
-concurrency 1, 16 and 64, against the ideal latency-bound rate
-N / (ceil(N / c) x calls per episode x 0.2 s), and the log writer's share of wall time.
+concurrency 1, 16, 64 and 256, against the ideal latency-bound rate
+N / (ceil(N / c) x calls per episode x 0.2 s), with the log writer's share of wall time, the
+process's CPU per episode, each call's time beyond the server's 200 ms (p50 / p90: waiting
+for the event loop, the in-flight limiter, a pooled connection; encoding and decoding) and
+each episode's time outside model calls, all from the run's own events, and the load average.
 
-The server (its own process, so it never competes with the run for the GIL) replays a short
+The server is asyncio in 4 processes on one port (SO_REUSEPORT), none competing with the run
+for the GIL; before the levels it is measured alone (a raw-socket client in as many processes,
+at twice the largest level) as a fraction of its own latency bound. It replays a short
 investigation: one text_search of the caption, a stop, a judgment. Episodes take the real
 path: HTTP client, retries layer, in-flight limiter, tools, log. Perception is warmed first
 so OCR does not count.
 
-    python bench/providers.py [--levels 1 16 64] [--cases 16] [--rollouts 4]
+    python bench/providers.py [--levels 1 16 64 256] [--cases 16] [--episodes 64]
+
+Where the time went (cProfile, the events, CPU clocks; 2 shared cores at load 13-27,
+December 2026): the run's event loop is CPU-bound. The episode phase costs ~9 ms of CPU an
+episode (3 calls, 1 tool, ~13 events); at c=64 that is 0.58 s for a 0.6 s wave, at c=256
+2.3 s, so even a free core bounds the ratio near 0.7-1 at c=64 and ~0.26 at c=256. In the
+profile httpx is about half of the loop's busy time (1.27 of 2.25 s for 192 calls),
+json.dumps of request bodies 0.17 s (now orjson, as are the answers; the request blob is
+serialized once), the writer's batches ~0.1 s. A text_search in a worker thread took p50
+92-143 ms of wall for ~1 ms of CPU (the thread waits for the GIL behind the busy loop; run
+inline it took 1 ms, but whole-run ratios moved within the noise, 0.26-0.32 vs 0.28-0.34).
+Limits checked, none capping: max_inflight = concurrency; httpx pools of 8 connections,
+ceil(c / 8) of them; anyio's shared pool of 40 threads caps concurrent tool calls at 40 and
+was also where the log writer waited for its commits (it now has its own thread). Measured
+here at load 20-22: ratio 0.12-0.34 at c=64 (calls +218-620 ms p50), 0.07 at c=256 (+1,347
+ms p50); the server alone 0.81 of its bound at 128 connections and 0.51 at 512, the same with
+1 or 4 server processes: the machine, not the server, was the limit. What is left: an HTTP
+client lighter than httpx, or episodes spread over processes.
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
