@@ -28,7 +28,7 @@ Limits checked, none capping: max_inflight = concurrency; httpx pools of 8 conne
 ceil(c / 8) of them; anyio's shared pool of 40 threads caps concurrent tool calls at 40 and
 was also where the log writer waited for its commits (it now has its own thread). Measured
 here at load 20-22: ratio 0.12-0.34 at c=64 (calls +218-620 ms p50), 0.07 at c=256 (+1,347
-ms p50); the server alone 0.81 of its bound at 128 connections and 0.51 at 512, the same with
+ms p50); the server alone 0.81 of its bound at 64 connections and 0.51 at 512, the same with
 1 or 4 server processes: the machine, not the server, was the limit. What is left: an HTTP
 client lighter than httpx, or episodes spread over processes.
 
