@@ -1,14 +1,36 @@
 """Wire providers under load: episodes/s through `openai_compatible` (Chat Completions over
 real HTTP) against a loopback server that answers every call after a fixed 200 ms, at
-concurrency 1, 16 and 64, against the ideal latency-bound rate
-N / (ceil(N / c) x calls per episode x 0.2 s), and the log writer's share of wall time.
+concurrency 1, 16, 64 and 256, against the ideal latency-bound rate
+N / (ceil(N / c) x calls per episode x 0.2 s), with the log writer's share of wall time, the
+process's CPU per episode, each call's time beyond the server's 200 ms (p50 / p90: waiting
+for the event loop, the in-flight limiter, a pooled connection; encoding and decoding) and
+each episode's time outside model calls, all from the run's own events, and the load average.
 
-The server (its own process, so it never competes with the run for the GIL) replays a short
+The server is asyncio in 4 processes on one port (SO_REUSEPORT), none competing with the run
+for the GIL; before the levels it is measured alone (a raw-socket client in as many processes,
+at twice the largest level) as a fraction of its own latency bound. It replays a short
 investigation: one text_search of the caption, a stop, a judgment. Episodes take the real
 path: HTTP client, retries layer, in-flight limiter, tools, log. Perception is warmed first
 so OCR does not count.
 
-    python bench/providers.py [--levels 1 16 64] [--cases 16] [--rollouts 4]
+    python bench/providers.py [--levels 1 16 64 256] [--cases 16] [--episodes 64]
+
+Where the time went (cProfile, the events, CPU clocks; 2 shared cores at load 13-27,
+December 2026): the run's event loop is CPU-bound. The episode phase costs ~9 ms of CPU an
+episode (3 calls, 1 tool, ~13 events); at c=64 that is 0.58 s for a 0.6 s wave, at c=256
+2.3 s, so even a free core bounds the ratio near 0.7-1 at c=64 and ~0.26 at c=256. In the
+profile httpx is about half of the loop's busy time (1.27 of 2.25 s for 192 calls),
+json.dumps of request bodies 0.17 s (now orjson, as are the answers; the request blob is
+serialized once), the writer's batches ~0.1 s. A text_search in a worker thread took p50
+92-143 ms of wall for ~1 ms of CPU (the thread waits for the GIL behind the busy loop; run
+inline it took 1 ms, but whole-run ratios moved within the noise, 0.26-0.32 vs 0.28-0.34).
+Limits checked, none capping: max_inflight = concurrency; httpx pools of 8 connections,
+ceil(c / 8) of them; anyio's shared pool of 40 threads caps concurrent tool calls at 40 and
+was also where the log writer waited for its commits (it now has its own thread). Measured
+here at load 20-22: ratio 0.12-0.34 at c=64 (calls +218-620 ms p50), 0.07 at c=256 (+1,347
+ms p50); the server alone 0.81 of its bound at 64 connections and 0.51 at 512, the same with
+1 or 4 server processes: the machine, not the server, was the limit. What is left: an HTTP
+client lighter than httpx, or episodes spread over processes.
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
@@ -21,6 +43,7 @@ agent reads the perception report, in a 2048-token window, as in the tests):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import multiprocessing
@@ -30,8 +53,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
@@ -72,47 +95,96 @@ def _answer(body: dict) -> bytes:
     return _completion(None, [call])
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out as two writes: without this, Nagle meets delayed ACK (+40 ms).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        time.sleep(LATENCY)
-        data = _answer(body)
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """One keep-alive connection: read a request, answer it 200 ms later, wait for the next.
+    Headers and body go out in one write (asyncio sets TCP_NODELAY: no delayed-ACK stall)."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+            )
+            body = json.loads(await reader.readexactly(length))
+            await asyncio.sleep(LATENCY)
+            data = _answer(body)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(data), data))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass  # the client closed the connection
+    finally:
+        writer.close()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the default backlog of 5 drops SYNs when 64 episodes connect at once
+async def _listen(port: int) -> None:
+    # A backlog of 1024: the default drops SYNs when hundreds of episodes connect at once.
+    server = await asyncio.start_server(_handle, "127.0.0.1", port, backlog=1024, reuse_port=True)
+    await server.serve_forever()
 
 
-def _serve(port_out) -> None:
-    server = _Server(("127.0.0.1", 0), _Handler)
-    port_out.put(server.server_address[1])
-    server.serve_forever()
+def _serve(port: int) -> None:
+    asyncio.run(_listen(port))
+
+
+def _start_servers(processes: int) -> tuple[str, list[multiprocessing.Process]]:
+    """The loopback server: `processes` asyncio loops on one port (SO_REUSEPORT: the kernel
+    spreads the connections), each its own process so none competes with the run for the GIL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    servers = [multiprocessing.Process(target=_serve, args=(port,), daemon=True) for _ in range(processes)]
+    for server in servers:
+        server.start()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(300):  # until one of them listens
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return base_url, servers
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"the bench server did not start on port {port}")
+
+
+async def _clients(base_url: str, body: bytes, connections: int, calls_each: int) -> float:
+    """Seconds for `connections` keep-alive connections of a minimal raw-socket client to
+    POST `calls_each` requests each, one after another."""
+    host, port = base_url.split("//", 1)[1].split("/", 1)[0].split(":")
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+    async def client() -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        for _ in range(calls_each):
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+        writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(connections)))
+    return time.perf_counter() - started
+
+
+def _client_process(base_url: str, body: bytes, connections: int, calls_each: int) -> float:
+    return asyncio.run(_clients(base_url, body, connections, calls_each))
+
+
+def _server_alone(base_url: str, body: bytes, connections: int, calls_each: int, processes: int) -> float:
+    """The server's rate alone, as a fraction of its latency bound: the clients spread over
+    `processes` processes so that they, not the server, are never the limit."""
+    share = math.ceil(connections / processes)
+    with ProcessPoolExecutor(processes) as pool:
+        seconds = list(pool.map(_client_process, *zip(*[(base_url, body, share, calls_each)] * processes)))
+    return share * processes * calls_each / max(seconds) * LATENCY / (share * processes)
 
 
 class Clock:
     """Times the episode phase only (planning builds the corpus indexes first)."""
 
     def planned(self, run_id: str, episodes: int) -> None:
-        self.start = time.perf_counter()
+        self.start, self.start_cpu = time.perf_counter(), time.process_time()
 
     def finished(self, spec, finished) -> None:
-        self.end = time.perf_counter()
+        self.end, self.end_cpu = time.perf_counter(), time.process_time()
 
 
 LLAMA_PROFILE = """
@@ -173,12 +245,32 @@ def _llama(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+# Per call: the time beyond the server's 200 ms (waiting for the loop, the limiter, a pooled
+# connection; encoding and decoding). Per episode: the time spent outside model calls.
+CALL_STATS = """
+WITH calls AS (
+    SELECT episode_id, (payload->>'latency_ms')::DOUBLE - $latency_ms AS beyond
+    FROM events WHERE run_id = $run AND type = 'model.called'
+), spans AS (
+    SELECT episode_id, epoch_ms(max(ts)) - epoch_ms(min(ts)) AS span_ms FROM events
+    WHERE run_id = $run AND episode_id IS NOT NULL AND type <> 'episode.scheduled' GROUP BY episode_id
+), outside AS (
+    SELECT s.span_ms - sum(c.beyond + $latency_ms) AS outside_ms FROM spans s JOIN calls c USING (episode_id)
+    GROUP BY s.episode_id, s.span_ms
+)
+SELECT (SELECT quantile_cont(beyond, 0.5) FROM calls) AS beyond_p50,
+       (SELECT quantile_cont(beyond, 0.9) FROM calls) AS beyond_p90,
+       (SELECT quantile_cont(outside_ms, 0.5) FROM outside) AS outside_p50
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmark", default=str(RELEASE))
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--cases", type=int, default=16)
-    parser.add_argument("--rollouts", type=int, default=4)
+    parser.add_argument("--episodes", type=int, default=64, help="Episodes per level (at least the level itself).")
+    parser.add_argument("--server-processes", type=int, default=4)
     parser.add_argument("--llama", action="store_true", help="Measure against a real llama.cpp server instead.")
     parser.add_argument("--llama-levels", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--llama-episodes", type=int, default=4)
@@ -186,33 +278,45 @@ def main() -> None:
     if args.llama:
         _llama(args)
         return
-    ports: multiprocessing.Queue = multiprocessing.Queue()
-    server = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)
-    server.start()
-    base_url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
+    base_url, servers = _start_servers(args.server_processes)
     workdir = Path(tempfile.mkdtemp(prefix="eviscene-bench-providers-"))
     try:
+        # The server must not be what is measured: alone, at twice the largest level, it keeps
+        # close to the latency-bound rate with a request body the size of a real one (~6 kB).
+        probe = json.dumps({"model": "bench", "messages": [
+            {"role": "system", "content": "x" * 3000}, {"role": "user", "content": [{"type": "text", "text": "y" * 3000}]}
+        ]}).encode()
+        connections = 2 * max(args.levels)
+        served = _server_alone(base_url, probe, connections, 3, args.server_processes)
+        print(f"server alone at {connections} connections: {served:.2f} of its latency-bound rate (load {os.getloadavg()[0]:.1f})")
         log = EventLog(workdir / "bench.duckdb")
         anyio.run(start_run, log, EvalOptions(benchmark=args.benchmark, limit=args.cases, concurrency=4))  # warm perception
-        print(f"{'concurrency':>11} {'episodes':>8} {'calls/ep':>8} {'seconds':>8} {'eps/s':>8} {'ideal':>8} {'ratio':>6} {'log share':>9}")
+        print(
+            f"{'concurrency':>11} {'episodes':>8} {'calls/ep':>8} {'seconds':>8} {'eps/s':>8} {'ideal':>8} {'ratio':>6}"
+            f" {'log share':>9} {'CPU ms/ep':>9} {'call +ms p50/p90':>16} {'off-call ms/ep':>14} {'load':>5}"
+        )
         for level in args.levels:
             options = EvalOptions(
-                benchmark=args.benchmark, limit=args.cases, rollouts_per_case=args.rollouts, concurrency=level,
-                provider="openai_compatible", model="bench", base_url=base_url,
+                benchmark=args.benchmark, limit=args.cases, rollouts_per_case=math.ceil(max(args.episodes, level) / args.cases),
+                concurrency=level, provider="openai_compatible", model="bench", base_url=base_url,
             )
             clock = Clock()
             summary = anyio.run(lambda: start_run(log, options, observer=clock))
+            cpu = clock.end_cpu - clock.start_cpu  # the episode phase, every thread of the process
             assert summary.terminations == {"completed": summary.ran}, summary.terminations
             wall = clock.end - clock.start
             calls = log.sql("SELECT avg(llm_api_calls) AS c FROM episodes WHERE run_id = ?", [summary.run_id]).to_pylist()[0]["c"]
+            stats = log.sql(CALL_STATS, {"run": summary.run_id, "latency_ms": LATENCY * 1000}).to_pylist()[0]
             ideal = summary.ran / (math.ceil(summary.ran / level) * calls * LATENCY)
             rate = summary.ran / wall
             print(
                 f"{level:>11} {summary.ran:>8} {calls:>8.1f} {wall:>8.2f} {rate:>8.2f} {ideal:>8.2f} {rate / ideal:>6.2f}"
-                f" {summary.log_seconds / wall:>8.1%}"
+                f" {summary.log_seconds / wall:>8.1%} {cpu / summary.ran * 1000:>9.1f}"
+                f" {stats['beyond_p50']:>7.0f} / {stats['beyond_p90']:>6.0f} {stats['outside_p50']:>14.0f} {os.getloadavg()[0]:>5.1f}"
             )
     finally:
-        server.terminate()
+        for server in servers:
+            server.terminate()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

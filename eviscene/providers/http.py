@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import anyio
 import httpx
+import orjson
 
 from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
 from eviscene.redaction import redact, register_secret
@@ -190,7 +191,8 @@ class JsonClient:
         """The decoded JSON answer and the retry records of the tries that failed before it."""
         policy = self.endpoint.retry
         retries: list[dict[str, Any]] = []
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        # orjson: a tenth of json.dumps's time on the event loop for a body of tens of kB.
+        content = orjson.dumps(body)
         url = self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
         spent = 0  # retries used; waiting for an unreachable endpoint uses none
         while True:
@@ -274,8 +276,8 @@ class JsonClient:
                 raise ContextLengthExceeded(reason, status=status, message=self.redact(message), window=window)
             raise RequestRejected(reason, status=status, message=self.redact(message))
         try:
-            decoded = response.json()
-        except ValueError as exc:  # a cut-off or garbled body: the next try may arrive whole
+            decoded = orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:  # a cut-off or garbled body: the next try may arrive whole
             raise _Retryable(status, f"HTTP {status}: body is not valid JSON ({exc}): {_quote(response.text)}") from None
         if not isinstance(decoded, dict):
             raise ProviderError(self.redact(f"{self.label}: HTTP {status}: body is JSON but not an object: {_quote(response.text)}"))

@@ -19,13 +19,16 @@ GENESIS_HASH = "0" * 64
 _NULL = "\x1e"
 
 
-def content_digest(run_id: str, episode_id: str | None, attempt: int | None, type: str, step: int | None, payload: str) -> str:
+def content_digest(
+    run_id: str, episode_id: str | None, attempt: int | None, type: str, step: int | None, payload: str | bytes
+) -> str:
+    """`payload` as text, or as its UTF-8 bytes (the writer serializes straight to bytes)."""
     # One f-string: this runs once per event on the writer's hot path.
-    material = (
+    head = (
         f"{run_id}\x1f{_NULL if episode_id is None else episode_id}\x1f{_NULL if attempt is None else attempt}"
-        f"\x1f{type}\x1f{_NULL if step is None else step}\x1f{payload}"
+        f"\x1f{type}\x1f{_NULL if step is None else step}\x1f"
     )
-    return hashlib.sha256(material.encode()).hexdigest()
+    return hashlib.sha256(head.encode() + (payload.encode() if isinstance(payload, str) else payload)).hexdigest()
 
 
 def derived_event_id(content: str) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -27,6 +28,7 @@ from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
 from eviscene.rules.timestamps import now_micros
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
+from eviscene.store.columns import int_column, string_column
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
@@ -40,7 +42,7 @@ _BATCH_POLL_SECONDS = 0.02
 
 def _drain(receive: MemoryObjectReceiveStream[Any], pending: list[Any], limit: int) -> bool:
     """Move queued items into `pending` without waiting; True once the stream has ended."""
-    while len(pending) < limit and not isinstance(pending[-1], _Sync):
+    while len(pending) < limit and type(pending[-1]) is not _Sync:
         try:
             pending.append(receive.receive_nowait())
         except anyio.WouldBlock:
@@ -50,7 +52,7 @@ def _drain(receive: MemoryObjectReceiveStream[Any], pending: list[Any], limit: i
     return False
 
 
-@dataclass
+@dataclass(slots=True)
 class EventDraft:
     """An event before the writer numbers and chains it."""
 
@@ -101,20 +103,24 @@ class RunWriter:
         self._last_seq = 0
         self._last_hash = GENESIS_HASH
         self.committed_events = 0
-        self.commit_seconds = 0.0  # time spent numbering, hashing and writing batches
+        self.commit_seconds = 0.0  # time spent numbering and hashing batches, and writing them (in a thread)
         self._blob_files = 0
         self._committed: list[ManifestEntry] = []  # this session's segments, for compaction
         self._writer_id = uuid.uuid4().hex[:16]
+        # Its own worker thread: opening and committing never wait for a token of anyio's
+        # shared pool (40 threads), which hundreds of episodes' tool calls can hold.
+        self._write_thread: anyio.CapacityLimiter | None = None
 
     @property
     def last_seq(self) -> int:
         return self._last_seq
 
     async def __aenter__(self) -> "RunWriter":
+        self._write_thread = anyio.CapacityLimiter(1)
         self._lock.acquire()
         try:
-            await anyio.to_thread.run_sync(recover_folder, self.folder)
-            state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id)
+            await anyio.to_thread.run_sync(recover_folder, self.folder, limiter=self._write_thread)
+            state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id, limiter=self._write_thread)
         except BaseException:
             self._lock.release()
             raise
@@ -124,7 +130,10 @@ class RunWriter:
         self._send, self._receive = anyio.create_memory_object_stream(self.queue_size)
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
-        self._task_group.start_soon(self._run)
+        # One prepared batch may wait while the one before it is written, no more: memory stays bounded.
+        prepared_send, prepared_receive = anyio.create_memory_object_stream[tuple[list[Any], list[_Sync]]](1)
+        self._task_group.start_soon(self._run, prepared_send)
+        self._task_group.start_soon(self._commit, prepared_receive)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
@@ -172,12 +181,14 @@ class RunWriter:
         await self._send.send(marker)
         await marker.done.wait()
 
-    async def _run(self) -> None:
-        """Take what is queued, commit it as one batch; wait a moment for a fuller batch
-        unless one is full, a sync() asks for it, or the stream closed."""
+    async def _run(self, prepared: MemoryObjectSendStream[tuple[list[Any], list[_Sync]]]) -> None:
+        """Take what is queued, prepare it as one batch; wait a moment for a fuller batch
+        unless one is full, a sync() asks for it, or the stream closed. Prepared batches go
+        to `_commit` in order, so the next batch is numbered and hashed while the last one's
+        files are written."""
         assert self._receive is not None
         receive = self._receive
-        async with receive:
+        async with receive, prepared:
             while True:
                 try:
                     pending = [await receive.receive()]
@@ -190,43 +201,50 @@ class RunWriter:
                     if (
                         closed
                         or len(pending) >= self.batch_rows
-                        or isinstance(pending[-1], _Sync)
+                        or type(pending[-1]) is _Sync
                         or anyio.current_time() - batch_started >= self.flush_seconds
                     ):
                         break
                     await anyio.sleep(_BATCH_POLL_SECONDS)
                 # Serializing and hashing stay on this thread (a worker thread would only fight
-                # the producers for the GIL); the file write releases it, so it goes to a thread.
+                # the producers for the GIL); the file write releases it, in `_commit`.
                 clock = time.perf_counter()
                 files = self._prepare(pending)
-                await anyio.to_thread.run_sync(self._write_files, files)
                 self.commit_seconds += time.perf_counter() - clock
-                for item in pending:
-                    if isinstance(item, _Sync):
-                        item.done.set()
+                await prepared.send((files, pending[-1:] if type(pending[-1]) is _Sync else []))  # a sync ends its batch
                 if closed:
                     break
-        await anyio.to_thread.run_sync(self._compact)
+
+    async def _commit(self, prepared: MemoryObjectReceiveStream[tuple[list[Any], list[_Sync]]]) -> None:
+        """Write each prepared batch in a worker thread, in order; a sync() returns once its batch is durable."""
+        async with prepared:
+            async for files, syncs in prepared:
+                clock = time.perf_counter()
+                await anyio.to_thread.run_sync(self._write_files, files, limiter=self._write_thread)
+                self.commit_seconds += time.perf_counter() - clock
+                for marker in syncs:
+                    marker.done.set()
+        await anyio.to_thread.run_sync(self._compact, limiter=self._write_thread)
 
     def _prepare(self, items: list[Any]) -> list[tuple[pa.Table, ManifestEntry]]:
         """The batch's segment files, blobs first so they land before the events citing them."""
         files = []
-        blobs = {b.sha256: b for b in items if isinstance(b, _Blob) and b.sha256 not in self._known_blobs}
+        blobs = {b.sha256: b for b in items if type(b) is _Blob and b.sha256 not in self._known_blobs}
         if blobs:
             rows = list(blobs.values())
-            table = pa.Table.from_pydict(
-                {
-                    "sha256": [b.sha256 for b in rows],
-                    "media_type": [b.media_type for b in rows],
-                    "size": [len(b.content) for b in rows],
-                    "content": [b.content for b in rows],
-                },
+            table = pa.Table.from_arrays(
+                [
+                    string_column([b.sha256 for b in rows]),
+                    string_column([b.media_type for b in rows]),
+                    int_column([len(b.content) for b in rows], pa.int64()),
+                    string_column([b.content for b in rows], pa.binary()),
+                ],
                 schema=BLOB_SCHEMA,
             )
             self._blob_files += 1
             files.append((table, ManifestEntry(blob_segment_name(self._writer_id, self._blob_files), len(rows), "")))
             self._known_blobs.update(blobs)
-        drafts = [item for item in items if isinstance(item, EventDraft)]
+        drafts = [item for item in items if type(item) is EventDraft]
         if drafts:
             events = self._event_segment(drafts)
             if events is not None:
@@ -246,9 +264,7 @@ class RunWriter:
 
     def _event_segment(self, drafts: list[EventDraft]) -> tuple[pa.Table, ManifestEntry] | None:
         """Number, identify and chain the drafts; the new ones become one segment."""
-        seqs, event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = (
-            [] for _ in range(10)
-        )
+        event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = ([] for _ in range(9))
         seq, prev_hash, run_id, seen = self._last_seq, self._last_hash, self.run_id, self._seen_ids
         for draft in drafts:
             model = draft.payload
@@ -256,8 +272,10 @@ class RunWriter:
             if isinstance(model, RunFinished) and model.last_seq is None:
                 # The run's end names the chain head it closes, so a cut-off tail shows.
                 model = model.model_copy(update={"last_seq": seq, "last_hash": prev_hash})
-            # pydantic's serializer is deterministic (field order) and far faster than json.dumps.
-            payload = model.model_dump_json()
+            # pydantic's serializer is deterministic (field order) and far faster than json.dumps;
+            # called directly it gives the UTF-8 bytes `model_dump_json()` would decode, which
+            # the digest and the Arrow column take as they are.
+            payload = model.__pydantic_serializer__.to_json(model)
             content = content_digest(run_id, draft.episode_id, draft.attempt, type_tag, draft.step, payload)
             event_id = draft.event_id or derived_event_id(content)
             known = seen.get(event_id)
@@ -269,7 +287,6 @@ class RunWriter:
             seq += 1
             prev_hashes.append(prev_hash)
             prev_hash = event_hash(prev_hash, seq, event_id, draft.ts, content)  # type: ignore[arg-type]
-            seqs.append(seq)
             event_ids.append(event_id)
             stamps.append(draft.ts)
             episode_ids.append(draft.episode_id)
@@ -278,26 +295,27 @@ class RunWriter:
             steps.append(draft.step)
             payloads.append(payload)
             hashes.append(prev_hash)
-        if not seqs:
+        if not event_ids:
             return None
+        first_seq = self._last_seq + 1
         table = pa.Table.from_arrays(
             [
-                pa.array(seqs, pa.int64()),
-                pa.array(event_ids, pa.string()),
-                pa.array(stamps, pa.int64()).cast(EVENT_SCHEMA.field("ts").type),
-                pa.array([run_id] * len(seqs), pa.string()),
-                pa.array(episode_ids, pa.string()),
-                pa.array(attempts, pa.int32()),
-                pa.array(types, pa.string()),
-                pa.array(steps, pa.int32()),
-                pa.array(payloads, pa.string()),
-                pa.array(prev_hashes, pa.string()),
-                pa.array(hashes, pa.string()),
+                pa.Array.from_buffers(pa.int64(), len(event_ids), [None, pa.py_buffer(np.arange(first_seq, seq + 1, dtype=np.int64))]),
+                string_column(event_ids),
+                int_column(stamps, EVENT_SCHEMA.field("ts").type),
+                string_column([run_id] * len(event_ids)),
+                string_column(episode_ids),
+                int_column(attempts, pa.int32()),
+                string_column(types),
+                int_column(steps, pa.int32()),
+                string_column(payloads),
+                string_column(prev_hashes),
+                string_column(hashes),
             ],
             schema=EVENT_SCHEMA,
         )
         entry = ManifestEntry(
-            segment_name(self._last_seq + 1, seq), len(seqs), "", first_seq=self._last_seq + 1, last_seq=seq,
+            segment_name(first_seq, seq), len(event_ids), "", first_seq=first_seq, last_seq=seq,
             first_prev_hash=prev_hashes[0], last_hash=prev_hash,
         )
         self.committed_events += seq - self._last_seq

@@ -53,7 +53,7 @@ class Received:
         """Every base64 image in the body (data URLs and Gemini inline data), decoded."""
         text = self.raw.decode("utf-8")
         found = [base64.b64decode(m) for m in re.findall(r"data:image/[a-z]+;base64,([A-Za-z0-9+/=]+)", text)]
-        found += [base64.b64decode(m) for m in re.findall(r'"data": "([A-Za-z0-9+/=]+)"', text)]
+        found += [base64.b64decode(m) for m in re.findall(r'"data": ?"([A-Za-z0-9+/=]+)"', text)]
         return found
 
     def image_sha256s(self) -> set[str]:

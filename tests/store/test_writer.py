@@ -1,6 +1,7 @@
 """The run writer: numbering, idempotency, the chain, blobs, backpressure, sealing."""
 
 import hashlib
+import threading
 
 import anyio
 import pytest
@@ -10,6 +11,7 @@ from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.chain import GENESIS_HASH
+from eviscene.store.manifest import read_manifest
 
 
 def gate(i: int) -> GateDecided:
@@ -57,6 +59,21 @@ def test_derived_event_id_and_chain_match_a_hand_computation(tmp_path):
     assert row["hash"] == expected
 
 
+def test_non_ascii_payload_and_null_columns_chain_as_hand_computed(tmp_path):
+    # The writer hashes pydantic's UTF-8 bytes and builds Arrow columns from buffers: a
+    # multi-byte character and NULL episode/attempt/step must give the text-defined chain.
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(GateDecided(gate="g", subject="café ✓", passed=False), ts=1_700_000_000_000_001)])
+    row = log.sql("SELECT event_id, hash, episode_id, attempt, step, payload::VARCHAR AS payload FROM events").to_pylist()[0]
+    payload = '{"type":"gate.decided","gate":"g","subject":"café ✓","passed":false,"reasons":[]}'
+    assert row["payload"] == payload
+    assert (row["episode_id"], row["attempt"], row["step"]) == (None, None, None)
+    content = hashlib.sha256(f"r1\x1f\x1e\x1f\x1e\x1fgate.decided\x1f\x1e\x1f{payload}".encode()).hexdigest()
+    assert row["event_id"] == "ev-" + content[:32]
+    expected = hashlib.sha256(f"{'0' * 64}\x1f1\x1f{row['event_id']}\x1f1700000000000001\x1f{content}".encode()).hexdigest()
+    assert row["hash"] == expected
+
+
 def test_runs_write_independent_chains(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     log.append("r1", drafts(3))
@@ -96,6 +113,46 @@ async def test_sync_commits_and_blobs_are_stored_once(tmp_path):
     assert log.sql("SELECT sha256, size, content FROM blobs").to_pylist() == [
         {"sha256": first, "size": 9, "content": b"page text"}
     ]
+
+
+@pytest.mark.anyio
+async def test_sync_returns_once_every_earlier_batch_is_committed_in_order(tmp_path):
+    # Batches are prepared while the one before is written; sync() still means all before it.
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1", batch_rows=3, flush_seconds=30) as writer:
+        for i in range(10):
+            await writer.emit(EventDraft(gate(i), episode_id="e", attempt=1, step=i))
+        await writer.sync()
+        assert log.sql("SELECT count(*) AS n, max(seq) AS m FROM events").to_pylist() == [{"n": 10, "m": 10}]
+        lines = read_manifest(tmp_path / "log.duckdb.live" / "r1")
+        # Three full batches of 3, then the tenth event with the sync that ends its batch.
+        assert [(line.first_seq, line.last_seq) for line in lines] == [(1, 3), (4, 6), (7, 9), (10, 10)]
+    assert log.verify().intact
+
+
+@pytest.mark.anyio
+async def test_commits_do_not_wait_for_the_shared_worker_threads(tmp_path):
+    # Every token of anyio's shared thread pool is held (as by tool calls of many episodes):
+    # a sync() still returns, its batch written in the writer's own thread.
+    log = EventLog(tmp_path / "log.duckdb")
+    release = threading.Event()
+    shared = anyio.to_thread.current_default_thread_limiter()
+    async with anyio.create_task_group() as tools:
+        for _ in range(int(shared.total_tokens)):
+            tools.start_soon(anyio.to_thread.run_sync, release.wait)
+        await anyio.wait_all_tasks_blocked()
+        assert shared.available_tokens == 0
+        safety = threading.Timer(60, release.set)  # a writer that waited for the pool gets on after a minute
+        safety.start()
+        try:
+            async with log.writer("r1", flush_seconds=30) as writer:
+                await writer.emit(EventDraft(gate(0), episode_id="e", attempt=1, step=0))
+                await writer.sync()
+                assert not release.is_set()  # opened and committed while every shared thread was held
+                assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+        finally:
+            safety.cancel()
+            release.set()
 
 
 def test_sealing_keeps_every_event_and_resume_continues_the_chain(tmp_path):
