@@ -27,7 +27,7 @@ Writer CPU for 32k events went from 0.72-0.77 s to 0.37-0.45 s (loop part 0.52-0
 0.19-0.25 s). What is left is serialization and hashing, ~9 us an event against the raw
 insert's ~5 us of CPU: on a loaded machine the wall ratio follows the scheduler (0.40-0.50
 in one run at load 22, the code before this change 0.13-0.32 in the same minute).
-""""""
+"""
 
 from __future__ import annotations
 
