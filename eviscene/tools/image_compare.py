@@ -1,6 +1,6 @@
 """Is the case image a copy of a reference picture, and was a local region changed?
 
-Method (`align-ecc-blockdiff-v2`):
+Method (`align-ecc-blockdiff-v3`):
 1. Both images are trimmed of caption banners and uniform borders (`images.prepare`);
    the query also carries a hint of caption bands over it and, when given, OCR boxes.
 2. Alignment (`image_align.align`): scale + offset from query to reference.
@@ -81,7 +81,7 @@ from pydantic import BaseModel, Field
 from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
 from eviscene.tools.images import ImageInput, PreparedImage, prepare
 
-METHOD = "align-ecc-blockdiff-v2"
+METHOD = "align-ecc-blockdiff-v3"
 MATCH_THRESHOLD = 0.50
 LAYOUT_THRESHOLD = 0.60
 MAX_CHANGED = 0.5
