@@ -14,6 +14,13 @@ numpy versions, which the release README records).
 
     python scripts/make_example_release.py                       # writes examples/eviscene-demo-v1
     python scripts/make_example_release.py --out /tmp/x --check-ocr --stats
+    python scripts/make_example_release.py --out /tmp/tune-7 --seed 7   # a tuning variant
+
+`--seed N` makes a tuning variant: the same stories, but every picture, rendition and page
+detail drawn afresh from seed N, and the case images varied the ways copies vary on the web
+(`case_variation`): caption placement (a post strip, a band above or below, a strip beside),
+fonts and colours, crop, size, JPEG quality, brightness/contrast/gamma and colour cast. The
+agent's reasoning is tuned on such variants, never on the independent generator's releases.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import re
 import shutil
 import sys
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable
@@ -54,8 +61,14 @@ MIN_SCENE_PHASH_DISTANCE = 22
 # ---------------------------------------------------------------------------------------
 
 
+# A tuning variant's seed (`--seed`), mixed into every name-derived seed; None: the bundled release.
+VARIANT_SEED: int | None = None
+
+
 def stable_seed(*parts: object) -> int:
     """A seed derived from names, not from call order: reordering code moves no picture."""
+    if VARIANT_SEED is not None:
+        parts = (f"variant-{VARIANT_SEED}", *parts)
     digest = hashlib.sha256("/".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -79,9 +92,10 @@ def jpeg_bytes(image: Image.Image, quality: int) -> bytes:
     return buffer.getvalue()
 
 
-def font(size: int) -> ImageFont.FreeTypeFont:
+def font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont:
     # Pillow's bundled font: output never depends on the fonts a machine has installed.
-    return ImageFont.load_default(size=size)
+    # A tuning variant may name a TrueType `face` of the machine's instead.
+    return ImageFont.truetype(face, size) if face else ImageFont.load_default(size=size)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1047,10 +1061,11 @@ def wrap(text: str, typeface: ImageFont.FreeTypeFont, max_width: float) -> list[
     return lines
 
 
-def caption_below(photo: Image.Image, claim: str, handle: str, posted: str, size: int) -> Image.Image:
+def caption_below(photo: Image.Image, claim: str, handle: str, posted: str, size: int,
+                  face: str | None = None) -> Image.Image:
     """A social-media post: the photo above a white strip with the account and the claim."""
     width = photo.width
-    claim_font, meta_font = font(size), font(16)
+    claim_font, meta_font = font(size, face), font(16, face)
     lines = wrap(claim, claim_font, width - 36)
     line_height = int(size * 1.3)
     strip = 16 + 30 + 10 + line_height * len(lines) + 12 + 20 + 14
@@ -1068,27 +1083,44 @@ def caption_below(photo: Image.Image, claim: str, handle: str, posted: str, size
     return post
 
 
-def caption_band(photo: Image.Image, claim: str, size: int, at_top: bool, tag: str | None) -> Image.Image:
+def caption_band(photo: Image.Image, claim: str, size: int, at_top: bool, tag: str | None,
+                 face: str | None = None, fill: Color = (8, 10, 14)) -> Image.Image:
     """A semi-transparent dark band over the photo with light text, as on shared graphics."""
-    claim_font = font(size)
+    claim_font = font(size, face)
     lines = wrap(claim, claim_font, photo.width - 40)
     line_height = int(size * 1.3)
     band_h = 22 + line_height * len(lines)
     top = 0 if at_top else photo.height - band_h
     overlay = Image.new("RGBA", photo.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
-    draw.rectangle([0, top, photo.width, top + band_h], fill=(8, 10, 14, 170))
+    draw.rectangle([0, top, photo.width, top + band_h], fill=fill + (170,))
     y = top + 11
     for line in lines:
         draw.text((20, y), line, font=claim_font, fill=BAND_TEXT + (255,))
         y += line_height
     if tag:
-        tag_font = font(15)
+        tag_font = font(15, face)
         tag_y = photo.height - 26 if at_top else 8
         tag_w = tag_font.getlength(tag) + 16
         draw.rectangle([photo.width - tag_w - 8, tag_y, photo.width - 8, tag_y + 20], fill=(180, 20, 30, 220))
         draw.text((photo.width - tag_w, tag_y + 2), tag, font=tag_font, fill=(255, 255, 255, 255))
     return Image.alpha_composite(photo.convert("RGBA"), overlay).convert("RGB")
+
+
+def caption_side(photo: Image.Image, claim: str, size: int, face: str | None, fill: Color) -> Image.Image:
+    """A shared graphic: the photo beside an opaque strip carrying the claim (tuning variants)."""
+    claim_font = font(size, face)
+    strip_w = max(220, photo.width // 2)
+    lines = wrap(claim, claim_font, strip_w - 32)
+    line_height = int(size * 1.3)
+    canvas = Image.new("RGB", (photo.width + strip_w, max(photo.height, 32 + line_height * len(lines))), fill)
+    canvas.paste(photo, (0, 0))
+    draw = ImageDraw.Draw(canvas)
+    y = 16
+    for line in lines:
+        draw.text((photo.width + 16, y), line, font=claim_font, fill=BAND_TEXT)
+        y += line_height
+    return canvas
 
 
 # ---------------------------------------------------------------------------------------
@@ -1253,12 +1285,14 @@ class Article:
 class Caption:
     """How the claim is printed: a post's strip below the photo, or a band over it."""
 
-    style: str  # "post" | "band"
+    style: str  # "post" | "band" | "side" (a strip beside the photo: tuning variants only)
     handle: str | None = None
     posted: str = "2h"
     at_top: bool = False
     tag: str | None = None
     size: int = 24
+    face: str | None = None  # a TrueType file (tuning variants); None: Pillow's bundled font
+    fill: Color = (8, 10, 14)  # the band's or side strip's colour
 
 
 @dataclass(frozen=True)
@@ -2130,6 +2164,8 @@ def bridge_page(story: Story, origin: Page, photo: Image.Image, rng: np.random.G
         crop[int(edge)] = float(np.round(rng.uniform(0.06, 0.15), 3))
     rendition = Rendition(int(rng.choice([480, 520, 560])), int(rng.choice([76, 80, 84])), tuple(crop))
     credit = f"{story.photographer} / {agency}"
+    if VARIANT_SEED is not None and rng.random() < 0.6:  # tuning variants: libraries stamp their copies
+        photo = library_mark(photo, f"© {credit}", rng)
     years = int(day[:4]) - int(event.day[:4])
     if site_key == "atlas":
         title = f"Editorial image: {event.what}"
@@ -2157,6 +2193,21 @@ def bridge_page(story: Story, origin: Page, photo: Image.Image, rng: np.random.G
         author = "Lens Collective editors"
     return Page(article_url(site_key, day, title), site_key, title, day, author, paragraphs,
                 [page_image(photo, rendition, event.caption)])
+
+
+def library_mark(photo: Image.Image, credit: str, rng: np.random.Generator) -> Image.Image:
+    """A photo library's stamp on its copy: a translucent watermark across the picture, or an
+    opaque credit strip along its bottom edge (tuning variants)."""
+    overlay = Image.new("RGBA", photo.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    if rng.random() < 0.5:
+        mark_font = font(photo.width // 16)
+        draw.text((photo.width * 0.1, photo.height * rng.uniform(0.35, 0.6)), credit.upper(), font=mark_font, fill=(255, 255, 255, 110))
+    else:
+        strip = photo.height // 14
+        draw.rectangle([0, photo.height - strip, photo.width, photo.height], fill=(0, 0, 0, 255))
+        draw.text((12, photo.height - strip + strip // 5), credit, font=font(strip * 3 // 5), fill=(230, 230, 230, 255))
+    return Image.alpha_composite(photo.convert("RGBA"), overlay).convert("RGB")
 
 
 def article_page(article: Article, book: SceneBook, name: str, rng: np.random.Generator,
@@ -2247,15 +2298,20 @@ def decoded(jpeg: bytes) -> Image.Image:
 
 def print_claim(photo: Image.Image, caption: Caption, claim: str) -> Image.Image:
     if caption.style == "post":
-        return caption_below(photo, claim, caption.handle, caption.posted, caption.size)
-    return caption_band(photo, claim, caption.size, caption.at_top, caption.tag)
+        return caption_below(photo, claim, caption.handle, caption.posted, caption.size, caption.face)
+    if caption.style == "side":
+        return caption_side(photo, claim, caption.size, caption.face, caption.fill)
+    return caption_band(photo, claim, caption.size, caption.at_top, caption.tag, caption.face, caption.fill)
 
 
 def build_case(story: Story, book: SceneBook) -> BuiltCase:
     rng = rng_for("case", story.key)
     painted = book.paint(story.scene, story.key)
     pictured = story.edit.apply(painted, rng) if story.edit else painted.image
-    jpeg = jpeg_bytes(print_claim(render(pictured, Rendition(CASE_PHOTO_WIDTH, 85)), story.caption, story.claim), 85)
+    if VARIANT_SEED is None:
+        jpeg = jpeg_bytes(print_claim(render(pictured, Rendition(CASE_PHOTO_WIDTH, 85)), story.caption, story.claim), 85)
+    else:
+        jpeg = case_variation(pictured, story, rng_for("variation", story.key))
     pages: dict[str, Page] = {}
     if story.event:
         pages["origin"] = origin_page(story, painted.image, rng)
@@ -2273,6 +2329,46 @@ def build_case(story: Story, book: SceneBook) -> BuiltCase:
             story, decoded(jpeg), painted.image if story.edit else None, pages.get("origin"),
             [pages[role] for role in context_roles])
     return BuiltCase(story, decoded(jpeg), jpeg, pages, context_roles)
+
+
+TUNING_FONTS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSerif-Bold.ttf",
+                "/usr/share/fonts/truetype/dejavu/DejaVuSansCondensed-Oblique.ttf",
+                "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf")
+
+
+def case_variation(pictured: Image.Image, story: Story, rng: np.random.Generator) -> bytes:
+    """A tuning variant's case image: the picture as a copy reaches a post, varied the ways
+    copies vary (crop, size, tone and colour, a slight turn, mirroring, a watermark across
+    the picture, screenshot chrome, caption placement, font, colours, quality)."""
+    crop = tuple(float(np.round(rng.uniform(0.0, 0.12), 3)) if rng.random() < 0.5 else 0.0 for _ in range(4))
+    photo = render(pictured, Rendition(int(rng.integers(300, 900)), 90, crop))
+    array = to_array(photo) / 255.0
+    gamma, contrast, brightness = rng.uniform(0.8, 1.25), rng.uniform(0.85, 1.15), rng.uniform(-0.06, 0.06)
+    cast = 1.0 + rng.uniform(-0.05, 0.05, size=3)
+    photo = to_image(((array ** gamma - 0.5) * contrast + 0.5 + brightness) * cast * 255.0)
+    faces = [face for face in TUNING_FONTS if Path(face).exists()]
+    face = str(rng.choice(faces)) if faces and rng.random() < 0.7 else None
+    if rng.random() < 0.3:
+        photo = photo.rotate(float(rng.uniform(-2.0, 2.0)), resample=Image.Resampling.BICUBIC, expand=False, fillcolor=(255, 255, 255))
+    if rng.random() < 0.2 and not story.scene.startswith("protest"):
+        photo = photo.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if rng.random() < 0.3:  # a semi-transparent watermark across the picture
+        overlay = Image.new("RGBA", photo.size, (0, 0, 0, 0))
+        mark_font = font(max(14, photo.width // 18), face)
+        ImageDraw.Draw(overlay).text((photo.width * rng.uniform(0.05, 0.4), photo.height * rng.uniform(0.2, 0.7)),
+                                     str(rng.choice(["@viralnews", "SHARED", "newsfeed.example", "EXCLUSIVE"])),
+                                     font=mark_font, fill=(255, 255, 255, 120))
+        photo = Image.alpha_composite(photo.convert("RGBA"), overlay).convert("RGB")
+    if rng.random() < 0.2:  # a screenshot: grey UI chrome above and below
+        framed = Image.new("RGB", (photo.width + 16, photo.height + 70), (236, 236, 240))
+        framed.paste(photo, (8, 44))
+        ImageDraw.Draw(framed).text((12, 12), "9:41   photos.example   ...", font=font(16, face), fill=(60, 60, 60))
+        photo = framed
+    fill = tuple(int(v) for v in rng.choice([(8, 10, 14), (150, 20, 28), (16, 48, 120), (30, 30, 30)]))
+    style = str(rng.choice(["post", "band", "side"]))
+    caption = replace(story.caption, style=style, handle=story.caption.handle or "@newsdesk_now", at_top=bool(rng.random() < 0.5),
+                      size=int(rng.integers(18, 30)), face=face, fill=fill)
+    return jpeg_bytes(print_claim(photo, caption, story.claim), int(rng.integers(55, 93)))
 
 
 def build_distractors(book: SceneBook) -> list[Page]:
@@ -2564,7 +2660,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"release directory (default: {DEFAULT_OUT})")
     parser.add_argument("--check-ocr", action="store_true", help="OCR every case image and report claim read-back")
     parser.add_argument("--stats", action="store_true", help="report perceptual-hash distances")
+    parser.add_argument("--seed", type=int, help="a tuning variant drawn from this seed (default: the bundled release)")
     args = parser.parse_args(argv)
+    global VARIANT_SEED
+    VARIANT_SEED = args.seed
     release = build_release()
     write_release(release, args.out)
     print(f"wrote {args.out}: {len(release.cases)} cases, {len(release.pages)} corpus pages")

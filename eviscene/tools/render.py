@@ -57,6 +57,8 @@ def comparison_detail(comparison: Comparison) -> str:
         ignored.append("a caption banner")
     if comparison.masked_fraction >= 0.02:
         ignored.append(f"printed captions or badges over {comparison.masked_fraction:.0%} of the picture")
+    if any(region.kind == "caption_rows" for region in comparison.regions):
+        ignored.append("differences only within the rows of the printed caption (its band)")
     if ignored:
         lines.append("Ignored on the case image: " + " and ".join(ignored) + ".")
     return "\n  ".join(lines)
@@ -66,7 +68,8 @@ def _differences(comparison: Comparison) -> str:
     parts = []
     for region in comparison.regions[:4]:
         where = f"x {region.x0:.0%}–{region.x1:.0%}, y {region.y0:.0%}–{region.y1:.0%} of the case picture"
-        what = "the printed text differs from the text the reference shows there" if region.kind == "text" else "the picture differs"
+        what = {"text": "the printed text differs from the text the reference shows there",
+                "caption_rows": "the picture differs only within the rows of the printed caption (its band; not an edit)"}.get(region.kind, "the picture differs")
         parts.append(f"{what} at {where}")
     more = len(comparison.regions) - len(parts)
     return "; ".join(parts) + (f"; and {more} more region(s)" if more > 0 else "")

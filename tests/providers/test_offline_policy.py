@@ -142,3 +142,45 @@ def test_datelines_and_dash_separated_headlines_name_only_places():
 
     assert parse_claim("Tulsa: Forest fire reaches the ridge (November 1, 2021)").names == ["Tulsa"]
     assert parse_claim("BREAKING 30 January 2019 - Forest fire reaches the ridge, Recife").names == ["Recife"]
+
+
+def copies(origin_edited, library_edited):
+    """The agency's first publication (6 May) and a photo library's later copy (1 June)."""
+    region = {"x0": 0.6, "y0": 0.2, "x1": 0.8, "y1": 0.5, "area": 0.05, "kind": "content"}
+    found = []
+    for number, (url, published, edited) in enumerate((("https://agency.example/flood", "2024-05-06", origin_edited),
+                                                      ("https://library.example/123", "2024-06-01", library_edited)), start=1):
+        found.append({**match(url, published, edited=edited), "evidence_id": f"ev-{number}",
+                      "comparison": {"regions": [region] if edited else []}})
+    return json.loads(ask(conversation(("reverse_image_search", {}, {"matches": found})), "unified_judgment").content)
+
+
+def test_a_later_copys_own_difference_is_no_edit_of_the_case_image():
+    # The first publication matches unaltered; the library's copy differs locally (its own
+    # watermark or credit strip): the case image is the picture as first published.
+    verdict = copies(origin_edited=False, library_edited=True)
+    assert verdict["verdict"] == "authentic"
+    assert verdict["verdict_basis"][0]["evidence_id"] == "ev-1"
+
+
+def test_a_difference_from_the_first_publication_is_an_edit():
+    verdict = copies(origin_edited=True, library_edited=True)
+    assert verdict["verdict"] == "manipulated" and verdict["confidence"] == 0.8
+    assert verdict["verdict_basis"][0]["evidence_id"] == "ev-1"
+    assert "https://agency.example/flood#image=a.jpg" in verdict["rationale"] and "x 60%-80%, y 20%-50%" in verdict["rationale"]
+
+
+def test_an_edit_a_later_copy_does_not_show_is_less_certain():
+    # A re-post of the edited picture, or a difference of the first copy's own: still an
+    # edit against the first publication, with less confidence, and the later copy named.
+    verdict = copies(origin_edited=True, library_edited=False)
+    assert verdict["verdict"] == "manipulated" and verdict["confidence"] == 0.6
+    assert "https://library.example/123" in verdict["rationale"]
+
+
+def test_a_caption_bands_trace_is_not_cited_as_the_altered_region():
+    found = match("https://a.example/x", "2024-05-06", edited=True)
+    found["comparison"] = {"regions": [{"x0": 0.3, "y0": 0.82, "x1": 0.99, "y1": 0.98, "area": 0.05, "kind": "caption_rows"},
+                                       {"x0": 0.25, "y0": 0.1, "x1": 0.5, "y1": 0.3, "area": 0.03, "kind": "content"}]}
+    verdict = json.loads(ask(conversation(("reverse_image_search", {}, {"matches": [found]})), "unified_judgment").content)
+    assert "x 25%-50%, y 10%-30%" in verdict["rationale"] and "y 82%" not in verdict["rationale"]

@@ -83,7 +83,8 @@ class Investigation:
     def _add_copy(self, item: dict[str, Any], similarity: float, edited: bool, *, direct: bool = False) -> None:
         known = self.copies.get(item["url"])
         published = _date(item.get("published"))
-        regions = list((item.get("comparison") or {}).get("regions") or []) if edited else []
+        # A caption band's trace (`caption_rows`) is no evidence of an edit: not cited as one.
+        regions = [r for r in (item.get("comparison") or {}).get("regions") or [] if r.get("kind") != "caption_rows"] if edited else []
         if known is None or similarity > known.similarity:
             self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity,
                                             edited or bool(known and known.edited), regions or (known.regions if known else []),
@@ -178,19 +179,23 @@ class Investigation:
                 basis.append({"evidence_id": hit["evidence_id"], "finding": "related coverage, but no copy of the picture"})
             rationale = (f"No earlier copy of the picture was found ({'a reverse image search found none' if searched else 'searched by description only'}"
                          f"{'; related coverage was found, none of it with this picture' if self.search_hits else ''}), so its origin cannot be established.")
-        elif any(c.edited for c in copies):
-            edited = next(c for c in copies if c.edited)
+        elif (edited := altered_from(copies)) is not None:
             where = _region_text(edited.regions)
             label = "manipulated"
             # A large, or directly re-compared, local difference is strong evidence; a small
-            # one seen only by the search is weaker.
+            # one seen only by the search is weaker; a copy the case image matches unaltered
+            # leaves room for doubt.
             largest = max((float(r.get("area", 0.0)) for r in edited.regions), default=0.0)
             confidence = 0.9 if edited.compared_directly and largest >= 0.02 else 0.8 if largest >= 0.02 or edited.compared_directly else 0.65
+            unaltered = [c for c in copies if not c.edited]
+            if unaltered:
+                confidence = min(confidence, 0.6)
             basis.append({"evidence_id": edited.evidence_id, "finding": f"the same picture without the altered region ({where})"})
             rationale = (f"The case image is a copy of the picture at {edited.image_url}"
-                         f"{f' (published {edited.published})' if edited.published else ''}, "
+                         f"{f' (published {edited.published})' if edited.published else ''}, the earliest publication found, "
                          f"{'compared directly with it' if edited.compared_directly else 'found by reverse image search'}, and differs from it "
-                         f"locally: {where}. The rest of the picture matches, so that region was altered.")
+                         f"locally: {where}. The rest of the picture matches, so that region was altered"
+                         + (f"; a later copy ({unaltered[0].url}) shows it as the case image does." if unaltered else "."))
         else:
             origin = copies[0]
             origin_text = self._page_text(origin.url)
@@ -229,6 +234,15 @@ class Investigation:
     def _page_text(self, url: str) -> str:
         page = self.pages.get(url)
         return f"{page.get('title', '')}\n{page.get('text', '')}" if page else ""
+
+
+def altered_from(copies: list[Copy]) -> Copy | None:
+    """The earliest publication of the picture when the case image differs from it locally,
+    else None. An altered picture differs from every faithful copy of the original, so a
+    local difference counts only against the earliest copy: when that copy matches the case
+    image unaltered, a later copy's difference is that copy's own (a library's watermark, a
+    credit strip, its own caption), not an edit of the case image. `copies` are oldest first."""
+    return copies[0] if copies and copies[0].edited else None
 
 
 def _region_text(regions: list[dict[str, Any]]) -> str:

@@ -1,0 +1,53 @@
+"""A caption band laid over the picture in about the colour of what lies under it: the
+band barely shifts grey levels there, so only its caption tells where it is. The
+difference it leaves beside the letters is `caption_rows`, not an edit; a pasted object
+away from the caption still is one. Pictures from the forensic suite's tuning seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+from forensic_suite import TUNING_SEEDS, jpeg, photo, pick_font, splice
+from PIL import Image, ImageDraw
+
+from eviscene.tools import compare, prepare
+
+CAPTION = "Fire breaks out on cargo ship, 8 November 2023"
+
+
+def banded(picture: Image.Image) -> tuple[Image.Image, list]:
+    """`picture` with a 65%-opaque band over its bottom fifth, of the mean colour there, and a caption on it."""
+    w, h = picture.size
+    top = int(h * 0.8)
+    under = np.asarray(picture)[top:].reshape(-1, 3).mean(axis=0)
+    overlay = Image.new("RGBA", picture.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    draw.rectangle([0, top, w, h], fill=tuple(int(v) for v in under) + (166,))
+    typeface = pick_font(np.random.default_rng(0), 22)
+    left, upper, right, lower = draw.textbbox((12, top + 12), CAPTION, font=typeface)
+    draw.text((12, top + 12), CAPTION, font=typeface, fill=(250, 250, 250, 255))
+    box = [[left, upper], [right, upper], [right, lower], [left, lower]]
+    return Image.alpha_composite(picture.convert("RGBA"), overlay).convert("RGB"), [box]
+
+
+def no_printed_text_in_reference(crop: np.ndarray) -> bool:
+    return False  # the suite's pictures carry no printed text
+
+
+def test_a_band_the_colour_of_the_picture_under_it_is_not_an_edit():
+    for seed in TUNING_SEEDS[:6]:
+        reference = photo(seed)
+        query, boxes = banded(reference)
+        result = compare(jpeg(reference, 90), prepare(jpeg(query, 80), text_boxes=boxes), reference_has_text=no_printed_text_in_reference)
+        assert result.match and not result.edited, (seed, result.regions)
+        assert all(region.kind == "caption_rows" and region.y0 >= 0.75 for region in result.regions), (seed, result.regions)
+
+
+def test_an_edit_above_the_caption_is_still_found():
+    for seed in TUNING_SEEDS[:6]:
+        reference = photo(seed)
+        edited, mask = splice(reference, np.random.default_rng([seed, 1]), 0.05)
+        if mask[int(mask.shape[0] * 0.7):].any():
+            continue  # the object reaches into the band's rows: not what this test is about
+        query, boxes = banded(edited)
+        result = compare(jpeg(reference, 90), prepare(jpeg(query, 80), text_boxes=boxes), reference_has_text=no_printed_text_in_reference)
+        assert result.edited and any(region.kind == "content" for region in result.regions), (seed, result.regions)
