@@ -6,12 +6,12 @@ Numbers come from the views; the viewer only adds what a page needs on top of th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -267,8 +267,7 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str) -> dict
     """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
     over the run's events only: `events` narrowed to the run before the views are computed once
     each (every view's rows for a run come from that run's events, and blobs)."""
-    con.execute("ALTER VIEW events RENAME TO log_events")
-    con.execute(f"CREATE VIEW events AS SELECT * FROM log_events WHERE run_id = {_sql_text(run_id)}")
+    narrow_events(con, run_id)
     queries = " ".join(_DASHBOARD_SQL.values()) + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
     log.add_views(con, materialize=True, for_query=queries)
     found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
@@ -286,6 +285,20 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def narrow_events(con: duckdb.DuckDBPyConnection, run_id: str, episode_ids: list[str] | None = None) -> None:
+    """`events` in `con` narrowed to one run's, before any view is created over it: a run's
+    rows in every view come from that run's events alone (and blobs). Given `episode_ids`
+    (a whole rollout group: its statistics read every member), to those episodes' events and
+    the run's own, copied once into a small table every view then reads."""
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    where = f"run_id = {_sql_text(run_id)}"
+    if episode_ids is None:
+        con.execute(f"CREATE VIEW events AS SELECT * FROM log_events WHERE {where}")
+        return
+    members = ", ".join(_sql_text(e) for e in episode_ids)
+    con.execute(f"CREATE TEMP TABLE events AS SELECT * FROM log_events WHERE {where} AND (episode_id IS NULL OR episode_id IN ({members}))")
+
+
 def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
     """The run's row and what its dashboard plots, computed once per run head."""
     cache = cache or ResultCache(log.path)
@@ -297,7 +310,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
         return plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, run_id))
 
     plotted = read(log, "", reader, views=False)
-    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
+    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id, cache)}
 
 
 def precompute(log: EventLog, run_ids: list[str]) -> None:
@@ -331,58 +344,87 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
 # ------------------------------------------------------------------------------- dataset
 
 _LATEST_EXPORT_SQL = """
-SELECT ts, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payload->'inputs' AS inputs
+SELECT ts, run_id, seq, hash, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payload->'inputs' AS inputs
 FROM events WHERE type = 'dataset.exported' AND list_contains((payload->'inputs'->'sources')::VARCHAR[], $run)
 ORDER BY ts DESC, run_id LIMIT 1
 """
+# What the viewer shows of one export, for every source it read: computed over a replay of it.
+_EXPORT_NUMBERS_SQL = {
+    "excluded": """
+        SELECT source_id, excluded_because AS reason, count(*) AS episodes FROM excluded_episodes
+        GROUP BY ALL ORDER BY source_id, episodes DESC, reason""",
+    "group_sizes": """
+        SELECT members, count(*) AS groups FROM (SELECT component_id, count(*) AS members FROM split_components GROUP BY ALL)
+        GROUP BY ALL ORDER BY members""",
+    "fates": """
+        SELECT r.source_id, r.episode_id, r.accepted, r.selected, r.case_best_episode_id, x.excluded_because, d.sft_route,
+               s.split, s.split_group_id
+        FROM rollout_selection r
+        LEFT JOIN excluded_episodes x USING (source_id, episode_id)
+        LEFT JOIN dataset_rows d USING (episode_id)
+        LEFT JOIN dataset_splits s USING (episode_id)
+        ORDER BY r.source_id, r.episode_id""",
+}
 
 
-@contextmanager
-def _export_of(log: EventLog, run_id: str) -> Iterator[tuple[dict[str, Any], duckdb.DuckDBPyConnection] | None]:
-    found = read(log, _LATEST_EXPORT_SQL, lambda con: fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs")))
-    if not found:
-        yield None
-        return
-    con = open_export(log, ExportSettings.from_dict(found[0]["inputs"]))
-    try:
-        yield found[0], con
-    finally:
-        con.close()
+def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The newest export that read the run (its event) and what the viewer shows of it. Replaying
+    an export rebuilds its views (seconds on the bundled release, minutes at 100k episodes), so
+    the numbers are kept under the export's event and its sources' chain heads: they name
+    exactly what the replay read, and a source that grows gives a new key."""
+    cache = cache or ResultCache(log.path)
+
+    def latest(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], RunHead] | None:
+        found = fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
+        if not found:
+            return None
+        event = found[0]
+        sources = [run_head(con, source) for source in event["inputs"]["sources"]]
+        material = "\x1f".join([event["hash"], *(f"{h.run_id}:{h.last_seq}:{h.head}" for h in sources if h is not None)])
+        return event, RunHead(event["run_id"], event["seq"], hashlib.sha256(material.encode()).hexdigest())
+
+    found = read(log, "", latest, materialize=False, views=False)
+    if found is None:
+        return None
+    event, head = found
+    numbers = cache.get("dataset-export", head)
+    if numbers is None:
+        con = open_export(log, ExportSettings.from_dict(event["inputs"]))
+        try:
+            found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
+        finally:
+            con.close()
+        by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
+        for kind in ("excluded", "fates"):
+            for row in found_rows[kind]:
+                by_source[kind].setdefault(row.pop("source_id"), []).append(row)
+        numbers = cache.put("dataset-export", head, {**by_source, "group_sizes": found_rows["group_sizes"]})
+    return event, numbers
 
 
-def latest_dataset_export(log: EventLog, run_id: str) -> dict[str, Any] | None:
+def latest_dataset_export(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any] | None:
     """The newest dataset export that read the run, replayed: its manifest's counts, the
     run's excluded episodes by decisive reason, and its split group sizes."""
-    with _export_of(log, run_id) as export:
-        if export is None:
-            return None
-        event, con = export
-        return {
-            "ts": event["ts"],
-            "out_dir": event["out_dir"],
-            "manifest": event["manifest"],
-            "excluded": fetch(con, "SELECT excluded_because AS reason, count(*) AS episodes FROM excluded_episodes "
-                                   "WHERE source_id = $run GROUP BY ALL ORDER BY episodes DESC, reason", {"run": run_id}),
-            "group_sizes": fetch(con, "SELECT members, count(*) AS groups FROM (SELECT component_id, count(*) AS members "
-                                      "FROM split_components GROUP BY ALL) GROUP BY ALL ORDER BY members"),
-        }
+    found = _export_numbers(log, run_id, cache)
+    if found is None:
+        return None
+    event, numbers = found
+    return {
+        "ts": event["ts"],
+        "out_dir": event["out_dir"],
+        "manifest": event["manifest"],
+        "excluded": numbers["excluded"].get(run_id, []),
+        "group_sizes": numbers["group_sizes"],
+    }
 
 
-def dataset_fates(log: EventLog, run_id: str) -> dict[str, dict[str, Any]]:
+def dataset_fates(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, dict[str, Any]]:
     """Each episode's fate in the newest export that read the run (empty without one)."""
-    with _export_of(log, run_id) as export:
-        if export is None:
-            return {}
-        event, con = export
-        found = fetch(con, """
-            SELECT r.episode_id, r.accepted, r.selected, r.case_best_episode_id, x.excluded_because, d.sft_route,
-                   s.split, s.split_group_id
-            FROM rollout_selection r
-            LEFT JOIN excluded_episodes x USING (source_id, episode_id)
-            LEFT JOIN dataset_rows d USING (episode_id)
-            LEFT JOIN dataset_splits s USING (episode_id)
-            WHERE r.source_id = $run""", {"run": run_id})
-        return {r["episode_id"]: {**r, "out_dir": event["out_dir"]} for r in found}
+    found = _export_numbers(log, run_id, cache)
+    if found is None:
+        return {}
+    event, numbers = found
+    return {r["episode_id"]: {**r, "out_dir": event["out_dir"]} for r in numbers["fates"].get(run_id, [])}
 
 
 # ------------------------------------------------------------------------------ episodes
@@ -430,6 +472,11 @@ def episode_list(
 
 # ------------------------------------------------------------------------------- episode
 
+# The episode's rollout group, from the events that schedule it (`episodes` reads the same).
+_GROUP_MEMBERS_SQL = """
+SELECT episode_id FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND payload->>'prompt_group_id' = (
+    SELECT payload->>'prompt_group_id' FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND episode_id = $episode)
+"""
 _EPISODE_SQL = {
     "episodes": """
         SELECT e.*, m.gold_label, m.result_correct, m.evidence_recovery_recall, m.fact_recovery_recall,
@@ -474,19 +521,23 @@ def _by_episode(found: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return grouped
 
 
-def episode_stories(log: EventLog, run_id: str, episode_id: str | None = None) -> list[dict[str, Any]]:
+def episode_stories(
+    log: EventLog, run_id: str, episode_id: str | None = None, cache: ResultCache | None = None
+) -> list[dict[str, Any]]:
     """Everything the Episode page shows, for one episode or (None) every episode of the
     run, read in bulk: the episode row, its events, evidence, audit, scores, eligibility,
     its rollout group and its dataset fate."""
     params = {"run": run_id, "episode": episode_id}
 
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+        narrow_events(con, run_id, None if episode_id is None else [r[0] for r in con.execute(_GROUP_MEMBERS_SQL, params).fetchall()])
+        log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))
         return {
             name: fetch(con, sql, params, ("verdict_basis", "token_usage", "payload"))
             for name, sql in _EPISODE_SQL.items()
         }
 
-    data = read(log, " ".join(_EPISODE_SQL.values()), reader)
+    data = read(log, "", reader, views=False)
     if episode_id is not None and not data["episodes"]:
         raise EvisceneError(f"no episode {episode_id!r} in run {run_id}")
     events, evidence, failures = _by_episode(data["events"]), _by_episode(data["evidence"]), _by_episode(data["failures"])
@@ -496,7 +547,7 @@ def episode_stories(log: EventLog, run_id: str, episode_id: str | None = None) -
     groups: dict[str, list[dict[str, Any]]] = {}
     for member in data["group"]:
         groups.setdefault(member["prompt_group_id"], []).append(member)
-    fates = dataset_fates(log, run_id)
+    fates = dataset_fates(log, run_id, cache)
     return [
         {
             "run_id": run_id,

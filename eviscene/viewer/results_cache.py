@@ -81,7 +81,9 @@ def code_digest() -> str:
     for definition in view_definitions():
         digest.update(f"\x1f{definition.path}\x1f{definition.sql}".encode())
     package = Path(__file__).resolve().parents[1]
-    sources = sorted([*package.joinpath("rules").rglob("*.py"), package / "views.py", package / "viewer" / "data.py"])
+    # The exporter too: the viewer replays dataset exports with it.
+    sources = sorted([*package.joinpath("rules").rglob("*.py"), *package.joinpath("exports").rglob("*.py"),
+                      package / "views.py", package / "viewer" / "data.py"])
     for path in sources:
         digest.update(f"\x1f{path.relative_to(package).as_posix()}\x1f".encode() + path.read_bytes())
     digest.update(f"\x1fduckdb {duckdb.__version__}\x1fnumpy {np.__version__}".encode())

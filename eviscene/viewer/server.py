@@ -103,7 +103,7 @@ class Viewer:
             if parts[2:] == ["episodes"]:
                 return 200, html, self.page("Episodes", self._episodes(run, query)).encode()
             if len(parts) == 4 and parts[2] == "episode":
-                story = data.episode_stories(self.log, run["run_id"], parts[3])[0]
+                story = data.episode_stories(self.log, run["run_id"], parts[3], self.results)[0]
                 body = pages.episode_page(story, run, self.links, lambda sha: self.links.image(run["run_id"], sha))
                 return 200, html, self.page(parts[3], body).encode()
         raise NotFound(f"no page {path}")

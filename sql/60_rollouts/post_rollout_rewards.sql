@@ -9,7 +9,7 @@
 -- episode that never finished gets the seed's stand-in row (a fatal engineering error, no
 -- steps, no components, reward 0) and takes no part in its group's statistics.
 CREATE OR REPLACE VIEW post_rollout_rewards AS
-WITH members AS (
+WITH members AS MATERIALIZED (
     SELECT
         s.run_id, s.episode_id, s.case_id, s.prompt_group_id, s.total AS reward, s.components,
         m.result_correct, m.engineering_error,

@@ -1,0 +1,88 @@
+"""An episode page reads only its rollout group's events, and a dataset export is replayed
+once per state of what it read: both must show exactly what the views over the whole log say."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from eviscene.errors import EvisceneError
+from eviscene.exports import dataset_views
+from eviscene.log import EventLog
+from eviscene.viewer import data
+from eviscene.viewer.results_cache import ResultCache
+
+from viewer_harness import eviscene
+
+
+def _whole_log(monkeypatch) -> None:
+    """The views over every event of the log: `events` left as it is."""
+    monkeypatch.setattr(data, "narrow_events", lambda con, run_id, episode_ids=None: None)
+
+
+def test_an_episode_read_from_its_group_alone_equals_the_views_over_the_whole_log(logs, tmp_path, monkeypatch):
+    log = EventLog(logs.demo)
+    cache = ResultCache(log.path, tmp_path / "runtime")
+    for run_id in (logs.run_a, logs.run_b):  # two runs in one log: the other run's events must not count
+        episode_ids = [r["episode_id"] for r in log.sql("SELECT episode_id FROM episodes WHERE run_id = ? ORDER BY 1", [run_id]).to_pylist()]
+        narrowed = {e: data.episode_stories(log, run_id, e, cache)[0] for e in episode_ids}
+        with monkeypatch.context() as patched:
+            _whole_log(patched)
+            whole = {e: data.episode_stories(log, run_id, e, cache)[0] for e in episode_ids}
+        assert narrowed == whole
+        assert [s["episode"]["episode_id"] for s in data.episode_stories(log, run_id, cache=cache)] == episode_ids
+
+    # Run A has 2 rollouts per case: each page shows both, with the group's mean reward.
+    story = data.episode_stories(log, logs.run_a, episode_ids_of(log, logs.run_a)[0], cache)[0]
+    group = story["group"]
+    assert len(group) == 2 and len({m["prompt_group_id"] for m in group}) == 1
+    assert {m["episode_id"] for m in group} >= {story["episode"]["episode_id"]}
+    assert group[0]["reward_mean"] == pytest.approx((group[0]["reward"] + group[1]["reward"]) / 2)
+
+
+def episode_ids_of(log: EventLog, run_id: str) -> list[str]:
+    return [r["episode_id"] for r in log.sql("SELECT episode_id FROM episodes WHERE run_id = ? ORDER BY 1", [run_id]).to_pylist()]
+
+
+def test_an_unknown_episode_is_named(logs, tmp_path):
+    with pytest.raises(EvisceneError, match="no episode 'nope'"):
+        data.episode_stories(EventLog(logs.demo), logs.run_a, "nope", ResultCache(logs.demo, tmp_path / "rt"))
+
+
+def test_a_dataset_export_is_replayed_once_per_state_of_what_it_read(logs, tmp_path, monkeypatch):
+    db = tmp_path / "exported.duckdb"
+    shutil.copy(logs.demo, db)
+    eviscene(db, "dataset", "export", "--run", logs.run_a, "--out", str(tmp_path / "dataset"))
+    log = EventLog(db)
+    runtime = tmp_path / "runtime"
+    first = data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime))
+    fates = data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))
+
+    # What the replay's views say, asked directly.
+    event = log.sql("SELECT payload->'inputs' AS inputs FROM events WHERE type = 'dataset.exported'").to_pylist()[0]
+    con = dataset_views.open_export(log, dataset_views.ExportSettings.from_dict(json.loads(event["inputs"])))
+    try:
+        excluded = con.execute("SELECT excluded_because, count(*) FROM excluded_episodes WHERE source_id = ? GROUP BY ALL ORDER BY 2 DESC, 1",
+                               [logs.run_a]).fetchall()
+        accepted = dict(con.execute("SELECT episode_id, accepted FROM rollout_selection WHERE source_id = ?", [logs.run_a]).fetchall())
+    finally:
+        con.close()
+    assert [(r["reason"], r["episodes"]) for r in first["excluded"]] == excluded
+    assert {e: f["accepted"] for e, f in fates.items()} == accepted
+    assert set(fates) == set(episode_ids_of(log, logs.run_a))
+
+    # A new viewer over the same runtime directory reads them back: no replay.
+    def no_replay(*args, **kwargs):
+        raise AssertionError("replayed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(data, "open_export", no_replay)
+        assert data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime)) == first
+        assert data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime)) == fates
+
+    # Another export is another event: it is replayed, and the newest is shown.
+    eviscene(db, "dataset", "export", "--run", logs.run_a, "--one-rollout-per-case", "--out", str(tmp_path / "dataset-one"))
+    newest = data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime))
+    assert newest["out_dir"].endswith("dataset-one")
