@@ -439,13 +439,15 @@ class EpisodePage:
 
 def episode_list(
     log: EventLog, run_id: str, *, predicate: str = "", search: str = "", sort: str = "episode_id",
-    descending: bool = False, page: int = 1, page_size: int = 50,
+    descending: bool = False, page: int = 1, page_size: int = 50, cache: ResultCache | None = None,
 ) -> EpisodePage:
     """One page of the run's episodes: filtered by a read-only SQL predicate over
-    EPISODE_LIST_SQL's columns and by text in its model messages and tool results."""
+    EPISODE_LIST_SQL's columns and by text in its model messages and tool results. The run's
+    table is computed once per state of the run (its chain head) and kept in memory: sorting
+    and paging query that table, the predicate's own views and the search the snapshot."""
     if sort not in EPISODE_LIST_COLUMNS:
         raise EvisceneError(f"cannot sort by {sort!r}; one of: {', '.join(EPISODE_LIST_COLUMNS)}")
-    where = ["true"]
+    where = ["run_id = $run"]
     params: dict[str, Any] = {"run": run_id}
     if predicate.strip():
         where.append(f"({validate_predicate(predicate)})")
@@ -458,16 +460,27 @@ def episode_list(
         # Payloads are stored as JSON: match the text as it is written there, then as a literal.
         as_json = json.dumps(search.strip(), ensure_ascii=False)[1:-1]
         params["search"] = "%" + as_json.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    filtered = f"SELECT * FROM ({EPISODE_LIST_SQL}) AS episodes WHERE {' AND '.join(where)}"
+    filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
     page = max(1, page)
     order = f'"{sort}" {"DESC" if descending else "ASC"} NULLS LAST, episode_id'
+    cache = cache or ResultCache(log.path)
 
     def reader(con: duckdb.DuckDBPyConnection) -> EpisodePage:
+        head = run_head(con, run_id)
+        table = None if head is None else cache.get("episode-list", head)
+        if table is None:
+            log.add_views(con, materialize=True, for_query=f"{EPISODE_LIST_SQL} events {predicate}")
+            table = con.sql(EPISODE_LIST_SQL, params={"run": run_id}).to_arrow_table()
+            if head is not None:
+                cache.remember("episode-list", head, table)
+        else:
+            log.add_views(con, materialize=True, for_query=f"events {predicate}")
+        con.register("episode_list", table)
         total = con.execute(f"SELECT count(*) FROM ({filtered})", params).fetchall()[0][0]
         found = fetch(con, f"{filtered} ORDER BY {order} LIMIT {int(page_size)} OFFSET {(page - 1) * int(page_size)}", params)
         return EpisodePage(found, total, page, page_size)
 
-    return read(log, f"{EPISODE_LIST_SQL} events {predicate}", reader)
+    return read(log, "", reader, views=False)
 
 
 # ------------------------------------------------------------------------------- episode

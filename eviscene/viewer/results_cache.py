@@ -172,6 +172,12 @@ class ResultCache:
             self._memory[(kind, head.run_id)] = (key, value)
         return value
 
+    def remember(self, kind: str, head: RunHead, value: Any) -> Any:
+        """Keep `value` for `head` in memory only, as it is (an Arrow table a page queries)."""
+        with self._lock:
+            self._memory[(kind, head.run_id)] = (self._key(kind, head), value)
+        return value
+
     def put(self, kind: str, head: RunHead, value: Any) -> Any:
         """Keep `value` (returned as it reads back) for `head`; on disk too if the run is sealed."""
         value = normalized(value)

@@ -117,7 +117,7 @@ class Viewer:
             page = 1
         try:
             found = data.episode_list(self.log, run["run_id"], predicate=predicate, search=search, sort=sort,
-                                      descending=descending, page=page, page_size=PAGE_SIZE)
+                                      descending=descending, page=page, page_size=PAGE_SIZE, cache=self.results)
             error = None
         except (PredicateError, duckdb.Error) as exc:
             found, error = None, str(exc).splitlines()[0]

@@ -86,3 +86,23 @@ def test_a_dataset_export_is_replayed_once_per_state_of_what_it_read(logs, tmp_p
     eviscene(db, "dataset", "export", "--run", logs.run_a, "--one-rollout-per-case", "--out", str(tmp_path / "dataset-one"))
     newest = data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime))
     assert newest["out_dir"].endswith("dataset-one")
+
+
+def test_sorting_and_paging_query_the_runs_table_computed_once_per_state_of_the_run(logs, tmp_path, monkeypatch):
+    log = EventLog(logs.demo)
+    cache = ResultCache(log.path, tmp_path / "runtime")
+    first = data.episode_list(log, logs.run_a, sort="confidence", descending=True, cache=cache)
+    asked: list[str] = []
+    original = EventLog.add_views
+
+    def recorded(self, con, *, materialize, for_query):
+        asked.append(for_query)
+        return original(self, con, materialize=materialize, for_query=for_query)
+
+    monkeypatch.setattr(EventLog, "add_views", recorded)
+    again = data.episode_list(log, logs.run_a, sort="confidence", descending=True, cache=cache)
+    paged = data.episode_list(log, logs.run_a, sort="confidence", descending=True, page=2, page_size=3, cache=cache)
+    wrong = data.episode_list(log, logs.run_a, predicate="verdict <> gold_label", cache=cache)
+    assert again == first and paged.rows == first.rows[3:6] and paged.total == first.total
+    assert wrong.total == sum(1 for r in first.rows if r["verdict"] != r["gold_label"])
+    assert asked and not any("episode_metrics" in q for q in asked)  # the table was not computed again
