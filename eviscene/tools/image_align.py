@@ -134,16 +134,20 @@ def descriptors(thumb: np.ndarray, parts: Sequence[Window], side: int = DESCRIPT
     return np.array(found, dtype=np.float32)
 
 
-def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS) -> float:
+def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS,
+               templates: Optional[dict] = None) -> float:
     """A quick version of the alignment search on thumbnails (SCAN_SCALES scales 10% apart,
     each query window, and the whole reference on the query): the best correlation any
-    placement reaches. Used to rank candidates for `compare`, never to decide a match."""
+    placement reaches. Used to rank candidates for `compare`, never to decide a match.
+    `templates`: a dict kept across the calls of one query thumbnail, so that its resized,
+    normalized windows are made once per size (corpus thumbnails share a few shapes)."""
     best = -1.0
     ref_n = _lcn(ref_thumb, LCN_SIGMA * max(ref_thumb.shape))  # normalized once for every window
     for window in windows:
         part, _ = _window(query_thumb, window)
         fit = min(ref_thumb.shape[0] / part.shape[0], ref_thumb.shape[1] / part.shape[1])
-        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)], ref_n)[0])
+        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)], ref_n,
+                                         templates=templates, part_key=window)[0])
     fit = min(query_thumb.shape[0] / ref_thumb.shape[0], query_thumb.shape[1] / ref_thumb.shape[1])
     return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
 
@@ -225,10 +229,11 @@ def _scales(big: np.ndarray, small: np.ndarray) -> list[float]:
     return [fit * ratio**i for i in range(count)]
 
 
-def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
-                    big_n: Optional[np.ndarray] = None) -> tuple[float, float, tuple[int, int]]:
+def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float], big_n: Optional[np.ndarray] = None, *,
+                    templates: Optional[dict] = None, part_key: object = None) -> tuple[float, float, tuple[int, int]]:
     """Best (score, scale, top-left) of `small` resized by each scale inside `big`, matched
-    on locally contrast-normalized images (see `_lcn`; `big_n`: `big` already normalized)."""
+    on locally contrast-normalized images (see `_lcn`; `big_n`: `big` already normalized;
+    `templates`: normalized templates of `small`, known as `part_key`, kept across calls)."""
     sigma = LCN_SIGMA * max(big.shape)
     if big_n is None:
         big_n = _lcn(big, sigma)
@@ -237,10 +242,16 @@ def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
         tw, th = int(small.shape[1] * f), int(small.shape[0] * f)
         if min(tw, th) < 8 or tw > big.shape[1] or th > big.shape[0]:
             continue
-        template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
-        if template.std() < 1e-3:
+        key = (part_key, tw, th, sigma)
+        template_n = templates.get(key) if templates is not None else None
+        if template_n is None:
+            template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
+            template_n = False if template.std() < 1e-3 else _lcn(template, sigma)  # False: a flat template
+            if templates is not None:
+                templates[key] = template_n
+        if template_n is False:
             continue
-        value, loc = _match(big_n, _lcn(template, sigma))
+        value, loc = _match(big_n, template_n)
         if value > best[0]:
             best = (value, tw / small.shape[1], loc)
     return best
