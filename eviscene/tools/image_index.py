@@ -39,6 +39,7 @@ import io
 import os
 import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -95,9 +96,10 @@ class ImageIndex:
         self._descriptors = descriptors if descriptors is not None else _stack_descriptors(self._thumbs)
         self._position = {sha: index for index, (sha, _) in enumerate(self._groups)}
         self._cache: OrderedDict[str, PreparedImage] = OrderedDict()
-        # (id(query), sha256, compare method) -> (query, its comparison): the query is held
-        # so that its id is not reused while the entry lives.
-        self._compared: OrderedDict[tuple[int, str, str], tuple[PreparedImage, Comparison]] = OrderedDict()
+        # (id(query), sha256, compare method) -> (a weak reference to the query, the
+        # comparison): a dead reference means the id now names another picture; the cache
+        # holds no picture alive.
+        self._compared: OrderedDict[tuple[int, str, str], tuple[weakref.ref, Comparison]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     @classmethod
@@ -188,12 +190,12 @@ class ImageIndex:
         key = (id(query), sha256, METHOD)
         with self._cache_lock:
             found = self._compared.get(key)
-            if found is not None and found[0] is query:
+            if found is not None and found[0]() is query:
                 self._compared.move_to_end(key)
                 return found[1]
         comparison = compare(self.prepared(sha256), query)
         with self._cache_lock:
-            self._compared[key] = (query, comparison)
+            self._compared[key] = (weakref.ref(query), comparison)
             while len(self._compared) > _COMPARED_CACHE:
                 self._compared.popitem(last=False)
         return comparison

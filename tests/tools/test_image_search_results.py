@@ -8,7 +8,9 @@ without them)."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,11 @@ def test_a_pair_is_compared_once_per_query_picture(release_index):
     other = case_image("demo-0002")
     assert release_index.compared(sha, other) is not first[0].comparison
     assert release_index.compared(sha, other) == first[0].comparison
+    # The cache holds no query picture alive.
+    gone = weakref.ref(other)
+    del other
+    gc.collect()
+    assert gone() is None
 
 
 def test_derived_grey_pictures_belong_to_their_picture(release_index):
