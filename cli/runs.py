@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from eviscene.analysis.compare import compare_runs
 from eviscene.cli.output import emit, emit_result, format_option
 from eviscene.log import EventLog
 
@@ -20,7 +19,7 @@ def runs(ctx: click.Context, fmt: str) -> None:
         eviscene runs --format json
     """
     if ctx.invoked_subcommand is None:
-        with ctx.obj.query("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id", as_rows=True) as result:
+        with ctx.obj.query("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id", as_rows=True, inline_views=True) as result:
             emit_result(result, fmt)
 
 
@@ -39,6 +38,8 @@ def compare(log: EventLog, run_a: str, run_b: str, show_cases: bool, fmt: str) -
         eviscene runs compare 20261130_141502_offline_offline-react-v1 20261130_152210_openai_compatible_qwen3-vl
     """
     import pyarrow as pa
+
+    from eviscene.analysis.compare import compare_runs  # loaded only by `runs compare`
 
     result = compare_runs(log, run_a, run_b)
     emit(

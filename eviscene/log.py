@@ -9,7 +9,7 @@ import os
 import duckdb
 
 from eviscene.store import EventStore
-from eviscene.views import apply_views
+from eviscene.views import apply_views, inline_views
 
 
 class EventLog(EventStore):
@@ -21,6 +21,9 @@ class EventLog(EventStore):
 
     def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
         apply_views(con, materialize=materialize, for_query=for_query)
+
+    def inline_views(self, con: duckdb.DuckDBPyConnection, query: str) -> str:
+        return inline_views(con, query)
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

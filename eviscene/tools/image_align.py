@@ -73,8 +73,8 @@ def align(ref: PreparedImage, qry: PreparedImage) -> Alignment:
     qry_full, kq = grey_at(qry, COARSE_SIDE, by_area=True)
     sigma = LCN_SIGMA * max(qry_full.shape)
     stretched = _lcn(cv2.resize(ref_c, (qry_full.shape[1], qry_full.shape[0]), interpolation=cv2.INTER_AREA), sigma)
-    qry_n = _lcn(qry_full, sigma)
-    ref_n = _lcn(ref_c, LCN_SIGMA * max(ref_c.shape))  # each window is placed on the same normalized pictures
+    qry_n = normalized_at(qry, COARSE_SIDE, by_area=True)
+    ref_n = normalized_at(ref, COARSE_SIDE, by_area=True)  # each window is placed on the same normalized pictures
     (rw, rh), (qw, qh) = ref.content_size, qry.content_size
 
     def place(windows: Sequence[Window], reverse_windows: Sequence[Window]) -> list[Alignment]:
@@ -134,16 +134,20 @@ def descriptors(thumb: np.ndarray, parts: Sequence[Window], side: int = DESCRIPT
     return np.array(found, dtype=np.float32)
 
 
-def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS) -> float:
+def scan_score(ref_thumb: np.ndarray, query_thumb: np.ndarray, windows: Sequence[Window] = QUERY_WINDOWS,
+               templates: Optional[dict] = None) -> float:
     """A quick version of the alignment search on thumbnails (SCAN_SCALES scales 10% apart,
     each query window, and the whole reference on the query): the best correlation any
-    placement reaches. Used to rank candidates for `compare`, never to decide a match."""
+    placement reaches. Used to rank candidates for `compare`, never to decide a match.
+    `templates`: a dict kept across the calls of one query thumbnail, so that its resized,
+    normalized windows are made once per size (corpus thumbnails share a few shapes)."""
     best = -1.0
     ref_n = _lcn(ref_thumb, LCN_SIGMA * max(ref_thumb.shape))  # normalized once for every window
     for window in windows:
         part, _ = _window(query_thumb, window)
         fit = min(ref_thumb.shape[0] / part.shape[0], ref_thumb.shape[1] / part.shape[1])
-        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)], ref_n)[0])
+        best = max(best, _best_placement(ref_thumb, part, [fit * 0.9**i for i in range(SCAN_SCALES)], ref_n,
+                                         templates=templates, part_key=window)[0])
     fit = min(query_thumb.shape[0] / ref_thumb.shape[0], query_thumb.shape[1] / ref_thumb.shape[1])
     return max(best, _best_placement(query_thumb, ref_thumb, [fit * 0.9**i for i in range(SCAN_SCALES)])[0])
 
@@ -162,7 +166,7 @@ def _placement_score(ref: PreparedImage, qry: PreparedImage, al: Alignment) -> f
     covered = cv2.erode(covered, np.ones((5, 5), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0).astype(bool)
     if covered.mean() < MIN_OVERLAP:
         return -1.0
-    return ncc(_lcn(warped, sigma), _lcn(q, sigma), covered)
+    return ncc(_lcn(warped, sigma), normalized_at(qry, WORK_SIDE), covered)
 
 
 def _window(grey: np.ndarray, window: Window) -> tuple[np.ndarray, tuple[int, int]]:
@@ -188,7 +192,7 @@ def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignm
         f0 = kb / (coarse.sx * ks)
         x0, y0 = kb * (left / ks - coarse.tx) / coarse.sx, kb * (top / ks - coarse.ty) / coarse.sy
     sigma = LCN_SIGMA * max(big_g.shape)
-    big_n = _lcn(big_g, sigma)
+    big_n = normalized_at(ref if inside else qry, WORK_SIDE)
     best = (-2.0, f0, (x0, y0))
     # Two passes: ±4% in 1% steps within 6 px, then ±1% in 0.25% steps within 2 px.
     for spread, steps, margin in ((0.04, 9, 6), (0.01, 9, 2)):
@@ -225,10 +229,11 @@ def _scales(big: np.ndarray, small: np.ndarray) -> list[float]:
     return [fit * ratio**i for i in range(count)]
 
 
-def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
-                    big_n: Optional[np.ndarray] = None) -> tuple[float, float, tuple[int, int]]:
+def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float], big_n: Optional[np.ndarray] = None, *,
+                    templates: Optional[dict] = None, part_key: object = None) -> tuple[float, float, tuple[int, int]]:
     """Best (score, scale, top-left) of `small` resized by each scale inside `big`, matched
-    on locally contrast-normalized images (see `_lcn`; `big_n`: `big` already normalized)."""
+    on locally contrast-normalized images (see `_lcn`; `big_n`: `big` already normalized;
+    `templates`: normalized templates of `small`, known as `part_key`, kept across calls)."""
     sigma = LCN_SIGMA * max(big.shape)
     if big_n is None:
         big_n = _lcn(big, sigma)
@@ -237,10 +242,16 @@ def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
         tw, th = int(small.shape[1] * f), int(small.shape[0] * f)
         if min(tw, th) < 8 or tw > big.shape[1] or th > big.shape[0]:
             continue
-        template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
-        if template.std() < 1e-3:
+        key = (part_key, tw, th, sigma)
+        template_n = templates.get(key) if templates is not None else None
+        if template_n is None:
+            template = cv2.resize(small, (tw, th), interpolation=cv2.INTER_AREA)
+            template_n = False if template.std() < 1e-3 else _lcn(template, sigma)  # False: a flat template
+            if templates is not None:
+                templates[key] = template_n
+        if template_n is False:
             continue
-        value, loc = _match(big_n, _lcn(template, sigma))
+        value, loc = _match(big_n, template_n)
         if value > best[0]:
             best = (value, tw / small.shape[1], loc)
     return best
@@ -248,7 +259,8 @@ def _best_placement(big: np.ndarray, small: np.ndarray, scales: list[float],
 
 def _match(big_n: np.ndarray, template_n: np.ndarray) -> tuple[float, tuple[int, int]]:
     result = cv2.matchTemplate(big_n, template_n, cv2.TM_CCOEFF_NORMED)
-    result = np.nan_to_num(result, nan=-1.0, posinf=-1.0, neginf=-1.0)
+    if not np.isfinite(result).all():  # rare (a flat patch): the check costs far less than the copy
+        result = np.nan_to_num(result, nan=-1.0, posinf=-1.0, neginf=-1.0)
     _, value, _, loc = cv2.minMaxLoc(result)
     return float(value), (int(loc[0]), int(loc[1]))
 
@@ -266,7 +278,31 @@ def _lcn(grey: np.ndarray, sigma: float) -> np.ndarray:
 
 def grey_at(image: PreparedImage, side: int, *, by_area: bool = False) -> tuple[np.ndarray, float]:
     """Grey float32 content with long side `side` (or, `by_area`, about side x side pixels,
-    so a wide strip keeps detail across), never upscaled; and its px per content px."""
+    so a wide strip keeps detail across), never upscaled; and its px per content px.
+    Computed once per image and size (read-only: every caller shares it)."""
+    key = ("grey", side, by_area)
+    found = image.derived.get(key)
+    if found is None:
+        grey, k = _grey_at(image, side, by_area)
+        grey.setflags(write=False)
+        found = image.derived.setdefault(key, (grey, k))
+    return found
+
+
+def normalized_at(image: PreparedImage, side: int, *, by_area: bool = False) -> np.ndarray:
+    """`grey_at`'s picture locally contrast-normalized at its own scale (`_lcn`), computed
+    once per image and size (read-only)."""
+    key = ("normalized", side, by_area)
+    found = image.derived.get(key)
+    if found is None:
+        grey = grey_at(image, side, by_area=by_area)[0]
+        found = _lcn(grey, LCN_SIGMA * max(grey.shape))
+        found.setflags(write=False)
+        found = image.derived.setdefault(key, found)
+    return found
+
+
+def _grey_at(image: PreparedImage, side: int, by_area: bool) -> tuple[np.ndarray, float]:
     rgb = image.rgb
     height, width = rgb.shape[:2]
     factor = min(1.0, side / np.sqrt(height * width) if by_area else side / max(height, width))

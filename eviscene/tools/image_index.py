@@ -39,6 +39,7 @@ import io
 import os
 import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ import numpy as np
 from eviscene.errors import ReleaseError
 from eviscene.rules.runtime import runtime_dir
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
-from eviscene.tools.image_compare import Comparison, compare, mirrored
+from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ SHORTLIST = 10
 VERIFY = 3
 HASH_EXTRA = 3
 _PREPARED_CACHE = 48
+_COMPARED_CACHE = 256
 # Parts of a corpus thumbnail described (x0, y0, x1, y1): the whole, and centre crops for
 # a query that shows only the middle of the picture.
 REFERENCE_CROPS = ((0.0, 0.0, 1.0, 1.0), (0.1, 0.1, 0.9, 0.9), (0.2, 0.2, 0.8, 0.8))
@@ -94,6 +96,10 @@ class ImageIndex:
         self._descriptors = descriptors if descriptors is not None else _stack_descriptors(self._thumbs)
         self._position = {sha: index for index, (sha, _) in enumerate(self._groups)}
         self._cache: OrderedDict[str, PreparedImage] = OrderedDict()
+        # (id(query), sha256, compare method) -> (a weak reference to the query, the
+        # comparison): a dead reference means the id now names another picture; the cache
+        # holds no picture alive.
+        self._compared: OrderedDict[tuple[int, str, str], tuple[weakref.ref, Comparison]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     @classmethod
@@ -177,6 +183,23 @@ class ImageIndex:
                 self._cache.popitem(last=False)
         return image
 
+    def compared(self, sha256: str, query: PreparedImage) -> Comparison:
+        """`compare` of the corpus picture with this sha256 and `query`, kept per query picture,
+        corpus picture and compare method (a small LRU): the rollouts of a case share its
+        prepared picture, and the `compare` tool usually follows a search with the same pair."""
+        key = (id(query), sha256, METHOD)
+        with self._cache_lock:
+            found = self._compared.get(key)
+            if found is not None and found[0]() is query:
+                self._compared.move_to_end(key)
+                return found[1]
+        comparison = compare(self.prepared(sha256), query)
+        with self._cache_lock:
+            self._compared[key] = (weakref.ref(query), comparison)
+            while len(self._compared) > _COMPARED_CACHE:
+                self._compared.popitem(last=False)
+        return comparison
+
     def entries(self, sha256: str) -> tuple["CorpusImage", ...]:
         position = self._position.get(sha256.lower())
         return self._groups[position][1] if position is not None else ()
@@ -209,7 +232,9 @@ class ImageIndex:
         similarity = (self._descriptors[nearest] @ described.T).reshape(len(nearest), -1).max(axis=1)
         shortlist = nearest[np.lexsort((np.arange(len(nearest)), -similarity))[:SHORTLIST]]
         scanned = [int(i) for i in shortlist] + [int(i) for i in nearest[:HASH_EXTRA] if i not in shortlist]
-        scores = {i: max(scan_score(self._thumbs[i], query_thumb, windows), scan_score(self._thumbs[i], flipped_thumb, windows))
+        templates: tuple[dict, dict] = ({}, {})  # each orientation's windows, resized and normalized once per size
+        scores = {i: max(scan_score(self._thumbs[i], query_thumb, windows, templates[0]),
+                         scan_score(self._thumbs[i], flipped_thumb, windows, templates[1]))
                   for i in scanned}
         chosen = sorted(scanned[:len(shortlist)], key=lambda i: (-scores[i], distance[i], i))[:limit]
         chosen += [int(i) for i in nearest[:HASH_EXTRA] if int(i) not in chosen]
@@ -219,7 +244,7 @@ class ImageIndex:
         """The most promising corpus pictures, each verified by `compare`; matches first, then by similarity."""
         results = []
         for sha, distance, _ in self.candidates(query, verify):
-            comparison = compare(self.prepared(sha), query)
+            comparison = self.compared(sha, query)
             results.append(ImageMatch(sha, self._groups[self._position[sha]][1], distance, comparison))
         results.sort(key=lambda m: (not m.comparison.match, -m.comparison.similarity, m.hash_distance, m.sha256))
         return results

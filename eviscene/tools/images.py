@@ -61,6 +61,10 @@ class PreparedImage:
     scale: float  # pixels of `rgb` per original pixel
     text_mask: Optional[np.ndarray] = field(default=None, repr=False)  # bool per pixel of `rgb`: under OCR'd text
     bands: tuple[tuple[float, float], ...] = ()  # rows (fractions of the content height) that look like overlaid bands
+    # Grey versions of this picture (`image_align.grey_at`), each computed once: one query
+    # is resized for every compare and several times within one. Not part of its identity,
+    # and a copy (`dataclasses.replace`) starts without them.
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def content_size(self) -> tuple[int, int]:

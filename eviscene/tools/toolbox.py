@@ -24,7 +24,6 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import anyio.to_thread
 
 from eviscene.events import GateDecided, SourceSeen
-from eviscene.tools.image_compare import compare
 from eviscene.tools.corpus import Corpus
 from eviscene.tools.pages import CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
@@ -318,7 +317,7 @@ class CorpusToolbox:
             return _fixed(_unavailable(blocks))
         case = episode.case_image()
         index = self.corpus.image_index()
-        compared = [(target, compare(index.prepared(target.image.sha256.lower()), case)) for target in targets]
+        compared = [(target, index.compared(target.image.sha256.lower(), case)) for target in targets]
         compared.sort(key=lambda item: (not item[1].match, -item[1].similarity))
 
         def render(episode: EpisodeTools) -> ToolOutcome:
