@@ -235,7 +235,7 @@ def write_dataset(
     holdout_fields = {"holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
     dataset_rows = f"""
         SELECT sft_route, split, {metadata}, {accepted}, record::VARCHAR, trajectory_token_count_estimate, tool_call_count, {sft_fields}
-        FROM dataset_rows ORDER BY episode_id"""
+        FROM (SELECT * FROM dataset_rows ORDER BY episode_id)"""
     excluded = _object_sql(
         _members_sql(excluded_kinds, METADATA_KEYS), _members_sql(excluded_kinds, TRAJECTORY_METADATA_KEYS, when="has_trajectory"),
         _members_sql(excluded_kinds, ("trajectory_sft_rows", "perception_example_count")),
@@ -245,6 +245,8 @@ def write_dataset(
     action_only = "SELECT row::VARCHAR FROM imported_rows WHERE import_id = ? AND kind = 'action_only' ORDER BY line_number"
     # One pass over each view's rows in episode order, in Arrow batches, fills every file;
     # records keep the key order of the seed's dicts (Parquet's column order follows it).
+    # The texts are built after the sort (DuckDB keeps a sorted subquery's order through a
+    # projection), so the sort does not carry them: ~100 MiB less peak at 100k.
     with JsonlFiles(out_dir, names, keep_records=fmt == "parquet") as files:
         for batch in _text_batches(con, dataset_rows):
             for route, split, metadata_text, accepted_text, record_text, token_count_estimate, tool_call_count, fields in zip(*batch):
@@ -266,7 +268,7 @@ def write_dataset(
                 example = orjson.loads(example_text)
                 example.update(orjson.loads(fields_text))
                 files.add(f"perception.{split}.jsonl", example)
-        for (texts,) in _text_batches(con, f"SELECT {excluded} FROM excluded_episodes ORDER BY episode_id"):
+        for (texts,) in _text_batches(con, f"SELECT {excluded} FROM (SELECT * FROM excluded_episodes ORDER BY episode_id)"):
             for text in texts:
                 files.add_json("excluded_episode_metadata.jsonl", text)
         for (texts,) in _text_batches(con, action_only, [settings.accepted_release_import]):
