@@ -229,7 +229,7 @@ def write_dataset(
     ))
     # seed DatasetTrajectorySFTExample: the trajectory, its counts unless it has them, then its dataset fields
     sft_fields = _object_sql(
-        _sql_literal(f",{json.dumps('dataset_version')}:{json.dumps(version)}"),
+        _sql_literal(f',"dataset_version":{json.dumps(version)}'),
         _members_sql(rows_kinds, ("split", "split_group_id", "source_family_keys", "teacher_score")),
     )
     holdout_fields = {"holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}

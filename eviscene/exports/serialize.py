@@ -104,12 +104,9 @@ class JsonlFiles:
         if self.records is not None:
             self.records[name].append(record)
 
-    def add_json(self, name: str, text: str | bytes) -> dict[str, Any]:
-        """`add` for a record given as JSON text (read by orjson: a repeated key's last value
-        counts); returns the record."""
-        record = orjson.loads(text)
-        self.add(name, record)
-        return record
+    def add_json(self, name: str, text: str | bytes) -> None:
+        """`add` for a record given as JSON text (read by orjson)."""
+        self.add(name, orjson.loads(text))
 
     def __enter__(self) -> "JsonlFiles":
         return self
