@@ -73,6 +73,34 @@ Left (goal 0.2x export, 0.5x import + export): writing the files row by row in P
 import's strict JSONL check and its event per file, the JSON re-parsing across the staging
 views (imported_rows, dataset_trajectories, candidate_episodes), rollout_selection, the
 pandas import pyarrow makes on the first pa.array (~1 s, store/writer.py).
+Third round (issue 13, writing the files; cProfile with a CPU clock, 20,000 candidates at load
+2-3): the export took 5.1 s CPU (8.1 s wall; baseline 2.6 s CPU, 4.2 s wall): the views 1.65 s
+CPU (wall per view: trace_runtime_ids 0.62, the dataset_trajectories and candidate_episodes
+snapshots 0.45 and 0.38, rollout_selection 0.28, imported_traces 0.26, split_components 0.26),
+writing 2.6 s CPU, of it Python dicts of the view rows (serialize.rows 0.52, the metadata and
+accepted-episode dict comprehensions 0.40, _metadata 0.17, _sft_row 0.11), the system-tools
+variant 0.38, orjson 0.26 parse + 0.16 serialization, file writes 0.17.
+Changes: every line's JSON text is built by DuckDB (to_json per column; JSON columns as stored;
+NaN and infinities as null, as orjson writes them) in the seed dicts' key order and
+canonicalized by one orjson parse and serialization; the SFT record is parsed once and
+completed by setdefault/update from a parsed object of its dataset fields; no dict per view
+row; the rows are sorted before their texts are built (the sort then carries no text) and read
+2,000 at a time. tests/dataset/test_dataset_serialization.py pins doubles bit for bit (20k
+random ones and 1e16, 1e-7, -0.0, 5e-324...), strings with control characters and non-ASCII,
+whole lines against the seed's json.dumps, and the Parquet column order. The import lists a
+run directory without a Path object per file. Tried and dropped: dict(pairs) in the strict
+reader's repeated-key hook (no measurable gain: the cost is Python's parser and one hook call
+per object).
+After: writing alone, old and new on one open export (20,000, load 11-13), 1.46-1.63 -> 1.01-1.17
+s CPU; the export process at 100,000, main and this branch alternately (load 7-25): main
+19.3-20.7 s CPU, 31-52 s wall, peak 1338-1399 MiB; now 17.1 s CPU (16.7-18.8 over six runs),
+41-46 s wall (the load, not the code, decides the wall seconds here), peak 1345 MiB, files
+byte-identical to main's; the import's plan at 20,000 3.1-3.4 -> 3.0-3.1 s CPU. Whole bench at
+100,000 (load 15-20): export / baseline 0.76x time (44.7 vs 58.9 s), 1.32x peak memory (1315 vs
+1000 MiB); import + export 1.90x (import 67 s).
+Left: the views (~2 s CPU at 20,000, ~10 s at 100,000), orjson's parse + serialization of every
+line and the system-tools variant (~1 s CPU at 20,000), and the import: one hash-chained event
+and blob per file (writer + seal ~4 s CPU at 20,000) and the strict JSONL reader (~3 s).
 """
 
 from __future__ import annotations

@@ -104,6 +104,10 @@ class JsonlFiles:
         if self.records is not None:
             self.records[name].append(record)
 
+    def add_json(self, name: str, text: str | bytes) -> None:
+        """`add` for a record given as JSON text (read by orjson)."""
+        self.add(name, orjson.loads(text))
+
     def __enter__(self) -> "JsonlFiles":
         return self
 

@@ -71,14 +71,14 @@ def _read(root: Path, path: Path, kind: str, relative: str | None = None, **meta
     return ImportedFile(kind, path, relative, path.read_bytes(), metadata=metadata)
 
 
-def _files_in_order(root: Path) -> list[tuple[str, Path]]:
-    """(relative path, path) of every file under `root` as `sorted(root.rglob("*"))` orders
-    them (part by part; symlinked folders listed, not entered), read with os.walk: pathlib's
-    globbing and relative_to cost seconds at 100k files."""
+def _files_in_order(root: Path) -> list[tuple[str, str]]:
+    """(relative path, path as text) of every file under `root` as `sorted(root.rglob("*"))`
+    orders them (part by part; symlinked folders listed, not entered), read with os.walk:
+    pathlib's globbing, relative_to and a Path per file cost seconds at 100k files."""
     found = []
     for folder, _, names in os.walk(root):
         parts = Path(folder).relative_to(root).parts
-        found += [((*parts, name), Path(folder, name)) for name in names]
+        found += [((*parts, name), os.path.join(folder, name)) for name in names]
     found.sort(key=lambda item: item[0])
     return [("/".join(parts), path) for parts, path in found]
 
@@ -171,8 +171,11 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
     directory (`materialize` writes it back byte for byte); links must stay inside it."""
     found = []
-    for relative, path in _files_in_order(root):
-        if relative in taken or not path.is_file():
+    for relative, path_text in _files_in_order(root):
+        if relative in taken:
+            continue
+        path = Path(path_text)
+        if not path.is_file():
             continue
         if root.resolve() not in path.resolve().parents:
             raise ArtifactError(f"{path}: links outside the run directory {root}")

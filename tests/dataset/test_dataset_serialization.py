@@ -1,0 +1,139 @@
+"""The dataset files' bytes: each line is built as JSON text in DuckDB and canonicalized by one
+orjson parse and serialization, so that text must read back as the very values of the view
+rows. Pinned here: doubles and strings through DuckDB's to_json, and whole exported lines with
+awkward values (exponent floats, -0.0, non-ASCII, control characters, nested objects, keys a
+record repeats) against hand-written expectations and the seed's json.dumps."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+
+import duckdb
+import orjson
+import pyarrow.parquet as pq
+import pytest
+from dataset_builders import read_jsonl, sft_row, write_jsonl, write_run_dir
+
+from eviscene.exports.dataset import ExportOptions, export_dataset
+from eviscene.exports.dataset_files import _value_sql
+from eviscene.log import EventLog
+
+AWKWARD_DOUBLES = [
+    0.0, -0.0, 1.0, -2.5, 0.1, 0.30000000000000004, 1e-7, 1e-5, 1e-4, 1.5e-4, 123456789.12345679, 1e15, 1e16, 1.2345e16,
+    -1e17, 1e22, 1.5e300, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 9007199254740993.0, 2.0**53,
+]
+AWKWARD_TEXTS = [
+    "", "plain", "é ü 中文 🙂", "quote \" backslash \\ slash /", "\x00\x01\x1f", "\x7f\x80\x9f", "\u2028\u2029\u0085",
+    "tab\tnewline\nreturn\r", "\ud7ff\ue000\uffff", '{"nested": "json in a string"}',
+]
+
+
+@pytest.fixture(scope="module")
+def con():
+    return duckdb.connect()
+
+
+def _bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+def test_doubles_read_back_bit_for_bit(con):
+    rng = random.Random(13)
+    drawn = [struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(20_000)]
+    values = [v for v in AWKWARD_DOUBLES + drawn if math.isfinite(v)]
+    con.execute("CREATE OR REPLACE TEMP TABLE doubles AS SELECT unnest(?::DOUBLE[]) AS x", [values])
+    texts = [row[0] for row in con.execute(f"SELECT {_value_sql('x', 'DOUBLE')} FROM doubles").fetchall()]
+    assert len(texts) == len(values)
+    for value, text in zip(values, texts):
+        assert _bits(orjson.loads(text)) == _bits(value), (value, text)
+
+
+def test_nan_and_infinities_are_null_as_orjson_writes_them(con):
+    rows = con.execute(f"SELECT {_value_sql('x', 'DOUBLE')} FROM (SELECT unnest(['nan', 'inf', '-inf']::DOUBLE[]) AS x)").fetchall()
+    assert [row[0] for row in rows] == ["null", "null", "null"]
+    assert orjson.dumps([math.nan, math.inf]) == b"[null,null]"
+
+
+def test_texts_and_lists_read_back_exactly(con):
+    con.execute("CREATE OR REPLACE TEMP TABLE texts AS SELECT unnest(?::VARCHAR[]) AS t, ?::VARCHAR[] AS l", [AWKWARD_TEXTS, AWKWARD_TEXTS])
+    found = con.execute(f"SELECT t, {_value_sql('t', 'VARCHAR')}, {_value_sql('l', 'VARCHAR[]')} FROM texts").fetchall()
+    for text, as_json, list_json in found:
+        assert orjson.loads(as_json) == text
+        assert orjson.loads(list_json) == AWKWARD_TEXTS
+    nulls = con.execute(f"SELECT {_value_sql('t', 'VARCHAR')}, {_value_sql('j', 'JSON')} FROM (SELECT NULL::VARCHAR t, NULL::JSON j)")
+    assert nulls.fetchall() == [("null", "null")]
+
+
+def test_json_columns_go_in_as_stored(con):
+    stored = '{"b": [1.0, 1e-7, -0.0], "a": "\\u00e9"}'
+    assert con.execute(f"SELECT {_value_sql('j', 'JSON')} FROM (SELECT ?::JSON AS j)", [stored]).fetchall() == [(stored,)]
+
+
+def test_a_type_without_an_exact_text_is_refused():
+    with pytest.raises(TypeError, match="TIMESTAMP"):
+        _value_sql("at", "TIMESTAMP")
+
+
+def test_an_exported_line_with_awkward_values(tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "odd--r000", "case_id": "odd", "score": {"total": 1e-7}},
+        {"episode_id": "zero--r000", "case_id": "zero", "score": {"total": -0.0}},
+        {"episode_id": "huge--r000", "case_id": "huge", "score": {"total": 1e16}},
+    ])
+    record = sft_row("odd--r000", "odd", token_count_estimate=7)
+    record["messages"][1]["content"][1]["text"] = "é\u2028\x01\x1f\x7f \"q\" \\ 🙂"
+    record.update({
+        "zeta": {"b": [1e16, 1e-7, -0.0, 0.1], "a": {"d": None, "c": True}},
+        "split": "the record's own split, overridden", "tool_call_count": 5,
+    })
+    write_jsonl(run / "trajectory_sft.jsonl", [
+        record, *(sft_row(e, e.split("--")[0]) for e in ("zero--r000", "huge--r000")),
+    ])
+    out = tmp_path / "out"
+    export_dataset(EventLog(tmp_path / "log.duckdb"), ExportOptions(out_dir=out, run_dirs=[run]))
+    lines = {
+        json.loads(line)["episode_id"]: line
+        for split in ("train", "validation", "test") for line in (out / f"{split}.jsonl").read_bytes().splitlines()
+    }
+    metadata = {row["episode_id"]: row for row in read_jsonl(out / "episode_metadata.jsonl")}
+    # the record's own counts win over the computed ones; the dataset fields win over the record's
+    expected = {
+        **record, "token_count_estimate": 7, "tool_call_count": 5, "dataset_version": "ifv-trajectory-sft-dataset-v3",
+        "split": metadata["odd--r000"]["split"], "split_group_id": metadata["odd--r000"]["split_group_id"],
+        "source_family_keys": [], "teacher_score": 1e-7,
+    }
+    line = lines["odd--r000"]
+    seed_form = json.dumps(expected, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    # the seed's json.dumps with sorted keys, but for the exponent form of 1e-7 (orjson: no zero padding)
+    assert line == seed_form.replace("1e-07", "1e-7").encode("utf-8")
+    assert b'"zeta":{"a":{"c":true,"d":null},"b":[1e+16,1e-7,-0.0,0.1]}' in line
+    assert "é\u2028\\u0001\\u001f\x7f \\\"q\\\" \\\\ 🙂".encode("utf-8") in line
+    assert b',"teacher_score":1e-7,' in line and b',"token_count_estimate":7,' in line and b',"tool_call_count":5,' in line
+    # seed: float(score.get("total", 0.0) or 0.0) turns -0.0 into 0.0
+    assert b'"teacher_score":0.0,' in lines["zero--r000"] and b'"teacher_score":1e+16,' in lines["huge--r000"]
+    metadata_lines = (out / "episode_metadata.jsonl").read_bytes().splitlines()
+    assert [line.count(b'"teacher_score":') for line in metadata_lines] == [1, 1, 1]
+    assert b'"teacher_score":1e+16,' in metadata_lines[0] and b'"teacher_score":1e-7,' in metadata_lines[1]
+
+
+def test_parquet_columns_keep_the_seed_dicts_key_order(tmp_path):
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "one--r000", "case_id": "one"}])
+    record = {"split": "own", "episode_id": "one--r000", "case_id": "one", "messages": [{"role": "user", "content": "hi"}], "tools": []}
+    write_jsonl(run / "trajectory_sft.jsonl", [record])
+    out = tmp_path / "out"
+    export_dataset(EventLog(tmp_path / "log.duckdb"), ExportOptions(out_dir=out, run_dirs=[run], fmt="parquet"))
+    split = read_jsonl(out / "episode_metadata.jsonl")[0]["split"]
+    # the record's keys (its own "split" keeps its place), setdefault's counts, then the dataset fields
+    assert pq.read_schema(out / f"{split}.parquet").names == [
+        "split", "episode_id", "case_id", "messages", "tools", "token_count_estimate", "tool_call_count",
+        "dataset_version", "split_group_id", "source_family_keys", "teacher_score",
+    ]
+    # seed 002's accepted_episodes keys, in its order
+    assert pq.read_schema(out / "accepted_episodes.parquet").names == [
+        "case_id", "episode_id", "split", "split_group_id", "source_run_id", "source_trace", "sft_eligibility_artifact_id",
+        "semantic_reward_artifact_id", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
+        "deterministic_red_flags", "teacher_score", "trajectory_token_count_estimate", "tool_call_count", "sft_route",
+    ]
