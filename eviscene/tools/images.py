@@ -16,12 +16,17 @@ Banner rule (documented thresholds, none tied to a fixture):
   (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the image
   height (width); a credit banner beside the photo is trimmed like one above or below;
 - the border must end at a sharp edge: in the 3 lines after it, under a quarter of the
-  pixels have its colour (a gradient sky fading into the picture fails this);
+  pixels have its colour (a gradient sky fading into the picture fails this), or, for a
+  photo turned by a degree or two whose edge crosses the lines at a slant, within
+  `TURNED_EDGE` of the line length further in;
 - a side is never trimmed past 45% of the image: a larger uniform area is the picture
   itself (a product shot on white, a night sky), not a caption;
 - borders thinner than 2% of the image are kept: a photo's own dark or light rim would
   otherwise be trimmed on one copy and not on a resized one, and comparisons already
-  ignore a thin rim.
+  ignore a thin rim;
+- frames nest (a post's white strip below a screenshot's grey chrome, a credit strip
+  beside it), so the rule runs again on what it left, up to `MAX_FRAMES` times, each
+  time on the remaining picture's own size.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ MAX_TRIM = 0.45
 MIN_TRIM = 0.02
 BANNER_EDGE_ROWS = 3
 BANNER_BEYOND_MAX = 0.25
+MAX_FRAMES = 3
+TURNED_EDGE = 0.045  # a 2.5-degree turn moves an edge by 4.4% of its length
 
 ImageInput = Union[str, Path, Image.Image, BinaryIO]
 
@@ -253,7 +260,24 @@ def _runs(flags: np.ndarray, *, as_fraction: bool = True) -> list:
 
 def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[str, int]]:
     """The picture region of `rgb` (H x W x 3 uint8) without uniform borders and caption
-    banners, and the pixels trimmed per side (see the module docstring for the rule)."""
+    banners, and the pixels trimmed per side (see the module docstring for the rule).
+    Frames nest (a post's white strip around a screenshot's grey chrome around the photo),
+    so the rule is applied again inside what it left, up to MAX_FRAMES times."""
+    height, width = rgb.shape[:2]
+    x0, y0, x1, y1 = 0, 0, width, height
+    trimmed: dict[str, int] = {}
+    for _ in range(MAX_FRAMES):
+        (left, top, right, bottom), sides = _frame_box(rgb[y0:y1, x0:x1])
+        if not sides:
+            break
+        x0, y0, x1, y1 = x0 + left, y0 + top, x0 + right, y0 + bottom
+        for side, depth in sides.items():
+            trimmed[side] = trimmed.get(side, 0) + depth
+    return (x0, y0, x1, y1), trimmed
+
+
+def _frame_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[str, int]]:
+    """One frame of `find_content_box`: the borders and banners at the outer edges of `rgb`."""
     height, width = rgb.shape[:2]
     top = _border_depth(rgb, text_tolerant=True)
     bottom = _border_depth(rgb[::-1], text_tolerant=True)
@@ -291,10 +315,21 @@ def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
         return 0
     # A banner ends at a sharp edge: the picture right after it hardly has its colour.
     # (Sky or a plain wall fades out gradually and is left alone.)
+    if _edge_mean(fractions, depth) < BANNER_BEYOND_MAX:
+        return depth
+    # A photo turned by a degree or two meets the border along a slant: the border's colour
+    # (its fill in the corners) fades out over at most TURNED_EDGE of the line length.
+    slant = int(np.ceil(TURNED_EDGE * rgb.shape[1]))
+    for end in range(depth + 1, min(depth + slant, limit) + 1):
+        if _edge_mean(fractions, end) < BANNER_BEYOND_MAX:
+            return end
+    return 0
+
+
+def _edge_mean(fractions: np.ndarray, depth: int) -> float:
+    """Mean border-colour fraction of the BANNER_EDGE_ROWS lines after `depth` (0 past the end)."""
     beyond = fractions[depth:depth + BANNER_EDGE_ROWS]
-    if beyond.size and float(beyond.mean()) >= BANNER_BEYOND_MAX:
-        return 0
-    return depth
+    return float(beyond.mean()) if beyond.size else 0.0
 
 
 def _background_fraction(lines: np.ndarray, color: np.ndarray) -> np.ndarray:
