@@ -16,12 +16,18 @@ Banner rule (documented thresholds, none tied to a fixture):
   (caption text covers the rest), crossing runs of text-heavy lines up to 6% of the image
   height (width); a credit banner beside the photo is trimmed like one above or below;
 - the border must end at a sharp edge: in the 3 lines after it, under a quarter of the
-  pixels have its colour (a gradient sky fading into the picture fails this);
+  pixels have its colour (a gradient sky fading into the picture fails this), or, for a
+  photo turned by a degree or two whose edge crosses the lines at a slant, within
+  `TURNED_EDGE` of the line length further in, the border's colour on those lines
+  lying in wedges from the line's ends;
 - a side is never trimmed past 45% of the image: a larger uniform area is the picture
   itself (a product shot on white, a night sky), not a caption;
 - borders thinner than 2% of the image are kept: a photo's own dark or light rim would
   otherwise be trimmed on one copy and not on a resized one, and comparisons already
-  ignore a thin rim.
+  ignore a thin rim;
+- frames nest (a post's white strip below a screenshot's grey chrome, a credit strip
+  beside it), so the rule runs again on what it left, up to `MAX_FRAMES` times, each
+  time on the remaining picture's own size, a side again only for a frame of another colour.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ MAX_TRIM = 0.45
 MIN_TRIM = 0.02
 BANNER_EDGE_ROWS = 3
 BANNER_BEYOND_MAX = 0.25
+MAX_FRAMES = 3
+TURNED_EDGE = 0.045  # a 2.5-degree turn moves an edge by 4.4% of its length
+WEDGE_SHARE = 0.8
 
 ImageInput = Union[str, Path, Image.Image, BinaryIO]
 
@@ -257,7 +266,33 @@ def _runs(flags: np.ndarray, *, as_fraction: bool = True) -> list:
 
 def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[str, int]]:
     """The picture region of `rgb` (H x W x 3 uint8) without uniform borders and caption
-    banners, and the pixels trimmed per side (see the module docstring for the rule)."""
+    banners, and the pixels trimmed per side (see the module docstring for the rule).
+    Frames nest (a post's white strip around a screenshot's grey chrome around the photo),
+    so the rule is applied again inside what it left, up to MAX_FRAMES times; a side is
+    trimmed again only where the next frame has another colour (a sky shading into the
+    frame's colour would otherwise be eaten a strip at a time)."""
+    height, width = rgb.shape[:2]
+    x0, y0, x1, y1 = 0, 0, width, height
+    trimmed: dict[str, int] = {}
+    colours: dict[str, np.ndarray] = {}  # side -> colour of the frame last trimmed there
+    for _ in range(MAX_FRAMES):
+        part = rgb[y0:y1, x0:x1]
+        edges = {"top": part[0], "bottom": part[-1], "left": part[:, 0], "right": part[:, -1]}
+        sides = _frame_sides(part)
+        sides = {side: depth for side, depth in sides.items()
+                 if side not in colours or np.abs(np.median(edges[side], axis=0) - colours[side]).max() > COLOR_TOLERANCE}
+        if not sides:
+            break
+        for side, depth in sides.items():
+            trimmed[side] = trimmed.get(side, 0) + depth
+            colours[side] = np.median(edges[side], axis=0)
+        x0, y0, x1, y1 = x0 + sides.get("left", 0), y0 + sides.get("top", 0), x1 - sides.get("right", 0), y1 - sides.get("bottom", 0)
+    return (x0, y0, x1, y1), trimmed
+
+
+def _frame_sides(rgb: np.ndarray) -> dict[str, int]:
+    """One frame of `find_content_box`: the depth of the border or banner at each outer
+    side of `rgb` that has one."""
     height, width = rgb.shape[:2]
     top = _border_depth(rgb, text_tolerant=True)
     bottom = _border_depth(rgb[::-1], text_tolerant=True)
@@ -267,9 +302,8 @@ def find_content_box(rgb: np.ndarray) -> tuple[tuple[int, int, int, int], dict[s
     left = _border_depth(middle.transpose(1, 0, 2), text_tolerant=True)
     right = _border_depth(middle.transpose(1, 0, 2)[::-1], text_tolerant=True)
     if height - top - bottom < height * 0.1 or width - left - right < width * 0.1:
-        return (0, 0, width, height), {}
-    trimmed = {side: depth for side, depth in (("top", top), ("bottom", bottom), ("left", left), ("right", right)) if depth}
-    return (left, top, width - right, height - bottom), trimmed
+        return {}
+    return {side: depth for side, depth in (("top", top), ("bottom", bottom), ("left", left), ("right", right)) if depth}
 
 
 def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
@@ -295,10 +329,36 @@ def _border_depth(rgb: np.ndarray, *, text_tolerant: bool) -> int:
         return 0
     # A banner ends at a sharp edge: the picture right after it hardly has its colour.
     # (Sky or a plain wall fades out gradually and is left alone.)
+    if _edge_mean(fractions, depth) < BANNER_BEYOND_MAX:
+        return depth
+    # A photo turned by a degree or two meets the border along a slant: the border's colour
+    # (its fill in the corners) shrinks to nothing over at most TURNED_EDGE of the line
+    # length, as a wedge reaching in from the line's ends. (A sky fading into the border's
+    # colour has that colour scattered along the whole line.)
+    slant = int(np.ceil(TURNED_EDGE * rgb.shape[1]))
+    for end in range(depth + 1, min(depth + slant, limit) + 1):
+        if not _wedge_line(rgb[end - 1].astype(np.int16), color):
+            return 0
+        if _edge_mean(fractions, end) < BANNER_BEYOND_MAX:
+            return end
+    return 0
+
+
+def _wedge_line(line: np.ndarray, color: np.ndarray) -> bool:
+    """Whether the pixels of `line` close to `color` lie (WEDGE_SHARE) in runs from its ends."""
+    close = np.abs(line - color).max(axis=-1) <= COLOR_TOLERANCE
+    total = int(close.sum())
+    if total == 0:
+        return True
+    from_start = len(close) if close.all() else int(np.argmin(close))
+    from_end = len(close) if close.all() else int(np.argmin(close[::-1]))
+    return min(total, from_start + from_end) >= WEDGE_SHARE * total
+
+
+def _edge_mean(fractions: np.ndarray, depth: int) -> float:
+    """Mean border-colour fraction of the BANNER_EDGE_ROWS lines after `depth` (0 past the end)."""
     beyond = fractions[depth:depth + BANNER_EDGE_ROWS]
-    if beyond.size and float(beyond.mean()) >= BANNER_BEYOND_MAX:
-        return 0
-    return depth
+    return float(beyond.mean()) if beyond.size else 0.0
 
 
 def _background_fraction(lines: np.ndarray, color: np.ndarray) -> np.ndarray:
