@@ -57,12 +57,14 @@ from pathlib import Path
 from eviscene.log import EventLog
 from eviscene.viewer.data import precompute
 from eviscene.viewer.report import build_report
+from eviscene.store.layout import live_root
 from eviscene.viewer.results_cache import beside_log
 from eviscene.viewer.server import make_server
 
 GENERATOR = Path(__file__).with_name("materialize.py")
 RUN_ID = "bench-run"
 REPORT_EPISODES_MAX = 10_000  # `eviscene report` is timed up to this size
+LIVE_PAGES = ("runs", "dashboard")
 PAGES = {
     "runs": "/",
     "dashboard": f"/run/{RUN_ID}",
@@ -91,11 +93,46 @@ class _Server:
         self.server.server_close()
 
 
+def _live(episodes: int, folder: Path, workdir: Path, new_episodes: int, looks: int) -> None:
+    """Time the runs page and dashboard of a live run of `episodes`: the first look, then a
+    look after each `new_episodes` more arrive (written by a separate writer process)."""
+    kept = EventLog(folder / f"bench-view-{episodes}-live.duckdb")
+    unwritten = new_episodes * looks
+    if not live_root(kept.path).exists():
+        subprocess.run([sys.executable, str(GENERATOR), "--episodes", str(episodes), "--live", str(unwritten),
+                        "--generate-into", str(kept.path)], check=True)
+    log = EventLog(workdir / kept.path.name)  # a copy: the kept one stays as generated (a live run is all in its folder)
+    shutil.copytree(live_root(kept.path), live_root(log.path))
+    started = time.perf_counter()
+    log.sql("SELECT * FROM runs")
+    baseline = time.perf_counter() - started
+    print(f"{episodes:>9} {'live: SELECT * FROM runs':<28} {baseline:>8.2f} {'':>10} {'':>7} {1.0:>18.2f}")
+    server = _Server(log)
+    try:
+        for name in LIVE_PAGES:
+            took = _get(server.base + PAGES[name])
+            print(f"{episodes:>9} {'live ' + name + ', first look':<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
+        written = episodes - unwritten
+        for _ in range(looks):
+            subprocess.run([sys.executable, str(GENERATOR), "--generate-into", str(log.path),
+                            "--append", str(written), str(written + new_episodes)], check=True)
+            written += new_episodes
+            for name in LIVE_PAGES:
+                took = _get(server.base + PAGES[name])
+                label = f"live {name}, +{new_episodes} ep."
+                print(f"{episodes:>9} {label:<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--keep", type=Path, help="keep the generated logs in this folder and reuse them")
     parser.add_argument("--pages", nargs="+", choices=PAGES, default=list(PAGES), help="time only these pages")
+    parser.add_argument("--runs", nargs="+", choices=("sealed", "live"), default=["sealed", "live"], help="time these runs only")
+    parser.add_argument("--new-episodes", type=int, default=100, help="episodes that arrive between two looks at the live run")
+    parser.add_argument("--looks", type=int, default=2, help="looks at the live run after new episodes arrive")
     args = parser.parse_args()
     print(f"{'episodes':>9} {'page':<28} {'first s':>8} {'restart s':>10} {'warm s':>7} {'warm / runs query':>18}")
     for episodes in args.episodes:
@@ -104,6 +141,10 @@ def main() -> None:
         try:
             folder = args.keep or workdir
             folder.mkdir(parents=True, exist_ok=True)
+            if "live" in args.runs:
+                _live(episodes, folder, workdir, args.new_episodes, args.looks)
+            if "sealed" not in args.runs:
+                continue
             log = EventLog(folder / f"bench-view-{episodes}.duckdb")
             if not log.path.exists():
                 subprocess.run([sys.executable, str(GENERATOR), "--episodes", str(episodes), "--generate-into", str(log.path)], check=True)
