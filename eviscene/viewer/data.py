@@ -254,23 +254,26 @@ def bootstrap_intervals(scored: list[dict[str, Any]], labels: list[str]) -> dict
     """Percentile 95% intervals of accuracy and macro-F1 over cases resampled with replacement."""
     if not scored or not labels:
         return {}
-    # Each case as one (gold, predicted) code, each resample as its confusion counts: a
-    # resample of n cases with replacement has the counts of a multinomial draw of n over the
-    # codes' shares, so the counts are drawn directly (the same distribution as picking cases,
-    # in time independent of n: picking 2,000 x 25k cases took 4.6 s).
+    # Each case as one (gold, predicted) code, each resample as its confusion counts: the same
+    # integer counts as comparing the label strings, without comparing strings (95 s for 25k cases).
     codes: dict[str | None, int] = {}
     code = lambda label: codes.setdefault(label, len(codes))
     cases = [(code(r["gold"]), code(r["predicted"] or "")) for r in scored]
     label_codes = [code(label) for label in labels]
     size = len(codes)
-    found, counts = np.unique(np.array([g * size + p for g, p in cases], dtype=np.int64), return_counts=True)
+    pairs = np.array([g * size + p for g, p in cases], dtype=np.int64)
+    diagonal = [c * size + c for c in range(size)]
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    confusion = np.zeros((BOOTSTRAP_SAMPLES, size * size), dtype=np.int64)
-    confusion[:, found] = rng.multinomial(len(scored), counts / len(scored), size=BOOTSTRAP_SAMPLES)
-    accuracies = confusion[:, [c * size + c for c in range(size)]].sum(axis=1) / len(scored)
-    macros = _macro_f1(confusion.reshape(BOOTSTRAP_SAMPLES, size, size), label_codes)
+    accuracies, macros = [], []
+    chunk = max(1, 2_000_000 // len(scored))  # bounded memory on large runs
+    for start in range(0, BOOTSTRAP_SAMPLES, chunk):
+        picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)))
+        offsets = np.arange(len(picks), dtype=np.int64)[:, None] * size * size
+        confusion = np.bincount((offsets + pairs[picks]).ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
+        accuracies.append(confusion.reshape(len(picks), -1)[:, diagonal].sum(axis=1) / len(scored))
+        macros.append(_macro_f1(confusion, label_codes))
     interval = lambda values: (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
-    return {"accuracy": interval(accuracies), "macro_f1": interval(macros)}
+    return {"accuracy": interval(np.concatenate(accuracies)), "macro_f1": interval(np.concatenate(macros))}
 
 
 def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
