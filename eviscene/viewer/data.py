@@ -84,9 +84,12 @@ def _run_rows(
         else:
             found[run_id] = cached["row"]
     live = [run_id for run_id in stale if not cache.sealed(run_id)]
-    for run_id in live:  # from its rows kept across looks, each in a snapshot of its own
-        found[run_id] = _live_run_row(log, run_id, cache)
     stale = [run_id for run_id in stale if run_id not in live]
+    if live and not stale:  # in this snapshot: nothing else is read from it
+        found[live[0]] = _live_run_row_in(con, log, heads[live[0]], cache)
+        live = live[1:]
+    for run_id in live:  # from its rows kept across looks, each in a snapshot of its own
+        found[run_id] = read(log, "", lambda con: _live_run_row_in(con, log, run_head(con, run_id), cache), views=False)
     if not stale:
         return found
     log.add_views(con, materialize=False, for_query=_RUN_QUERIES)
@@ -111,18 +114,14 @@ def _scored_run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, An
     return _with_scores(rows[0] if rows else None, metrics[0] if metrics else None)
 
 
-def _live_run_row(log: EventLog, run_id: str, cache: ResultCache) -> dict[str, Any] | None:
-    """A live run's row, computed over its `episodes` rows kept across looks (live_rows.py)."""
-
-    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
-        head = run_head(con, run_id)
-        cached = cache.get("run", head)
-        if cached is not None:
-            return cached["row"]
-        prepare(con, log, head, cache, "run", ("episodes",), (), _RUN_QUERIES)
-        return cache.put("run", head, {"row": _scored_run_row(con, run_id)})["row"]
-
-    return read(log, "", reader, materialize=False, views=False)
+def _live_run_row_in(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any] | None:
+    """A live run's row in `con`'s snapshot (where `head` is its head), computed over its
+    `episodes` rows kept across looks (live_rows.py)."""
+    cached = cache.get("run", head)
+    if cached is not None:
+        return cached["row"]
+    prepare(con, log, head, cache, "run", ("episodes",), (), _RUN_QUERIES)
+    return cache.put("run", head, {"row": _scored_run_row(con, head.run_id)})["row"]
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -296,8 +295,10 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     if cache.sealed(run_id):
         narrow_to_run(con, run_id)
         log.add_views(con, materialize=True, for_query=queries)
-    else:
-        prepare(con, log, head, cache, "dashboard", EPISODE_LOCAL_VIEWS, GROUP_VIEWS, queries)
+    else:  # with the run's row, from the same rows
+        prepare(con, log, head, cache, "dashboard", (*EPISODE_LOCAL_VIEWS, "steps"), GROUP_VIEWS, f"{queries} {_RUN_QUERIES}")
+        if cache.get("run", head) is None:
+            cache.put("run", head, {"row": _scored_run_row(con, run_id)})
     found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
     found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _HISTOGRAMS}
     labels = [r["label"] for r in found["labels"]]
@@ -312,14 +313,20 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
 def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
     """The run's row and what its dashboard plots, computed once per run head."""
     cache = cache or ResultCache(log.path)
-    run = known_run(log, run_id, cache)
+    sealed = cache.sealed(run_id)
+    run = known_run(log, run_id, cache) if sealed else None
 
-    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-        head = run_head(con, run_id)  # the run is there: a log only grows
+    def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
+        head = run_head(con, run_id)
+        if head is None:
+            raise _no_run(log, run_id)
         plotted = cache.get("dashboard", head)
-        return plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
+        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
 
-    plotted = read(log, "", reader, views=False)
+    head, plotted = read(log, "", reader, views=False)
+    if run is None:  # a live run's row comes with its dashboard, from the same snapshot
+        row = cache.get("run", head)
+        run = known_run(log, run_id, cache) if row is None or row["row"] is None else with_progress(row["row"])
     return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
 
 

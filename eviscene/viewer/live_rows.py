@@ -46,6 +46,13 @@ EPISODE_LOCAL_VIEWS = (
 RUN_VIEWS = ("run_manifests", "gold_labels", "gold_bridges", "gold_facts", "gold_sources", "source_policies")
 # The views whose rows for an episode come from the episode-local rows of its prompt group.
 GROUP_VIEWS = ("post_rollout_rewards",)
+# Episode-local views kept in part: the dashboard reads `steps` (every event of a finished
+# attempt) only for its gate decisions; a view computed over the kept rows may not read it.
+KEPT_SUBSETS = {"steps": "type = 'gate.decided'"}
+# Events after the covered seq belong to episodes whose earlier events lie anywhere: they are
+# read by seq ranges (a scan skips what lies outside them), apart where the gap is wider.
+_SEQ_GAP = 100_000
+_SEQ_RANGES_MAX = 32
 _RUN_EVENTS = "run_events"  # the log's events of one run, under `events`' own name once narrowed
 
 
@@ -121,6 +128,14 @@ def _touched(con: duckdb.DuckDBPyConnection, kept: LiveRows | None, head: RunHea
     return None if None in episodes else episodes
 
 
+def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
+    """Sorted `seqs` as at most _SEQ_RANGES_MAX ranges, split at the widest gaps over _SEQ_GAP."""
+    gaps = sorted(range(1, len(seqs)), key=lambda i: seqs[i] - seqs[i - 1], reverse=True)[: _SEQ_RANGES_MAX - 1]
+    splits = sorted(i for i in gaps if seqs[i] - seqs[i - 1] > _SEQ_GAP)
+    bounds = [0, *splits, len(seqs)]
+    return [(seqs[start], seqs[stop - 1]) for start, stop in zip(bounds, bounds[1:])]
+
+
 def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ...], given: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The rows of the views `names` computed in `con` over the `given` views' rows, then
     every view and function made for them removed again (so views can be applied again)."""
@@ -128,7 +143,8 @@ def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ..
         con.register(name, table)
     query = " ".join(names)
     log.add_views(con, materialize=True, for_query=query, provided=frozenset(given))
-    found = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+    found = {name: con.sql(f"SELECT * FROM {name}" + (f" WHERE {KEPT_SUBSETS[name]}" if name in KEPT_SUBSETS else "")).to_arrow_table()
+             for name in names}
     for definition in views_needed_by(query):
         if definition.name not in given:
             con.execute(f"DROP {'VIEW' if definition.name in KEPT_AS_VIEWS else 'TABLE'} IF EXISTS {definition.name}")
@@ -147,8 +163,10 @@ def _bring_up(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, kept
     else:  # the touched episodes' events only, and the run's own: read once
         live = LiveRows(head, kept.run_tables, dict(kept.rows), dict(kept.schemas), kept.codes)  # kept stays as it was
         con.execute("CREATE TEMP TABLE touched_episodes AS SELECT unnest($ids::VARCHAR[]) AS episode_id", {"ids": sorted(touched)})
-        con.execute(f"CREATE TEMP TABLE touched_events AS SELECT * FROM {_RUN_EVENTS} "
-                    "WHERE episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)")
+        wanted = "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)"
+        seqs = [seq for (seq,) in con.execute(f"SELECT seq FROM {_RUN_EVENTS} WHERE {wanted} ORDER BY seq").fetchall()]
+        ranges = " UNION ALL ".join(f"SELECT * FROM {_RUN_EVENTS} WHERE seq BETWEEN {first} AND {last}" for first, last in _ranges(seqs))
+        con.execute(f"CREATE TEMP TABLE touched_events AS SELECT * FROM ({ranges}) WHERE {wanted}")
         con.execute("CREATE OR REPLACE VIEW events AS SELECT * FROM touched_events")
     replaced = None if touched is None else live.encode(sorted(touched))
     for name, fresh in _compute(con, log, local, live.run_tables).items():
@@ -182,6 +200,9 @@ def prepare(
     touched = _touched(con, kept, head)
     live = kept if kept is not None and touched == set() else _bring_up(con, log, head, kept, touched, local, groups)
     given = {**live.run_tables, **{name: live.table(name) for name in live.rows}}
+    for definition in views_needed_by(queries):
+        if definition.name not in given and definition.reads & set(KEPT_SUBSETS):
+            raise AssertionError(f"{definition.name} would read the part of {sorted(definition.reads & set(KEPT_SUBSETS))} kept")
     for name, table in given.items():
         con.register(name, table)
     log.add_views(con, materialize=True, for_query=queries, provided=frozenset(given))

@@ -145,7 +145,7 @@ def test_new_episodes_and_a_retried_one_are_folded_in_and_every_number_equals_th
     assert shown["terminations"] == [("completed", 4), ("(not finished)", 2)]
     # One tool call and two model calls (10 prompt tokens each) per final attempt: 4 and 8, 80.
     assert shown["tool_calls"] == [(4,)] and shown["model_calls"] == [(8, 80)]
-    assert _board_extra(board)["tool_latency"] == [("visit", 4, 100.0, 300.0)]  # 100, 100, 200, 300 ms
+    assert _board_extra(board)["tool_latency"] == [("visit", 4, 150.0, 300.0)]  # median and max of 100, 100, 200, 300 ms
     assert _board_extra(board)["groups"] == [(3, 2)]  # pg-0's two rewards differ; pg-1 and pg-2 have one member each
 
     # A look with nothing new reads what is kept; run.finished (an event of no episode) computes all again.
