@@ -8,7 +8,10 @@ once, at its end). Pages are fetched over real HTTP from a real server, each tim
 run's row and dashboard numbers come from what its seal filed), `restart` (the first request
 to a new server once a first one has answered) and `warm` (the same server again, median of
 3). Up to 10k episodes, `eviscene report` of the run is timed too. `--keep DIR` keeps the
-generated logs in DIR and reuses them next time.
+generated logs in DIR and reuses them next time. A live run (`--runs live`: the same run, not
+finished nor sealed, its last episodes unwritten) is timed beside its own `SELECT * FROM runs`:
+the runs page and dashboard at the first look, then after each `--new-episodes` more arrive
+(written by a separate writer process while the same server stays up).
 
     python bench/view.py [--episodes 10000 100000] [--keep .bench] [--pages runs dashboard]
 
@@ -38,6 +41,16 @@ at load 8-10, so read the shares, not the seconds):
 - Then: a run's row and dashboard numbers are computed when the run is sealed and filed beside
   the log (`<log>.results/`, read before anything is computed), so the first look at a sealed
   run reads them too; a run still writing is computed live, as before.
+- A live run (100k episodes, nothing filed; load 13-21): every new event is a new head, so
+  each look recomputed the runs view (~4 s) and the dashboard (~68-100 s). Now the viewer
+  keeps the run's per-episode rows in memory (eviscene/viewer/live_rows.py) and a later look
+  computes only the episodes with new events and folds them in. Where a look's time went,
+  first try: reading the touched episodes' events (`SELECT *` with an `episode_id IN` filter
+  read every payload of the log: 14 s) -> read by seq ranges around them (0.3 s); the
+  dashboard's policy blocks scanned every gate decision of the run (1.6 s) -> the gate rows
+  of `steps` are kept too; post_rollout_rewards and the gold views recomputed each look ->
+  the gold views are kept and post_rollout_rewards recomputed for the touched groups only;
+  the dashboard opened a second snapshot for the run's row -> one snapshot for both.
 """
 
 from __future__ import annotations

@@ -316,18 +316,19 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
     sealed = cache.sealed(run_id)
     run = known_run(log, run_id, cache) if sealed else None
 
-    def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
+    def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any], list[dict[str, Any]]]:
         head = run_head(con, run_id)
         if head is None:
             raise _no_run(log, run_id)
+        export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
-        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
+        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache)), export
 
-    head, plotted = read(log, "", reader, views=False)
+    head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
         row = cache.get("run", head)
         run = known_run(log, run_id, cache) if row is None or row["row"] is None else with_progress(row["row"])
-    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id)}
+    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id, export)}
 
 
 def precompute(log: EventLog, run_ids: list[str]) -> None:
@@ -367,9 +368,16 @@ ORDER BY ts DESC, run_id LIMIT 1
 """
 
 
+def _latest_export(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    return fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
+
+
 @contextmanager
-def _export_of(log: EventLog, run_id: str) -> Iterator[tuple[dict[str, Any], duckdb.DuckDBPyConnection] | None]:
-    found = read(log, _LATEST_EXPORT_SQL, lambda con: fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs")))
+def _export_of(
+    log: EventLog, run_id: str, found: list[dict[str, Any]] | None = None
+) -> Iterator[tuple[dict[str, Any], duckdb.DuckDBPyConnection] | None]:
+    if found is None:
+        found = read(log, _LATEST_EXPORT_SQL, lambda con: _latest_export(con, run_id))
     if not found:
         yield None
         return
@@ -380,10 +388,11 @@ def _export_of(log: EventLog, run_id: str) -> Iterator[tuple[dict[str, Any], duc
         con.close()
 
 
-def latest_dataset_export(log: EventLog, run_id: str) -> dict[str, Any] | None:
-    """The newest dataset export that read the run, replayed: its manifest's counts, the
-    run's excluded episodes by decisive reason, and its split group sizes."""
-    with _export_of(log, run_id) as export:
+def latest_dataset_export(log: EventLog, run_id: str, found: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """The newest dataset export that read the run (`found`: its event, as `_latest_export`
+    read it), replayed: its manifest's counts, the run's excluded episodes by decisive reason,
+    and its split group sizes."""
+    with _export_of(log, run_id, found) as export:
         if export is None:
             return None
         event, con = export

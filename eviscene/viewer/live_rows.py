@@ -22,7 +22,10 @@ folded rows, for every episode of a group one of whose episodes has new events. 
 views a page reads (classification_metrics, runs, ...) are computed by their own SQL over
 these rows and the run's events, as they would be over the views.
 
-The rows live in the viewer's memory only: the log and `<log>.results/` are never written."""
+The events of the touched episodes are read once, by seq ranges around them (a scan skips
+the rest of the log), into a table the episode-local views are computed over. A look folds
+into a copy of what is kept, so two pages looking at once never see half a fold. The rows
+live in the viewer's memory only: the log and `<log>.results/` are never written."""
 
 from __future__ import annotations
 
@@ -155,13 +158,14 @@ def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ..
 
 
 def _bring_up(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, kept: LiveRows | None, touched: set[str] | None,
-              local: tuple[str, ...], groups: tuple[str, ...]) -> LiveRows:
+              local: tuple[str, ...], groups: tuple[str, ...], queries: str) -> LiveRows:
     """The kept rows brought up to `head` (new ones when `touched` is None)."""
     if touched is None:
-        run_tables = _compute(con, log, RUN_VIEWS, {})
+        needed = {d.name for d in views_needed_by(" ".join([*local, *groups, queries]))}
+        run_tables = _compute(con, log, tuple(name for name in RUN_VIEWS if name in needed), {})
         live = LiveRows(head, run_tables, {}, {})
     else:  # the touched episodes' events only, and the run's own: read once
-        live = LiveRows(head, kept.run_tables, dict(kept.rows), dict(kept.schemas), kept.codes)  # kept stays as it was
+        live = LiveRows(head, kept.run_tables, dict(kept.rows), dict(kept.schemas), dict(kept.codes))  # kept stays as it was
         con.execute("CREATE TEMP TABLE touched_episodes AS SELECT unnest($ids::VARCHAR[]) AS episode_id", {"ids": sorted(touched)})
         wanted = "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)"
         seqs = [seq for (seq,) in con.execute(f"SELECT seq FROM {_RUN_EVENTS} WHERE {wanted} ORDER BY seq").fetchall()]
@@ -198,7 +202,7 @@ def prepare(
     narrow_to_run(con, head.run_id)
     kept = cache.live_rows(kind, head.run_id)
     touched = _touched(con, kept, head)
-    live = kept if kept is not None and touched == set() else _bring_up(con, log, head, kept, touched, local, groups)
+    live = kept if kept is not None and touched == set() else _bring_up(con, log, head, kept, touched, local, groups, queries)
     given = {**live.run_tables, **{name: live.table(name) for name in live.rows}}
     for definition in views_needed_by(queries):
         if definition.name not in given and definition.reads & set(KEPT_SUBSETS):
