@@ -16,9 +16,8 @@ import pytest
 
 from eviscene.events import (
     ArtifactImported, EpisodeFinished, EpisodeScheduled, EpisodeStarted, JudgmentMade, ModelCalled, RunFinished, RunStarted,
-    ToolCalled, ToolCallRequest, ToolReturned,
+    TokenUsage, ToolCalled, ToolCallRequest, ToolReturned,
 )
-from eviscene.events import TokenUsage
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data
