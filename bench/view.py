@@ -51,9 +51,10 @@ at load 8-10, so read the shares, not the seconds):
   of `steps` are kept too; post_rollout_rewards and the gold views recomputed each look ->
   the gold views are kept and post_rollout_rewards recomputed for the touched groups only;
   the dashboard opened a second snapshot for the run's row -> one snapshot for both.
-  After 100 more episodes (two bench runs, load 13-28): runs page 1.5-3.6 s (0.16-0.90x the
-  run's `SELECT * FROM runs`), dashboard 4.2-15.4 s (0.52-1.68x); first looks 11.5-28 s and
-  104-187 s. cProfile of one runs-page and one dashboard look after new episodes (2.1 s + 5.1 s,
+  After 100 more episodes, load 3-8: runs page 0.99-1.12 s (0.57-0.64x the run's `SELECT *
+  FROM runs`, 1.74 s), dashboard 2.23 s twice (1.28x); first looks 3.8 s and 41 s. Load 13-28
+  (two runs): runs page 1.5-3.6 s (0.16-0.90x), dashboard 4.2-15.4 s (0.52-1.68x); first
+  looks 11.5-28 s and 104-187 s. cProfile of one runs-page and one dashboard look after new episodes (2.1 s + 5.1 s,
   load ~18): the views computed over the kept rows (runs, classification_metrics, ...) and over
   the touched events 2.1 s, the pages' queries 1.1 s, reading the touched events and folding
   1.2 s, the bootstrap 0.9 s (its resampling is kept as it is: its intervals are in exported
