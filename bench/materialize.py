@@ -125,10 +125,27 @@ def _episode(e: int, case: int, rollout: int, request_sha: str) -> list[EventDra
     return [EventDraft(p, episode_id=episode_id, attempt=1, step=i) for i, p in enumerate(events)]
 
 
-async def _generate(log: EventLog, episodes: int) -> None:
+async def _request_blob(writer) -> str:
+    return await writer.put_blob(json.dumps({"messages": [{"role": "system", "content": "x"}], "tools": []}).encode(), "application/json")
+
+
+async def _emit_episodes(writer, request_sha: str, episodes: range) -> None:
+    for e in episodes:
+        case, rollout = e // 4, e % 4
+        await writer.emit(EventDraft(EpisodeScheduled(
+            case_id=f"case-{case:06d}", prompt_group_id=f"pg-{case:024d}", rollout_index=rollout, group_size=4,
+            sampling_seed=e, image_sha256="0" * 64, image_path="runtime_input/images/x.jpg"),
+            episode_id=f"case-{case:06d}--r{rollout:03d}"))
+        for draft in _episode(e, case, rollout, request_sha):
+            await writer.emit(draft)
+
+
+async def _generate(log: EventLog, episodes: int, left_to_write: int | None = None) -> None:
+    """A sealed run of `episodes`; given `left_to_write`, a live one (no run.finished, not
+    sealed) whose last `left_to_write` episodes are not written yet (`_append` writes them)."""
     cases = episodes // 4
     async with log.writer(RUN_ID) as writer:
-        request_sha = await writer.put_blob(json.dumps({"messages": [{"role": "system", "content": "x"}], "tools": []}).encode(), "application/json")
+        request_sha = await _request_blob(writer)
         await writer.emit(EventDraft(RunStarted(
             started_at="2026-11-30T00:00:00+00:00", git_commit="bench",
             benchmark={"release_id": "bench", "release_stage": "frozen_eval", "path": "/bench/runtime_input/cases.jsonl",
@@ -139,17 +156,18 @@ async def _generate(log: EventLog, episodes: int) -> None:
         gold_sha = await writer.put_blob(gold, "application/jsonl")
         await writer.emit(EventDraft(ArtifactImported(kind="evaluation_gold", path="/bench/gold.jsonl", sha256=gold_sha,
                                                       blob_sha256=gold_sha, rows=cases)))
-        for e in range(episodes):
-            case, rollout = e // 4, e % 4
-            await writer.emit(EventDraft(EpisodeScheduled(
-                case_id=f"case-{case:06d}", prompt_group_id=f"pg-{case:024d}", rollout_index=rollout, group_size=4,
-                sampling_seed=e, image_sha256="0" * 64, image_path="runtime_input/images/x.jpg"),
-                episode_id=f"case-{case:06d}--r{rollout:03d}"))
-            for draft in _episode(e, case, rollout, request_sha):
-                await writer.emit(draft)
+        await _emit_episodes(writer, request_sha, range(episodes - (left_to_write or 0)))
+        if left_to_write is not None:
+            return
         await writer.emit(EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00",
                                                  num_episodes=episodes, num_errors=0)))
     log.seal()
+
+
+async def _append(log: EventLog, episodes: range) -> None:
+    """Write `episodes` to the live run `_generate` left."""
+    async with log.writer(RUN_ID) as writer:
+        await _emit_episodes(writer, await _request_blob(writer), episodes)
 
 
 def _python_pass(log: EventLog) -> float:
@@ -175,9 +193,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--generate-into", type=Path, help="Only write a synthetic log of --episodes there.")
     parser.add_argument("--log", type=Path, help="Time against this log (made by --generate-into) instead of generating one.")
+    parser.add_argument("--live", type=int, metavar="N", help="With --generate-into: leave the run live, its last N episodes unwritten.")
+    parser.add_argument("--append", type=int, nargs=2, metavar=("FIRST", "STOP"),
+                        help="With --generate-into: write episodes FIRST..STOP-1 to the live run there.")
     args = parser.parse_args()
+    if args.generate_into and args.append:
+        anyio.run(_append, EventLog(args.generate_into), range(*args.append))
+        return
     if args.generate_into:
-        anyio.run(_generate, EventLog(args.generate_into), args.episodes[0])
+        anyio.run(_generate, EventLog(args.generate_into), args.episodes[0], args.live)
         return
     print(f"{'episodes':>9} {'events':>10} {'generate s':>10} {'views s':>8} {'materialize s':>13} {'python pass s':>13} {'ratio':>6} {'peak MiB':>9} {'load':>5}")
     for episodes in [0] if args.log else args.episodes:

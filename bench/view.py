@@ -8,7 +8,10 @@ once, at its end). Pages are fetched over real HTTP from a real server, each tim
 run's row and dashboard numbers come from what its seal filed), `restart` (the first request
 to a new server once a first one has answered) and `warm` (the same server again, median of
 3). Up to 10k episodes, `eviscene report` of the run is timed too. `--keep DIR` keeps the
-generated logs in DIR and reuses them next time.
+generated logs in DIR and reuses them next time. A live run (`--runs live`: the same run, not
+finished nor sealed, its last episodes unwritten) is timed beside its own `SELECT * FROM runs`:
+the runs page and dashboard at the first look, then after each `--new-episodes` more arrive
+(written by a separate writer process while the same server stays up).
 
     python bench/view.py [--episodes 10000 100000] [--keep .bench] [--pages runs dashboard]
 
@@ -38,6 +41,24 @@ at load 8-10, so read the shares, not the seconds):
 - Then: a run's row and dashboard numbers are computed when the run is sealed and filed beside
   the log (`<log>.results/`, read before anything is computed), so the first look at a sealed
   run reads them too; a run still writing is computed live, as before.
+- A live run (100k episodes, nothing filed; load 13-21): every new event is a new head, so
+  each look recomputed the runs view (~4 s) and the dashboard (~68-100 s). Now the viewer
+  keeps the run's per-episode rows in memory (eviscene/viewer/live_rows.py) and a later look
+  computes only the episodes with new events and folds them in. Where a look's time went,
+  first try: reading the touched episodes' events (`SELECT *` with an `episode_id IN` filter
+  read every payload of the log: 14 s) -> read by seq ranges around them (0.3 s); the
+  dashboard's policy blocks scanned every gate decision of the run (1.6 s) -> the gate rows
+  of `steps` are kept too; post_rollout_rewards and the gold views recomputed each look ->
+  the gold views are kept and post_rollout_rewards recomputed for the touched groups only;
+  the dashboard opened a second snapshot for the run's row -> one snapshot for both.
+  After 100 more episodes, load 3-8: runs page 0.99-1.12 s (0.57-0.64x the run's `SELECT *
+  FROM runs`, 1.74 s), dashboard 2.23 s twice (1.28x); first looks 3.8 s and 41 s. Load 13-28
+  (two runs): runs page 1.5-3.6 s (0.16-0.90x), dashboard 4.2-15.4 s (0.52-1.68x); first
+  looks 11.5-28 s and 104-187 s. cProfile of one runs-page and one dashboard look after new episodes (2.1 s + 5.1 s,
+  load ~18): the views computed over the kept rows (runs, classification_metrics, ...) and over
+  the touched events 2.1 s, the pages' queries 1.1 s, reading the touched events and folding
+  1.2 s, the bootstrap 0.9 s (its resampling is kept as it is: its intervals are in exported
+  reports), opening three snapshots and finding run heads 0.8 s.
 """
 
 from __future__ import annotations
@@ -57,12 +78,14 @@ from pathlib import Path
 from eviscene.log import EventLog
 from eviscene.viewer.data import precompute
 from eviscene.viewer.report import build_report
+from eviscene.store.layout import live_root
 from eviscene.viewer.results_cache import beside_log
 from eviscene.viewer.server import make_server
 
 GENERATOR = Path(__file__).with_name("materialize.py")
 RUN_ID = "bench-run"
 REPORT_EPISODES_MAX = 10_000  # `eviscene report` is timed up to this size
+LIVE_PAGES = ("runs", "dashboard")
 PAGES = {
     "runs": "/",
     "dashboard": f"/run/{RUN_ID}",
@@ -91,11 +114,46 @@ class _Server:
         self.server.server_close()
 
 
+def _live(episodes: int, folder: Path, workdir: Path, new_episodes: int, looks: int) -> None:
+    """Time the runs page and dashboard of a live run of `episodes`: the first look, then a
+    look after each `new_episodes` more arrive (written by a separate writer process)."""
+    kept = EventLog(folder / f"bench-view-{episodes}-live.duckdb")
+    unwritten = new_episodes * looks
+    if not live_root(kept.path).exists():
+        subprocess.run([sys.executable, str(GENERATOR), "--episodes", str(episodes), "--live", str(unwritten),
+                        "--generate-into", str(kept.path)], check=True)
+    log = EventLog(workdir / kept.path.name)  # a copy: the kept one stays as generated (a live run is all in its folder)
+    shutil.copytree(live_root(kept.path), live_root(log.path))
+    started = time.perf_counter()
+    log.sql("SELECT * FROM runs")
+    baseline = time.perf_counter() - started
+    print(f"{episodes:>9} {'live: SELECT * FROM runs':<28} {baseline:>8.2f} {'':>10} {'':>7} {1.0:>18.2f}")
+    server = _Server(log)
+    try:
+        for name in LIVE_PAGES:
+            took = _get(server.base + PAGES[name])
+            print(f"{episodes:>9} {'live ' + name + ', first look':<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
+        written = log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.scheduled'").to_pylist()[0]["n"]
+        for _ in range(min(looks, (episodes - written) // new_episodes)):  # a kept log has what it was made with
+            subprocess.run([sys.executable, str(GENERATOR), "--generate-into", str(log.path),
+                            "--append", str(written), str(written + new_episodes)], check=True)
+            written += new_episodes
+            for name in LIVE_PAGES:
+                took = _get(server.base + PAGES[name])
+                label = f"live {name}, +{new_episodes} ep."
+                print(f"{episodes:>9} {label:<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--keep", type=Path, help="keep the generated logs in this folder and reuse them")
     parser.add_argument("--pages", nargs="+", choices=PAGES, default=list(PAGES), help="time only these pages")
+    parser.add_argument("--runs", nargs="+", choices=("sealed", "live"), default=["sealed", "live"], help="time these runs only")
+    parser.add_argument("--new-episodes", type=int, default=100, help="episodes that arrive between two looks at the live run")
+    parser.add_argument("--looks", type=int, default=2, help="looks at the live run after new episodes arrive")
     args = parser.parse_args()
     print(f"{'episodes':>9} {'page':<28} {'first s':>8} {'restart s':>10} {'warm s':>7} {'warm / runs query':>18}")
     for episodes in args.episodes:
@@ -104,6 +162,10 @@ def main() -> None:
         try:
             folder = args.keep or workdir
             folder.mkdir(parents=True, exist_ok=True)
+            if "live" in args.runs:
+                _live(episodes, folder, workdir, args.new_episodes, args.looks)
+            if "sealed" not in args.runs:
+                continue
             log = EventLog(folder / f"bench-view-{episodes}.duckdb")
             if not log.path.exists():
                 subprocess.run([sys.executable, str(GENERATOR), "--episodes", str(episodes), "--generate-into", str(log.path)], check=True)

@@ -19,8 +19,10 @@ class EventLog(EventStore):
     >>> log.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
     """
 
-    def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
-        apply_views(con, materialize=materialize, for_query=for_query)
+    def add_views(
+        self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None, provided: frozenset[str] = frozenset()
+    ) -> None:
+        apply_views(con, materialize=materialize, for_query=for_query, provided=provided)
 
     def inline_views(self, con: duckdb.DuckDBPyConnection, query: str) -> str:
         return inline_views(con, query)

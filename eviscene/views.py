@@ -201,6 +201,15 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
 }
 
 
+def remove_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove the rules' functions `con` has (to apply views to it again)."""
+    for name in _FUNCTIONS:
+        try:
+            con.remove_function(name)
+        except duckdb.InvalidInputException:  # not registered in this connection
+            pass
+
+
 def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = None) -> None:
     """SQL access to rules that live in Python once (`eviscene.rules`): URL normalization is
     shared by the tools, the source-access policy and the scoring views; the source-access
@@ -224,11 +233,15 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
 KEPT_AS_VIEWS = frozenset({"steps"})
 
 
-def apply_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = False, for_query: str | None = None) -> None:
+def apply_views(
+    con: duckdb.DuckDBPyConnection, *, materialize: bool = False, for_query: str | None = None, provided: frozenset[str] = frozenset()
+) -> None:
     """Create every view (or, given `for_query`, the views and functions it reads); with
     `materialize`, as temporary tables computed once each (for exports that read many views
-    over one snapshot)."""
+    over one snapshot). Views named in `provided` are left out: the caller has put their rows
+    in the connection under their names (the viewer's rows of a live run, kept across looks)."""
     definitions = view_definitions() if for_query is None else views_needed_by(for_query)
+    definitions = [d for d in definitions if d.name not in provided]
     if for_query is None:
         register_functions(con)
     else:

@@ -20,6 +20,7 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
+from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, copy_events, narrow_to_run, prepare, sql_text
 from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
 
@@ -65,6 +66,7 @@ _RUN_METRICS_SQL = "SELECT DISTINCT accuracy, macro_f1 FROM classification_metri
 # Every run at once, when none is known yet (one pass over the log beats one per run).
 _ALL_RUN_ROWS_SQL = "SELECT * FROM runs"
 _ALL_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics"
+_RUN_QUERIES = f"{_ALL_RUN_ROWS_SQL} {_ALL_RUN_METRICS_SQL}"
 
 
 def _run_rows(
@@ -81,24 +83,45 @@ def _run_rows(
             stale.append(run_id)
         else:
             found[run_id] = cached["row"]
+    live = [run_id for run_id in stale if not cache.sealed(run_id)]
+    stale = [run_id for run_id in stale if run_id not in live]
+    if live and not stale:  # in this snapshot: nothing else is read from it
+        found[live[0]] = _live_run_row_in(con, log, heads[live[0]], cache)
+        live = live[1:]
+    for run_id in live:  # from its rows kept across looks, each in a snapshot of its own
+        found[run_id] = read(log, "", lambda con: _live_run_row_in(con, log, run_head(con, run_id), cache), views=False)
     if not stale:
         return found
-    log.add_views(con, materialize=False, for_query=_ALL_RUN_ROWS_SQL + " " + _ALL_RUN_METRICS_SQL)
+    log.add_views(con, materialize=False, for_query=_RUN_QUERIES)
     if every_run and len(stale) == len(heads):
         rows = {r["run_id"]: r for r in fetch(con, _ALL_RUN_ROWS_SQL)}
         metrics = {r["run_id"]: r for r in fetch(con, _ALL_RUN_METRICS_SQL)}
-    else:
-        rows, metrics = {}, {}
         for run_id in stale:
-            rows.update((r["run_id"], r) for r in fetch(con, _RUN_ROW_SQL, {"run": run_id}))
-            metrics.update((run_id, r) for r in fetch(con, _RUN_METRICS_SQL, {"run": run_id}))
-    for run_id in stale:
-        row = rows.get(run_id)
-        if row is not None:
-            scores = metrics.get(run_id, {})
-            row = {**row, "accuracy": scores.get("accuracy"), "macro_f1": scores.get("macro_f1")}
-        found[run_id] = cache.put("run", heads[run_id], {"row": row})["row"]
+            found[run_id] = cache.put("run", heads[run_id], {"row": _with_scores(rows.get(run_id), metrics.get(run_id))})["row"]
+    else:
+        for run_id in stale:
+            found[run_id] = cache.put("run", heads[run_id], {"row": _scored_run_row(con, run_id)})["row"]
     return found
+
+
+def _with_scores(row: dict[str, Any] | None, scores: dict[str, Any] | None) -> dict[str, Any] | None:
+    scores = scores or {}
+    return None if row is None else {**row, "accuracy": scores.get("accuracy"), "macro_f1": scores.get("macro_f1")}
+
+
+def _scored_run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
+    rows, metrics = fetch(con, _RUN_ROW_SQL, {"run": run_id}), fetch(con, _RUN_METRICS_SQL, {"run": run_id})
+    return _with_scores(rows[0] if rows else None, metrics[0] if metrics else None)
+
+
+def _live_run_row_in(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any] | None:
+    """A live run's row in `con`'s snapshot (where `head` is its head), computed over its
+    `episodes` rows kept across looks (live_rows.py)."""
+    cached = cache.get("run", head)
+    if cached is not None:
+        return cached["row"]
+    prepare(con, log, head, cache, "run", ("episodes",), (), _RUN_QUERIES)
+    return cache.put("run", head, {"row": _scored_run_row(con, head.run_id)})["row"]
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -263,13 +286,19 @@ def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
     return label, counts[label] / len(scored)
 
 
-def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str) -> dict[str, Any]:
+def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any]:
     """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
-    over the run's events only: `events` narrowed to the run before the views are computed once
-    each (every view's rows for a run come from that run's events, and blobs)."""
-    narrow_events(con, run_id)
-    queries = " ".join(_DASHBOARD_SQL.values()) + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
-    log.add_views(con, materialize=True, for_query=queries)
+    over the run's events only (`events` narrowed to the run), each view computed once; a live
+    run's per-episode views from its rows kept across looks (live_rows.py)."""
+    run_id = head.run_id
+    queries = " ".join(_DASHBOARD_SQL.values()) + " " + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
+    if cache.sealed(run_id):
+        narrow_to_run(con, run_id)
+        log.add_views(con, materialize=True, for_query=queries)
+    else:  # with the run's row, from the same rows
+        prepare(con, log, head, cache, "dashboard", (*EPISODE_LOCAL_VIEWS, "steps"), GROUP_VIEWS, f"{queries} {_RUN_QUERIES}")
+        if cache.get("run", head) is None:
+            cache.put("run", head, {"row": _scored_run_row(con, run_id)})
     found = {name: fetch(con, sql, {"run": run_id}) for name, sql in _DASHBOARD_SQL.items()}
     found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _HISTOGRAMS}
     labels = [r["label"] for r in found["labels"]]
@@ -281,36 +310,38 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str) -> dict
     return found
 
 
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def narrow_events(con: duckdb.DuckDBPyConnection, run_id: str, episode_ids: list[str] | None = None) -> None:
     """`events` in `con` narrowed to one run's, before any view is created over it: a run's
     rows in every view come from that run's events alone (and blobs). Given `episode_ids`
     (a whole rollout group: its statistics read every member), to those episodes' events and
     the run's own, copied once into a small table every view then reads."""
-    con.execute("ALTER VIEW events RENAME TO log_events")
-    where = f"run_id = {_sql_text(run_id)}"
     if episode_ids is None:
-        con.execute(f"CREATE VIEW events AS SELECT * FROM log_events WHERE {where}")
+        narrow_to_run(con, run_id)
         return
-    members = ", ".join(_sql_text(e) for e in episode_ids)
-    con.execute(f"CREATE TEMP TABLE events AS SELECT * FROM log_events WHERE {where} AND (episode_id IS NULL OR episode_id IN ({members}))")
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    members = ", ".join(sql_text(e) for e in episode_ids)
+    copy_events(con, "log_events", f"run_id = {sql_text(run_id)} AND (episode_id IS NULL OR episode_id IN ({members}))", "events")
 
 
 def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
     """The run's row and what its dashboard plots, computed once per run head."""
     cache = cache or ResultCache(log.path)
-    run = known_run(log, run_id, cache)
+    sealed = cache.sealed(run_id)
+    run = known_run(log, run_id, cache) if sealed else None
 
-    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-        head = run_head(con, run_id)  # the run is there: a log only grows
+    def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any], ExportKey | None]:
+        head = run_head(con, run_id)
+        if head is None:
+            raise _no_run(log, run_id)
+        export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
-        return plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, run_id))
+        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache)), export
 
-    plotted = read(log, "", reader, views=False)
-    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id, cache)}
+    head, plotted, export = read(log, "", reader, views=False)
+    if run is None:  # a live run's row comes with its dashboard, from the same snapshot
+        row = cache.get("run", head)
+        run = known_run(log, run_id, cache) if row is None or row["row"] is None else with_progress(row["row"])
+    return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id, cache, export)}
 
 
 def precompute(log: EventLog, run_ids: list[str]) -> None:
@@ -330,7 +361,7 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
         def plotted(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
             head = run_head(con, run_id)
             found = cache.get("dashboard", head)
-            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, run_id))
+            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
 
         found = read(log, "", row_of, materialize=False, views=False)
         if found is None:
@@ -367,23 +398,29 @@ _EXPORT_NUMBERS_SQL = {
 }
 
 
-def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The newest export that read the run (its event) and what the viewer shows of it. Replaying
-    an export rebuilds its views (seconds on the bundled release, minutes at 100k episodes), so
-    the numbers are kept under the export's event and its sources' chain heads: they name
-    exactly what the replay read, and a source that grows gives a new key."""
+ExportKey = tuple[dict[str, Any], RunHead]
+
+
+def _latest_export(con: duckdb.DuckDBPyConnection, run_id: str) -> ExportKey | None:
+    """The newest export that read the run (its event), with the key its numbers are kept
+    under: the event and its sources' chain heads name exactly what a replay reads (a source
+    that grows gives a new key)."""
+    found = fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
+    if not found:
+        return None
+    event = found[0]
+    sources = [run_head(con, source) for source in event["inputs"]["sources"]]
+    material = "\x1f".join([event["hash"], *(f"{h.run_id}:{h.last_seq}:{h.head}" for h in sources if h is not None)])
+    return event, RunHead(event["run_id"], event["seq"], hashlib.sha256(material.encode()).hexdigest())
+
+
+def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None, found: ExportKey | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The newest export that read the run (`found`, when the caller read it in its snapshot)
+    and what the viewer shows of it. Replaying an export rebuilds its views (seconds on the
+    bundled release, minutes at 100k episodes), so the numbers are kept under its key."""
     cache = cache or ResultCache(log.path)
-
-    def latest(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], RunHead] | None:
-        found = fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
-        if not found:
-            return None
-        event = found[0]
-        sources = [run_head(con, source) for source in event["inputs"]["sources"]]
-        material = "\x1f".join([event["hash"], *(f"{h.run_id}:{h.last_seq}:{h.head}" for h in sources if h is not None)])
-        return event, RunHead(event["run_id"], event["seq"], hashlib.sha256(material.encode()).hexdigest())
-
-    found = read(log, "", latest, materialize=False, views=False)
+    if found is None:
+        found = read(log, "", lambda con: _latest_export(con, run_id), materialize=False, views=False)
     if found is None:
         return None
     event, head = found
@@ -402,10 +439,13 @@ def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None) -> tu
     return event, numbers
 
 
-def latest_dataset_export(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any] | None:
-    """The newest dataset export that read the run, replayed: its manifest's counts, the
-    run's excluded episodes by decisive reason, and its split group sizes."""
-    found = _export_numbers(log, run_id, cache)
+def latest_dataset_export(
+    log: EventLog, run_id: str, cache: ResultCache | None = None, found: ExportKey | None = None
+) -> dict[str, Any] | None:
+    """The newest dataset export that read the run (`found`: as `_latest_export` read it),
+    replayed: its manifest's counts, the run's excluded episodes by decisive reason, and its
+    split group sizes."""
+    found = _export_numbers(log, run_id, cache, found)
     if found is None:
         return None
     event, numbers = found

@@ -118,6 +118,7 @@ class ResultCache:
         self.folder = (folder or runtime_dir()) / CACHE_FOLDER
         self.beside_log = beside_log(self.log_path)
         self._memory: dict[tuple[str, str], tuple[str, Any]] = {}  # (kind, run) -> (key, value): the latest only
+        self._live_rows: dict[tuple[str, str], Any] = {}  # (kind, run) -> a live run's rows (live_rows.py), memory only
         self._lock = threading.Lock()
 
     def _key(self, kind: str, head: RunHead) -> str:
@@ -197,6 +198,15 @@ class ResultCache:
             except OSError:  # a read-only or full runtime directory: the memory copy serves
                 pass
         return value
+
+    def live_rows(self, kind: str, run_id: str) -> Any | None:
+        """The rows kept for a live run's `kind` of page (live_rows.LiveRows), None if none."""
+        with self._lock:
+            return self._live_rows.get((kind, run_id))
+
+    def keep_live_rows(self, kind: str, rows: Any) -> None:
+        with self._lock:
+            self._live_rows[(kind, rows.head.run_id)] = rows
 
     def file_beside_log(self, kind: str, head: RunHead, value: Any) -> bool:
         """File a sealed run's `value` beside the log (the writer does, at seal time; its
