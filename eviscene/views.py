@@ -277,3 +277,48 @@ def _view_query(definition: ViewDefinition) -> str:
 
 def _register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:
     register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), set(_FUNCTIONS)))
+
+
+# ------------------------------------------------------------------- narrowed snapshots
+# Events of some episodes lie anywhere in the log: they are read by seq ranges (a scan skips
+# what lies outside them), apart where the gap is wider.
+_SEQ_GAP = 100_000
+_SEQ_RANGES_MAX = 32
+# An episode's rollout group, from the events that schedule it (`episodes` reads the same).
+_GROUP_MEMBERS_SQL = """
+SELECT episode_id FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND payload->>'prompt_group_id' = (
+    SELECT payload->>'prompt_group_id' FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND episode_id = $episode)
+"""
+
+
+def copy_events(con: duckdb.DuckDBPyConnection, source: str, wanted: str, into: str) -> None:
+    """The events of `source` that match `wanted` (over its episode_id and run_id), copied into
+    the temporary table `into`: their seqs found first, then only the seq ranges around them
+    read whole (a filter on episode_id alone read every payload of the log)."""
+    seqs = [seq for (seq,) in con.execute(f"SELECT seq FROM {source} WHERE {wanted} ORDER BY seq").fetchall()]
+    ranges = " UNION ALL ".join(f"SELECT * FROM {source} WHERE seq BETWEEN {first} AND {last}" for first, last in _ranges(seqs))
+    con.execute(f"CREATE TEMP TABLE {into} AS SELECT * FROM ({ranges or f'SELECT * FROM {source} WHERE false'}) WHERE {wanted}")
+
+
+def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
+    """Sorted `seqs` as at most _SEQ_RANGES_MAX ranges, split at the widest gaps over _SEQ_GAP."""
+    gaps = sorted(range(1, len(seqs)), key=lambda i: seqs[i] - seqs[i - 1], reverse=True)[: _SEQ_RANGES_MAX - 1]
+    splits = sorted(i for i in gaps if seqs[i] - seqs[i - 1] > _SEQ_GAP)
+    bounds = [0, *splits, len(seqs)]
+    return [(seqs[start], seqs[stop - 1]) for start, stop in zip(bounds, bounds[1:])]
+
+
+def narrow_to_group(con: duckdb.DuckDBPyConnection, run_id: str, episode_id: str) -> None:
+    """`events` in `con` narrowed, before any view is created over it, to the events of the
+    episode's rollout group (its statistics read every member) and the run's own: the rows of
+    every per-episode view for those episodes come from them alone (and blobs). Copied once
+    into a small table that every view then reads."""
+    members = [e for (e,) in con.execute(_GROUP_MEMBERS_SQL, {"run": run_id, "episode": episode_id}).fetchall()]
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    quoted = ", ".join(sql_text(e) for e in members)
+    wanted = f"run_id = {sql_text(run_id)} AND (episode_id IS NULL" + (f" OR episode_id IN ({quoted}))" if members else ")")
+    copy_events(con, "log_events", wanted, "events")
+
+
+def sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

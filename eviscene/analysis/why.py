@@ -13,6 +13,7 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
+from eviscene.views import narrow_to_group, remove_functions
 
 
 @dataclass
@@ -64,10 +65,12 @@ def _summary(kind: str, payload: dict[str, Any]) -> str:
     return ""
 
 
-_RUNS_OF_EPISODE = (
-    "SELECT run_id FROM (SELECT run_id, episode_id FROM episodes UNION ALL SELECT run_id, episode_id FROM imported_episodes) "
-    "WHERE episode_id = ? AND (? IS NULL OR run_id = ?) ORDER BY run_id"
+# The runs that scheduled the episode (the events `episodes` reads) and the imported runs
+# that hold it.
+_NATIVE_RUNS_OF_EPISODE = (
+    "SELECT DISTINCT run_id FROM events WHERE type = 'episode.scheduled' AND episode_id = $episode AND ($run IS NULL OR run_id = $run)"
 )
+_IMPORTED_RUNS_OF_EPISODE = "SELECT DISTINCT run_id FROM imported_episodes WHERE episode_id = $episode AND ($run IS NULL OR run_id = $run)"
 _IMPORTED_FROM = "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?"
 _EPISODE_SQL = {
     "episode": "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?",
@@ -85,14 +88,17 @@ _EPISODE_SQL = {
 
 
 def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -> EpisodeStory:
-    # One snapshot, each view it reads computed once: the per-episode views stacked on one
-    # another cost seconds to bind on every separate query.
-    return log.read(lambda con: _episode_story(log, con, episode_id, run_id), materialize=True,
-                    for_query=" ".join([_RUNS_OF_EPISODE, _IMPORTED_FROM, *_EPISODE_SQL.values()]))
+    # One snapshot. A native episode's views are computed once each (the per-episode views
+    # stacked on one another cost seconds to bind on every separate query), over its rollout
+    # group's events only (the whole log's would take minutes at 100k episodes).
+    return log.read(lambda con: _episode_story(log, con, episode_id, run_id), views=False)
 
 
 def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: str, run_id: str | None) -> EpisodeStory:
-    candidates = [r[0] for r in con.execute(_RUNS_OF_EPISODE, [episode_id, run_id, run_id]).fetchall()]
+    params = {"episode": episode_id, "run": run_id}
+    native = {r[0] for r in con.execute(_NATIVE_RUNS_OF_EPISODE, params).fetchall()}
+    log.add_views(con, materialize=False, for_query=f"{_IMPORTED_RUNS_OF_EPISODE} {_IMPORTED_FROM}")
+    candidates = sorted(native | {r[0] for r in con.execute(_IMPORTED_RUNS_OF_EPISODE, params).fetchall()})
     if not candidates:
         raise EvisceneError(f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}")
     if len(candidates) > 1:
@@ -102,6 +108,9 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     imported_from = _one(con, _IMPORTED_FROM, [run])
     if imported_from is not None:
         return _imported_story(log, con, keys, imported_from)
+    narrow_to_group(con, run, episode_id)
+    remove_functions(con)  # the views below register the rules' functions they name again
+    log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))
     timeline = [
         {"step": r["step"], "attempt": r["attempt"], "type": r["type"], "summary": _summary(r["type"], r["payload"])}
         for r in _all(con, _EPISODE_SQL["timeline"], keys, ("payload",))

@@ -20,9 +20,10 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
-from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, copy_events, narrow_to_run, prepare, sql_text
+from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, narrow_to_run, prepare
 from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
+from eviscene.views import narrow_to_group
 
 BOOTSTRAP_SAMPLES = 2_000
 BOOTSTRAP_SEED = 20261130
@@ -310,19 +311,6 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     return found
 
 
-def narrow_events(con: duckdb.DuckDBPyConnection, run_id: str, episode_ids: list[str] | None = None) -> None:
-    """`events` in `con` narrowed to one run's, before any view is created over it: a run's
-    rows in every view come from that run's events alone (and blobs). Given `episode_ids`
-    (a whole rollout group: its statistics read every member), to those episodes' events and
-    the run's own, copied once into a small table every view then reads."""
-    if episode_ids is None:
-        narrow_to_run(con, run_id)
-        return
-    con.execute("ALTER VIEW events RENAME TO log_events")
-    members = ", ".join(sql_text(e) for e in episode_ids)
-    copy_events(con, "log_events", f"run_id = {sql_text(run_id)} AND (episode_id IS NULL OR episode_id IN ({members}))", "events")
-
-
 def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
     """The run's row and what its dashboard plots, computed once per run head."""
     cache = cache or ResultCache(log.path)
@@ -525,11 +513,6 @@ def episode_list(
 
 # ------------------------------------------------------------------------------- episode
 
-# The episode's rollout group, from the events that schedule it (`episodes` reads the same).
-_GROUP_MEMBERS_SQL = """
-SELECT episode_id FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND payload->>'prompt_group_id' = (
-    SELECT payload->>'prompt_group_id' FROM events WHERE run_id = $run AND type = 'episode.scheduled' AND episode_id = $episode)
-"""
 _EPISODE_SQL = {
     "episodes": """
         SELECT e.*, m.gold_label, m.result_correct, m.evidence_recovery_recall, m.fact_recovery_recall,
@@ -583,7 +566,10 @@ def episode_stories(
     params = {"run": run_id, "episode": episode_id}
 
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
-        narrow_events(con, run_id, None if episode_id is None else [r[0] for r in con.execute(_GROUP_MEMBERS_SQL, params).fetchall()])
+        if episode_id is None:
+            narrow_to_run(con, run_id)
+        else:
+            narrow_to_group(con, run_id, episode_id)
         log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))
         return {
             name: fetch(con, sql, params, ("verdict_basis", "token_usage", "payload"))

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from eviscene.log import EventLog
 from eviscene.viewer.results_cache import ResultCache, RunHead
-from eviscene.views import KEPT_AS_VIEWS, remove_functions, views_needed_by
+from eviscene.views import KEPT_AS_VIEWS, copy_events, remove_functions, sql_text, views_needed_by
 
 # The views whose rows for an episode come from its own events and the run's, never from
 # another episode's (see the module's docstring); each has an episode_id column.
@@ -52,10 +52,6 @@ GROUP_VIEWS = ("post_rollout_rewards",)
 # Episode-local views kept in part: the dashboard reads `steps` (every event of a finished
 # attempt) only for its gate decisions; a view computed over the kept rows may not read it.
 KEPT_SUBSETS = {"steps": "type = 'gate.decided'"}
-# Events after the covered seq belong to episodes whose earlier events lie anywhere: they are
-# read by seq ranges (a scan skips what lies outside them), apart where the gap is wider.
-_SEQ_GAP = 100_000
-_SEQ_RANGES_MAX = 32
 _RUN_EVENTS = "run_events"  # the log's events of one run, under `events`' own name once narrowed
 
 
@@ -115,10 +111,6 @@ def narrow_to_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     con.execute(f"CREATE VIEW events AS SELECT * FROM {_RUN_EVENTS}")
 
 
-def sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _touched(con: duckdb.DuckDBPyConnection, kept: LiveRows | None, head: RunHead) -> set[str] | None:
     """The episodes with events after the kept rows' head, or None when every row must be
     computed: nothing kept, another prefix, or a new event of no episode."""
@@ -129,23 +121,6 @@ def _touched(con: duckdb.DuckDBPyConnection, kept: LiveRows | None, head: RunHea
         return None
     episodes = {e for (e,) in con.execute(f"SELECT DISTINCT episode_id FROM {_RUN_EVENTS} WHERE seq > $seq", covered).fetchall()}
     return None if None in episodes else episodes
-
-
-def copy_events(con: duckdb.DuckDBPyConnection, source: str, wanted: str, into: str) -> None:
-    """The events of `source` that match `wanted` (over its episode_id and run_id), copied into
-    the temporary table `into`: their seqs found first, then only the seq ranges around them
-    read whole (a filter on episode_id alone read every payload of the log)."""
-    seqs = [seq for (seq,) in con.execute(f"SELECT seq FROM {source} WHERE {wanted} ORDER BY seq").fetchall()]
-    ranges = " UNION ALL ".join(f"SELECT * FROM {source} WHERE seq BETWEEN {first} AND {last}" for first, last in _ranges(seqs))
-    con.execute(f"CREATE TEMP TABLE {into} AS SELECT * FROM ({ranges or f'SELECT * FROM {source} WHERE false'}) WHERE {wanted}")
-
-
-def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
-    """Sorted `seqs` as at most _SEQ_RANGES_MAX ranges, split at the widest gaps over _SEQ_GAP."""
-    gaps = sorted(range(1, len(seqs)), key=lambda i: seqs[i] - seqs[i - 1], reverse=True)[: _SEQ_RANGES_MAX - 1]
-    splits = sorted(i for i in gaps if seqs[i] - seqs[i - 1] > _SEQ_GAP)
-    bounds = [0, *splits, len(seqs)]
-    return [(seqs[start], seqs[stop - 1]) for start, stop in zip(bounds, bounds[1:])]
 
 
 def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ...], given: dict[str, pa.Table]) -> dict[str, pa.Table]:

@@ -19,7 +19,7 @@ from viewer_harness import eviscene
 
 def _whole_log(monkeypatch) -> None:
     """The views over every event of the log: `events` left as it is."""
-    monkeypatch.setattr(data, "narrow_events", lambda con, run_id, episode_ids=None: None)
+    monkeypatch.setattr(data, "narrow_to_group", lambda con, run_id, episode_id: None)
 
 
 def test_an_episode_read_from_its_group_alone_equals_the_views_over_the_whole_log(logs, tmp_path, monkeypatch):
