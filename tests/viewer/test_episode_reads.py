@@ -1,5 +1,6 @@
-"""An episode page reads only its rollout group's events, and a dataset export is replayed
-once per state of what it read: both must show exactly what the views over the whole log say."""
+"""An episode page and `eviscene why` read only the episode's rollout group's events, and a
+dataset export is replayed once per state of what it read: each must show exactly what the
+views over the whole log say."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from eviscene.errors import EvisceneError
 from eviscene.exports import dataset_views
+from eviscene.analysis import why
 from eviscene.log import EventLog
 from eviscene.viewer import data
 from eviscene.viewer.results_cache import ResultCache
@@ -106,3 +108,16 @@ def test_sorting_and_paging_query_the_runs_table_computed_once_per_state_of_the_
     assert again == first and paged.rows == first.rows[3:6] and paged.total == first.total
     assert wrong.total == sum(1 for r in first.rows if r["verdict"] != r["gold_label"])
     assert asked and not any("episode_metrics" in q for q in asked)  # the table was not computed again
+
+
+def test_why_read_from_the_group_alone_tells_what_the_views_over_the_whole_log_tell(logs, monkeypatch):
+    log = EventLog(logs.demo)
+    for run_id in (logs.run_a, logs.run_b):  # the same episode ids in both runs: --run names one
+        for episode_id in episode_ids_of(log, run_id)[:3]:
+            narrowed = why.explain_episode(log, episode_id, run_id)
+            with monkeypatch.context() as patched:
+                patched.setattr(why, "narrow_to_group", lambda con, run, episode: None)
+                assert why.explain_episode(log, episode_id, run_id) == narrowed
+            assert narrowed.run_id == run_id and narrowed.episode["episode_id"] == episode_id
+            assert [m["episode_id"] for m in narrowed.group] == sorted(
+                e for e in episode_ids_of(log, run_id) if e.rsplit("--r", 1)[0] == episode_id.rsplit("--r", 1)[0])
