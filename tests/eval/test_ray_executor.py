@@ -35,8 +35,8 @@ def eviscene(db: Path, *args: str, env: dict | None = None, **popen) -> subproce
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
-def run_args(out: Path, *extra: str) -> list[str]:
-    return ["eval", "run", "--benchmark", str(BENCHMARK), "--limit", "3", "--rollouts-per-case", "2",
+def run_args(out: Path, *extra: str, cases: int = 3) -> list[str]:
+    return ["eval", "run", "--benchmark", str(BENCHMARK), "--limit", str(cases), "--rollouts-per-case", "2",
             "--concurrency", "2", "--no-progress", "--no-materialize", "--output-dir", str(out), *extra]
 
 
@@ -124,13 +124,15 @@ def test_a_node_removed_mid_run_costs_only_its_episodes(cluster, tmp_path):
 
 def test_a_killed_driver_leaves_a_run_that_resume_finishes_on_ray(cluster, tmp_path):
     db = tmp_path / "log.duckdb"
-    process = eviscene(db, *run_args(tmp_path / "out", "--executor", "ray", "--ray-address", cluster.address, "--workers", "2"))
+    # 20 episodes: the kill lands mid-run (with 6, a quick run had finished them all by then).
+    process = eviscene(db, *run_args(tmp_path / "out", "--executor", "ray", "--ray-address", cluster.address, "--workers", "2",
+                                     cases=10))
     _wait_for_finished(db, process, at_least=1)
     process.send_signal(signal.SIGKILL)
     process.wait()
     (run_id,) = query(db, "SELECT DISTINCT run_id FROM events")[0]
     before = query(db, "SELECT count(*) FROM events WHERE type = 'episode.finished'")[0][0]
-    assert before < 6
+    assert before < 20
     finish(eviscene(db, "eval", "resume", run_id, "--no-progress", "--executor", "ray", "--ray-address", cluster.address,
                     "--workers", "2"))
     assert_each_episode_finished_once(db)
