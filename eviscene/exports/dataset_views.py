@@ -21,11 +21,14 @@ from eviscene.exports.trajectories import perception_records, trace_records, tra
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
-from eviscene.views import apply_views, view_definitions
+from eviscene.views import KEPT_AS_VIEWS, apply_views, remove_functions, sql_text, view_definitions, views_needed_by
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
 _NOT_MATERIALIZED = {"native_candidates"}
+# What a native run's candidates and records are computed from: native_candidates and the
+# views eviscene.exports.trajectories reads.
+_NATIVE_READS = "native_candidates run_manifests episodes steps episode_evidence model_calls sft_export_rejections"
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
 # only; sql/70_dataset/dataset_settings.sql's default row (for `eviscene sql`) is checked
 # against ExportSettings() by a test.
@@ -97,15 +100,30 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     })
 
 
-def _fill_native(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> None:
-    if not run_ids:
-        return
-    con.execute(
-        "INSERT INTO native_candidate_input BY NAME SELECT * FROM native_candidates WHERE list_contains(?, run_id)",
-        [list(run_ids)],
-    )
-    for run_id in run_ids:
-        con.register("native_records_batch", _native_records(con, run_id))
+def _native_inputs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> tuple[pa.Table, list[pa.Table]]:
+    """The native runs' candidates (native_candidates) and records, computed with `events`
+    narrowed to those runs (the scoring views partition by run, so a run's rows come from its
+    own events) and each view they read computed once; everything made for them is removed
+    again, so that the dataset views are then created over the whole log."""
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    con.execute(f"CREATE TEMP VIEW events AS SELECT * FROM log_events WHERE run_id IN ({', '.join(map(sql_text, run_ids))})")
+    try:
+        apply_views(con, materialize=True, for_query=_NATIVE_READS)
+        return con.sql("SELECT * FROM native_candidates").to_arrow_table(), [_native_records(con, run_id) for run_id in run_ids]
+    finally:
+        for definition in reversed(views_needed_by(_NATIVE_READS)):
+            con.execute(f"DROP {'VIEW' if definition.name in KEPT_AS_VIEWS else 'TABLE'} IF EXISTS {definition.name}")
+        con.execute("DROP VIEW events")
+        con.execute("ALTER VIEW log_events RENAME TO events")
+        remove_functions(con)  # the dataset views register the functions they name again
+
+
+def _fill_native(con: duckdb.DuckDBPyConnection, candidates: pa.Table, records: list[pa.Table]) -> None:
+    con.register("native_candidates_batch", candidates)
+    con.execute("INSERT INTO native_candidate_input BY NAME SELECT * FROM native_candidates_batch")
+    con.unregister("native_candidates_batch")
+    for batch in records:
+        con.register("native_records_batch", batch)
         con.execute(
             "INSERT INTO native_record_input SELECT run_id, episode_id, trace::JSON, trace_sha256, trajectory::JSON, "
             "perception::JSON FROM native_records_batch"
@@ -142,13 +160,13 @@ def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConne
     con = log.connect(views=False)
     try:
         _create_inputs(con, settings)
-        # Native runs need the whole scoring stack (native_candidates, the trajectories);
-        # imported sources only the dataset views: binding the rest costs seconds.
+        native = _native_inputs(con, settings.native_runs) if settings.native_runs else None
         dataset = " ".join(
             d.name for d in view_definitions() if d.path.startswith(DATASET_FOLDER) and d.name not in _NOT_MATERIALIZED
         )
-        apply_views(con, for_query=None if settings.native_runs else dataset)
-        _fill_native(con, settings.native_runs)
+        apply_views(con, for_query=dataset)
+        if native is not None:
+            _fill_native(con, *native)
         _materialize(con)
     except BaseException:
         con.close()

@@ -18,6 +18,7 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.exports.dataset_why import describe, explain_dataset_decision, latest_export_for
 from eviscene.log import EventLog
+from eviscene.views import apply_views
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 SPLITS = ("train", "validation", "test")
@@ -171,19 +172,45 @@ def test_the_bundled_development_release_says_why_nothing_was_accepted(tmp_path)
     assert "no episode was accepted" not in result.output
 
 
-def test_why_shows_the_dataset_decision_of_the_episodes_own_run(native, tmp_path):
+@pytest.fixture(scope="module")
+def two_runs(native, tmp_path_factory):
+    """A copy of the native run's log with a second run of the same three cases added."""
+    log, _, _ = native
+    root = tmp_path_factory.mktemp("two-runs")
+    for path in log.path.parent.glob("log.duckdb*"):
+        (shutil.copytree if path.is_dir() else shutil.copy)(path, root / path.name)
+    copy = EventLog(root / "log.duckdb")
+    cases = log.path.parent / "release" / "runtime_input" / "cases.jsonl"
+    options = EvalOptions(benchmark=str(cases), rollouts_per_case=2, concurrency=4, limit=3)
+    anyio.run(lambda: start_run(copy, options, run_id="second"))
+    return copy
+
+
+def test_why_shows_the_dataset_decision_of_the_episodes_own_run(native, two_runs):
     """Two runs of one release share episode ids and an export read only the first: the
     second run's episode has no dataset decision."""
     from eviscene.analysis.why import explain_episode
 
-    log, run_id, out = native
-    for path in log.path.parent.glob("log.duckdb*"):  # a copy of the log, to add a run to
-        (shutil.copytree if path.is_dir() else shutil.copy)(path, tmp_path / path.name)
-    copy = EventLog(tmp_path / "log.duckdb")
-    cases = log.path.parent / "release" / "runtime_input" / "cases.jsonl"
-    options = EvalOptions(benchmark=str(cases), rollouts_per_case=2, concurrency=4, limit=3)
-    anyio.run(lambda: start_run(copy, options, run_id="second"))
+    _, run_id, out = native
     accepted = read_jsonl(out / "episode_metadata.jsonl")[0]["episode_id"]
-    assert copy.sql("SELECT count(*) AS n FROM episodes WHERE episode_id = ?", [accepted]).to_pylist()[0]["n"] == 2
-    assert explain_episode(copy, accepted, run_id).dataset.status == "accepted"
-    assert explain_episode(copy, accepted, "second").dataset is None
+    assert two_runs.sql("SELECT count(*) AS n FROM episodes WHERE episode_id = ?", [accepted]).to_pylist()[0]["n"] == 2
+    assert explain_episode(two_runs, accepted, run_id).dataset.status == "accepted"
+    assert explain_episode(two_runs, accepted, "second").dataset is None
+
+
+def test_a_runs_export_inputs_come_from_its_own_events_as_the_whole_logs_views_give_them(two_runs):
+    """The exporter computes a native run's candidates and records with `events` narrowed to
+    that run; they equal what the views over the whole two-run log give for it."""
+    from eviscene.exports.dataset_views import _native_inputs, _native_records
+
+    con = two_runs.connect(views=False)
+    try:
+        candidates, (records,) = _native_inputs(con, ("second",))
+        apply_views(con)
+        whole = con.sql("SELECT * FROM native_candidates WHERE run_id = 'second'").to_arrow_table()
+        assert candidates.num_rows == whole.num_rows == 6
+        assert candidates.sort_by("episode_id").to_pylist() == whole.sort_by("episode_id").to_pylist()
+        assert records.to_pylist() == _native_records(con, "second").to_pylist()
+        assert records.num_rows == 6 and set(records["run_id"].to_pylist()) == {"second"}
+    finally:
+        con.close()
