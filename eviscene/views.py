@@ -308,6 +308,24 @@ def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
     return [(seqs[start], seqs[stop - 1]) for start, stop in zip(bounds, bounds[1:])]
 
 
+def narrow_to_runs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> None:
+    """`events` in `con` narrowed, before any view is created over it, to the events of
+    `run_ids` (also named `run_events`; the whole log's stay readable as `log_events`): every
+    view partitions by run, and a run's rows come from its own events (and blobs), so the
+    views then compute those runs' rows only, whatever else the log holds."""
+    con.execute("ALTER VIEW events RENAME TO log_events")
+    con.execute(f"CREATE TEMP VIEW run_events AS SELECT * FROM log_events WHERE run_id IN ({', '.join(map(sql_text, run_ids))})")
+    con.execute("CREATE TEMP VIEW events AS SELECT * FROM run_events")
+
+
+def widen_to_log(con: duckdb.DuckDBPyConnection) -> None:
+    """Undo `narrow_to_runs`: `events` is the whole log's again (drop the views made over the
+    narrowed one first)."""
+    con.execute("DROP VIEW events")
+    con.execute("DROP VIEW run_events")
+    con.execute("ALTER VIEW log_events RENAME TO events")
+
+
 def narrow_to_group(con: duckdb.DuckDBPyConnection, run_id: str, episode_id: str) -> None:
     """`events` in `con` narrowed, before any view is created over it, to the events of the
     episode's rollout group (its statistics read every member) and the run's own: the rows of

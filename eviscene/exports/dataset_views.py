@@ -21,7 +21,7 @@ from eviscene.exports.trajectories import perception_records, trace_records, tra
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
-from eviscene.views import KEPT_AS_VIEWS, apply_views, remove_functions, sql_text, view_definitions, views_needed_by
+from eviscene.views import KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_functions, view_definitions, views_needed_by, widen_to_log
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
@@ -102,19 +102,16 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 def _native_inputs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> tuple[pa.Table, list[pa.Table]]:
     """The native runs' candidates (native_candidates) and records, computed with `events`
-    narrowed to those runs (the scoring views partition by run, so a run's rows come from its
-    own events) and each view they read computed once; everything made for them is removed
-    again, so that the dataset views are then created over the whole log."""
-    con.execute("ALTER VIEW events RENAME TO log_events")
-    con.execute(f"CREATE TEMP VIEW events AS SELECT * FROM log_events WHERE run_id IN ({', '.join(map(sql_text, run_ids))})")
+    narrowed to those runs and each view they read computed once; everything made for them is
+    removed again, so that the dataset views are then created over the whole log."""
+    narrow_to_runs(con, run_ids)
     try:
         apply_views(con, materialize=True, for_query=_NATIVE_READS)
         return con.sql("SELECT * FROM native_candidates").to_arrow_table(), [_native_records(con, run_id) for run_id in run_ids]
     finally:
         for definition in reversed(views_needed_by(_NATIVE_READS)):
             con.execute(f"DROP {'VIEW' if definition.name in KEPT_AS_VIEWS else 'TABLE'} IF EXISTS {definition.name}")
-        con.execute("DROP VIEW events")
-        con.execute("ALTER VIEW log_events RENAME TO events")
+        widen_to_log(con)
         remove_functions(con)  # the dataset views register the functions they name again
 
 

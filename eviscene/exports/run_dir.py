@@ -25,6 +25,7 @@ from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
 from eviscene.log import EventLog
+from eviscene.views import narrow_to_runs
 
 EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 _TRACE_CHUNK = 256
@@ -79,9 +80,11 @@ def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "js
 
 def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str, Any], fmt: str) -> dict[str, int]:
     written: dict[str, int] = {}
-    # Only the views the run directory reads, each computed once.
-    con = log.connect(materialize=True, for_query=" ".join(RUN_DIR_VIEWS))
+    # Only the views the run directory reads, each computed once, over the run's events only.
+    con = log.connect(views=False, materialize=True)  # materialize: its memory limit, spilling to disk
     try:
+        narrow_to_runs(con, (run_id,))
+        log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS))
         for stem, (view, order) in TABULAR_FILES.items():
             relation = con.sql(_query(view, order), params={"run_id": run_id})
             json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]

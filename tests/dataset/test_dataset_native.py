@@ -214,3 +214,17 @@ def test_a_runs_export_inputs_come_from_its_own_events_as_the_whole_logs_views_g
         assert records.num_rows == 6 and set(records["run_id"].to_pylist()) == {"second"}
     finally:
         con.close()
+
+
+def test_a_run_directory_is_the_same_whatever_other_runs_the_log_holds(native, two_runs, tmp_path):
+    """`materialize` computes the views over the run's own events: the first run's directory
+    from the two-run log equals, file for file, the one from the log that held it alone."""
+    from eviscene.exports.run_dir import materialize_run
+
+    log, run_id, _ = native
+    written = materialize_run(log, run_id, tmp_path / "alone")
+    assert materialize_run(two_runs, run_id, tmp_path / "beside") == written and written["traces/"] == 6
+    files = sorted(p.relative_to(tmp_path / "alone") for p in (tmp_path / "alone").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "beside") for p in (tmp_path / "beside").rglob("*") if p.is_file())
+    for name in files:
+        assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "beside" / name).read_bytes(), name
