@@ -1,5 +1,6 @@
 """Project-wide contracts: generated schemas match the models, every view declares its
-grain and key, imports flow one way, every command has help and a README entry, every test the README cites exists."""
+grain and key, imports flow one way, every command has help and a README entry, every test
+the README cites exists."""
 
 import ast
 import re
