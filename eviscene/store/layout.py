@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, committed, read_manifest
+from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
 
 DEFAULT_LOG = "eviscene.duckdb"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
@@ -55,12 +55,30 @@ def blob_segment_name(writer_id: str, counter: int) -> str:
     return f"blobs-{writer_id}-{counter:09d}.parquet"
 
 
+def _committed_files(folder: Path) -> list[ManifestEntry] | None:
+    """The files the run folder's manifest says make up the run now (None: no manifest). A
+    listed file that is gone is read past only once the manifest, read again, is unchanged: a
+    compaction racing this read adds its line and then deletes the files it replaces, so a
+    changed manifest names the file that holds their events. A file still listed is gone for
+    good (deleted: verify names it) and left out, not an error."""
+    entries = read_manifest(folder)
+    while entries is not None:
+        files = committed(entries)
+        present = [e for e in files if (folder / e.file).exists()]
+        if len(present) == len(files):
+            return files
+        again = read_manifest(folder)
+        if again == entries:
+            return present
+        entries = again
+    return None
+
+
 def list_segments(folder: Path) -> list[Segment]:
     """A run folder's committed event segments in seq order: those its manifest lists."""
-    entries = read_manifest(folder)
-    if entries is not None:
-        # A recorded file that is gone (deleted: verify names it) is left out, not an error.
-        events = [e for e in committed(entries) if e.is_events and (folder / e.file).exists()]
+    files = _committed_files(folder)
+    if files is not None:
+        events = [e for e in files if e.is_events]
         return sorted((Segment(e.first_seq, e.last_seq, folder / e.file) for e in events), key=lambda s: s.first_seq)  # type: ignore[arg-type]
     # A folder without a manifest (its manifest deleted, which verify reports): every file,
     # keeping only maximal seq ranges, so nothing that is on disk disappears from reads.
@@ -79,9 +97,9 @@ def list_segments(folder: Path) -> list[Segment]:
 
 
 def list_blob_files(folder: Path) -> list[Path]:
-    entries = read_manifest(folder)
-    if entries is not None:
-        return sorted(folder / e.file for e in committed(entries) if not e.is_events and (folder / e.file).exists())
+    files = _committed_files(folder)
+    if files is not None:
+        return sorted(folder / e.file for e in files if not e.is_events)
     return sorted(folder / name for name in _names(folder) if BLOBS_FILE.match(name))
 
 

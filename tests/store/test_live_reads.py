@@ -101,3 +101,41 @@ def test_a_query_whose_segment_is_sealed_under_it_reads_a_newer_snapshot(tmp_pat
     table = log.sql("SELECT count(*) AS n, count(DISTINCT seq) AS seqs FROM events")
     assert table.to_pylist() == [{"n": 5, "seqs": 5}]
     assert len(snapshots) == 2
+
+
+def test_a_listing_that_races_a_compaction_reads_the_compacted_segment(tmp_path, monkeypatch):
+    """A reader reads the run's manifest; the writer then compacts its segments (a new line
+    naming the one file that replaces them, then the old files deleted). The listing reads the
+    manifest again and finds every event, not a snapshot missing the deleted files' seqs."""
+    import anyio
+
+    from eviscene.events import GateDecided
+    from eviscene.log import EventLog
+    from eviscene.store import EventDraft, layout
+    from eviscene.store.manifest import read_manifest
+    from eviscene.store.writer import COMPACT_AFTER_SEGMENTS
+
+    log = EventLog(tmp_path / "race.duckdb")
+    folder = layout.run_folder(log.path, "r1")
+
+    async def write_segments():
+        async with log.writer("r1", flush_seconds=0.05) as writer:
+            for step in range(COMPACT_AFTER_SEGMENTS):
+                await writer.emit(EventDraft(GateDecided(gate="g", subject=f"s{step}", passed=True), episode_id="e", attempt=1, step=step))
+                await writer.sync()
+            return read_manifest(folder)  # what a reader read before the writer closed
+
+    before = anyio.run(write_segments)
+    assert len(before) == COMPACT_AFTER_SEGMENTS and not any((folder / e.file).exists() for e in before)
+    reads = []
+
+    def manifest_read_before_the_compaction(path):
+        reads.append(path)
+        return before if len(reads) == 1 else read_manifest(path)
+
+    monkeypatch.setattr(layout, "read_manifest", manifest_read_before_the_compaction)
+    (segment,) = layout.list_segments(folder)
+    assert (segment.first_seq, segment.last_seq) == (1, COMPACT_AFTER_SEGMENTS) and len(reads) == 2
+    reads.clear()
+    counted = log.sql("SELECT count(*) AS n, count(DISTINCT seq) AS seqs FROM events").to_pylist()
+    assert counted == [{"n": COMPACT_AFTER_SEGMENTS, "seqs": COMPACT_AFTER_SEGMENTS}]
