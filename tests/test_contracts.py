@@ -99,3 +99,11 @@ def test_every_test_the_readme_names_exists():
             tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
             defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
             assert test in defined, f"README cites {path}::{test}, which is not defined there"
+
+
+def test_the_trajectory_builders_list_every_view_they_read():
+    from eviscene.exports.trajectories import VIEWS_READ
+
+    source = (ROOT / "eviscene" / "exports" / "trajectories.py").read_text(encoding="utf-8")
+    named = {d.name for d in view_definitions() if re.search(rf"\b(?:FROM|JOIN)\s+{d.name}\b", source)}
+    assert named == set(VIEWS_READ.split())

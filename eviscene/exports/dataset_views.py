@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from eviscene.exports.serialize import json_bytes
-from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
+from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_records, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
@@ -26,9 +26,8 @@ from eviscene.views import KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_fu
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
 _NOT_MATERIALIZED = {"native_candidates"}
-# What a native run's candidates and records are computed from: native_candidates and the
-# views eviscene.exports.trajectories reads.
-_NATIVE_READS = "native_candidates run_manifests episodes steps episode_evidence model_calls sft_export_rejections"
+# What a native run's candidates and records are computed from.
+_NATIVE_READS = f"native_candidates {VIEWS_READ}"
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
 # only; sql/70_dataset/dataset_settings.sql's default row (for `eviscene sql`) is checked
 # against ExportSettings() by a test.

@@ -23,7 +23,7 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json, write_jsonl
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
-from eviscene.exports.trajectories import perception_records, trace_records, trajectory_sft_records
+from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_records, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.views import narrow_to_runs
 
@@ -45,7 +45,7 @@ TABULAR_FILES: dict[str, tuple[str, str]] = {
 FORMATS = ("jsonl", "parquet")
 RUN_DIR_VIEWS = (
     *(view for view, _ in TABULAR_FILES.values()),
-    "episodes", "steps", "model_calls", "episode_evidence", "run_manifests", "run_summary", "runs", "sft_export_rejections",
+    "run_summary", "runs", *VIEWS_READ.split(),
 )
 
 
