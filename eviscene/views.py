@@ -39,6 +39,20 @@ class ViewDefinition:
     sql: str
     reads: frozenset[str] = frozenset()  # the other views its SQL names
 
+    @property
+    def _header(self) -> str:
+        return f"CREATE OR REPLACE VIEW {self.name} AS"  # every view file has it (a contract test checks)
+
+    @property
+    def select(self) -> str:
+        """The SELECT the file creates its view as."""
+        return self.sql.split(self._header, 1)[1].strip().removesuffix(";")
+
+    @property
+    def table_sql(self) -> str:
+        """The file's SQL with the view made a temporary table, computed once."""
+        return self.sql.replace(self._header, f"CREATE OR REPLACE TEMP TABLE {self.name} AS", 1)
+
 
 def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:
     found = []
@@ -249,7 +263,7 @@ def apply_views(
     for definition in definitions:
         sql = definition.sql
         if materialize and definition.name not in KEPT_AS_VIEWS:
-            sql = sql.replace(f"CREATE OR REPLACE VIEW {definition.name} AS", f"CREATE OR REPLACE TEMP TABLE {definition.name} AS", 1)
+            sql = definition.table_sql
         try:
             con.execute(sql)
         except duckdb.Error as exc:
@@ -266,13 +280,8 @@ def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:
     _register_functions_named(con, query, definitions)
     if not definitions:
         return query
-    expressions = ",\n".join(f"{d.name} AS NOT MATERIALIZED (\n{_view_query(d)}\n)" for d in definitions)
+    expressions = ",\n".join(f"{d.name} AS NOT MATERIALIZED (\n{d.select}\n)" for d in definitions)
     return f"WITH {expressions}\n{query}"
-
-
-def _view_query(definition: ViewDefinition) -> str:
-    """The SELECT a view file creates its view as (every file is one CREATE ... AS statement)."""
-    return definition.sql.split(f"CREATE OR REPLACE VIEW {definition.name} AS", 1)[1].strip().removesuffix(";")
 
 
 def _register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:

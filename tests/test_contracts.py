@@ -29,6 +29,7 @@ def test_every_view_file_declares_view_grain_key_and_meaning():
         assert d.grain.startswith("one row per"), d.path
         assert d.key, d.path
         assert d.meaning, d.path
+        assert f"CREATE OR REPLACE VIEW {d.name} AS" in d.sql, f"{d.path}: creates its view as `CREATE OR REPLACE VIEW {d.name} AS`"
         assert re.search(rf"CREATE OR REPLACE VIEW {d.name}\b", d.sql), d.path
 
 

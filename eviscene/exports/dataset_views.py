@@ -148,7 +148,7 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM export_snapshot.{name}")
         else:
             con.execute(f"DROP VIEW {name}")
-            con.execute(definition.sql.replace(f"CREATE OR REPLACE VIEW {name} AS", f"CREATE TEMP TABLE {name} AS", 1))
+            con.execute(definition.table_sql)
 
 
 def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConnection:
