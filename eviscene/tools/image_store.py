@@ -1,0 +1,96 @@
+"""Reverse image search answers kept on disk, next to the index of the corpus they answer
+for (`<corpus key>.answers/`): a query picture's candidates and each comparison of it with a
+corpus picture, so a query answered once (the same case image in another rollout, another
+run, another process) is answered again from disk in milliseconds instead of the
+search's scan and `compare`'s alignment (seconds).
+
+A stored answer is found under the sha256 of what decides it:
+- the query picture itself (`picture_digest`: its pixels, content box, trims, scale, text
+  mask and bands: every field `compare` and the search read);
+- the corpus picture (its sha256; the folder is named by the corpus key, which changes
+  when any corpus file does);
+- the code that computes answers (the source of the modules below) and the versions of
+  the libraries it calls (OpenCV, NumPy, Pillow, ImageHash, the OCR engine): a changed
+  rule, threshold or library never reads an answer made before it, even where `METHOD`
+  was not bumped.
+Files are written under a temporary name and renamed, so a reader never sees half of one;
+an unreadable or unparsable file is a miss, and a folder that cannot be written costs only
+the recomputation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Optional, TypeVar
+
+from eviscene.tools.images import PreparedImage
+
+T = TypeVar("T")
+
+# The modules whose code decides a search's candidates and a comparison.
+_ANSWERING_MODULES = ("images.py", "image_align.py", "image_compare.py", "image_index.py", "image_store.py", "ocr.py")
+_ANSWERING_LIBRARIES = ("opencv-python-headless", "opencv-python", "numpy", "pillow", "imagehash", "rapidocr-onnxruntime", "onnxruntime")
+
+
+@lru_cache(maxsize=1)
+def software_digest() -> str:
+    """sha256 of the answering modules' source and the answering libraries' versions."""
+    digest = hashlib.sha256()
+    folder = Path(__file__).parent
+    for name in _ANSWERING_MODULES:
+        digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+    for library in _ANSWERING_LIBRARIES:
+        try:
+            version = metadata.version(library)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{library}={version}\n".encode())
+    return digest.hexdigest()
+
+
+def picture_digest(image: PreparedImage) -> str:
+    """sha256 of everything a search or `compare` reads of a prepared picture (computed once
+    per picture object: `derived` travels with it, and a copy starts without it)."""
+    found = image.derived.get("digest")
+    if found is None:
+        digest = hashlib.sha256(repr((image.rgb.shape, str(image.rgb.dtype), image.content_box, image.size,
+                                      sorted(image.trimmed.items()), repr(image.scale), image.bands)).encode())
+        digest.update(image.rgb.tobytes())
+        if image.text_mask is not None:
+            digest.update(b"text mask" + repr(image.text_mask.shape).encode() + image.text_mask.tobytes())
+        found = image.derived.setdefault("digest", digest.hexdigest())
+    return found
+
+
+class AnswerStore:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"{hashlib.sha256(f'{software_digest()} {name}'.encode()).hexdigest()}.json"
+
+    def get(self, name: str, parse: Callable[[str], T]) -> Optional[T]:
+        """The answer stored under `name`, parsed; None when there is none or it does not parse."""
+        try:
+            return parse(self._path(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def put(self, name: str, text: str) -> None:
+        path = self._path(name)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            handle, pending = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.folder)
+        except OSError:
+            return
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(pending, path)
+        except OSError:
+            Path(pending).unlink(missing_ok=True)
