@@ -5,8 +5,8 @@ run, another process) is answered again from disk in milliseconds instead of the
 search's scan and `compare`'s alignment (seconds).
 
 A stored answer is found under the sha256 of what decides it:
-- the query picture itself (`picture_digest`: its pixels, content box, trims, scale, text
-  mask and bands: every field `compare` and the search read);
+- the query picture itself (`picture_digest`: every field of it: pixels, content box, trims,
+  scale, text mask, bands);
 - the corpus picture (its sha256; the folder is named by the corpus key, which changes
   when any corpus file does);
 - the code that computes answers (the source of the modules below) and the versions of
@@ -20,6 +20,7 @@ the recomputation.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -27,6 +28,8 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Callable, Optional, TypeVar
+
+import numpy as np
 
 from eviscene.tools.images import PreparedImage
 
@@ -54,17 +57,25 @@ def software_digest() -> str:
 
 
 def picture_digest(image: PreparedImage) -> str:
-    """sha256 of everything a search or `compare` reads of a prepared picture (computed once
-    per picture object: `derived` travels with it, and a copy starts without it)."""
+    """sha256 of every field of a prepared picture (all a search or `compare` reads of it; a
+    field added later counts too), computed once per picture object: `derived` travels with
+    it, and a copy starts without it."""
     found = image.derived.get("digest")
     if found is None:
-        digest = hashlib.sha256(repr((image.rgb.shape, str(image.rgb.dtype), image.content_box, image.size,
-                                      sorted(image.trimmed.items()), repr(image.scale), image.bands)).encode())
-        digest.update(image.rgb.tobytes())
-        if image.text_mask is not None:
-            digest.update(b"text mask" + repr(image.text_mask.shape).encode() + image.text_mask.tobytes())
+        digest = hashlib.sha256()
+        for field in dataclasses.fields(image):
+            if field.compare:  # all but `derived`, the picture's own cache
+                digest.update(field.name.encode() + b"\0" + _field_bytes(getattr(image, field.name)) + b"\0")
         found = image.derived.setdefault("digest", digest.hexdigest())
     return found
+
+
+def _field_bytes(value: object) -> bytes:
+    if isinstance(value, np.ndarray):  # the shape fixes the length of the bytes that follow
+        return repr((value.shape, str(value.dtype))).encode() + np.ascontiguousarray(value).tobytes()
+    if isinstance(value, dict):
+        value = sorted(value.items())
+    return repr(value).encode()
 
 
 class AnswerStore:

@@ -87,8 +87,12 @@ def test_only_the_same_picture_finds_stored_answers(corpus, tmp_path):
     mask[5:15, 5:50] = True
     variants = [dataclasses.replace(query, rgb=pixel), dataclasses.replace(query, text_mask=mask),
                 dataclasses.replace(query, bands=((0.8, 0.95),))]
-    digests = {picture_digest(query), *(picture_digest(v) for v in variants)}
-    assert len(digests) == 4
+    # Every other field counts too (digests only).
+    x0, y0, x1, y1 = query.content_box
+    others = [dataclasses.replace(query, content_box=(x0 + 1, y0, x1, y1)), dataclasses.replace(query, size=(query.size[0] + 1, query.size[1])),
+              dataclasses.replace(query, trimmed={**query.trimmed, "left": 7}), dataclasses.replace(query, scale=query.scale * 1.001)]
+    digests = {picture_digest(query), *(picture_digest(v) for v in variants + others)}
+    assert len(digests) == 8
     assert picture_digest(dataclasses.replace(query)) == picture_digest(query)  # a copy is the same picture
     for variant in variants:
         similarities = [m.comparison.similarity for m in ImageIndex.cached(corpus, tmp_path).similar(variant)]
