@@ -83,6 +83,11 @@ unit, 19 ms, says the machine was quieter while it ran):
     reverse_image_search tool on the bundled corpus: case image prepared in 63 ms, then the
     answer for a new picture 1702 ms, for a picture asked before (fresh toolbox) 3.4 ms
 
+Interleaved against main's code (2 rounds, load 12-13; the bundled corpus, the first 3 case
+images asked in one process, then again in a second process over the same cache folder):
+the second process per query, main 1.16-1.24 s CPU (4.4-5.3 s wall), this code 2.9-4.5 ms
+CPU (8.5-26 ms wall); the first process 1.12-1.25 s / 1.02 s CPU.
+
 A picture asked before costs its digest (sha256 of its fields, ~0.5 ms for a 512-pixel
 picture) and reading a few small files; the answers are those a fresh search gives (the
 offline agent's 56 episodes on the bundled release, run with an empty store and again with
