@@ -41,7 +41,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import threading
 import weakref
 from collections import OrderedDict
@@ -56,7 +55,7 @@ from eviscene.errors import ReleaseError
 from eviscene.rules.runtime import runtime_dir
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
-from eviscene.tools.image_store import AnswerStore, picture_digest
+from eviscene.tools.image_store import AnswerStore, picture_digest, write_replacing
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -153,26 +152,14 @@ class ImageIndex:
             return cls(groups, stored["hashes"], thumbs, stored["descriptors"])
 
     def _save(self, path: Path) -> None:
-        """Write the cache file under a temporary name, then rename it: a reader never sees
-        half a file. A cache that cannot be written (no writable runtime directory, a full
-        disk) costs only the next build."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle, pending_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        except OSError:
-            return
-        pending, thumbs = Path(pending_name), self._thumbs
-        try:
-            with os.fdopen(handle, "wb") as out:
-                np.savez(
-                    out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
-                    thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
-                    thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
-                    descriptors=self._descriptors,
-                )
-            os.replace(pending, path)
-        except OSError:
-            pending.unlink(missing_ok=True)
+        """The cache file (one that cannot be written costs only the next build)."""
+        thumbs = self._thumbs
+        write_replacing(path, lambda out: np.savez(
+            out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
+            thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
+            thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
+            descriptors=self._descriptors,
+        ))
 
     def __len__(self) -> int:
         return len(self._groups)
