@@ -13,6 +13,8 @@ A stored answer is found under the sha256 of what decides it:
   the libraries it calls (OpenCV, NumPy, Pillow, ImageHash, the OCR engine): a changed
   rule, threshold or library never reads an answer made before it, even where `METHOD`
   was not bumped.
+Each software's answers lie in a subfolder named by its digest (nothing removes those of
+older code: the runtime directory is cleared with the session or by hand).
 Files are written under a temporary name and renamed, so a reader never sees half of one;
 an unreadable or unparsable file is a miss, and a folder that cannot be written costs only
 the recomputation.
@@ -83,7 +85,8 @@ class AnswerStore:
         self.folder = folder
 
     def _path(self, name: str) -> Path:
-        return self.folder / f"{hashlib.sha256(f'{software_digest()} {name}'.encode()).hexdigest()}.json"
+        # One subfolder per answering software: answers of older code are easy to find and remove.
+        return self.folder / software_digest() / f"{hashlib.sha256(name.encode()).hexdigest()}.json"
 
     def get(self, name: str, parse: Callable[[str], T]) -> Optional[T]:
         """The answer stored under `name`, parsed; None when there is none or it does not parse."""

@@ -15,7 +15,7 @@ import pytest
 
 from eviscene.tools.corpus import Corpus
 from eviscene.tools.image_index import ImageIndex
-from eviscene.tools.image_store import AnswerStore, picture_digest
+from eviscene.tools.image_store import AnswerStore, picture_digest, software_digest
 from eviscene.tools.images import prepare
 
 from tools_fixtures import CorpusBuilder
@@ -54,13 +54,14 @@ def test_a_query_answered_once_is_answered_again_from_disk(corpus, tmp_path):
 
     first = ImageIndex.cached(corpus, tmp_path)
     assert answers(first.similar(query)) == expected
-    stored = sorted((tmp_path).glob("*.answers/*.json"))
+    stored = sorted((tmp_path).glob("*.answers/*/*.json"))
     assert len(stored) == 1 + len(expected)  # the candidates, and one file per comparison
+    assert {path.parent.name for path in stored} == {software_digest()}  # in the answering software's folder
 
     # Another index object (as in another process) and another object of the same picture.
     again = ImageIndex.cached(corpus, tmp_path)
     assert answers(again.similar(dataclasses.replace(query))) == expected
-    assert sorted(tmp_path.glob("*.answers/*.json")) == stored
+    assert sorted(tmp_path.glob("*.answers/*/*.json")) == stored
 
     # They are read from disk: a stored comparison altered by hand is what comes back.
     for path in stored:
@@ -75,7 +76,7 @@ def test_only_the_same_picture_finds_stored_answers(corpus, tmp_path):
     query = edited_copy()
     index = ImageIndex.cached(corpus, tmp_path)
     index.similar(query)
-    for path in tmp_path.glob("*.answers/*.json"):  # every stored comparison says "a match at 0.123"
+    for path in tmp_path.glob("*.answers/*/*.json"):  # every stored comparison says "a match at 0.123"
         data = json.loads(path.read_text())
         if isinstance(data, dict):
             path.write_text(json.dumps({**data, "match": True, "similarity": 0.123}))
