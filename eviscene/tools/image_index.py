@@ -29,15 +29,18 @@ The hashes and thumbnails are computed once per corpus (in parallel threads) and
 the runtime directory (`eviscene.rules.runtime`), in a file named by the corpus key: the
 sha256 of the index format and of every image's sha256, size and modification time. A
 changed corpus (an image added, removed, replaced or touched) has another key, so a stale
-index is never read; a cached one loads in well under a second.
+index is never read; a cached one loads in well under a second. Beside it, a cached index
+keeps its search answers (`image_store`): a query picture's candidates and its comparisons,
+found again by the picture's digest, so a picture asked about before (another rollout of the
+case, another run, the `compare` tool after a search) costs no scan and no `compare`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
-import tempfile
 import threading
 import weakref
 from collections import OrderedDict
@@ -52,6 +55,7 @@ from eviscene.errors import ReleaseError
 from eviscene.rules.runtime import runtime_dir
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
+from eviscene.tools.image_store import AnswerStore, picture_digest, write_replacing
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
@@ -101,6 +105,9 @@ class ImageIndex:
         # holds no picture alive.
         self._compared: OrderedDict[tuple[int, str, str], tuple[weakref.ref, Comparison]] = OrderedDict()
         self._cache_lock = threading.Lock()
+        # Search answers and comparisons kept on disk (`cached` sets it): none for an index
+        # built in memory.
+        self._answers: Optional[AnswerStore] = None
 
     @classmethod
     def build(cls, corpus: "CorpusEntries", workers: Optional[int] = None) -> "ImageIndex":
@@ -114,11 +121,11 @@ class ImageIndex:
         groups = image_groups(corpus)
         path = (folder or runtime_dir() / "image-index") / f"{corpus_key(groups)}.npz"
         try:
-            return cls._load(groups, path)
+            index = cls._load(groups, path)
         except (OSError, ValueError, KeyError):  # none yet, or unreadable: build it
-            pass
-        index = cls._build(groups)
-        index._save(path)
+            index = cls._build(groups)
+            index._save(path)
+        index._answers = AnswerStore(path.with_suffix(".answers"))
         return index
 
     @classmethod
@@ -145,26 +152,14 @@ class ImageIndex:
             return cls(groups, stored["hashes"], thumbs, stored["descriptors"])
 
     def _save(self, path: Path) -> None:
-        """Write the cache file under a temporary name, then rename it: a reader never sees
-        half a file. A cache that cannot be written (no writable runtime directory, a full
-        disk) costs only the next build."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle, pending_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        except OSError:
-            return
-        pending, thumbs = Path(pending_name), self._thumbs
-        try:
-            with os.fdopen(handle, "wb") as out:
-                np.savez(
-                    out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
-                    thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
-                    thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
-                    descriptors=self._descriptors,
-                )
-            os.replace(pending, path)
-        except OSError:
-            pending.unlink(missing_ok=True)
+        """The cache file (one that cannot be written costs only the next build)."""
+        thumbs = self._thumbs
+        write_replacing(path, lambda out: np.savez(
+            out, sha256=np.array([sha for sha, _ in self._groups], dtype="U64"), hashes=self._hashes,
+            thumb_shapes=np.array([t.shape for t in thumbs], dtype=np.int64).reshape(len(thumbs), 2),
+            thumb_pixels=np.concatenate([t.ravel() for t in thumbs]) if thumbs else np.zeros(0, np.float32),
+            descriptors=self._descriptors,
+        ))
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -193,7 +188,12 @@ class ImageIndex:
             if found is not None and found[0]() is query:
                 self._compared.move_to_end(key)
                 return found[1]
-        comparison = compare(self.prepared(sha256), query)
+        stored_name = f"compared {sha256} {picture_digest(query)}"
+        comparison = self._answers.get(stored_name, Comparison.model_validate_json) if self._answers else None
+        if comparison is None:
+            comparison = compare(self.prepared(sha256), query)
+            if self._answers:
+                self._answers.put(stored_name, comparison.model_dump_json())
         with self._cache_lock:
             self._compared[key] = (weakref.ref(query), comparison)
             while len(self._compared) > _COMPARED_CACHE:
@@ -223,6 +223,16 @@ class ImageIndex:
         `limit` best by scan score go on, then the HASH_EXTRA nearest by hash not among them
         (the signals fail on different pictures: the scan on partial overlaps it does not
         try, the hash on off-centre crops)."""
+        stored_name = f"candidates {limit} {picture_digest(query)}"
+        stored = self._answers.get(stored_name, _parse_candidates) if self._answers else None
+        if stored is not None:
+            return stored
+        found = self._candidates(query, limit)
+        if self._answers:
+            self._answers.put(stored_name, json.dumps(found))
+        return found
+
+    def _candidates(self, query: PreparedImage, limit: int) -> list[tuple[str, int, float]]:
         distance = self.hash_distances(query)
         nearest = np.lexsort((np.arange(len(distance)), distance))[:PREFILTER]
         query_thumb, flipped_thumb, windows = thumbnail(query), thumbnail(mirrored(query)), query_windows(query)
@@ -248,6 +258,10 @@ class ImageIndex:
             results.append(ImageMatch(sha, self._groups[self._position[sha]][1], distance, comparison))
         results.sort(key=lambda m: (not m.comparison.match, -m.comparison.similarity, m.hash_distance, m.sha256))
         return results
+
+
+def _parse_candidates(text: str) -> list[tuple[str, int, float]]:
+    return [(str(sha), int(distance), float(score)) for sha, distance, score in json.loads(text)]
 
 
 def _stack_descriptors(thumbs: Sequence[np.ndarray]) -> np.ndarray:
