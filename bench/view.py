@@ -96,10 +96,23 @@ PAGES = {
 
 
 def _get(url: str) -> float:
+    return _fetch(url)[0]
+
+
+def _fetch(url: str) -> tuple[float, bytes]:
     started = time.perf_counter()
     with urllib.request.urlopen(url, timeout=600) as response:
-        response.read()
+        body = response.read()
         assert response.status == 200, url
+    return time.perf_counter() - started, body
+
+
+def _until_computed(url: str, refresh_s: float = 2.0) -> float:
+    """Seconds until `url` answers with its numbers (no `data-computing` mark), asking again
+    every `refresh_s` as the page does."""
+    started = time.perf_counter()
+    while b'data-computing="1"' in _fetch(url)[1]:
+        time.sleep(refresh_s)
     return time.perf_counter() - started
 
 
@@ -133,6 +146,8 @@ def _live(episodes: int, folder: Path, workdir: Path, new_episodes: int, looks: 
         for name in LIVE_PAGES:
             took = _get(server.base + PAGES[name])
             print(f"{episodes:>9} {'live ' + name + ', first look':<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
+            took += _until_computed(server.base + PAGES[name])
+            print(f"{episodes:>9} {'  its numbers after':<28} {took:>8.2f} {'':>10} {'':>7} {took / baseline:>18.2f}")
         written = log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.scheduled'").to_pylist()[0]["n"]
         for _ in range(min(looks, (episodes - written) // new_episodes)):  # a kept log has what it was made with
             subprocess.run([sys.executable, str(GENERATOR), "--generate-into", str(log.path),

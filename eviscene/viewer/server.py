@@ -69,8 +69,10 @@ class Viewer:
         with self._lock:
             return self._images.setdefault(run_id, RunImages(self.log, run_id))
 
-    def page(self, title: str, body: str) -> str:
+    def page(self, title: str, body: str, refresh_s: int | None = None) -> str:
         styles = '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/viewer.css">'
+        if refresh_s is not None:
+            styles += f'<meta http-equiv="refresh" content="{refresh_s}">'
         scripts = "".join(f'<script src="/static/{name}"></script>' for name in SCRIPTS)
         return pages.layout(title, body, scripts=scripts, styles=styles)
 
@@ -78,10 +80,10 @@ class Viewer:
         parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         html = "text/html; charset=utf-8"
         if not parts:
-            runs = data.list_runs(self.log, self.results)
+            runs = data.list_runs(self.log, self.results, data.FIRST_LOOK_WAIT_S)
             return 200, html, self.page("Runs", pages.runs_page(runs, self.links, str(self.log.path))).encode()
         if parts == ["fragment", "runs"]:
-            return 200, html, pages.runs_table(data.list_runs(self.log, self.results), self.links).encode()
+            return 200, html, pages.runs_table(data.list_runs(self.log, self.results, data.FIRST_LOOK_WAIT_S), self.links).encode()
         if parts[0] == "static" and "/".join(parts[1:]) in STATIC_FILES:
             name = "/".join(parts[1:])
             return 200, STATIC_FILES[name], static_text(name).encode()
@@ -97,7 +99,9 @@ class Viewer:
             return 200, html, self.page("Compare", pages.compare_page(result, self.links)).encode()
         if parts[0] == "run" and len(parts) >= 2:
             if len(parts) == 2:
-                dashboard = data.dashboard(self.log, parts[1], self.results)
+                dashboard = data.dashboard(self.log, parts[1], self.results, data.FIRST_LOOK_WAIT_S)
+                if "computing_s" in dashboard:  # reloads itself until the numbers are there
+                    return 200, html, self.page(parts[1], pages.computing_page(dashboard, self.links), refresh_s=2).encode()
                 return 200, html, self.page(parts[1], pages.dashboard_page(dashboard, self.links)).encode()
             run = data.known_run(self.log, parts[1], self.results)
             if parts[2:] == ["episodes"]:
