@@ -297,8 +297,9 @@ def bootstrap_intervals(scored: list[dict[str, Any]], labels: list[str]) -> dict
     accuracies, macros = [], []
     for start in range(0, BOOTSTRAP_SAMPLES, chunk):
         picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)), dtype=small)
-        offsets = np.arange(len(picks), dtype=small)[:, None] * (size * size)
-        confusion = np.bincount((offsets + pairs[picks]).ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
+        cells = pairs[picks]
+        cells += np.arange(len(picks), dtype=small)[:, None] * (size * size)  # each resample's own cells, in place
+        confusion = np.bincount(cells.ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
         accuracies.append(confusion.reshape(len(picks), -1)[:, diagonal].sum(axis=1) / len(scored))
         macros.append(_macro_f1(confusion, label_codes))
     interval = lambda values: (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
