@@ -52,8 +52,7 @@ GROUP_VIEWS = ("post_rollout_rewards",)
 # Episode-local views kept in part: the dashboard reads `steps` (every event of a finished
 # attempt) only for its gate decisions; a view computed over the kept rows may not read it.
 KEPT_SUBSETS = {"steps": "type = 'gate.decided'"}
-_RUN_EVENTS = "run_events"
-EPISODES_PER_CHUNK = 20_000  # a first look's chunk: ~640k events at ~32 an episode, their payloads in memory at once  # the log's events of one run, under `events`' own name once narrowed
+_RUN_EVENTS = "run_events"  # the log's events of one run, under `events`' own name once narrowed
 
 
 @dataclass
@@ -94,7 +93,7 @@ class LiveRows:
     def add(self, name: str, fresh: pa.Table, replaced: np.ndarray | None) -> None:
         """Fold `fresh` rows into `name`'s: the rows of the `replaced` episodes go (None: all)."""
         self.schemas.setdefault(name, fresh.schema)
-        kept = _Rows() if replaced is None or name not in self.rows else self.rows[name].select(replaced, keep=False)
+        kept = _Rows() if replaced is None else self.rows[name].select(replaced, keep=False)
         if fresh.num_rows:
             kept.chunks.append(fresh.cast(self.schemas[name]))
             kept.codes.append(self.encode(fresh["episode_id"].to_pylist()))
@@ -142,55 +141,23 @@ def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ..
     return found
 
 
-def _fold(con: duckdb.DuckDBPyConnection, log: EventLog, live: LiveRows, episodes: list[str], local: tuple[str, ...]) -> None:
-    """The `local` views' rows of `episodes` computed from their events and the run's own
-    (read once, by seq ranges around them) and folded into `live`, replacing theirs."""
-    con.execute("CREATE OR REPLACE TEMP TABLE touched_episodes AS SELECT unnest($ids::VARCHAR[]) AS episode_id", {"ids": episodes})
-    con.execute("DROP TABLE IF EXISTS touched_events")
-    copy_events(con, _RUN_EVENTS, "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)", "touched_events",
-                VIEWS_EVENT_COLUMNS)
-    con.execute("CREATE OR REPLACE VIEW events AS SELECT * FROM touched_events")
-    replaced = live.encode(episodes)
-    for name, fresh in _compute(con, log, local, live.run_tables).items():
-        live.add(name, fresh, replaced)
-    con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {_RUN_EVENTS}")
-
-
-def _from_scratch(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, local: tuple[str, ...], needed: set[str]) -> LiveRows:
-    """Every row of the run at `head`. One local view (the runs page's `episodes`) is computed
-    over the whole run: it reads a few event types once each. Several (the dashboard's): first
-    RUN_VIEWS' rows from the run's events of no episode (the run's own), then the local views'
-    folded in by chunks of EPISODES_PER_CHUNK episodes in the order they started, each chunk
-    copied once from its own seq ranges, so the run's payloads are read about once, where each
-    view reading the whole run read them all again (100k episodes: the views of the whole run
-    ~2x the time; `episodes` alone by chunks ~3x its time over the whole run)."""
-    if len(local) == 1:
-        live = LiveRows(head, _compute(con, log, tuple(name for name in RUN_VIEWS if name in needed), {}), {}, {})
-        for name, fresh in _compute(con, log, local, live.run_tables).items():
-            live.add(name, fresh, None)
-        return live
-    con.execute("DROP TABLE IF EXISTS touched_events")
-    copy_events(con, _RUN_EVENTS, "episode_id IS NULL", "touched_events", VIEWS_EVENT_COLUMNS)
-    con.execute("CREATE OR REPLACE VIEW events AS SELECT * FROM touched_events")
-    live = LiveRows(head, _compute(con, log, tuple(name for name in RUN_VIEWS if name in needed), {}), {}, {})
-    con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {_RUN_EVENTS}")
-    episodes = [e for (e,) in con.execute(
-        f"SELECT episode_id FROM {_RUN_EVENTS} WHERE episode_id IS NOT NULL GROUP BY episode_id ORDER BY min(seq)").fetchall()]
-    for start in range(0, max(len(episodes), 1), EPISODES_PER_CHUNK):  # no episode yet: once, for the views' columns
-        _fold(con, log, live, episodes[start:start + EPISODES_PER_CHUNK], local)
-    return live
-
-
 def _bring_up(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, kept: LiveRows | None, touched: set[str] | None,
               local: tuple[str, ...], groups: tuple[str, ...], queries: str) -> LiveRows:
     """The kept rows brought up to `head` (new ones when `touched` is None)."""
     if touched is None:
-        live = _from_scratch(con, log, head, local, {d.name for d in views_needed_by(" ".join([*local, *groups, queries]))})
-        replaced = None
-    else:  # the touched episodes' events only, and the run's own: read once
+        needed = {d.name for d in views_needed_by(" ".join([*local, *groups, queries]))}
+        run_tables = _compute(con, log, tuple(name for name in RUN_VIEWS if name in needed), {})
+        live = LiveRows(head, run_tables, {}, {})
+    else:  # the touched episodes' events only (the columns the views read), and the run's own: read once
         live = LiveRows(head, kept.run_tables, dict(kept.rows), dict(kept.schemas), dict(kept.codes))  # kept stays as it was
-        _fold(con, log, live, sorted(touched), local)
-        replaced = live.encode(sorted(touched))
+        con.execute("CREATE TEMP TABLE touched_episodes AS SELECT unnest($ids::VARCHAR[]) AS episode_id", {"ids": sorted(touched)})
+        copy_events(con, _RUN_EVENTS, "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)", "touched_events",
+                    VIEWS_EVENT_COLUMNS)
+        con.execute("CREATE OR REPLACE VIEW events AS SELECT * FROM touched_events")
+    replaced = None if touched is None else live.encode(sorted(touched))
+    for name, fresh in _compute(con, log, local, live.run_tables).items():
+        live.add(name, fresh, replaced)
+    con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM {_RUN_EVENTS}")
     if groups:
         members = None
         if touched is not None:  # every episode of a prompt group with a touched episode

@@ -23,7 +23,7 @@ from eviscene.events import (
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
-from eviscene.viewer import data, live_rows
+from eviscene.viewer import data
 from eviscene.viewer.results_cache import ResultCache
 from test_precomputed import _page_numbers, _views_numbers
 
@@ -228,17 +228,3 @@ def test_a_computation_in_the_background_runs_once_and_its_error_reaches_the_pag
     assert calls == [1]  # asked three times, run once
     assert cache.computing("run", RUN, lambda: None, 30) is None  # a new one after the failed one: done
 
-
-def test_a_first_look_computed_by_chunks_of_episodes_gives_every_number_the_views_give(tmp_path, monkeypatch):
-    log = EventLog(tmp_path / "log.duckdb")
-    anyio.run(_start, log)
-    anyio.run(_write, log, _attempt(1, 0, 2, "out_of_context") + _attempt(2, 0, 1, "manipulated"))
-    whole = _numbers(log, ResultCache(log.path, tmp_path / "whole"))  # one chunk: every episode at once
-    monkeypatch.setattr(live_rows, "EPISODES_PER_CHUNK", 2)  # six episodes: three chunks; case 1's retry is far from its start
-    cache = ResultCache(log.path, tmp_path / "chunks")
-    run, board, shown = _numbers(log, cache)
-    assert len(cache.live_rows("dashboard", RUN).rows["episodes"].chunks) == 3
-    assert (run, board, shown) == whole
-    assert shown == _views_numbers(log, RUN) and _board_extra(board) == _views_extra(log)
-    assert shown["row"] == [(6, 4, "running_or_interrupted")]
-    assert (run["episodes_errored"], run["accuracy"]) == (0, 1.0)  # case 1 retried right; rollout 0 of cases 0-2 right
