@@ -300,13 +300,18 @@ SELECT episode_id FROM events WHERE run_id = $run AND type = 'episode.scheduled'
 """
 
 
-def copy_events(con: duckdb.DuckDBPyConnection, source: str, wanted: str, into: str) -> None:
+# The columns of `events` the views read (none reads event_id or the chain's hashes, the
+# largest columns after payload: a copy for the views leaves them out).
+VIEWS_EVENT_COLUMNS = "seq, ts, run_id, episode_id, attempt, type, step, payload"
+
+
+def copy_events(con: duckdb.DuckDBPyConnection, source: str, wanted: str, into: str, columns: str = "*") -> None:
     """The events of `source` that match `wanted` (over its episode_id and run_id), copied into
-    the temporary table `into`: their seqs found first, then only the seq ranges around them
-    read whole (a filter on episode_id alone read every payload of the log)."""
+    the temporary table `into` (their `columns`): their seqs found first, then only the seq
+    ranges around them read whole (a filter on episode_id alone read every payload of the log)."""
     seqs = [seq for (seq,) in con.execute(f"SELECT seq FROM {source} WHERE {wanted} ORDER BY seq").fetchall()]
-    ranges = " UNION ALL ".join(f"SELECT * FROM {source} WHERE seq BETWEEN {first} AND {last}" for first, last in _ranges(seqs))
-    con.execute(f"CREATE TEMP TABLE {into} AS SELECT * FROM ({ranges or f'SELECT * FROM {source} WHERE false'}) WHERE {wanted}")
+    ranges = " UNION ALL ".join(f"SELECT {columns} FROM {source} WHERE seq BETWEEN {first} AND {last}" for first, last in _ranges(seqs))
+    con.execute(f"CREATE TEMP TABLE {into} AS SELECT * FROM ({ranges or f'SELECT {columns} FROM {source} WHERE false'}) WHERE {wanted}")
 
 
 def _ranges(seqs: list[int]) -> list[tuple[int, int]]:

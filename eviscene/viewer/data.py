@@ -25,6 +25,9 @@ from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
 from eviscene.views import narrow_to_group
 
+# How long a page waits for a live run's first computation before it answers without its
+# numbers (`computing`) and asks again on its next refresh.
+FIRST_LOOK_WAIT_S = 1.0
 BOOTSTRAP_SAMPLES = 2_000
 BOOTSTRAP_SEED = 20261130
 HISTOGRAM_BINS = 20
@@ -71,11 +74,14 @@ _RUN_QUERIES = f"{_ALL_RUN_ROWS_SQL} {_ALL_RUN_METRICS_SQL}"
 
 
 def _run_rows(
-    log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, RunHead], cache: ResultCache, *, every_run: bool = False
+    log: EventLog, con: duckdb.DuckDBPyConnection, heads: dict[str, RunHead], cache: ResultCache, *, every_run: bool = False,
+    wait_s: float | None = None,
 ) -> dict[str, dict[str, Any] | None]:
     """The runs row (with accuracy and macro-F1) of each run in `heads` (`every_run`: all the
     log's), from the cache or computed in `con`'s snapshot for the runs whose head it has not
-    seen; None for an id that is no run (a dataset export, an import)."""
+    seen; None for an id that is no run (a dataset export, an import). With `wait_s`, a live
+    run seen for the first time is computed on a thread of its own: until it has finished,
+    its row is only {"run_id", "computing_s"} (see `computing`)."""
     found: dict[str, dict[str, Any] | None] = {}
     stale = []
     for run_id, head in heads.items():
@@ -86,11 +92,17 @@ def _run_rows(
             found[run_id] = cached["row"]
     live = [run_id for run_id in stale if not cache.sealed(run_id)]
     stale = [run_id for run_id in stale if run_id not in live]
+    for run_id in list(live):
+        if wait_s is not None and cache.live_rows("run", run_id) is None:
+            waiting = computing(cache, "run", run_id, lambda run_id=run_id: _live_run_row(log, run_id, cache), wait_s)
+            if waiting is not None:
+                found[run_id] = waiting
+                live.remove(run_id)
     if live and not stale:  # in this snapshot: nothing else is read from it
         found[live[0]] = _live_run_row_in(con, log, heads[live[0]], cache)
         live = live[1:]
     for run_id in live:  # from its rows kept across looks, each in a snapshot of its own
-        found[run_id] = read(log, "", lambda con: _live_run_row_in(con, log, run_head(con, run_id), cache), views=False)
+        found[run_id] = _live_run_row(log, run_id, cache)
     if not stale:
         return found
     log.add_views(con, materialize=False, for_query=_RUN_QUERIES)
@@ -113,6 +125,18 @@ def _with_scores(row: dict[str, Any] | None, scores: dict[str, Any] | None) -> d
 def _scored_run_row(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any] | None:
     rows, metrics = fetch(con, _RUN_ROW_SQL, {"run": run_id}), fetch(con, _RUN_METRICS_SQL, {"run": run_id})
     return _with_scores(rows[0] if rows else None, metrics[0] if metrics else None)
+
+
+def _live_run_row(log: EventLog, run_id: str, cache: ResultCache) -> dict[str, Any] | None:
+    return read(log, "", lambda con: _live_run_row_in(con, log, run_head(con, run_id), cache), views=False)
+
+
+def computing(cache: ResultCache, kind: str, run_id: str, compute: Callable[[], Any], wait_s: float) -> dict[str, Any] | None:
+    """None once `compute` (a live run's first `kind` of page) has run on its own thread,
+    waiting for it up to `wait_s`; else what the page shows meanwhile: the run and how long
+    its numbers have been computing (no number that is not computed yet)."""
+    since = cache.computing(kind, run_id, compute, wait_s)
+    return None if since is None else {"run_id": run_id, "computing_s": since}
 
 
 def _live_run_row_in(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any] | None:
@@ -142,14 +166,16 @@ def with_progress(run: dict[str, Any]) -> dict[str, Any]:
     return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
 
 
-def list_runs(log: EventLog, cache: ResultCache | None = None) -> list[dict[str, Any]]:
+def list_runs(log: EventLog, cache: ResultCache | None = None, wait_s: float | None = None) -> list[dict[str, Any]]:
     """Every run with its progress, accuracy and macro-F1, newest first (as `runs` ordered
-    by started_at DESC NULLS LAST, run_id)."""
+    by started_at DESC NULLS LAST, run_id); with `wait_s`, a live run first seen is listed as
+    `computing` until its row is (`_run_rows`), after the others."""
     cache = cache or ResultCache(log.path)
-    found = read(log, "", lambda con: _run_rows(log, con, run_heads(con), cache, every_run=True), materialize=False, views=False)
+    found = read(log, "", lambda con: _run_rows(log, con, run_heads(con), cache, every_run=True, wait_s=wait_s),
+                 materialize=False, views=False)
     runs = sorted((row for row in found.values() if row is not None), key=lambda r: r["run_id"])
-    runs.sort(key=lambda r: r["started_at"] or "", reverse=True)  # ISO-8601 UTC text sorts as time; NULL last
-    return [with_progress(r) for r in runs]
+    runs.sort(key=lambda r: r.get("started_at") or "", reverse=True)  # ISO-8601 UTC text sorts as time; NULL last
+    return [r if "computing_s" in r else with_progress(r) for r in runs]
 
 
 def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
@@ -261,15 +287,19 @@ def bootstrap_intervals(scored: list[dict[str, Any]], labels: list[str]) -> dict
     cases = [(code(r["gold"]), code(r["predicted"] or "")) for r in scored]
     label_codes = [code(label) for label in labels]
     size = len(codes)
-    pairs = np.array([g * size + p for g, p in cases], dtype=np.int64)
+    chunk = max(1, 2_000_000 // len(scored))  # bounded memory on large runs
+    # 32-bit draws and codes where they fit: NumPy draws the same integers for int32 as for
+    # int64 below 2**31 (its bounded draws are 32-bit either way), in half the memory traffic.
+    small = np.int32 if max(len(scored), chunk * size * size) < 2**31 else np.int64
+    pairs = np.array([g * size + p for g, p in cases], dtype=small)
     diagonal = [c * size + c for c in range(size)]
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     accuracies, macros = [], []
-    chunk = max(1, 2_000_000 // len(scored))  # bounded memory on large runs
     for start in range(0, BOOTSTRAP_SAMPLES, chunk):
-        picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)))
-        offsets = np.arange(len(picks), dtype=np.int64)[:, None] * size * size
-        confusion = np.bincount((offsets + pairs[picks]).ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
+        picks = rng.integers(0, len(scored), size=(min(chunk, BOOTSTRAP_SAMPLES - start), len(scored)), dtype=small)
+        cells = pairs[picks]
+        cells += np.arange(len(picks), dtype=small)[:, None] * (size * size)  # each resample's own cells, in place
+        confusion = np.bincount(cells.ravel(), minlength=len(picks) * size * size).reshape(len(picks), size, size)
         accuracies.append(confusion.reshape(len(picks), -1)[:, diagonal].sum(axis=1) / len(scored))
         macros.append(_macro_f1(confusion, label_codes))
     interval = lambda values: (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975)))
@@ -311,10 +341,16 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     return found
 
 
-def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
-    """The run's row and what its dashboard plots, computed once per run head."""
+def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait_s: float | None = None) -> dict[str, Any]:
+    """The run's row and what its dashboard plots, computed once per run head. With `wait_s`,
+    a live run's first dashboard is computed on a thread of its own: until it has finished,
+    only {"run_id", "computing_s"} (see `computing`)."""
     cache = cache or ResultCache(log.path)
     sealed = cache.sealed(run_id)
+    if not sealed and wait_s is not None and cache.live_rows("dashboard", run_id) is None:
+        waiting = computing(cache, "dashboard", run_id, lambda: dashboard(log, run_id, cache), wait_s)
+        if waiting is not None:
+            return waiting
     run = known_run(log, run_id, cache) if sealed else None
 
     def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any], ExportKey | None]:

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from eviscene.log import EventLog
 from eviscene.viewer.results_cache import ResultCache, RunHead
-from eviscene.views import KEPT_AS_VIEWS, copy_events, remove_functions, sql_text, views_needed_by
+from eviscene.views import KEPT_AS_VIEWS, VIEWS_EVENT_COLUMNS, copy_events, remove_functions, sql_text, views_needed_by
 
 # The views whose rows for an episode come from its own events and the run's, never from
 # another episode's (see the module's docstring); each has an episode_id column.
@@ -148,10 +148,11 @@ def _bring_up(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, kept
         needed = {d.name for d in views_needed_by(" ".join([*local, *groups, queries]))}
         run_tables = _compute(con, log, tuple(name for name in RUN_VIEWS if name in needed), {})
         live = LiveRows(head, run_tables, {}, {})
-    else:  # the touched episodes' events only, and the run's own: read once
+    else:  # the touched episodes' events only (the columns the views read), and the run's own: read once
         live = LiveRows(head, kept.run_tables, dict(kept.rows), dict(kept.schemas), dict(kept.codes))  # kept stays as it was
         con.execute("CREATE TEMP TABLE touched_episodes AS SELECT unnest($ids::VARCHAR[]) AS episode_id", {"ids": sorted(touched)})
-        copy_events(con, _RUN_EVENTS, "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)", "touched_events")
+        copy_events(con, _RUN_EVENTS, "episode_id IS NULL OR episode_id IN (SELECT episode_id FROM touched_episodes)", "touched_events",
+                    VIEWS_EVENT_COLUMNS)
         con.execute("CREATE OR REPLACE VIEW events AS SELECT * FROM touched_events")
     replaced = None if touched is None else live.encode(sorted(touched))
     for name, fresh in _compute(con, log, local, live.run_tables).items():

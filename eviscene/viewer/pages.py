@@ -101,6 +101,9 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
             "rate", "ETA", "accuracy", "macro-F1", "started"]
     body = []
     for r in runs:
+        if "computing_s" in r:
+            body.append(_computing_row(r, links, len(head)))
+            continue
         planned, finished, errored = r["episodes_planned"], r["episodes_finished"], r["episodes_errored"]
         share = finished / planned if planned else 0
         progress = (
@@ -130,6 +133,17 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
+def _computing(seconds: float) -> str:
+    return f"computing… ({duration(seconds)} so far: the first look at a live run reads all its events)"
+
+
+def _computing_row(r: dict[str, Any], links: Links, columns: int) -> str:
+    """A live run whose row is being computed: its id and that, no number yet."""
+    return (f'<tr data-run="{esc(r["run_id"])}" data-computing="1"><td></td><td></td><td></td>'
+            f'<td><a href="{esc(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
+            f'<td colspan="{columns - 4}" class="muted">{esc(_computing(r["computing_s"]))}</td></tr>')
+
+
 def runs_page(runs: list[dict[str, Any]], links: Links, log_path: str) -> str:
     return (
         f'<h1>Runs</h1><p class="muted">{esc(log_path)} · refreshes every 2 s</p>'
@@ -155,6 +169,12 @@ def run_header(run: dict[str, Any], links: Links, current: str) -> str:
     return (f'<div class="run-head"><h1>{esc(run["run_id"])}</h1>'
             f'<div class="muted">{status_badge(run["status"])} {esc(run["provider"])} · {esc(run["model"])} · release {esc(run["release_id"])}'
             + (f' · label {esc(run["label"])}' if run.get("label") else "") + f'</div><nav class="tabs">{nav}</nav></div>')
+
+
+def computing_page(data: dict[str, Any], links: Links) -> str:
+    """A live run's dashboard while its first numbers are computed (the page reloads itself)."""
+    return (f'<div class="run-head"><h1>{esc(data["run_id"])}</h1></div>'
+            f'<p class="muted" data-computing="1">{esc(_computing(data["computing_s"]))}; this page reloads by itself.</p>')
 
 
 def dashboard_page(data: dict[str, Any], links: Links) -> str:

@@ -26,6 +26,8 @@ import json
 import os
 import stat
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,22 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+class _Background:
+    """One computation on a thread of its own; its error is kept to be raised to a page."""
+
+    def __init__(self, compute: Callable[[], Any]):
+        self.started = time.monotonic()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(compute,), daemon=True)
+        self.thread.start()
+
+    def _run(self, compute: Callable[[], Any]) -> None:
+        try:
+            compute()
+        except BaseException as exc:  # raised to the next page that asks
+            self.error = exc
+
+
 def beside_log(log_path: Path) -> Path:
     """The folder of the results filed beside the log at seal time."""
     return log_path.with_name(log_path.name + BESIDE_LOG_SUFFIX)
@@ -119,6 +137,7 @@ class ResultCache:
         self.beside_log = beside_log(self.log_path)
         self._memory: dict[tuple[str, str], tuple[str, Any]] = {}  # (kind, run) -> (key, value): the latest only
         self._live_rows: dict[tuple[str, str], Any] = {}  # (kind, run) -> a live run's rows (live_rows.py), memory only
+        self._background: dict[tuple[str, str], _Background] = {}  # (kind, run) -> its first computation, while it runs
         self._lock = threading.Lock()
 
     def _key(self, kind: str, head: RunHead) -> str:
@@ -207,6 +226,26 @@ class ResultCache:
     def keep_live_rows(self, kind: str, rows: Any) -> None:
         with self._lock:
             self._live_rows[(kind, rows.head.run_id)] = rows
+
+    def computing(self, kind: str, run_id: str, compute: Callable[[], Any], wait_s: float) -> float | None:
+        """Run `compute` (what fills this cache for (`kind`, run)) on a thread of its own, once
+        however many pages ask, and wait for it up to `wait_s`: None once it has finished
+        (its error raised here, once), else the seconds it has been running. A page that
+        cannot wait for a live run's first computation (minutes at 100k episodes) answers
+        with what it has and asks again on its next refresh."""
+        with self._lock:
+            job = self._background.get((kind, run_id))
+            if job is None:
+                job = self._background[(kind, run_id)] = _Background(compute)
+        job.thread.join(wait_s)
+        if job.thread.is_alive():
+            return time.monotonic() - job.started
+        with self._lock:
+            if self._background.get((kind, run_id)) is job:
+                del self._background[(kind, run_id)]
+        if job.error is not None:
+            raise job.error
+        return None
 
     def file_beside_log(self, kind: str, head: RunHead, value: Any) -> bool:
         """File a sealed run's `value` beside the log (the writer does, at seal time; its

@@ -58,8 +58,9 @@ class NotFound(EvisceneError):
 class Viewer:
     """The pages, by path: what the handler calls and the tests exercise over HTTP."""
 
-    def __init__(self, log: EventLog):
+    def __init__(self, log: EventLog, first_look_wait_s: float = data.FIRST_LOOK_WAIT_S):
         self.log = log
+        self.first_look_wait_s = first_look_wait_s  # see data.computing
         self.links = pages.Links()
         self._images: dict[str, RunImages] = {}
         self.results = ResultCache(log.path)
@@ -69,8 +70,10 @@ class Viewer:
         with self._lock:
             return self._images.setdefault(run_id, RunImages(self.log, run_id))
 
-    def page(self, title: str, body: str) -> str:
+    def page(self, title: str, body: str, refresh_s: int | None = None) -> str:
         styles = '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/viewer.css">'
+        if refresh_s is not None:
+            styles += f'<meta http-equiv="refresh" content="{refresh_s}">'
         scripts = "".join(f'<script src="/static/{name}"></script>' for name in SCRIPTS)
         return pages.layout(title, body, scripts=scripts, styles=styles)
 
@@ -78,10 +81,10 @@ class Viewer:
         parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         html = "text/html; charset=utf-8"
         if not parts:
-            runs = data.list_runs(self.log, self.results)
+            runs = data.list_runs(self.log, self.results, self.first_look_wait_s)
             return 200, html, self.page("Runs", pages.runs_page(runs, self.links, str(self.log.path))).encode()
         if parts == ["fragment", "runs"]:
-            return 200, html, pages.runs_table(data.list_runs(self.log, self.results), self.links).encode()
+            return 200, html, pages.runs_table(data.list_runs(self.log, self.results, self.first_look_wait_s), self.links).encode()
         if parts[0] == "static" and "/".join(parts[1:]) in STATIC_FILES:
             name = "/".join(parts[1:])
             return 200, STATIC_FILES[name], static_text(name).encode()
@@ -97,7 +100,9 @@ class Viewer:
             return 200, html, self.page("Compare", pages.compare_page(result, self.links)).encode()
         if parts[0] == "run" and len(parts) >= 2:
             if len(parts) == 2:
-                dashboard = data.dashboard(self.log, parts[1], self.results)
+                dashboard = data.dashboard(self.log, parts[1], self.results, self.first_look_wait_s)
+                if "computing_s" in dashboard:  # reloads itself until the numbers are there
+                    return 200, html, self.page(parts[1], pages.computing_page(dashboard, self.links), refresh_s=2).encode()
                 return 200, html, self.page(parts[1], pages.dashboard_page(dashboard, self.links)).encode()
             run = data.known_run(self.log, parts[1], self.results)
             if parts[2:] == ["episodes"]:
@@ -176,9 +181,9 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
     return Handler
 
 
-def make_server(log: EventLog, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
+def make_server(log: EventLog, host: str = "127.0.0.1", port: int = 8765, first_look_wait_s: float = data.FIRST_LOOK_WAIT_S) -> ThreadingHTTPServer:
     # Bound elsewhere (`--host`), the viewer is meant to be reached by names it cannot know.
     allowed_hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
-    server = ThreadingHTTPServer((host, port), _handler(Viewer(log), allowed_hosts))
+    server = ThreadingHTTPServer((host, port), _handler(Viewer(log, first_look_wait_s), allowed_hosts))
     server.daemon_threads = True
     return server

@@ -9,6 +9,8 @@ and, for this run, hand-computed."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -18,6 +20,7 @@ from eviscene.events import (
     ArtifactImported, EpisodeFinished, EpisodeScheduled, EpisodeStarted, JudgmentMade, ModelCalled, RunFinished, RunStarted,
     TokenUsage, ToolCalled, ToolCallRequest, ToolReturned,
 )
+from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data
@@ -173,3 +176,55 @@ def test_the_runs_page_of_a_live_run_folds_new_episodes_and_counts_a_retry_once(
     scratch = ResultCache(log.path, tmp_path / "scratch")
     assert listed == data.list_runs(log, scratch)
     assert _views_numbers(log, RUN)["row"] == [(6, 4, "running_or_interrupted")]
+
+
+def _until_computed(ask, tries: int = 600):
+    """`ask()` again every 0.1 s until it gives numbers (not the `computing` answer)."""
+    for _ in range(tries):
+        found = ask()
+        if not _is_computing(found):
+            return found
+        time.sleep(0.1)
+    raise AssertionError("still computing after 60 s")
+
+
+def _is_computing(found) -> bool:
+    return "computing_s" in (found[0] if isinstance(found, list) else found)
+
+
+def test_a_first_look_that_cannot_wait_says_computing_then_shows_what_a_computation_that_waited_shows(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_start, log)
+    cache = ResultCache(log.path, tmp_path / "runtime")
+    listed = data.list_runs(log, cache, wait_s=0)  # the computation has only just started on its thread
+    assert [set(r) for r in listed] == [{"run_id", "computing_s"}] and listed[0]["run_id"] == RUN  # no number yet
+    board = data.dashboard(log, RUN, cache, wait_s=0)
+    assert set(board) == {"run_id", "computing_s"}
+    waited = ResultCache(log.path, tmp_path / "waited")
+    assert _until_computed(lambda: data.list_runs(log, cache, wait_s=0)) == data.list_runs(log, waited)
+    assert _until_computed(lambda: data.dashboard(log, RUN, cache, wait_s=0)) == data.dashboard(log, RUN, waited)
+    # Its rows are kept: after new episodes the next look folds them in at once, no `computing`.
+    anyio.run(_write, log, _attempt(1, 0, 2, "out_of_context") + _attempt(1, 1, 1, "out_of_context"))
+    row = data.list_runs(log, cache, wait_s=0)[0]
+    assert (row["episodes_planned"], row["episodes_finished"], row["episodes_errored"]) == (6, 4, 0)
+    assert len(cache.live_rows("run", RUN).rows["episodes"].chunks) == 2  # folded
+    assert data.dashboard(log, RUN, cache, wait_s=0) == data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "scratch"))
+
+
+def test_a_computation_in_the_background_runs_once_and_its_error_reaches_the_page(tmp_path):
+    cache = ResultCache(tmp_path / "log.duckdb", tmp_path / "runtime")
+    gate, calls = threading.Event(), []
+
+    def compute():
+        calls.append(1)
+        gate.wait(30)
+        raise EvisceneError("the log went away")
+
+    assert cache.computing("run", RUN, compute, 0) is not None
+    assert cache.computing("run", RUN, compute, 0.05) >= 0.05  # still running: seconds so far
+    gate.set()
+    with pytest.raises(EvisceneError, match="the log went away"):
+        cache.computing("run", RUN, compute, 30)
+    assert calls == [1]  # asked three times, run once
+    assert cache.computing("run", RUN, lambda: None, 30) is None  # a new one after the failed one: done
+
