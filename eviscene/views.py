@@ -328,8 +328,8 @@ def narrow_to_runs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> 
     view partitions by run, and a run's rows come from its own events (and blobs), so the
     views then compute those runs' rows only, whatever else the log holds."""
     con.execute("ALTER VIEW events RENAME TO log_events")
-    con.execute(f"CREATE TEMP VIEW run_events AS SELECT * FROM log_events WHERE run_id IN ({', '.join(map(sql_text, run_ids))})")
-    con.execute("CREATE TEMP VIEW events AS SELECT * FROM run_events")
+    con.execute(f"CREATE VIEW run_events AS SELECT * FROM log_events WHERE run_id IN ({', '.join(map(sql_text, run_ids))})")
+    con.execute("CREATE VIEW events AS SELECT * FROM run_events")
 
 
 def widen_to_log(con: duckdb.DuckDBPyConnection) -> None:

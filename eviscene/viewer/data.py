@@ -20,10 +20,10 @@ from eviscene.errors import EvisceneError
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
-from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, narrow_to_run, prepare
+from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
 from eviscene.viewer.predicate import validate_predicate
 from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
-from eviscene.views import narrow_to_group
+from eviscene.views import narrow_to_group, narrow_to_runs
 
 # How long a page waits for a live run's first computation before it answers without its
 # numbers (`computing`) and asks again on its next refresh.
@@ -324,7 +324,7 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     run_id = head.run_id
     queries = " ".join(_DASHBOARD_SQL.values()) + " " + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
     if cache.sealed(run_id):
-        narrow_to_run(con, run_id)
+        narrow_to_runs(con, (run_id,))
         log.add_views(con, materialize=True, for_query=queries)
     else:  # with the run's row, from the same rows
         prepare(con, log, head, cache, "dashboard", (*EPISODE_LOCAL_VIEWS, "steps"), GROUP_VIEWS, f"{queries} {_RUN_QUERIES}")
@@ -603,7 +603,7 @@ def episode_stories(
 
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
         if episode_id is None:
-            narrow_to_run(con, run_id)
+            narrow_to_runs(con, (run_id,))
         else:
             narrow_to_group(con, run_id, episode_id)
         log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))

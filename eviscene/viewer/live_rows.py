@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from eviscene.log import EventLog
 from eviscene.viewer.results_cache import ResultCache, RunHead
-from eviscene.views import KEPT_AS_VIEWS, VIEWS_EVENT_COLUMNS, copy_events, remove_functions, sql_text, views_needed_by
+from eviscene.views import KEPT_AS_VIEWS, VIEWS_EVENT_COLUMNS, copy_events, narrow_to_runs, remove_functions, views_needed_by
 
 # The views whose rows for an episode come from its own events and the run's, never from
 # another episode's (see the module's docstring); each has an episode_id column.
@@ -52,7 +52,7 @@ GROUP_VIEWS = ("post_rollout_rewards",)
 # Episode-local views kept in part: the dashboard reads `steps` (every event of a finished
 # attempt) only for its gate decisions; a view computed over the kept rows may not read it.
 KEPT_SUBSETS = {"steps": "type = 'gate.decided'"}
-_RUN_EVENTS = "run_events"  # the log's events of one run, under `events`' own name once narrowed
+_RUN_EVENTS = "run_events"  # the run's events, as views.narrow_to_runs names them
 
 
 @dataclass
@@ -101,14 +101,6 @@ class LiveRows:
 
     def table(self, name: str) -> pa.Table:
         return self.rows[name].table(self.schemas[name])
-
-
-def narrow_to_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """`events` in `con` becomes the run's events only (every view's rows for a run come from
-    that run's events, and blobs): the views then read only those."""
-    con.execute(f"ALTER VIEW events RENAME TO {_RUN_EVENTS}_all")
-    con.execute(f"CREATE VIEW {_RUN_EVENTS} AS SELECT * FROM {_RUN_EVENTS}_all WHERE run_id = {sql_text(run_id)}")
-    con.execute(f"CREATE VIEW events AS SELECT * FROM {_RUN_EVENTS}")
 
 
 def _touched(con: duckdb.DuckDBPyConnection, kept: LiveRows | None, head: RunHead) -> set[str] | None:
@@ -181,7 +173,7 @@ def prepare(
     about the run: `events` narrowed to the run, the `local` and `groups` views' rows (and
     RUN_VIEWS') from those kept for (`kind`, run) brought up to `head`, every other view they
     need computed once over them."""
-    narrow_to_run(con, head.run_id)
+    narrow_to_runs(con, (head.run_id,))
     kept = cache.live_rows(kind, head.run_id)
     touched = _touched(con, kept, head)
     live = kept if kept is not None and touched == set() else _bring_up(con, log, head, kept, touched, local, groups, queries)
