@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.imports.files import parse_json_object, parse_jsonl_objects, text
+from eviscene.imports.files import count_jsonl_objects, iter_jsonl_objects, parse_json_object, text
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
 
@@ -101,15 +101,14 @@ def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
     return text(trace.get("image_id") or path.stem)
 
 
-def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]], dict[str, Any]]:
-    """A run directory's files: manifest, traces (parsed, by episode id) and JSONL files."""
+def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
+    """A run directory's files (manifest, traces, JSONL files, each checked) and its manifest."""
     manifest_path = root / "run_manifest.json"
     if not manifest_path.is_file():
         raise ArtifactError(f"run directory has no run_manifest.json: {root}")
     manifest_file = _read(root, manifest_path, "run_manifest")
     manifest = parse_json_object(manifest_path, manifest_file.content)
     files = [manifest_file]
-    traces: dict[str, dict[str, Any]] = {}
     trace_files: dict[str, ImportedFile] = {}
     traces_folder = root / "traces"
     names = sorted(e.name for e in os.scandir(traces_folder) if e.name.endswith(".json")) if traces_folder.is_dir() else []
@@ -123,31 +122,33 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]
                 f"duplicate episode {episode_id} in {trace_files[episode_id].path.name} and {path.name} ({root})"
             )
         item.metadata["episode_id"] = episode_id
-        trace_files[episode_id], traces[episode_id] = item, trace
+        trace_files[episode_id] = item
         files.append(item)
     for kind in RUN_JSONL_FILES:
         path = root / f"{kind}.jsonl"
         if not path.is_file():
             continue
         item = _read(root, path, kind)
-        rows = parse_jsonl_objects(path, item.content)
-        item.rows = len(rows)
         if kind in ("perception_trajectories", "trajectory_sft"):
-            _check_episode_rows(path, rows, kind)
+            item.rows = _count_episode_rows(path, item.content, kind)
+        else:
+            item.rows = count_jsonl_objects(path, item.content)
         files.append(item)
-    return files, traces, manifest
+    return files, manifest
 
 
-def _check_episode_rows(path: Path, rows: list[tuple[int, dict[str, Any]]], kind: str) -> None:
+def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
+    """Rows of a file with one row per episode: each names its episode, once."""
     seen: dict[str, int] = {}
     what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
-    for number, row in rows:
+    for number, row in iter_jsonl_objects(path, content):
         episode_id = text(row.get("episode_id"))
         if not episode_id:
             raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
         if episode_id in seen:
             raise ArtifactError(f"{path}:{number}: duplicate {what} {episode_id} (first on line {seen[episode_id]})")
         seen[episode_id] = number
+    return len(seen)
 
 
 def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -162,7 +163,7 @@ def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
 def collect_run_dir(root: Path) -> ImportPlan:
     if not root.is_dir():
         raise ArtifactError(f"not a run directory: {root}")
-    files, _, manifest = _run_files(root)
+    files, manifest = _run_files(root)
     files += _other_run_files(root, {f.relative_path for f in files})
     return ImportPlan("run_dir", root, files, _run_metadata(manifest))
 
@@ -184,7 +185,7 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
             parse_json_object(path, item.content)
         elif path.suffix == ".jsonl" and path.parent == root and path.stem in RUN_TABLE_FILES:
             item = _read(root, path, path.stem, relative)
-            item.rows = len(parse_jsonl_objects(path, item.content))
+            item.rows = count_jsonl_objects(path, item.content)
         else:
             item = _read(root, path, "run_file", relative)
         found.append(item)
@@ -197,9 +198,8 @@ def collect_case_split(path: Path) -> ImportPlan:
     if not path.is_file():
         raise ArtifactError(f"no such case split file: {path}")
     item = ImportedFile("case_split", path, "", path.read_bytes())
-    rows = parse_jsonl_objects(path, item.content)
     seen: set[str] = set()
-    for number, row in rows:
+    for number, row in iter_jsonl_objects(path, item.content):
         case_id = text(row.get("case_id", ""))
         if not case_id or text(row.get("split", "")) not in {"train", "validation"} or not text(row.get("split_group_id", "")):
             raise ArtifactError(
@@ -210,7 +210,7 @@ def collect_case_split(path: Path) -> ImportPlan:
         seen.add(case_id)
     if not seen:
         raise ArtifactError(f"fixed case split is empty: {path}")
-    item.rows = len(rows)
+    item.rows = len(seen)  # one case per row
     return ImportPlan("case_split", path, [item], {"cases": len(seen)})
 
 
@@ -250,7 +250,7 @@ def _selected_episodes(root: Path, manifest: dict[str, Any]) -> tuple[ImportedFi
     item = ImportedFile("selected_episodes", path, "selected_episodes.jsonl", content)
     selected: dict[str, dict[str, Any]] = {}
     cases: set[str] = set()
-    for number, row in parse_jsonl_objects(path, content):
+    for number, row in iter_jsonl_objects(path, content):
         episode_id, case_id = text(row.get("episode_id", "")), text(row.get("case_id", ""))
         if not episode_id or not case_id or not text(row.get("source_trace_sha256", "")):
             raise ArtifactError(
@@ -287,7 +287,7 @@ def collect_accepted_release(root: Path) -> ImportPlan:
     if not (root / "eligibility").is_dir():
         raise ArtifactError("accepted-release is missing eligibility/")
     selected_file, selected = _selected_episodes(root, manifest)
-    files, _, run_manifest = _run_files(root)
+    files, run_manifest = _run_files(root)
     files += [manifest_file, selected_file]
     for trace_file in [f for f in files if f.kind == "trace"]:
         episode_id = trace_file.metadata["episode_id"]
@@ -303,7 +303,7 @@ def collect_accepted_release(root: Path) -> ImportPlan:
     action_only = root / "action_only.jsonl"
     if action_only.is_file():
         item = _read(root, action_only, "action_only")
-        item.rows = len(parse_jsonl_objects(action_only, item.content))
+        item.rows = count_jsonl_objects(action_only, item.content)
         files.append(item)
     files += _gate_files(root, root / "eligibility")
     metadata = {**_run_metadata(run_manifest), "schema_version": schema, "selected_episodes": len(selected)}
