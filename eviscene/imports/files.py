@@ -15,7 +15,7 @@ def sha256_bytes(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def parse_json_object(path: Path, content: bytes) -> dict[str, Any]:
+def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:
     """A whole file that must hold one JSON object."""
     try:
         value = json.loads(content.decode("utf-8"))

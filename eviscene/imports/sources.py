@@ -71,19 +71,21 @@ def _read(root: Path, path: Path, kind: str, relative: str | None = None, **meta
     return ImportedFile(kind, path, relative, path.read_bytes(), metadata=metadata)
 
 
-def _files_in_order(root: Path) -> list[tuple[str, str]]:
-    """(relative path, path as text) of every file under `root` as `sorted(root.rglob("*"))`
-    orders them (part by part; symlinked folders listed, not entered), read with os.walk:
-    pathlib's globbing, relative_to and a Path per file cost seconds at 100k files."""
+def _files_in_order(root: Path, skip: set[str]) -> list[tuple[str, str]]:
+    """(relative path, path as text) of every file under `root` but those in `skip`, as
+    `sorted(root.rglob("*"))` orders them (part by part; symlinked folders listed, not
+    entered), read with os.walk: pathlib's globbing, relative_to and a Path per file cost
+    seconds at 100k files."""
     found = []
     for folder, _, names in os.walk(root):
         parts = Path(folder).relative_to(root).parts
-        found += [((*parts, name), os.path.join(folder, name)) for name in names]
+        prefix = "".join(f"{part}/" for part in parts)
+        found += [((*parts, name), folder, name) for name in names if prefix + name not in skip]
     found.sort(key=lambda item: item[0])
-    return [("/".join(parts), path) for parts, path in found]
+    return [("/".join(parts), os.path.join(folder, name)) for parts, folder, name in found]
 
 
-def _parse_trace(path: Path, content: bytes) -> dict[str, Any]:
+def _parse_trace(path: str, content: bytes) -> dict[str, Any]:
     """A trace as Python's json reads it (parse_json_object), by orjson where that gives the
     same image_id: orjson is ~3x faster but refuses what Python accepts (NaN, lone
     surrogates) and reads integers beyond 64 bits as floats; those go to Python's reader."""
@@ -96,9 +98,9 @@ def _parse_trace(path: Path, content: bytes) -> dict[str, Any]:
     return trace
 
 
-def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
+def _episode_of_trace(trace: dict[str, Any], name: str) -> str:
     """Seed: `str(trace.get("image_id") or trace_path.stem).strip()`."""
-    return text(trace.get("image_id") or path.stem)
+    return text(trace.get("image_id") or Path(name).stem)
 
 
 def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
@@ -112,14 +114,16 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
     trace_files: dict[str, ImportedFile] = {}
     traces_folder = root / "traces"
     names = sorted(e.name for e in os.scandir(traces_folder) if e.name.endswith(".json")) if traces_folder.is_dir() else []
+    folder_text = str(traces_folder)
     for name in names:  # the seed's sorted(glob("traces/*.json")), without pathlib's per-path cost
-        path = traces_folder / name
-        item = _read(root, path, "trace", f"traces/{name}")
+        path = os.path.join(folder_text, name)
+        with open(path, "rb") as handle:
+            item = ImportedFile("trace", path, f"traces/{name}", handle.read())
         trace = _parse_trace(path, item.content)
-        episode_id = _episode_of_trace(trace, path)
+        episode_id = _episode_of_trace(trace, name)
         if episode_id in trace_files:
             raise ArtifactError(
-                f"duplicate episode {episode_id} in {trace_files[episode_id].path.name} and {path.name} ({root})"
+                f"duplicate episode {episode_id} in {os.path.basename(trace_files[episode_id].path)} and {name} ({root})"
             )
         item.metadata["episode_id"] = episode_id
         trace_files[episode_id] = item
@@ -172,9 +176,7 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
     directory (`materialize` writes it back byte for byte); links must stay inside it."""
     found = []
-    for relative, path_text in _files_in_order(root):
-        if relative in taken:
-            continue
+    for relative, path_text in _files_in_order(root, taken):
         path = Path(path_text)
         if not path.is_file():
             continue
