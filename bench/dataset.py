@@ -101,6 +101,32 @@ byte-identical to main's; the import's plan at 20,000 3.1-3.4 -> 3.0-3.1 s CPU. 
 Left: the views (~2 s CPU at 20,000, ~10 s at 100,000), orjson's parse + serialization of every
 line and the system-tools variant (~1 s CPU at 20,000), and the import: one hash-chained event
 and blob per file (writer + seal ~4 s CPU at 20,000) and the strict JSONL reader (~3 s).
+Fourth round (issue 13, the import; cProfile with a CPU clock and py-spy, 20,000 and 100,000
+candidates at load 2-18): the strict JSONL reader's cost was mostly the garbage collector, not
+the parse: the import kept every parsed row of a JSONL file in a list and every parsed trace in
+a dict nobody read, so each collection walked millions of live objects (main at 20,000: 1,397
+collections, 9 of the oldest generation); with the rows streamed and no traces kept, the same
+parse costs a fraction. The reader now parses with orjson where that provably gives Python's
+reading (a repeated key drops a pair, so the line then holds more colons than orjson's
+re-serialization of what it read; 19+ digit numbers and escaped colons go to Python's reader):
+~1.4x faster than the hooked json.loads (20,000 SFT lines, collector off: 0.22-0.26 vs
+0.32-0.34 s CPU). Trace files are read by path text (a Path per file cost ~3 s CPU under
+cProfile at 100,000); the run directory's other files are filtered before they are sorted;
+export lines get their newline from orjson; the system-tools variant copies its row once.
+Same log events (main's and this import's compared row for row at 20,000), same export bytes
+(check_identical.sh).
+After, the import at 100,000 (main then this branch, one after the other, load 18): 145.6 s wall,
+31.3 s CPU, peak 1,674 MiB -> 44.6 s, 17.0 s CPU, 1,321 MiB; at 20,000: 5.2 -> 2.3-3.3 s CPU. The
+export process at 100,000, main and this branch alternately (load 7-10): 16.9, 15.4 -> 15.3, 14.9
+s CPU (within the noise), peak ~1,310-1,330 MiB both. Whole bench at 100,000, two runs (load
+11-16, 12-14): import 35.1 and 34.6 s (was 67 s), export 33.0 and 38.4 s, baseline 44.3 and
+46.3 s: export / baseline 0.74x and 0.83x time, 1.36x and 1.32x peak memory (1361, 1318 vs 1000
+MiB); import + export 1.54x and 1.58x (was 1.90x).
+Left (goal 0.2x export, 0.5x import + export): the export's views (~10 s CPU at 100,000) and
+its orjson parse + serialization per line (~5 s); the import's hash-chained event and blob per
+file (writer ~7 s, seal ~6.5 s of 47 s CPU under cProfile at 100,000: DuckDB copying ~160 MB of
+blobs into the archive, then re-reading every segment to check the chain) and reading 100k
+files (~2 s in system calls).
 """
 
 from __future__ import annotations

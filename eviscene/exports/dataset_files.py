@@ -129,18 +129,21 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
     tools = "\n".join(canonical_json(tool) for tool in row.get("tools") or [])
     block = TOOLS_PREAMBLE + tools + TOOLS_EPILOGUE
     messages = list(row["messages"])  # only the system message changes: shallow copies suffice
-    index = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
-    if index is None:
-        messages.insert(0, {"role": "system", "content": [{"type": "text", "text": block.lstrip()}]})
+    for index, message in enumerate(messages):
+        if message.get("role") == "system":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = [*content, {"type": "text", "text": block}]
+            else:
+                content = (content or "") + block
+            messages[index] = {**message, "content": content}
+            break
     else:
-        system = messages[index]
-        content = system.get("content")
-        if isinstance(content, list):
-            content = [*content, {"type": "text", "text": block}]
-        else:
-            content = (content or "") + block
-        messages[index] = {**system, "content": content}
-    return {**{k: v for k, v in row.items() if k != "tools"}, "messages": messages}
+        messages.insert(0, {"role": "system", "content": [{"type": "text", "text": block.lstrip()}]})
+    rendered = row.copy()  # the row's key order (a Parquet copy's columns follow it)
+    rendered.pop("tools", None)
+    rendered["messages"] = messages
+    return rendered
 
 
 def _parquet(path: Path, records: list[dict[str, Any]]) -> None:

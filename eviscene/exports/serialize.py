@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import orjson
 import pyarrow as pa
 
-from eviscene.rules.canonical import canonical_json_bytes, canonical_json_indented
+from eviscene.rules.canonical import canonical_json_indented, canonical_json_line
 from eviscene.rules.timestamps import format_ts
 
 
@@ -79,7 +79,7 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
     count = 0
     with pending.open("wb") as handle:
         for record in records:
-            handle.write(canonical_json_bytes(record) + b"\n")
+            handle.write(canonical_json_line(record))
             count += 1
     os.replace(pending, path)
     return count
@@ -99,7 +99,7 @@ class JsonlFiles:
         self.records: dict[str, list[dict[str, Any]]] | None = {name: [] for name in self.handles} if keep_records else None
 
     def add(self, name: str, record: dict[str, Any]) -> None:
-        self.handles[name].write(canonical_json_bytes(record) + b"\n")
+        self.handles[name].write(canonical_json_line(record))
         self.counts[name] += 1
         if self.records is not None:
             self.records[name].append(record)
@@ -134,4 +134,4 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
 
 def json_bytes(record: dict[str, Any]) -> bytes:
     """A compact canonical document (one trace of many)."""
-    return canonical_json_bytes(record) + b"\n"
+    return canonical_json_line(record)

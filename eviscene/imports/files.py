@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
@@ -15,7 +15,7 @@ def sha256_bytes(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def parse_json_object(path: Path, content: bytes) -> dict[str, Any]:
+def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:
     """A whole file that must hold one JSON object."""
     try:
         value = json.loads(content.decode("utf-8"))
@@ -26,13 +26,20 @@ def parse_json_object(path: Path, content: bytes) -> dict[str, Any]:
     return value
 
 
-def parse_jsonl_objects(path: Path, content: bytes) -> list[tuple[int, dict[str, Any]]]:
+def iter_jsonl_objects(path: Path, content: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, row) for every non-blank line, through the one strict reader; the seed
-    splits on newlines and skips blank lines, so line numbers count every line."""
+    splits on newlines and skips blank lines, so line numbers count every line. Rows read one
+    by one are freed one by one: a list of 100k rows kept alive makes every garbage
+    collection walk them."""
     try:
-        return list(iter_jsonl_bytes(content, path))
+        yield from iter_jsonl_bytes(content, path)
     except JsonlError as exc:
         raise ArtifactError(_import_message(exc)) from None
+
+
+def count_jsonl_objects(path: Path, content: bytes) -> int:
+    """How many rows a JSONL file holds, each checked."""
+    return sum(1 for _ in iter_jsonl_objects(path, content))
 
 
 def _import_message(exc: JsonlError) -> str:

@@ -27,7 +27,7 @@ JSONL_KINDS = frozenset(
 @dataclass
 class ImportedFile:
     kind: str  # run_manifest, trace, trajectory_scores, trajectory_sft, perception_trajectories, ...
-    path: Path
+    path: Path | str  # a trace's stays text: a Path per file cost seconds at 100k files
     relative_path: str
     content: bytes
     rows: int = 1

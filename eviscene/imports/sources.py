@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.imports.files import parse_json_object, parse_jsonl_objects, text
+from eviscene.imports.files import count_jsonl_objects, iter_jsonl_objects, parse_json_object, text
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
 
@@ -71,19 +71,21 @@ def _read(root: Path, path: Path, kind: str, relative: str | None = None, **meta
     return ImportedFile(kind, path, relative, path.read_bytes(), metadata=metadata)
 
 
-def _files_in_order(root: Path) -> list[tuple[str, str]]:
-    """(relative path, path as text) of every file under `root` as `sorted(root.rglob("*"))`
-    orders them (part by part; symlinked folders listed, not entered), read with os.walk:
-    pathlib's globbing, relative_to and a Path per file cost seconds at 100k files."""
+def _files_in_order(root: Path, skip: set[str]) -> list[tuple[str, str]]:
+    """(relative path, path as text) of every file under `root` but those in `skip`, as
+    `sorted(root.rglob("*"))` orders them (part by part; symlinked folders listed, not
+    entered), read with os.walk: pathlib's globbing, relative_to and a Path per file cost
+    seconds at 100k files."""
     found = []
     for folder, _, names in os.walk(root):
         parts = Path(folder).relative_to(root).parts
-        found += [((*parts, name), os.path.join(folder, name)) for name in names]
+        prefix = "".join(f"{part}/" for part in parts)
+        found += [((*parts, name), folder, name) for name in names if prefix + name not in skip]
     found.sort(key=lambda item: item[0])
-    return [("/".join(parts), path) for parts, path in found]
+    return [("/".join(parts), os.path.join(folder, name)) for parts, folder, name in found]
 
 
-def _parse_trace(path: Path, content: bytes) -> dict[str, Any]:
+def _parse_trace(path: str, content: bytes) -> dict[str, Any]:
     """A trace as Python's json reads it (parse_json_object), by orjson where that gives the
     same image_id: orjson is ~3x faster but refuses what Python accepts (NaN, lone
     surrogates) and reads integers beyond 64 bits as floats; those go to Python's reader."""
@@ -96,58 +98,61 @@ def _parse_trace(path: Path, content: bytes) -> dict[str, Any]:
     return trace
 
 
-def _episode_of_trace(trace: dict[str, Any], path: Path) -> str:
+def _episode_of_trace(trace: dict[str, Any], name: str) -> str:
     """Seed: `str(trace.get("image_id") or trace_path.stem).strip()`."""
-    return text(trace.get("image_id") or path.stem)
+    return text(trace.get("image_id") or Path(name).stem)
 
 
-def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, dict[str, Any]], dict[str, Any]]:
-    """A run directory's files: manifest, traces (parsed, by episode id) and JSONL files."""
+def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
+    """A run directory's files (manifest, traces, JSONL files, each checked) and its manifest."""
     manifest_path = root / "run_manifest.json"
     if not manifest_path.is_file():
         raise ArtifactError(f"run directory has no run_manifest.json: {root}")
     manifest_file = _read(root, manifest_path, "run_manifest")
     manifest = parse_json_object(manifest_path, manifest_file.content)
     files = [manifest_file]
-    traces: dict[str, dict[str, Any]] = {}
     trace_files: dict[str, ImportedFile] = {}
     traces_folder = root / "traces"
     names = sorted(e.name for e in os.scandir(traces_folder) if e.name.endswith(".json")) if traces_folder.is_dir() else []
+    folder_text = str(traces_folder)
     for name in names:  # the seed's sorted(glob("traces/*.json")), without pathlib's per-path cost
-        path = traces_folder / name
-        item = _read(root, path, "trace", f"traces/{name}")
+        path = os.path.join(folder_text, name)
+        with open(path, "rb") as handle:
+            item = ImportedFile("trace", path, f"traces/{name}", handle.read())
         trace = _parse_trace(path, item.content)
-        episode_id = _episode_of_trace(trace, path)
+        episode_id = _episode_of_trace(trace, name)
         if episode_id in trace_files:
             raise ArtifactError(
-                f"duplicate episode {episode_id} in {trace_files[episode_id].path.name} and {path.name} ({root})"
+                f"duplicate episode {episode_id} in {os.path.basename(trace_files[episode_id].path)} and {name} ({root})"
             )
         item.metadata["episode_id"] = episode_id
-        trace_files[episode_id], traces[episode_id] = item, trace
+        trace_files[episode_id] = item
         files.append(item)
     for kind in RUN_JSONL_FILES:
         path = root / f"{kind}.jsonl"
         if not path.is_file():
             continue
         item = _read(root, path, kind)
-        rows = parse_jsonl_objects(path, item.content)
-        item.rows = len(rows)
         if kind in ("perception_trajectories", "trajectory_sft"):
-            _check_episode_rows(path, rows, kind)
+            item.rows = _count_episode_rows(path, item.content, kind)
+        else:
+            item.rows = count_jsonl_objects(path, item.content)
         files.append(item)
-    return files, traces, manifest
+    return files, manifest
 
 
-def _check_episode_rows(path: Path, rows: list[tuple[int, dict[str, Any]]], kind: str) -> None:
+def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
+    """Rows of a file with one row per episode: each names its episode, once."""
     seen: dict[str, int] = {}
     what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
-    for number, row in rows:
+    for number, row in iter_jsonl_objects(path, content):
         episode_id = text(row.get("episode_id"))
         if not episode_id:
             raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
         if episode_id in seen:
             raise ArtifactError(f"{path}:{number}: duplicate {what} {episode_id} (first on line {seen[episode_id]})")
         seen[episode_id] = number
+    return len(seen)
 
 
 def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -162,7 +167,7 @@ def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
 def collect_run_dir(root: Path) -> ImportPlan:
     if not root.is_dir():
         raise ArtifactError(f"not a run directory: {root}")
-    files, _, manifest = _run_files(root)
+    files, manifest = _run_files(root)
     files += _other_run_files(root, {f.relative_path for f in files})
     return ImportPlan("run_dir", root, files, _run_metadata(manifest))
 
@@ -171,9 +176,7 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
     directory (`materialize` writes it back byte for byte); links must stay inside it."""
     found = []
-    for relative, path_text in _files_in_order(root):
-        if relative in taken:
-            continue
+    for relative, path_text in _files_in_order(root, taken):
         path = Path(path_text)
         if not path.is_file():
             continue
@@ -184,7 +187,7 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
             parse_json_object(path, item.content)
         elif path.suffix == ".jsonl" and path.parent == root and path.stem in RUN_TABLE_FILES:
             item = _read(root, path, path.stem, relative)
-            item.rows = len(parse_jsonl_objects(path, item.content))
+            item.rows = count_jsonl_objects(path, item.content)
         else:
             item = _read(root, path, "run_file", relative)
         found.append(item)
@@ -197,9 +200,8 @@ def collect_case_split(path: Path) -> ImportPlan:
     if not path.is_file():
         raise ArtifactError(f"no such case split file: {path}")
     item = ImportedFile("case_split", path, "", path.read_bytes())
-    rows = parse_jsonl_objects(path, item.content)
     seen: set[str] = set()
-    for number, row in rows:
+    for number, row in iter_jsonl_objects(path, item.content):
         case_id = text(row.get("case_id", ""))
         if not case_id or text(row.get("split", "")) not in {"train", "validation"} or not text(row.get("split_group_id", "")):
             raise ArtifactError(
@@ -210,7 +212,7 @@ def collect_case_split(path: Path) -> ImportPlan:
         seen.add(case_id)
     if not seen:
         raise ArtifactError(f"fixed case split is empty: {path}")
-    item.rows = len(rows)
+    item.rows = len(seen)  # one case per row
     return ImportPlan("case_split", path, [item], {"cases": len(seen)})
 
 
@@ -250,7 +252,7 @@ def _selected_episodes(root: Path, manifest: dict[str, Any]) -> tuple[ImportedFi
     item = ImportedFile("selected_episodes", path, "selected_episodes.jsonl", content)
     selected: dict[str, dict[str, Any]] = {}
     cases: set[str] = set()
-    for number, row in parse_jsonl_objects(path, content):
+    for number, row in iter_jsonl_objects(path, content):
         episode_id, case_id = text(row.get("episode_id", "")), text(row.get("case_id", ""))
         if not episode_id or not case_id or not text(row.get("source_trace_sha256", "")):
             raise ArtifactError(
@@ -287,7 +289,7 @@ def collect_accepted_release(root: Path) -> ImportPlan:
     if not (root / "eligibility").is_dir():
         raise ArtifactError("accepted-release is missing eligibility/")
     selected_file, selected = _selected_episodes(root, manifest)
-    files, _, run_manifest = _run_files(root)
+    files, run_manifest = _run_files(root)
     files += [manifest_file, selected_file]
     for trace_file in [f for f in files if f.kind == "trace"]:
         episode_id = trace_file.metadata["episode_id"]
@@ -303,7 +305,7 @@ def collect_accepted_release(root: Path) -> ImportPlan:
     action_only = root / "action_only.jsonl"
     if action_only.is_file():
         item = _read(root, action_only, "action_only")
-        item.rows = len(parse_jsonl_objects(action_only, item.content))
+        item.rows = count_jsonl_objects(action_only, item.content)
         files.append(item)
     files += _gate_files(root, root / "eligibility")
     metadata = {**_run_metadata(run_manifest), "schema_version": schema, "selected_episodes": len(selected)}

@@ -24,6 +24,12 @@ def canonical_json_bytes(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+def canonical_json_line(value: Any) -> bytes:
+    """`canonical_json_bytes` and a newline: one JSONL row of an export (orjson appends it,
+    no copy of the row)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
 def canonical_json_indented(value: Any) -> str:
     """`canonical_json` indented by two spaces, for the JSON documents of an export."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode("utf-8")

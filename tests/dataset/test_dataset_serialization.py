@@ -137,3 +137,19 @@ def test_parquet_columns_keep_the_seed_dicts_key_order(tmp_path):
         "semantic_reward_artifact_id", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
         "deterministic_red_flags", "teacher_score", "trajectory_token_count_estimate", "tool_call_count", "sft_route",
     ]
+
+
+def test_the_system_tools_variant_of_a_row_by_hand():
+    from eviscene.exports.dataset_files import TOOLS_EPILOGUE, TOOLS_PREAMBLE, tools_in_system_message
+
+    tool = {"type": "function", "function": {"name": "f", "parameters": {}}}
+    block = TOOLS_PREAMBLE + '{"function":{"name":"f","parameters":{}},"type":"function"}' + TOOLS_EPILOGUE
+    user = {"role": "user", "content": "hi"}
+    row = {"episode_id": "e", "tools": [tool], "messages": [{"role": "system", "content": "Be brief."}, user], "split": "train"}
+    got = tools_in_system_message(row)
+    assert got == {"episode_id": "e", "messages": [{"role": "system", "content": "Be brief." + block}, user], "split": "train"}
+    assert list(got) == ["episode_id", "messages", "split"]  # the row's key order, without tools
+    assert row["messages"][0] == {"role": "system", "content": "Be brief."}  # the row itself is untouched
+    # no system message: one is added first, its block without the leading blank lines
+    got = tools_in_system_message({"messages": [user], "tools": []})
+    assert got == {"messages": [{"role": "system", "content": [{"type": "text", "text": (TOOLS_PREAMBLE + TOOLS_EPILOGUE).lstrip()}]}, user]}

@@ -115,6 +115,24 @@ def test_nested_and_hidden_files_are_imported_once_and_linked_folders_are_not_en
     assert log.sql("SELECT count(*) AS n FROM imported_files WHERE kind = 'trace'").to_pylist() == [{"n": 3}]
 
 
+def test_a_trace_names_its_episode_by_image_id_else_by_file_stem_and_each_episode_once(tmp_path):
+    root = write_seed_run_dir(tmp_path / "run")
+    (root / "traces" / "case-C--r000.json").write_text('{"image_id": "", "state": {}}', encoding="utf-8")
+    (root / "traces" / "case-D.v2.json").write_text('{"state": {}}', encoding="utf-8")
+    log = EventLog(tmp_path / "log.duckdb")
+    import_path(log, root)
+    rows = log.sql("SELECT relative_path, path, episode_id, rows FROM imported_files WHERE kind = 'trace' ORDER BY relative_path").to_pylist()
+    assert [(r["relative_path"], r["episode_id"], r["rows"]) for r in rows] == [
+        ("traces/case-A--r000.json", "case-A--r000", 1), ("traces/case-A--r001.json", "case-A--r001", 1),
+        ("traces/case-B--r000.json", "case-B--r000", 1), ("traces/case-C--r000.json", "case-C--r000", 1),
+        ("traces/case-D.v2.json", "case-D.v2", 1),
+    ]
+    assert rows[-1]["path"] == f"{root.resolve()}/traces/case-D.v2.json"
+    (root / "traces" / "copy.json").write_text('{"image_id": "case-A--r001", "state": {}}', encoding="utf-8")
+    out = CliRunner().invoke(cli, ["--db", str(tmp_path / "other.duckdb"), "import", str(root)])
+    assert out.exit_code == 2 and f"duplicate episode case-A--r001 in case-A--r001.json and copy.json ({root.resolve()})" in out.output
+
+
 def test_an_imported_run_is_listed_by_runs_with_its_status_and_counts(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id

@@ -4,6 +4,7 @@ from eviscene.rules.canonical import (
     canonical_json,
     canonical_json_bytes,
     canonical_json_indented,
+    canonical_json_line,
     readable_json,
     seed_canonical_json,
 )
@@ -15,6 +16,7 @@ VALUE = {"b": 1, "a": [0.1, 1e-7, "é"], "c": None}
 def test_canonical_json_sorts_keys_compact_utf8_shortest_floats():
     assert canonical_json(VALUE) == '{"a":[0.1,1e-7,"é"],"b":1,"c":null}'
     assert canonical_json_bytes(VALUE) == '{"a":[0.1,1e-7,"é"],"b":1,"c":null}'.encode()
+    assert canonical_json_line(VALUE) == '{"a":[0.1,1e-7,"é"],"b":1,"c":null}\n'.encode()
 
 
 def test_canonical_json_indented():

@@ -46,3 +46,101 @@ def test_a_json_list_file_numbers_rows_by_position(tmp_path: Path):
     path.write_text('[{"a": 1}, 3]')
     with pytest.raises(JsonlError, match=r"cases\.json:2: expected a JSON object, got a number"):
         read_jsonl_numbered(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (b'{"a": [{"k:1": "x:y", "k:1": "z"}]}', "k:1"),  # nested, colons in the key and the values
+        (b'[{"b": {"c": 1, "d": {"e": 2, "e": 2}}}]', "e"),  # inside an array line: malformed before not-an-object
+        (b'{"a\\u003a": 1, "a:": 2}', "a:"),  # the same key, once escaped
+        (b'{"x": "::::", "x": "y"}', "x"),  # the dropped value held more colons than the kept one
+    ],
+)
+def test_a_repeated_key_anywhere_is_refused(line, key):
+    with pytest.raises(JsonlError) as error:
+        list(iter_jsonl_bytes(line + b"\n", "f.jsonl"))
+    assert (error.value.problem, str(error.value)) == ("malformed", f"f.jsonl:1: malformed JSON: duplicate key {key!r}")
+
+
+def _nested_lists(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("line", "row"),
+    [
+        (b'{"n": 18446744073709551616, "m": -9223372036854775809}', {"n": 2**64, "m": -(2**63) - 1}),  # exact beyond 64 bits
+        (b'{"n": 123456789012345678901234567890}', {"n": 123456789012345678901234567890}),
+        (b'{"f": 1e400, "g": -1e400, "h": 0.1e-400}', {"f": float("inf"), "g": float("-inf"), "h": 0.0}),  # as Python reads them
+        (b'{"s": "\\ud800"}', {"s": "\ud800"}),  # a lone surrogate escape, kept as Python keeps it
+        (b'{"a\\u003a": "b\\u003A"}', {"a:": "b:"}),
+        (b'{"t": "k: v", "u": {"w": ":"}, "e": [], "o": {}}\r', {"t": "k: v", "u": {"w": ":"}, "e": [], "o": {}}),
+        (b'{"d": ' + b'[' * 300 + b']' * 300 + b'}', {"d": _nested_lists(300)}),  # deeper than orjson writes
+    ],
+)
+def test_values_read_as_python_reads_them(line, row):
+    assert list(iter_jsonl_bytes(line, "f.jsonl")) == [(1, row)]
+
+
+def test_doubles_read_bit_for_bit_as_python():
+    import random
+    import struct
+
+    rng = random.Random(13)
+    texts = [repr(struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]) for _ in range(5000)]
+    texts += [f"{rng.choice('-')}{rng.randrange(10**17)}.{rng.randrange(10**6)}e{rng.randrange(-330, 310)}" for _ in range(5000)]
+    texts += ["5e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "-0.0", "0.30000000000000004", "9007199254740993.0"]
+    texts = [t for t in texts if "n" not in t]  # nan/inf reprs are not JSON
+    content = "\n".join(f'{{"v": {t}}}' for t in texts).encode()
+    got = [struct.pack("<d", row["v"]) for _, row in iter_jsonl_bytes(content, "f.jsonl")]
+    assert got == [struct.pack("<d", float(t)) for t in texts]
+
+
+def test_random_lines_read_as_the_strict_python_reader_reads_them():
+    """Lines with repeated keys, colons, escapes and non-ASCII text: every line gives what
+    Python's json with the repeated-key hook gives, row or error."""
+    import json
+    import random
+
+    rng = random.Random(7)
+    words = ["a", "b:", ":", "k", "é:ü", "\u2028", "\\u003a", '\\"', "\\\\", "x\\u00e9", "1:2:3", " "]
+
+    def value(depth: int) -> str:
+        pick = rng.random()
+        if depth > 3 or pick < 0.3:
+            return rng.choice(['"' + rng.choice(words) + '"', str(rng.randrange(-10**20, 10**20)), "1.5e3", "true", "null", "-0"])
+        if pick < 0.5:
+            return "[" + ", ".join(value(depth + 1) for _ in range(rng.randrange(3))) + "]"
+        keys = [rng.choice(words) for _ in range(rng.randrange(4))]
+        return "{" + ", ".join(f'"{k}": {value(depth + 1)}' for k in keys) + "}"
+
+    def python_reading(line: str):
+        try:
+            row = json.loads(line, object_pairs_hook=_refuse_repeats)
+        except ValueError as exc:
+            return ("malformed", str(exc))
+        return ("row", row) if isinstance(row, dict) else ("not_object", None)
+
+    repeated = 0
+    for _ in range(3000):
+        line = value(0) if rng.random() < 0.1 else "{" + ", ".join(f'"{rng.choice(words)}": {value(1)}' for _ in range(rng.randrange(1, 5))) + "}"
+        expected = python_reading(line)
+        try:
+            got = ("row", next(iter(iter_jsonl_bytes(line.encode(), "f.jsonl")))[1])
+        except JsonlError as error:
+            got = (error.problem, str(error.cause) if error.cause else None)
+        repeated += expected[0] == "malformed"
+        assert got == expected, line
+    assert repeated > 300  # the random lines do hold many repeated keys
+
+
+def _refuse_repeats(pairs):
+    keys = [k for k, _ in pairs]
+    for position, k in enumerate(keys):
+        if k in keys[:position]:
+            raise ValueError(f"duplicate key {k!r}")
+    return dict(pairs)
