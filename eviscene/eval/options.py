@@ -31,7 +31,7 @@ from eviscene.rules.tool_families import TOOL_FAMILIES
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
 OCR_BACKEND = "rapidocr"
-DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-v1"
+DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-v2"  # v2: boxes wider than their text dropped (ocr.MAX_CHAR_ASPECT)
 
 
 class EvalOptions(BaseModel):
