@@ -11,6 +11,10 @@ and a threshold changed after them, so they are tuning seeds now too. 8000-8399 
 held-out split that replaced them: no threshold was chosen or checked against them before
 the figures in the README were measured once.
 
+`BLENDED_KINDS`, `blend` (a splice near the scene's colours with a feathered edge) and
+`tint` (a soft glow or shadow), came later (compare v5): the first kinds are strong-coloured
+and hard-edged, while releases' edits blend in.
+
 A transform maps a `Sample` (picture, truth mask of edited pixels, OCR-like text boxes)
 to a new one, carrying the mask and the boxes through every geometric change, so a
 benign copy knows where its printed text is (what the agent's OCR reports) and an edited
@@ -474,7 +478,10 @@ def tint(image: Image.Image, rng: np.random.Generator, area: float) -> tuple[Ima
     return Image.fromarray(out.clip(0, 255).astype(np.uint8)), opacity >= 0.15
 
 
-EDIT_KINDS = ("splice", "remove", "replace_text", "copy_move", "recolour", "blend", "tint")
+EDIT_KINDS = ("splice", "remove", "replace_text", "copy_move", "recolour")
+# Edits that blend in (compare v5); measured apart, since the held-out target was set for
+# the kinds above and these do not reach it yet (README, "Image forensics, measured").
+BLENDED_KINDS = ("blend", "tint")
 EDIT_FOLLOW_UPS = ("jpeg", "resize", "crop", "banner", "tone", "pad")
 
 
@@ -488,7 +495,7 @@ class EditCase:
 
 def edit_case(seed: int, kind: str, area: float) -> EditCase:
     """A reference picture and an edited copy of it (then one benign change and a save)."""
-    rng = np.random.default_rng([seed, EDIT_KINDS.index(kind), int(area * 1e4)])
+    rng = np.random.default_rng([seed, (EDIT_KINDS + BLENDED_KINDS).index(kind), int(area * 1e4)])
     base = photo(seed)
     boxes: list[Box] = []
     if kind == "splice":
