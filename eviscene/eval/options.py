@@ -31,7 +31,8 @@ from eviscene.rules.tool_families import TOOL_FAMILIES
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
 OCR_BACKEND = "rapidocr"
-DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-v1"
+OCR_CACHE_REVISION = "v2"  # v2: boxes wider than their text dropped (ocr.MAX_CHAR_ASPECT)
+DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-{OCR_CACHE_REVISION}"
 
 
 class EvalOptions(BaseModel):
@@ -183,7 +184,7 @@ def resolve_caches(options: EvalOptions) -> EvalOptions:
     if options.perception_cache_version is None:
         update["perception_cache_version"] = os.getenv("PERCEPTION_CACHE_VERSION", "").strip() or PERCEPTION_BACKEND
     if options.ocr_cache_version is None:
-        update["ocr_cache_version"] = os.getenv("OCR_CACHE_VERSION", "").strip() or f"{ocr_backend()}-v1"
+        update["ocr_cache_version"] = os.getenv("OCR_CACHE_VERSION", "").strip() or f"{ocr_backend()}-{OCR_CACHE_REVISION}"
     return options.model_copy(update=update) if update else options
 
 

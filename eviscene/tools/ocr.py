@@ -34,6 +34,14 @@ OCR_DECODE_SIDE = 1280
 on a 13000-pixel picture is legible at 1280; a 1080p photo is read at 2/3 scale), boxes
 scaled back to the original."""
 
+MAX_CHAR_ASPECT = 2.0
+"""A detected line is text only when its box is at most this many line heights wide per
+character read. Printed lines measure at most 0.85 (bundled release and tuning variants
+111-112 of its generator: captions, badges, handles, signs); the detector also boxes
+texture (a row of pines over a lake, 730 x 168 px) and reads one character in it, a box
+over 4 heights wide per character, which would hide that part of the picture from
+`compare` as printed text."""
+
 _engine: Any = None
 _engine_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -158,13 +166,21 @@ def _assemble(raw: list[Any], grey: np.ndarray) -> OcrResult:
         if len(details) >= 2 and details[0] and len(details[0]) == len(details[1]):
             text = _restore_spaces(grey, box, list(details[1]), details[0])
         text = " ".join(text.split())
-        if text:
+        if text and _wide_as_its_text(box, text):
             lines.append(OcrLine(text=text, confidence=round(float(score), 4),
                                  box=[[round(float(x), 1), round(float(y), 1)] for x, y in box]))
     rows = group_rows(lines)
     ordered = [line for row in rows for line in row]
     text = "\n".join(" ".join(line.text for line in row) for row in rows)
     return OcrResult(lines=ordered, text=text, width=width, height=height)
+
+
+def _wide_as_its_text(box: Any, text: str) -> bool:
+    """The box (four corners, clockwise from top-left) is no wider than MAX_CHAR_ASPECT of
+    its height per character of `text`."""
+    corners = np.asarray(box, dtype=np.float64)
+    width, height = np.linalg.norm(corners[1] - corners[0]), np.linalg.norm(corners[2] - corners[1])
+    return width <= MAX_CHAR_ASPECT * max(height, 1.0) * len(text)
 
 
 SPACE_GAP = 0.28

@@ -11,6 +11,10 @@ and a threshold changed after them, so they are tuning seeds now too. 8000-8399 
 held-out split that replaced them: no threshold was chosen or checked against them before
 the figures in the README were measured once.
 
+`BLENDED_KINDS`, `blend` (a splice near the scene's colours with a feathered edge) and
+`tint` (a soft glow or shadow), came later (compare v5): the first kinds are strong-coloured
+and hard-edged, while releases' edits blend in.
+
 A transform maps a `Sample` (picture, truth mask of edited pixels, OCR-like text boxes)
 to a new one, carrying the mask and the boxes through every geometric change, so a
 benign copy knows where its printed text is (what the agent's OCR reports) and an edited
@@ -447,7 +451,37 @@ def sign_pair(image: Image.Image, rng: np.random.Generator, area: float) -> tupl
     return pictures[0], pictures[1], mask, box
 
 
+def blend(image: Image.Image, rng: np.random.Generator, area: float) -> tuple[Image.Image, np.ndarray]:
+    """A spliced object blended in as a careful forger would: near the colours of the
+    scene around it, lightly textured, its edge feathered (σ 1.5-5 px), at 60-100 %
+    opacity. The mask is where the object shows at a quarter of its opacity or more."""
+    arr = np.asarray(image, np.float32).copy()
+    h, w = arr.shape[:2]
+    mask = _blob_mask(rng, (h, w), area)
+    colour = np.clip(arr[mask].mean(axis=0) + rng.uniform(-60, 60, 3), 0, 255)
+    texture = _noise(rng, h, w, int(rng.integers(6, 16)), 3)[..., None] * rng.uniform(10, 35)
+    opacity = cv2.GaussianBlur(mask.astype(np.float32), (0, 0), rng.uniform(1.5, 5.0)) * rng.uniform(0.6, 1.0)
+    out = arr * (1 - opacity[..., None]) + (colour + texture) * opacity[..., None]
+    return Image.fromarray(out.clip(0, 255).astype(np.uint8)), opacity >= 0.25
+
+
+def tint(image: Image.Image, rng: np.random.Generator, area: float) -> tuple[Image.Image, np.ndarray]:
+    """A soft local change of colour: a glow of fire (orange) or a shadow of smoke (dark
+    grey) laid over a blob at 35-70 % opacity with a wide soft edge (σ 3-8 px). The mask
+    is where it shows at 15 % opacity or more."""
+    arr = np.asarray(image, np.float32).copy()
+    h, w = arr.shape[:2]
+    mask = _blob_mask(rng, (h, w), area)
+    opacity = cv2.GaussianBlur(mask.astype(np.float32), (0, 0), rng.uniform(3.0, 8.0)) * rng.uniform(0.35, 0.7)
+    colour = np.array([255.0, 140.0, 40.0]) if rng.random() < 0.5 else np.array([40.0, 38.0, 36.0])
+    out = arr * (1 - opacity[..., None]) + colour * opacity[..., None]
+    return Image.fromarray(out.clip(0, 255).astype(np.uint8)), opacity >= 0.15
+
+
 EDIT_KINDS = ("splice", "remove", "replace_text", "copy_move", "recolour")
+# Edits that blend in (compare v5); measured apart, since the held-out target was set for
+# the kinds above and these do not reach it yet (README, "Image forensics, measured").
+BLENDED_KINDS = ("blend", "tint")
 EDIT_FOLLOW_UPS = ("jpeg", "resize", "crop", "banner", "tone", "pad")
 
 
@@ -461,7 +495,7 @@ class EditCase:
 
 def edit_case(seed: int, kind: str, area: float) -> EditCase:
     """A reference picture and an edited copy of it (then one benign change and a save)."""
-    rng = np.random.default_rng([seed, EDIT_KINDS.index(kind), int(area * 1e4)])
+    rng = np.random.default_rng([seed, (EDIT_KINDS + BLENDED_KINDS).index(kind), int(area * 1e4)])
     base = photo(seed)
     boxes: list[Box] = []
     if kind == "splice":
@@ -475,9 +509,12 @@ def edit_case(seed: int, kind: str, area: float) -> EditCase:
     elif kind == "copy_move":
         reference = base
         edited, mask = copy_move(base, rng, area)
-    else:
+    elif kind == "recolour":
         reference = base
         edited, mask = recolour(base, rng, area)
+    else:
+        reference = base
+        edited, mask = (blend if kind == "blend" else tint)(base, rng, area)
     follow_up = (str(rng.choice(EDIT_FOLLOW_UPS)),)
     query = apply(Sample(edited, mask, boxes, [kind]), follow_up, rng)
     return EditCase(kind, area, jpeg(reference, 90), query)

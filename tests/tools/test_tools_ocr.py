@@ -1,11 +1,12 @@
 import time
 
+import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 from tools_images import caption_banner, font, scene
 
 from eviscene.tools import OcrLine, aread_text, read_text
-from eviscene.tools.ocr import cached_text, group_rows
+from eviscene.tools.ocr import _assemble, cached_text, group_rows
 
 
 def words(text: str) -> list[str]:
@@ -54,6 +55,20 @@ def test_blank_image_reads_nothing(tmp_path):
     Image.new("RGB", (200, 100), "white").save(path)
     result = read_text(path)
     assert result.lines == [] and result.text == ""
+
+
+def test_a_box_far_wider_than_its_text_is_texture_not_a_line():
+    """The detector boxed a row of pines over a lake (730 x 168 px, turned a little) and
+    read one character in it: over four line heights per character, where printed text
+    takes under one. A line of the same character in a square box stays, as does a
+    caption whose 19 characters fill 170 x 23 px."""
+    grey = np.full((630, 800), 128, np.uint8)
+    raw = [
+        ([[55, 238], [783, 288], [771, 456], [43, 406]], "特", 0.91),
+        ([[9, 10], [179, 10], [179, 33], [9, 33]], "9:41 photos.example", 0.99),
+        ([[300, 500], [330, 500], [330, 530], [300, 530]], "特", 0.90),
+    ]
+    assert [line.text for line in _assemble(raw, grey).lines] == ["9:41 photos.example", "特"]
 
 
 def line(text, x0, y0, x1, y1):
