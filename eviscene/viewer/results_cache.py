@@ -224,8 +224,12 @@ class ResultCache:
             return self._live_rows.get((kind, run_id))
 
     def keep_live_rows(self, kind: str, rows: Any) -> None:
+        """Keep `rows` for their run; a run sealed since its rows were kept is read from what
+        its seal filed from then on, so its rows (every per-episode view's) are let go."""
         with self._lock:
             self._live_rows[(kind, rows.head.run_id)] = rows
+            for key in [key for key in self._live_rows if self.sealed(key[1])]:
+                del self._live_rows[key]
 
     def computing(self, kind: str, run_id: str, compute: Callable[[], Any], wait_s: float) -> float | None:
         """Run `compute` (what fills this cache for (`kind`, run)) on a thread of its own, once

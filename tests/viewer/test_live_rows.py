@@ -228,3 +228,18 @@ def test_a_computation_in_the_background_runs_once_and_its_error_reaches_the_pag
     assert calls == [1]  # asked three times, run once
     assert cache.computing("run", RUN, lambda: None, 30) is None  # a new one after the failed one: done
 
+
+
+def test_the_rows_of_a_run_that_was_sealed_are_let_go(tmp_path):
+    """A long-lived viewer keeps a live run's rows in memory; once that run is sealed, the
+    next rows it keeps (of any run) let them go."""
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_start, log)
+    cache = ResultCache(log.path, tmp_path / "runtime")
+    _numbers(log, cache)  # its runs row and dashboard
+    kept = cache.live_rows("dashboard", RUN)
+    assert kept is not None and cache.live_rows("run", RUN) is not None
+    log.seal([RUN])
+    assert cache.sealed(RUN)
+    cache.keep_live_rows("dashboard", kept)  # any later keep (here these rows again) lets every sealed run's go
+    assert cache.live_rows("dashboard", RUN) is None and cache.live_rows("run", RUN) is None
