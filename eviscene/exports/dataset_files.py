@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from eviscene.exports.dataset_views import ExportSettings
 from eviscene.exports.serialize import JsonlFiles, rows, write_json
 from eviscene.rules.canonical import canonical_json
+from eviscene.views import sql_text
 
 FORMATS = ("jsonl", "parquet")
 BATCH_ROWS = 2_000  # rows of text per Arrow batch: 10,000 held ~100 MiB more at 100k
@@ -92,20 +93,16 @@ def _value_sql(column: str, kind: str) -> str:
 def _members_sql(kinds: dict[str, str], keys: Iterable[str], *, when: str | None = None, otherwise_null: bool = False) -> str:
     """SQL text of `,"column":value` members, in order; where `when` does not hold, none (or each null)."""
     keys = list(keys)
-    parts = " || ".join(f"{_sql_literal(',' + json.dumps(key) + ':')} || {_value_sql(key, kinds[key])}" for key in keys)
+    parts = " || ".join(f"{sql_text(',' + json.dumps(key) + ':')} || {_value_sql(key, kinds[key])}" for key in keys)
     if when is None:
         return f"({parts})"
     otherwise = "".join(f",{json.dumps(key)}:null" for key in keys) if otherwise_null else ""
-    return f"(CASE WHEN {when} THEN {parts} ELSE {_sql_literal(otherwise)} END)"
+    return f"(CASE WHEN {when} THEN {parts} ELSE {sql_text(otherwise)} END)"
 
 
 def _object_sql(*members: str) -> str:
     """A JSON object's text from `_members_sql` parts (the first comma dropped)."""
     return f"'{{' || substr({' || '.join(members)}, 2) || '}}'"
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _text_batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[tuple[list[Any], ...]]:
@@ -232,7 +229,7 @@ def write_dataset(
     ))
     # seed DatasetTrajectorySFTExample: the trajectory, its counts unless it has them, then its dataset fields
     sft_fields = _object_sql(
-        _sql_literal(f',"dataset_version":{json.dumps(version)}'),
+        sql_text(f',"dataset_version":{json.dumps(version)}'),
         _members_sql(rows_kinds, ("split", "split_group_id", "source_family_keys", "teacher_score")),
     )
     holdout_fields = {"holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
