@@ -22,7 +22,7 @@ from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
 from eviscene.viewer.predicate import validate_predicate
-from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
+from eviscene.viewer.results_cache import DATASET_EXPORT, ResultCache, RunHead, run_head, run_heads
 from eviscene.views import narrow_to_group, narrow_to_runs
 
 # How long a page waits for a live run's first computation before it answers without its
@@ -448,7 +448,7 @@ def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None, found
     if found is None:
         return None
     event, head = found
-    numbers = cache.get("dataset-export", head)
+    numbers = cache.get(DATASET_EXPORT, head)
     if numbers is None:
         con = open_export(log, ExportSettings.from_dict(event["inputs"]))
         try:
@@ -459,7 +459,7 @@ def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None, found
         for kind in ("excluded", "fates"):
             for row in found_rows[kind]:
                 by_source[kind].setdefault(row.pop("source_id"), []).append(row)
-        numbers = cache.put("dataset-export", head, {**by_source, "group_sizes": found_rows["group_sizes"]})
+        numbers = cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"]})
     return event, numbers
 
 

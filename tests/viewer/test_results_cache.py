@@ -6,6 +6,7 @@ the cache as computed. Expectations are hand-computed from the events written he
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import anyio
@@ -189,3 +190,25 @@ def test_a_page_read_while_its_run_is_sealed_is_read_again_from_a_new_snapshot(l
     # 1 run.started + 1 gold import + 4 scheduled + 4 x (started, judged, finished) + run.finished
     assert data.read(log, "", reader, materialize=False, views=False) == [{"n": 1 + 1 + 4 + 4 * 3 + 1}]
     assert len(tries) == 2
+
+
+def test_an_exporter_edit_changes_the_key_of_a_dataset_exports_numbers_only(tmp_path, monkeypatch):
+    from eviscene.viewer import results_cache
+
+    package = tmp_path / "eviscene"
+    shutil.copytree(results_cache._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(results_cache, "_PACKAGE", package)
+    digests = lambda: (results_cache.code_digest.__wrapped__(False), results_cache.code_digest.__wrapped__(True))
+    before = digests()
+    with (package / "exports" / "dataset_views.py").open("a") as source:
+        source.write("# an exporter edit\n")
+    after_exporter = digests()
+    assert after_exporter[0] == before[0] and after_exporter[1] != before[1]  # cached runs rows and dashboards stay
+    with (package / "exports" / "serialize.py").open("a") as source:
+        source.write("# how every cached row is read\n")
+    after_serialize = digests()
+    assert after_serialize[0] != after_exporter[0] and after_serialize[1] != after_exporter[1]
+    with (package / "rules" / "canonical.py").open("a") as source:
+        source.write("# a rule edit\n")
+    after_rule = digests()
+    assert after_rule[0] != after_serialize[0] and after_rule[1] != after_serialize[1]
