@@ -90,6 +90,7 @@ def _run_rows(
             stale.append(run_id)
         else:
             found[run_id] = cached["row"]
+    nothing_kept = len(stale) == len(heads)  # a first look: one pass gives the sealed runs' rows, live runs or not
     live = [run_id for run_id in stale if not cache.sealed(run_id)]
     stale = [run_id for run_id in stale if run_id not in live]
     for run_id in list(live):
@@ -106,7 +107,7 @@ def _run_rows(
     if not stale:
         return found
     log.add_views(con, materialize=False, for_query=_RUN_QUERIES)
-    if every_run and len(stale) == len(heads):
+    if every_run and nothing_kept:
         rows = {r["run_id"]: r for r in fetch(con, _ALL_RUN_ROWS_SQL)}
         metrics = {r["run_id"]: r for r in fetch(con, _ALL_RUN_METRICS_SQL)}
         for run_id in stale:

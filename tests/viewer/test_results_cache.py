@@ -212,3 +212,26 @@ def test_an_exporter_edit_changes_the_key_of_a_dataset_exports_numbers_only(tmp_
         source.write("# a rule edit\n")
     after_rule = digests()
     assert after_rule[0] != after_serialize[0] and after_rule[1] != after_serialize[1]
+
+
+def test_a_first_look_at_every_run_reads_the_sealed_runs_in_one_pass_while_a_run_is_live(log, tmp_path, monkeypatch):
+    finished = ["finished-a", "finished-b"]
+    for run in finished:
+        anyio.run(_write_first, log, run)
+        anyio.run(_write_late, log, run)
+    log.seal()  # RUN (cases 0-2 answered) and both finished runs
+    live = "live-run"
+    anyio.run(_write_first, log, live)  # written after the seal: live
+    alone = {run: data.known_run(log, run, ResultCache(log.path, tmp_path / run)) for run in [RUN, *finished, live]}
+
+    computed_alone = []
+    scored_run_row = data._scored_run_row
+    monkeypatch.setattr(data, "_scored_run_row", lambda con, run_id: computed_alone.append(run_id) or scored_run_row(con, run_id))
+    every = {r["run_id"]: r for r in data.list_runs(log, ResultCache(log.path, tmp_path / "first-look"))}
+    assert computed_alone == [live]  # the sealed runs come from one pass over the log, the live run from its kept rows
+    assert every == alone
+    # Hand-computed: each finished run answered all 4 cases (case 3 wrong); RUN and the live run cases 0-2.
+    assert [(run, every[run]["episodes_finished"], every[run]["status"]) for run in finished] == [(run, 4, "completed") for run in finished]
+    assert all(every[run]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4) for run in finished)
+    assert all((every[run]["episodes_finished"], every[run]["accuracy"], every[run]["macro_f1"]) == (3, 0.75, pytest.approx(0.75))
+               for run in (RUN, live))
