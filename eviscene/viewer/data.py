@@ -428,12 +428,15 @@ ExportKey = tuple[dict[str, Any], RunHead]
 
 def _latest_export(con: duckdb.DuckDBPyConnection, run_id: str) -> ExportKey | None:
     """The newest export that read the run (its event), with the key its numbers are kept
-    under: the event and its sources' chain heads name exactly what a replay reads (a source
-    that grows gives a new key)."""
+    under in `con`'s snapshot (`_export_key`)."""
     found = fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
-    if not found:
-        return None
-    event = found[0]
+    return _export_key(con, found[0]) if found else None
+
+
+def _export_key(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> ExportKey:
+    """The export `event` with the key its numbers are kept under: the event and its sources'
+    chain heads in `con`'s snapshot name exactly what a replay of that snapshot reads (a
+    source that grows gives a new key)."""
     sources = [run_head(con, source) for source in event["inputs"]["sources"]]
     material = "\x1f".join([event["hash"], *(f"{h.run_id}:{h.last_seq}:{h.head}" for h in sources if h is not None)])
     return event, RunHead(event["run_id"], event["seq"], hashlib.sha256(material.encode()).hexdigest())
@@ -451,17 +454,24 @@ def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None, found
     event, head = found
     numbers = cache.get(DATASET_EXPORT, head)
     if numbers is None:
-        con = open_export(log, ExportSettings.from_dict(event["inputs"]))
-        try:
-            found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
-        finally:
-            con.close()
-        by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
-        for kind in ("excluded", "fates"):
-            for row in found_rows[kind]:
-                by_source[kind].setdefault(row.pop("source_id"), []).append(row)
-        numbers = cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"]})
+        numbers = read(log, "", lambda con: _replayed(con, log, event, cache), materialize=False, views=False)
     return event, numbers
+
+
+def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, Any], cache: ResultCache) -> dict[str, Any]:
+    """The numbers of the export `event` replayed in `con`'s snapshot, kept under the key of
+    that snapshot (a source may have grown since the caller read its key)."""
+    head = _export_key(con, event)[1]
+    numbers = cache.get(DATASET_EXPORT, head)
+    if numbers is not None:
+        return numbers
+    open_export(log, ExportSettings.from_dict(event["inputs"]), con)
+    found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
+    by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
+    for kind in ("excluded", "fates"):
+        for row in found_rows[kind]:
+            by_source[kind].setdefault(row.pop("source_id"), []).append(row)
+    return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"]})
 
 
 def latest_dataset_export(
