@@ -318,13 +318,14 @@ def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
     return label, counts[label] / len(scored)
 
 
-def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any]:
+def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache, sealed: bool) -> dict[str, Any]:
     """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
     over the run's events only (`events` narrowed to the run), each view computed once; a live
-    run's per-episode views from its rows kept across looks (live_rows.py)."""
+    run's (not `sealed`, as its caller decided once) per-episode views from its rows kept
+    across looks (live_rows.py), and its runs row with them."""
     run_id = head.run_id
     queries = " ".join(_DASHBOARD_SQL.values()) + " " + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
-    if cache.sealed(run_id):
+    if sealed:
         narrow_to_runs(con, (run_id,))
         log.add_views(con, materialize=True, for_query=queries)
     else:  # with the run's row, from the same rows
@@ -360,7 +361,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
             raise _no_run(log, run_id)
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
-        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache)), export
+        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed)), export
 
     head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
@@ -386,7 +387,7 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
         def plotted(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
             head = run_head(con, run_id)
             found = cache.get("dashboard", head)
-            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
+            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed=True))
 
         found = read(log, "", row_of, materialize=False, views=False)
         if found is None:

@@ -235,3 +235,26 @@ def test_a_first_look_at_every_run_reads_the_sealed_runs_in_one_pass_while_a_run
     assert all(every[run]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4) for run in finished)
     assert all((every[run]["episodes_finished"], every[run]["accuracy"], every[run]["macro_f1"]) == (3, 0.75, pytest.approx(0.75))
                for run in (RUN, live))
+
+
+def test_a_dashboard_begun_while_its_run_was_live_takes_its_runs_row_from_its_own_snapshot_when_the_run_is_sealed_meanwhile(
+        log, tmp_path, monkeypatch):
+    anyio.run(_write_late, log)
+    latest_export = data._latest_export
+
+    def sealed_meanwhile(con, run_id):  # the run is sealed after the page decided it was live
+        if ResultCache(log.path, tmp_path / "probe").sealed(run_id) is False:
+            log.seal()
+        return latest_export(con, run_id)
+
+    rows_asked = []
+    known_run = data.known_run
+    with monkeypatch.context() as patched:
+        patched.setattr(data, "_latest_export", sealed_meanwhile)
+        patched.setattr(data, "known_run", lambda *args: rows_asked.append(args[1]) or known_run(*args))
+        board = data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "runtime"))
+    assert rows_asked == []  # computed with the dashboard, as for the live run it was decided to be
+    assert board == data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "scratch"))  # and as the sealed run's
+    # Hand-computed: 4 cases answered, case 3 wrong.
+    assert (board["run"]["episodes_finished"], board["run"]["status"]) == (4, "completed")
+    assert board["run"]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4)
