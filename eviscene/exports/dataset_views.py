@@ -151,9 +151,12 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(definition.table_sql)
 
 
-def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConnection:
-    """A snapshot connection whose dataset views (as tables) are the export `settings` describe."""
-    con = log.connect(views=False)
+def open_export(log: EventLog, settings: ExportSettings, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
+    """A snapshot connection whose dataset views (as tables) are the export `settings`
+    describe: `con` (a snapshot without views, which its caller closes) when given, so what
+    else the caller read of that snapshot describes the same state, else a new one."""
+    owned = con is None
+    con = log.connect(views=False) if con is None else con
     try:
         _create_inputs(con, settings)
         native = _native_inputs(con, settings.native_runs) if settings.native_runs else None
@@ -165,6 +168,7 @@ def open_export(log: EventLog, settings: ExportSettings) -> duckdb.DuckDBPyConne
             _fill_native(con, *native)
         _materialize(con)
     except BaseException:
-        con.close()
+        if owned:
+            con.close()
         raise
     return con

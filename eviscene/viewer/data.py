@@ -22,7 +22,7 @@ from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
 from eviscene.viewer.predicate import validate_predicate
-from eviscene.viewer.results_cache import ResultCache, RunHead, run_head, run_heads
+from eviscene.viewer.results_cache import DATASET_EXPORT, ResultCache, RunHead, run_head, run_heads
 from eviscene.views import narrow_to_group, narrow_to_runs
 
 # How long a page waits for a live run's first computation before it answers without its
@@ -90,6 +90,7 @@ def _run_rows(
             stale.append(run_id)
         else:
             found[run_id] = cached["row"]
+    nothing_kept = len(stale) == len(heads)  # a first look: one pass gives the sealed runs' rows, live runs or not
     live = [run_id for run_id in stale if not cache.sealed(run_id)]
     stale = [run_id for run_id in stale if run_id not in live]
     for run_id in list(live):
@@ -106,7 +107,7 @@ def _run_rows(
     if not stale:
         return found
     log.add_views(con, materialize=False, for_query=_RUN_QUERIES)
-    if every_run and len(stale) == len(heads):
+    if every_run and nothing_kept:
         rows = {r["run_id"]: r for r in fetch(con, _ALL_RUN_ROWS_SQL)}
         metrics = {r["run_id"]: r for r in fetch(con, _ALL_RUN_METRICS_SQL)}
         for run_id in stale:
@@ -317,13 +318,14 @@ def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
     return label, counts[label] / len(scored)
 
 
-def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache) -> dict[str, Any]:
+def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache, sealed: bool) -> dict[str, Any]:
     """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
     over the run's events only (`events` narrowed to the run), each view computed once; a live
-    run's per-episode views from its rows kept across looks (live_rows.py)."""
+    run's (not `sealed`, as its caller decided once) per-episode views from its rows kept
+    across looks (live_rows.py), and its runs row with them."""
     run_id = head.run_id
     queries = " ".join(_DASHBOARD_SQL.values()) + " " + " ".join(_histogram_sql(rel, col) for _, rel, col in _HISTOGRAMS)
-    if cache.sealed(run_id):
+    if sealed:
         narrow_to_runs(con, (run_id,))
         log.add_views(con, materialize=True, for_query=queries)
     else:  # with the run's row, from the same rows
@@ -359,7 +361,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
             raise _no_run(log, run_id)
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
-        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache)), export
+        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed)), export
 
     head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
@@ -385,7 +387,7 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
         def plotted(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
             head = run_head(con, run_id)
             found = cache.get("dashboard", head)
-            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache))
+            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed=True))
 
         found = read(log, "", row_of, materialize=False, views=False)
         if found is None:
@@ -427,12 +429,15 @@ ExportKey = tuple[dict[str, Any], RunHead]
 
 def _latest_export(con: duckdb.DuckDBPyConnection, run_id: str) -> ExportKey | None:
     """The newest export that read the run (its event), with the key its numbers are kept
-    under: the event and its sources' chain heads name exactly what a replay reads (a source
-    that grows gives a new key)."""
+    under in `con`'s snapshot (`_export_key`)."""
     found = fetch(con, _LATEST_EXPORT_SQL, {"run": run_id}, ("manifest", "inputs"))
-    if not found:
-        return None
-    event = found[0]
+    return _export_key(con, found[0]) if found else None
+
+
+def _export_key(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> ExportKey:
+    """The export `event` with the key its numbers are kept under: the event and its sources'
+    chain heads in `con`'s snapshot name exactly what a replay of that snapshot reads (a
+    source that grows gives a new key)."""
     sources = [run_head(con, source) for source in event["inputs"]["sources"]]
     material = "\x1f".join([event["hash"], *(f"{h.run_id}:{h.last_seq}:{h.head}" for h in sources if h is not None)])
     return event, RunHead(event["run_id"], event["seq"], hashlib.sha256(material.encode()).hexdigest())
@@ -448,19 +453,26 @@ def _export_numbers(log: EventLog, run_id: str, cache: ResultCache | None, found
     if found is None:
         return None
     event, head = found
-    numbers = cache.get("dataset-export", head)
+    numbers = cache.get(DATASET_EXPORT, head)
     if numbers is None:
-        con = open_export(log, ExportSettings.from_dict(event["inputs"]))
-        try:
-            found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
-        finally:
-            con.close()
-        by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
-        for kind in ("excluded", "fates"):
-            for row in found_rows[kind]:
-                by_source[kind].setdefault(row.pop("source_id"), []).append(row)
-        numbers = cache.put("dataset-export", head, {**by_source, "group_sizes": found_rows["group_sizes"]})
+        numbers = read(log, "", lambda con: _replayed(con, log, event, cache), materialize=False, views=False)
     return event, numbers
+
+
+def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, Any], cache: ResultCache) -> dict[str, Any]:
+    """The numbers of the export `event` replayed in `con`'s snapshot, kept under the key of
+    that snapshot (a source may have grown since the caller read its key)."""
+    head = _export_key(con, event)[1]
+    numbers = cache.get(DATASET_EXPORT, head)
+    if numbers is not None:
+        return numbers
+    open_export(log, ExportSettings.from_dict(event["inputs"]), con)
+    found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
+    by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
+    for kind in ("excluded", "fates"):
+        for row in found_rows[kind]:
+            by_source[kind].setdefault(row.pop("source_id"), []).append(row)
+    return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"]})
 
 
 def latest_dataset_export(

@@ -9,7 +9,8 @@ folder: it can only change through a resume, which gives a new head) also on dis
 runtime directory (`EVISCENE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/eviscene`, else
 `<tmp>/eviscene-<uid>`), so a new `eviscene view` answers at once. The key also holds the log's
 path and a digest of the code that computed the result (the SQL views, the rules they call,
-the viewer's data code, DuckDB's and NumPy's versions): an upgrade never reads an old result.
+the viewer's data code, DuckDB's and NumPy's versions; the exporter's for a replayed dataset
+export's numbers only): an upgrade never reads an old result.
 A folder another user owns or may write is not used.
 
 A sealed run's results are also filed beside the log when it is sealed (`precompute` in
@@ -76,18 +77,26 @@ def run_head(con: duckdb.DuckDBPyConnection, run_id: str) -> RunHead | None:
     return _heads(con, con.execute(_RUN_LAST_SEQ_SQL, {"run": run_id}).fetchall()).get(run_id)
 
 
+# The kind of result the exporter computes (a replayed dataset export's numbers): only its
+# key holds the exporter's code, so an exporter edit keeps every other cached result.
+DATASET_EXPORT = "dataset-export"
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
 @functools.cache
-def code_digest() -> str:
-    """The code a cached result depends on, as one digest."""
+def code_digest(with_exporter: bool = False) -> str:
+    """The code a cached result depends on, as one digest; `with_exporter`: the exporter's
+    too (the viewer replays dataset exports with it)."""
     digest = hashlib.sha256(CACHE_FORMAT.encode())
     for definition in view_definitions():
         digest.update(f"\x1f{definition.path}\x1f{definition.sql}".encode())
-    package = Path(__file__).resolve().parents[1]
-    # The exporter too: the viewer replays dataset exports with it.
-    sources = sorted([*package.joinpath("rules").rglob("*.py"), *package.joinpath("exports").rglob("*.py"),
-                      package / "views.py", package / "viewer" / "data.py"])
-    for path in sources:
-        digest.update(f"\x1f{path.relative_to(package).as_posix()}\x1f".encode() + path.read_bytes())
+    # exports/serialize.py turns every result into the rows that are cached (`data.fetch`).
+    sources = {*_PACKAGE.joinpath("rules").rglob("*.py"), _PACKAGE / "views.py", _PACKAGE / "viewer" / "data.py",
+               _PACKAGE / "exports" / "serialize.py"}
+    if with_exporter:
+        sources.update(_PACKAGE.joinpath("exports").rglob("*.py"))
+    for path in sorted(sources):
+        digest.update(f"\x1f{path.relative_to(_PACKAGE).as_posix()}\x1f".encode() + path.read_bytes())
     digest.update(f"\x1fduckdb {duckdb.__version__}\x1fnumpy {np.__version__}".encode())
     return digest.hexdigest()
 
@@ -141,7 +150,7 @@ class ResultCache:
         self._lock = threading.Lock()
 
     def _key(self, kind: str, head: RunHead) -> str:
-        material = f"{code_digest()}\x1f{self.log_path}\x1f{kind}\x1f{head.run_id}\x1f{head.last_seq}\x1f{head.head}"
+        material = f"{code_digest(kind == DATASET_EXPORT)}\x1f{self.log_path}\x1f{kind}\x1f{head.run_id}\x1f{head.last_seq}\x1f{head.head}"
         return hashlib.sha256(material.encode()).hexdigest()
 
     def _prefix(self, kind: str, run_id: str) -> str:
@@ -151,7 +160,7 @@ class ResultCache:
     def _filed_name(kind: str, head: RunHead) -> str:
         """A result's file name beside the log: the log's own path is not in it (a moved or
         copied log keeps its results; a result names its run's exact events by the head)."""
-        key = hashlib.sha256(f"{code_digest()}\x1f{kind}\x1f{head.run_id}\x1f{head.last_seq}\x1f{head.head}".encode()).hexdigest()
+        key = hashlib.sha256(f"{code_digest(kind == DATASET_EXPORT)}\x1f{kind}\x1f{head.run_id}\x1f{head.last_seq}\x1f{head.head}".encode()).hexdigest()
         return f"{kind}-{hashlib.sha256(head.run_id.encode()).hexdigest()[:20]}-{key}.json"
 
     def sealed(self, run_id: str) -> bool:

@@ -10,11 +10,13 @@ import shutil
 import pytest
 
 from eviscene.errors import EvisceneError
+from eviscene.events import EpisodeScheduled
 from eviscene.exports import dataset_views
 from eviscene.analysis import why
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.viewer import data
-from eviscene.viewer.results_cache import ResultCache
+from eviscene.viewer.results_cache import DATASET_EXPORT, ResultCache
 
 from viewer_harness import eviscene
 
@@ -88,6 +90,44 @@ def test_a_dataset_export_is_replayed_once_per_state_of_what_it_read(logs, tmp_p
     eviscene(db, "dataset", "export", "--run", logs.run_a, "--one-rollout-per-case", "--out", str(tmp_path / "dataset-one"))
     newest = data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime))
     assert newest["out_dir"].endswith("dataset-one")
+
+
+def test_a_dataset_exports_numbers_are_filed_under_the_state_they_were_replayed_from(logs, tmp_path, monkeypatch):
+    db = tmp_path / "exported.duckdb"
+    shutil.copy(logs.demo, db)
+    eviscene(db, "dataset", "export", "--run", logs.run_a, "--out", str(tmp_path / "dataset"))
+    log = EventLog(db)
+    latest = lambda: data.read(log, "", lambda con: data._latest_export(con, logs.run_a), materialize=False, views=False)
+    older = latest()  # what a page read in its snapshot ...
+    # ... before run A grew: one more rollout of its first case, scheduled and never finished
+    # (a replay excludes it before it is a candidate; its head is what moves the key).
+    scheduled = log.sql("SELECT episode_id, payload FROM events WHERE run_id = ? AND type = 'episode.scheduled' ORDER BY seq LIMIT 1",
+                        [logs.run_a]).to_pylist()[0]
+    payload = {k: v for k, v in json.loads(scheduled["payload"]).items() if k != "type"}
+    grown = scheduled["episode_id"].rsplit("--r", 1)[0] + "--r099"
+    log.append(logs.run_a, [EventDraft(EpisodeScheduled(**{**payload, "rollout_index": 99}), episode_id=grown)])
+    newer = latest()
+    assert newer[0]["hash"] == older[0]["hash"] and newer[1] != older[1]  # the same export; its source grew
+
+    runtime = tmp_path / "runtime"
+    cache = ResultCache(log.path, runtime)
+    shown = data.latest_dataset_export(log, logs.run_a, cache, older)
+    # Replayed from the newest state: filed under that state's key, never under the older one.
+    assert cache.get(DATASET_EXPORT, older[1]) is None
+    numbers = cache.get(DATASET_EXPORT, newer[1])
+    assert numbers is not None and shown["excluded"] == numbers["excluded"].get(logs.run_a, [])
+    con = dataset_views.open_export(log, dataset_views.ExportSettings.from_dict(newer[0]["inputs"]))
+    try:
+        selected = {e for (e,) in con.execute("SELECT episode_id FROM rollout_selection WHERE source_id = ?", [logs.run_a]).fetchall()}
+    finally:
+        con.close()
+    assert {f["episode_id"] for f in numbers["fates"][logs.run_a]} == selected
+
+    def no_replay(*args, **kwargs):
+        raise AssertionError("replayed again")
+
+    monkeypatch.setattr(data, "open_export", no_replay)  # a new viewer reads the state's key and finds the numbers
+    assert set(data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))) == selected
 
 
 def test_sorting_and_paging_query_the_runs_table_computed_once_per_state_of_the_run(logs, tmp_path, monkeypatch):

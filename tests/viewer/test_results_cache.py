@@ -6,6 +6,7 @@ the cache as computed. Expectations are hand-computed from the events written he
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import anyio
@@ -189,3 +190,71 @@ def test_a_page_read_while_its_run_is_sealed_is_read_again_from_a_new_snapshot(l
     # 1 run.started + 1 gold import + 4 scheduled + 4 x (started, judged, finished) + run.finished
     assert data.read(log, "", reader, materialize=False, views=False) == [{"n": 1 + 1 + 4 + 4 * 3 + 1}]
     assert len(tries) == 2
+
+
+def test_an_exporter_edit_changes_the_key_of_a_dataset_exports_numbers_only(tmp_path, monkeypatch):
+    from eviscene.viewer import results_cache
+
+    package = tmp_path / "eviscene"
+    shutil.copytree(results_cache._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(results_cache, "_PACKAGE", package)
+    digests = lambda: (results_cache.code_digest.__wrapped__(False), results_cache.code_digest.__wrapped__(True))
+    before = digests()
+    with (package / "exports" / "dataset_views.py").open("a") as source:
+        source.write("# an exporter edit\n")
+    after_exporter = digests()
+    assert after_exporter[0] == before[0] and after_exporter[1] != before[1]  # cached runs rows and dashboards stay
+    with (package / "exports" / "serialize.py").open("a") as source:
+        source.write("# how every cached row is read\n")
+    after_serialize = digests()
+    assert after_serialize[0] != after_exporter[0] and after_serialize[1] != after_exporter[1]
+    with (package / "rules" / "canonical.py").open("a") as source:
+        source.write("# a rule edit\n")
+    after_rule = digests()
+    assert after_rule[0] != after_serialize[0] and after_rule[1] != after_serialize[1]
+
+
+def test_a_first_look_at_every_run_reads_the_sealed_runs_in_one_pass_while_a_run_is_live(log, tmp_path, monkeypatch):
+    finished = ["finished-a", "finished-b"]
+    for run in finished:
+        anyio.run(_write_first, log, run)
+        anyio.run(_write_late, log, run)
+    log.seal()  # RUN (cases 0-2 answered) and both finished runs
+    live = "live-run"
+    anyio.run(_write_first, log, live)  # written after the seal: live
+    alone = {run: data.known_run(log, run, ResultCache(log.path, tmp_path / run)) for run in [RUN, *finished, live]}
+
+    computed_alone = []
+    scored_run_row = data._scored_run_row
+    monkeypatch.setattr(data, "_scored_run_row", lambda con, run_id: computed_alone.append(run_id) or scored_run_row(con, run_id))
+    every = {r["run_id"]: r for r in data.list_runs(log, ResultCache(log.path, tmp_path / "first-look"))}
+    assert computed_alone == [live]  # the sealed runs come from one pass over the log, the live run from its kept rows
+    assert every == alone
+    # Hand-computed: each finished run answered all 4 cases (case 3 wrong); RUN and the live run cases 0-2.
+    assert [(run, every[run]["episodes_finished"], every[run]["status"]) for run in finished] == [(run, 4, "completed") for run in finished]
+    assert all(every[run]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4) for run in finished)
+    assert all((every[run]["episodes_finished"], every[run]["accuracy"], every[run]["macro_f1"]) == (3, 0.75, pytest.approx(0.75))
+               for run in (RUN, live))
+
+
+def test_a_dashboard_begun_while_its_run_was_live_takes_its_runs_row_from_its_own_snapshot_when_the_run_is_sealed_meanwhile(
+        log, tmp_path, monkeypatch):
+    anyio.run(_write_late, log)
+    latest_export = data._latest_export
+
+    def sealed_meanwhile(con, run_id):  # the run is sealed after the page decided it was live
+        if ResultCache(log.path, tmp_path / "probe").sealed(run_id) is False:
+            log.seal()
+        return latest_export(con, run_id)
+
+    rows_asked = []
+    known_run = data.known_run
+    with monkeypatch.context() as patched:
+        patched.setattr(data, "_latest_export", sealed_meanwhile)
+        patched.setattr(data, "known_run", lambda *args: rows_asked.append(args[1]) or known_run(*args))
+        board = data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "runtime"))
+    assert rows_asked == []  # computed with the dashboard, as for the live run it was decided to be
+    assert board == data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "scratch"))  # and as the sealed run's
+    # Hand-computed: 4 cases answered, case 3 wrong.
+    assert (board["run"]["episodes_finished"], board["run"]["status"]) == (4, "completed")
+    assert board["run"]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4)
