@@ -1,6 +1,6 @@
 """Is the case image a copy of a reference picture, and was a local region changed?
 
-Method (`align-ecc-blockdiff-v5`):
+Method (`align-ecc-blockdiff-v6`):
 1. Both images are trimmed of caption banners and uniform borders (`images.prepare`);
    the query also carries a hint of caption bands over it and, when given, OCR boxes.
 2. Alignment (`image_align.align`): scale + offset from query to reference.
@@ -30,7 +30,8 @@ Method (`align-ecc-blockdiff-v5`):
    `REGION_STRENGTH` times the threshold are changed regions, and so are groups of at
    least `SOLID_REGION` whose residual against the reference shifted by up to a pixel
    keeps a median of `SOLID_STRENGTH` times it (v5); the `GRID`×`GRID` blocks they reach
-   are the changed blocks.
+   are the changed blocks. A thin strip along the compared area's edge (`EDGE_STRIP`) is
+   kind `frame_edge` (v6): left out of the comparison, no evidence of an edit.
 7. `similarity` is the correlation of fine detail (difference of Gaussians, σ 1 and 4 px)
    over compared pixels outside changed regions; `layout_similarity` the plain grey
    correlation. Same picture: layout ≥ `LAYOUT_THRESHOLD` and either similarity ≥
@@ -97,7 +98,7 @@ from pydantic import BaseModel, Field
 from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
 from eviscene.tools.images import ImageInput, PreparedImage, prepare
 
-METHOD = "align-ecc-blockdiff-v5"
+METHOD = "align-ecc-blockdiff-v6"
 MATCH_THRESHOLD = 0.50
 LAYOUT_THRESHOLD = 0.60
 MAX_CHANGED = 0.5
@@ -124,6 +125,8 @@ FAINT_REGION = 0.04
 FAINT_OVER_PATCHES = 1.5  # a faint region stands for the patches it holds when this much larger
 SOLID_REGION = 0.005  # a region this large needs only SOLID_STRENGTH, measured with the reference free to shift a pixel
 SOLID_STRENGTH = 1.5
+EDGE_STRIP = 0.025  # a region this thin (of the picture's side) along the compared area's edge is a frame's residue
+EDGE_STRIP_ELONGATION = 4.0
 BAND_SHIFT = 14.0
 ECC_ITERATIONS = 40
 COLOUR_FIT_ROUNDS = 3
@@ -134,6 +137,7 @@ BAND_GAP = 0.06
 BAND_MOVED = 0.7  # share of a band row's pixels the band shifts by at least half of BAND_SHIFT
 MIN_BAND = 0.015
 CAPTION_ROWS_SHARE = 0.8
+NOT_EDITS = ("caption_rows", "frame_edge")  # region kinds listed, but no evidence of an edit
 MIRROR_TIE = 0.02  # thumbnail scan scores this close cannot tell a mirrored copy from one as it is
 
 
@@ -145,7 +149,9 @@ class ChangedRegion(BaseModel):
     area: float = Field(description="Fraction of the compared area.")
     kind: str = Field("content", description="`content`: the picture differs; `text`: printed text differs from the reference's text there; "
                                              "`caption_rows`: the picture differs only within the rows of a caption printed over it "
-                                             "(what the caption's band leaves), which does not tell an edit from the caption.")
+                                             "(what the caption's band leaves), which does not tell an edit from the caption; "
+                                             "`frame_edge`: a thin strip along the edge of the compared area (a frame, shadow or "
+                                             "credit strip the trim left a pixel or two of), not an edit.")
 
 
 class Comparison(BaseModel):
@@ -155,7 +161,7 @@ class Comparison(BaseModel):
     layout_similarity: float = Field(description="Correlation 0..1 of the aligned pictures' grey levels (overall layout).")
     match: bool = Field(description="The query shows the same picture as the reference.")
     threshold: float = Field(description="Similarity needed for a match.")
-    edited: bool = Field(description="A match with at least one locally changed region (other than `caption_rows`).")
+    edited: bool = Field(description="A match with at least one locally changed region (other than `caption_rows` or `frame_edge`).")
     changed_blocks: int = Field(description="Blocks of the GRID x GRID grid over the query touching a changed region.")
     total_blocks: int = Field(description="Blocks that were compared (not masked, inside the overlap).")
     changed_fraction: float = Field(description="Changed pixels as a fraction of the compared area.")
@@ -268,7 +274,7 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
         similarity=detail,
         layout_similarity=layout,
         match=match,
-        edited=match and any(region.kind != "caption_rows" for region in described),
+        edited=match and any(region.kind not in NOT_EDITS for region in described),
         changed_blocks=changed_blocks,
         total_blocks=total_blocks,
         changed_fraction=round(changed_fraction, 4),
@@ -345,6 +351,9 @@ def _changed_regions(residual: np.ndarray, steady: np.ndarray, threshold: float,
     area = float(usable.sum())
     regions = []
     for pixels, box, strength in _residual_groups(residual, threshold, usable, MIN_REGION * area):
+        if _edge_strip(box, usable):
+            regions.append(_Region(pixels=pixels, box=box, kind="frame_edge"))
+            continue
         solid = pixels.sum() >= SOLID_REGION * area and float(np.median(steady[pixels])) >= SOLID_STRENGTH * threshold
         if strength >= REGION_STRENGTH or (pixels.sum() >= LARGE_REGION * area and strength >= LARGE_REGION_STRENGTH) or solid:
             regions.append(_Region(pixels=pixels, box=box))
@@ -357,6 +366,25 @@ def _changed_regions(residual: np.ndarray, steady: np.ndarray, threshold: float,
         if strength >= LARGE_REGION_STRENGTH and pixels.sum() >= FAINT_OVER_PATCHES * sum(region.pixels.sum() for region in patches):
             regions = [region for region in regions if all(region is not patch for patch in patches)] + [_Region(pixels=pixels, box=box)]
     return regions
+
+
+def _edge_strip(box: tuple[int, int, int, int], usable: np.ndarray) -> bool:
+    """A thin strip (at most EDGE_STRIP of the picture's side across, EDGE_STRIP_ELONGATION
+    times as long) lying along an edge of the compared area: what a copy's own frame, shadow
+    or credit strip leaves where the trim stopped a pixel or two short (kind `frame_edge`:
+    left out of the comparison, no evidence of an edit). Seen on tuning variants 111, 113
+    and 114 of the bundled generator (0.7-1.2 % strips 1 % wide beside a credit strip)."""
+    x, y, bw, bh = box
+    h, w = usable.shape
+    cols, rows = np.flatnonzero(usable.any(axis=0)), np.flatnonzero(usable.any(axis=1))
+    if not len(cols):
+        return False
+    reach = 2  # pixels: the strip touches the edge
+    if bw <= EDGE_STRIP * w and bh >= EDGE_STRIP_ELONGATION * bw:
+        return x <= cols[0] + reach or x + bw >= cols[-1] + 1 - reach
+    if bh <= EDGE_STRIP * h and bw >= EDGE_STRIP_ELONGATION * bh:
+        return y <= rows[0] + reach or y + bh >= rows[-1] + 1 - reach
+    return False
 
 
 def _shift_tolerant_residual(q: np.ndarray, fitted: np.ndarray) -> np.ndarray:

@@ -59,6 +59,8 @@ def comparison_detail(comparison: Comparison) -> str:
         ignored.append(f"printed captions or badges over {comparison.masked_fraction:.0%} of the picture")
     if any(region.kind == "caption_rows" for region in comparison.regions):
         ignored.append("differences only within the rows of the printed caption (its band)")
+    if any(region.kind == "frame_edge" for region in comparison.regions):
+        ignored.append("thin strips along the picture's edge (a frame's residue)")
     if ignored:
         lines.append("Ignored on the case image: " + " and ".join(ignored) + ".")
     return "\n  ".join(lines)
@@ -69,7 +71,8 @@ def _differences(comparison: Comparison) -> str:
     for region in comparison.regions[:4]:
         where = f"x {region.x0:.0%}–{region.x1:.0%}, y {region.y0:.0%}–{region.y1:.0%} of the case picture"
         what = {"text": "the printed text differs from the text the reference shows there",
-                "caption_rows": "the picture differs only within the rows of the printed caption (its band; not an edit)"}.get(region.kind, "the picture differs")
+                "caption_rows": "the picture differs only within the rows of the printed caption (its band; not an edit)",
+                "frame_edge": "a thin strip along the picture's edge differs (a frame's residue; not an edit)"}.get(region.kind, "the picture differs")
         parts.append(f"{what} at {where}")
     more = len(comparison.regions) - len(parts)
     return "; ".join(parts) + (f"; and {more} more region(s)" if more > 0 else "")

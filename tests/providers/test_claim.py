@@ -24,3 +24,13 @@ def test_names_and_topic():
 def test_handles_and_hashtags_are_not_names():
     claim = parse_claim("@CityDesk Floodwaters sweep through Porto Alegre #RS 6 May 2024")
     assert claim.names == ["Porto Alegre"]
+
+
+def test_a_line_or_comma_ends_a_name():
+    # A badge or watermark on its own line must not join the caption's last name (tuning
+    # variants 113 and 115: "Hamburg Exclusive" and "Valparaiso MMM" are on no page).
+    claim = parse_claim("Fire breaks out on cargo\nship in port of Hamburg, 8\nNovember 2023\nEXCLUSIVE")
+    assert claim.names == ["Hamburg", "Exclusive"]
+    assert claim.date == date(2023, 11, 8)
+    assert parse_claim("Smoke over Valparaiso, Chile\nMMM").names == ["Valparaiso", "Chile", "MMM"]
+    assert parse_claim("Floods in Porto\nAlegre").names == ["Porto", "Alegre"]

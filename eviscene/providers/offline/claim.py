@@ -79,7 +79,9 @@ def parse_dates(text: str) -> list[date]:
 
 def parse_claim(ocr_text: str) -> Claim:
     text = " ".join(_HANDLE.sub(" ", ocr_text).split())
-    without_dates = text
+    # Printed lines kept apart: a badge or watermark on its own line ("EXCLUSIVE", "MMM")
+    # must not join the name that ends the caption's line.
+    without_dates = "\n".join(" ".join(line.split()) for line in _HANDLE.sub(" ", ocr_text).splitlines())
     for pattern, _ in _DATE_PATTERNS:
         without_dates = pattern.sub(" ", without_dates)
     names: list[str] = []
@@ -97,8 +99,11 @@ def parse_claim(ocr_text: str) -> Claim:
     sentence_start = True
     # A dash between spaces starts a new headline segment ("2019 - Forest fire ..."), as a
     # full stop does; a lone word before a colon is a dateline ("Tulsa: ..."), a name.
-    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|]|\s[-–—]\s", without_dates):
+    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|,\n]|\s[-–—]\s", without_dates):
         token = match.group()
+        if token in ",\n":  # a comma or a line's end ends a name, not the sentence ("Valparaiso, Chile")
+            close_phrase()
+            continue
         if token.strip() in ".!?:;|-–—":
             close_phrase()
             sentence_start = True

@@ -83,8 +83,8 @@ class Investigation:
     def _add_copy(self, item: dict[str, Any], similarity: float, edited: bool, *, direct: bool = False) -> None:
         known = self.copies.get(item["url"])
         published = _date(item.get("published"))
-        # A caption band's trace (`caption_rows`) is no evidence of an edit: not cited as one.
-        regions = [r for r in (item.get("comparison") or {}).get("regions") or [] if r.get("kind") != "caption_rows"] if edited else []
+        # A caption band's trace (`caption_rows`) or a frame's edge (`frame_edge`) is no evidence of an edit: not cited as one.
+        regions = [r for r in (item.get("comparison") or {}).get("regions") or [] if r.get("kind") not in ("caption_rows", "frame_edge")] if edited else []
         if known is None or similarity > known.similarity:
             self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity,
                                             edited or bool(known and known.edited), regions or (known.regions if known else []),
