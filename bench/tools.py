@@ -118,7 +118,7 @@ import numpy as np
 
 from eviscene.tools.corpus import Corpus
 from eviscene.tools.image_align import query_windows, scan_score, thumbnail
-from eviscene.tools.image_compare import compare, mirrored
+from eviscene.tools.image_compare import mirrored
 from eviscene.tools.image_index import ImageIndex
 from eviscene.tools.image_store import AnswerStore
 from eviscene.tools.images import prepare

@@ -95,6 +95,7 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, Field
 
+from eviscene.rules.compare_regions import NOT_EDITS
 from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
 from eviscene.tools.images import ImageInput, PreparedImage, prepare
 
@@ -137,7 +138,6 @@ BAND_GAP = 0.06
 BAND_MOVED = 0.7  # share of a band row's pixels the band shifts by at least half of BAND_SHIFT
 MIN_BAND = 0.015
 CAPTION_ROWS_SHARE = 0.8
-NOT_EDITS = ("caption_rows", "frame_edge")  # region kinds listed, but no evidence of an edit
 MIRROR_TIE = 0.02  # thumbnail scan scores this close cannot tell a mirrored copy from one as it is
 
 

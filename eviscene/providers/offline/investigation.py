@@ -16,6 +16,7 @@ from datetime import date
 from typing import Any
 
 from eviscene.providers.offline.claim import Claim, mentions, parse_claim, parse_dates
+from eviscene.rules.compare_regions import NOT_EDITS
 
 # A copy published this long before the claimed date shows the picture predates the claim.
 PREDATES_CLAIM_DAYS = 30
@@ -84,7 +85,7 @@ class Investigation:
         known = self.copies.get(item["url"])
         published = _date(item.get("published"))
         # A caption band's trace (`caption_rows`) or a frame's edge (`frame_edge`) is no evidence of an edit: not cited as one.
-        regions = [r for r in (item.get("comparison") or {}).get("regions") or [] if r.get("kind") not in ("caption_rows", "frame_edge")] if edited else []
+        regions = [r for r in (item.get("comparison") or {}).get("regions") or [] if r.get("kind") not in NOT_EDITS] if edited else []
         if known is None or similarity > known.similarity:
             self.copies[item["url"]] = Copy(item["evidence_id"], item["url"], item["image_url"], published, similarity,
                                             edited or bool(known and known.edited), regions or (known.regions if known else []),
