@@ -13,16 +13,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 
 import duckdb
 
-from eviscene.rules.runtime import runtime_dir
+from eviscene.rules.runtime import runtime_dir, write_replacing
 
 _HEADER_FIELDS = ("view", "grain", "key")
 # Part of the catalog cache's key: change it when what the cache holds changes.
@@ -86,14 +84,8 @@ def _cached_reads(texts: list[tuple[str, str]], names: set[str]) -> dict[str, fr
     except (OSError, ValueError, TypeError, AttributeError):  # none yet, or unreadable: find them
         pass
     found = {relative: frozenset(_names_in(_body(text), names)) for relative, text in texts}
-    try:  # written under a temporary name, then renamed: a reader never sees half a file
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, pending = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump({relative: sorted(reads) for relative, reads in found.items()}, out)
-        os.replace(pending, path)
-    except OSError:  # no writable runtime directory: the next process finds them again
-        pass
+    stored = json.dumps({relative: sorted(reads) for relative, reads in found.items()}).encode()
+    write_replacing(path, lambda out: out.write(stored))  # unwritable: the next process finds them again
     return found
 
 

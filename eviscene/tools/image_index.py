@@ -52,10 +52,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.rules.runtime import runtime_dir
+from eviscene.rules.runtime import runtime_dir, write_replacing
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
-from eviscene.tools.image_store import AnswerStore, picture_digest, write_replacing
+from eviscene.tools.image_store import AnswerStore, picture_digest
 from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
 
 if TYPE_CHECKING:

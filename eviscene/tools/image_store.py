@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-import tempfile
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Callable, Optional, TypeVar
+from typing import Callable, Optional, TypeVar
 
 import numpy as np
 
+from eviscene.rules.runtime import write_replacing
 from eviscene.tools.images import PreparedImage
 
 T = TypeVar("T")
@@ -97,20 +96,3 @@ class AnswerStore:
 
     def put(self, name: str, text: str) -> None:
         write_replacing(self._path(name), lambda out: out.write(text.encode("utf-8")))
-
-
-def write_replacing(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Write a runtime-directory file under a temporary name, then rename it: a reader never
-    sees half a file. One that cannot be written (no writable runtime directory, a full
-    disk) costs only its recomputation."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, pending = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "wb") as out:
-            write(out)
-        os.replace(pending, path)
-    except OSError:
-        Path(pending).unlink(missing_ok=True)
