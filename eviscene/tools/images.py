@@ -20,8 +20,9 @@ Banner rule (documented thresholds, none tied to a fixture):
   photo turned by a degree or two whose edge crosses the lines at a slant, within
   `TURNED_EDGE` of the line length further in, the border's colour on those lines
   lying in wedges from the line's ends;
-- a side is never trimmed past 45% of the image: a larger uniform area is the picture
-  itself (a product shot on white, a night sky), not a caption;
+- one frame's side is never trimmed past 45% of what is left of the image (nested frames
+  below apply it to each frame): a larger uniform area is the picture itself (a product
+  shot on white, a night sky), not a caption;
 - borders thinner than 2% of the image are kept: a photo's own dark or light rim would
   otherwise be trimmed on one copy and not on a resized one, and comparisons already
   ignore a thin rim;
