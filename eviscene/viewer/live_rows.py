@@ -52,6 +52,16 @@ GROUP_VIEWS = ("post_rollout_rewards",)
 # Episode-local views kept in part: the dashboard reads `steps` (every event of a finished
 # attempt) only for its gate decisions; a view computed over the kept rows may not read it.
 KEPT_SUBSETS = {"steps": "type = 'gate.decided'"}
+# Columns of episode-local views that nothing computed over the kept rows reads (the pages'
+# queries, the views over the rows, post_rollout_rewards too): each call's arguments,
+# observation, sources, data and hashes, each message's text, tool calls, hash and times.
+# They were most of a live run's kept memory (100k episodes: tool_calls 494 and model_calls
+# 268 of 1,119 MiB) and stay in the log; a view or query that named one over the kept rows
+# would fail to bind.
+UNKEPT_COLUMNS = {
+    "tool_calls": ("call_id", "arguments", "arguments_sha256", "observation", "sources", "data"),
+    "model_calls": ("provider", "model", "request_sha256", "content", "reasoning", "tool_calls", "started_at", "finished_at"),
+}
 _RUN_EVENTS = "run_events"  # the run's events, as views.narrow_to_runs names them
 
 
@@ -122,8 +132,7 @@ def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ..
         con.register(name, table)
     query = " ".join(names)
     log.add_views(con, materialize=True, for_query=query, provided=frozenset(given))
-    found = {name: con.sql(f"SELECT * FROM {name}" + (f" WHERE {KEPT_SUBSETS[name]}" if name in KEPT_SUBSETS else "")).to_arrow_table()
-             for name in names}
+    found = {name: con.sql(_kept_part(name)).to_arrow_table() for name in names}
     for definition in views_needed_by(query):
         if definition.name not in given:
             con.execute(f"DROP {'VIEW' if definition.name in KEPT_AS_VIEWS else 'TABLE'} IF EXISTS {definition.name}")
@@ -131,6 +140,12 @@ def _compute(con: duckdb.DuckDBPyConnection, log: EventLog, names: tuple[str, ..
         con.unregister(name)
     remove_functions(con)
     return found
+
+
+def _kept_part(name: str) -> str:
+    """The query of what is kept of view `name`'s rows."""
+    unkept = f" EXCLUDE ({', '.join(UNKEPT_COLUMNS[name])})" if name in UNKEPT_COLUMNS else ""
+    return f"SELECT *{unkept} FROM {name}" + (f" WHERE {KEPT_SUBSETS[name]}" if name in KEPT_SUBSETS else "")
 
 
 def _bring_up(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, kept: LiveRows | None, touched: set[str] | None,

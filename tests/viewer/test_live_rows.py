@@ -136,6 +136,10 @@ def test_new_episodes_and_a_retried_one_are_folded_in_and_every_number_equals_th
     assert folded.head.last_seq > first.head.last_seq
     assert folded.run_tables is first.run_tables  # no event of no episode: folded, not computed again
     assert len(folded.rows["tool_calls"].chunks) == 2  # the first look's rows, and the two touched episodes'
+    # The texts no page reads stay in the log: the kept tool calls hold no observation, the
+    # kept model calls no message (the views' rows have both).
+    assert "observation" not in folded.schemas["tool_calls"].names and "latency_ms" in folded.schemas["tool_calls"].names
+    assert "content" not in folded.schemas["model_calls"].names and "step" in folded.schemas["model_calls"].names
     assert shown == _views_numbers(log, RUN) and _board_extra(board) == _views_extra(log)
     assert (run, board) == _from_scratch(log, tmp_path, "scratch-1")  # every number, bootstrap and histograms too
     # By hand: 6 planned, 4 finished, the retried episode once, with its final attempt (no error).
