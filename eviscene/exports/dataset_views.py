@@ -26,6 +26,10 @@ from eviscene.views import KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_fu
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
 _NOT_MATERIALIZED = {"native_candidates"}
+# Left as views: each is read once by a view computed after it, or its readers each read
+# their own part (imported_rows: one file kind each), so a table would only hold a copy
+# (imported_rows and dataset_rows held ~100 MiB of JSONL lines and SFT records each at 100k).
+_READ_THROUGH = {"imported_rows", "trace_runtime_ids", "teacher_quality", "dataset_candidates", "dataset_rows"}
 # What a native run's candidates and records are computed from.
 _NATIVE_READS = f"native_candidates {VIEWS_READ}"
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
@@ -129,7 +133,8 @@ def _fill_native(con: duckdb.DuckDBPyConnection, candidates: pa.Table, records: 
 
 def _materialize(con: duckdb.DuckDBPyConnection) -> None:
     """Compute each dataset view once, in dependency order, as a temporary table of the
-    same name, or for a staging view into its export_snapshot table (the view then reads it)."""
+    same name, or for a staging view into its export_snapshot table (the view then reads
+    it); those in _READ_THROUGH stay views."""
     snapshots = {
         row[0]
         for row in con.execute(
@@ -137,9 +142,9 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
         ).fetchall()
     }
     for definition in view_definitions():
-        if not definition.path.startswith(DATASET_FOLDER) or definition.name in _NOT_MATERIALIZED:
-            continue
         name = definition.name
+        if not definition.path.startswith(DATASET_FOLDER) or name in _NOT_MATERIALIZED or name in _READ_THROUGH:
+            continue
         if name in snapshots:
             # computed once into its snapshot, which the view then reads (a second copy of
             # every trajectory record cost memory)
