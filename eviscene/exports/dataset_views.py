@@ -29,7 +29,7 @@ _NOT_MATERIALIZED = {"native_candidates"}
 # Left as views: each is read once by a view computed after it, or its readers each read
 # their own part (imported_rows: one file kind each), so a table would only hold a copy
 # (imported_rows and dataset_rows held ~100 MiB of JSONL lines and SFT records each at 100k).
-_READ_THROUGH = {"imported_rows", "trace_runtime_ids", "teacher_quality", "dataset_candidates", "dataset_rows"}
+_READ_THROUGH = {"imported_rows", "imported_documents", "trace_runtime_ids", "teacher_quality", "dataset_candidates", "dataset_rows"}
 # What a native run's candidates and records are computed from.
 _NATIVE_READS = f"native_candidates {VIEWS_READ}"
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
@@ -154,6 +154,33 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
         else:
             con.execute(f"DROP VIEW {name}")
             con.execute(definition.table_sql)
+
+
+def release_unread(con: duckdb.DuckDBPyConnection, still_read: str) -> None:
+    """Drop the computed dataset tables (and snapshots) that the views named in `still_read`
+    no longer need: once the decisions are made, the rows they were made from only hold
+    memory (~100 MiB at 100k while the files are written). Views left in place over a
+    dropped table fail loudly if read."""
+    definitions = {d.name: d for d in view_definitions() if d.path.startswith(DATASET_FOLDER)}
+    snapshots = {
+        row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'").fetchall()
+    }
+    needed: set[str] = set()
+    pending = [name for name in still_read.split() if name in definitions]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            if name in _READ_THROUGH:  # still a view: what it reads is read with it
+                pending += [read for read in definitions[name].reads if read in definitions]
+    for name in definitions:
+        if name in needed or name in _READ_THROUGH or name in _NOT_MATERIALIZED:
+            continue
+        if name in snapshots:
+            con.execute(f"DROP VIEW {name}")
+            con.execute(f"DROP TABLE export_snapshot.{name}")
+        else:
+            con.execute(f"DROP TABLE {name}")
 
 
 def open_export(log: EventLog, settings: ExportSettings, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:
