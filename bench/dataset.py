@@ -127,6 +127,39 @@ its orjson parse + serialization per line (~5 s); the import's hash-chained even
 file (writer ~7 s, seal ~6.5 s of 47 s CPU under cProfile at 100,000: DuckDB copying ~160 MB of
 blobs into the archive, then re-reading every segment to check the chain) and reading 100k
 files (~2 s in system calls).
+Fifth round (issue 13, the export's views and peak memory; py-spy, cProfile with a CPU clock,
+EXPLAIN ANALYZE per view, RSS sampled every 5 ms; 100,000 candidates at load 6-15): main's export
+took 9.9-10.6 s CPU, peak 1,354-1,373 MiB. The views ~6.5 s CPU: trace_runtime_ids' Python function
+ran twice per trace (DuckDB inlined the CTE and called it for the filter and again for the column:
+200,000 calls), candidate_episodes read each score's `total` with a Python call (py_text of a
+number), dataset_trajectories parsed every SFT record three times for its two counts, and each
+view copied its rows into a temporary table. Writing the files ~3.5 s CPU: an orjson parse and a
+canonical serialization per line, near their floor (~2.5 us per 1 KiB line each way). The peak:
+727 MiB of temporary tables (imported_rows 105 MiB of JSONL lines, dataset_rows 95 MiB with a
+second copy of every SFT record, imported_documents 64 MiB, dataset_candidates 34 MiB, ...),
+then the sort of dataset_rows while the files are written.
+Changes: the runtime ids' CTE is MATERIALIZED (one call per trace); imported_rows,
+imported_documents, trace_runtime_ids, teacher_quality, dataset_candidates and dataset_rows stay
+views (each is read once, or each reader reads its own file kind: the filter on kind reaches the
+blob scan); before the files are written the exporter drops the tables only the decisions read
+(release_unread, from the views dataset_files reads); dataset_trajectories reads its three fields
+with one json_extract; a JSON number score is read by DuckDB (py_truthy_double: the same double as
+Python's str() cast back, on 320k random and edge values). Same bytes: check_identical.sh, and
+the 100,000-candidate export compared file by file with main's. The import is unchanged.
+After, the export process alone at 100,000 on one imported log, alternating with main (load
+6-15): 9.9-10.6 -> 8.8-9.2 s CPU, peak 1,354-1,364 -> 960-1,065 MiB.
+Whole bench at 100,000, two pairs of main and this branch one after the other (load 10-14, then
+8-11): main export / baseline 0.99x and 0.92x time (15.4 vs 15.6 s, 10.3 vs 11.3 s), 1.35x and
+1.36x peak memory (1348, 1359 MiB), import + export 1.84x and 1.77x; this branch 0.88x and 0.81x
+time (14.2 vs 16.2 s, 17.7 vs 21.9 s), 1.05x and 0.99x peak memory (1055, 990 vs 1000 MiB), import
++ export 1.72x and 1.46x (the import, unchanged, 13.6 and 14.4 s: its share moves with the load).
+Left (goal 0.2x export, 0.5x import + export): the views (~5 s CPU at 100,000: the blob scan
+behind every trace, ~0.5 s per read, the runtime ids' Python walk ~0.5 s, rollout_selection's
+windows, split_components' recursion), the orjson parse + serialization of every line (~3 s),
+~0.7 s of module imports (pandas no longer among them); the import (13-14 s wall at load ~12: 100k files read and hashed, the strict
+JSONL check, one hash-chained event and blob per file, then the seal copying the blobs into the
+archive and re-reading every segment).
+
 """
 
 from __future__ import annotations

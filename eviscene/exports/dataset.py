@@ -19,9 +19,9 @@ import anyio
 
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
-from eviscene.exports.dataset_files import FORMATS, write_dataset
+from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
@@ -207,6 +207,7 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     con = open_export(log, resolved.settings)
     try:
         raise_first_problem(con)
+        release_unread(con, FILES_READ)
         with staged_directory(out_dir, "dataset output directory") as staging:
             manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt,
                                               export_concurrency=options.export_concurrency)

@@ -20,6 +20,8 @@ from eviscene.rules.canonical import canonical_json
 from eviscene.views import sql_text
 
 FORMATS = ("jsonl", "parquet")
+# The views write_dataset reads (the exporter drops what the decisions needed but these do not).
+FILES_READ = "dataset_summary dataset_rows perception_examples excluded_episodes imported_rows imported_documents imported_files dataset_sources"
 BATCH_ROWS = 2_000  # rows of text per Arrow batch: 10,000 held ~100 MiB more at 100k
 SPLITS = ("train", "validation", "test")
 # seed 002's episode_metadata fields; the last two only when the trajectory exported.

@@ -26,6 +26,10 @@ from eviscene.views import KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_fu
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
 _NOT_MATERIALIZED = {"native_candidates"}
+# Left as views: each is read once by a view computed after it, or its readers each read
+# their own part (imported_rows: one file kind each), so a table would only hold a copy
+# (imported_rows and dataset_rows held ~100 MiB of JSONL lines and SFT records each at 100k).
+_READ_THROUGH = {"imported_rows", "imported_documents", "trace_runtime_ids", "teacher_quality", "dataset_candidates", "dataset_rows"}
 # What a native run's candidates and records are computed from.
 _NATIVE_READS = f"native_candidates {VIEWS_READ}"
 # The split seed when none is given: sha256(seed:group_id) places each group. Stated here
@@ -129,7 +133,8 @@ def _fill_native(con: duckdb.DuckDBPyConnection, candidates: pa.Table, records: 
 
 def _materialize(con: duckdb.DuckDBPyConnection) -> None:
     """Compute each dataset view once, in dependency order, as a temporary table of the
-    same name, or for a staging view into its export_snapshot table (the view then reads it)."""
+    same name, or for a staging view into its export_snapshot table (the view then reads
+    it); those in _READ_THROUGH stay views."""
     snapshots = {
         row[0]
         for row in con.execute(
@@ -137,9 +142,9 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
         ).fetchall()
     }
     for definition in view_definitions():
-        if not definition.path.startswith(DATASET_FOLDER) or definition.name in _NOT_MATERIALIZED:
-            continue
         name = definition.name
+        if not definition.path.startswith(DATASET_FOLDER) or name in _NOT_MATERIALIZED or name in _READ_THROUGH:
+            continue
         if name in snapshots:
             # computed once into its snapshot, which the view then reads (a second copy of
             # every trajectory record cost memory)
@@ -149,6 +154,33 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
         else:
             con.execute(f"DROP VIEW {name}")
             con.execute(definition.table_sql)
+
+
+def release_unread(con: duckdb.DuckDBPyConnection, still_read: str) -> None:
+    """Drop the computed dataset tables (and snapshots) that the views named in `still_read`
+    no longer need: once the decisions are made, the rows they were made from only hold
+    memory (~100 MiB at 100k while the files are written). Views left in place over a
+    dropped table fail loudly if read."""
+    definitions = {d.name: d for d in view_definitions() if d.path.startswith(DATASET_FOLDER)}
+    snapshots = {
+        row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'").fetchall()
+    }
+    needed: set[str] = set()
+    pending = [name for name in still_read.split() if name in definitions]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            if name in _READ_THROUGH:  # still a view: what it reads is read with it
+                pending += [read for read in definitions[name].reads if read in definitions]
+    for name in definitions:
+        if name in needed or name in _READ_THROUGH or name in _NOT_MATERIALIZED:
+            continue
+        if name in snapshots:
+            con.execute(f"DROP VIEW {name}")
+            con.execute(f"DROP TABLE export_snapshot.{name}")
+        else:
+            con.execute(f"DROP TABLE {name}")
 
 
 def open_export(log: EventLog, settings: ExportSettings, con: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyConnection:

@@ -18,18 +18,24 @@ WITH records AS (
     SELECT s.source_id, py_strip(py_text(r.row->'episode_id')), r.row
     FROM dataset_sources s
     JOIN imported_rows r ON r.import_id = s.source_id AND r.kind = 'trajectory_sft'
+),
+-- each record is parsed once for the three fields read here
+fields AS (
+    SELECT source_id, episode_id, record,
+           json_extract(record, ['$.token_count_estimate', '$.tool_call_count', '$.messages']) AS f
+    FROM records
 )
 SELECT
     source_id,
     episode_id,
     record,
-    coalesce(TRY_CAST(record->>'token_count_estimate' AS BIGINT), octet_length(encode((record->'messages')::VARCHAR))) AS token_count_estimate,
+    coalesce(TRY_CAST(f[1]->>'$' AS BIGINT), octet_length(encode(f[3]::VARCHAR))) AS token_count_estimate,
     coalesce(
-        TRY_CAST(record->>'tool_call_count' AS BIGINT),
-        list_sum(list_transform(from_json(record->'messages', '["JSON"]'), lambda m: coalesce(json_array_length(m->'tool_calls'), 0)))::BIGINT,
+        TRY_CAST(f[2]->>'$' AS BIGINT),
+        list_sum(list_transform(json_extract(f[3], '$[*].tool_calls'), lambda calls: coalesce(json_array_length(calls), 0)))::BIGINT,
         0
     ) AS tool_call_count
-FROM records;
+FROM fields;
 CREATE TABLE IF NOT EXISTS export_snapshot.dataset_trajectories (
     source_id VARCHAR,
     episode_id VARCHAR,

@@ -18,7 +18,8 @@ WITH traces AS (
     JOIN dataset_sources s ON s.source_id = d.import_id
     WHERE d.kind = 'trace'
 ),
-listed AS (
+-- MATERIALIZED: inlined, DuckDB called the function twice per trace (for the filter and the column)
+listed AS MATERIALIZED (
     SELECT source_id, episode_id, trace_runtime_id_list(trace) AS runtime_ids FROM traces
 )
 SELECT source_id, episode_id, runtime_ids

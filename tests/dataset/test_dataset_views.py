@@ -55,6 +55,18 @@ def test_python_text_and_truthiness_macros(con, value, text, truthy):
     assert con.execute("SELECT py_text(?::JSON), py_truthy(?::JSON)", [value, value]).fetchone() == (text, truthy)
 
 
+@pytest.mark.parametrize(
+    "value, expected",
+    [("1.5", 1.5), ("7", 7.0), ("0.1", 0.1), ("0", None), ("-0.0", None), ("1e400", float("inf")),
+     # 2**53 + 1 has no double: Python's str() of the int, cast, rounds to 2**53 as DuckDB's read does
+     ("9007199254740993", 9007199254740992.0), ("123456789012345678901234567890", 1.2345678901234568e29),
+     ('"2.5"', 2.5), ('"abc"', None), ("true", None), ("null", None), ("[1]", None)],
+)
+def test_score_double_is_pythons_text_cast(con, value, expected):
+    # TRY_CAST(py_or_text(score) AS DOUBLE), a JSON number read without a Python call
+    assert con.execute("SELECT py_truthy_double(?::JSON)", [value]).fetchone()[0] == expected
+
+
 def test_dataset_views_are_empty_outside_an_export(con):
     for view in ("dataset_candidates", "rollout_selection", "split_components", "dataset_rows", "excluded_episodes", "dataset_problems"):
         assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] == 0, view
