@@ -27,7 +27,12 @@ CREATE OR REPLACE MACRO py_text(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j-
 -- `json.dumps(s)` (ensure_ascii): printable ASCII without quote or backslash is itself in quotes;
 -- any other string goes to Python.
 CREATE OR REPLACE MACRO py_json_string(s) AS CASE WHEN regexp_full_match(s, '[ !#-\[\]-~]*') THEN '"' || s || '"' ELSE json_ascii(s) END;
-CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(s, '^\s+|\s+$', '', 'g');
+-- `str.strip()`: the characters Python's str.isspace() calls white space (RE2's \s is only
+-- tab, newline, form feed, carriage return and space: an id ending in a no-break space
+-- or a vertical tab kept it).
+CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(
+    s, '^[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]+'
+       '|[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]+$', '', 'g');
 CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
     WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'
     WHEN 'NULL' THEN false

@@ -67,6 +67,18 @@ def test_score_double_is_pythons_text_cast(con, value, expected):
     assert con.execute("SELECT py_truthy_double(?::JSON)", [value]).fetchone()[0] == expected
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    # Python's str.strip(): a no-break space, a vertical tab, an ideographic space, a
+    # next-line and a file separator are white space; a zero-width space is not.
+    [(" case-1\t", "case-1"), ("case-1\u00a0", "case-1"), ("\u000bcase-1\u000b", "case-1"), ("\u3000case 1\u3000", "case 1"),
+     ("\u0085case-1\u001c", "case-1"), ("\u2007\u202fcase-1\u2029", "case-1"), ("case-1\u200b", "case-1\u200b"), ("\u00a0", "")],
+)
+def test_ids_are_stripped_as_python_strips_them(con, text, expected):
+    assert text.strip() == expected
+    assert con.execute("SELECT py_strip(?)", [text]).fetchone()[0] == expected
+
+
 def test_dataset_views_are_empty_outside_an_export(con):
     for view in ("dataset_candidates", "rollout_selection", "split_components", "dataset_rows", "excluded_episodes", "dataset_problems"):
         assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] == 0, view
