@@ -84,7 +84,7 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
     con = log.connect(views=False, materialize=True)  # materialize: its memory limit, spilling to disk
     try:
         narrow_to_runs(con, (run_id,))
-        log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS))
+        log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS), drop_unnamed=True)
         for stem, (view, order) in TABULAR_FILES.items():
             relation = con.sql(_query(view, order), params={"run_id": run_id})
             json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
