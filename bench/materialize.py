@@ -30,13 +30,30 @@ file by file, old and new code, same log). Same 10k log, alternating runs in one
 Whole materialize_run, old code then new, same log: 48.0 s, 903 MiB (load 26.9) and
 59.0 s, 713 MiB (load 23.0) -- times at these loads vary by more than the change.
 
-100k episodes (3.2M events), one generated log, the old code's run started after the new
-one's (this bench file run by each checkout's interpreter); compare the ratios to the plain
-Python pass of the same run and the peaks, not the seconds (loads 18 and 28):
+100k episodes (3.2M events), one generated log, each checkout's bench run by its own
+interpreter; compare the ratios to the plain Python pass of the same run and the peaks, not
+the seconds (the shared machine's load moved between 7 and 16 within minutes):
 
      episodes     events generate s  views s materialize s python pass s  ratio  peak MiB  load
 old    100000    3200003        1.3    182.2         184.4          27.0   6.84      2700  18.4
-new    100000    3200003        0.6    332.3         332.6          59.3   5.61      1895  28.1
+old    100000    3200003        0.6    332.3         332.6          59.3   5.61      1895  28.1
+old    100000    3200003        0.0     25.8          69.3           3.7  18.70      1931   7.7
+old    100000    3200003        0.1     48.5         136.5          11.9  11.49      1936   9.2
+new    100000    3200003        0.1     33.8          63.9           6.7   9.54      1943  14.1
+
+Where materialize's time went at 100k (per-view CREATE and per-file laps, load ~8): the
+views it reads ~52 s (model_calls 9.4, episode_evidence 8.2, tool_calls 8.0, whose two
+window functions over 800k rows are ~11 s of operator time, trace_audit_failures 7.7,
+episode_metrics 3.2, post_rollout_rewards 3.0), the eight tabular files ~13 s, SFT and
+perception ~4 s, traces ~32 s. Spilling to disk under the 1 GB limit cost much of the
+views' time: with a 6 GB limit they took ~37 s. Since then:
+- each trace file's bytes come from one ordered query per slice of 5,000 episodes, the
+  text put together in SQL (payloads verbatim, strings through to_json, which escapes as
+  orjson does but for nine control characters, sent to canonical_json) and written from
+  views of the slice's Arrow buffer: the trace lap went from ~32 s to ~17 s (load ~16);
+- a temporary table materialize does not write is dropped once every view reading it is
+  made (tool_calls' ~700 MB first): materialize alone peaks at ~1.5 GiB, not 1.6 GiB.
+The peak column is the whole bench process's, set while it computes all 59 views.
 """
 
 from __future__ import annotations

@@ -20,9 +20,15 @@ class EventLog(EventStore):
     """
 
     def add_views(
-        self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None, provided: frozenset[str] = frozenset()
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        materialize: bool,
+        for_query: str | None,
+        provided: frozenset[str] = frozenset(),
+        drop_unnamed: bool = False,
     ) -> None:
-        apply_views(con, materialize=materialize, for_query=for_query, provided=provided)
+        apply_views(con, materialize=materialize, for_query=for_query, provided=provided, drop_unnamed=drop_unnamed)
 
     def inline_views(self, con: duckdb.DuckDBPyConnection, query: str) -> str:
         return inline_views(con, query)

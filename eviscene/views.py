@@ -240,18 +240,26 @@ KEPT_AS_VIEWS = frozenset({"steps"})
 
 
 def apply_views(
-    con: duckdb.DuckDBPyConnection, *, materialize: bool = False, for_query: str | None = None, provided: frozenset[str] = frozenset()
+    con: duckdb.DuckDBPyConnection,
+    *,
+    materialize: bool = False,
+    for_query: str | None = None,
+    provided: frozenset[str] = frozenset(),
+    drop_unnamed: bool = False,
 ) -> None:
     """Create every view (or, given `for_query`, the views and functions it reads); with
     `materialize`, as temporary tables computed once each (for exports that read many views
     over one snapshot). Views named in `provided` are left out: the caller has put their rows
-    in the connection under their names (the viewer's rows of a live run, kept across looks)."""
+    in the connection under their names (the viewer's rows of a live run, kept across looks).
+    With `materialize` and `drop_unnamed`, a table `for_query` does not name is dropped once
+    every view that reads it is created (its memory then serves the rest, not the spill file)."""
     definitions = view_definitions() if for_query is None else views_needed_by(for_query)
     definitions = [d for d in definitions if d.name not in provided]
     if for_query is None:
         register_functions(con)
     else:
         _register_functions_named(con, for_query, definitions)
+    last_reader = _last_readers(definitions, _names_in(for_query or "", {d.name for d in definitions})) if drop_unnamed else {}
     for definition in definitions:
         sql = definition.sql
         if materialize and definition.name not in KEPT_AS_VIEWS:
@@ -260,6 +268,20 @@ def apply_views(
             con.execute(sql)
         except duckdb.Error as exc:
             raise RuntimeError(f"{definition.path}: {exc}") from exc
+        for name in [name for name, reader in last_reader.items() if reader == definition.name]:
+            con.execute(f"DROP TABLE {name}")
+
+
+def _last_readers(definitions: list[ViewDefinition], named: set[str]) -> dict[str, str]:
+    """Temporary table -> the last view (in creation order) that reads it, for the tables
+    neither `named` nor read by a view kept as a view (that one reads them when queried)."""
+    kept = named | {name for d in definitions if d.name in KEPT_AS_VIEWS for name in d.reads}
+    last: dict[str, str] = {}
+    for definition in definitions:
+        for name in definition.reads:
+            if name not in kept and name not in KEPT_AS_VIEWS:
+                last[name] = definition.name
+    return last
 
 
 def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:

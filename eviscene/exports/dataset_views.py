@@ -16,8 +16,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from eviscene.exports.serialize import json_bytes
-from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_records, trajectory_sft_records
+from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
@@ -89,7 +88,7 @@ def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> 
 def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Traces (with the sha256 of the file `materialize` writes), SFT trajectories and
     perception examples of one native run, as eviscene.exports.trajectories builds them."""
-    traces = {episode_id: json_bytes(trace) for episode_id, trace in trace_records(con, run_id)}
+    traces = {episode_id: b"".join(parts) for episode_id, parts in trace_texts(con, run_id)}
     trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id)}
     perception = {r["episode_id"]: canonical_json(r) for r in perception_records(con, run_id)}
     episodes = sorted(traces)

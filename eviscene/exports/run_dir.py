@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.serialize import batch_rows, json_bytes, rows, write_json, write_jsonl
+from eviscene.exports.serialize import batch_rows, rows, write_json, write_jsonl
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
-from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_records, trajectory_sft_records
+from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.views import narrow_to_runs
 
@@ -84,7 +84,7 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
     con = log.connect(views=False, materialize=True)  # materialize: its memory limit, spilling to disk
     try:
         narrow_to_runs(con, (run_id,))
-        log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS))
+        log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS), drop_unnamed=True)
         for stem, (view, order) in TABULAR_FILES.items():
             relation = con.sql(_query(view, order), params={"run_id": run_id})
             json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
@@ -107,7 +107,7 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
                 written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
         summary = rows(con.sql("SELECT * FROM run_summary WHERE run_id = ?", params=[run_id]).to_arrow_table())
         write_json(out_dir / "summary.json", summary[0] if summary else {"run_id": run_id, "num_samples": 0})
-        written["traces/"] = _write_traces(out_dir / "traces", trace_records(con, run_id))
+        written["traces/"] = _write_traces(out_dir / "traces", trace_texts(con, run_id))
         write_json(out_dir / "run_manifest.json", run_manifest(con, run_id, started, fmt))
     finally:
         con.close()
@@ -138,17 +138,18 @@ def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int
     return written
 
 
-def _write_traces(folder: Path, traces: Iterable[tuple[str, dict[str, Any]]]) -> int:
-    """One file per episode in a new folder. Traces are serialized and written in chunks on a
-    few threads (file creation overlaps), with at most `_TRACES_IN_FLIGHT` chunks pending: a
-    queue of every serialized trace (1.5 GB at 100k episodes) is never held."""
+def _write_traces(folder: Path, traces: Iterable[tuple[str, tuple[memoryview, ...]]]) -> int:
+    """One file per episode in a new folder, each the concatenation of its parts. Files are
+    written in chunks on a few threads (file creation overlaps the next slice's query), with
+    at most `_TRACES_IN_FLIGHT` chunks pending."""
     folder.mkdir()
     root = str(folder)
 
-    def write(chunk: list[tuple[str, dict[str, Any]]]) -> None:
-        for episode_id, trace in chunk:
+    def write(chunk: list[tuple[str, tuple[memoryview, ...]]]) -> None:
+        for episode_id, parts in chunk:
             with open(os.path.join(root, safe_trace_filename(episode_id)), "wb") as out:
-                out.write(json_bytes(trace))
+                for part in parts:
+                    out.write(part)
 
     written = 0
     pending: deque[Future[None]] = deque()

@@ -131,7 +131,3 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     """A small human-read JSON document (manifests, summaries), indented."""
     write_text(path, canonical_json_indented(record) + "\n")
 
-
-def json_bytes(record: dict[str, Any]) -> bytes:
-    """A compact canonical document (one trace of many)."""
-    return canonical_json_line(record)

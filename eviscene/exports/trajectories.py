@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import orjson
+import pyarrow as pa
 
-from eviscene.exports.serialize import batch_rows, rows
+from eviscene.exports.serialize import batch_rows
+from eviscene.rules.canonical import canonical_json
 from eviscene.rules.timestamps import UTC_TS_FORMAT
 
 TRACE_SCHEMA = "eviscene-trace-v1"
@@ -35,82 +36,101 @@ def _release_root(con: duckdb.DuckDBPyConnection, run_id: str) -> Path:
     return Path(benchmark).parent.parent
 
 
-def trace_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(episode_id, trace) for every finished episode, from its final attempt's steps."""
-    episodes = {
-        row["episode_id"]: row
-        for row in rows(
-            con.sql(
-                "SELECT e.episode_id, e.case_id, e.prompt_group_id, e.rollout_index, e.sampling_seed, e.image_path, "
-                "e.image_sha256, e.final_attempt, e.termination, e.error, e.verdict, e.confidence, e.verdict_basis, "
-                "p.payload AS perception "
-                "FROM episodes e LEFT JOIN steps p ON p.run_id = e.run_id AND p.episode_id = e.episode_id "
-                "AND p.type = 'perception.reported' WHERE e.run_id = ? AND e.finished",
-                params=[run_id],
-            ).to_arrow_table(),
-            ["verdict_basis"],
-            embed_json=True,
-        )
-    }
-    evidence: dict[str, list[dict[str, Any]]] = {}
-    for row in rows(
-        con.sql(
-            "SELECT episode_id, evidence_id, url, content_sha256, source_family, published, visited "
-            "FROM episode_evidence WHERE run_id = ? ORDER BY episode_id, first_call_index, evidence_id",
-            params=[run_id],
-        ).to_arrow_table()
-    ):
-        evidence.setdefault(row.pop("episode_id"), []).append(row)
-    # Each episode's steps array is assembled in SQL from the stored payload text and
-    # embedded verbatim: no payload is parsed or re-serialized in Python. Episodes go in
-    # slices, so the ordered aggregation never holds a large log's payloads at once.
-    ordered = sorted(episodes)
+# Control characters DuckDB's to_json escapes in upper-case hex (`\u001F`) where orjson
+# (canonical_json) writes lower case (`\u001f`); every other code point both write alike
+# (tests/exports/test_trace_text.py checks each), so only strings holding one go through Python.
+_UPPER_HEX_ESCAPES = r"[\x0b\x0e\x0f\x1a-\x1f]"
+
+
+def _json_text(column: str) -> str:
+    """SQL: the VARCHAR `column` as canonical_json writes it (NULL as null)."""
+    return (f"CASE WHEN {column} IS NULL THEN 'null' WHEN regexp_matches({column}, '{_UPPER_HEX_ESCAPES}') "
+            f"THEN canonical_json_text({column}) ELSE to_json({column})::VARCHAR END")
+
+
+def _json_number(column: str) -> str:
+    """SQL: an integer or boolean `column` as JSON (NULL as null)."""
+    return f"coalesce({column}::VARCHAR, 'null')"
+
+
+# A trace file is canonical_json of the trace with a newline, its keys sorted; here its text
+# is put together in SQL from the stored payloads (embedded verbatim, as orjson embeds a
+# Fragment) in rows that follow each other, ordered by (episode_id, part, step): the part
+# before the steps (0), each step with a comma after it (1), the part after them (2).
+_TRACE_ROWS_SQL = f"""
+WITH ep AS (
+    SELECT * FROM episodes WHERE run_id = $run_id AND finished AND episode_id BETWEEN $first AND $last
+),
+perception AS (
+    SELECT episode_id, arg_max(payload::VARCHAR, seq) AS payload FROM steps
+    WHERE run_id = $run_id AND type = 'perception.reported' AND episode_id BETWEEN $first AND $last GROUP BY episode_id
+),
+evidence AS (
+    SELECT episode_id, string_agg(
+        '{{"content_sha256":' || {_json_text("content_sha256")} || ',"evidence_id":' || {_json_text("evidence_id")}
+        || ',"published":' || {_json_text("published")} || ',"source_family":' || {_json_text("source_family")}
+        || ',"url":' || {_json_text("url")} || ',"visited":' || {_json_number("visited")} || '}}',
+        ',' ORDER BY first_call_index, evidence_id) AS items
+    FROM episode_evidence WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last GROUP BY episode_id
+)
+SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq,
+    '{{"attempt":' || {_json_number("ep.final_attempt")} || ',"case_id":' || {_json_text("ep.case_id")}
+    || ',"confidence":' || coalesce(canonical_json_number(ep.confidence), 'null')
+    || ',"episode_id":' || {_json_text("ep.episode_id")} || ',"error":' || {_json_text("ep.error")}
+    || ',"image_id":' || {_json_text("ep.episode_id")} || ',"run_id":' || {_json_text("$run_id")}
+    || ',"schema_version":"{TRACE_SCHEMA}","state":{{"investigation_state":{{"evidence":[' || coalesce(evidence.items, '')
+    || ']}},"perception":' || coalesce(nullif(perception.payload, ''), 'null')
+    || ',"rollout":{{"prompt_group_id":' || {_json_text("ep.prompt_group_id")}
+    || ',"rollout_index":' || {_json_number("ep.rollout_index")} || ',"sampling_seed":' || {_json_number("ep.sampling_seed")}
+    || '}},"runtime_case":{{"case_id":' || {_json_text("ep.case_id")} || ',"image_path":' || {_json_text("ep.image_path")}
+    || ',"image_sha256":' || {_json_text("ep.image_sha256")} || '}}}},"steps":[' AS text
+FROM ep LEFT JOIN perception USING (episode_id) LEFT JOIN evidence USING (episode_id)
+UNION ALL
+SELECT episode_id, 1, step, seq,
+    '{{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"' || strftime(ts, $ts_format)
+    || '","type":"' || type || '"}},'
+FROM steps WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last
+UNION ALL
+SELECT episode_id, 2, NULL, NULL,
+    '],"termination":' || {_json_text("termination")} || ',"verdict":' || {_json_text("verdict")}
+    || ',"verdict_basis":' || coalesce(verdict_basis::VARCHAR, 'null') || '}}' || chr(10)
+FROM ep
+ORDER BY episode_id, part, step, seq
+"""
+
+
+def _register_json_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """canonical_json itself, for the values SQL cannot write as it does (once per connection)."""
+    for name, kind in (("canonical_json_text", "VARCHAR"), ("canonical_json_number", "DOUBLE")):
+        try:
+            con.create_function(name, canonical_json, [kind], "VARCHAR", side_effects=False)
+        except duckdb.NotImplementedException:  # registered by an earlier export on this connection
+            pass
+
+
+def trace_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[str, tuple[memoryview, memoryview]]]:
+    """(episode_id, parts) for every finished episode with steps, from its final attempt:
+    the bytes of its trace file are the two parts one after the other (canonical_json of the
+    trace and a newline). Episodes go in slices, so a large log's payloads are never held at
+    once; the parts are views of one slice's text, not copies."""
+    _register_json_functions(con)
+    ordered = [e for (e,) in con.execute(
+        "SELECT episode_id FROM episodes WHERE run_id = ? AND finished ORDER BY episode_id", [run_id]
+    ).fetchall()]
     for start in range(0, len(ordered), _TRACE_SLICE):
-        first, last = ordered[start], ordered[min(start + _TRACE_SLICE, len(ordered)) - 1]
-        steps = con.sql(
-            """
-            SELECT episode_id, '[' || string_agg(
-                '{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"'
-                || strftime(ts, ?) || '","type":"' || type || '"}', ',' ORDER BY step) || ']' AS steps
-            FROM steps WHERE run_id = ? AND episode_id BETWEEN ? AND ? GROUP BY episode_id ORDER BY episode_id
-            """,
-            params=[UTC_TS_FORMAT, run_id, first, last],
-        ).to_arrow_reader(1_000)
-        for batch in steps:
-            columns = batch.to_pydict()
-            for episode_id, steps_json in zip(columns["episode_id"], columns["steps"]):
-                yield episode_id, _trace(run_id, episodes[episode_id], steps_json, evidence.get(episode_id, []))
-
-
-def _trace(run_id: str, episode: dict[str, Any], steps_json: str, evidence: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "schema_version": TRACE_SCHEMA,
-        "run_id": run_id,
-        "episode_id": episode["episode_id"],
-        "image_id": episode["episode_id"],
-        "case_id": episode["case_id"],
-        "attempt": episode["final_attempt"],
-        "verdict": episode["verdict"],
-        "confidence": episode["confidence"],
-        "verdict_basis": episode["verdict_basis"],
-        "termination": episode["termination"],
-        "error": episode["error"],
-        "state": {
-            "runtime_case": {
-                "case_id": episode["case_id"],
-                "image_path": episode["image_path"],
-                "image_sha256": episode["image_sha256"],
-            },
-            "rollout": {
-                "prompt_group_id": episode["prompt_group_id"],
-                "rollout_index": episode["rollout_index"],
-                "sampling_seed": episode["sampling_seed"],
-            },
-            "perception": orjson.Fragment(episode["perception"]) if episode["perception"] else None,
-            "investigation_state": {"evidence": evidence},
-        },
-        "steps": orjson.Fragment(steps_json),
-    }
+        params = {"run_id": run_id, "first": ordered[start], "last": ordered[min(start + _TRACE_SLICE, len(ordered)) - 1],
+                  "ts_format": UTC_TS_FORMAT}
+        table = con.sql(_TRACE_ROWS_SQL, params=params).to_arrow_table()
+        text = table.column("text").combine_chunks()  # one buffer: an episode's rows lie side by side in it
+        width = "q" if pa.types.is_large_string(text.type) else "i"
+        offsets = memoryview(text.buffers()[1]).cast(width)[text.offset:]
+        data = memoryview(text.buffers()[2])
+        parts = table.column("part").to_pylist()
+        heads = [i for i, part in enumerate(parts) if part == 0]
+        tails = [i for i, part in enumerate(parts) if part == 2]
+        for episode_id, head, tail in zip(table.column("episode_id").take(heads).to_pylist(), heads, tails):
+            if tail > head + 1:  # the comma after the last step dropped
+                yield episode_id, (data[offsets[head]:offsets[tail] - 1], data[offsets[tail]:offsets[tail + 1]])
 
 
 def _sft_messages(request: dict[str, Any], final: dict[str, Any]) -> list[dict[str, Any]]:

@@ -350,3 +350,20 @@ def test_views_materialize_parquet_through_the_cli(views_log, tmp_path):
     manifest = json.loads((out / "run_manifest.json").read_text())
     assert manifest["artifacts"]["run_results"] == "run_results.parquet"
     assert len(list((out / "traces").iterdir())) == 14
+
+
+def test_views_materialized_tables_dropped_once_read(views_log, planned):
+    """With drop_unnamed, tool_calls (read by episode_evidence only) is gone once
+    episode_evidence is computed; episodes stays, since the `steps` view reads it."""
+    con = views_log.connect(views=False, materialize=True)
+    try:
+        views_log.add_views(con, materialize=True, for_query="SELECT * FROM episode_evidence", drop_unnamed=True)
+        tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+        assert tables == {"episodes", "episode_evidence"}
+        assert con.execute(
+            "SELECT evidence_id, visited FROM episode_evidence WHERE episode_id = ? ORDER BY first_call_index",
+            [planned["correct"].episode_id],
+        ).fetchall() == [("ev-1", True), ("ev-2", False)]
+        assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ?", [planned["correct"].episode_id]).fetchall() == [(16,)]
+    finally:
+        con.close()
