@@ -361,7 +361,7 @@ def test_views_materialized_tables_dropped_once_read(views_log, planned):
         tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
         assert tables == {"episodes", "episode_evidence"}
         assert con.execute(
-            "SELECT evidence_id, visited FROM episode_evidence WHERE episode_id = ? ORDER BY first_call_index",
+            "SELECT evidence_id, visited FROM episode_evidence WHERE episode_id = ? ORDER BY evidence_id",
             [planned["correct"].episode_id],
         ).fetchall() == [("ev-1", True), ("ev-2", False)]
         assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ?", [planned["correct"].episode_id]).fetchall() == [(16,)]
