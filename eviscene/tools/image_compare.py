@@ -89,10 +89,12 @@ re-toning's faint group lies on colours rare elsewhere in the picture, while an 
 changes, in one place, colours that the rest of the picture shows unchanged. Of the benign
 faint groups of 2 % or more there (three, 2.2-3.65 %), at most 0.63 of the pixels had a
 colour (`COLOUR_BIN` = 16 levels per channel) held by `COMMON_COLOUR` = 0.1 % of the
-compared area elsewhere; of the faint edits on tuning variants 117 and 118 (funnels, plumes,
-fireballs; 1-7 %), 0.88-1.00, and a shade of 3 % over a sky's gradient 0.82-0.86; hence
+compared area elsewhere; of the faint edits on tuning variants 114, 117 and 118 (funnels,
+plumes, fireballs; 1-7 %), 0.88-1.00 (the two funnels 0.99 and 1.00, keeping 1.6x after
+what their colours show elsewhere is taken off), and a shade of 3 % over a sky's gradient
+0.82-0.86; hence
 `COMMON_SHARE` = 0.75 from `FAINT_COMMON_REGION` = 2 % up, with what the colour shows
-elsewhere taken off its residual (the funnels keep 1.6x; a fit erring by colour would not).
+elsewhere taken off its residual (a fit erring by colour would not keep LARGE_REGION_STRENGTH).
 A forger's splice blends in: near
 the scene's colours, a feathered edge (the suite's `blend` and `tint` kinds; tuning variant
 111 of the bundled generator: a grey fin over brown water in a halved copy, 0.8 % at 2.1x)
