@@ -20,6 +20,7 @@ from importlib.resources.abc import Traversable
 
 import duckdb
 
+from eviscene.rules import jsonl, python_text
 from eviscene.rules.runtime import runtime_dir, write_replacing
 
 _HEADER_FIELDS = ("view", "grain", "key")
@@ -206,6 +207,9 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
 }
 
+# name -> the macro's parameters and body: rules SQL reads as Python does (white space, JSONL lines).
+_MACROS = {**python_text.SQL_MACROS, **jsonl.SQL_MACROS}
+
 
 def remove_functions(con: duckdb.DuckDBPyConnection) -> None:
     """Remove the rules' functions `con` has (to apply views to it again)."""
@@ -223,7 +227,8 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
     and its lookup; trace file names by the seed layout and the materialized run directory; a trace's runtime ids by the dataset views;
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
     and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
-    seed 002's split defaults by the dataset settings' default row. All of them, or those in
+    seed 002's split defaults by the dataset settings' default row; Python's white space by
+    every view that strips a text or skips a blank line (SQL macros). All of them, or those in
     `names`."""
     for name, (module, function, parameters, returns, special_nulls) in _FUNCTIONS.items():
         if names is None or name in names:
@@ -231,6 +236,9 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
                 name, getattr(import_module(module), function), list(parameters), returns,
                 **({"null_handling": "special"} if special_nulls else {}), side_effects=False,
             )
+    for name, macro in _MACROS.items():
+        if names is None or name in names:
+            con.execute(f"CREATE OR REPLACE TEMP MACRO {name}{macro}")
 
 
 # Views a materialized connection still reads through rather than copies: `steps` is every
@@ -299,7 +307,7 @@ def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:
 
 
 def _register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:
-    register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), set(_FUNCTIONS)))
+    register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), {*_FUNCTIONS, *_MACROS}))
 
 
 # ------------------------------------------------------------------- narrowed snapshots
