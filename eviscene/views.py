@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import import_module, resources
 from importlib.resources.abc import Traversable
@@ -280,14 +281,29 @@ def apply_views(
             con.execute(f"DROP TABLE {name}")
 
 
+def still_read(definitions: dict[str, ViewDefinition], named: Iterable[str], kept_as_views: Collection[str]) -> set[str]:
+    """The views in `named` and everything they read through views kept as views (`kept_as_views`:
+    such a view reads its inputs when it is queried): what a connection must keep while the
+    views in `named` are still to be read. Names outside `definitions` are left out."""
+    needed: set[str] = set()
+    pending = [name for name in named if name in definitions]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            if name in kept_as_views:
+                pending += [read for read in definitions[name].reads if read in definitions]
+    return needed
+
+
 def _last_readers(definitions: list[ViewDefinition], named: set[str]) -> dict[str, str]:
     """Temporary table -> the last view (in creation order) that reads it, for the tables
-    neither `named` nor read by a view kept as a view (that one reads them when queried)."""
-    kept = named | {name for d in definitions if d.name in KEPT_AS_VIEWS for name in d.reads}
+    still read neither by `named` nor by a view kept as a view."""
+    kept = still_read({d.name: d for d in definitions}, named | KEPT_AS_VIEWS, KEPT_AS_VIEWS)
     last: dict[str, str] = {}
     for definition in definitions:
         for name in definition.reads:
-            if name not in kept and name not in KEPT_AS_VIEWS:
+            if name not in kept:
                 last[name] = definition.name
     return last
 
