@@ -14,12 +14,14 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 
 import duckdb
 
+from eviscene.rules import jsonl, python_text
 from eviscene.rules.runtime import runtime_dir, write_replacing
 
 _HEADER_FIELDS = ("view", "grain", "key")
@@ -206,6 +208,9 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
 }
 
+# name -> the macro's parameters and body: rules SQL reads as Python does (white space, JSONL lines).
+_MACROS = {**python_text.SQL_MACROS, **jsonl.SQL_MACROS}
+
 
 def remove_functions(con: duckdb.DuckDBPyConnection) -> None:
     """Remove the rules' functions `con` has (to apply views to it again)."""
@@ -223,7 +228,8 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
     and its lookup; trace file names by the seed layout and the materialized run directory; a trace's runtime ids by the dataset views;
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
     and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
-    seed 002's split defaults by the dataset settings' default row. All of them, or those in
+    seed 002's split defaults by the dataset settings' default row; Python's white space by
+    every view that strips a text or skips a blank line (SQL macros). All of them, or those in
     `names`."""
     for name, (module, function, parameters, returns, special_nulls) in _FUNCTIONS.items():
         if names is None or name in names:
@@ -231,6 +237,9 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
                 name, getattr(import_module(module), function), list(parameters), returns,
                 **({"null_handling": "special"} if special_nulls else {}), side_effects=False,
             )
+    for name, macro in _MACROS.items():
+        if names is None or name in names:
+            con.execute(f"CREATE OR REPLACE TEMP MACRO {name}{macro}")
 
 
 # Views a materialized connection still reads through rather than copies: `steps` is every
@@ -272,14 +281,29 @@ def apply_views(
             con.execute(f"DROP TABLE {name}")
 
 
+def still_read(definitions: dict[str, ViewDefinition], named: Iterable[str], kept_as_views: Collection[str]) -> set[str]:
+    """The views in `named` and everything they read through views kept as views (`kept_as_views`:
+    such a view reads its inputs when it is queried): what a connection must keep while the
+    views in `named` are still to be read. Names outside `definitions` are left out."""
+    needed: set[str] = set()
+    pending = [name for name in named if name in definitions]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            if name in kept_as_views:
+                pending += [read for read in definitions[name].reads if read in definitions]
+    return needed
+
+
 def _last_readers(definitions: list[ViewDefinition], named: set[str]) -> dict[str, str]:
     """Temporary table -> the last view (in creation order) that reads it, for the tables
-    neither `named` nor read by a view kept as a view (that one reads them when queried)."""
-    kept = named | {name for d in definitions if d.name in KEPT_AS_VIEWS for name in d.reads}
+    still read neither by `named` nor by a view kept as a view."""
+    kept = still_read({d.name: d for d in definitions}, named | KEPT_AS_VIEWS, KEPT_AS_VIEWS)
     last: dict[str, str] = {}
     for definition in definitions:
         for name in definition.reads:
-            if name not in kept and name not in KEPT_AS_VIEWS:
+            if name not in kept:
                 last[name] = definition.name
     return last
 
@@ -299,7 +323,7 @@ def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:
 
 
 def _register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:
-    register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), set(_FUNCTIONS)))
+    register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), {*_FUNCTIONS, *_MACROS}))
 
 
 # ------------------------------------------------------------------- narrowed snapshots

@@ -20,7 +20,9 @@ from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
-from eviscene.views import KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_functions, view_definitions, views_needed_by, widen_to_log
+from eviscene.views import (
+    KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_functions, still_read, view_definitions, views_needed_by, widen_to_log,
+)
 
 DATASET_FOLDER = "sql/70_dataset/"
 # Computed per run by the exporter (native_candidate_input), never materialized whole.
@@ -155,8 +157,8 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(definition.table_sql)
 
 
-def release_unread(con: duckdb.DuckDBPyConnection, still_read: str) -> None:
-    """Drop the computed dataset tables (and snapshots) that the views named in `still_read`
+def release_unread(con: duckdb.DuckDBPyConnection, files_read: str) -> None:
+    """Drop the computed dataset tables (and snapshots) that the views named in `files_read`
     no longer need: once the decisions are made, the rows they were made from only hold
     memory (~100 MiB at 100k while the files are written). Views left in place over a
     dropped table fail loudly if read."""
@@ -164,14 +166,7 @@ def release_unread(con: duckdb.DuckDBPyConnection, still_read: str) -> None:
     snapshots = {
         row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'").fetchall()
     }
-    needed: set[str] = set()
-    pending = [name for name in still_read.split() if name in definitions]
-    while pending:
-        name = pending.pop()
-        if name not in needed:
-            needed.add(name)
-            if name in _READ_THROUGH:  # still a view: what it reads is read with it
-                pending += [read for read in definitions[name].reads if read in definitions]
+    needed = still_read(definitions, files_read.split(), _READ_THROUGH)
     for name in definitions:
         if name in needed or name in _READ_THROUGH or name in _NOT_MATERIALIZED:
             continue

@@ -7,6 +7,8 @@ A line is read by orjson where that provably gives Python's reading (`_read_fast
 Python's json with a hook per object (three times slower).
 Every problem is a `JsonlError` naming ``<file>:<line>``; callers turn it into their own
 error type and, where their users rely on a wording, their own message.
+The views that parse stored JSONL files read them as this reader does: the text through the SQL
+macro jsonl_text, split on \n, a line skipped where py_blank (`python_text`) is true.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from typing import Any, Iterator, Literal
 import orjson
 
 Problem = Literal["unreadable", "not_utf8", "malformed", "not_object", "not_a_list"]
+
+
+# name -> the macro's parameters and body, created on a connection whose views name it.
+SQL_MACROS = {
+    # a stored file's text as the reader reads it: decoded, without a leading byte-order mark
+    # (the views split it on \n only and number the lines from 1)
+    "jsonl_text": "(content) AS CASE WHEN starts_with(decode(content), chr(65279)) "
+                  "THEN substr(decode(content), 2) ELSE decode(content) END",
+}
 
 
 class JsonlError(ValueError):

@@ -11,9 +11,10 @@
 -- before it reads the views; elsewhere (eviscene sql) the default row below applies: a
 -- derived split with seed 002's defaults, read from eviscene/rules/dataset_split.py through
 -- the registered function dataset_default(name) (a test checks the row equals ExportSettings()). This file also
--- defines the macros the dataset views share, which reproduce Python's strip() and truthiness
--- where the seed's hashes and comparisons depend on them (Python's str() and json.dumps are
--- the functions py_value_text and json_ascii, registered from eviscene/rules/python_text.py;
+-- defines the macros the dataset views share, which reproduce Python's truthiness where the
+-- seed's hashes and comparisons depend on them (Python's strip() is the macro py_strip and
+-- Python's str() and json.dumps the functions py_value_text and json_ascii, all from
+-- eviscene/rules/python_text.py;
 -- py_text calls py_value_text only for non-strings, py_json_string json_ascii only for strings
 -- that need escapes),
 -- and the schema `export_snapshot`: the decision views (dataset_candidates onwards) read
@@ -27,12 +28,6 @@ CREATE OR REPLACE MACRO py_text(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j-
 -- `json.dumps(s)` (ensure_ascii): printable ASCII without quote or backslash is itself in quotes;
 -- any other string goes to Python.
 CREATE OR REPLACE MACRO py_json_string(s) AS CASE WHEN regexp_full_match(s, '[ !#-\[\]-~]*') THEN '"' || s || '"' ELSE json_ascii(s) END;
--- `str.strip()`: the characters Python's str.isspace() calls white space (RE2's \s is only
--- tab, newline, form feed, carriage return and space: an id ending in a no-break space
--- or a vertical tab kept it).
-CREATE OR REPLACE MACRO py_strip(s) AS regexp_replace(
-    s, '^[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]+'
-       '|[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]+$', '', 'g');
 CREATE OR REPLACE MACRO py_truthy(j) AS coalesce(CASE json_type(j)
     WHEN 'BOOLEAN' THEN j::VARCHAR = 'true'
     WHEN 'NULL' THEN false

@@ -239,6 +239,29 @@ def test_manifest_records_the_decision_policy_and_ocr_cache_version(release, tmp
     assert result.exit_code == 2 and "OCR_BACKEND='baidu'" in result.output
 
 
+def test_gold_with_a_mark_crlf_and_lines_of_python_white_space_scores_as_its_plain_twin(release, tmp_path):
+    """Gold the strict reader accepts (a byte-order mark, CRLF ends, a line of a form feed,
+    a no-break space or a lone CR) is read by the scoring views the same way (DuckDB's trim()
+    takes only spaces: such a line failed the JSON cast)."""
+    odd = tmp_path / "odd" / "demo"
+    shutil.copytree(release, odd)
+    gold_file = odd / "private" / "evaluation_gold.jsonl"
+    lines = gold_file.read_text(encoding="utf-8").splitlines()
+    spaced = [part for line in lines for part in (line, "\x0c", "\u00a0", "\r")]
+    gold_file.write_bytes(b"\xef\xbb\xbf" + "".join(f"{line}\r\n" for line in spaced).encode("utf-8"))
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(odd), limit=3), run_id="odd"))
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=3), run_id="plain"))
+    scored = log.sql("SELECT run_id, case_id, label FROM gold_labels ORDER BY case_id").to_pylist()
+    gold = [json.loads(line) for line in lines if line.strip()]
+    expected = [(row["case_id"], row["label"]) for row in sorted(gold, key=lambda row: row["case_id"])]
+    for run_id in ("odd", "plain"):
+        assert [(r["case_id"], r["label"]) for r in scored if r["run_id"] == run_id] == expected
+    correct = {row["run_id"]: row["n"] for row in log.sql(
+        "SELECT run_id, count(*) FILTER (WHERE result_correct) AS n FROM process_metrics GROUP BY run_id").to_pylist()}
+    assert correct["odd"] == correct["plain"] >= 2
+
+
 def test_cases_and_gold_as_json_lists_score_as_their_jsonl_twins(release, tmp_path):
     """The seed reads a benchmark or gold file not named *.jsonl as one JSON list of rows."""
     listed = tmp_path / "listed" / "demo"

@@ -101,6 +101,30 @@ def test_every_file_of_a_run_directory_is_imported(tmp_path):
         {"run_id": result.import_id, "source_run_id": "20261130_141502_offline_offline-react-v1"}]
 
 
+def test_jsonl_read_as_the_strict_reader_reads_it_a_mark_crlf_and_lines_of_python_white_space(tmp_path):
+    """A byte-order mark, CRLF ends and lines of only white space to Python (a form feed, a
+    no-break space, a lone CR) pass the import's strict reader; the views read the same rows
+    (they failed the JSON cast before)."""
+    plain = write_seed_run_dir(tmp_path / "plain", run_id="plain")
+    odd = write_seed_run_dir(tmp_path / "odd", run_id="odd")
+    for name in ("run_results.jsonl", "process_metrics.jsonl", "trajectory_scores.jsonl"):
+        lines = (odd / name).read_text(encoding="utf-8").splitlines()
+        blanks = ["\x0c", "\u00a0", "\r", "\u3000 \t"]
+        mixed = [line for pair in zip(lines, blanks) for line in pair] + lines[len(blanks):]
+        (odd / name).write_bytes(b"\xef\xbb\xbf" + "".join(f"{line}\r\n" for line in mixed).encode("utf-8"))
+    log = EventLog(tmp_path / "log.duckdb")
+    ids = {name: import_path(log, root).import_id for name, root in (("plain", plain), ("odd", odd))}
+    rows = {name: log.sql(f"SELECT kind, line_number, row->>'episode_id' AS episode FROM imported_run_rows "
+                          f"WHERE run_id = '{run_id}' ORDER BY kind, line_number").to_pylist() for name, run_id in ids.items()}
+    # every row on an odd line (1, 3, 5) of its file, the blank between them skipped
+    assert [(r["kind"], r["line_number"], r["episode"]) for r in rows["odd"]] == [
+        (kind, number, episode) for kind in ("process_metrics", "run_results", "trajectory_scores")
+        for number, episode in ((1, "case-A--r000"), (3, "case-A--r001"), (5, "case-B--r000"))]
+    assert [(r["kind"], r["episode"]) for r in rows["odd"]] == [(r["kind"], r["episode"]) for r in rows["plain"]]
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "--format", "json"])
+    assert sorted((r["episodes_finished"], r["episodes_errored"]) for r in json.loads(out.output)) == [(3, 1), (3, 1)]
+
+
 def test_nested_and_hidden_files_are_imported_once_and_linked_folders_are_not_entered(tmp_path):
     root = write_seed_run_dir(tmp_path / "run")
     (root / "logs" / "deep").mkdir(parents=True)

@@ -40,6 +40,21 @@ def test_cache_partition_falls_back_to_the_policy_id():
     assert con.execute("SELECT cache_partition_name(NULL, 'p1'), cache_partition_name('c', 'p1')").fetchone() == ("policy:p1", "c")
 
 
+def test_the_sql_white_space_is_pythons_at_every_code_point():
+    """py_strip and py_blank read white space as str.isspace() does, over every code point
+    (surrogates apart: no text holds one); RE2's \\s and DuckDB's trim() do not."""
+    con = duckdb.connect()
+    register_functions(con)
+    found = {i for (i,) in con.execute(
+        "SELECT i FROM (SELECT range AS i FROM range(55296) UNION ALL SELECT range FROM range(57344, 1114112)) "
+        "WHERE py_blank(chr(i::INTEGER))").fetchall()}
+    assert found == {i for i in range(0x110000) if chr(i).isspace()}
+    assert len(found) == 29
+    spaced = "\u3000\x0b case \u00a0\x1c"
+    assert con.execute("SELECT py_strip(?), py_blank(''), py_blank(? || 'x')", [spaced, spaced]).fetchone() == (
+        spaced.strip(), True, False)
+
+
 def test_python_text_of_json_values():
     assert [py_value_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
         "a b", "None", "True", "1.0", "100000.0", "['a', 1]"]
