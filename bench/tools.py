@@ -100,6 +100,40 @@ a match. The search itself (~100 ms of CPU a query at a low load) is ~920 templa
 placements (`matchTemplate` ~45% of it, building and normalizing templates ~30%); sharing
 the reference's templates between the query's two orientations saved ~8% of template
 builds and no measurable time (interleaved against main's code), so it was left out.
+
+A new picture, where its time goes (cProfile of the 14 compares of 3 queries at 10k, load
+5; a compare 110-170 ms of CPU): `findTransformECC` ~30 %, the colour fit ~23 % (its
+medians and least squares), the alignment ~31 % (coarse placements 12 %, refinement 16 %,
+placement scores 3 %), the corpus picture's decoding and trim ~4 %, the mirror check's
+thumbnail scans ~2 %; the search (~65 ms of CPU) is its ~920 template placements as above.
+Now: a query's mirrored version is made once and kept with it (with its grey versions:
+each compare and the search share them, ~0.9 MB a picture); the refinement skips a step
+that rounds to a template size it already tried in the same pass (the same template over
+the same area) and makes each size's template once; NumPy's max over a 3-long channel axis
+(several times slower than two `np.maximum`s) is gone from the residuals and the border
+trim; the colour fit builds its features once for its three channels and reuses its first
+errors. Interleaved against main's code (`uptime` 4.5-5.3), CPU per query for the whole
+answer (search and compares, a fresh picture): 10k main 0.88, 0.91, 0.91 s, this code
+0.77, 0.72, 0.77 s (-13 to -21 %); 1k 0.85 s vs 0.70 s; the search alone unchanged
+(66-69 ms vs 62-67 ms). This bench, main's code / this code at load 4.9-5.3 (the second of
+two rounds; in the first, at 5.5, the 10k compares took 834 / 935 ms, 1k and 100k as here):
+
+     pictures    prefilter   rank+scan      search  compares      compare       indexed
+         1000  5.5 / 3.9ms  64 / 60ms    70 / 64ms         4  564 / 408ms   639 / 472ms
+        10000  5.5 / 4.8ms  59 / 56ms    64 / 60ms         4  597 / 438ms   661 / 499ms
+       100000 15.5 / 13.0ms 71 / 63ms    86 / 76ms         4  644 / 493ms   722 / 572ms
+    the whole bench process: 15.3 s / 12.5 s of CPU (first round 14.7 s / 12.8 s)
+
+Every search result byte-identical (the 28 bundled cases, 3 queries at 1k and 10k), and so
+is the offline agent's run of the bundled release (56 episodes, fresh runtime folders, no
+stored answers): its verdicts, confidences, bases and every tool call's observation and data.
+Tried and left out: keeping a query's normalized templates with it (its thumbnail's and
+coarse picture's, for every reference of its compares) saved no measurable CPU
+(interleaved at load 8: 753-827 vs 772-784 ms a query) for 1-3 MB a picture; the compares
+in a thread pool (OpenCV and NumPy release the GIL) cost 8-13 % more CPU at a load of 5 on
+2 cores and saved no wall time. What is left is the work that makes each comparison's
+fields (ECC, the colour fit, the placements), so a new picture stays far from < 50 ms
+without changing what `compare` decides; one asked before meets it.
 """
 
 from __future__ import annotations

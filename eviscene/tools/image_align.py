@@ -194,21 +194,28 @@ def _refine(ref: PreparedImage, qry: PreparedImage, coarse: Alignment) -> Alignm
     sigma = LCN_SIGMA * max(big_g.shape)
     big_n = normalized_at(ref if inside else qry, WORK_SIDE)
     best = (-2.0, f0, (x0, y0))
+    templates: dict[tuple[int, int], Optional[np.ndarray]] = {}  # (width, height) -> normalized template, None when flat
     # Two passes: ±4% in 1% steps within 6 px, then ±1% in 0.25% steps within 2 px.
     for spread, steps, margin in ((0.04, 9, 6), (0.01, 9, 2)):
         f_center, (xc, yc) = best[1], best[2]
+        tried: set[tuple[int, int]] = set()
         for step in np.linspace(-spread, spread, steps):
             f = f_center * (1.0 + step)
             tw, th = round(small_g.shape[1] * f), round(small_g.shape[0] * f)
-            if tw > big_g.shape[1] or th > big_g.shape[0] or min(tw, th) < 8:
+            # Neighbouring steps often round to the same size: within a pass that is the same
+            # template over the same area, which cannot beat itself.
+            if tw > big_g.shape[1] or th > big_g.shape[0] or min(tw, th) < 8 or (tw, th) in tried:
                 continue
+            tried.add((tw, th))
             x_from = int(max(0, min(big_g.shape[1] - tw, round(xc) - margin)))
             y_from = int(max(0, min(big_g.shape[0] - th, round(yc) - margin)))
             area = big_n[y_from:min(big_g.shape[0], y_from + th + 2 * margin), x_from:min(big_g.shape[1], x_from + tw + 2 * margin)]
-            template = cv2.resize(small_g, (tw, th), interpolation=cv2.INTER_AREA)
-            if template.std() < 1e-3:
+            if (tw, th) not in templates:
+                template = cv2.resize(small_g, (tw, th), interpolation=cv2.INTER_AREA)
+                templates[tw, th] = None if template.std() < 1e-3 else _lcn(template, sigma)
+            if templates[tw, th] is None:
                 continue
-            value, loc = _match(area, _lcn(template, sigma))
+            value, loc = _match(area, templates[tw, th])
             if value > best[0]:
                 best = (value, f, (x_from + loc[0], y_from + loc[1]))
     score, f, (x, y) = best

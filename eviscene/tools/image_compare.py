@@ -126,7 +126,7 @@ from pydantic import BaseModel, Field
 
 from eviscene.rules.compare_regions import NOT_EDITS
 from eviscene.tools.image_align import MIN_OVERLAP, WORK_SIDE, Alignment, align, ncc, scan_score, thumbnail
-from eviscene.tools.images import ImageInput, PreparedImage, prepare
+from eviscene.tools.images import ImageInput, PreparedImage, largest_channel, prepare
 
 METHOD = "align-ecc-blockdiff-v7"
 MATCH_THRESHOLD = 0.50
@@ -242,12 +242,18 @@ def compare(reference: ImageInput | PreparedImage, query: ImageInput | PreparedI
 
 
 def mirrored(image: PreparedImage) -> PreparedImage:
-    """The picture flipped left to right, with its content box and text mask."""
+    """The picture flipped left to right, with its content box and text mask; made once per
+    picture and kept with it, so the search and every compare of one query share its grey
+    versions."""
+    found = image.derived.get("mirrored")
+    if found is not None:
+        return found
     x0, y0, x1, y1 = image.content_box
     width = image.size[0]
     trimmed = {{"left": "right", "right": "left"}.get(side, side): px for side, px in image.trimmed.items()}
-    return replace(image, rgb=np.ascontiguousarray(image.rgb[:, ::-1]), content_box=(width - x1, y0, width - x0, y1),
-                   trimmed=trimmed, text_mask=None if image.text_mask is None else np.ascontiguousarray(image.text_mask[:, ::-1]))
+    flipped = replace(image, rgb=np.ascontiguousarray(image.rgb[:, ::-1]), content_box=(width - x1, y0, width - x0, y1),
+                      trimmed=trimmed, text_mask=None if image.text_mask is None else np.ascontiguousarray(image.text_mask[:, ::-1]))
+    return image.derived.setdefault("mirrored", flipped)
 
 
 # -- difference ----------------------------------------------------------------------------
@@ -284,7 +290,7 @@ def _diff(ref: PreparedImage, qry: PreparedImage, al: Alignment, reference_has_t
         return Comparison(similarity=detail, layout_similarity=layout, match=False, edited=False, changed_blocks=0,
                           total_blocks=0, changed_fraction=0.0, **_result_base(al, overlap, usable, pair.valid, qry, ref))
 
-    residual = np.abs(pair.q - fitted).max(axis=2)
+    residual = largest_channel(np.abs(pair.q - fitted))
     threshold = _change_threshold(residual, usable)
     text_regions: list[_Region] = []
     captions = np.zeros((h, w), bool)
@@ -400,7 +406,7 @@ class _ColourErrors:
         common = counts[inside] >= COMMON_COLOUR * float(usable.sum())
         if not common.any():
             return 0.0, 0.0
-        left = np.abs(self.error[pixels][common] - mean_error[inside[common]]).max(axis=1)
+        left = largest_channel(np.abs(self.error[pixels][common] - mean_error[inside[common]]))
         return float(common.mean()), float(np.median(left))
 
 
@@ -472,7 +478,7 @@ def _shift_tolerant_residual(q: np.ndarray, fitted: np.ndarray) -> np.ndarray:
     best = np.full((h, w), np.inf, np.float32)
     for dy in range(3):
         for dx in range(3):
-            np.minimum(best, np.abs(q - padded[dy:dy + h, dx:dx + w]).max(axis=2), out=best)
+            np.minimum(best, largest_channel(np.abs(q - padded[dy:dy + h, dx:dx + w])), out=best)
     return best
 
 
@@ -719,8 +725,9 @@ def _fit_photometric(r: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.nda
     a brightened copy whose highlights saturated is still explained everywhere. The
     curve is per channel, so a colour the fit never saw is not bent into another."""
     out = np.empty_like(r)
+    features = _colour_features(r)
     for channel in range(3):
-        features = _colour_features(r, channel)
+        _set_own_channel(features, channel)
         x, y = features[usable], q[..., channel][usable].astype(np.float64)
         unclipped = (y > 4.0) & (y < 251.0)
         if unclipped.sum() >= 50:
@@ -738,22 +745,40 @@ def _robust_fit(x: np.ndarray, y: np.ndarray, channel: int) -> np.ndarray:
     identity[1 + channel] = 255.0
     if y.size < 50:
         return identity
-    start = [identity, _least_squares(x, y)]
-    coefficients = min(start, key=lambda c: float(np.median(np.abs(y - x @ c))))
-    for _ in range(COLOUR_FIT_ROUNDS):
-        error = np.abs(y - x @ coefficients)
-        keep = error <= 3.0 * (1.4826 * float(np.median(error)) + 1.0)
+    # (coefficients, errors, median error) of each start; the errors of the better one serve its first round.
+    starts = [(c, *_fit_errors(x, y, c)) for c in (identity, _least_squares(x, y))]
+    coefficients, error, median = min(starts, key=lambda start: start[2])
+    for fit_round in range(COLOUR_FIT_ROUNDS):
+        keep = error <= 3.0 * (1.4826 * median + 1.0)
         if keep.sum() < 50:
             break
         coefficients = _least_squares(x[keep], y[keep])
+        if fit_round + 1 < COLOUR_FIT_ROUNDS:
+            error, median = _fit_errors(x, y, coefficients)
     return coefficients
 
 
-def _colour_features(rgb: np.ndarray, channel: int) -> np.ndarray:
-    """(..., 6): 1, the three channels (0..1), and `channel` squared and cubed."""
+def _fit_errors(x: np.ndarray, y: np.ndarray, coefficients: np.ndarray) -> tuple[np.ndarray, float]:
+    """The absolute error of y ≈ x @ coefficients per pixel, and its median."""
+    error = np.abs(y - x @ coefficients)
+    return error, float(np.median(error))
+
+
+def _colour_features(rgb: np.ndarray) -> np.ndarray:
+    """(..., 6): 1, the three channels (0..1), and two columns for the square and cube of
+    the channel being fitted (`_set_own_channel`): the first four serve all three fits."""
     c = rgb.astype(np.float64) / 255.0
-    own = c[..., channel:channel + 1]
-    return np.concatenate([np.ones(c.shape[:-1] + (1,)), c, own * own, own * own * own], axis=-1)
+    features = np.empty(c.shape[:-1] + (6,))
+    features[..., 0] = 1.0
+    features[..., 1:4] = c
+    return features
+
+
+def _set_own_channel(features: np.ndarray, channel: int) -> None:
+    """The last two feature columns: `channel` squared and cubed."""
+    own = features[..., 1 + channel]
+    features[..., 4] = own * own
+    features[..., 5] = own * own * own
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:

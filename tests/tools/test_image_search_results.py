@@ -97,5 +97,6 @@ def test_derived_grey_pictures_belong_to_their_picture(release_index):
     assert normalized_at(query, 256) is normalized_at(query, 256)
     flipped = mirrored(query)
     assert flipped.derived == {}  # a copy does not inherit the original's grey pictures
+    assert mirrored(query) is flipped  # made once per picture: the search and each compare share it
     assert np.allclose(grey_at(flipped, 256)[0], grey[:, ::-1], atol=1.0)
     assert grey_at(flipped, 256)[1] == scale

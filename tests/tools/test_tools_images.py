@@ -8,7 +8,7 @@ from tools_images import caption_band, caption_banner, crop_fraction, font, jpeg
 
 from eviscene.tools import Corpus, compare, find_content_box, phash_hex, prepare
 from eviscene.tools.image_compare import GRID, MATCH_THRESHOLD
-from eviscene.tools.images import band_free_strip
+from eviscene.tools.images import band_free_strip, largest_channel
 
 
 def hamming(a: str, b: str) -> int:
@@ -20,6 +20,14 @@ def test_phash_survives_resize_crop_and_recompression_but_not_a_different_pictur
     copy = jpeg(resize_to(crop_fraction(original, 0.03, 0.02, 0.02, 0.03), 0.5), 40)
     assert hamming(phash_hex(original), phash_hex(copy)) <= 10
     assert min(hamming(phash_hex(original), phash_hex(scene(seed))) for seed in range(10, 16)) >= 16
+
+
+def test_largest_channel_is_the_largest_of_each_pixels_three_values():
+    values = np.array([[[1, 5, 3], [-2, -7, -1]], [[0, 0, 0], [9, np.nan, 7]]], np.float32)
+    largest = largest_channel(values)
+    assert largest.dtype == np.float32
+    assert largest[0].tolist() == [5, -1] and largest[1, 0] == 0
+    assert np.isnan(largest[1, 1])  # as max(axis=-1): a NaN channel makes the pixel NaN
 
 
 @pytest.fixture(scope="module")
