@@ -173,6 +173,7 @@ MIN_BAND = 0.015
 CAPTION_ROWS_SHARE = 0.8
 BAND_EXPLAINED = 0.25  # of the threshold: a band's trace, mapped affinely from the picture under it, leaves no more
 CAPTION_RIM = 3  # working px around a caption's text where its plate, shadow or outline may show
+ON_CAPTION_RIM = 0.5  # share of a region's pixels on that rim that make it the caption's own
 MIRROR_TIE = 0.02  # thumbnail scan scores this close cannot tell a mirrored copy from one as it is
 
 
@@ -549,12 +550,12 @@ def _within_caption_rows(region: "_Region", caption_rows: np.ndarray, caption_ri
     opacity keeps it an affine map of the picture under it (per channel, one gain and one
     offset over the region): when no such map brings the region's median residual under
     BAND_EXPLAINED of `threshold`, something other than a band changed it (a lion beside a
-    watermark, a fin beside a handle, a craft in a badge's rows), unless half of it lies on
-    the caption's rim (`caption_rim`: its plate, shadow or outline beyond the OCR box)."""
+    watermark, a fin beside a handle, a craft in a badge's rows), unless ON_CAPTION_RIM of it
+    lies on the caption's rim (`caption_rim`: its plate, shadow or outline beyond the OCR box)."""
     rows = region.pixels.any(axis=1)
     if not caption_rows.any() or (rows & caption_rows).sum() < CAPTION_ROWS_SHARE * rows.sum():
         return region
-    if (region.pixels & caption_rim).sum() >= 0.5 * region.pixels.sum():
+    if (region.pixels & caption_rim).sum() >= ON_CAPTION_RIM * region.pixels.sum():
         return replace(region, kind="caption_rows")
     under, over = fitted[region.pixels].astype(np.float64), q[region.pixels].astype(np.float64)
     left = np.zeros(len(under))
