@@ -118,6 +118,23 @@ async def test_sync_commits_and_blobs_are_stored_once(tmp_path):
 
 
 @pytest.mark.anyio
+async def test_blob_segments_index_every_column_but_the_content(tmp_path):
+    # Min/max statistics and a dictionary of kilobyte contents cost most of a blob segment's write.
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1") as writer:
+        await writer.put_blob(b"page text", "text/plain")
+    folder = tmp_path / "log.duckdb.live" / "r1"
+    [segment] = [entry for entry in read_manifest(folder) if not entry.is_events]
+    group = pq.ParquetFile(folder / segment.file).metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert columns["sha256"].statistics.min == hashlib.sha256(b"page text").hexdigest()
+    assert columns["media_type"].statistics.max == "text/plain"
+    assert "RLE_DICTIONARY" in columns["media_type"].encodings
+    assert columns["content"].statistics is None
+    assert "RLE_DICTIONARY" not in columns["content"].encodings
+
+
+@pytest.mark.anyio
 async def test_seal_stores_a_blob_two_live_segments_hold_once(tmp_path):
     # The seal deduplicates only when the segments repeat a sha256: here a second writer
     # session committed a blob the first one already had.
