@@ -159,6 +159,46 @@ windows, split_components' recursion), the orjson parse + serialization of every
 ~0.7 s of module imports (pandas no longer among them); the import (13-14 s wall at load ~12: 100k files read and hashed, the strict
 JSONL check, one hash-chained event and blob per file, then the seal copying the blobs into the
 archive and re-reading every segment).
+Sixth round (issue 13, the import; per-phase CPU clocks around each function, cProfile with a
+CPU clock, EXPLAIN ANALYZE and timed CREATE TABLE per view, 100,000 candidates at load 3-10): the
+import took 9.4-10.0 s CPU (14-20 s wall: the load decides the rest): planning 2.5-2.9 (reading
+100k files ~1.1, all system calls; the strict JSONL check 0.9, the SFT file 0.73 of it, at ~7 us
+a line, orjson's parse and re-serialization near their floor; trace parses 0.25; the plan's
+digest 0.15), the 100k drafts 1.0 (pydantic's validation 0.45), the writer ~2.2 (numbering and
+hashing 0.7; Parquet segments 1.3, of which 0.36 a dictionary pyarrow tried and min/max
+statistics it computed for every blob's content), the seal 2.5-2.8 (the blob insert 1.0, of
+which 0.45 DISTINCT ON carrying every blob's content through an aggregate, also ~400 MiB of the
+import's peak; the events insert 0.36; DuckDB's commit writing ~150 MB of blobs 0.9; the chain
+check 0.45); and ~0.9 of the whole was the garbage collector walking the plan (every file's
+content and metadata, alive until the write ends) at each collection the drafts and the writer's
+batches set off (the write 3.2-3.6 s CPU, 2.5-2.6 with collection off). The export's views:
+imported_files parsed each payload ten times (0.43 s CPU); collection costs the export nothing.
+Changes: the write runs with the objects that exist when it starts frozen out of collections
+(gc.freeze, undone after it, failed or not); the seal deduplicates blobs only when the segments'
+sha256 column shows a repeat; blob segments keep no dictionary or statistics for the content
+(0.52 -> 0.16 s CPU for the segments of 100k files); imported_files reads its nine fields with
+one json_extract_string (0.43 -> 0.18 s CPU). Same bytes (check_identical.sh).
+Tried and dropped: pydantic's model_construct for the drafts (slower: 0.71 vs 0.45 s per 100k),
+the strict reader parsing 2,000 lines per orjson call (slower: 1.47 vs 0.68 s for the SFT file),
+imported_traces reading all its paths with one json_extract (no gain: its ~0.6 s CPU is its
+expressions, on one thread because 100k rows are one DuckDB row group).
+After, main and this branch alternately at 100,000 (process CPU seconds; wall seconds follow the load):
+the import at load 1.3-3.0 (all changes): 9.8 and 9.4 -> 8.6 and 8.9 s CPU, 11.1 and 10.2 -> 10.3 and
+9.5 s wall, peak 1,426 and 1,346 -> 968 and 1,246 MiB; earlier pairs at load 5-10 before the freeze:
+9.9-10.0 -> 9.1-9.7 s CPU, peak 1,127-1,607 -> 969-1,145 MiB. The export (only imported_files
+changed for it) 10.3-10.8 s CPU both, peak 914-1,010 vs 947-1,004 MiB: its changes are within the
+noise. Baseline 11.6-13.0 s CPU, 1,000 MiB. At load 1.3-3.0, two rounds: main export / baseline
+0.90x and 0.83x time (10.8 vs 12.0 s, 10.9 vs 13.1 s), 0.98x and 1.00x peak memory, import + export
+1.82x and 1.60x; this branch 0.80x and 0.84x, 0.98x and 0.97x, import + export 1.66x and 1.56x.
+Whole bench at 100,000, main then this branch before the freeze (load 4.6-7.1, then 5.2-7.0): main
+import 17.1 s, export 17.8 s, baseline 18.0 s (export / baseline 0.99x time, 0.95x peak memory;
+import + export 1.94x); this branch import 12.9 s, export 17.0 s, baseline 12.9 s (1.31x, 0.94x;
+2.31x): the baseline's own wall time moved 40% between the two runs at that load.
+Left (goal 0.2x export, 0.5x import + export): no single large cost; the import's floor is the
+log itself (each file read, hashed, written as a chained event and a blob in a Parquet segment,
+then copied into the DuckDB archive: ~5 of its ~8.7 s CPU; the strict JSONL check ~0.9), the
+export's the views (~5-6 s CPU, no view over 1.2 s) and the orjson parse + serialization of
+every line (~3 s).
 
 """
 

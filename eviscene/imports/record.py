@@ -4,6 +4,7 @@ the same source finds its run and writes nothing."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +76,14 @@ def record_import(log: EventLog, plan: ImportPlan) -> ImportResult:
     result = ImportResult(plan.import_id, plan.source_kind, str(plan.root), len(plan.files), "already imported")
     if imported_before(log, plan.import_id):
         return result
-    anyio.run(_write, log, plan)
+    # The plan (every file's content and metadata) and the drafts live until the write ends: the
+    # garbage collector walking them at each collection cost ~0.8 s CPU of writing 100k files, so
+    # the objects that exist now are left out of collections while it runs.
+    gc.freeze()
+    try:
+        anyio.run(_write, log, plan)
+    finally:
+        gc.unfreeze()
     try:
         log.seal([plan.import_id])
     except LogLockedError:

@@ -5,18 +5,20 @@ log of the view tests."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from eviscene.analysis.compare import compare_runs
 from eviscene.analysis.why import explain_episode
 from eviscene.cli.main import cli
 from eviscene.exports.run_dir import materialize_run
-from eviscene.imports import import_path
+from eviscene.imports import import_path, plan_import, record_import
 from eviscene.log import EventLog
 
 VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
@@ -251,3 +253,21 @@ def test_a_malformed_row_or_a_link_out_of_the_run_directory_is_refused_by_name(t
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
     assert out.exit_code == 2 and "links outside the run directory" in out.output and "Traceback" not in out.output
     assert log.sql("SELECT count(*) AS n FROM events")["n"][0].as_py() == 0
+
+
+def test_an_import_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    # The write runs with the plan's objects frozen out of collections; they are unfrozen after
+    # it, whether it succeeded or failed.
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    import_path(log, run)
+    assert gc.get_freeze_count() == 0
+    other = write_seed_run_dir(tmp_path / "other")
+    (other / "notes.txt").write_text("another run\n")
+    plan = plan_import(other)
+    blocked = tmp_path / "log.duckdb.live" / plan.import_id
+    blocked.parent.mkdir(exist_ok=True)
+    blocked.write_text("a file where the run's folder goes")
+    with pytest.raises(OSError):
+        record_import(log, plan)
+    assert gc.get_freeze_count() == 0

@@ -4,6 +4,7 @@ import hashlib
 import threading
 
 import anyio
+import pyarrow.parquet as pq
 import pytest
 
 from eviscene.errors import DuplicateEventError
@@ -11,7 +12,8 @@ from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.chain import GENESIS_HASH
-from eviscene.store.manifest import read_manifest
+from eviscene.store.layout import blob_segment_name
+from eviscene.store.manifest import ManifestEntry, append_lines, read_manifest, write_segment
 
 
 def gate(i: int) -> GateDecided:
@@ -112,6 +114,42 @@ async def test_sync_commits_and_blobs_are_stored_once(tmp_path):
     assert first == again == hashlib.sha256(b"page text").hexdigest()
     assert log.sql("SELECT sha256, size, content FROM blobs").to_pylist() == [
         {"sha256": first, "size": 9, "content": b"page text"}
+    ]
+
+
+@pytest.mark.anyio
+async def test_blob_segments_index_every_column_but_the_content(tmp_path):
+    # Min/max statistics and a dictionary of kilobyte contents cost most of a blob segment's write.
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1") as writer:
+        await writer.put_blob(b"page text", "text/plain")
+    folder = tmp_path / "log.duckdb.live" / "r1"
+    [segment] = [entry for entry in read_manifest(folder) if not entry.is_events]
+    group = pq.ParquetFile(folder / segment.file).metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert columns["sha256"].statistics.min == hashlib.sha256(b"page text").hexdigest()
+    assert columns["media_type"].statistics.max == "text/plain"
+    assert "RLE_DICTIONARY" in columns["media_type"].encodings
+    assert columns["content"].statistics is None
+    assert "RLE_DICTIONARY" not in columns["content"].encodings
+
+
+@pytest.mark.anyio
+async def test_seal_stores_a_blob_two_live_segments_hold_once(tmp_path):
+    # The seal deduplicates only when the segments repeat a sha256: here a second writer
+    # session committed a blob the first one already had.
+    log = EventLog(tmp_path / "log.duckdb")
+    async with log.writer("r1") as writer:
+        await writer.put_blob(b"page text", "text/plain")
+        await writer.put_blob(b"other", "text/plain")
+        await writer.emit(EventDraft(gate(0), episode_id="e", attempt=1, step=0))
+    folder = tmp_path / "log.duckdb.live" / "r1"
+    [written] = [entry for entry in read_manifest(folder) if not entry.is_events]
+    again = blob_segment_name("0" * 16, 1)
+    append_lines(folder, [ManifestEntry(again, 2, write_segment(folder, again, pq.read_table(folder / written.file)))])
+    assert log.seal(["r1"]) == ["r1"]
+    assert log.sql("SELECT content, size FROM blobs ORDER BY content").to_pylist() == [
+        {"content": b"other", "size": 5}, {"content": b"page text", "size": 9}
     ]
 
 
