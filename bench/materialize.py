@@ -54,6 +54,59 @@ views' time: with a 6 GB limit they took ~37 s. Since then:
 - a temporary table materialize does not write is dropped once every view reading it is
   made (tool_calls' ~700 MB first): materialize alone peaks at ~1.5 GiB, not 1.6 GiB.
 The peak column is the whole bench process's, set while it computes all 59 views.
+
+Issue 13, where the views' and traces' time went at 100k (one generated log; main's code and
+this one in one session, interleaved; EXPLAIN ANALYZE per view, CPU seconds of the process
+beside wall, since wall at these loads varies more than the changes):
+- tool_calls: its two windows (~2.5 s each) sorted every column they carried, the results'
+  observation, sources and data included; model_calls' row_number (~1.7 s) the whole parsed
+  payload. Both now number the calls over their keys and join the payload columns after
+  (the same join: a call id reused in an episode still pairs each call with every result
+  of its id). CREATE CPU s, load ~5: tool_calls 4.9 -> 4.0, model_calls 2.4 -> 2.1.
+- episode_evidence: ~2.3 s of its ~3 s was normalize_url (Python) over 300k rows; it now
+  runs once per distinct URL (the rollouts of a case see the same pages): 2.9 -> 1.7 CPU s.
+- traces: the tables only the files before them read (~410 MiB of the 1 GB limit;
+  in-memory tables 467 -> 57 MiB) are dropped first, so the trace queries no longer evict
+  and read back the log's blocks: iterating the trace texts 15-18 s -> 9 s, writing them
+  24-25 s -> 16.5 s (load ~4), and materialize peaks ~280 MiB lower.
+- measured and left: strftime of the TIMESTAMPTZ ts goes through ICU, 4.7x slower than
+  formatting make_timestamp(epoch_us(ts)) in isolation, yet no different over the trace
+  queries (10.1 and 9.8 CPU s); creating 100k trace files is the kernel's (50k files took
+  1.5 s or 12.6 s by the disk's writeback, Python's open and os.open alike); the eight
+  tabular files are 3.1-3.5 CPU s now.
+Per phase of materialize (the bench's own flow, one process each, same log):
+
+              views s  views cpu s  tabular s  traces s  traces cpu s  peak MiB  load
+    main         16.7         21.5        3.3      13.1          17.2      1462   2.8
+    new          11.9         18.6        3.3      12.8          20.7      1185   2.6
+    main         17.5         22.2        3.3      18.9          17.4      1447   2.5-5.6
+    new          17.6         17.7        3.2      11.9          13.9      1166   4.4
+
+The bench, interleaved main / new (`--log`, same log):
+
+     episodes     events generate s  views s materialize s python pass s  ratio  peak MiB  load
+main   100000    3200003        0.1     54.2          79.8           8.5   9.44      1903   9.4
+new    100000    3200003        0.1     43.3          67.5           8.7   7.74      1896   9.8
+main   100000    3200003        0.1     24.1          43.7           3.2  13.86      1914   4.0
+new    100000    3200003        0.1     17.1          29.0           3.6   7.97      1908   2.8
+main   100000    3200003        0.0     15.4          33.0           2.7  12.36      1898   2.2
+new    100000    3200003        0.0     12.4          31.7           2.6  12.05      1892   2.4
+main   100000    3200003        0.1     15.3          39.6           2.9  13.87      1891   2.3
+new    100000    3200003        0.1     19.3          40.6           4.3   9.54      1910   3.0
+main   100000    3200003        0.1     24.1          39.5           3.0  13.37      1890   3.1
+new    100000    3200003        0.0     13.5          34.4           2.7  12.64      1892   3.0
+
+main   100000    3200003        0.1     15.2          31.0           2.7  11.63      1901   1.4
+new    100000    3200003        0.0     12.9          28.3           2.8   9.94      1897   1.3
+main   100000    3200003        0.0     15.2          46.3           2.7  17.28      1911   2.6
+new    100000    3200003        0.0     12.2          44.1           2.6  17.00      1897   3.0
+
+(The first pair's new run had the view changes only; main moved under the first ten runs,
+the new code then sat on the older main; the last four are main 9f305df and this code on it.)
+materialize: main 31.0-79.8 s, new 28.3-67.5 s; over the last six pairs, main 38.9 s and new
+34.7 s on average; the views 15.2-24.1 s and 12.2-19.3 s. The goal (< 30 s) is met in two
+runs of six at load ~1-3, and the trace files' writes swing a run by ~15 s with the disk's
+writeback; the bench's peak (~1.9 GiB) is set by its all-views pass, not by materialize.
 """
 
 from __future__ import annotations

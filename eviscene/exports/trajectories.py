@@ -18,8 +18,10 @@ from eviscene.rules.timestamps import UTC_TS_FORMAT
 TRACE_SCHEMA = "eviscene-trace-v1"
 SFT_SCHEMA = "eviscene-trajectory-sft-v1"
 PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
-# The views this module's functions read (a caller creates them, or computes them once).
-VIEWS_READ = "run_manifests episodes steps episode_evidence model_calls sft_export_rejections"
+# The views this module's functions read (a caller creates them, or computes them once);
+# `trace_texts` reads only TRACE_VIEWS_READ.
+TRACE_VIEWS_READ = "episodes steps episode_evidence"
+VIEWS_READ = f"run_manifests {TRACE_VIEWS_READ} model_calls sft_export_rejections"
 _EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 _TRACE_SLICE = 5_000
 

@@ -20,16 +20,21 @@ first_seen AS (
         bool_or(tool = 'visit' AND status = 'ok') AS visited
     FROM shown
     GROUP BY run_id, episode_id, source.evidence_id
+),
+-- normalize_url (Python) once per distinct URL: the rollouts of a case see the same pages.
+normalized AS (
+    SELECT url, normalize_url(url) AS normalized_url FROM (SELECT DISTINCT source.url AS url FROM first_seen)
 )
 SELECT
-    run_id,
-    episode_id,
-    evidence_id,
-    source.url,
-    normalize_url(source.url) AS normalized_url,
-    source.content_sha256,
-    source.source_family,
-    source.published,
-    first_call_index,
-    visited
-FROM first_seen;
+    f.run_id,
+    f.episode_id,
+    f.evidence_id,
+    f.source.url,
+    n.normalized_url,
+    f.source.content_sha256,
+    f.source.source_family,
+    f.source.published,
+    f.first_call_index,
+    f.visited
+FROM first_seen f
+JOIN normalized n ON n.url IS NOT DISTINCT FROM f.source.url;

@@ -4,10 +4,16 @@
 -- Each model call: stage, provider, model, the request's blob, the answer (text, reasoning,
 -- tool calls), token usage, latency, retries, and the error of a call that failed for good.
 CREATE OR REPLACE VIEW model_calls AS
+-- Calls are numbered over their keys alone (a window sorts every column it carries).
+WITH numbered AS (
+    SELECT run_id, episode_id, step, row_number() OVER (PARTITION BY run_id, episode_id ORDER BY step) AS call_index
+    FROM steps
+    WHERE type = 'model.called'
+)
 SELECT
     run_id,
     episode_id,
-    row_number() OVER (PARTITION BY run_id, episode_id ORDER BY step) AS call_index,
+    n.call_index,
     step,
     p.stage,
     p.provider,
@@ -34,4 +40,5 @@ FROM (
         "latency_ms": "DOUBLE", "error": "VARCHAR", "started_at": "VARCHAR", "finished_at": "VARCHAR"}') AS p
     FROM steps
     WHERE type = 'model.called'
-);
+)
+JOIN numbered n USING (run_id, episode_id, step);

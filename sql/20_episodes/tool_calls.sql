@@ -23,27 +23,38 @@ returned AS (
                                          "data": "JSON", "latency_ms": "DOUBLE", "error": "VARCHAR"}') AS p
         FROM steps WHERE type = 'tool.returned'
     )
+),
+-- Calls are numbered before the results' wide columns join them: a window sorts every
+-- column it carries.
+numbered AS (
+    SELECT
+        c.*,
+        r.step AS returned_step,
+        row_number() OVER (PARTITION BY c.run_id, c.episode_id ORDER BY c.step) AS call_index,
+        count(*) OVER (
+            PARTITION BY c.run_id, c.episode_id, c.arguments_sha256 ORDER BY c.step
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) > 0 AS is_duplicate
+    FROM called c
+    LEFT JOIN (SELECT run_id, episode_id, call_id, step FROM returned) r USING (run_id, episode_id, call_id)
 )
 SELECT
-    c.run_id,
-    c.episode_id,
-    row_number() OVER (PARTITION BY c.run_id, c.episode_id ORDER BY c.step) AS call_index,
-    c.call_id,
-    c.tool,
-    c.arguments,
-    c.arguments_sha256,
-    c.step AS called_step,
-    r.step AS returned_step,
+    n.run_id,
+    n.episode_id,
+    n.call_index,
+    n.call_id,
+    n.tool,
+    n.arguments,
+    n.arguments_sha256,
+    n.step AS called_step,
+    n.returned_step,
     r.status,
     r.observation,
     r.sources,
     r.data,
     r.latency_ms,
     r.error,
-    count(*) OVER (
-        PARTITION BY c.run_id, c.episode_id, c.arguments_sha256 ORDER BY c.step
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-    ) > 0 AS is_duplicate,
+    n.is_duplicate,
     coalesce(r.status = 'invalid', false) AS is_invalid
-FROM called c
-LEFT JOIN returned r USING (run_id, episode_id, call_id);
+FROM numbered n
+LEFT JOIN returned r ON r.run_id = n.run_id AND r.episode_id = n.episode_id AND r.step = n.returned_step;
