@@ -296,6 +296,16 @@ def still_read(definitions: dict[str, ViewDefinition], named: Iterable[str], kep
     return needed
 
 
+def drop_tables_unread(con: duckdb.DuckDBPyConnection, named: Iterable[str]) -> None:
+    """Drop the views' temporary tables that the views in `named` no longer need (`still_read`
+    through the views kept as views): their memory then serves what is still to be read."""
+    definitions = {d.name: d for d in view_definitions()}
+    needed = still_read(definitions, named, KEPT_AS_VIEWS)
+    for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall():
+        if name in definitions and name not in needed:
+            con.execute(f"DROP TABLE {name}")
+
+
 def _last_readers(definitions: list[ViewDefinition], named: set[str]) -> dict[str, str]:
     """Temporary table -> the last view (in creation order) that reads it, for the tables
     still read neither by `named` nor by a view kept as a view."""

@@ -25,7 +25,7 @@ from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
-from eviscene.views import KEPT_AS_VIEWS, narrow_to_runs, still_read, view_definitions
+from eviscene.views import drop_tables_unread, narrow_to_runs
 
 EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 _TRACE_CHUNK = 256
@@ -108,25 +108,14 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
                 written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
         summary = rows(con.sql("SELECT * FROM run_summary WHERE run_id = ?", params=[run_id]).to_arrow_table())
         write_json(out_dir / "summary.json", summary[0] if summary else {"run_id": run_id, "num_samples": 0})
-        _drop_tables_unread(con, f"{TRACE_VIEWS_READ} {MANIFEST_VIEWS_READ}")
+        # the tables only the files above read hold ~400 MiB of DuckDB's memory limit at 100k
+        # episodes: the trace queries would evict and read back the log's blocks instead
+        drop_tables_unread(con, f"{TRACE_VIEWS_READ} {MANIFEST_VIEWS_READ}".split())
         written["traces/"] = _write_traces(out_dir / "traces", trace_texts(con, run_id))
         write_json(out_dir / "run_manifest.json", run_manifest(con, run_id, started, fmt))
     finally:
         con.close()
     return written
-
-
-def _drop_tables_unread(con, names: str) -> None:
-    """Drop the views' tables that the views in `names` do not need (through a view kept
-    as a view, what it reads): at 100k episodes the tables only the files before the traces
-    read hold ~400 MiB of DuckDB's memory limit, and the trace queries would evict and read
-    back the log's blocks and their own tables instead."""
-    definitions = {d.name: d for d in view_definitions()}
-    needed = still_read(definitions, names.split(), KEPT_AS_VIEWS)
-    tables = [name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()]
-    for name in tables:
-        if name in definitions and name not in needed:
-            con.execute(f"DROP TABLE {name}")
 
 
 def _imported_files(log: EventLog, run_id: str) -> list[dict[str, Any]]:
