@@ -22,7 +22,7 @@ from importlib.resources.abc import Traversable
 import duckdb
 
 from eviscene.rules import jsonl, python_text
-from eviscene.rules.runtime import runtime_dir, write_replacing
+from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_replacing
 
 _HEADER_FIELDS = ("view", "grain", "key")
 # Part of the catalog cache's key: change it when what the cache holds changes.
@@ -82,12 +82,14 @@ def _cached_reads(texts: list[tuple[str, str]], names: set[str]) -> dict[str, fr
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
         if set(stored) == {relative for relative, _ in texts} and all(set(reads) <= names for reads in stored.values()):
+            mark_used(path)
             return {relative: frozenset(reads) for relative, reads in stored.items()}
     except (OSError, ValueError, TypeError, AttributeError):  # none yet, or unreadable: find them
         pass
     found = {relative: frozenset(_names_in(_body(text), names)) for relative, text in texts}
     stored = json.dumps({relative: sorted(reads) for relative, reads in found.items()}).encode()
     write_replacing(path, lambda out: out.write(stored))  # unwritable: the next process finds them again
+    prune_unused(path.parent)  # catalogs of code no longer run
     return found
 
 

@@ -1,10 +1,12 @@
 """The parsed view catalog is cached in the runtime directory under the SQL files' digest:
-a catalog read from the cache is the one parsed from the files, and a cache file that does
-not fit the files is not believed."""
+a catalog read from the cache is the one parsed from the files, a cache file that does
+not fit the files is not believed, and catalogs of code unused for weeks are removed."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 
 from eviscene import views
 
@@ -31,3 +33,19 @@ def test_a_cache_that_does_not_fit_the_files_is_ignored(tmp_path, monkeypatch):
     cache.write_text("{not json")
     assert views._read_definitions() == parsed
     assert json.loads(cache.read_text())["10_runs/runs.sql"] == sorted(next(d for d in parsed if d.name == "runs").reads)
+
+
+def test_catalogs_unused_for_weeks_are_removed_when_one_is_written_and_the_one_read_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVISCENE_RUNTIME_DIR", str(tmp_path))
+    folder = tmp_path / "view-catalog"
+    folder.mkdir()
+    weeks_ago = time.time() - 15 * 86_400
+    stale = folder / ("0" * 64 + ".json")  # an older code's catalog
+    stale.write_text("{}")
+    os.utime(stale, (weeks_ago, weeks_ago))
+    views._read_definitions()  # parsed and written: the folder is pruned
+    [cache] = list(folder.iterdir())
+    assert cache != stale
+    os.utime(cache, (weeks_ago, weeks_ago))
+    views._read_definitions()  # read from the cache: marked used
+    assert cache.stat().st_mtime > weeks_ago

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
-from eviscene.rules.runtime import runtime_dir, write_replacing
+from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_replacing
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
 from eviscene.tools.image_store import AnswerStore, picture_digest
@@ -119,12 +119,15 @@ class ImageIndex:
         """The index from the cache in `folder` (default: the runtime directory's
         `image-index/`) under the corpus key, else built and cached there."""
         groups = image_groups(corpus)
-        path = (folder or runtime_dir() / "image-index") / f"{corpus_key(groups)}.npz"
+        folder = folder or runtime_dir() / "image-index"
+        path = folder / f"{corpus_key(groups)}.npz"
         try:
             index = cls._load(groups, path)
+            mark_used(path)
         except (OSError, ValueError, KeyError):  # none yet, or unreadable: build it
             index = cls._build(groups)
             index._save(path)
+            prune_unused(folder)  # other corpora's indexes and answers, unused for weeks
         index._answers = AnswerStore(path.with_suffix(".answers"))
         return index
 

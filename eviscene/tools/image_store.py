@@ -31,7 +31,7 @@ from typing import Callable, Optional, TypeVar
 
 import numpy as np
 
-from eviscene.rules.runtime import write_replacing
+from eviscene.rules.runtime import mark_used, prune_unused, write_replacing
 from eviscene.tools.images import PreparedImage
 
 T = TypeVar("T")
@@ -82,6 +82,8 @@ def _field_bytes(value: object) -> bytes:
 class AnswerStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        mark_used(folder)  # the corpus's answers, and below, this code's
+        mark_used(folder / software_digest())
 
     def _path(self, name: str) -> Path:
         # One subfolder per answering software: answers of older code are easy to find and remove.
@@ -96,3 +98,4 @@ class AnswerStore:
 
     def put(self, name: str, text: str) -> None:
         write_replacing(self._path(name), lambda out: out.write(text.encode("utf-8")))
+        prune_unused(self.folder)  # answers of code no longer run

@@ -37,7 +37,7 @@ import duckdb
 import numpy as np
 
 from eviscene.exports.serialize import write_text
-from eviscene.providers.guard import runtime_dir
+from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir
 from eviscene.store.layout import live_root
 from eviscene.views import view_definitions
 
@@ -194,7 +194,10 @@ class ResultCache:
             return found[1]
         value = self._read(self.beside_log / self._filed_name(kind, head)) if self._trusted_beside_log() else None
         if value is None and self._private():
-            value = self._read(self.folder / f"{self._prefix(kind, head.run_id)}{key}.json")
+            filed = self.folder / f"{self._prefix(kind, head.run_id)}{key}.json"
+            value = self._read(filed)
+            if value is not None:
+                mark_used(filed)
         if value is None:
             return None
         with self._lock:
@@ -223,6 +226,7 @@ class ResultCache:
                 for older in self.folder.glob(f"{prefix}*.json"):  # the run's results under an older head
                     if older.name != f"{prefix}{key}.json":
                         older.unlink(missing_ok=True)
+                prune_unused(self.folder)  # results of logs and code no longer read
             except OSError:  # a read-only or full runtime directory: the memory copy serves
                 pass
         return value

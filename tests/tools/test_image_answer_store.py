@@ -1,13 +1,15 @@
 """A reverse image search's answers are stored beside the corpus's cached index: a query
 picture answered once is answered again (by another index object: another run or process)
 from disk, with the same candidates and comparisons a fresh search gives, and only the
-same picture (every field a search reads) finds them, and a store that cannot be written
-costs only the recomputation."""
+same picture (every field a search reads) finds them, a store that cannot be written
+costs only the recomputation, and answers of code unused for weeks are removed."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import time
 
 import numpy as np
 import pytest
@@ -108,3 +110,16 @@ def test_an_unwritable_store_costs_only_the_recomputation(corpus, tmp_path):
     assert answers(index.similar(edited_copy())) == expected
     assert index._answers.get("anything", str) is None
 
+
+
+def test_answers_of_code_unused_for_weeks_are_removed_when_answers_are_stored(tmp_path):
+    folder = tmp_path / "corpus.answers"
+    weeks_ago = time.time() - 15 * 86_400
+    for old_code in ("a" * 64, software_digest()):
+        (folder / old_code).mkdir(parents=True)
+        (folder / old_code / "answer.json").write_text("[]")
+        os.utime(folder / old_code, (weeks_ago, weeks_ago))
+    store = AnswerStore(folder)  # this code's answers: marked used
+    store.put("query", "[1]")
+    assert sorted(p.name for p in folder.iterdir()) == [software_digest()]
+    assert store.get("query", json.loads) == [1]

@@ -1,10 +1,12 @@
 """The reverse-image index is cached on disk under the corpus key: a cached index searches
 exactly as a freshly built one, its vectorized hash prefilter gives the distances a plain
-per-image loop gives, and a changed corpus gets a new key (a stale index is never read)."""
+per-image loop gives, a changed corpus gets a new key (a stale index is never read), and
+other corpora's indexes unused for weeks are removed when one is built."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +117,21 @@ def test_a_changed_corpus_gets_a_new_cache_key(tmp_path, monkeypatch):
     # The same bytes written again (a file touched or copied): the key changes too.
     os.utime(root / "images" / "s10.jpg", ns=(1, 1))
     assert corpus_key(image_groups(Corpus.load(root))) not in (key, new_key)
+
+
+def test_building_an_index_removes_those_unused_for_weeks_and_reading_one_keeps_it(tmp_path):
+    root = write_corpus(tmp_path / "corpus", range(20, 22))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    weeks_ago, days_ago = time.time() - 15 * 86_400, time.time() - 13 * 86_400
+    for name, when in (("stale.npz", weeks_ago), ("stale.answers", weeks_ago), ("recent.npz", days_ago)):
+        (cache / name).mkdir() if name.endswith(".answers") else (cache / name).write_bytes(b"")
+        os.utime(cache / name, (when, when))
+    key = corpus_key(image_groups(Corpus.load(root)))
+
+    ImageIndex.cached(Corpus.load(root), cache)  # built: the folder is pruned
+    assert sorted(p.name for p in cache.iterdir()) == sorted(["recent.npz", f"{key}.npz"])
+
+    os.utime(cache / f"{key}.npz", (weeks_ago, weeks_ago))
+    ImageIndex.cached(Corpus.load(root), cache)  # read: marked used
+    assert (cache / f"{key}.npz").stat().st_mtime > days_ago

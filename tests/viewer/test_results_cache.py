@@ -1,12 +1,14 @@
 """The viewer's results cache (eviscene/viewer/results_cache.py): a run's numbers are filed
 under its chain head, so new events give new numbers, a sealed run's numbers survive a
-restart on disk, a live run's never reach the disk, and a page renders the same bytes from
-the cache as computed. Expectations are hand-computed from the events written here."""
+restart on disk, a live run's never reach the disk, a page renders the same bytes from
+the cache as computed, and results unused for weeks are removed. Expectations are hand-computed from the events written here."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import anyio
@@ -130,6 +132,25 @@ def test_a_sealed_runs_numbers_survive_a_restart_and_render_the_same_page(log, t
     assert pages.dashboard_page(cached, links) == pages.dashboard_page(computed, links)
     # Without any cache at all (a fresh folder) the numbers are the same.
     assert data.dashboard(log, RUN, ResultCache(log.path, tmp_path / "elsewhere")) == computed
+
+
+def test_results_unused_for_weeks_are_removed_when_a_result_is_filed_and_those_read_are_kept(log, tmp_path):
+    anyio.run(_write_late, log)
+    _seal_unfiled(log)
+    runtime = tmp_path / "runtime"
+    (runtime / CACHE_FOLDER).mkdir(parents=True)
+    weeks_ago = time.time() - 15 * 86_400
+    stale = runtime / CACHE_FOLDER / "run-of-a-deleted-log.json"
+    stale.write_text("{}")
+    os.utime(stale, (weeks_ago, weeks_ago))
+
+    data.list_runs(log, ResultCache(log.path, runtime))  # computed and filed: the folder is pruned
+    assert not stale.exists() and _cached_files(runtime) == ["run"]
+
+    filed = next((runtime / CACHE_FOLDER).glob("run-*.json"))
+    os.utime(filed, (weeks_ago, weeks_ago))
+    data.list_runs(log, ResultCache(log.path, runtime))  # read from disk: marked used
+    assert filed.stat().st_mtime > weeks_ago
 
 
 def test_a_result_filed_under_another_head_or_log_is_not_read(log, tmp_path):
