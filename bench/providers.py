@@ -32,20 +32,24 @@ caps concurrent tool calls at 40 and was also where the log writer waited for it
 connections and 0.51 at 512, the same with 1 or 4 server processes: the machine, not the
 server, was the limit.
 
-The HTTP client is now aiohttp (a C parser) instead of httpx. Alone, against this kind of
-server, a call cost the client 1.2-1.5 ms of CPU through httpx and 0.2-0.3 ms through
-aiohttp at 64 and 256 connections (no growth with connections: httpx's per-pool workaround
-is gone). Here, httpx's code against aiohttp's run one after the other (A, B, A, B; load
-2.4-3.8 from another bench on the same 2 cores), 5 pairs at c=64 and c=256:
+The HTTP client is now aiohttp (a C parser) instead of httpx. JsonClient alone, against
+this kind of server (2 processes, 200 ms answers, load 3.7-4.5), cost the client 1.1-1.9
+ms of CPU a call through httpx and 0.16-0.23 ms through aiohttp at 64 and 256 connections
+(no growth with connections: httpx's per-pool workaround is gone; anyio.fail_after around
+each call was another 0.03-0.07 ms, aiohttp's own total timeout replaces it). Here,
+httpx's code against aiohttp's run one after the other (A, B, A, B; load 1.9-4.5 from
+another bench on the same 2 cores), 8 pairs at c=64 and c=256, aiohttp ahead in each:
 
-    CPU ms / episode   c=64  6.9-11.1 -> 3.9-5.7      c=256  6.4-10.3 -> 3.7-4.9
-    ratio              c=64  0.49-0.62 -> 0.58-0.72   c=256  0.18-0.31 -> 0.33-0.44
-    call +ms p50       c=64  68-93 -> 25-44           c=256  231-531 -> 60-170
+    CPU ms / episode   c=64  6.9-11.1 -> 3.9-5.7      c=256  6.4-10.3 -> 3.7-5.7
+    ratio              c=64  0.42-0.62 -> 0.58-0.72   c=256  0.18-0.31 -> 0.29-0.44
+    call +ms p50       c=64  68-169 -> 25-49          c=256  231-531 -> 60-204
 
 (the default levels once each, load 2.1-2.3: c=1 0.96 -> 0.98, c=16 0.86 -> 0.92, c=64 0.43
--> 0.71, c=256 0.18 -> 0.36). What is left a call is mostly sending the body (its image
-as base64, ~0.35 ms a send on loopback) and the agent, events and log around it; what
-would move c=256 further is episodes spread over processes.
+-> 0.71, c=256 0.18 -> 0.36). HTTP is now 0.5-0.7 ms of the ~4 ms an episode: the rest is
+the agent, its events and the log around the calls (and sending each body, its image as
+base64, ~0.35 ms on loopback). At ~4 ms an episode c=256 needs 1 s of CPU for a 0.6 s
+wave, so one free core bounds its ratio near 0.6; beyond that, episodes spread over
+processes.
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
