@@ -16,21 +16,40 @@ so OCR does not count.
     python bench/providers.py [--levels 1 16 64 256] [--cases 16] [--episodes 64]
 
 Where the time went (cProfile, the events, CPU clocks; 2 shared cores at load 13-27,
-December 2026): the run's event loop is CPU-bound. The episode phase costs ~9 ms of CPU an
+December 2026): the run's event loop is CPU-bound. The episode phase cost ~9 ms of CPU an
 episode (3 calls, 1 tool, ~13 events); at c=64 that is 0.58 s for a 0.6 s wave, at c=256
 2.3 s, so even a free core bounds the ratio near 0.7-1 at c=64 and ~0.26 at c=256. In the
-profile httpx is about half of the loop's busy time (1.27 of 2.25 s for 192 calls),
+profile httpx was about half of the loop's busy time (1.27 of 2.25 s for 192 calls),
 json.dumps of request bodies 0.17 s (now orjson, as are the answers; the request blob is
 serialized once), the writer's batches ~0.1 s. A text_search in a worker thread took p50
 92-143 ms of wall for ~1 ms of CPU (the thread waits for the GIL behind the busy loop; run
 inline it took 1 ms, but whole-run ratios moved within the noise, 0.26-0.32 vs 0.28-0.34).
-Limits checked, none capping: max_inflight = concurrency; httpx pools of 8 connections,
-ceil(c / 8) of them; anyio's shared pool of 40 threads caps concurrent tool calls at 40 and
-was also where the log writer waited for its commits (it now has its own thread). Measured
-here at load 20-22: ratio 0.12-0.34 at c=64 (calls +218-620 ms p50), 0.07 at c=256 (+1,347
-ms p50); the server alone 0.81 of its bound at 64 connections and 0.51 at 512, the same with
-1 or 4 server processes: the machine, not the server, was the limit. What is left: an HTTP
-client lighter than httpx, or episodes spread over processes.
+Limits checked, none capping: max_inflight = concurrency; the HTTP connections (then httpx
+pools of 8, now one aiohttp connector of max_inflight); anyio's shared pool of 40 threads
+caps concurrent tool calls at 40 and was also where the log writer waited for its commits
+(it now has its own thread). Measured here at load 20-22: ratio 0.12-0.34 at c=64 (calls
++218-620 ms p50), 0.07 at c=256 (+1,347 ms p50); the server alone 0.81 of its bound at 64
+connections and 0.51 at 512, the same with 1 or 4 server processes: the machine, not the
+server, was the limit.
+
+The HTTP client is now aiohttp (a C parser) instead of httpx. JsonClient alone, against
+this kind of server (2 processes, 200 ms answers, load 3.7-4.5), cost the client 1.1-1.9
+ms of CPU a call through httpx and 0.16-0.23 ms through aiohttp at 64 and 256 connections
+(no growth with connections: httpx's per-pool workaround is gone; anyio.fail_after around
+each call was another 0.03-0.07 ms, aiohttp's own total timeout replaces it). Here,
+httpx's code against aiohttp's run one after the other (A, B, A, B; load 1.9-4.5 from
+another bench on the same 2 cores), 8 pairs at c=64 and c=256, aiohttp ahead in each:
+
+    CPU ms / episode   c=64  6.9-11.1 -> 3.9-5.7      c=256  6.4-10.3 -> 3.7-5.7
+    ratio              c=64  0.42-0.62 -> 0.58-0.72   c=256  0.18-0.31 -> 0.29-0.44
+    call +ms p50       c=64  68-169 -> 25-49          c=256  231-531 -> 60-204
+
+(the default levels once each, load 2.1-2.3: c=1 0.96 -> 0.98, c=16 0.86 -> 0.92, c=64 0.43
+-> 0.71, c=256 0.18 -> 0.36). HTTP is now 0.5-0.7 ms of the ~4 ms an episode: the rest is
+the agent, its events and the log around the calls (and sending each body, its image as
+base64, ~0.35 ms on loopback). At ~4 ms an episode c=256 needs 1 s of CPU for a 0.6 s
+wave, so one free core bounds its ratio near 0.6; beyond that, episodes spread over
+processes.
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and

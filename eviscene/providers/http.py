@@ -19,23 +19,28 @@ breaker's listener, e.g. the progress bar, is told), and once the outage has las
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import os
 import random
 import re
+import ssl
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable
 
+import aiohttp
 import anyio
-import httpx
+import certifi
 import orjson
 
 from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
 from eviscene.redaction import redact, register_secret
 
-CONNECTIONS_PER_POOL = 8
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
 # What a 500 says when the server refused the request itself (llama.cpp's server answers a
@@ -143,46 +148,51 @@ class CircuitBreaker:
 
 
 class JsonClient:
-    """POSTs JSON bodies to one endpoint; one per provider, shared by all its episodes."""
+    """POSTs JSON bodies to one endpoint; one per provider, shared by all its episodes.
+
+    The transport is aiohttp: its HTTP parser is C, a fifth to an eighth of httpx's CPU a
+    call on the event loop (bench/providers.py). The session is made on first use, in the
+    event loop it belongs to, and closed by `aclose`; a call after that makes a new one."""
 
     def __init__(self, endpoint: Endpoint, *, label: str):
         self.endpoint, self.label = endpoint, label
         register_secret(endpoint.api_key)
         self._secrets = (endpoint.api_key,) if endpoint.api_key else ()
         self._limiter = anyio.CapacityLimiter(max(1, endpoint.max_inflight))
-        self._clients: list[httpx.AsyncClient] = []
-        self._in_flight: list[int] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
         self.breaker = CircuitBreaker(
             endpoint.base_url, threshold=endpoint.outage_after_failures, outage_timeout=endpoint.outage_timeout_seconds
         )
 
-    def _least_busy(self) -> int:
-        """A connection pool for the next request. httpcore's pool does work quadratic in its
-        connections on every request (~20 ms a request at 64), so the in-flight limit is
-        spread over small pools; made on first use, in the event loop they belong to."""
-        if not self._clients:
-            e = self.endpoint
-            pools = math.ceil(max(1, e.max_inflight) / CONNECTIONS_PER_POOL)
-            per_pool = math.ceil(max(1, e.max_inflight) / pools)
-            tls = httpx.create_ssl_context()  # one for all pools: loading the CA bundle takes ~20 ms
-            self._clients = [
-                httpx.AsyncClient(
-                    base_url=e.base_url.rstrip("/") + "/",
-                    timeout=httpx.Timeout(e.timeout_seconds, connect=e.connect_timeout_seconds, pool=None),
-                    limits=httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool),
-                    headers={"content-type": "application/json", **e.headers()},
-                    follow_redirects=False,
-                    verify=tls,
-                )
-                for _ in range(pools)
-            ]
-            self._in_flight = [0] * pools
-        return min(range(len(self._clients)), key=self._in_flight.__getitem__)
+    def _open_session(self) -> aiohttp.ClientSession:
+        e = self.endpoint
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=max(1, e.max_inflight),  # the limiter's calls never wait for a connection
+                ssl=_tls_context(),
+                keepalive_timeout=5.0,  # as httpx: a server's idle keep-alive may be as short
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"content-type": "application/json", **e.headers()},
+                # Each read (and the send) within the timeout, and the whole answer within both:
+                # a slowly trickling answer ends too. (anyio.fail_after around each call would
+                # cost a fifth of the call's CPU.)
+                timeout=aiohttp.ClientTimeout(
+                    total=e.connect_timeout_seconds + e.timeout_seconds,
+                    connect=None,
+                    sock_connect=e.connect_timeout_seconds,
+                    sock_read=e.timeout_seconds,
+                ),
+            )
+            self._proxy = _environment_proxy(e.base_url)
+        return self._session
 
     async def aclose(self) -> None:
-        clients, self._clients, self._in_flight = self._clients, [], []
-        for client in clients:
-            await client.aclose()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     def redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -198,7 +208,7 @@ class JsonClient:
         while True:
             try:
                 async with self._limiter:
-                    answer = await self._try(path, content)
+                    answer = await self._try(url, content)
                 self.breaker.answered()
                 return answer, retries
             except _Unreachable as failure:
@@ -242,32 +252,27 @@ class JsonClient:
         retries.append({"status": None, "error": reason, "waited_seconds": round(wait, 3)})
         await anyio.sleep(wait)
 
-    async def _try(self, path: str, content: bytes) -> dict[str, Any]:
+    async def _try(self, url: str, content: bytes) -> dict[str, Any]:
         e = self.endpoint
+        session = self._open_session()
         try:
-            # httpx's read timeout bounds each read; this bounds a slowly trickling answer too.
-            pool = self._least_busy()
-            self._in_flight[pool] += 1
-            try:
-                with anyio.fail_after(e.connect_timeout_seconds + e.timeout_seconds):
-                    response = await self._clients[pool].post(path.lstrip("/"), content=content)
-            finally:
-                if self._in_flight:  # unless closed meanwhile
-                    self._in_flight[pool] -= 1
-        except httpx.ConnectTimeout as exc:
-            raise _Unreachable(None, _timeout_reason(exc, e)) from None
-        except (httpx.TimeoutException, TimeoutError) as exc:
-            raise _Retryable(None, _timeout_reason(exc, e)) from None
-        except httpx.ConnectError as exc:
-            raise _Unreachable(None, "connection refused" if _refused(exc) else f"connection failed: ConnectError: {exc}") from None
-        except httpx.TransportError as exc:
-            raise _Retryable(None, f"connection failed: {type(exc).__name__}: {exc}") from None
-        status = response.status_code
-        message = _error_message(response)
-        deterministic = status in (400, 404, 422) or (status == 500 and bool(_INVALID_REQUEST.search(message)))
-        if not deterministic and (status in RETRYABLE_STATUS or status >= 500):
-            raise _Retryable(status, _status_reason(response), retry_after(response.headers.get("retry-after")))
-        if status >= 400:
+            async with session.post(url, data=content, allow_redirects=False, proxy=self._proxy) as answer:
+                body = await answer.read()
+                response = _Response(answer.status, answer.reason or "", answer.headers.get("retry-after"), answer.charset, body)
+        except aiohttp.ConnectionTimeoutError:
+            raise _Unreachable(None, f"connect timeout: no connection within {e.connect_timeout_seconds:g} s") from None
+        except TimeoutError:  # a read, or the whole answer, past its timeout
+            raise _Retryable(None, f"read timeout: no complete response within {e.timeout_seconds:g} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise _Unreachable(None, "connection refused" if _refused(exc) else f"connection failed: {type(exc).__name__}: {_quote(str(exc))}") from None
+        except aiohttp.ClientError as exc:  # dropped connection, truncated body, garbled HTTP
+            raise _Retryable(None, f"connection failed: {type(exc).__name__}: {_quote(str(exc))}") from None
+        status = response.status
+        if status >= 400:  # every retryable status is an error status
+            message = _error_message(response)
+            deterministic = status in (400, 404, 422) or (status == 500 and bool(_INVALID_REQUEST.search(message)))
+            if not deterministic and (status in RETRYABLE_STATUS or status >= 500):
+                raise _Retryable(status, _status_reason(response), retry_after(response.retry_after))
             self.breaker.answered()
             reason = self.redact(f"{self.label}: {_status_reason(response)}{_auth_hint(status)}")
             context = _CONTEXT_LENGTH.search(message)
@@ -276,7 +281,7 @@ class JsonClient:
                 raise ContextLengthExceeded(reason, status=status, message=self.redact(message), window=window)
             raise RequestRejected(reason, status=status, message=self.redact(message))
         try:
-            decoded = orjson.loads(response.content)
+            decoded = orjson.loads(response.body)
         except orjson.JSONDecodeError as exc:  # a cut-off or garbled body: the next try may arrive whole
             raise _Retryable(status, f"HTTP {status}: body is not valid JSON ({exc}): {_quote(response.text)}") from None
         if not isinstance(decoded, dict):
@@ -306,7 +311,50 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_message(response: httpx.Response) -> str:
+@dataclass(frozen=True)
+class _Response:
+    """What `_try` reads of an answer before the connection goes back to the pool."""
+
+    status: int
+    reason_phrase: str
+    retry_after: str | None
+    charset: str | None
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        """The body as text: its declared charset if Python knows it, else UTF-8; bad bytes replaced."""
+        encoding = "utf-8"
+        if self.charset:
+            try:
+                encoding = codecs.lookup(self.charset).name
+            except LookupError:
+                pass
+        return self.body.decode(encoding, errors="replace")
+
+
+def _tls_context() -> ssl.SSLContext:
+    """Verification as httpx did it: the CA file or folder SSL_CERT_FILE / SSL_CERT_DIR names,
+    else certifi's bundle."""
+    if os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    if os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _environment_proxy(base_url: str) -> str | None:
+    """The proxy the environment names for the endpoint (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
+    NO_PROXY), read once per session as httpx did; aiohttp's own `trust_env` would read it,
+    and ~/.netrc, on a thread for every request."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _error_message(response: _Response) -> str:
     """The server's message: `error.message` or `error` of a JSON body, else the body."""
     text = response.text.strip()
     message = text
@@ -322,15 +370,14 @@ def _error_message(response: httpx.Response) -> str:
     return message
 
 
-def _status_reason(response: httpx.Response) -> str:
+def _status_reason(response: _Response) -> str:
     message = _error_message(response)
-    phrase = response.reason_phrase or ""
-    return f"HTTP {response.status_code} {phrase}".rstrip() + (f": {_quote(message)}" if message else "")
+    return f"HTTP {response.status} {response.reason_phrase}".rstrip() + (f": {_quote(message)}" if message else "")
 
 
 def _refused(exc: BaseException | None, depth: int = 0) -> bool:
-    """Whether a connect error comes from a refused connection (nothing listening); httpx
-    hides it under "All connection attempts failed", in the cause chain or a group."""
+    """Whether a connect error comes from a refused connection (nothing listening), in the
+    cause chain or a group (one error for each address of the host)."""
     if exc is None or depth > 8:
         return False
     if isinstance(exc, ConnectionRefusedError) or "refused" in str(exc).lower():
@@ -343,14 +390,6 @@ def _auth_hint(status: int) -> str:
     if status in (401, 403):
         return " (check the API key in the environment variable the profile or --api-key-env names)"
     return ""
-
-
-def _timeout_reason(exc: Exception, endpoint: Endpoint) -> str:
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"connect timeout: no connection within {endpoint.connect_timeout_seconds:g} s"
-    if isinstance(exc, httpx.WriteTimeout):
-        return f"write timeout: request not sent within {endpoint.timeout_seconds:g} s"
-    return f"read timeout: no complete response within {endpoint.timeout_seconds:g} s"
 
 
 def _quote(text: str) -> str:

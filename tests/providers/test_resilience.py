@@ -116,7 +116,7 @@ async def test_a_connection_cut_mid_body_is_retried(images, case_image):
         response = await call(server, images, case_image)
     assert response.content == "fine"
     [retry] = response.retries
-    assert retry["status"] is None and retry["error"].startswith("connection failed: RemoteProtocolError")
+    assert retry["status"] is None and retry["error"].startswith("connection failed: ClientPayloadError")
 
 
 @pytest.mark.anyio
@@ -187,3 +187,25 @@ async def test_in_flight_requests_stay_within_the_limit(images, case_image):
                 for _ in range(6):
                     group.start_soon(provider.complete, request)
     assert len(server.received) == 6 and server.max_in_flight == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("bypassed", [False, True])
+async def test_the_proxy_the_environment_names_carries_the_calls_unless_no_proxy_names_the_host(images, case_image, monkeypatch, bypassed):
+    """HTTP_PROXY sends a call to the proxy, in absolute form; NO_PROXY naming the endpoint's
+    host sends it straight there (the proxy, nothing listening, would refuse it)."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeServer(lambda r: OK) as server:
+        if bypassed:
+            monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            base_url = server.url + "/v1"
+        else:
+            monkeypatch.setenv("HTTP_PROXY", server.url)
+            base_url = "http://model.example/v1"
+        provider = ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(base_url), images=images)
+        async with provider:
+            response = await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert response.content == "fine" and response.retries == []
+    assert server.received[0].path == ("/v1/chat/completions" if bypassed else "http://model.example/v1/chat/completions")

@@ -12,7 +12,7 @@ import pytest
 
 import sandbox_log
 
-HEAVY = ("pyarrow", "numpy", "pandas", "pydantic", "sqlmodel", "PIL", "cv2", "httpx", "anyio")
+HEAVY = ("pyarrow", "numpy", "pandas", "pydantic", "sqlmodel", "PIL", "cv2", "httpx", "aiohttp", "anyio")
 
 # Runs the CLI in this interpreter, then reports which heavy top-level modules it loaded.
 PROBE = """
