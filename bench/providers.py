@@ -55,7 +55,7 @@ Where the rest goes (py-spy on the runner at c=256, 15 rounds, the episode phase
 5-6 from other work on the 2 cores): asyncio's loop ~23% of the busy samples, aiohttp ~14%
 (a new connection per episode: each run opens its own session), the store ~12% (numbering,
 hashing and writing the events; opening the run's writer), pydantic ~9%, the providers'
-request building ~8%, the agent ~5%, the text_search tool ~5%, thread hand-offs (tool calls
+own code (building and encoding requests) ~8%, the agent ~5%, the text_search tool ~5%, thread hand-offs (tool calls
 in anyio's worker threads) ~5-10%. No single per-episode piece left is 5% of the CPU. Two
 costs are per run, inside the measured phase, and weigh on c=64's 64 episodes: opening the
 run's writer reads the run's state through a fresh DuckDB connection (~24 ms of CPU, DuckDB
@@ -63,13 +63,14 @@ building its catalog; 25-42 ms measured) and the aiohttp session loaded certifi'
 into a TLS context (23-38 ms) even for a plain-HTTP server. The session now builds that
 context only when the endpoint or its proxy is https: measured inside the run, 23-38 ms ->
 0.4 ms a session (load 5.8-6.1), i.e. ~0.5 ms an episode at c=64 (~9%), ~0.13 at c=256
-(~2%). Main's code against this one (A, B, A, B; 4 pairs; load 3.6-6.2 from another
+(~2%). Main's code against this one (A, B, A, B; 7 pairs; load 3.6-6.2 from another
 engineer's compile and bench on the same cores, which also inflates CPU per episode ~1.5x
-against the figures above at load 2-4):
+against the figures above at load 2-4), each pair's figure and the median:
 
-    CPU ms / episode   c=64  5.9 6.2 7.4 7.4 -> 4.9 6.3 7.2 5.6    c=256  6.1 5.9 5.8 5.4 -> 6.0 5.7 6.1 5.6
-    ratio              c=64  0.50 0.56 0.33 0.37 -> 0.60 0.49 0.33 0.63
-                       c=256 0.18 0.22 0.22 0.25 -> 0.20 0.24 0.20 0.26
+    CPU ms / episode  c=64  5.9 6.2 7.4 7.4 6.5 5.5 5.4 (6.2) -> 4.9 6.3 7.2 5.6 4.8 6.8 5.0 (5.6)
+                      c=256 6.1 5.9 5.8 5.4 6.4 5.2 5.7 (5.8) -> 6.0 5.7 6.1 5.6 5.7 6.2 3.4 (5.7)
+    ratio             c=64  .50 .56 .33 .37 .34 .63 .59 (.50) -> .60 .49 .33 .63 .66 .53 .49 (.53)
+                      c=256 .18 .22 .22 .25 .16 .30 .29 (.22) -> .20 .24 .20 .26 .25 .21 .40 (.24)
 
 (at c=256 the change is inside the noise). Tried, not kept: text_search run inline instead
 of in a worker thread, CPU median 5.58 -> 5.05 ms an episode at c=256 (12 alternating
