@@ -51,6 +51,34 @@ base64, ~0.35 ms on loopback). At ~4 ms an episode c=256 needs 1 s of CPU for a 
 wave, so one free core bounds its ratio near 0.6; beyond that, episodes spread over
 processes.
 
+Where the rest goes (py-spy on the runner at c=256, 15 rounds, the episode phase only; load
+5-6 from other work on the 2 cores): asyncio's loop ~23% of the busy samples, aiohttp ~14%
+(a new connection per episode: each run opens its own session), the store ~12% (numbering,
+hashing and writing the events; opening the run's writer), pydantic ~9%, the providers'
+own code (building and encoding requests) ~8%, the agent ~5%, the text_search tool ~5%, thread hand-offs (tool calls
+in anyio's worker threads) ~5-10%. No single per-episode piece left is 5% of the CPU. Two
+costs are per run, inside the measured phase, and weigh on c=64's 64 episodes: opening the
+run's writer reads the run's state through a fresh DuckDB connection (~24 ms of CPU, DuckDB
+building its catalog; 25-42 ms measured) and the aiohttp session loaded certifi's CA bundle
+into a TLS context (23-38 ms) even for a plain-HTTP server. The session now builds that
+context only when the endpoint or its proxy is https: measured inside the run, 23-38 ms ->
+0.4 ms a session (load 5.8-6.1), i.e. ~0.5 ms an episode at c=64 (~9%), ~0.13 at c=256
+(~2%). Main's code against this one (A, B, A, B; 7 pairs; load 3.6-6.2 from another
+engineer's compile and bench on the same cores, which also inflates CPU per episode ~1.5x
+against the figures above at load 2-4), each pair's figure and the median:
+
+    CPU ms / episode  c=64  5.9 6.2 7.4 7.4 6.5 5.5 5.4 (6.2) -> 4.9 6.3 7.2 5.6 4.8 6.8 5.0 (5.6)
+                      c=256 6.1 5.9 5.8 5.4 6.4 5.2 5.7 (5.8) -> 6.0 5.7 6.1 5.6 5.7 6.2 3.4 (5.7)
+    ratio             c=64  .50 .56 .33 .37 .34 .63 .59 (.50) -> .60 .49 .33 .63 .66 .53 .49 (.53)
+                      c=256 .18 .22 .22 .25 .16 .30 .29 (.22) -> .20 .24 .20 .26 .25 .21 .40 (.24)
+
+(at c=256 the change is inside the noise). Tried, not kept: text_search run inline instead
+of in a worker thread, CPU median 5.58 -> 5.05 ms an episode at c=256 (12 alternating
+rounds, load 5.7) with the ratio unchanged (0.26 -> 0.27), but a search then blocks every
+episode's I/O for its length, which grows with the corpus; the request blob serialized from
+a dict instead of `model_dump(mode="json")` saves 60 us an episode (~1.5%), under the bar
+for a change that must keep every logged byte.
+
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
 `.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the

@@ -168,9 +168,13 @@ class JsonClient:
     def _open_session(self) -> aiohttp.ClientSession:
         e = self.endpoint
         if self._session is None or self._session.closed:
+            self._proxy = _environment_proxy(e.base_url)
+            # Loading the CA bundle costs ~35 ms of CPU a session: only TLS to the endpoint or
+            # its proxy reads the context, so a plain-HTTP server (vLLM, llama.cpp) skips it.
+            speaks_tls = any(urllib.parse.urlsplit(url).scheme == "https" for url in (e.base_url, self._proxy) if url)
             connector = aiohttp.TCPConnector(
                 limit=max(1, e.max_inflight),  # the limiter's calls never wait for a connection
-                ssl=_tls_context(),
+                ssl=_tls_context() if speaks_tls else True,
                 keepalive_timeout=5.0,  # as httpx: a server's idle keep-alive may be as short
             )
             self._session = aiohttp.ClientSession(
@@ -186,7 +190,6 @@ class JsonClient:
                     sock_read=e.timeout_seconds,
                 ),
             )
-            self._proxy = _environment_proxy(e.base_url)
         return self._session
 
     async def aclose(self) -> None:

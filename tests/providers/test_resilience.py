@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from email.utils import formatdate
 
@@ -12,6 +13,7 @@ import pytest
 
 from eviscene.agent.provider import ProviderError, ProviderOutage
 from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers import http
 from eviscene.providers.http import RetryPolicy, retry_after
 
 from provider_requests import API_KEY, endpoint, react_request
@@ -209,3 +211,29 @@ async def test_the_proxy_the_environment_names_carries_the_calls_unless_no_proxy
             response = await provider.complete(react_request(images.add(case_image[1], case_image[0])))
     assert response.content == "fine" and response.retries == []
     assert server.received[0].path == ("/v1/chat/completions" if bypassed else "http://model.example/v1/chat/completions")
+
+
+@pytest.mark.parametrize(
+    ("base_url", "proxy", "loads_ca_bundle"),
+    [
+        ("http://127.0.0.1:8000/v1", None, False),
+        ("https://api.example/v1", None, True),
+        ("HTTPS://api.example/v1", None, True),
+        ("http://model.example/v1", "https://proxy.example:3128", True),
+        ("http://model.example/v1", "http://proxy.example:3128", False),
+    ],
+)
+@pytest.mark.anyio
+async def test_the_ca_bundle_is_loaded_only_for_a_session_that_speaks_tls(monkeypatch, base_url, proxy, loads_ca_bundle):
+    """Plain HTTP to the endpoint and its proxy never reads a TLS context: the session skips
+    loading the CA bundle; TLS to either loads it."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy:
+        monkeypatch.setenv("ALL_PROXY", proxy)
+    loaded = []
+    monkeypatch.setattr(http, "_tls_context", lambda: loaded.append(base_url) or ssl.create_default_context())
+    client = http.JsonClient(endpoint(base_url), label="test")
+    client._open_session()
+    await client.aclose()
+    assert loaded == ([base_url] if loads_ca_bundle else [])
