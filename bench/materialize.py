@@ -167,6 +167,53 @@ materialize over the six pairs with both changes (load 1.5-3.4): main 38.7 s and
 on average (34.5-42.3 s), new 34.7 s and 45.7 CPU s (30.9-38.9 s); its own peak unchanged
 (~1.15 GiB). The goal (< 30 s) is not met on this 2-core machine: ~42-45 CPU s remain, the
 views' ~20 and the kernel's ~8 for the trace files among them.
+
+Issue 13, third round (the same generated log; EXPLAIN ANALYZE of the heaviest views and of
+one slice of the trace query, then each change timed against the old SQL in one process,
+alternating, three times each; load 4-6 from another engineer's benchmarks):
+- trace_audit_failures, 2.6 -> 1.0 CPU s: its unanswered_tool_call branch ran json_each over
+  the 900k model calls' tool_calls and a NOT EXISTS over the values, which DuckDB decorrelates
+  by grouping the 800k (run, episode, id) values and joining twice; the list is now parsed
+  by from_json, unnested, and anti-joined with the answered calls.
+- trace texts, 9.2 -> 6.4 CPU s (iterating all 100k, same bytes: 8.8-9.4 and 6.1-6.7): each
+  row's text was a chain of `||`, which copies every intermediate string (~10 per step row,
+  3.1M rows); it is one concat() now (no piece can be NULL: ts, type and payload are not
+  nullable, the rest coalesced). A slice of 5,000 episodes: 0.60 -> 0.39 CPU s, its step
+  projection 0.31 -> 0.06 s of operator time.
+- tried and dropped (< 0.1 CPU s each): overlapping_model_calls' lag window as a self-join on
+  call_index - 1 (the profile gave the window 3.3 s of operator time, yet the view took 1.05
+  CPU s with it and 0.97 without); tool_calls' counting-frame window (is_duplicate) as
+  row_number() > 1 (4.6 vs 4.5 CPU s).
+- measured and left: tool_calls 4.4 CPU s (parsing 1.6 M payloads ~1.6 s, its two windows
+  ~2 s of operator time, both needed for call ids reused in an episode); model_calls 2.1,
+  episode_evidence 1.8 (its arg_min over 800k unnested sources ~1.3 s of operator time),
+  episode_metrics ~1.8, sft_export_rejections ~1.0 (json_each like the branch above; a
+  from_json rewrite would save ~0.5 s); each tabular file is its query and orjson (the
+  largest, post_rollout_rewards, 1.4 s); the trace files' creation ~8 s of system CPU.
+Per phase of materialize, interleaved (run directories kept under new names, nothing deleted):
+
+              views s  views cpu s  traces s  traces cpu s  total s  total cpu s  user s  sys s  load
+    main         24.3         23.8      27.7          17.5     63.8         49.2    35.8   13.9   5.7-6.1
+    new          34.3         21.7      22.2          14.9     71.0         46.1    33.4   13.0   6.1-5.9
+    main         27.9         25.7      26.4          16.4     68.2         51.3    38.7   13.0   5.9-6.1
+    new          37.5         23.7      25.2          15.8     75.7         48.1    34.3   14.1   6.1-5.7
+
+The bench, interleaved, each interpreter running this file with `--run-dir` (load before
+the run, then the bench's own column after it):
+
+     episodes     events generate s  views s materialize s  cpu s python pass s  ratio  peak MiB  load
+main   100000    3200003        0.0     14.7          50.5   52.6           3.8  13.42      1900   2.2/4.8
+new    100000    3200003        0.0     21.0          42.5   44.9           5.1   8.27      1903   4.8/3.5
+main   100000    3200003        0.1     17.0          34.1   47.7           5.9   5.81      1902   3.5/2.2
+new    100000    3200003        0.1     18.3          84.2   53.4           5.7  14.85      1915   2.2/5.2
+main   100000    3200003        0.1     44.2          90.2   58.4          13.3   6.79      1901   5.2/5.7
+new    100000    3200003        0.1     50.6          85.2   51.9          15.0   5.66      1918   5.7/5.8
+
+materialize's CPU: main 52.9 s on average (47.7-58.4), new 50.1 s (44.9-53.4); per phase
+~3 CPU s less (views ~2, traces ~1.6, user time 3.4 s less). Wall at load 4-6 on two cores
+says nothing (34-90 s either way); the goal (< 30 s) is not met: ~46 CPU s remain, ~13 of
+them the kernel's. The run directories of main-1 and new-1 (100k traces, every file) are
+identical under diff -r.
 """
 
 from __future__ import annotations

@@ -64,6 +64,8 @@ def _json_number(column: str) -> str:
 # is put together in SQL from the stored payloads (embedded verbatim, as orjson embeds a
 # Fragment) in rows that follow each other, ordered by (episode_id, part, step): the part
 # before the steps (0), each step with a comma after it (1), the part after them (2).
+# Each text is one concat() of its pieces (no piece is NULL): a chain of || copies every
+# intermediate string (100k episodes, 3.1M steps: putting the texts together 9.2 -> 6.4 CPU s).
 _TRACE_ROWS_SQL = f"""
 WITH ep AS (
     SELECT * FROM episodes WHERE run_id = $run_id AND finished AND episode_id BETWEEN $first AND $last
@@ -73,34 +75,33 @@ perception AS (
     WHERE run_id = $run_id AND type = 'perception.reported' AND episode_id BETWEEN $first AND $last GROUP BY episode_id
 ),
 evidence AS (
-    SELECT episode_id, string_agg(
-        '{{"content_sha256":' || {_json_text("content_sha256")} || ',"evidence_id":' || {_json_text("evidence_id")}
-        || ',"published":' || {_json_text("published")} || ',"source_family":' || {_json_text("source_family")}
-        || ',"url":' || {_json_text("url")} || ',"visited":' || {_json_number("visited")} || '}}',
+    SELECT episode_id, string_agg(concat(
+        '{{"content_sha256":', {_json_text("content_sha256")}, ',"evidence_id":', {_json_text("evidence_id")},
+        ',"published":', {_json_text("published")}, ',"source_family":', {_json_text("source_family")},
+        ',"url":', {_json_text("url")}, ',"visited":', {_json_number("visited")}, '}}'),
         ',' ORDER BY first_call_index, evidence_id) AS items
     FROM episode_evidence WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last GROUP BY episode_id
 )
-SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq,
-    '{{"attempt":' || {_json_number("ep.final_attempt")} || ',"case_id":' || {_json_text("ep.case_id")}
-    || ',"confidence":' || coalesce(canonical_json_number(ep.confidence), 'null')
-    || ',"episode_id":' || {_json_text("ep.episode_id")} || ',"error":' || {_json_text("ep.error")}
-    || ',"image_id":' || {_json_text("ep.episode_id")} || ',"run_id":' || {_json_text("$run_id")}
-    || ',"schema_version":"{TRACE_SCHEMA}","state":{{"investigation_state":{{"evidence":[' || coalesce(evidence.items, '')
-    || ']}},"perception":' || coalesce(nullif(perception.payload, ''), 'null')
-    || ',"rollout":{{"prompt_group_id":' || {_json_text("ep.prompt_group_id")}
-    || ',"rollout_index":' || {_json_number("ep.rollout_index")} || ',"sampling_seed":' || {_json_number("ep.sampling_seed")}
-    || '}},"runtime_case":{{"case_id":' || {_json_text("ep.case_id")} || ',"image_path":' || {_json_text("ep.image_path")}
-    || ',"image_sha256":' || {_json_text("ep.image_sha256")} || '}}}},"steps":[' AS text
+SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq, concat(
+    '{{"attempt":', {_json_number("ep.final_attempt")}, ',"case_id":', {_json_text("ep.case_id")},
+    ',"confidence":', coalesce(canonical_json_number(ep.confidence), 'null'),
+    ',"episode_id":', {_json_text("ep.episode_id")}, ',"error":', {_json_text("ep.error")},
+    ',"image_id":', {_json_text("ep.episode_id")}, ',"run_id":', {_json_text("$run_id")},
+    ',"schema_version":"{TRACE_SCHEMA}","state":{{"investigation_state":{{"evidence":[', coalesce(evidence.items, ''),
+    ']}},"perception":', coalesce(nullif(perception.payload, ''), 'null'),
+    ',"rollout":{{"prompt_group_id":', {_json_text("ep.prompt_group_id")},
+    ',"rollout_index":', {_json_number("ep.rollout_index")}, ',"sampling_seed":', {_json_number("ep.sampling_seed")},
+    '}},"runtime_case":{{"case_id":', {_json_text("ep.case_id")}, ',"image_path":', {_json_text("ep.image_path")},
+    ',"image_sha256":', {_json_text("ep.image_sha256")}, '}}}},"steps":[') AS text
 FROM ep LEFT JOIN perception USING (episode_id) LEFT JOIN evidence USING (episode_id)
 UNION ALL
 SELECT episode_id, 1, step, seq,
-    '{{"payload":' || payload::VARCHAR || ',"step":' || step || ',"ts":"' || strftime(ts, $ts_format)
-    || '","type":"' || type || '"}},'
+    concat('{{"payload":', payload::VARCHAR, ',"step":', step, ',"ts":"', strftime(ts, $ts_format), '","type":"', type, '"}},')
 FROM steps WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last
 UNION ALL
-SELECT episode_id, 2, NULL, NULL,
-    '],"termination":' || {_json_text("termination")} || ',"verdict":' || {_json_text("verdict")}
-    || ',"verdict_basis":' || coalesce(verdict_basis::VARCHAR, 'null') || '}}' || chr(10)
+SELECT episode_id, 2, NULL, NULL, concat(
+    '],"termination":', {_json_text("termination")}, ',"verdict":', {_json_text("verdict")},
+    ',"verdict_basis":', coalesce(verdict_basis::VARCHAR, 'null'), '}}', chr(10))
 FROM ep
 ORDER BY episode_id, part, step, seq
 """

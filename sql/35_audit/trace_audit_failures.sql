@@ -53,11 +53,13 @@ failures AS (
     FROM tool_calls WHERE returned_step IS NOT NULL AND returned_step < called_step
 
     UNION ALL
-    SELECT m.run_id, m.episode_id, 'unanswered_tool_call', 'strict',
-           'tool call ' || (c.value->>'id') || ' (' || (c.value->>'name') || ') got no result'
-    FROM model_calls m, json_each(m.tool_calls) c
-    WHERE NOT EXISTS (SELECT 1 FROM tool_calls t WHERE t.run_id = m.run_id AND t.episode_id = m.episode_id
-                      AND t.call_id = c.value->>'id' AND t.returned_step IS NOT NULL)
+    SELECT requested.run_id, requested.episode_id, 'unanswered_tool_call', 'strict',
+           'tool call ' || requested.call.id || ' (' || requested.call.name || ') got no result'
+    -- the list parsed and unnested, then an anti join: json_each and NOT EXISTS over its
+    -- values grouped every requested call twice before joining (~1.5 of the view's 2.6 CPU s)
+    FROM (SELECT run_id, episode_id, unnest(from_json(tool_calls, '[{"id": "VARCHAR", "name": "VARCHAR"}]')) AS call FROM model_calls) requested
+    ANTI JOIN (SELECT run_id, episode_id, call_id FROM tool_calls WHERE returned_step IS NOT NULL) answered
+      ON answered.run_id = requested.run_id AND answered.episode_id = requested.episode_id AND answered.call_id = requested.call.id
 
     UNION ALL
     SELECT run_id, episode_id, 'empty_reasoning', 'strict',
