@@ -404,3 +404,8 @@ def narrow_to_group(con: duckdb.DuckDBPyConnection, run_id: str, episode_id: str
 
 def sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+def sql_name(name: str) -> str:
+    """A column or table name quoted for SQL."""
+    return '"' + name.replace('"', '""') + '"'

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.serialize import batch_rows, rows, write_json, write_jsonl
+from eviscene.exports.canonical_sql import register_functions, row_sql
+from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
@@ -50,9 +51,15 @@ RUN_DIR_VIEWS = (
 )
 
 
-def _query(view: str, order: str) -> str:
+def _query(view: str, order: str, select: str = "v.* EXCLUDE (run_id)") -> str:
     join = "" if view == "predictions" else "JOIN episodes e USING (run_id, episode_id)"
-    return f"SELECT v.* EXCLUDE (run_id) FROM {view} v {join} WHERE v.run_id = $run_id ORDER BY {order}"
+    return f"SELECT {select} FROM {view} v {join} WHERE v.run_id = $run_id ORDER BY {order}"
+
+
+def _columns(con, view: str) -> dict[str, Any]:
+    """A file's columns (the view's but run_id) and their DuckDB types."""
+    relation = con.sql(f"SELECT * EXCLUDE (run_id) FROM {view} LIMIT 0")
+    return dict(zip(relation.columns, relation.types))
 
 
 def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
@@ -86,16 +93,16 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
     try:
         narrow_to_runs(con, (run_id,))
         log.add_views(con, materialize=True, for_query=" ".join(RUN_DIR_VIEWS), drop_unnamed=True)
+        register_functions(con)  # canonical_json itself, for the few values row_sql leaves to it
         for stem, (view, order) in TABULAR_FILES.items():
-            relation = con.sql(_query(view, order), params={"run_id": run_id})
-            json_columns = [name for name, kind in zip(relation.columns, relation.types) if str(kind) == "JSON"]
             if fmt == "parquet":
-                table = relation.to_arrow_table()
+                table = con.sql(_query(view, order), params={"run_id": run_id}).to_arrow_table()
                 pq.write_table(table, out_dir / f"{stem}.parquet", compression="zstd")
                 written[f"{stem}.parquet"] = table.num_rows
-            else:
-                records = batch_rows(relation, json_columns, embed_json=True)
-                written[f"{stem}.jsonl"] = write_jsonl(out_dir / f"{stem}.jsonl", records)
+            else:  # each row's line written by DuckDB: the bytes canonical_json writes of its dict
+                line = f"concat({row_sql(_columns(con, view), 'v')}, chr(10))"
+                lines = con.sql(_query(view, order, line), params={"run_id": run_id})
+                written[f"{stem}.jsonl"] = write_text_column(out_dir / f"{stem}.jsonl", lines)
         for stem, records in (
             ("trajectory_sft", trajectory_sft_records(con, run_id)),
             ("perception_trajectories", perception_records(con, run_id)),

@@ -3,6 +3,8 @@
 DuckDB hands JSON columns over as text, MAPs as key/value pairs, DECIMALs as Decimal and
 timestamps as datetimes; `rows` converts only the columns whose Arrow type needs it (parsing
 JSON with orjson), and `eviscene.rules.canonical`, the one serializer of every export, writes them.
+Where DuckDB can write those very bytes itself (`eviscene.exports.canonical_sql`), a file is
+its query's text column, copied out a batch at a time (`write_text_column`).
 """
 
 from __future__ import annotations
@@ -46,17 +48,14 @@ def _needs_plain(kind: pa.DataType) -> bool:
     return False
 
 
-def rows(table: pa.Table, json_columns: Iterable[str] = (), *, embed_json: bool = False) -> list[dict[str, Any]]:
-    """Arrow rows as plain dicts, converted column by column. JSON-typed columns are parsed,
-    or with `embed_json` kept as their stored text (orjson Fragments: written verbatim,
-    never parsed, for exports)."""
+def rows(table: pa.Table, json_columns: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Arrow rows as plain dicts, converted column by column; JSON-typed columns parsed."""
     columns: dict[str, list[Any]] = {}
     parse = set(json_columns)
     for name, column in zip(table.column_names, table.columns):
         values = column.to_pylist()
         if name in parse:
-            load = orjson.Fragment if embed_json else orjson.loads
-            values = [load(v) if v is not None else None for v in values]
+            values = [orjson.loads(v) if v is not None else None for v in values]
         elif _needs_plain(column.type):
             values = [plain(v) for v in values]
         columns[name] = values
@@ -83,6 +82,30 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
             count += 1
     os.replace(pending, path)
     return count
+
+
+def write_text_column(path: Path, relation, batch_size: int = 10_000) -> int:
+    """Write a query's one text column, each value a whole line with its newline, as a file's
+    bytes (through a temporary name): each Arrow batch's text buffer in one write, no Python
+    string per row. Returns the rows written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pending = path.with_name(f".{path.name}.tmp")
+    count = 0
+    with pending.open("wb") as handle:
+        for batch in relation.to_arrow_reader(batch_size):
+            offsets, data = string_buffers(batch.column(0))
+            handle.write(data[offsets[0]:offsets[len(batch)]])
+            count += len(batch)
+    os.replace(pending, path)
+    return count
+
+
+def string_buffers(text: pa.Array) -> tuple[memoryview, memoryview]:
+    """A string array's value offsets (from its first value) and its data, as memoryviews:
+    value i's bytes are data[offsets[i]:offsets[i + 1]], read in place."""
+    width = "q" if pa.types.is_large_string(text.type) else "i"
+    data = text.buffers()[2]
+    return memoryview(text.buffers()[1]).cast(width)[text.offset:], memoryview(data if data is not None else b"")
 
 
 class JsonlFiles:
@@ -119,12 +142,12 @@ class JsonlFiles:
                 os.replace(handle.name, self.out_dir / name)
 
 
-def batch_rows(relation, json_columns: Iterable[str] = (), *, embed_json: bool = False, batch_size: int = 10_000):
+def batch_rows(relation, json_columns: Iterable[str] = (), *, batch_size: int = 10_000):
     """A query's rows as plain dicts, read in Arrow batches so a large result never sits in
     memory whole."""
     columns = tuple(json_columns)
     for batch in relation.to_arrow_reader(batch_size):
-        yield from rows(pa.Table.from_batches([batch]), columns, embed_json=embed_json)
+        yield from rows(pa.Table.from_batches([batch]), columns)
 
 
 def write_json(path: Path, record: dict[str, Any]) -> None:

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from eviscene.exports.serialize import batch_rows
-from eviscene.rules.canonical import canonical_json
+from eviscene.exports.canonical_sql import double_sql, integer_sql, register_functions, text_sql
+from eviscene.exports.serialize import batch_rows, string_buffers
 from eviscene.rules.timestamps import UTC_TS_FORMAT
 
 TRACE_SCHEMA = "eviscene-trace-v1"
@@ -43,23 +42,6 @@ def _image_locations(con: duckdb.DuckDBPyConnection, run_id: str) -> Callable[[s
     return functools.cache(lambda image_path: str(root / image_path))
 
 
-# Control characters DuckDB's to_json escapes in upper-case hex (`\u001F`) where orjson
-# (canonical_json) writes lower case (`\u001f`); every other code point both write alike
-# (tests/exports/test_trace_text.py checks each), so only strings holding one go through Python.
-_UPPER_HEX_ESCAPES = r"[\x0b\x0e\x0f\x1a-\x1f]"
-
-
-def _json_text(column: str) -> str:
-    """SQL: the VARCHAR `column` as canonical_json writes it (NULL as null)."""
-    return (f"CASE WHEN {column} IS NULL THEN 'null' WHEN regexp_matches({column}, '{_UPPER_HEX_ESCAPES}') "
-            f"THEN canonical_json_text({column}) ELSE to_json({column})::VARCHAR END")
-
-
-def _json_number(column: str) -> str:
-    """SQL: an integer or boolean `column` as JSON (NULL as null)."""
-    return f"coalesce({column}::VARCHAR, 'null')"
-
-
 # A trace file is canonical_json of the trace with a newline, its keys sorted; here its text
 # is put together in SQL from the stored payloads (embedded verbatim, as orjson embeds a
 # Fragment) in rows that follow each other, ordered by (episode_id, part, step): the part
@@ -76,23 +58,23 @@ perception AS (
 ),
 evidence AS (
     SELECT episode_id, string_agg(concat(
-        '{{"content_sha256":', {_json_text("content_sha256")}, ',"evidence_id":', {_json_text("evidence_id")},
-        ',"published":', {_json_text("published")}, ',"source_family":', {_json_text("source_family")},
-        ',"url":', {_json_text("url")}, ',"visited":', {_json_number("visited")}, '}}'),
+        '{{"content_sha256":', {text_sql("content_sha256")}, ',"evidence_id":', {text_sql("evidence_id")},
+        ',"published":', {text_sql("published")}, ',"source_family":', {text_sql("source_family")},
+        ',"url":', {text_sql("url")}, ',"visited":', {integer_sql("visited")}, '}}'),
         ',' ORDER BY first_call_index, evidence_id) AS items
     FROM episode_evidence WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last GROUP BY episode_id
 )
 SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq, concat(
-    '{{"attempt":', {_json_number("ep.final_attempt")}, ',"case_id":', {_json_text("ep.case_id")},
-    ',"confidence":', coalesce(canonical_json_number(ep.confidence), 'null'),
-    ',"episode_id":', {_json_text("ep.episode_id")}, ',"error":', {_json_text("ep.error")},
-    ',"image_id":', {_json_text("ep.episode_id")}, ',"run_id":', {_json_text("$run_id")},
+    '{{"attempt":', {integer_sql("ep.final_attempt")}, ',"case_id":', {text_sql("ep.case_id")},
+    ',"confidence":', {double_sql("ep.confidence")},
+    ',"episode_id":', {text_sql("ep.episode_id")}, ',"error":', {text_sql("ep.error")},
+    ',"image_id":', {text_sql("ep.episode_id")}, ',"run_id":', {text_sql("$run_id")},
     ',"schema_version":"{TRACE_SCHEMA}","state":{{"investigation_state":{{"evidence":[', coalesce(evidence.items, ''),
     ']}},"perception":', coalesce(nullif(perception.payload, ''), 'null'),
-    ',"rollout":{{"prompt_group_id":', {_json_text("ep.prompt_group_id")},
-    ',"rollout_index":', {_json_number("ep.rollout_index")}, ',"sampling_seed":', {_json_number("ep.sampling_seed")},
-    '}},"runtime_case":{{"case_id":', {_json_text("ep.case_id")}, ',"image_path":', {_json_text("ep.image_path")},
-    ',"image_sha256":', {_json_text("ep.image_sha256")}, '}}}},"steps":[') AS text
+    ',"rollout":{{"prompt_group_id":', {text_sql("ep.prompt_group_id")},
+    ',"rollout_index":', {integer_sql("ep.rollout_index")}, ',"sampling_seed":', {integer_sql("ep.sampling_seed")},
+    '}},"runtime_case":{{"case_id":', {text_sql("ep.case_id")}, ',"image_path":', {text_sql("ep.image_path")},
+    ',"image_sha256":', {text_sql("ep.image_sha256")}, '}}}},"steps":[') AS text
 FROM ep LEFT JOIN perception USING (episode_id) LEFT JOIN evidence USING (episode_id)
 UNION ALL
 SELECT episode_id, 1, step, seq,
@@ -100,20 +82,11 @@ SELECT episode_id, 1, step, seq,
 FROM steps WHERE run_id = $run_id AND episode_id BETWEEN $first AND $last
 UNION ALL
 SELECT episode_id, 2, NULL, NULL, concat(
-    '],"termination":', {_json_text("termination")}, ',"verdict":', {_json_text("verdict")},
+    '],"termination":', {text_sql("termination")}, ',"verdict":', {text_sql("verdict")},
     ',"verdict_basis":', coalesce(verdict_basis::VARCHAR, 'null'), '}}', chr(10))
 FROM ep
 ORDER BY episode_id, part, step, seq
 """
-
-
-def _register_json_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """canonical_json itself, for the values SQL cannot write as it does (once per connection)."""
-    for name, kind in (("canonical_json_text", "VARCHAR"), ("canonical_json_number", "DOUBLE")):
-        try:
-            con.create_function(name, canonical_json, [kind], "VARCHAR", side_effects=False)
-        except duckdb.NotImplementedException:  # registered by an earlier export on this connection
-            pass
 
 
 def trace_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[str, tuple[memoryview, memoryview]]]:
@@ -121,7 +94,7 @@ def trace_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[s
     the bytes of its trace file are the two parts one after the other (canonical_json of the
     trace and a newline). Episodes go in slices, so a large log's payloads are never held at
     once; the parts are views of one slice's text, not copies."""
-    _register_json_functions(con)
+    register_functions(con)
     ordered = [e for (e,) in con.execute(
         "SELECT episode_id FROM episodes WHERE run_id = ? AND finished ORDER BY episode_id", [run_id]
     ).fetchall()]
@@ -129,10 +102,8 @@ def trace_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[s
         params = {"run_id": run_id, "first": ordered[start], "last": ordered[min(start + _TRACE_SLICE, len(ordered)) - 1],
                   "ts_format": UTC_TS_FORMAT}
         table = con.sql(_TRACE_ROWS_SQL, params=params).to_arrow_table()
-        text = table.column("text").combine_chunks()  # one buffer: an episode's rows lie side by side in it
-        width = "q" if pa.types.is_large_string(text.type) else "i"
-        offsets = memoryview(text.buffers()[1]).cast(width)[text.offset:]
-        data = memoryview(text.buffers()[2])
+        # one buffer: an episode's rows lie side by side in it
+        offsets, data = string_buffers(table.column("text").combine_chunks())
         parts = table.column("part").to_pylist()
         heads = [i for i, part in enumerate(parts) if part == 0]
         tails = [i for i, part in enumerate(parts) if part == 2]
