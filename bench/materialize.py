@@ -214,6 +214,23 @@ materialize's CPU: main 52.9 s on average (47.7-58.4), new 50.1 s (44.9-53.4); p
 says nothing (34-90 s either way); the goal (< 30 s) is not met: ~46 CPU s remain, ~13 of
 them the kernel's. The run directories of main-1 and new-1 (100k traces, every file) are
 identical under diff -r.
+
+Issue 13, fourth round (the same log; the next four views by CPU, each CREATE timed against
+main's SQL in one process over its inputs as temp tables, alternating, both orders, and in
+materialize's views phase with main's and the new interpreter alternating; load 2.5-4.5):
+- episode_metrics, 1.85 -> 1.32 CPU s (views-phase means): episode_evidence was OR-joined with
+  gold_sources twice (visited_gold and evidence_gold, ~0.4 s of operator time each); once now,
+  in a materialized CTE both read. Its four correlated count subqueries are grouped counts
+  left-joined (~0.14 s).
+- post_rollout_rewards, 1.17 -> 0.77 CPU s: step_ids was list() of the built 'episode:step'
+  strings ordered by step (0.83 s of operator time over 900k model calls); the integer steps
+  are listed in order and named after.
+- tried and dropped: episodes with each payload parsed once (json_extract_string with a list
+  of keys; a ->> per field parses again): 0.75 -> 0.64-0.70 CPU s, under the 0.2 s bar, its
+  three payload scans (0.1-0.35 s each) stay. run_results' first judgment from model_calls'
+  parsed stage: 1.2-1.3 -> 0.65-0.75 CPU s materialized, but the view queried plainly (and
+  run_summary over it) then computes model_calls' window and json_transform: 1.5 -> 2.3 CPU s,
+  so left. run_results' marks split into a typed-events group and a judging join: 1.18 -> 1.31.
 """
 
 from __future__ import annotations
