@@ -215,13 +215,43 @@ says nothing (34-90 s either way); the goal (< 30 s) is not met: ~46 CPU s remai
 them the kernel's. The run directories of main-1 and new-1 (100k traces, every file) are
 identical under diff -r.
 
-Then sft_export_rejections, 1.08-1.79 -> 0.38-0.57 CPU s, medians 1.25 -> 0.42 (its CREATE
-over the materialized model_calls; old and new SQL alternating, three pairs in each of three
-processes, load 1.4-1.9): json_each over the 900k calls' tool_calls, each field of each call
-parsed again, is now one from_json of the list (its fields kept JSON: a non-string id reads as
-`->>` did), unnested. The same rows as the old SQL on the 100k log, and on a copy of its
-model_calls with every seventh call's tool_calls replaced by a malformed shape (48,762 rows,
-EXCEPT ALL empty both ways).
+Issue 13, fourth round (the same log). Per phase of materialize at load 1.4 before it: views
+12.8 s (19.3 CPU s), the ten tabular, SFT and perception files 6.4 s (CPU as much: Python, one
+thread), traces 8.9 s (12.3 CPU s), 28.3 s in all; the bench's own figure 30.1-30.5 s, 41.7 CPU s.
+- the tabular files, 4.1-4.5 -> 2.3-3.3 CPU s (the eight of them, old and new alternating in one
+  process, three pairs, load 1-2): a dict per row (to_pylist of each column, lists of structs
+  the slowest) and orjson per row are gone: each row's line is written by DuckDB as the very
+  bytes canonical_json writes (eviscene/exports/canonical_sql.py: keys sorted, to_json's
+  strings and doubles where they match orjson's, canonical_json itself for the rest) and each
+  Arrow batch's text is copied to the file in one write. Tried first and dropped: DuckDB's
+  JSON text read back by orjson and re-serialized (as the dataset export does), 4.7 -> 4.4 s:
+  orjson's parse of the float-laden lines cost what the dicts did.
+- sft_export_rejections, 1.08-1.79 -> 0.38-0.57 CPU s, medians 1.25 -> 0.42 (its CREATE over the
+  materialized model_calls; old and new SQL alternating, three pairs in each of three
+  processes, load 1.4-1.9): json_each over the 900k calls' tool_calls, each field of each call
+  parsed again, is now one from_json of the list (its fields kept JSON: a non-string id reads
+  as `->>` did), unnested. The same rows as the old SQL on the 100k log, and on a copy of its
+  model_calls with every seventh call's tool_calls replaced by a malformed shape (48,762 rows,
+  EXCEPT ALL empty both ways).
+- episode_metrics, 1.85 -> 1.32 CPU s (views-phase means, load 2.5-4.5): episode_evidence was
+  OR-joined with gold_sources twice (visited_gold and evidence_gold, ~0.4 s of operator time
+  each); once now, in a materialized CTE both read. Its four correlated count subqueries are
+  grouped counts left-joined (~0.14 s).
+- post_rollout_rewards, 1.17 -> 0.77 CPU s: step_ids was list() of the built 'episode:step'
+  strings ordered by step (0.83 s of operator time over 900k model calls); the integer steps
+  are listed in order and named after.
+- tried and dropped: episodes with each payload parsed once (json_extract_string with a list
+  of keys; a ->> per field parses again): 0.75 -> 0.64-0.70 CPU s, under the 0.2 s bar, its
+  three payload scans (0.1-0.35 s each) stay. run_results' first judgment from model_calls'
+  parsed stage: 1.2-1.3 -> 0.65-0.75 CPU s materialized, but the view queried plainly (and
+  run_summary over it) then computes model_calls' window and json_transform: 1.5 -> 2.3 CPU s,
+  so left. run_results' marks split into a typed-events group and a judging join: 1.18 -> 1.31.
+  Trace files written by two threads, or with os.writev and O_EXCL (20k files, alternating):
+  no faster; creating files in one folder is the kernel's, one at a time.
+- measured and left: the trace phase (a slice of 5,000 episodes: ~0.2 s of operators, the sort
+  and the steps' projection the largest, ~0.1 s more turning it into Arrow and slices); its
+  writer thread was busy 8.5 s of the phase's 13.3 s at load 2.8.
+AB_PLACEHOLDER
 """
 
 from __future__ import annotations

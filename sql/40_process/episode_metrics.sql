@@ -16,14 +16,21 @@ citations AS (
     SELECT ep.run_id, ep.episode_id, c.value->>'evidence_id' AS evidence_id
     FROM ep, json_each(ep.verdict_basis) c
 ),
-visited_gold AS (
-    SELECT DISTINCT ev.run_id, ev.episode_id, gs.source_id, gs.role
+evidence_sources AS MATERIALIZED (
+    -- Each evidence row with each gold source it matches (one row of NULL gold columns when none),
+    -- joined once for both the visited gold sources and the citations' grounding.
+    SELECT ev.run_id, ev.episode_id, ev.evidence_id, ev.visited,
+           gs.run_id IS NOT NULL AS matched, gs.source_id, gs.role
     FROM episode_evidence ev
     JOIN ep USING (run_id, episode_id)
-    JOIN gold_sources gs
+    LEFT JOIN gold_sources gs
       ON gs.run_id = ev.run_id AND gs.case_id = ep.case_id
      AND (gs.normalized_url = ev.normalized_url OR gs.content_sha256 = ev.content_sha256)
-    WHERE ev.visited
+),
+visited_gold AS (
+    SELECT DISTINCT run_id, episode_id, source_id, role
+    FROM evidence_sources
+    WHERE visited AND matched
 ),
 matched_images AS (
     SELECT DISTINCT t.run_id, t.episode_id, c.value->>'reference_image_sha256' AS image_sha256
@@ -31,11 +38,19 @@ matched_images AS (
     WHERE t.tool = 'compare_with_reference' AND t.status = 'ok' AND (c.value->>'match')::BOOLEAN
 ),
 gold_counts AS (
+    -- Counted per case and joined, rather than a subquery per episode.
     SELECT ep.run_id, ep.episode_id,
-           (SELECT count(*) FROM gold_sources gs WHERE gs.run_id = ep.run_id AND gs.case_id = ep.case_id) AS gold_sources,
-           (SELECT count(*) FROM gold_facts f WHERE f.run_id = ep.run_id AND f.case_id = ep.case_id) AS gold_facts,
-           (SELECT count(*) FROM gold_bridges b WHERE b.run_id = ep.run_id AND b.case_id = ep.case_id) AS gold_bridges
+           coalesce(gs.gold_sources, 0) AS gold_sources,
+           coalesce(f.gold_facts, 0) AS gold_facts,
+           coalesce(b.gold_bridges, 0) AS gold_bridges
     FROM ep
+    LEFT JOIN (SELECT run_id, case_id, count(*) AS gold_sources FROM gold_sources GROUP BY ALL) gs USING (run_id, case_id)
+    LEFT JOIN (SELECT run_id, case_id, count(*) AS gold_facts FROM gold_facts GROUP BY ALL) f USING (run_id, case_id)
+    LEFT JOIN (SELECT run_id, case_id, count(*) AS gold_bridges FROM gold_bridges GROUP BY ALL) b USING (run_id, case_id)
+),
+visited_counts AS (
+    SELECT run_id, episode_id, count(*) FILTER (WHERE role <> 'origin') AS visited_non_origin_sources
+    FROM visited_gold GROUP BY ALL
 ),
 recovered_facts AS (
     SELECT v.run_id, v.episode_id, count(DISTINCT f.fact_id) AS recovered_facts
@@ -52,13 +67,8 @@ recovered_bridges AS (
     GROUP BY ALL
 ),
 evidence_gold AS (
-    SELECT ev.run_id, ev.episode_id, ev.evidence_id,
-           bool_or(gs.source_id IS NOT NULL) AS is_gold
-    FROM episode_evidence ev
-    JOIN ep USING (run_id, episode_id)
-    LEFT JOIN gold_sources gs
-      ON gs.run_id = ev.run_id AND gs.case_id = ep.case_id
-     AND (gs.normalized_url = ev.normalized_url OR gs.content_sha256 = ev.content_sha256)
+    SELECT run_id, episode_id, evidence_id, bool_or(source_id IS NOT NULL) AS is_gold
+    FROM evidence_sources
     GROUP BY ALL
 ),
 citation_counts AS (
@@ -80,7 +90,7 @@ per_episode AS (
         ep.run_id,
         ep.episode_id,
         g.gold_sources,
-        (SELECT count(*) FROM visited_gold v WHERE v.run_id = ep.run_id AND v.episode_id = ep.episode_id AND v.role <> 'origin') AS visited_non_origin_sources,
+        coalesce(vc.visited_non_origin_sources, 0) AS visited_non_origin_sources,
         g.gold_facts,
         coalesce(rf.recovered_facts, 0) AS recovered_facts,
         g.gold_bridges,
@@ -93,6 +103,7 @@ per_episode AS (
         coalesce(ac.invalid_tool_calls, 0) AS invalid_tool_calls
     FROM ep
     JOIN gold_counts g USING (run_id, episode_id)
+    LEFT JOIN visited_counts vc USING (run_id, episode_id)
     LEFT JOIN recovered_facts rf USING (run_id, episode_id)
     LEFT JOIN recovered_bridges rb USING (run_id, episode_id)
     LEFT JOIN citation_counts cc USING (run_id, episode_id)

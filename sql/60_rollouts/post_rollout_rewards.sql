@@ -20,7 +20,9 @@ WITH members AS MATERIALIZED (
     JOIN trace_audit a USING (run_id, episode_id)
     JOIN sft_eligibility el USING (run_id, episode_id)
     LEFT JOIN (
-        SELECT run_id, episode_id, list(episode_id || ':' || step ORDER BY step) AS step_ids FROM model_calls GROUP BY ALL
+        -- Ordered as numbers, then named: a list() of the names ordered by step cost ~0.3 CPU s more at 100k episodes.
+        SELECT run_id, episode_id, list_transform(steps, lambda step: episode_id || ':' || step) AS step_ids
+        FROM (SELECT run_id, episode_id, list(step ORDER BY step) AS steps FROM model_calls GROUP BY ALL)
     ) p USING (run_id, episode_id)
 ),
 groups AS (
