@@ -79,6 +79,14 @@ episode's I/O for its length, which grows with the corpus; the request blob seri
 a dict instead of `model_dump(mode="json")` saves 60 us an episode (~1.5%), under the bar
 for a change that must keep every logged byte.
 
+At low load (December 3rd; 2.0-2.5, the server's four processes included), levels 64 and 256,
+four runs of this code: c=64 0.70, 0.70, 0.71, 0.76, c=256 0.43, 0.45, 0.45, 0.46, 3.3-4.7 ms of
+CPU an episode; each episode spent 67-103 ms outside its model calls at c=64 (the tool in its
+worker thread, events, waiting for the loop) and each call p50 22-33 ms beyond the server's
+200 ms. Tried, not kept, alternating with those runs: uvloop as anyio's event loop (0.70 and
+0.73 at c=64, 0.42 and 0.46 at c=256: no change) and a 0.5 ms GIL switch interval, so the tool
+thread waits less behind the loop (0.70 and 0.70, 0.39 and 0.43: slightly worse).
+
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
 `.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the
