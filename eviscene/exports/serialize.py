@@ -10,10 +10,11 @@ its query's text column, copied out a batch at a time (`write_text_column`).
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import orjson
 import pyarrow as pa
@@ -63,24 +64,30 @@ def rows(table: pa.Table, json_columns: Iterable[str] = ()) -> list[dict[str, An
     return [dict(zip(names, values)) for values in zip(*columns.values())] if names else []
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write through a temporary name, so a reader never sees half a file."""
+@contextmanager
+def _replacing(path: Path) -> Iterator[BinaryIO]:
+    """A file opened for writing under a temporary name beside `path`, given `path`'s name once
+    written whole: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pending = path.with_name(f".{path.name}.tmp")
-    pending.write_text(text, encoding="utf-8")
+    with pending.open("wb") as handle:
+        yield handle
     os.replace(pending, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) through a temporary name."""
+    with _replacing(path) as handle:
+        handle.write(text.encode("utf-8"))
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
     """Stream records to a file, one canonical line each (through a temporary name)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pending = path.with_name(f".{path.name}.tmp")
     count = 0
-    with pending.open("wb") as handle:
+    with _replacing(path) as handle:
         for record in records:
             handle.write(canonical_json_line(record))
             count += 1
-    os.replace(pending, path)
     return count
 
 
@@ -88,15 +95,12 @@ def write_text_column(path: Path, relation, batch_size: int = 10_000) -> int:
     """Write a query's one text column, each value a whole line with its newline, as a file's
     bytes (through a temporary name): each Arrow batch's text buffer in one write, no Python
     string per row. Returns the rows written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pending = path.with_name(f".{path.name}.tmp")
     count = 0
-    with pending.open("wb") as handle:
+    with _replacing(path) as handle:
         for batch in relation.to_arrow_reader(batch_size):
             offsets, data = string_buffers(batch.column(0))
             handle.write(data[offsets[0]:offsets[len(batch)]])
             count += len(batch)
-    os.replace(pending, path)
     return count
 
 
