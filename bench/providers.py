@@ -87,6 +87,29 @@ worker thread, events, waiting for the loop) and each call p50 22-33 ms beyond t
 0.73 at c=64, 0.42 and 0.46 at c=256: no change) and a 0.5 ms GIL switch interval, so the tool
 thread waits less behind the loop (0.70 and 0.70, 0.39 and 0.43: slightly worse).
 
+The c=64 wave, event by event (one wave of 64 episodes, ms from the phase's start, load ~1):
+perception ends 4-40 ms (cached, serial on the loop), call 1 ends 250-285 (+50-75 ms beyond
+its 200), the tool 250-360, call 2 455-575, call 3 660-790; so the loop's serial CPU at each
+burst is the whole overhead. Three things stood out: the run's writer read the run's state
+(a fresh DuckDB connection, ~20 ms; 24-35 ms measured) before the first episode started; a
+full garbage collection (1 run in 2 or 3) paused the loop 72-96 ms, walking the corpus
+indexes, OCR models and release loaded before the episodes; and a text_search cost 0.74 ms
+of CPU, 70% of it the snippet (a tuple and three method calls per token of the page). Now the
+writer reads its state while the first events queue (nothing is numbered before it), the
+episode phase runs with the heap it started with frozen out of collections
+(`rules/settled_heap.py`, as the import's write), the snippet tokenizes with one `findall`
+and counts windows with set intersections (0.30 ms a search; the same snippets on 8,160
+page/query pairs), and `redact` of an empty error text (every model call's) no longer scans
+the environment. Main then this code, four pairs (load 1.5-2.1):
+
+    ratio c=64   0.69 0.71 0.70 0.73 -> 0.76 0.76 0.73 0.75
+    ratio c=256  0.38 0.39 0.42 0.39 -> 0.45 0.45 0.39 0.48
+    CPU ms/ep    c=64 4.0-5.0 -> 4.1-4.9; c=256 4.6-4.9 -> 3.8-5.2
+
+Left: ~4 ms of CPU an episode on one event loop (asyncio and aiohttp a third of it, the
+store's numbering and hashing, pydantic, the thread hand-offs of tool calls), paid in bursts
+because a wave's episodes move in step; c=256 needs under ~3 ms an episode for 0.7.
+
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
 `.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the

@@ -54,6 +54,8 @@ def _secret_values(extra: tuple[str, ...]) -> list[str]:
 
 
 def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
+    if not text:  # every model call's error field, most often empty: no environment scan
+        return text
     for secret in _secret_values(tuple(extra_secrets)):
         text = text.replace(secret, MASK)
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)

@@ -44,6 +44,7 @@ from eviscene.release import (
 )
 from eviscene.redaction import redact_data
 from eviscene.log import EventLog
+from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft
@@ -392,9 +393,10 @@ async def _execute(
                 await ray.run(queue, options=plan.options, check=check, perception=perceptions,
                               tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
             else:
-                async with anyio.create_task_group() as group:
-                    for _ in range(min(max(1, options.concurrency), max(1, len(queue)))):
-                        group.start_soon(worker)
+                with settled_heap():  # the release, corpus indexes and OCR models stay as they are
+                    async with anyio.create_task_group() as group:
+                        for _ in range(min(max(1, options.concurrency), max(1, len(queue)))):
+                            group.start_soon(worker)
 
         try:
             # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything

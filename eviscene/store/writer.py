@@ -111,22 +111,9 @@ class RunWriter:
         # shared pool (40 threads), which hundreds of episodes' tool calls can hold.
         self._write_thread: anyio.CapacityLimiter | None = None
 
-    @property
-    def last_seq(self) -> int:
-        return self._last_seq
-
     async def __aenter__(self) -> "RunWriter":
         self._write_thread = anyio.CapacityLimiter(1)
         self._lock.acquire()
-        try:
-            await anyio.to_thread.run_sync(recover_folder, self.folder, limiter=self._write_thread)
-            state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id, limiter=self._write_thread)
-        except BaseException:
-            self._lock.release()
-            raise
-        self._last_seq, self._last_hash = state.last_seq, state.last_hash
-        self._seen_ids = dict(state.event_ids)
-        self._known_blobs = set(state.blob_hashes)
         self._send, self._receive = anyio.create_memory_object_stream(self.queue_size)
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
@@ -189,6 +176,7 @@ class RunWriter:
         assert self._receive is not None
         receive = self._receive
         async with receive, prepared:
+            await self._read_state()
             while True:
                 try:
                     pending = [await receive.receive()]
@@ -214,6 +202,17 @@ class RunWriter:
                 await prepared.send((files, pending[-1:] if type(pending[-1]) is _Sync else []))  # a sync ends its batch
                 if closed:
                     break
+
+    async def _read_state(self) -> None:
+        """Where the run's chain ends and what is stored, read while the first events queue:
+        a fresh DuckDB connection costs ~20 ms, which the run's first model calls need not
+        wait for. Nothing is numbered or written before it; an error here (a broken log)
+        cancels the block and leaves the writer with it."""
+        await anyio.to_thread.run_sync(recover_folder, self.folder, limiter=self._write_thread)
+        state = await anyio.to_thread.run_sync(run_state, self.log_path, self.run_id, limiter=self._write_thread)
+        self._last_seq, self._last_hash = state.last_seq, state.last_hash
+        self._seen_ids = dict(state.event_ids)
+        self._known_blobs = set(state.blob_hashes)
 
     async def _commit(self, prepared: MemoryObjectReceiveStream[tuple[list[Any], list[_Sync]]]) -> None:
         """Write each prepared batch in a worker thread, in order; a sync() returns once its batch is durable."""

@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
@@ -105,21 +106,21 @@ class SearchIndex:
 def snippet(text: str, terms: Sequence[str]) -> str:
     """The stretch of `text` holding the most distinct query terms (first such stretch)."""
     wanted = set(terms)
-    spans = [(m.start(), m.end(), m.group(0).casefold()) for m in _TOKEN.finditer(text)]
-    if not spans:
+    tokens = list(map(str.casefold, _TOKEN.findall(text)))
+    if not tokens:
         return ""
+    # A stretch opens at the first token or at a query term; none holds more than every term.
     best_start, best_count = 0, -1
-    for start in range(len(spans)):
-        if spans[start][2] not in wanted and start != 0:
-            continue
-        window = spans[start:start + _SNIPPET_TOKENS]
-        count = len({token for _, _, token in window if token in wanted})
+    for start in (0, *(i for i, token in enumerate(tokens) if token in wanted)):
+        count = len(wanted.intersection(tokens[start:start + _SNIPPET_TOKENS]))
         if count > best_count:
             best_start, best_count = start, count
+            if count == len(wanted):
+                break
     # Open a few tokens before the first hit so the match reads in context.
     first = max(0, best_start - 4) if best_start else 0
-    begin = spans[first][0]
-    end = spans[min(len(spans), first + _SNIPPET_TOKENS) - 1][1]
+    shown = list(islice(_TOKEN.finditer(text), first, min(len(tokens), first + _SNIPPET_TOKENS)))
+    begin, end = shown[0].start(), shown[-1].end()
     piece = " ".join(text[begin:end].split())
     if len(piece) > _SNIPPET_CHARS:
         piece = piece[:_SNIPPET_CHARS].rsplit(" ", 1)[0]

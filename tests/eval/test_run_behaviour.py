@@ -1,6 +1,8 @@
 """Run-level behaviour on a few cases: failures stay in their episode, ablations remove
 tools, timeouts end episodes, bad flags are clear errors."""
 
+import gc
+
 import anyio
 import pytest
 from click.testing import CliRunner
@@ -42,6 +44,24 @@ def test_one_failing_episode_does_not_stop_the_others(release, tmp_path):
     assert "ProviderError: upstream returned 500 three times" in failed[0]["error"]
     calls = log.sql("SELECT error FROM model_calls WHERE episode_id = ?", [first.episode_id]).to_pylist()
     assert calls == [{"error": "upstream returned 500 three times"}]  # the failed call is on the record
+
+
+def test_episodes_run_with_the_loaded_heap_left_out_of_collections(release, tmp_path):
+    # The release, corpus indexes and OCR models loaded before the episodes are frozen while
+    # they run (a full collection walking them paused the event loop 70-100 ms), then thawed.
+    frozen_while_running = []
+
+    class Watches:
+        def planned(self, run_id: str, episodes: int) -> None: ...
+
+        def finished(self, spec, finished) -> None:
+            frozen_while_running.append(gc.get_freeze_count())
+
+    log = EventLog(tmp_path / "log.duckdb")
+    summary = anyio.run(lambda: start_run(log, options(release, limit=2), observer=Watches()))
+    assert summary.terminations == {"completed": 2}
+    assert len(frozen_while_running) == 2 and min(frozen_while_running) > 10_000
+    assert gc.get_freeze_count() == 0
 
 
 def test_cli_exits_1_when_an_episode_errored(release, tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ from eviscene.errors import DuplicateEventError
 from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
+from eviscene.store import writer as writer_module
 from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.layout import blob_segment_name
 from eviscene.store.manifest import ManifestEntry, append_lines, read_manifest, write_segment
@@ -191,6 +192,56 @@ async def test_commits_do_not_wait_for_the_shared_worker_threads(tmp_path):
         finally:
             safety.cancel()
             release.set()
+
+
+def test_events_queue_while_the_writer_reads_where_the_run_stands(tmp_path, monkeypatch):
+    # The run's state (where its chain ends, which events it holds) is read in the writer's
+    # thread while the first events queue: emitting does not wait for it, and nothing is
+    # numbered before it is known (the three events already stored are not stored again).
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(3))
+    state_may_load = threading.Event()
+    real_run_state = writer_module.run_state
+
+    loaded = []
+
+    def held_run_state(*args):
+        state_may_load.wait(30)
+        loaded.append(True)
+        return real_run_state(*args)
+
+    async def write() -> None:
+        async with log.writer("r1") as writer:
+            for draft in drafts(5):
+                await writer.emit(draft)
+            assert not loaded  # the five were queued while the state was still unknown
+            state_may_load.set()
+            await writer.sync()
+
+    monkeypatch.setattr(writer_module, "run_state", held_run_state)
+    anyio.run(write)
+    rows = log.sql("SELECT seq, payload->>'subject' AS subject FROM events ORDER BY seq").to_pylist()
+    assert [(r["seq"], r["subject"]) for r in rows] == [(1, "s0"), (2, "s1"), (3, "s2"), (4, "s3"), (5, "s4")]
+    assert log.verify().intact
+
+
+def test_a_state_that_cannot_be_read_fails_the_writer_and_frees_the_run(tmp_path, monkeypatch):
+    log = EventLog(tmp_path / "log.duckdb")
+
+    def unreadable(*args):
+        raise OSError("the archive cannot be read")
+
+    async def write() -> None:
+        async with log.writer("r1") as writer:
+            await writer.emit(EventDraft(gate(0), episode_id="e", attempt=1, step=0))
+            await writer.sync()  # cancelled: nothing can be numbered
+
+    monkeypatch.setattr(writer_module, "run_state", unreadable)
+    with pytest.raises(OSError, match="the archive cannot be read"):
+        anyio.run(write)
+    monkeypatch.undo()
+    assert log.append("r1", drafts(1)) == 1  # the run's lock was released; the event lost nothing else
+    assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
 
 
 def test_sealing_keeps_every_event_and_resume_continues_the_chain(tmp_path):

@@ -45,6 +45,17 @@ def test_snippet_centers_on_the_query_terms():
     assert snippet("short text here", ["nothing"]) == "short text here"
 
 
+def test_snippet_opens_four_tokens_before_the_first_stretch_with_the_most_terms():
+    fillers = lambda prefix: " ".join(f"{prefix}{i}" for i in range(40))  # noqa: E731
+    text = f"alpha beta gamma {fillers('f')} Harbor x docks {fillers('g')} harbor docks"
+    # Tokens: alpha..gamma 0-2, f0..f39 3-42, Harbor 43 (case-folded), x 44, docks 45, g0.. 46-.
+    # The stretch at 43 holds both terms; the later one at the end holds no more, so the
+    # snippet is the 36 tokens from 39 (f36) to 74 (g28).
+    expected = " ".join(["f36", "f37", "f38", "f39", "Harbor", "x", "docks"] + [f"g{i}" for i in range(29)])
+    assert snippet(text, ["harbor", "docks"]) == f"…{expected}…"
+    assert snippet("Zu Fuß über die Straße", ["strasse"]) == "Zu Fuß über die Straße"
+
+
 @pytest.fixture
 def toy_toolbox(tmp_path):
     builder = CorpusBuilder(tmp_path / "corpus")
