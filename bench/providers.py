@@ -106,9 +106,21 @@ the environment. Main then this code, four pairs (load 1.5-2.1):
     ratio c=256  0.38 0.39 0.42 0.39 -> 0.45 0.45 0.39 0.48
     CPU ms/ep    c=64 4.0-5.0 -> 4.1-4.9; c=256 4.6-4.9 -> 3.8-5.2
 
-Left: ~4 ms of CPU an episode on one event loop (asyncio and aiohttp a third of it, the
-store's numbering and hashing, pydantic, the thread hand-offs of tool calls), paid in bursts
-because a wave's episodes move in step; c=256 needs under ~3 ms an episode for 0.7.
+Then py-spy on the loop thread at c=256 (12 waves): building each call's `data:` URL, a ~130 kB
+string made again for every call of every episode, was 5% of its busy samples; the provider
+now keeps the whole URL per image. Four more pairs, main then this code (load 0.7-2.1):
+
+    ratio c=64   0.71 0.69 0.73 0.71 -> 0.75 0.76 0.77 0.77
+    ratio c=256  0.42 0.42 0.42 0.42 -> 0.44 0.44 0.54 0.57
+    CPU ms/ep    c=64 4.2-4.9 -> 3.7-4.3; c=256 4.5-4.7 -> 2.7-4.8
+
+Left: ~4 ms of CPU an episode on one event loop, no piece of it over ~8% of the loop's
+samples: asyncio and aiohttp about a third (the socket writes of 130 kB bodies 7.5%, a TCP
+connect per episode 5.7%), the request's record (its model_dump 5.6%, sha256 3.4%), orjson of
+the wire body with its image 5%, the store's numbering and hashing, pydantic, the tool calls'
+thread hand-offs; paid in bursts because a wave's episodes move in step. c=256 needs under
+~3 ms an episode for 0.7. Ray workers (`--executor ray --workers 2`) on these 2 cores were
+slower: c=64 0.65, c=256 0.14 (one run each).
 
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
