@@ -111,7 +111,7 @@ def snippet(text: str, terms: Sequence[str]) -> str:
         return ""
     # A stretch opens at the first token or at a query term; none holds more than every term.
     best_start, best_count = 0, -1
-    for start in (0, *(i for i, token in enumerate(tokens) if token in wanted)):
+    for start in (i for i, token in enumerate(tokens) if i == 0 or token in wanted):
         count = len(wanted.intersection(tokens[start:start + _SNIPPET_TOKENS]))
         if count > best_count:
             best_start, best_count = start, count

@@ -202,7 +202,6 @@ def test_events_queue_while_the_writer_reads_where_the_run_stands(tmp_path, monk
     log.append("r1", drafts(3))
     state_may_load = threading.Event()
     real_run_state = writer_module.run_state
-
     loaded = []
 
     def held_run_state(*args):
@@ -240,7 +239,7 @@ def test_a_state_that_cannot_be_read_fails_the_writer_and_frees_the_run(tmp_path
     with pytest.raises(OSError, match="the archive cannot be read"):
         anyio.run(write)
     monkeypatch.undo()
-    assert log.append("r1", drafts(1)) == 1  # the run's lock was released; the event lost nothing else
+    assert log.append("r1", drafts(1)) == 1  # the run's lock was released, and nothing was written
     assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
 
 
