@@ -8,12 +8,16 @@ DuckDB's to_json writes what orjson writes but for three cases, which go elsewhe
 - doubles outside 1e-5 <= |x| < 1e16, which it writes as 0.000001 and 10000000000000000.0 where
   orjson writes 1e-6 and 1e+16: they go through canonical_json too (canonical_json_number);
 - NaN and infinities, which orjson writes as null.
+A JSON value (`json_sql`) is written as canonical_json writes what orjson reads of it: null,
+booleans and strings in SQL, anything else (objects, whose keys get sorted, and numbers) re-read
+by canonical_json itself.
 tests/exports/test_canonical_sql.py holds DuckDB and orjson to this, value by value.
 """
 
 from __future__ import annotations
 
 import duckdb
+import orjson
 
 from eviscene.rules.canonical import canonical_json
 from eviscene.views import sql_name, sql_text
@@ -23,11 +27,19 @@ _UPPER_HEX_ESCAPES = r"[\x0b\x0e\x0f\x1a-\x1f]"
 _INTEGER_TYPES = {"boolean", "tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger", "ubigint"}
 
 
+def _canonical_json_of_json(text: str) -> str:
+    return canonical_json(orjson.loads(text))
+
+
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     """canonical_json itself, for the values SQL cannot write as it does (once per connection)."""
-    for name, kind in (("canonical_json_text", "VARCHAR"), ("canonical_json_number", "DOUBLE")):
+    for name, function, kind in (
+        ("canonical_json_text", canonical_json, "VARCHAR"),
+        ("canonical_json_number", canonical_json, "DOUBLE"),
+        ("canonical_json_of_json", _canonical_json_of_json, "VARCHAR"),
+    ):
         try:
-            con.create_function(name, canonical_json, [kind], "VARCHAR", side_effects=False)
+            con.create_function(name, function, [kind], "VARCHAR", side_effects=False)
         except duckdb.NotImplementedException:  # registered by an earlier export on this connection
             pass
 
@@ -49,6 +61,14 @@ def double_sql(expr: str) -> str:
     return (f"CASE WHEN {value} IS NULL OR NOT isfinite({value}) THEN 'null' "
             f"WHEN {value} = 0 OR (abs({value}) >= 1e-5 AND abs({value}) < 1e16) THEN to_json({value})::VARCHAR "
             f"ELSE canonical_json_number({value}) END")
+
+
+def json_sql(expr: str) -> str:
+    """SQL: a JSON `expr` as canonical_json writes the value orjson reads from its text (NULL as null)."""
+    kind, string = f"json_type({expr})", text_sql(f"({expr} ->> '$')")
+    return (f"CASE WHEN {expr} IS NULL OR {kind} = 'NULL' THEN 'null' "
+            f"WHEN {kind} = 'BOOLEAN' THEN CASE WHEN {expr}::BOOLEAN THEN 'true' ELSE 'false' END "
+            f"WHEN {kind} = 'VARCHAR' THEN {string} ELSE canonical_json_of_json({expr}::VARCHAR) END")
 
 
 def value_sql(expr: str, kind: duckdb.DuckDBPyType, depth: int = 0) -> str:

@@ -14,10 +14,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eviscene.exports.canonical_sql import json_sql, object_sql, register_functions, value_sql
 from eviscene.exports.dataset_views import ExportSettings
 from eviscene.exports.serialize import JsonlFiles, rows, write_json
 from eviscene.rules.canonical import canonical_json
-from eviscene.views import sql_text
+from eviscene.views import sql_name, sql_text
 
 FORMATS = ("jsonl", "parquet")
 # The views write_dataset reads (the exporter drops what the decisions needed but these do not).
@@ -33,6 +34,7 @@ METADATA_KEYS = (
 )
 TRAJECTORY_METADATA_KEYS = ("trajectory_token_count_estimate", "tool_call_count")
 ROUTE_KEYS = ("split", "split_group_id", "sft_route", "short_max_tokens", "trajectory_approx_tokens")
+EXCLUDED_KEYS = ("trajectory_sft_rows", "perception_example_count")
 ACCEPTED_EPISODE_KEYS = (
     "case_id", "episode_id", "split", "split_group_id", "source_run_id", "source_trace", "sft_eligibility_artifact_id",
     "semantic_reward_artifact_id", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
@@ -73,16 +75,18 @@ def _select(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None =
     return rows(relation.to_arrow_table(), _json_columns(relation))
 
 
-# The lines are built as JSON text in DuckDB and canonicalized by one orjson parse and
-# serialization each (no Python dict per view row). The text only has to read back as the
-# very values the rows hold: to_json writes doubles in shortest round-trip digits and
-# strings with exact escapes; JSON columns go in as stored (what orjson.loads of the column
-# read before); NaN and infinities, which orjson writes as null, go in as null.
+# The metadata files' lines are written by DuckDB, each the canonical JSON text of its object
+# (eviscene.exports.canonical_sql: keys sorted), and copied out a batch at a time. The SFT and
+# perception records are completed in Python: their dataset fields are built as JSON text in
+# DuckDB in the seed dicts' key order and read by orjson (a Parquet copy's columns follow that
+# order). That text only has to read back as the very values the rows hold: to_json writes
+# doubles in shortest round-trip digits and strings with exact escapes; JSON columns go in as
+# stored; NaN and infinities, which orjson writes as null, go in as null.
 _TO_JSON_TYPES = {"VARCHAR", "VARCHAR[]", "BOOLEAN", "BIGINT", "INTEGER"}
 
 
-def _value_sql(column: str, kind: str) -> str:
-    quoted = f'"{column}"'
+def _value_sql(column: str, kind: str | duckdb.DuckDBPyType) -> str:
+    quoted, kind = f'"{column}"', str(kind)
     if kind == "JSON":
         return f"coalesce({quoted}::VARCHAR, 'null')"
     if kind == "DOUBLE":
@@ -92,14 +96,9 @@ def _value_sql(column: str, kind: str) -> str:
     raise TypeError(f"no exact JSON text for a {kind} column ({column})")
 
 
-def _members_sql(kinds: dict[str, str], keys: Iterable[str], *, when: str | None = None, otherwise_null: bool = False) -> str:
-    """SQL text of `,"column":value` members, in order; where `when` does not hold, none (or each null)."""
-    keys = list(keys)
-    parts = " || ".join(f"{sql_text(',' + json.dumps(key) + ':')} || {_value_sql(key, kinds[key])}" for key in keys)
-    if when is None:
-        return f"({parts})"
-    otherwise = "".join(f",{json.dumps(key)}:null" for key in keys) if otherwise_null else ""
-    return f"(CASE WHEN {when} THEN {parts} ELSE {sql_text(otherwise)} END)"
+def _members_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: Iterable[str]) -> str:
+    """SQL text of `,"column":value` members, in order."""
+    return "(" + " || ".join(f"{sql_text(',' + json.dumps(key) + ':')} || {_value_sql(key, kinds[key])}" for key in keys) + ")"
 
 
 def _object_sql(*members: str) -> str:
@@ -107,15 +106,37 @@ def _object_sql(*members: str) -> str:
     return f"'{{' || substr({' || '.join(members)}, 2) || '}}'"
 
 
-def _text_batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[tuple[list[Any], ...]]:
-    """A query's columns, one list each, an Arrow batch at a time."""
-    for batch in con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS):
-        yield tuple(column.to_pylist() for column in batch.columns)
+def _line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: Iterable[str], *, null_without_trajectory: Iterable[str] = ()) -> str:
+    """SQL: one JSONL line (its newline included) of the object of the columns `keys`, as
+    canonical_json writes the row's values; the keys in `null_without_trajectory` are null
+    where the row has no trajectory."""
+    nulled = set(null_without_trajectory)
+    members = {}
+    for key in keys:
+        value = json_sql(sql_name(key)) if str(kinds[key]) == "JSON" else value_sql(sql_name(key), kinds[key])
+        members[key] = f"CASE WHEN has_trajectory THEN {value} ELSE 'null' END" if key in nulled else value
+    return f"{object_sql(members)} || chr(10)"
 
 
-def _kinds(con: duckdb.DuckDBPyConnection, view: str) -> dict[str, str]:
+def _trajectory_line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: tuple[str, ...], *, after: tuple[str, ...]) -> str:
+    """`_line_sql` of `keys`, the trajectory's metadata keys and `after`, those in the middle
+    only where the row has a trajectory (seed 002's episode metadata)."""
+    return (f"CASE WHEN has_trajectory THEN {_line_sql(kinds, keys + TRAJECTORY_METADATA_KEYS + after)} "
+            f"ELSE {_line_sql(kinds, keys + after)} END")
+
+
+def _batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[pa.RecordBatch]:
+    return con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
+
+
+def _lists(batch: pa.RecordBatch, first: int = 0) -> list[list[Any]]:
+    """The batch's columns from `first` on, one Python list each."""
+    return [column.to_pylist() for column in batch.columns[first:]]
+
+
+def _kinds(con: duckdb.DuckDBPyConnection, view: str) -> dict[str, duckdb.DuckDBPyType]:
     relation = con.sql(f"SELECT * FROM {view}")
-    return dict(zip(relation.columns, map(str, relation.types)))
+    return dict(zip(relation.columns, relation.types))
 
 
 def dataset_version(decision_policy_version: str) -> str:
@@ -220,15 +241,9 @@ def write_dataset(
         for name in (f"{split}.jsonl", SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], f"perception.{split}.jsonl")
     ] + ["long_holdout.jsonl", "episode_metadata.jsonl", "accepted_episodes.jsonl", "excluded_episode_metadata.jsonl", "action_only.jsonl"]
     rows_kinds, excluded_kinds = _kinds(con, "dataset_rows"), _kinds(con, "excluded_episodes")
-    metadata = _object_sql(
-        _members_sql(rows_kinds, METADATA_KEYS), _members_sql(rows_kinds, TRAJECTORY_METADATA_KEYS, when="has_trajectory"),
-        _members_sql(rows_kinds, ROUTE_KEYS),
-    )
-    accepted = _object_sql(*(
-        _members_sql(rows_kinds, [key], when="has_trajectory", otherwise_null=True) if key in TRAJECTORY_METADATA_KEYS
-        else _members_sql(rows_kinds, [key])
-        for key in ACCEPTED_EPISODE_KEYS
-    ))
+    register_functions(con)
+    metadata = _trajectory_line_sql(rows_kinds, METADATA_KEYS, after=ROUTE_KEYS)
+    accepted = _line_sql(rows_kinds, ACCEPTED_EPISODE_KEYS, null_without_trajectory=TRAJECTORY_METADATA_KEYS)
     # seed DatasetTrajectorySFTExample: the trajectory, its counts unless it has them, then its dataset fields
     sft_fields = _object_sql(
         sql_text(f',"dataset_version":{json.dumps(version)}'),
@@ -236,24 +251,20 @@ def write_dataset(
     )
     holdout_fields = {"holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
     dataset_rows = f"""
-        SELECT sft_route, split, {metadata}, {accepted}, record::VARCHAR, trajectory_token_count_estimate, tool_call_count, {sft_fields}
+        SELECT {metadata}, {accepted}, sft_route, split, record::VARCHAR, trajectory_token_count_estimate, tool_call_count, {sft_fields}
         FROM (SELECT * FROM dataset_rows ORDER BY episode_id)"""
-    excluded = _object_sql(
-        _members_sql(excluded_kinds, METADATA_KEYS), _members_sql(excluded_kinds, TRAJECTORY_METADATA_KEYS, when="has_trajectory"),
-        _members_sql(excluded_kinds, ("trajectory_sft_rows", "perception_example_count")),
-    )
+    excluded = _trajectory_line_sql(excluded_kinds, METADATA_KEYS, after=EXCLUDED_KEYS)
     perception_fields = _object_sql(_members_sql(_kinds(con, "perception_examples"), ("split", "split_group_id")))
     perception = f"SELECT split, example::VARCHAR, {perception_fields} FROM perception_examples ORDER BY episode_id"
     action_only = "SELECT row::VARCHAR FROM imported_rows WHERE import_id = ? AND kind = 'action_only' ORDER BY line_number"
-    # One pass over each view's rows in episode order, in Arrow batches, fills every file;
-    # records keep the key order of the seed's dicts (Parquet's column order follows it).
+    # One pass over each view's rows in episode order, in Arrow batches, fills every file.
     # The texts are built after the sort (DuckDB keeps a sorted subquery's order through a
     # projection), so the sort does not carry them: ~100 MiB less peak at 100k.
     with JsonlFiles(out_dir, names, keep_records=fmt == "parquet") as files:
-        for batch in _text_batches(con, dataset_rows):
-            for route, split, metadata_text, accepted_text, record_text, token_count_estimate, tool_call_count, fields in zip(*batch):
-                files.add_json("episode_metadata.jsonl", metadata_text)
-                files.add_json("accepted_episodes.jsonl", accepted_text)
+        for batch in _batches(con, dataset_rows):
+            files.add_lines("episode_metadata.jsonl", batch.column(0), METADATA_KEYS + TRAJECTORY_METADATA_KEYS + ROUTE_KEYS)
+            files.add_lines("accepted_episodes.jsonl", batch.column(1), ACCEPTED_EPISODE_KEYS)
+            for route, split, record_text, token_count_estimate, tool_call_count, fields in zip(*_lists(batch, 2)):
                 if route not in ("short_sft", "long_holdout"):
                     continue
                 sft = orjson.loads(record_text)
@@ -265,16 +276,15 @@ def write_dataset(
                     files.add(SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], tools_in_system_message(sft))
                 else:
                     files.add("long_holdout.jsonl", {**sft, **holdout_fields})
-        for splits, examples, fields in _text_batches(con, perception):
-            for split, example_text, fields_text in zip(splits, examples, fields):
+        for batch in _batches(con, perception):
+            for split, example_text, fields_text in zip(*_lists(batch)):
                 example = orjson.loads(example_text)
                 example.update(orjson.loads(fields_text))
                 files.add(f"perception.{split}.jsonl", example)
-        for (texts,) in _text_batches(con, f"SELECT {excluded} FROM (SELECT * FROM excluded_episodes ORDER BY episode_id)"):
-            for text in texts:
-                files.add_json("excluded_episode_metadata.jsonl", text)
-        for (texts,) in _text_batches(con, action_only, [settings.accepted_release_import]):
-            for text in texts:
+        for batch in _batches(con, f"SELECT {excluded} FROM (SELECT * FROM excluded_episodes ORDER BY episode_id)"):
+            files.add_lines("excluded_episode_metadata.jsonl", batch.column(0), METADATA_KEYS + TRAJECTORY_METADATA_KEYS + EXCLUDED_KEYS)
+        for batch in _batches(con, action_only, [settings.accepted_release_import]):
+            for text in batch.column(0).to_pylist():
                 files.add_json("action_only.jsonl", text)
     if files.records is not None:
         _write_parquet(out_dir, files.records, export_concurrency)

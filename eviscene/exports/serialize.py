@@ -135,6 +135,19 @@ class JsonlFiles:
         """`add` for a record given as JSON text (read by orjson)."""
         self.add(name, orjson.loads(text))
 
+    def add_lines(self, name: str, lines: pa.Array, key_order: tuple[str, ...]) -> None:
+        """`add` for records given as the very lines `add` writes (a string array, each value
+        one line with its newline): written as they are, no Python object per line. A kept
+        record takes its keys in `key_order`, as the lines' writer listed them (the lines'
+        own are sorted)."""
+        offsets, data = string_buffers(lines)
+        self.handles[name].write(data[offsets[0]:offsets[len(lines)]])
+        self.counts[name] += len(lines)
+        if self.records is not None:
+            for line in lines.to_pylist():
+                record = orjson.loads(line)
+                self.records[name].append({key: record[key] for key in key_order if key in record})
+
     def __enter__(self) -> "JsonlFiles":
         return self
 

@@ -12,30 +12,38 @@
 -- check, so a best rollout without a trajectory drops its case (the runner-up is not
 -- promoted); in frozen mode such episodes were already ineligible.
 CREATE OR REPLACE VIEW rollout_selection AS
+-- The ranking sorts only the eligible rollouts, and the per-case facts are a GROUP BY: three
+-- windows over every candidate took 0.50-0.64 s at 100k candidates, this 0.37-0.41 s.
 WITH ranked AS (
     SELECT
-        c.*,
-        s.frozen OR s.one_rollout_per_case AS one_per_case,
-        CASE WHEN c.training_eligible THEN row_number() OVER best END AS case_rank,
-        CASE WHEN c.training_eligible THEN first_value(c.episode_id) OVER best END AS case_best_episode_id,
-        count(*) FILTER (WHERE c.training_eligible) OVER (PARTITION BY c.case_id) AS case_eligible_rollouts
+        source_id,
+        episode_id,
+        row_number() OVER (PARTITION BY case_id ORDER BY len(deterministic_red_flags), teacher_score DESC, episode_id DESC) AS case_rank
+    FROM dataset_candidates
+    WHERE training_eligible
+),
+cases AS (
+    SELECT c.case_id, count(*) AS case_eligible_rollouts, max(c.episode_id) FILTER (WHERE r.case_rank = 1) AS best_episode_id
     FROM dataset_candidates c
-    CROSS JOIN dataset_settings s
-    WINDOW best AS (
-        PARTITION BY c.case_id, c.training_eligible
-        ORDER BY len(c.deterministic_red_flags), c.teacher_score DESC, c.episode_id DESC
-        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-    )
+    JOIN ranked r USING (source_id, episode_id)
+    GROUP BY c.case_id
 ),
 selection AS (
     SELECT
-        *,
-        CASE WHEN one_per_case THEN coalesce(case_rank = 1, false) ELSE training_eligible END AS is_selected
-    FROM ranked
+        c.*,
+        s.frozen OR s.one_rollout_per_case AS one_per_case,
+        r.case_rank,
+        coalesce(k.case_eligible_rollouts, 0) AS case_eligible_rollouts,
+        k.best_episode_id,
+        CASE WHEN s.frozen OR s.one_rollout_per_case THEN coalesce(r.case_rank = 1, false) ELSE c.training_eligible END AS is_selected
+    FROM dataset_candidates c
+    CROSS JOIN dataset_settings s
+    LEFT JOIN ranked r USING (source_id, episode_id)
+    LEFT JOIN cases k USING (case_id)
 )
 SELECT
-    * EXCLUDE (one_per_case, is_selected, training_eligible, training_exclusion_reasons, case_best_episode_id),
-    CASE WHEN one_per_case THEN max(case_best_episode_id) OVER (PARTITION BY case_id) END AS case_best_episode_id,
+    * EXCLUDE (one_per_case, is_selected, training_eligible, training_exclusion_reasons, best_episode_id),
+    CASE WHEN one_per_case THEN best_episode_id END AS case_best_episode_id,
     training_eligible AS eligible_before_selection,
     is_selected AS selected,
     is_selected AND has_trajectory AS accepted,

@@ -1,8 +1,10 @@
-"""The dataset files' bytes: each line is built as JSON text in DuckDB and canonicalized by one
-orjson parse and serialization, so that text must read back as the very values of the view
-rows. Pinned here: doubles and strings through DuckDB's to_json, and whole exported lines with
-awkward values (exponent floats, -0.0, non-ASCII, control characters, nested objects, keys a
-record repeats) against hand-written expectations and the seed's json.dumps."""
+"""The dataset files' bytes: the metadata files' lines are written by DuckDB as canonical JSON
+(tests/exports/test_canonical_sql.py holds that writer to canonical_json); the SFT and
+perception records' dataset fields are built as JSON text in DuckDB and read by orjson, so that
+text must read back as the very values of the view rows. Pinned here: doubles and strings
+through DuckDB's to_json, and whole exported lines with awkward values (exponent floats, -0.0,
+non-ASCII, control characters, nested objects, keys a record repeats) against hand-written
+expectations and the seed's json.dumps."""
 
 from __future__ import annotations
 
@@ -136,6 +138,15 @@ def test_parquet_columns_keep_the_seed_dicts_key_order(tmp_path):
         "case_id", "episode_id", "split", "split_group_id", "source_run_id", "source_trace", "sft_eligibility_artifact_id",
         "semantic_reward_artifact_id", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
         "deterministic_red_flags", "teacher_score", "trajectory_token_count_estimate", "tool_call_count", "sft_route",
+    ]
+    # seed 002's episode metadata, the trajectory's counts (it has one), then where it went
+    assert pq.read_schema(out / "episode_metadata.parquet").names == [
+        "episode_id", "case_id", "source_run_id", "source_trace", "source_family_keys", "runtime_ids", "teacher_score",
+        "training_eligible", "training_exclusion_reasons", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
+        "deterministic_red_flags", "structured_eligibility_pass", "semantic_audit_pass", "sft_eligibility_artifact_id",
+        "semantic_reward_artifact_id", "decision_policy_version", "runtime_store_path", "trajectory_export_error",
+        "trajectory_token_count_estimate", "tool_call_count", "split", "split_group_id", "sft_route", "short_max_tokens",
+        "trajectory_approx_tokens",
     ]
 
 

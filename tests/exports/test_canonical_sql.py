@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from eviscene.exports.canonical_sql import double_sql, integer_sql, register_functions, row_sql, text_sql, value_sql
+from eviscene.exports.canonical_sql import double_sql, integer_sql, json_sql, register_functions, row_sql, text_sql, value_sql
 from eviscene.rules.canonical import canonical_json
 
 
@@ -92,6 +92,15 @@ def test_a_row_with_its_keys_sorted_and_json_columns_as_stored():
         '{"basis":{"b": 1, "a": [1.0]},"big":9223372036854775807,"codes":["b",null],"episode_id":"e1",'
         '"failures":[{"code":"x","n":2}],"metrics":{"a":null,"z":1.5},"ok":true,"score":1e+16}',
         '{"basis":null,"big":null,"codes":null,"episode_id":"e2","failures":[],"metrics":null,"ok":null,"score":-0.0}',
+    ]
+
+
+def test_json_values_as_canonical_json_writes_what_orjson_reads():
+    con = _connection()
+    stored = [None, "null", "true", " false ", '"a\\u001Fb é"', '"\\u00e9"', '{"b": 1, "a": {"d": 1.0, "c": [1e5, -0]}}', "2.50", "[3, true]"]
+    written = [text for (text,) in con.sql(f"SELECT {json_sql('j')} FROM (SELECT unnest(?::JSON[]) AS j)", params=[stored]).fetchall()]
+    assert written == [
+        "null", "null", "true", "false", '"a\\u001fb é"', '"é"', '{"a":{"c":[100000.0,0],"d":1.0},"b":1}', "2.5", "[3,true]",
     ]
 
 
