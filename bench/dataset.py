@@ -199,6 +199,40 @@ log itself (each file read, hashed, written as a chained event and a blob in a P
 then copied into the DuckDB archive: ~5 of its ~8.7 s CPU; the strict JSONL check ~0.9), the
 export's the views (~5-6 s CPU, no view over 1.2 s) and the orjson parse + serialization of
 every line (~3 s).
+Seventh round (issue 13, writing the files; CPU clocks around each view and the writing,
+EXPLAIN (ANALYZE) per view, py-spy and cProfile; 100,000 candidates at load 0.3-1.5): the export
+took 9.7-10.8 s wall, 11.3-12.7 s CPU. The views 5.9 s wall: candidate_episodes 1.3 (0.56 of it the
+Python walk of each trace for its runtime ids), imported_traces 1.06, split_components 1.03 (its
+label propagation 0.65), dataset_trajectories 0.71, rollout_selection 0.67 (three windows over
+every candidate). Writing the files 2.8-2.9 s wall, 3.7-3.8 s CPU, of which ~0.7 s was the orjson
+parse and canonical serialization of the ~200k metadata lines (episode_metadata,
+accepted_episodes, excluded_episode_metadata): built as text in DuckDB, then read and written
+again in Python only to sort their keys. Binding the views ~0.7 s, module imports ~0.6 s.
+Changes: the metadata files' lines are written by DuckDB as canonical JSON
+(eviscene/exports/canonical_sql.py: keys sorted, doubles and escapes as orjson writes them; a
+JSON column's value goes to Python only when it is not null, a boolean or a string) and copied
+out of each Arrow batch's text buffer (JsonlFiles.add_lines; a Parquet copy still parses each
+line and puts its keys back in the seed's order). rollout_selection ranks only the eligible
+rollouts and takes each case's count and best rollout from a GROUP BY: 0.50-0.64 -> 0.37-0.41 s
+on its own. Same bytes: check_identical.sh, and the 100,000-candidate exports (derived and
+--one-rollout-per-case) compared file by file with main's.
+After, the export process alone, main then this branch, three pairs (load 0.3-0.9): 9.82, 9.75,
+10.75 -> 9.46, 9.55, 9.99 s wall; 11.5, 11.5, 12.7 -> 10.8, 10.9, 11.4 s CPU. Clocked inside the
+export (two pairs): writing the files 2.82-2.90 -> 1.83-2.06 s wall (3.66-3.79 -> 2.52-2.71 s CPU),
+rollout_selection 0.73-0.77 -> 0.59-0.64 s wall (1.10-1.15 -> 0.61-0.68 s CPU). Whole bench,
+main then this branch, twice (load 0.8-1.4): export / baseline 0.62x and 0.60x -> 0.54x and
+0.57x time (11.3 vs 18.3 s and 10.7 vs 17.8 s -> 9.1 vs 16.9 s and 10.4 vs 18.3 s), peak memory
+1.01x and 1.10x -> 1.11x and 1.03x (peaks move ~100 MiB between runs of the same code); import +
+export 1.31x and 1.24x -> 1.14x and 1.15x (the import is unchanged).
+Tried and dropped: split_components with pointer jumping (each episode also takes its label's
+label, so fewer rounds): 0.60 -> 0.47 s, the same components, not worth a harder recursion; the
+runtime ids as an Arrow-batch function instead of one call per trace: no gain (the walk itself
+is the cost).
+Left (goal 0.2x export, 0.5x import + export): the views (~5.5 s wall: the runtime-id walk, the
+JSON paths of imported_traces and dataset_trajectories, the components' recursion), the SFT
+rows' orjson parse and two serializations each (the row and its system-tools variant), binding
+the views and imports (~1.3 s), and the import (~10 s: the log's hash-chained event and blob per
+file).
 
 """
 
