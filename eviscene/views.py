@@ -269,7 +269,7 @@ def apply_views(
     if for_query is None:
         register_functions(con)
     else:
-        _register_functions_named(con, for_query, definitions)
+        register_functions_named(con, for_query, definitions)
     last_reader = _last_readers(definitions, _names_in(for_query or "", {d.name for d in definitions})) if drop_unnamed else {}
     for definition in definitions:
         sql = definition.sql
@@ -327,14 +327,15 @@ def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:
     that reads it: a single query over a fresh snapshot (`eviscene runs`) binds them once
     this way (~30 ms of its CPU). For a query that does not itself start with WITH."""
     definitions = views_needed_by(query)
-    _register_functions_named(con, query, definitions)
+    register_functions_named(con, query, definitions)
     if not definitions:
         return query
     expressions = ",\n".join(f"{d.name} AS NOT MATERIALIZED (\n{d.select}\n)" for d in definitions)
     return f"WITH {expressions}\n{query}"
 
 
-def _register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:
+def register_functions_named(con: duckdb.DuckDBPyConnection, query: str, definitions: list[ViewDefinition]) -> None:
+    """Register the functions and macros `query` and the `definitions` name."""
     register_functions(con, _names_in(" ".join([query, *(d.sql for d in definitions)]), {*_FUNCTIONS, *_MACROS}))
 
 

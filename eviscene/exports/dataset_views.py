@@ -10,6 +10,7 @@ export_snapshot table the decision views read. No dataset rule lives here.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,8 @@ from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.views import (
-    KEPT_AS_VIEWS, apply_views, narrow_to_runs, remove_functions, still_read, view_definitions, views_needed_by, widen_to_log,
+    KEPT_AS_VIEWS, ViewDefinition, apply_views, narrow_to_runs, register_functions_named, remove_functions, still_read,
+    view_definitions, views_needed_by, widen_to_log,
 )
 
 DATASET_FOLDER = "sql/70_dataset/"
@@ -132,19 +134,31 @@ def _fill_native(con: duckdb.DuckDBPyConnection, candidates: pa.Table, records: 
         con.unregister("native_records_batch")
 
 
-def _materialize(con: duckdb.DuckDBPyConnection) -> None:
-    """Compute each dataset view once, in dependency order, as a temporary table of the
-    same name, or for a staging view into its export_snapshot table (the view then reads
-    it); those in _READ_THROUGH stay views."""
-    snapshots = {
-        row[0]
-        for row in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'"
-        ).fetchall()
-    }
-    for definition in view_definitions():
+# A staging view's file also declares its snapshot table (the decision views read that).
+_SNAPSHOT_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS export_snapshot\.(\w+)")
+# The native runs' inputs: its file creates the tables the exporter fills.
+_NATIVE_RECORDS = "native_dataset_records"
+
+
+def _compute(con: duckdb.DuckDBPyConnection, dataset: str, native: tuple[pa.Table, list[pa.Table]] | None) -> None:
+    """Create what the views in `dataset` read and compute each dataset view once, in
+    dependency order: a temporary table of its rows, or for a staging view its export_snapshot
+    table (the view then reads it); those in _READ_THROUGH stay views. A table's SQL binds once,
+    over the tables below it (creating every view first, then each table, bound each twice: most
+    of a small export's time). The native runs' inputs are filled once their tables exist."""
+    definitions = views_needed_by(dataset)
+    register_functions_named(con, dataset, definitions)
+    snapshots = {name for definition in definitions for name in _SNAPSHOT_TABLE.findall(definition.sql)}
+    for definition in definitions:
         name = definition.name
-        if not definition.path.startswith(DATASET_FOLDER) or name in _NOT_MATERIALIZED or name in _READ_THROUGH:
+        computed = definition.path.startswith(DATASET_FOLDER) and name not in _NOT_MATERIALIZED and name not in _READ_THROUGH
+        if computed and name not in snapshots and name != _NATIVE_RECORDS:
+            _execute(con, definition, definition.table_sql)
+            continue
+        _execute(con, definition, definition.sql)
+        if name == _NATIVE_RECORDS and native is not None:
+            _fill_native(con, *native)
+        if not computed:
             continue
         if name in snapshots:
             # computed once into its snapshot, which the view then reads (a second copy of
@@ -154,7 +168,14 @@ def _materialize(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM export_snapshot.{name}")
         else:
             con.execute(f"DROP VIEW {name}")
-            con.execute(definition.table_sql)
+            _execute(con, definition, definition.table_sql)
+
+
+def _execute(con: duckdb.DuckDBPyConnection, definition: ViewDefinition, sql: str) -> None:
+    try:
+        con.execute(sql)
+    except duckdb.Error as exc:
+        raise RuntimeError(f"{definition.path}: {exc}") from exc
 
 
 def release_unread(con: duckdb.DuckDBPyConnection, files_read: str) -> None:
@@ -189,10 +210,7 @@ def open_export(log: EventLog, settings: ExportSettings, con: duckdb.DuckDBPyCon
         dataset = " ".join(
             d.name for d in view_definitions() if d.path.startswith(DATASET_FOLDER) and d.name not in _NOT_MATERIALIZED
         )
-        apply_views(con, for_query=dataset)
-        if native is not None:
-            _fill_native(con, *native)
-        _materialize(con)
+        _compute(con, dataset, native)
     except BaseException:
         if owned:
             con.close()
