@@ -130,7 +130,7 @@ def test_every_dataset_view_key_is_unique_and_not_null_in_an_export(tmp_path):
         # read-through views stay views
         tables = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
         snapshots = {name for (name,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'export_snapshot'").fetchall()}
-        views = {name for (name,) in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+        views = {name for (name,) in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
         assert {"rollout_selection", "split_components", "dataset_splits", "excluded_episodes"} <= tables
         assert {"candidate_episodes", "dataset_trajectories"} <= snapshots & views
         assert {"imported_rows", "dataset_rows"} <= views and not {"candidate_episodes", "imported_rows", "dataset_rows"} & tables
