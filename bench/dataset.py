@@ -241,7 +241,10 @@ its table (binding over the tables below it), its snapshot or its view (exports/
 `_compute`). Same bytes (check_identical.sh; the 100,000-candidate export file by file). Main
 then this code, alternately (load 0.7-0.9): the bundled release's export 1.66-1.71 -> 1.06-1.18 s
 wall (three pairs); the 100,000-candidate export 9.51 and 9.82 -> 8.24 and 8.61 s wall, 10.6 and
-11.1 -> 9.5 and 10.0 s CPU (two pairs).
+11.1 -> 9.5 and 10.0 s CPU (two pairs). Whole bench (load 0.4-1.2): at 100,000 export / baseline
+0.54x (main, 10.3 vs 19.2 s) -> 0.50x and 0.51x (9.0 vs 17.8 s, 8.6 vs 17.0 s), peak memory
+0.98x -> 1.00x and 0.98x, import + export 1.13x -> 1.06x and 1.06x; at 5,000 4.17x and 3.51x
+(export 2.07, 1.91 s) -> 2.98x and 2.46x (1.42, 1.65 s), peak memory 4.1-4.4x both.
 
 """
 

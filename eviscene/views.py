@@ -275,12 +275,17 @@ def apply_views(
         sql = definition.sql
         if materialize and definition.name not in KEPT_AS_VIEWS:
             sql = definition.table_sql
-        try:
-            con.execute(sql)
-        except duckdb.Error as exc:
-            raise RuntimeError(f"{definition.path}: {exc}") from exc
+        execute_definition(con, definition, sql)
         for name in [name for name, reader in last_reader.items() if reader == definition.name]:
             con.execute(f"DROP TABLE {name}")
+
+
+def execute_definition(con: duckdb.DuckDBPyConnection, definition: ViewDefinition, sql: str) -> None:
+    """Run a view file's SQL (`sql`: its text, or its table_sql); an error names the file."""
+    try:
+        con.execute(sql)
+    except duckdb.Error as exc:
+        raise RuntimeError(f"{definition.path}: {exc}") from exc
 
 
 def still_read(definitions: dict[str, ViewDefinition], named: Iterable[str], kept_as_views: Collection[str]) -> set[str]:

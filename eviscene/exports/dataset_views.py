@@ -22,7 +22,7 @@ from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.views import (
-    KEPT_AS_VIEWS, ViewDefinition, apply_views, narrow_to_runs, register_functions_named, remove_functions, still_read,
+    KEPT_AS_VIEWS, apply_views, execute_definition, narrow_to_runs, register_functions_named, remove_functions, still_read,
     view_definitions, views_needed_by, widen_to_log,
 )
 
@@ -153,9 +153,9 @@ def _compute(con: duckdb.DuckDBPyConnection, dataset: str, native: tuple[pa.Tabl
         name = definition.name
         computed = definition.path.startswith(DATASET_FOLDER) and name not in _NOT_MATERIALIZED and name not in _READ_THROUGH
         if computed and name not in snapshots and name != _NATIVE_RECORDS:
-            _execute(con, definition, definition.table_sql)
+            execute_definition(con, definition, definition.table_sql)
             continue
-        _execute(con, definition, definition.sql)
+        execute_definition(con, definition, definition.sql)
         if name == _NATIVE_RECORDS and native is not None:
             _fill_native(con, *native)
         if not computed:
@@ -168,14 +168,7 @@ def _compute(con: duckdb.DuckDBPyConnection, dataset: str, native: tuple[pa.Tabl
             con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM export_snapshot.{name}")
         else:
             con.execute(f"DROP VIEW {name}")
-            _execute(con, definition, definition.table_sql)
-
-
-def _execute(con: duckdb.DuckDBPyConnection, definition: ViewDefinition, sql: str) -> None:
-    try:
-        con.execute(sql)
-    except duckdb.Error as exc:
-        raise RuntimeError(f"{definition.path}: {exc}") from exc
+            execute_definition(con, definition, definition.table_sql)
 
 
 def release_unread(con: duckdb.DuckDBPyConnection, files_read: str) -> None:
