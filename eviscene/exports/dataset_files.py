@@ -33,8 +33,11 @@ METADATA_KEYS = (
     "semantic_reward_artifact_id", "decision_policy_version", "runtime_store_path", "trajectory_export_error",
 )
 TRAJECTORY_METADATA_KEYS = ("trajectory_token_count_estimate", "tool_call_count")
-ROUTE_KEYS = ("split", "split_group_id", "sft_route", "short_max_tokens", "trajectory_approx_tokens")
-EXCLUDED_KEYS = ("trajectory_sft_rows", "perception_example_count")
+# Each metadata file's keys in the seed's order (the trajectory's only where there is one).
+EPISODE_METADATA_KEYS = METADATA_KEYS + TRAJECTORY_METADATA_KEYS + (
+    "split", "split_group_id", "sft_route", "short_max_tokens", "trajectory_approx_tokens",
+)
+EXCLUDED_METADATA_KEYS = METADATA_KEYS + TRAJECTORY_METADATA_KEYS + ("trajectory_sft_rows", "perception_example_count")
 ACCEPTED_EPISODE_KEYS = (
     "case_id", "episode_id", "split", "split_group_id", "source_run_id", "source_trace", "sft_eligibility_artifact_id",
     "semantic_reward_artifact_id", "deterministic_hard_gate_pass", "deterministic_fatal_reasons",
@@ -118,11 +121,11 @@ def _line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: Iterable[str], *, nul
     return f"{object_sql(members)} || chr(10)"
 
 
-def _trajectory_line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: tuple[str, ...], *, after: tuple[str, ...]) -> str:
-    """`_line_sql` of `keys`, the trajectory's metadata keys and `after`, those in the middle
-    only where the row has a trajectory (seed 002's episode metadata)."""
-    return (f"CASE WHEN has_trajectory THEN {_line_sql(kinds, keys + TRAJECTORY_METADATA_KEYS + after)} "
-            f"ELSE {_line_sql(kinds, keys + after)} END")
+def _trajectory_line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: tuple[str, ...]) -> str:
+    """`_line_sql` of `keys`, the trajectory's metadata keys among them only where the row has
+    a trajectory (seed 002's episode metadata)."""
+    without = tuple(key for key in keys if key not in TRAJECTORY_METADATA_KEYS)
+    return f"CASE WHEN has_trajectory THEN {_line_sql(kinds, keys)} ELSE {_line_sql(kinds, without)} END"
 
 
 def _batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[pa.RecordBatch]:
@@ -242,7 +245,7 @@ def write_dataset(
     ] + ["long_holdout.jsonl", "episode_metadata.jsonl", "accepted_episodes.jsonl", "excluded_episode_metadata.jsonl", "action_only.jsonl"]
     rows_kinds, excluded_kinds = _kinds(con, "dataset_rows"), _kinds(con, "excluded_episodes")
     register_functions(con)
-    metadata = _trajectory_line_sql(rows_kinds, METADATA_KEYS, after=ROUTE_KEYS)
+    metadata = _trajectory_line_sql(rows_kinds, EPISODE_METADATA_KEYS)
     accepted = _line_sql(rows_kinds, ACCEPTED_EPISODE_KEYS, null_without_trajectory=TRAJECTORY_METADATA_KEYS)
     # seed DatasetTrajectorySFTExample: the trajectory, its counts unless it has them, then its dataset fields
     sft_fields = _object_sql(
@@ -253,7 +256,7 @@ def write_dataset(
     dataset_rows = f"""
         SELECT {metadata}, {accepted}, sft_route, split, record::VARCHAR, trajectory_token_count_estimate, tool_call_count, {sft_fields}
         FROM (SELECT * FROM dataset_rows ORDER BY episode_id)"""
-    excluded = _trajectory_line_sql(excluded_kinds, METADATA_KEYS, after=EXCLUDED_KEYS)
+    excluded = _trajectory_line_sql(excluded_kinds, EXCLUDED_METADATA_KEYS)
     perception_fields = _object_sql(_members_sql(_kinds(con, "perception_examples"), ("split", "split_group_id")))
     perception = f"SELECT split, example::VARCHAR, {perception_fields} FROM perception_examples ORDER BY episode_id"
     action_only = "SELECT row::VARCHAR FROM imported_rows WHERE import_id = ? AND kind = 'action_only' ORDER BY line_number"
@@ -262,7 +265,7 @@ def write_dataset(
     # projection), so the sort does not carry them: ~100 MiB less peak at 100k.
     with JsonlFiles(out_dir, names, keep_records=fmt == "parquet") as files:
         for batch in _batches(con, dataset_rows):
-            files.add_lines("episode_metadata.jsonl", batch.column(0), METADATA_KEYS + TRAJECTORY_METADATA_KEYS + ROUTE_KEYS)
+            files.add_lines("episode_metadata.jsonl", batch.column(0), EPISODE_METADATA_KEYS)
             files.add_lines("accepted_episodes.jsonl", batch.column(1), ACCEPTED_EPISODE_KEYS)
             for route, split, record_text, token_count_estimate, tool_call_count, fields in zip(*_lists(batch, 2)):
                 if route not in ("short_sft", "long_holdout"):
@@ -282,7 +285,7 @@ def write_dataset(
                 example.update(orjson.loads(fields_text))
                 files.add(f"perception.{split}.jsonl", example)
         for batch in _batches(con, f"SELECT {excluded} FROM (SELECT * FROM excluded_episodes ORDER BY episode_id)"):
-            files.add_lines("excluded_episode_metadata.jsonl", batch.column(0), METADATA_KEYS + TRAJECTORY_METADATA_KEYS + EXCLUDED_KEYS)
+            files.add_lines("excluded_episode_metadata.jsonl", batch.column(0), EXCLUDED_METADATA_KEYS)
         for batch in _batches(con, action_only, [settings.accepted_release_import]):
             for text in batch.column(0).to_pylist():
                 files.add_json("action_only.jsonl", text)
