@@ -5,7 +5,10 @@ A seed-style run directory of N candidate episodes is written once: cases of 2-4
 about 80% eligible and 97% with a trajectory; the rollouts of a case share a content family,
 one citation in ten is a "hot" content family that chains a few cases into one group, and
 domain families must join nothing; in one case of eight the rollouts share no family at all
-(where the seed can split a case and EviScene deliberately does not). Then, each in its own process so peak memory is its own:
+(where the seed can split a case and EviScene deliberately does not). Each trajectory is shaped
+like the embedded agent's (~12.5 kB: the five tool schemas, a system prompt, 2-5 tool calls
+with their results, the verdict; 1.4 GB of trajectory_sft.jsonl at 100,000); `--small-rows`
+writes rounds 1-13's ~1 kB rows instead. Then, each in its own process so peak memory is its own:
   ours/import   eviscene import of the run directory into a fresh log
   ours/export   the whole export from the log (views, eligibility, groups, splits, files)
   baseline      seed 002's derived mode: read traces and scores, keep every eligible
@@ -16,6 +19,7 @@ each case whole (elsewhere EviScene joins the case's groups; the count is printe
 seconds, peak RSS and the ratios.
 
     python bench/dataset.py --episodes 100000
+    python bench/dataset.py --episodes 100000 --small-rows
 
 Where the export's time goes (issue 13; cProfile with a CPU-time clock and DuckDB's
 EXPLAIN ANALYZE per view, 20,000 candidates of an imported run directory, on a shared
@@ -245,6 +249,38 @@ wall (three pairs); the 100,000-candidate export 9.51 and 9.82 -> 8.24 and 8.61 
 0.54x (main, 10.3 vs 19.2 s) -> 0.50x and 0.51x (9.0 vs 17.8 s, 8.6 vs 17.0 s), peak memory
 0.98x -> 1.00x and 0.98x, import + export 1.13x -> 1.06x and 1.06x; at 5,000 4.17x and 3.51x
 (export 2.07, 1.91 s) -> 2.98x and 2.46x (1.42, 1.65 s), peak memory 4.1-4.4x both.
+Eighth round: rows of the real size, and peak memory read right. The rows were ~1 kB with no
+tool schemas; the embedded agent's are 9.7-17.3 kB (the bundled release's) with five, so the
+bench now writes rows of that shape (`--small-rows` keeps the old ones). Peak memory was
+getrusage's ru_maxrss, which Linux carries across exec: a phase's child reported the bench's
+own peak whenever that was higher, as it was once the generator held 100,000 real-size rows in
+lists (every phase then read ~6.3 GB). Now each phase reads its VmHWM and the generator writes
+each row as it makes it. The small rows' figures stand (their phases outgrew the parent).
+Where the export's time went at 100,000 real-size rows (1.4 GB of trajectories; export 32-34 s
+on a standing log; EXPLAIN ANALYZE per view, clocks around each statement): the
+dataset_trajectories snapshot ~11 s (reading the trajectory file's blob 2.1 s, each line's cast
+to JSON 1.5 s, the episode id parsed out of each row in a pass of its own 1.4 s, the three fields
+2.4 s, the token estimate and tool-call count 1.3 s, the copy into the snapshot ~3 s);
+candidate_episodes 3.9 s and imported_traces 3.1 s, ~2 s of each the blobs table's scan, which
+decompresses the 1.4 GB blob beside the traces' (a filter on another column does not avoid it);
+dataset_summary 3.35 s, a LEFT JOIN that read every imported file of the export to count two
+kinds of an accepted release, which a derived export has not; writing the files 9-11 s (orjson's
+parse and two serializations of each row ~5 s, the sort carrying the records 2.3 s, the writes
+1.9 s: a 13 kB line is more than the 8 KiB buffer, so each was its own write call).
+Changes: dataset_summary reads only the two kinds it counts (3.35 s -> nothing to read);
+dataset_trajectories reads an imported row's episode id in the json_extract of its three
+fields; JSONL files are written through a 1 MiB buffer (2 GB in 13 kB lines: 1.92 -> 0.58 s
+here). Same bytes (check_identical.sh). Main then this code, alternately on one 100,000-row log
+(load 1.0-1.3): 31.9, 33.8, 34.3 -> 28.0, 30.1, 30.5 s wall, peak 4.80 -> 4.59-4.72 GB.
+Whole bench, this code (load 0.5-1.1): real-size rows, export / baseline 0.53x time (36.3 vs
+67.8 s), 0.63x peak memory (4.67 vs 7.40 GB), import + export 1.29x; small rows 0.44x time (9.4
+vs 21.2 s), 0.96x peak memory, import + export 1.00x.
+Tried and dropped: the blob segments' bytes in snappy instead of zstd (writing the 1.4 GB
+segment stayed ~12 s: first touches of fresh memory cost more than the codec, ~1 s per 1.4 GB
+on this machine); a memo of the system-tools block (2.4 us a row; cProfile had put it at 5 s).
+Left: the import of a 1.4 GB file (46-58 s, peak 6.5 GB: the strict JSONL check ~16 s, writing
+its blob segment ~12 s, the seal 13-16 s), every further copy of the records (~1 s per copy of
+1.4 GB: the snapshot, the join and the sort before the files), the blobs table's scans.
 
 """
 
@@ -254,7 +290,6 @@ import argparse
 import hashlib
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -263,10 +298,62 @@ from collections import defaultdict
 from pathlib import Path
 
 def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's own peak RSS (VmHWM). Not getrusage's ru_maxrss: Linux carries it across
+    exec, so a phase's child reported its parent's peak whenever that was higher."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) / 1024
 
 
-def make_run_dir(root: Path, episodes: int, seed: int = 7) -> None:
+WORDS = ("hail", "Madrid", "storm", "car", "windows", "photo", "posted", "2024", "Herald", "Valley", "reporter", "séance",
+         "flood", "—", "·", "archive", "caption", "street", "police", "crowd", "протест", "night", "fire", "bridge")
+SYSTEM_PROMPT = ("You are an image fact-verification agent. Decide whether the image shows what its claim says. " * 8).strip()
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randrange(low, high)))
+
+
+def _trajectory(rng: random.Random, case: str, episode: str, rollout: int, tools: list[dict]) -> dict:
+    """A trajectory shaped like the embedded agent's (~13 kB on average, as the bundled
+    release's are): the tool schemas, a system prompt, the claim, 2-5 tool calls each with its
+    result, the verdict asked for and given."""
+    names = [tool["function"]["name"] for tool in tools]
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+        {"role": "user", "content": [{"type": "text", "text": f"Verify this image. Claim: {_text(rng, 10, 40)}"}, {"type": "image"}]},
+    ]
+    for call in range(1, rng.randrange(3, 7)):
+        name = rng.choice(names)
+        arguments = {"query": _text(rng, 3, 8)} if "search" in name and name != "reverse_image_search" else {}
+        messages.append({"role": "assistant", "content": [], "reasoning_content": _text(rng, 8, 30), "tool_calls": [
+            {"id": f"call-{call}", "type": "function", "function": {"name": name, "arguments": arguments}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call-{call}", "name": name,
+                         "content": [{"type": "text", "text": f"[ev-{call}] " + _text(rng, 20, 520)}]})
+    messages.append({"role": "user", "content": [{"type": "text", "text": "Give your judgment now as one JSON object. " + _text(rng, 40, 80)}]})
+    verdict = rng.choice(("authentic", "out_of_context", "manipulated", "unverifiable"))
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": json.dumps(
+        {"verdict": verdict, "confidence": round(rng.random(), 2), "rationale": _text(rng, 20, 60)})}]})
+    return {"episode_id": episode, "case_id": case, "images": [f"/images/{case}.jpg"], "messages": messages,
+            "prompt_group_id": "pg-" + hashlib.sha256(case.encode()).hexdigest()[:24], "rollout_index": rollout,
+            "schema_version": "eviscene-trajectory-sft-v1", "source_metadata": {"release_id": "bench", "source_run_id": "bench-run"},
+            "tools": tools, "verdict": verdict}
+
+
+def _small_trajectory(rng: random.Random, case: str, episode: str, number: int) -> dict:
+    """The ~1 kB trajectory of rounds 1-13 (no tool schemas, one tool call), for their figures."""
+    return {"episode_id": episode, "case_id": case, "images": [f"/images/{case}.jpg"], "tools": [], "messages": [
+        {"role": "system", "content": [{"type": "text", "text": "Verify the image."}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"Claim {number}: " + "words " * rng.randrange(5, 60)}]},
+        {"role": "assistant", "content": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "text_search", "arguments": {"query": case}}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "text_search", "content": [{"type": "text", "text": "ev-0: page"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": '{"verdict": "authentic"}'}]},
+    ]}
+
+
+def make_run_dir(root: Path, episodes: int, seed: int = 7, small_rows: bool = False) -> None:
+    from eviscene.tools.specs import ALL_TOOLS, tool_spec  # here: the baseline's process imports no project code
+
+    tools = [tool_spec(name) for name in ALL_TOOLS]  # the five schemas every trajectory carries (~2.8 kB)
     rng = random.Random(seed)
     unique_pool = episodes * 16  # a case's own content: rarely seen again
     hot_pool = max(1, episodes // 20)  # content that chains a few cases into one group
@@ -275,39 +362,32 @@ def make_run_dir(root: Path, episodes: int, seed: int = 7) -> None:
         "run_id": "bench-run", "git_commit": "bench", "benchmark": {"release_id": "bench", "release_stage": "frozen_eval"},
         "agent": {"decision_policy_version": "unified-react-v1"},
     }))
-    scores, sft = [], []
-    written, case_number = 0, 0
-    while written < episodes:
-        case = f"case-{case_number:06d}"
-        case_number += 1
-        rollouts = min(rng.randint(2, 4), episodes - written)
-        disjoint = rng.random() < 0.125  # rollouts cite no common family
-        shared = f"content:{rng.randrange(unique_pool):08x}"
-        for r in range(rollouts):
-            episode = f"{case}--r{r:03d}"
-            families = [f"content:{rng.randrange(unique_pool):08x}"] + ([] if disjoint else [shared])
-            if rng.random() < 0.1:
-                families.append(f"content:hot{rng.randrange(hot_pool):06x}")
-            families.append(f"domain:site{rng.randrange(50)}.org")
-            trace = {"image_id": episode, "case_id": case, "decision_policy_version": "unified-react-v1", "state": {
-                "runtime_case": {"case_id": case, "image_sha256": hashlib.sha256(case.encode()).hexdigest()},
-                "investigation_state": {"evidence": [{"evidence_id": f"ev-{k}", "source_family": f} for k, f in enumerate(families)]},
-            }}
-            (root / "traces" / f"{episode}.json").write_text(json.dumps(trace))
-            eligible = rng.random() < 0.8
-            scores.append({"episode_id": episode, "case_id": case, "total": round(rng.random() * 2, 3), "training_eligible": eligible,
-                           "training_exclusion_reasons": [] if eligible else ["incorrect_result"]})
-            if rng.random() < 0.97:
-                sft.append({"episode_id": episode, "case_id": case, "images": [f"/images/{case}.jpg"], "tools": [], "messages": [
-                    {"role": "system", "content": [{"type": "text", "text": "Verify the image."}]},
-                    {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"Claim {written}: " + "words " * rng.randrange(5, 60)}]},
-                    {"role": "assistant", "content": [], "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "text_search", "arguments": {"query": case}}}]},
-                    {"role": "tool", "tool_call_id": "c1", "name": "text_search", "content": [{"type": "text", "text": "ev-0: page"}]},
-                    {"role": "assistant", "content": [{"type": "text", "text": '{"verdict": "authentic"}'}]},
-                ]})
-            written += 1
-    for name, rows in (("trajectory_scores", scores), ("trajectory_sft", sft)):
-        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # each row written as it is made: the parent forks every phase, so it stays small
+    with open(root / "trajectory_scores.jsonl", "w") as scores, open(root / "trajectory_sft.jsonl", "w") as sft:
+        written, case_number = 0, 0
+        while written < episodes:
+            case = f"case-{case_number:06d}"
+            case_number += 1
+            rollouts = min(rng.randint(2, 4), episodes - written)
+            disjoint = rng.random() < 0.125  # rollouts cite no common family
+            shared = f"content:{rng.randrange(unique_pool):08x}"
+            for r in range(rollouts):
+                episode = f"{case}--r{r:03d}"
+                families = [f"content:{rng.randrange(unique_pool):08x}"] + ([] if disjoint else [shared])
+                if rng.random() < 0.1:
+                    families.append(f"content:hot{rng.randrange(hot_pool):06x}")
+                families.append(f"domain:site{rng.randrange(50)}.org")
+                trace = {"image_id": episode, "case_id": case, "decision_policy_version": "unified-react-v1", "state": {
+                    "runtime_case": {"case_id": case, "image_sha256": hashlib.sha256(case.encode()).hexdigest()},
+                    "investigation_state": {"evidence": [{"evidence_id": f"ev-{k}", "source_family": f} for k, f in enumerate(families)]},
+                }}
+                (root / "traces" / f"{episode}.json").write_text(json.dumps(trace))
+                eligible = rng.random() < 0.8
+                scores.write(json.dumps({"episode_id": episode, "case_id": case, "total": round(rng.random() * 2, 3),
+                                         "training_eligible": eligible, "training_exclusion_reasons": [] if eligible else ["incorrect_result"]}) + "\n")
+                if rng.random() < 0.97:
+                    sft.write(json.dumps(_small_trajectory(rng, case, episode, written) if small_rows else _trajectory(rng, case, episode, r, tools)) + "\n")
+                written += 1
 
 
 # --- BASELINE: seed 002's algorithm as plain Python (not project code) ---------------------
@@ -415,6 +495,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--phase", choices=["import", "export", "baseline"])
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--small-rows", action="store_true", help="~1 kB trajectories without tool schemas (rounds 1-13's figures)")
     args = parser.parse_args()
     if args.phase:
         print(json.dumps(phase(args.phase, args.work)))
@@ -422,7 +503,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         clock = time.perf_counter()
-        make_run_dir(work / "run", args.episodes)
+        make_run_dir(work / "run", args.episodes, small_rows=args.small_rows)
         print(f"{args.episodes} synthetic episodes written in {time.perf_counter() - clock:.1f} s")
         results = {name: _child(name, work) for name in ("import", "export", "baseline")}
         for r in results.values():

@@ -41,7 +41,10 @@ release AS (
         count(*) FILTER (WHERE r.kind = 'action_only') AS action_only_rows,
         any_value(st.accepted_release_import) IS NOT NULL AS accepted_release
     FROM dataset_settings st
-    LEFT JOIN imported_rows r ON r.import_id = st.accepted_release_import
+    -- only the two files counted: the release's others (and without a release, every file
+    -- of the export) are not read
+    LEFT JOIN (SELECT import_id, kind FROM imported_rows WHERE kind IN ('selected_episodes', 'action_only')) r
+        ON r.import_id = st.accepted_release_import
 )
 SELECT
     a.short_rows AS episode_count,

@@ -9,21 +9,24 @@
 -- messages as JSON), and tool_call_count counts the assistant tool calls.
 -- The exporter snapshots it into export_snapshot.dataset_trajectories for the decision views.
 CREATE OR REPLACE VIEW dataset_trajectories AS
-WITH records AS (
-    SELECT s.source_id, n.episode_id, n.trajectory AS record
+-- each record is parsed once for the fields read here (an imported row's episode id among them)
+WITH native AS (
+    SELECT s.source_id, n.episode_id, n.trajectory AS record,
+           json_extract(n.trajectory, ['$.token_count_estimate', '$.tool_call_count', '$.messages']) AS f
     FROM dataset_sources s
     JOIN native_dataset_records n ON n.run_id = s.source_id
     WHERE s.source_kind = 'run' AND n.trajectory IS NOT NULL
-    UNION ALL
-    SELECT s.source_id, py_strip(py_text(r.row->'episode_id')), r.row
+),
+imported AS (
+    SELECT s.source_id, r.row AS record,
+           json_extract(r.row, ['$.token_count_estimate', '$.tool_call_count', '$.messages', '$.episode_id']) AS f
     FROM dataset_sources s
     JOIN imported_rows r ON r.import_id = s.source_id AND r.kind = 'trajectory_sft'
 ),
--- each record is parsed once for the three fields read here
 fields AS (
-    SELECT source_id, episode_id, record,
-           json_extract(record, ['$.token_count_estimate', '$.tool_call_count', '$.messages']) AS f
-    FROM records
+    SELECT source_id, episode_id, record, f FROM native
+    UNION ALL
+    SELECT source_id, py_strip(py_text(f[4])), record, f FROM imported
 )
 SELECT
     source_id,
