@@ -272,9 +272,11 @@ dataset_trajectories reads an imported row's episode id in the json_extract of i
 fields; JSONL files are written through a 1 MiB buffer (2 GB in 13 kB lines: 1.92 -> 0.58 s
 here). Same bytes (check_identical.sh). Main then this code, alternately on one 100,000-row log
 (load 1.0-1.3): 31.9, 33.8, 34.3 -> 28.0, 30.1, 30.5 s wall, peak 4.80 -> 4.59-4.72 GB.
-Whole bench, this code (load 0.5-1.1): real-size rows, export / baseline 0.53x time (36.3 vs
-67.8 s), 0.63x peak memory (4.67 vs 7.40 GB), import + export 1.29x; small rows 0.44x time (9.4
-vs 21.2 s), 0.96x peak memory, import + export 1.00x.
+Whole bench, main's code then this code, each with this bench (load 0.5-1.1): real-size rows,
+export / baseline 0.61x -> 0.53x time (43.4 vs 71.3 s -> 36.3 vs 67.8 s), peak memory 0.65x ->
+0.63x (4.80 -> 4.67 GB; the baseline 7.40 GB), import + export 1.39x -> 1.29x; small rows 0.52x
+-> 0.44x time (10.0 vs 19.3 s -> 9.4 vs 21.2 s), peak memory 1.01x -> 0.96x, import + export
+1.16x -> 1.00x.
 Tried and dropped: the blob segments' bytes in snappy instead of zstd (writing the 1.4 GB
 segment stayed ~12 s: first touches of fresh memory cost more than the codec, ~1 s per 1.4 GB
 on this machine); a memo of the system-tools block (2.4 us a row; cProfile had put it at 5 s).
