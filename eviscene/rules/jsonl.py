@@ -61,27 +61,25 @@ def parse_json(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
 
 
-# Where orjson may read differently from Python's json: an integer of 19+ digits (orjson reads
-# one beyond 64 bits as a float; digits are all mapped to "0" to find a run of them) and an
-# escaped colon (it would hide a colon from the count below).
-_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
-_LONG_NUMBER = b"0" * 19
-
-
 def _read_fast(line: bytes) -> Any | None:
     """`parse_json(line)` by orjson, or None where only Python's reader can tell.
 
-    orjson accepts nothing parse_json refuses (tests/rules/test_rules_jsonl.py) but keeps the
-    last of repeated keys. A repeated key is found by counting colons: each key brings one
-    colon outside strings, so the line holds as many colons as orjson's re-serialization of
-    what it read exactly when no pair was dropped (a dropped pair takes its key's colon, and
-    those in its strings, with it)."""
-    if b"\\u003a" in line or b"\\u003A" in line or _LONG_NUMBER in line.translate(_DIGITS_AS_ZERO):
+    orjson accepts nothing parse_json refuses (tests/rules/test_rules_jsonl.py) and reads every
+    value as Python does but two. It reads an integer outside [-2**63, 2**64) as a float, whose
+    magnitude (2**63 and more) it writes in exponent form: its re-serialization then holds
+    "e+". And it keeps the last of repeated keys. A repeated key is found by counting colons:
+    each key brings one colon outside strings, so the line holds as many colons as orjson's
+    re-serialization of what it read exactly when no pair was dropped (a dropped pair takes its
+    key's colon, and those in its strings, with it), unless an escaped colon, written back
+    plain, makes up for one: such a line goes to Python."""
+    if b"\\u003" in line and (b"\\u003a" in line or b"\\u003A" in line):
         return None
     try:
         value = orjson.loads(line)
         written = orjson.dumps(value)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # refused, or nested too deep to write
+        return None
+    if b"e+" in written:  # perhaps an integer beyond 64 bits (or a float written so, or text)
         return None
     return value if line.count(b":") == written.count(b":") else None
 
@@ -124,11 +122,19 @@ def parse_jsonl_line(raw_line: bytes | str, path: str | Path, line_number: int) 
 
 def iter_jsonl_bytes(data: bytes, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, row) for every non-blank line of `data`, the content of `path`."""
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    for line_number, raw_line in enumerate(data.split(b"\n"), start=1):
+    for line_number, raw_line in enumerate(_lines(data.removeprefix(b"\xef\xbb\xbf")), start=1):
         row = parse_jsonl_line(raw_line, path, line_number)
         if row is not None:
             yield line_number, row
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """`data.split(b"\\n")`, one line at a time: a large file is not copied whole into a list."""
+    start = 0
+    while (end := data.find(b"\n", start)) >= 0:
+        yield data[start:end]
+        start = end + 1
+    yield data[start:]
 
 
 def read_file_bytes(path: Path) -> bytes:

@@ -58,3 +58,27 @@ def string_column(values: list[str | None] | list[bytes | None], arrow_type: pa.
         return pa.chunked_array([chunk for part in parts for chunk in getattr(part, "chunks", [part])], arrow_type)
     buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     return pa.Array.from_buffers(arrow_type, len(values), buffers, null_count=nulls)
+
+
+_OWN_CHUNK_BYTES = 1 << 20
+
+
+def binary_column(values: list[bytes]) -> pa.Array | pa.ChunkedArray:
+    """binary from bytes, as string_column, but a value of a MiB or more is a chunk of its own
+    whose buffer is the bytes object itself: a 1.4 GB imported file was copied whole into its
+    batch's joined buffer (a second of page faults, 1.4 GB more at the peak)."""
+    chunks: list[pa.Array | pa.ChunkedArray] = []
+    run: list[bytes] = []
+    for value in values:
+        if len(value) < _OWN_CHUNK_BYTES:
+            run.append(value)
+            continue
+        if run:
+            chunks.append(string_column(run, pa.binary()))
+            run = []
+        chunks.append(string_column([value], pa.binary()))  # b"".join of one bytes object is that object
+    if run or not chunks:
+        chunks.append(string_column(run, pa.binary()))
+    if len(chunks) == 1:
+        return chunks[0]
+    return pa.chunked_array([piece for chunk in chunks for piece in getattr(chunk, "chunks", [chunk])], pa.binary())

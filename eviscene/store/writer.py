@@ -28,7 +28,7 @@ from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
 from eviscene.rules.timestamps import now_micros
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
-from eviscene.store.columns import int_column, string_column
+from eviscene.store.columns import binary_column, int_column, string_column
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
@@ -236,7 +236,7 @@ class RunWriter:
                     string_column([b.sha256 for b in rows]),
                     string_column([b.media_type for b in rows]),
                     int_column([len(b.content) for b in rows], pa.int64()),
-                    string_column([b.content for b in rows], pa.binary()),
+                    binary_column([b.content for b in rows]),
                 ],
                 schema=BLOB_SCHEMA,
             )

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_jsonl_numbered
+from eviscene.rules.jsonl import JsonlError, _lines, _read_fast, iter_jsonl_bytes, read_jsonl_numbered
 
 
 def test_a_bad_line_3_names_the_file_and_line_3(tmp_path: Path):
@@ -75,6 +75,8 @@ def _nested_lists(depth: int) -> list:
     [
         (b'{"n": 18446744073709551616, "m": -9223372036854775809}', {"n": 2**64, "m": -(2**63) - 1}),  # exact beyond 64 bits
         (b'{"n": 123456789012345678901234567890}', {"n": 123456789012345678901234567890}),
+        (b'{"n": 18446744073709551615, "m": -9223372036854775808}', {"n": 2**64 - 1, "m": -(2**63)}),  # 64-bit bounds
+        (b'{"s": "one+two e+3", "f": 1e+300}', {"s": "one+two e+3", "f": 1e300}),  # "e+" sends a line to Python
         (b'{"f": 1e400, "g": -1e400, "h": 0.1e-400}', {"f": float("inf"), "g": float("-inf"), "h": 0.0}),  # as Python reads them
         (b'{"s": "\\ud800"}', {"s": "\ud800"}),  # a lone surrogate escape, kept as Python keeps it
         (b'{"a\\u003a": "b\\u003A"}', {"a:": "b:"}),
@@ -84,6 +86,25 @@ def _nested_lists(depth: int) -> list:
 )
 def test_values_read_as_python_reads_them(line, row):
     assert list(iter_jsonl_bytes(line, "f.jsonl")) == [(1, row)]
+
+
+def test_integers_beyond_64_bits_go_to_python_and_those_within_do_not():
+    """orjson reads an integer outside [-2**63, 2**64) as a float of magnitude 2**63 or more,
+    which it writes in exponent form: its "e+" is what sends such a line to Python's reader."""
+    import random
+
+    rng = random.Random(5)
+    beyond = [2**64, 2**64 + 1, -(2**63) - 1, -(2**64), 10**19 * 2, 10**300]
+    beyond += [rng.choice([1, -1]) * rng.randrange(2**64, 10 ** rng.randrange(21, 300)) for _ in range(2000)]
+    within = [2**64 - 1, 2**63, 2**63 - 1, -(2**63), 10**19, -(10**18)] + [rng.randrange(-(2**63), 2**64) for _ in range(2000)]
+    assert all(_read_fast(b'{"n": %d}' % n) is None for n in beyond)
+    assert [_read_fast(b'{"n": %d}' % n) for n in within] == [{"n": n} for n in within]
+    assert [row["n"] for _, row in iter_jsonl_bytes(b"\n".join(b'{"n": %d}' % n for n in beyond), "f.jsonl")] == beyond
+
+
+def test_lines_are_split_as_bytes_split_does():
+    for content in [b"", b"\n", b"a", b"a\n", b"a\n\nb", b"\n\na\r\nb\n\n", "é\u2028\n\u0085x".encode()]:
+        assert list(_lines(content)) == content.split(b"\n")
 
 
 def test_doubles_read_bit_for_bit_as_python():

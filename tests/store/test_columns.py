@@ -1,13 +1,14 @@
 """The writer's Arrow columns, built from buffers, hold exactly the values given (nulls, non-ASCII
 text, bytes), and building them loads no pandas."""
 
+import os
 import subprocess
 import sys
 
 import pyarrow as pa
 
 from eviscene.store import columns
-from eviscene.store.columns import int_column, string_column
+from eviscene.store.columns import binary_column, int_column, string_column
 
 
 def test_strings_with_nulls_and_non_ascii_text():
@@ -43,6 +44,18 @@ def test_a_column_over_the_offset_limit_is_split_into_chunks(monkeypatch):
     assert column.to_pylist() == ["abc", "de", "fgh", None]
 
 
+def test_a_large_value_is_its_own_chunk_and_not_copied(monkeypatch):
+    monkeypatch.setattr(columns, "_OWN_CHUNK_BYTES", 4)  # a MiB in production
+    large, other = b"large!", b"also big"
+    column = binary_column([b"a", b"bc", large, b"d", other])
+    assert column.to_pylist() == [b"a", b"bc", large, b"d", other]
+    assert [len(chunk) for chunk in column.chunks] == [2, 1, 1, 1]
+    # the chunk's value buffer is the bytes object's own memory
+    assert column.chunks[1].buffers()[2].address == pa.py_buffer(large).address
+    assert binary_column([b"x", b"y"]).to_pylist() == [b"x", b"y"] and binary_column([]).to_pylist() == []
+    assert binary_column([large]).type == pa.binary() and binary_column([large]).to_pylist() == [large]
+
+
 def test_building_columns_loads_no_pandas():
     probe = (
         "import sys, pyarrow as pa\n"
@@ -52,3 +65,13 @@ def test_building_columns_loads_no_pandas():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd="/")
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_pyarrow_uses_the_system_allocator_unless_told_otherwise():
+    """Importing eviscene before pyarrow picks the system allocator (mimalloc's huge pages
+    stalled large segment writes in the kernel); a pool the user names is kept."""
+    probe = "import eviscene, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    run = lambda env: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd="/", env=env)
+    plain = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    assert run(plain).stdout.strip() == "system"
+    assert run({**plain, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}).stdout.strip() == "jemalloc"
