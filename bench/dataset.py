@@ -283,6 +283,38 @@ on this machine); a memo of the system-tools block (2.4 us a row; cProfile had p
 Left: the import of a 1.4 GB file (46-58 s, peak 6.5 GB: the strict JSONL check ~16 s, writing
 its blob segment ~12 s, the seal 13-16 s), every further copy of the records (~1 s per copy of
 1.4 GB: the snapshot, the join and the sort before the files), the blobs table's scans.
+Ninth round: the import of the 1.4 GB trajectory file. Where its time went (clocks and
+getrusage around each step, perf's page-fault and CPU samples): planning 13-20 s, of which the
+strict JSONL check 10.4 s (orjson's parse 2.5 and re-serialization 2.0, the scan for runs of 19
+digits 1.9 (a translated copy of every line), the two scans for an escaped colon 1.5, the lines
+split into one list first 1.3 s and 1.4 GB); writing 20-26 s, of which the blob segment's
+pq.write_table 15-18 s with 12-13 s of it in the kernel: pyarrow's default allocator, mimalloc,
+backs its arenas with transparent huge pages, and this machine's kernel compacts memory to find
+them (THP defrag "madvise"; ~1,490 huge-page faults an import; the same write alone took 5-18 s
+from run to run), and the batch's three blobs were joined into
+one buffer, a copy of the 1.4 GB; the seal 11-17 s (DuckDB's insert of the blob 6.9 s, its commit
+4.3 s: two copies into its string blocks and the zstd of the checkpoint).
+Changes: pyarrow's default pool is the system allocator wherever eviscene is imported first
+(eviscene/__init__.py sets ARROW_DEFAULT_MEMORY_POOL unless the user has): the write 4-5 s,
+no huge-page faults (jemalloc and mimalloc without eager arena commit gave the same); the
+check asks orjson's re-serialization for "e+" instead of scanning the line for 19 digits (an
+integer outside [-2**63, 2**64) is the only number orjson reads differently, and it reads it
+as a float of magnitude 2**63 or more, which it writes in exponent form) and looks for an
+escaped colon with one scan, then yields the lines one at a time (10.4 -> 7.9 s, the plan's
+peak 2.99 -> 1.62 GB); a value of a MiB or more is its own Arrow chunk, its buffer the bytes
+object itself. The export reads the same log (check_identical.sh: IDENTICAL) and is as fast as
+before with the system allocator (28.2, 30.1 -> 28.3, 29.5 s on the standing log).
+Main's code then this code, alternately, each phase of this bench on one run directory of
+100,000 real-size rows (load 1.0): import 54.1, 57.9 -> 37.3, 38.4 s, peak 6.50 -> 4.92 GB;
+import + export / baseline 1.26x, 1.30x -> 1.07x, 1.05x; export / baseline 0.48x, 0.53x ->
+0.53x, 0.51x (the export's code is unchanged: 33-41 s beside a 69-76 s baseline).
+Tried and dropped: isolating the large blob in a row group of its own at the seal, so that the
+traces' scans would not decompress it (a filter that selects none of a vector's rows skips
+its strings: 0.02 s instead of 1.9 s). DuckDB gave it its own row group only with a CHECKPOINT
+between two inserts, and an insert outside the seal's one transaction would let readers see the
+blob twice (archive and live segment) for a moment. A faster pre-scan by regular expression
+(10x slower than translate). Left: the seal (11-12 s), checking the big file on one core (a
+second process would save ~3 s of its ~8), the export's copies of the records.
 
 """
 

@@ -18,7 +18,7 @@ from eviscene.rules.lazy_exports import lazy_getattr
 # pyarrow's default allocator, mimalloc, backs its arenas with transparent huge pages; where the
 # kernel compacts memory to find them (THP defrag "madvise", as on the machines this was measured
 # on), writing the segment of a 1.4 GB imported file spent 12 of its 15-17 s in the kernel. The
-# system allocator maps plain pages (4-5 s; the whole import 47-62 -> 33-36 s). Read when pyarrow
+# system allocator maps plain pages: 4-5 s (bench/dataset.py, ninth round). Read when pyarrow
 # makes its default pool, so only where eviscene is imported first; a value already set wins.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
