@@ -1,5 +1,6 @@
 """The writer's Arrow columns, built from buffers, hold exactly the values given (nulls, non-ASCII
-text, bytes), and building them loads no pandas."""
+text, bytes; a large value shared, not copied), building them loads no pandas, and pyarrow
+allocates with the system allocator once eviscene is imported."""
 
 import os
 import subprocess
