@@ -54,8 +54,7 @@ def string_column(values: list[str | None] | list[bytes | None], arrow_type: pa.
         if len(values) == 1:
             raise ValueError("a single string of more than 2 GiB does not fit an Arrow string column")
         half = len(values) // 2
-        parts = [string_column(values[:half], arrow_type), string_column(values[half:], arrow_type)]  # type: ignore[arg-type]
-        return pa.chunked_array([chunk for part in parts for chunk in getattr(part, "chunks", [part])], arrow_type)
+        return _chunked([string_column(values[:half], arrow_type), string_column(values[half:], arrow_type)], arrow_type)  # type: ignore[arg-type]
     buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     return pa.Array.from_buffers(arrow_type, len(values), buffers, null_count=nulls)
 
@@ -79,6 +78,9 @@ def binary_column(values: list[bytes]) -> pa.Array | pa.ChunkedArray:
         chunks.append(string_column([value], pa.binary()))  # b"".join of one bytes object is that object
     if run or not chunks:
         chunks.append(string_column(run, pa.binary()))
-    if len(chunks) == 1:
-        return chunks[0]
-    return pa.chunked_array([piece for chunk in chunks for piece in getattr(chunk, "chunks", [chunk])], pa.binary())
+    return chunks[0] if len(chunks) == 1 else _chunked(chunks, pa.binary())
+
+
+def _chunked(parts: list[pa.Array | pa.ChunkedArray], arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """One chunked array of the parts, in order, a chunked part's chunks taken one by one."""
+    return pa.chunked_array([chunk for part in parts for chunk in getattr(part, "chunks", [part])], arrow_type)
