@@ -56,7 +56,11 @@ def _secret_values(extra: tuple[str, ...]) -> list[str]:
 def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
     if not text:  # every model call's error field, most often empty: no environment scan
         return text
-    for secret in _secret_values(tuple(extra_secrets)):
+    return _masked(text, _secret_values(tuple(extra_secrets)))
+
+
+def _masked(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
         text = text.replace(secret, MASK)
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
     text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
@@ -67,11 +71,16 @@ def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
 
 
 def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
-    """`redact` applied to every string inside JSON-like data (dict keys included)."""
+    """`redact` applied to every string inside JSON-like data (dict keys included); the
+    environment is read once, not once a string (a run's manifest has ~200)."""
+    return _masked_data(value, _secret_values(tuple(extra_secrets)))
+
+
+def _masked_data(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        return redact(value, extra_secrets)
+        return _masked(value, secrets) if value else value
     if isinstance(value, dict):
-        return {redact_data(k, extra_secrets): redact_data(v, extra_secrets) for k, v in value.items()}
+        return {_masked_data(k, secrets): _masked_data(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_data(v, extra_secrets) for v in value]
+        return [_masked_data(v, secrets) for v in value]
     return value

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eviscene.rules.urls import normalize_host, normalize_url, url_host, without_scheme
+from eviscene.rules.urls import host_of, normalize_host, normalize_url, without_scheme
 
 BlockReason = Literal["blocked_domain", "blocked_url_prefix", "blocked_content_sha256"]
 
@@ -69,10 +69,10 @@ class SourceAccessPolicy:
 
     def check(self, url: str, content_sha256: Optional[str] = None, *, other_sha256: Iterable[str] = ()) -> Optional[BlockReason]:
         """The reason `url` (with the given content hashes) is blocked, or None when allowed."""
-        host = url_host(url)
+        key = without_scheme(normalize_url(url))
+        host = host_of(key)
         if host and any(host == d or host.endswith("." + d) for d in self._domains):
             return "blocked_domain"
-        key = without_scheme(normalize_url(url))
         for prefix, open_ended in self._prefixes:
             if key == prefix or (key.startswith(prefix) and (open_ended or key[len(prefix)] in "/?")):
                 return "blocked_url_prefix"

@@ -9,6 +9,7 @@ kept as written, since servers may treat them as significant.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlsplit
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -22,6 +23,7 @@ def normalize_host(host: str) -> str:
     return host
 
 
+@functools.lru_cache(maxsize=8192)  # the tools check the same corpus URLs call after call
 def normalize_url(url: str) -> str:
     """Canonical form of `url` used for every URL comparison (see the module docstring)."""
     raw = url.strip()
@@ -53,4 +55,9 @@ def without_scheme(normalized: str) -> str:
 
 def url_host(url: str) -> str:
     """Normalized host of `url` (`''` when it has none)."""
-    return without_scheme(normalize_url(url)).split("/", 1)[0].split("?", 1)[0].split(":", 1)[0]
+    return host_of(without_scheme(normalize_url(url)))
+
+
+def host_of(key: str) -> str:
+    """The host of a normalized URL without its scheme (`without_scheme`)."""
+    return key.split("/", 1)[0].split("?", 1)[0].split(":", 1)[0]

@@ -15,8 +15,8 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from itertools import islice
-from typing import TYPE_CHECKING, Iterator, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 if TYPE_CHECKING:
     from eviscene.tools.pages import CorpusEntries, CorpusImage, Page
@@ -26,6 +26,7 @@ B = 0.75
 _TOKEN = re.compile(r"[^\W_]+")
 _SNIPPET_TOKENS = 36
 _SNIPPET_CHARS = 280
+_TOKENIZED_PAGES = 1024  # pages whose snippet tokens are kept (a few kB each)
 
 
 def tokenize(text: str) -> list[str]:
@@ -33,31 +34,40 @@ def tokenize(text: str) -> list[str]:
 
 
 class BM25:
-    """An inverted index over token lists; `rank` returns (doc index, score) best first."""
+    """An inverted index over token lists; `rank` returns (doc index, score) best first.
+    Each posting carries its term's whole contribution to the document's score, computed
+    once here: a query only adds them up."""
 
     def __init__(self, documents: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
         self.k1, self.b = k1, b
         self.doc_count = len(documents)
         self.lengths = [len(doc) for doc in documents]
         self.avgdl = (sum(self.lengths) / self.doc_count) if self.doc_count else 0.0
-        self.postings: dict[str, list[tuple[int, int]]] = {}
+        counts: dict[str, list[tuple[int, int]]] = {}
         for index, doc in enumerate(documents):
             for term, tf in Counter(doc).items():
-                self.postings.setdefault(term, []).append((index, tf))
+                counts.setdefault(term, []).append((index, tf))
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for term, docs in counts.items():
+            idf = self._idf(len(docs))
+            self.postings[term] = [(index, self._weight(idf, tf, index)) for index, tf in docs]
 
     def idf(self, term: str) -> float:
-        n = len(self.postings.get(term, ()))
+        return self._idf(len(self.postings.get(term, ())))
+
+    def _idf(self, documents_with_term: int) -> float:
+        n = documents_with_term
         return math.log(1.0 + (self.doc_count - n + 0.5) / (n + 0.5))
+
+    def _weight(self, idf: float, tf: int, index: int) -> float:
+        norm = self.k1 * (1.0 - self.b + self.b * self.lengths[index] / self.avgdl)
+        return idf * tf * (self.k1 + 1.0) / (tf + norm)
 
     def scores(self, query_terms: Sequence[str]) -> dict[int, float]:
         scores: dict[int, float] = {}
-        if not self.avgdl:
-            return scores
         for term in dict.fromkeys(query_terms):
-            idf = self.idf(term)
-            for index, tf in self.postings.get(term, ()):
-                norm = self.k1 * (1.0 - self.b + self.b * self.lengths[index] / self.avgdl)
-                scores[index] = scores.get(index, 0.0) + idf * tf * (self.k1 + 1.0) / (tf + norm)
+            for index, weight in self.postings.get(term, ()):
+                scores[index] = scores.get(index, 0.0) + weight
         return scores
 
     def rank(self, query_terms: Sequence[str]) -> list[tuple[int, float]]:
@@ -85,6 +95,8 @@ class SearchIndex:
         self._images = tuple(images)
         self._page_bm25 = BM25([tokenize(f"{p.title}\n{p.text}") for p in self._pages])
         self._image_bm25 = BM25([tokenize(f"{e.image.alt}\n{e.page.title}") for e in self._images])
+        # A page's snippet tokens, kept: each query that hits the page would tokenize it again.
+        self._page_tokens = lru_cache(maxsize=_TOKENIZED_PAGES)(lambda index: TextTokens.of(self._pages[index].text))
 
     @classmethod
     def build(cls, corpus: "CorpusEntries") -> "SearchIndex":
@@ -95,7 +107,7 @@ class SearchIndex:
         terms = tokenize(query)
         for index, score in self._page_bm25.rank(terms):
             page = self._pages[index]
-            yield PageHit(page=page, score=score, snippet=snippet(page.text, terms))
+            yield PageHit(page=page, score=score, snippet=snippet(page.text, terms, self._page_tokens(index)))
 
     def images(self, query: str) -> Iterator[ImageHit]:
         terms = tokenize(query)
@@ -103,10 +115,26 @@ class SearchIndex:
             yield ImageHit(entry=self._images[index], score=score)
 
 
-def snippet(text: str, terms: Sequence[str]) -> str:
-    """The stretch of `text` holding the most distinct query terms (first such stretch)."""
+@dataclass(frozen=True)
+class TextTokens:
+    """A text's tokens, each case-folded, and where each stands in the text."""
+
+    folded: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, text: str) -> "TextTokens":
+        matches = list(_TOKEN.finditer(text))
+        return cls(tuple(match.group().casefold() for match in matches), tuple(match.span() for match in matches))
+
+
+def snippet(text: str, terms: Sequence[str], text_tokens: Optional[TextTokens] = None) -> str:
+    """The stretch of `text` holding the most distinct query terms (first such stretch);
+    `text_tokens` are the text's own, when the caller keeps them."""
     wanted = set(terms)
-    tokens = list(map(str.casefold, _TOKEN.findall(text)))
+    if text_tokens is None:
+        text_tokens = TextTokens.of(text)
+    tokens = text_tokens.folded
     if not tokens:
         return ""
     # A stretch opens at the first token or at a query term; none holds more than every term.
@@ -119,8 +147,8 @@ def snippet(text: str, terms: Sequence[str]) -> str:
                 break
     # Open a few tokens before the first hit so the match reads in context.
     first = max(0, best_start - 4) if best_start else 0
-    shown = list(islice(_TOKEN.finditer(text), first, min(len(tokens), first + _SNIPPET_TOKENS)))
-    begin, end = shown[0].start(), shown[-1].end()
+    shown = text_tokens.spans[first:first + _SNIPPET_TOKENS]
+    begin, end = shown[0][0], shown[-1][1]
     piece = " ".join(text[begin:end].split())
     if len(piece) > _SNIPPET_CHARS:
         piece = piece[:_SNIPPET_CHARS].rsplit(" ", 1)[0]

@@ -7,9 +7,13 @@ policy (URL, page text hash, image hash) before any of it is rendered; blocked p
 dropped and each produces one `GateDecided`. A refused visit or comparison says only that
 the source is not available.
 
-Determinism: the work of a call runs in a worker thread, but evidence ids are assigned and
-the observation rendered back on the caller's task, so ids follow the order in which the
-agent awaits its calls.
+Where a call runs: the image tools' work (OpenCV and NumPy, which release the GIL) runs in a
+worker thread; the text tools (BM25 over the in-memory corpus, a page lookup) are Python
+that the GIL would run one at a time anyway, so they run on the caller's event loop, where
+they cost no hand-off (a worker thread cost ~1 ms of CPU a call and, with the loop busy, up
+to ~100 ms of waiting for the GIL: `bench/providers.py`). Either way evidence ids are
+assigned and the observation rendered on the caller's task, so ids follow the order in
+which the agent awaits its calls.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from eviscene.rules.urls import normalize_url
 PAGE_TEXT_LIMIT = 6000
 _LINK = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 _CASE_CACHE = 64
+_ON_LOOP = frozenset({"text_search", "text_image_search", "visit"})  # Python-bound: no worker thread (module docstring)
 
 Render = Callable[["EpisodeTools"], ToolOutcome]
 
@@ -139,7 +144,8 @@ class CorpusToolbox:
         if problem:
             return _invalid(problem)
         try:
-            render = await anyio.to_thread.run_sync(self._handlers[name], arguments, episode)
+            handler = self._handlers[name]
+            render = handler(arguments, episode) if name in _ON_LOOP else await anyio.to_thread.run_sync(handler, arguments, episode)
             return render(episode)
         except Exception as exc:  # a failing tool is an observation, not a crash of the episode
             error = f"{type(exc).__name__}: {exc}"
@@ -165,7 +171,7 @@ class CorpusToolbox:
         reason = self.policy.check(page.url, page.content_sha256, other_sha256=[image_sha256] if image_sha256 else [])
         return policy_block(page.url, reason) if reason else None
 
-    # -- tools (run in a worker thread; return a renderer for the caller's task) --------------
+    # -- tools (the image tools run in a worker thread; each returns a renderer for the caller's task)
 
     def _text_search(self, args: dict[str, Any], _: EpisodeTools) -> Render:
         query, limit = args["query"].strip(), args.get("max_results", DEFAULT_RESULTS)

@@ -4,7 +4,7 @@ import pytest
 from tools_fixtures import CorpusBuilder
 
 from eviscene.tools import BM25, Corpus, CorpusToolbox, tokenize
-from eviscene.tools.search import snippet
+from eviscene.tools.search import TextTokens, snippet
 
 # Toy corpus: |d1| = 3, |d2| = 6, |d3| = 3, avgdl = 4, N = 3.
 DOCS = ["The cat sat.", "The dog sat on the mat!", "Cat, cat & dog"]
@@ -56,6 +56,23 @@ def test_snippet_opens_four_tokens_before_the_first_stretch_with_the_most_terms(
     assert snippet("Zu Fuß über die Straße", ["strasse"]) == "Zu Fuß über die Straße"
 
 
+def test_text_tokens_are_case_folded_with_their_place_in_the_text():
+    tokens = TextTokens.of("Zu Fuß über die Straße")
+    assert tokens.folded == ("zu", "fuss", "über", "die", "strasse")
+    assert tokens.spans == ((0, 2), (3, 6), (7, 11), (12, 15), (16, 22))
+    assert TextTokens.of("") == TextTokens((), ())
+
+
+def test_a_snippet_from_kept_tokens_is_the_snippet_from_the_text():
+    fillers = lambda prefix: " ".join(f"{prefix}{i}" for i in range(40))  # noqa: E731
+    text = f"alpha beta gamma {fillers('f')} Harbor x docks {fillers('g')} harbor docks"
+    expected = " ".join(["f36", "f37", "f38", "f39", "Harbor", "x", "docks"] + [f"g{i}" for i in range(29)])
+    kept = TextTokens.of(text)
+    assert snippet(text, ["harbor", "docks"], kept) == f"…{expected}…"
+    assert snippet(text, ["alpha"], kept) == snippet(text, ["alpha"]) == " ".join(text.split()[:36]) + "…"
+    assert snippet("", ["x"], TextTokens.of("")) == ""
+
+
 @pytest.fixture
 def toy_toolbox(tmp_path):
     builder = CorpusBuilder(tmp_path / "corpus")
@@ -76,6 +93,9 @@ async def test_text_search_returns_bm25_ranked_pages(toy_toolbox):
     assert "[ev-1]" in outcome.observation and "https://toy.example/3" in outcome.observation
     empty = await toy_toolbox.call("text_search", {"query": "zebra"}, episode)
     assert empty.status == "empty" and empty.sources == []
+    # Asked again, the pages' kept tokens give the same snippets.
+    again = await toy_toolbox.call("text_search", {"query": "Cat"}, toy_toolbox.episode("unused.jpg"))
+    assert again.data == outcome.data and again.observation == outcome.observation
 
 
 @pytest.mark.anyio

@@ -1,6 +1,7 @@
 """The toolbox as the agent uses it: specs, validation, ablation, evidence ids, policy."""
 
 import json
+import threading
 
 import pytest
 from tools_fixtures import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
@@ -79,6 +80,26 @@ async def test_invalid_calls_are_rejected_with_a_clear_error(toolbox, news_corpu
     outcome = await toolbox.call(name, arguments, toolbox.episode(news_corpus["cases"]["reuse"]))
     assert outcome.status == "invalid"
     assert message in outcome.error and message in outcome.observation
+
+
+async def test_text_tools_run_on_the_event_loop_and_image_tools_in_a_worker_thread(toolbox, news_corpus):
+    # A worker thread gives Python-bound work no parallelism (the GIL), only a hand-off; the
+    # image tools' OpenCV and NumPy work releases the GIL, so they leave the loop.
+    threads = {}
+    for name, handler in list(toolbox._handlers.items()):
+        def recorded(arguments, episode, name=name, handler=handler):
+            threads[name] = threading.get_ident()
+            return handler(arguments, episode)
+        toolbox._handlers[name] = recorded
+    episode = toolbox.episode(news_corpus["cases"]["reuse"])
+    arguments = {"text_search": {"query": "smoke"}, "text_image_search": {"query": "smoke"}, "reverse_image_search": {},
+                 "visit": {"url": "https://market.example.net/weekly"},
+                 "compare_with_reference": {"reference_image_url": "images/market.jpg"}}
+    for name in ALL_TOOLS:
+        assert (await toolbox.call(name, arguments[name], episode)).status in {"ok", "empty"}
+    loop = threading.get_ident()
+    assert {name for name, thread in threads.items() if thread == loop} == {"text_search", "text_image_search", "visit"}
+    assert set(threads) == set(ALL_TOOLS)
 
 
 async def test_evidence_ids_are_stable_within_an_episode(toolbox, news_corpus):
