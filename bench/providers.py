@@ -122,6 +122,40 @@ thread hand-offs; paid in bursts because a wave's episodes move in step. c=256 n
 ~3 ms an episode for 0.7. Ray workers (`--executor ray --workers 2`) on these 2 cores were
 slower: c=64 0.65, c=256 0.14 (one run each).
 
+December 3rd, second round. The c=64 wave, event by event at load ~1: a tool call took up to
+~110 ms (tool.called 281-322 ms, tool.returned 296-438) for a text_search of ~0.3 ms of CPU:
+64 calls handed to worker threads, each waiting for the GIL behind the busy loop, and ~1 ms of
+CPU an episode in the hand-offs (CPU per episode 4.8 -> 3.8 ms with the call made inline). A
+worker thread gives Python-bound work no parallelism, so the toolbox now runs its text tools
+(text_search, text_image_search, visit: BM25 and page lookups over the in-memory corpus) on the
+event loop; the image tools, whose OpenCV and NumPy work releases the GIL, stay in worker
+threads. Then cProfile of the episode phase alone (six c=256 runs): a text_search was still
+~20% of the loop, its snippets re-tokenizing each page hit (findall, casefold and finditer
+over the whole text) and BM25 computing each posting's weight per query. Now BM25's postings
+carry their weights, computed when the index is built (the same floats: the expression and the
+order of the sums are unchanged), and the index keeps the tokens of the last 1,024 pages it
+showed, so a snippet is a window scan (0.62-0.73 -> 0.11-0.14 ms of CPU a text_search on the
+bundled corpus, distinct queries, the worker-thread hand-off included; the same hits, scores
+and snippets on 8,560 query/page pairs). The source policy normalized each URL twice a check
+(`url_host`, then the prefix key): now once, and `normalize_url` keeps its last 8,192 answers
+(the tools check the same corpus URLs call after call). `redact_data` read the whole
+environment once a string (~200 strings in a run's manifest, ~23 ms a run start): now once a
+call. Main then this code, four pairs at load 0.5-2.2:
+
+    ratio c=64   0.76 0.76 0.75 0.79 -> 0.82 0.84 0.80 0.84
+    ratio c=256  0.57 0.51 0.49 0.49 -> 0.68 0.62 0.60 0.62
+    CPU ms/ep    c=64 3.4-4.3 -> 2.7-3.4; c=256 2.7-3.7 -> 2.2-2.9
+    off-call ms  c=64 64-77 -> 17-20; c=256 152-251 -> 67-95
+
+and the default levels once each (load 1.0 / 0.7): c=1 0.98 -> 0.99, c=16 0.95 -> 0.96, c=64
+0.74 -> 0.81, c=256 0.47 -> 0.64. The offline agent's run of the bundled release gives the same
+events (every payload but clocks and latencies), and the exports of one log are byte-identical.
+Left: ~2.5 ms of CPU an episode, about half of it aiohttp and asyncio (a request's timers,
+headers, the socket writes of its ~130 kB body), the rest spread thin (events built and
+serialized, the request's record, 20-60 us items). The bench server (json.loads of each body)
+cost ~1.4 ms of CPU an episode on the other core; reading with orjson instead (two runs), the ratio
+did not move, so it is not what holds c=64 back.
+
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
 `.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the
