@@ -148,7 +148,9 @@ call. Main then this code, four pairs at load 0.5-2.2:
     off-call ms  c=64 64-77 -> 17-20; c=256 152-251 -> 67-95
 
 and the default levels once each (load 1.0 / 0.7): c=1 0.98 -> 0.99, c=16 0.95 -> 0.96, c=64
-0.74 -> 0.81, c=256 0.47 -> 0.64. The offline agent's run of the bundled release gives the same
+0.74 -> 0.81, c=256 0.47 -> 0.64. Six later runs of this code (load 0.9-2.0, alternating with a
+trial of a larger gen-0 garbage-collection threshold in the episode phase, which gave 0.78-0.80
+and 0.59-0.60, no gain, and was dropped) gave c=64 0.75-0.81 and c=256 0.54-0.67. The offline agent's run of the bundled release gives the same
 events (every payload but clocks and latencies), and the exports of one log are byte-identical.
 Left: ~2.5 ms of CPU an episode, about half of it aiohttp and asyncio (a request's timers,
 headers, the socket writes of its ~130 kB body), the rest spread thin (events built and
