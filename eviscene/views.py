@@ -184,14 +184,15 @@ def _read_definitions() -> list[ViewDefinition]:
     ]
 
 
-# name -> (module, function, parameter types, return type, NULLs passed to the function).
+# name -> (module, function, parameter types, return type, NULLs passed to the function; without,
+# a NULL argument gives NULL, as for a URL, which has no normalized form).
 # A connection registers only the functions its views and query name: the rules' modules
 # (pydantic for the source policy) and DuckDB's Python-function support (numpy) are loaded
 # only then.
 _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
-    "normalize_url": ("eviscene.rules.urls", "normalize_url", ("VARCHAR",), "VARCHAR", True),
-    "normalize_host": ("eviscene.rules.urls", "normalize_host", ("VARCHAR",), "VARCHAR", True),
-    "url_host": ("eviscene.rules.urls", "url_host", ("VARCHAR",), "VARCHAR", True),
+    "normalize_url": ("eviscene.rules.urls", "normalize_url", ("VARCHAR",), "VARCHAR", False),
+    "normalize_host": ("eviscene.rules.urls", "normalize_host", ("VARCHAR",), "VARCHAR", False),
+    "url_host": ("eviscene.rules.urls", "url_host", ("VARCHAR",), "VARCHAR", False),
     "safe_trace_filename": ("eviscene.rules.traces", "safe_trace_filename", ("VARCHAR",), "VARCHAR", True),
     # trace_runtime_id_list(trace JSON) -> the runtime ids it mentions, sorted
     "trace_runtime_id_list": ("eviscene.rules.traces", "runtime_ids", ("VARCHAR",), "VARCHAR[]", False),

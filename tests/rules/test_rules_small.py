@@ -85,6 +85,12 @@ def test_runtime_ids_of_a_trace():
 def test_url_rules_and_policy_reason():
     assert normalize_url("HTTPS://WWW.Example.com:443/a/?q=1#f") == "https://example.com/a?q=1"
     assert url_host("news.example.org./x") == "news.example.org"
+    con = duckdb.connect()
+    register_functions(con)
+    assert con.execute(
+        "SELECT normalize_url('HTTP://www.A.org/x/'), url_host('a.org:81/p'), normalize_host('WWW.B.org.'), "
+        "normalize_url(NULL), url_host(NULL), normalize_host(NULL)"
+    ).fetchone() == ("http://a.org/x", "a.org", "b.org", None, None, None)
     policy = '{"policy_id": "p", "blocked_domains": ["factcheck.org"]}'
     assert policy_block_reason(policy, "http://www.factcheck.org/x", None) == "blocked_domain"
     assert policy_block_reason(policy, "http://notfactcheck.org/x", None) is None
