@@ -43,7 +43,7 @@ from eviscene.events import (
     ToolReturned,
 )
 from eviscene.redaction import redact
-from eviscene.rules.canonical import canonical_json, canonical_json_bytes
+from eviscene.rules.canonical import canonical_json
 from eviscene.rules.timestamps import utc_now_millis_iso
 from eviscene.store.writer import EventDraft
 from eviscene.tools import EpisodeTools, Toolbox, ToolOutcome
@@ -384,7 +384,7 @@ class Episode:
     async def call_model(self, provider: Provider, request: ModelRequest) -> ModelResponse:
         """One call, on the record whatever happens: answered, failed (with each try), or cut
         off by the episode's timeout (`error = "timeout"`)."""
-        body = canonical_json_bytes(request.model_dump(mode="json"))
+        body = request.record()
         request_sha256 = await self.writer.put_blob(body, "application/json")
         started_at, clock = utc_now_millis_iso(), time.monotonic()
         self.tally.model_calls += 1

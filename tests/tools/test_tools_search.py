@@ -4,7 +4,8 @@ import pytest
 from tools_fixtures import CorpusBuilder
 
 from eviscene.tools import BM25, Corpus, CorpusToolbox, tokenize
-from eviscene.tools.search import TextTokens, snippet
+from eviscene.tools.pages import Page
+from eviscene.tools.search import SearchIndex, TextTokens, snippet
 
 # Toy corpus: |d1| = 3, |d2| = 6, |d3| = 3, avgdl = 4, N = 3.
 DOCS = ["The cat sat.", "The dog sat on the mat!", "Cat, cat & dog"]
@@ -102,3 +103,23 @@ async def test_text_search_returns_bm25_ranked_pages(toy_toolbox):
 async def test_max_results_cuts_the_list(toy_toolbox):
     outcome = await toy_toolbox.call("text_search", {"query": "cat dog sat", "max_results": 2}, toy_toolbox.episode("x.jpg"))
     assert len(outcome.data["results"]) == 2
+
+
+def _page(number: int, text: str) -> Page:
+    return Page(page_id=f"p{number}", url=f"https://toy.example/{number}", domain="toy.example", text=text, content_sha256=f"{number:064x}")
+
+
+def test_a_query_asked_again_gives_the_same_hits_past_the_kept_ones():
+    # 40 pages of one length with "cat" 40, 39, ... 1 times: page i (0-based) has tf 40 - i, so the
+    # ranking is the pages in order; 40 hits is more than the 32 kept per query.
+    pages = [_page(i, " ".join(["cat"] * (40 - i) + ["dog"] * i)) for i in range(40)]
+    index = SearchIndex(pages, [])
+    first = list(index.pages("Cat"))
+    assert [hit.page.page_id for hit in first] == [f"p{i}" for i in range(40)]
+    assert [hit.snippet for hit in first] == [snippet(page.text, ["cat"]) for page in pages]
+    again = list(index.pages("cat!"))  # the same terms: the kept ranking
+    assert [(hit.page.page_id, hit.score, hit.snippet) for hit in again] == [(hit.page.page_id, hit.score, hit.snippet) for hit in first]
+    # A caller that stops early (the policy allowed enough) leaves the rest to the next one.
+    partial = index.pages("dog")
+    assert next(partial).page.page_id == "p39"
+    assert [hit.page.page_id for hit in index.pages("dog")] == [f"p{i}" for i in range(39, 0, -1)]
