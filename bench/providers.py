@@ -5,6 +5,11 @@ N / (ceil(N / c) x calls per episode x 0.2 s), with the log writer's share of wa
 process's CPU per episode, each call's time beyond the server's 200 ms (p50 / p90: waiting
 for the event loop, the in-flight limiter, a pooled connection; encoding and decoding) and
 each episode's time outside model calls, all from the run's own events, and the load average.
+Beside each level, the same episodes' HTTP alone: the run's client (`JsonClient`: aiohttp, the
+in-flight limiter, retries) sending one real episode's recorded requests (the case image in
+each, ~400 kB an episode) at the same concurrency in the same process, its ratio to the same
+ideal and CPU per episode, and the run's ratio to it (`/ alone`: what the agent, tools and log
+cost on top of the transport).
 
 The server is asyncio in 4 processes on one port (SO_REUSEPORT), none competing with the run
 for the GIL; before the levels it is measured alone (a raw-socket client in as many processes,
@@ -158,6 +163,41 @@ serialized, the request's record, 20-60 us items). The bench server (json.loads 
 cost ~1.4 ms of CPU an episode on the other core; reading with orjson instead (two runs), the ratio
 did not move, so it is not what holds c=64 back.
 
+December 3rd, third round. py-spy on the event loop at c=256 (12 waves): the text_search was
+still ~13% of the loop's samples (BM25's ranking 5%, the snippets 4.4%, a page's tokens 1.5%)
+and the request's record ~7% (`model_dump(mode="json")` copying every message 5.3%, then its
+canonical serialization). Now the search index keeps each query's ranking (256 queries an
+index) with its best 32 hits and their snippets, so the rollouts of a case, which ask the same
+queries, rank and cut snippets once (a caller that reads past 32, its policy having blocked
+most of them, ranks again; tests pin the order and snippets past the kept hits); and
+`ModelRequest.record()` serializes the request's fields as they are with orjson, taking the
+dump only for what orjson would write differently (sets, bytes, datetimes, models, subclasses:
+a test pins the same bytes for each). Main then this code, each process 8 waves a level
+(median ratio), four pairs at load 1.0-1.8:
+
+    ratio c=64   0.749 0.761 0.794 0.796 -> 0.811 0.788 0.784 0.783
+    ratio c=256  0.607 0.545 0.593 0.574 -> 0.665 0.627 0.633 0.619
+    CPU ms/ep    c=256 2.8-3.2 -> 2.4-2.8
+
+and three more pairs at c=64 alone, 14 waves each (0.781 0.798 0.783 -> 0.792 0.795 0.822): c=256
+gains ~0.04-0.06, c=64 stays within its noise. The offline agent's 56 episodes on the bundled
+release give the same events as main's code (every payload but clocks and latencies).
+Why c=64 does not move, and where the goals stand: the new `client alone` baseline (three runs,
+load 0.5-2: c=64 0.85-0.89 at 1.3-1.8 ms CPU an episode, c=256 0.65-0.69 at 1.3-1.5 ms; the
+run 0.87-0.94 of it; the default levels at load 0.5: c=1 0.99, c=16 0.95, c=64 0.82, c=256 0.60). Raw aiohttp, without JsonClient, in a fresh process: c=64 0.87-0.91,
+c=256 0.66-0.77. So on these 2 cores, with the server's 4 processes on them, the HTTP transport
+alone stands at ~0.7 at c=256, the goal; and c=64's 0.85 would leave the agent, its tools and
+the log ~0.3-0.4 ms of the loop's CPU an episode, where they take ~1.1-1.6 (its events, its
+records, a tool call, three requests built: no piece over ~5% of the loop). Only episodes
+spread over processes (the Ray executor's shape, without Ray's per-item cost, which made it
+slower here) could reach both. In the bench process the client alone first ran without the
+settled heap: 0.78 and 0.56 at 2.8 and 2.1 ms CPU, the collector walking the release, indexes
+and log this process holds (the run's episode phase settles its heap, so now does this
+baseline). Tried, not kept: one judgment schema per label set shared by every request instead
+of a deep copy per episode (~20-40 us; a test pins each request's schema as its own copy), and
+the collector off for the whole phase (c=256 0.62 and 0.64 -> 0.66 and 0.68, two runs each:
+within the noise, and an unbounded heap).
+
 With `--llama`, the same through a REAL server instead: llama-cpp-python's server running
 SmolLM2-135M-Instruct (`EVISCENE_LLAMA_PYTHON`, `EVISCENE_LLAMA_GGUF`, as the tests and
 `.ci/run` set them), at concurrency 1, 4 and 8, each rate as a ratio of concurrency 1's (the
@@ -188,6 +228,8 @@ import anyio
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.log import EventLog
+from eviscene.providers.http import Endpoint, JsonClient
+from eviscene.rules.settled_heap import settled_heap
 
 RELEASE = Path(__file__).resolve().parents[1] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 LATENCY = 0.2
@@ -292,6 +334,51 @@ async def _clients(base_url: str, body: bytes, connections: int, calls_each: int
 
 def _client_process(base_url: str, body: bytes, connections: int, calls_each: int) -> float:
     return asyncio.run(_clients(base_url, body, connections, calls_each))
+
+
+async def _recorded_requests(log: EventLog, benchmark: str, base_url: str) -> list[tuple[str, dict]]:
+    """The wire requests (path, JSON body) of one real episode, in order, as the run sent them."""
+    sent: list[tuple[str, dict]] = []
+    post = JsonClient.post
+
+    async def recording(client: JsonClient, path: str, body: dict) -> tuple[dict, list]:
+        sent.append((path, body))
+        return await post(client, path, body)
+
+    JsonClient.post = recording  # type: ignore[method-assign]
+    try:
+        await start_run(log, EvalOptions(benchmark=benchmark, limit=1, provider="openai_compatible", model="bench", base_url=base_url))
+    finally:
+        JsonClient.post = post  # type: ignore[method-assign]
+    return sent
+
+
+async def _client_alone(base_url: str, requests: list[tuple[str, dict]], level: int, episodes: int) -> tuple[float, float]:
+    """The HTTP client alone (the run's JsonClient: aiohttp, in-flight limiter, retries) sending
+    one episode's recorded requests, one after another, for `episodes` episodes `level` at a
+    time in this process: its rate as a fraction of the latency bound, and its CPU ms an
+    episode. No agent, tools or log: what the transport leaves for them on this machine. The
+    heap is settled as in the run's episode phase (this process holds the run's release,
+    indexes and log too)."""
+    client = JsonClient(Endpoint(base_url=base_url, max_inflight=level), label="bench")
+    limiter = anyio.CapacityLimiter(level)
+
+    async def episode() -> None:
+        async with limiter:
+            for path, body in requests:
+                await client.post(path, body)
+
+    started, cpu = time.perf_counter(), time.process_time()
+    try:
+        with settled_heap():
+            async with anyio.create_task_group() as group:
+                for _ in range(episodes):
+                    group.start_soon(episode)
+    finally:
+        await client.aclose()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    ideal = episodes / (math.ceil(episodes / level) * len(requests) * LATENCY)
+    return episodes / wall / ideal, cpu / episodes * 1000
 
 
 def _server_alone(base_url: str, body: bytes, connections: int, calls_each: int, processes: int) -> float:
@@ -417,9 +504,12 @@ def main() -> None:
         print(f"server alone at {connections} connections: {served:.2f} of its latency-bound rate (load {os.getloadavg()[0]:.1f})")
         log = EventLog(workdir / "bench.duckdb")
         anyio.run(start_run, log, EvalOptions(benchmark=args.benchmark, limit=args.cases, concurrency=4))  # warm perception
+        requests = anyio.run(_recorded_requests, log, args.benchmark, base_url)
+        print(f"client alone: one episode's {len(requests)} requests ({sum(len(json.dumps(b)) for _, b in requests) // 1024} kB) per episode")
         print(
             f"{'concurrency':>11} {'episodes':>8} {'calls/ep':>8} {'seconds':>8} {'eps/s':>8} {'ideal':>8} {'ratio':>6}"
-            f" {'log share':>9} {'CPU ms/ep':>9} {'call +ms p50/p90':>16} {'off-call ms/ep':>14} {'load':>5}"
+            f" {'log share':>9} {'CPU ms/ep':>9} {'call +ms p50/p90':>16} {'off-call ms/ep':>14}"
+            f" {'client alone':>12} {'its CPU':>7} {'/ alone':>7} {'load':>5}"
         )
         for level in args.levels:
             options = EvalOptions(
@@ -435,10 +525,12 @@ def main() -> None:
             stats = log.sql(CALL_STATS, {"run": summary.run_id, "latency_ms": LATENCY * 1000}).to_pylist()[0]
             ideal = summary.ran / (math.ceil(summary.ran / level) * calls * LATENCY)
             rate = summary.ran / wall
+            alone, alone_cpu = anyio.run(_client_alone, base_url, requests, level, summary.ran)
             print(
                 f"{level:>11} {summary.ran:>8} {calls:>8.1f} {wall:>8.2f} {rate:>8.2f} {ideal:>8.2f} {rate / ideal:>6.2f}"
                 f" {summary.log_seconds / wall:>8.1%} {cpu / summary.ran * 1000:>9.1f}"
-                f" {stats['beyond_p50']:>7.0f} / {stats['beyond_p90']:>6.0f} {stats['outside_p50']:>14.0f} {os.getloadavg()[0]:>5.1f}"
+                f" {stats['beyond_p50']:>7.0f} / {stats['beyond_p90']:>6.0f} {stats['outside_p50']:>14.0f}"
+                f" {alone:>12.2f} {alone_cpu:>7.1f} {rate / ideal / alone:>7.2f} {os.getloadavg()[0]:>5.1f}"
             )
     finally:
         for server in servers:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 
 
-def py_value_text(json_text: str) -> str:
+def py_value_text(json_text: str | None) -> str:
     """`str(value)` of the JSON value `json_text` holds, as the seed's `str(row.get(key))`
     reads it: `"a b"` -> `a b`, `null` -> `None`, `true` -> `True`, `1.0` -> `1.0`,
-    `["a", 1]` -> `['a', 1]`."""
-    return str(json.loads(json_text))
+    `["a", 1]` -> `['a', 1]`; no value at all (SQL NULL: the key is missing) -> `None`, as
+    `row.get(key)` gives."""
+    return "None" if json_text is None else str(json.loads(json_text))
 
 
 def json_ascii(text: str | None) -> str:

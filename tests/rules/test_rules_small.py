@@ -59,6 +59,11 @@ def test_python_text_of_json_values():
     assert [py_value_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
         "a b", "None", "True", "1.0", "100000.0", "['a', 1]"]
     assert json_ascii("é\n") == '"\\u00e9\\n"' and json_ascii(None) == "null"
+    # In SQL a missing key is NULL: str(row.get(key)) of it is 'None' (the call failed the query before).
+    con = duckdb.connect()
+    register_functions(con)
+    assert con.execute("""SELECT py_value_text(NULL), py_value_text('{"a": 1}'::JSON->'b'), json_ascii(NULL)""").fetchone() == (
+        "None", "None", "null")
 
 
 def test_trace_file_names_and_stages():
