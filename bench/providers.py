@@ -188,9 +188,14 @@ run 0.87-0.94 of it; the default levels at load 0.5: c=1 0.99, c=16 0.95, c=64 0
 c=256 0.66-0.77. So on these 2 cores, with the server's 4 processes on them, the HTTP transport
 alone stands at ~0.7 at c=256, the goal; and c=64's 0.85 would leave the agent, its tools and
 the log ~0.3-0.4 ms of the loop's CPU an episode, where they take ~1.1-1.6 (its events, its
-records, a tool call, three requests built: no piece over ~5% of the loop). Only episodes
-spread over processes (the Ray executor's shape, without Ray's per-item cost, which made it
-slower here) could reach both. In the bench process the client alone first ran without the
+records, a tool call, three requests built: no piece over ~5% of the loop). Would episodes
+spread over processes reach them? Measured as an upper bound, with no events crossing between
+processes: two processes started together, each running half the level into its own log
+against the same server (6 waves each, the wave from the first start to the last end): c=256
+0.51-0.65 against one process's 0.60-0.65, c=64 0.80-0.87 against 0.79-0.85. On these 2 cores,
+which the server's processes share, a second event loop buys nothing at c=256 and little at
+c=64, before any cost of sending its events to the run's writer; the goals need more cores
+than the run and its server have here. In the bench process the client alone first ran without the
 settled heap: 0.78 and 0.56 at 2.8 and 2.1 ms CPU, the collector walking the release, indexes
 and log this process holds (the run's episode phase settles its heap, so now does this
 baseline). Tried, not kept: one judgment schema per label set shared by every request instead
