@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, Iterator, Optional, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from eviscene.tools.pages import CorpusEntries, CorpusImage, Page
@@ -101,8 +101,12 @@ class SearchIndex:
         self._image_bm25 = BM25([tokenize(f"{e.image.alt}\n{e.page.title}") for e in self._images])
         # A page's snippet tokens, kept: each query that hits the page would tokenize it again.
         self._page_tokens = lru_cache(maxsize=_TOKENIZED_PAGES)(lambda index: TextTokens.of(self._pages[index].text))
-        self._page_rankings = lru_cache(maxsize=_KEPT_QUERIES)(lambda terms: _Ranking(self._page_bm25, terms))
-        self._image_rankings = lru_cache(maxsize=_KEPT_QUERIES)(lambda terms: _Ranking(self._image_bm25, terms))
+        self._page_rankings = lru_cache(maxsize=_KEPT_QUERIES)(
+            lambda terms: _Ranking(self._page_bm25, terms, lambda index, score: self._page_hit(index, score, terms))
+        )
+        self._image_rankings = lru_cache(maxsize=_KEPT_QUERIES)(
+            lambda terms: _Ranking(self._image_bm25, terms, lambda index, score: ImageHit(self._images[index], score))
+        )
 
     @classmethod
     def build(cls, corpus: "CorpusEntries") -> "SearchIndex":
@@ -110,40 +114,38 @@ class SearchIndex:
 
     def pages(self, query: str) -> Iterator[PageHit]:
         """Every page with a positive score, best first (callers filter, then cut to k)."""
-        terms = tuple(tokenize(query))
-
-        def hit(index: int, score: float) -> PageHit:
-            page = self._pages[index]
-            return PageHit(page=page, score=score, snippet=snippet(page.text, terms, self._page_tokens(index)))
-
-        return self._page_rankings(terms).hits(hit)
+        return iter(self._page_rankings(tuple(tokenize(query))))
 
     def images(self, query: str) -> Iterator[ImageHit]:
-        return self._image_rankings(tuple(tokenize(query))).hits(lambda index, score: ImageHit(self._images[index], score))
+        return iter(self._image_rankings(tuple(tokenize(query))))
+
+    def _page_hit(self, index: int, score: float, terms: tuple[str, ...]) -> PageHit:
+        page = self._pages[index]
+        return PageHit(page=page, score=score, snippet=snippet(page.text, terms, self._page_tokens(index)))
 
 
-class _Ranking:
-    """One query's ranking, its best `_KEPT_HITS` kept with the hits made of them: the
-    rollouts of a case ask the same queries, and ranking and snippets were most of a
-    text_search's CPU on the event loop (bench/providers.py)."""
+class _Ranking(Generic[Hit]):
+    """One query's ranking, its best `_KEPT_HITS` kept as hits once made: the rollouts of a
+    case ask the same queries, and ranking and snippets were most of a text_search's CPU on
+    the event loop (bench/providers.py). Iterating gives every document with a positive
+    score as `make(index, score)`, best first; past the kept ones (a caller whose policy
+    blocked most of them) the query is ranked again."""
 
-    def __init__(self, bm25: BM25, terms: tuple[str, ...]) -> None:
-        self._bm25, self._terms = bm25, terms
+    def __init__(self, bm25: BM25, terms: tuple[str, ...], make: Callable[[int, float], Hit]) -> None:
+        self._bm25, self._terms, self._make = bm25, terms, make
         ranked = bm25.rank(terms)
         self._best, self._more = ranked[:_KEPT_HITS], len(ranked) > _KEPT_HITS
-        self._hits: dict[int, object] = {}  # position -> hit; setdefault keeps one if threads race
+        self._hits: dict[int, Hit] = {}  # position -> hit, made when first read; setdefault keeps one if threads race
 
-    def hits(self, make: Callable[[int, float], Hit]) -> Iterator[Hit]:
-        """Every document with a positive score as `make(index, score)`, best first; past the
-        kept ones (a caller whose policy blocked most of them) the query is ranked again."""
+    def __iter__(self) -> Iterator[Hit]:
         for position, (index, score) in enumerate(self._best):
             hit = self._hits.get(position)
             if hit is None:
-                hit = self._hits.setdefault(position, make(index, score))
-            yield hit  # type: ignore[misc]
+                hit = self._hits.setdefault(position, self._make(index, score))
+            yield hit
         if self._more:
             for index, score in self._bm25.rank(self._terms)[_KEPT_HITS:]:
-                yield make(index, score)
+                yield self._make(index, score)
 
 
 @dataclass(frozen=True)
