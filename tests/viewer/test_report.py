@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from eviscene.log import EventLog
 
@@ -43,11 +44,12 @@ def test_the_report_renders_offline_from_disk(report, logs, browser, artifacts):
         assert page.locator('section[data-route=dashboard] [data-stat="accuracy"]').inner_text() == f"{metrics['accuracy']:.3f}"
         page.screenshot(path=artifacts / "report-dashboard.png", full_page=True)
 
+        # The list is drawn by the hashchange handler, after the click returns: wait for it.
         page.locator("header.top a", has_text="Episodes").click()
         rows = page.locator("#report-list-body tr")
-        assert rows.count() == 8
+        expect(rows).to_have_count(8, timeout=60_000)
         page.fill("#report-search", "r001")
-        assert rows.count() == 4
+        expect(rows).to_have_count(4, timeout=60_000)
         page.fill("#report-search", "")
         page.screenshot(path=artifacts / "report-episodes.png", full_page=True)
 
@@ -64,6 +66,7 @@ def test_the_report_renders_offline_from_disk(report, logs, browser, artifacts):
         assert page.locator("ol.timeline").count() == 1
 
         page.locator("header.top a", has_text="Compare").click()
+        expect(page.locator("section[data-route=compare]")).to_be_visible(timeout=60_000)
         assert charts_drawn(page) >= 2
         page.screenshot(path=artifacts / "report-compare.png", full_page=True)
         assert not problems, problems
