@@ -315,6 +315,34 @@ between two inserts, and an insert outside the seal's one transaction would let 
 blob twice (archive and live segment) for a moment. A faster pre-scan by regular expression
 (10x slower than translate). Left: the seal (11-12 s), checking the big file on one core (a
 second process would save ~3 s of its ~8), the export's copies of the records.
+Tenth round: where a derived export of 100,000 real-size rows spends 23-31 s on a standing log
+(py-spy with native frames and threads; EXPLAIN (ANALYZE, FORMAT JSON) of each snapshot): the
+views 16-19 s, of which the dataset_trajectories snapshot 8.9 s (the trajectory file's blob
+decompressed 1.6 s and carried through two joins 1.5 s, its lines split and cast to JSON 1.1 s,
+the three fields 1.9 s, the counts 1.0 s, the copy into the snapshot 1.0 s), imported_traces
+2.5 s (1.7 s of it the blobs table's scan, which decompresses the 1.4 GB blob beside the
+traces) and the candidate_episodes snapshot 2.8 s (1.9 s of it trace_runtime_ids reading every
+trace document again: a second such scan); writing the files 9-13 s, of which ~4 s in write(2)
+on the main thread (2.1 GB into the page cache) and ~5 s orjson's parse and two serializations.
+Changes: imported_traces computes each trace's runtime ids as it reads the document and
+trace_runtime_ids takes them from it (one scan of the blobs less); JsonlFiles hands each file's
+lines a MiB at a time to a writer thread (os.writev of the lines as they are, no copy into a
+buffer); each query's next Arrow batch is computed by DuckDB in a thread of its own while
+Python serializes the one before (serialize.read_ahead); the bench syncs the page cache before
+each phase. Same bytes (bench/check_identical.sh, now kept here: every file of the 100,000-row
+export compared with main's). Main's code then this code, alternately on one log, five pairs,
+the page cache synced and dropped before each (load 0.7-1.1): the export 27.0 s median
+(24.2-31.5) -> 23.5 s (22.5-26.2), the views 17.1 -> 15.0 s, the files 9.3 -> 8.2 s.
+The whole bench did not show it: four runs each, alternately, export 35.8, 36.3, 40.8, 32.8 s
+(main) and 33.9, 41.8, 32.3, 42.0 s (this code) beside baselines of 54-68 s (export / baseline
+0.56-0.67x, import + export 1.22-1.57x; the import itself 40-55 s). Inside the bench every phase
+runs 10-15 s slower and far less steadily than the same phase on a standing log (a fresh
+import of the same rows took 31 s and its first export 26.8 s), with or without the sync; the
+cause is not found.
+Left: the blobs table's two decompressions of the 1.4 GB blob (the traces' scan, the
+trajectory file's lookup), the trajectory records' parse in DuckDB and again in orjson, and the
+main thread's serialization (orjson holds the GIL: only a process would run it in parallel, and
+it would take 1.4 GB of records through a pipe).
 
 """
 
@@ -323,6 +351,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -539,7 +568,10 @@ def main() -> None:
         clock = time.perf_counter()
         make_run_dir(work / "run", args.episodes, small_rows=args.small_rows)
         print(f"{args.episodes} synthetic episodes written in {time.perf_counter() - clock:.1f} s")
-        results = {name: _child(name, work) for name in ("import", "export", "baseline")}
+        results = {}
+        for name in ("import", "export", "baseline"):
+            os.sync()  # what the phase before left dirty is written now, not on the next phase's clock
+            results[name] = _child(name, work)
         for r in results.values():
             label = "BASELINE (seed 002 in plain Python)" if r["phase"] == "baseline" else f"ours/{r['phase']}"
             print(f"{label:<38} {r['seconds']:8.2f} s   peak {r['peak_mib']:8.0f} MiB   ({r['count']} rows)")

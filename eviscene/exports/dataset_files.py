@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from eviscene.exports.canonical_sql import json_sql, object_sql, register_functions, value_sql
 from eviscene.exports.dataset_views import ExportSettings
-from eviscene.exports.serialize import JsonlFiles, rows, write_json
+from eviscene.exports.serialize import JsonlFiles, read_ahead, rows, write_json
 from eviscene.rules.canonical import canonical_json
 from eviscene.views import sql_name, sql_text
 
@@ -129,7 +129,8 @@ def _trajectory_line_sql(kinds: dict[str, duckdb.DuckDBPyType], keys: tuple[str,
 
 
 def _batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Iterator[pa.RecordBatch]:
-    return con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
+    """The query's rows in Arrow batches, the next computed while the caller writes one."""
+    return read_ahead(con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS))
 
 
 def _lists(batch: pa.RecordBatch, first: int = 0) -> list[list[Any]]:

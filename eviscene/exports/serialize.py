@@ -10,11 +10,13 @@ its query's text column, copied out a batch at a time (`write_text_column`).
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -25,6 +27,12 @@ from eviscene.rules.timestamps import format_ts
 # A JSONL file's lines go out a MiB at a time: with the default 8 KiB buffer, every line longer
 # than that (an SFT row is ~13 kB) is its own write call, ~3x the time of the same bytes in MiB chunks.
 WRITE_BUFFER = 1 << 20
+# A JsonlFiles' writer thread holds at most this many of those MiB chunks not yet written.
+PENDING_CHUNKS = 8
+# Buffers per writev call (the kernel's IOV_MAX).
+IOV_MAX = os.sysconf("SC_IOV_MAX")
+
+Item = TypeVar("Item")
 
 
 def plain(value: Any) -> Any:
@@ -116,21 +124,82 @@ def string_buffers(text: pa.Array) -> tuple[memoryview, memoryview]:
     return memoryview(text.buffers()[1]).cast(width)[text.offset:], memoryview(data if data is not None else b"")
 
 
+def _write_all(fd: int, chunks: list[bytes | memoryview]) -> None:
+    """Write `chunks` to `fd` in order, with as few calls as the kernel takes (no joined copy);
+    a regular file may take fewer bytes than asked, so the rest is asked again."""
+    views = [memoryview(chunk).cast("B") for chunk in chunks]
+    first = 0
+    while first < len(views):
+        written = os.writev(fd, views[first:first + IOV_MAX])
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+        if written:
+            views[first] = views[first][written:]
+
+
+class _WriterThread:
+    """Writes chunks to open files in a thread of its own, in the order they are handed over:
+    the kernel's copy of an export's ~2 GB (~4 s here) runs beside the serialization of what
+    follows instead of stopping it every MiB. The first error is raised on the next handover
+    or by `close`."""
+
+    def __init__(self) -> None:
+        self._chunks: queue.Queue[tuple[int, list[bytes | memoryview]] | None] = queue.Queue(PENDING_CHUNKS)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="eviscene-jsonl-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, fd: int, chunks: list[bytes | memoryview]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._chunks.put((fd, chunks))
+
+    def _run(self) -> None:
+        while (work := self._chunks.get()) is not None:
+            if self._error is None:  # after an error, only drain: the caller learns of it and stops
+                try:
+                    _write_all(*work)
+                except BaseException as error:
+                    self._error = error
+
+    def close(self) -> None:
+        """Wait for every chunk handed over; raise the first error writing one."""
+        self._chunks.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 class JsonlFiles:
     """Several JSONL files written at once (a context manager), one canonical line per record,
     each through a temporary name: a streamed export fills them row by row, so no file sits
-    in memory whole. With `keep_records`, each file's records are also kept (for a Parquet
-    copy of the file)."""
+    in memory whole. A file's lines are handed to a writer thread a MiB at a time. With
+    `keep_records`, each file's records are also kept (for a Parquet copy of the file)."""
 
     def __init__(self, out_dir: Path, names: Iterable[str], *, keep_records: bool = False) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
-        self.handles = {name: (out_dir / f".{name}.tmp").open("wb", buffering=WRITE_BUFFER) for name in names}
+        self.handles = {name: (out_dir / f".{name}.tmp").open("wb", buffering=0) for name in names}
         self.counts = dict.fromkeys(self.handles, 0)
         self.records: dict[str, list[dict[str, Any]]] | None = {name: [] for name in self.handles} if keep_records else None
+        self._pending: dict[str, list[bytes | memoryview]] = {name: [] for name in self.handles}
+        self._pending_bytes = dict.fromkeys(self.handles, 0)
+        self._writer = _WriterThread()
+
+    def _append(self, name: str, chunk: bytes | memoryview) -> None:
+        self._pending[name].append(chunk)
+        self._pending_bytes[name] += len(chunk)
+        if self._pending_bytes[name] >= WRITE_BUFFER:
+            self._hand_over(name)
+
+    def _hand_over(self, name: str) -> None:
+        if self._pending[name]:
+            self._writer.write(self.handles[name].fileno(), self._pending[name])
+            self._pending[name], self._pending_bytes[name] = [], 0
 
     def add(self, name: str, record: dict[str, Any]) -> None:
-        self.handles[name].write(canonical_json_line(record))
+        self._append(name, canonical_json_line(record))
         self.counts[name] += 1
         if self.records is not None:
             self.records[name].append(record)
@@ -141,11 +210,11 @@ class JsonlFiles:
 
     def add_lines(self, name: str, lines: pa.Array, key_order: tuple[str, ...]) -> None:
         """`add` for records given as the very lines `add` writes (a string array, each value
-        one line with its newline): written as they are, no Python object per line. A kept
-        record takes its keys in `key_order`, as the lines' writer listed them (the lines'
-        own are sorted)."""
+        one line with its newline): handed over as they are (the view keeps the Arrow buffer),
+        no Python object per line. A kept record takes its keys in `key_order`, as the lines'
+        writer listed them (the lines' own are sorted)."""
         offsets, data = string_buffers(lines)
-        self.handles[name].write(data[offsets[0]:offsets[len(lines)]])
+        self._append(name, data[offsets[0]:offsets[len(lines)]])
         self.counts[name] += len(lines)
         if self.records is not None:
             for line in lines.to_pylist():
@@ -156,11 +225,59 @@ class JsonlFiles:
         return self
 
     def __exit__(self, error_type, error, traceback) -> None:
-        """Close every file; only a complete export takes the files' names."""
-        for name, handle in self.handles.items():
-            handle.close()
+        """Write what is pending and close every file; only a complete export takes the files'
+        names."""
+        try:
             if error_type is None:
+                for name in self.handles:
+                    self._hand_over(name)
+            self._writer.close()
+        except BaseException:
+            if error_type is None:
+                raise
+        finally:
+            for handle in self.handles.values():
+                handle.close()
+        if error_type is None:
+            for name, handle in self.handles.items():
                 os.replace(handle.name, self.out_dir / name)
+
+
+def read_ahead(items: Iterable[Item], depth: int = 2) -> Iterator[Item]:
+    """`items`, the next `depth` read by a thread of its own while the caller works on the one
+    before: a query's Arrow batches are computed by DuckDB (which releases the GIL) while
+    Python serializes the last. The caller must not use the connection until this ends."""
+    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(depth)
+    stopped = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stopped.is_set():
+                    return
+                handoff.put((True, item))
+            handoff.put((False, None))
+        except BaseException as error:
+            handoff.put((False, error))
+
+    thread = threading.Thread(target=produce, name="eviscene-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, item = handoff.get()
+            if not more:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stopped.set()
+        while thread.is_alive():  # a producer waiting on a full handoff: take its item
+            try:
+                handoff.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()
 
 
 def batch_rows(relation, json_columns: Iterable[str] = (), *, batch_size: int = 10_000):

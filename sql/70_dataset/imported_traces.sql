@@ -4,9 +4,11 @@
 -- Each imported trace as the seed's exporter reads it: episode id (image_id or file stem),
 -- case id (runtime_case.case_id, case_id, image_id or episode id), file path and sha256,
 -- the `content:` source families of its evidence (domain families never join cases), its
--- decision policy version (falling back to the run manifest's agent block), and for an accepted
--- release its selected row, runtime store and whether it is action-only (its training
--- buckets lack reasoning_sft: no reasoning SFT row, but a perception example).
+-- decision policy version (falling back to the run manifest's agent block), the runtime ids
+-- it mentions (trace_runtime_ids' rule, computed here: reading every trace document again
+-- decompressed the log's blobs a second time), and for an accepted release its selected row,
+-- runtime store and whether it is action-only (its training buckets lack reasoning_sft: no
+-- reasoning SFT row, but a perception example).
 CREATE OR REPLACE VIEW imported_traces AS
 WITH traces AS (
     SELECT
@@ -22,7 +24,8 @@ WITH traces AS (
         json_extract(d.document, ['$.state', '$.case_id', '$.image_id', '$.decision_policy_version']) AS top,
         -- every evidence item's source_family as text, in one pass over the document (a
         -- json_each per trace cost most of this view); only strings can start with `content:`
-        json_extract_string(d.document, '$.state.investigation_state.evidence[*].source_family') AS cited_families
+        json_extract_string(d.document, '$.state.investigation_state.evidence[*].source_family') AS cited_families,
+        trace_runtime_id_list(d.document) AS runtime_ids
     FROM dataset_sources s
     JOIN imported_documents d ON d.import_id = s.source_id AND d.kind = 'trace'
 ),
@@ -78,7 +81,8 @@ SELECT
         AND NOT list_contains(from_json(sel.release_row->'training_buckets', '["VARCHAR"]'), 'reasoning_sft'),
         false
     ) AS action_only,
-    st.runtime_store_path
+    st.runtime_store_path,
+    t.runtime_ids
 FROM shaped t
 LEFT JOIN selected sel ON t.source_kind = 'accepted_release' AND sel.episode_id = t.episode_id
 LEFT JOIN stores st ON st.source_id = t.source_id AND st.episode_id = t.episode_id;

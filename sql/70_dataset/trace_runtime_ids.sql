@@ -5,22 +5,20 @@
 -- under a key ending in `_id` and every item of a list under a key ending in `_ids`,
 -- stripped, distinct and sorted; the rule is eviscene/rules/traces.py's runtime_ids
 -- (registered as trace_runtime_id_list: one parse per trace, where json_tree over every
--- trace was the largest cost of an export). Native traces come from native_dataset_records.
+-- trace was the largest cost of an export). Native traces come from native_dataset_records,
+-- imported ones from imported_traces, which reads each trace document once for all it needs.
 CREATE OR REPLACE VIEW trace_runtime_ids AS
 WITH traces AS (
     SELECT s.source_id, n.episode_id, n.trace
     FROM dataset_sources s
     JOIN native_dataset_records n ON n.run_id = s.source_id
     WHERE s.source_kind = 'run' AND n.trace IS NOT NULL
-    UNION ALL
-    SELECT d.import_id, d.episode_id, d.document
-    FROM imported_documents d
-    JOIN dataset_sources s ON s.source_id = d.import_id
-    WHERE d.kind = 'trace'
 ),
 -- MATERIALIZED: inlined, DuckDB called the function twice per trace (for the filter and the column)
 listed AS MATERIALIZED (
     SELECT source_id, episode_id, trace_runtime_id_list(trace) AS runtime_ids FROM traces
+    UNION ALL
+    SELECT source_id, episode_id, runtime_ids FROM imported_traces
 )
 SELECT source_id, episode_id, runtime_ids
 FROM listed
