@@ -333,6 +333,14 @@ each phase. Same bytes (bench/check_identical.sh, now kept here: every file of t
 export compared with main's). Main's code then this code, alternately on one log, five pairs,
 the page cache synced and dropped before each (load 0.7-1.1): the export 27.0 s median
 (24.2-31.5) -> 23.5 s (22.5-26.2), the views 17.1 -> 15.0 s, the files 9.3 -> 8.2 s.
+Then imported_rows finds the files it wants first (a MATERIALIZED CTE), so the 1.4 GB
+trajectory file goes through one hash join instead of two (DuckDB built both on it, copying it:
+0.74 + 0.79 s -> 0.98 s), and tool_call_count takes json_array_length of each message's
+tool_calls where they lie instead of extracting them (written and parsed again: 1.8 -> 1.35 s
+over the 96,837 records). Same bytes (check_identical.sh, main's code against this). The
+candidate_episodes snapshot now takes 0.86 s (was 2.8). The previous commit then this code,
+alternately on a fresh log of the same rows, three pairs (load 1.2-1.6): 23.8, 22.5, 23.0 ->
+21.0, 21.3, 21.8 s.
 The whole bench did not show it: four runs each, alternately, export 35.8, 36.3, 40.8, 32.8 s
 (main) and 33.9, 41.8, 32.3, 42.0 s (this code) beside baselines of 54-68 s (export / baseline
 0.56-0.67x, import + export 1.22-1.57x; the import itself 40-55 s). Inside the bench every phase
@@ -340,7 +348,7 @@ runs 10-15 s slower and far less steadily than the same phase on a standing log 
 import of the same rows took 31 s and its first export 26.8 s), with or without the sync; the
 cause is not found.
 Left: the blobs table's two decompressions of the 1.4 GB blob (the traces' scan, the
-trajectory file's lookup), the trajectory records' parse in DuckDB and again in orjson, and the
+trajectory file's lookup) and the copy of it into the remaining join's hash table, the trajectory records' parse in DuckDB and again in orjson, and the
 main thread's serialization (orjson holds the GIL: only a process would run it in parallel, and
 it would take 1.4 GB of records through a pipe).
 

@@ -35,7 +35,8 @@ SELECT
     coalesce(TRY_CAST(f[1]->>'$' AS BIGINT), octet_length(encode(f[3]::VARCHAR))) AS token_count_estimate,
     coalesce(
         TRY_CAST(f[2]->>'$' AS BIGINT),
-        list_sum(list_transform(json_extract(f[3], '$[*].tool_calls'), lambda calls: coalesce(json_array_length(calls), 0)))::BIGINT,
+        -- each message's tool_calls counted where they lie (extracting them first wrote and parsed them again)
+        list_sum(list_transform(json_array_length(f[3], '$[*].tool_calls'), lambda n: coalesce(n, 0)))::BIGINT,
         0
     ) AS tool_call_count
 FROM fields;

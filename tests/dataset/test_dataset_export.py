@@ -208,6 +208,22 @@ def test_token_estimate_defaults_to_the_utf8_bytes_of_the_messages(log, tmp_path
     assert row["trajectory_approx_tokens"] == (expected + 2) // 3 and row["tool_call_count"] == 1
 
 
+def test_tool_call_count_defaults_to_the_assistant_tool_calls(log, tmp_path):
+    """Without its own tool_call_count, a row counts the items of every message's tool_calls
+    list: 2 + 1 here; null, an object and a missing key count nothing."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("c"), "case_id": "c"}])
+    row = read_jsonl(run / "trajectory_sft.jsonl")[0]
+    call = row["messages"][2]["tool_calls"][0]
+    row["messages"][2:2] = [
+        {"role": "assistant", "content": [], "tool_calls": [call, {**call, "id": "call-2"}]},
+        {"role": "assistant", "content": [], "tool_calls": None},
+        {"role": "assistant", "content": [], "tool_calls": {"id": "not a list"}},
+    ]
+    (run / "trajectory_sft.jsonl").write_text(json.dumps(row) + "\n")
+    export(log, tmp_path / "out", run)
+    assert read_jsonl(tmp_path / "out" / "episode_metadata.jsonl")[0]["tool_call_count"] == 3
+
+
 def test_rerun_is_byte_identical_and_reimport_changes_nothing(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [
         {"episode_id": ep(f"c{i}", r), "case_id": f"c{i}", "families": [f"content:{i % 3}"], "score": {"total": r / 2}}
