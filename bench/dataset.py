@@ -343,7 +343,7 @@ alternately on a fresh log of the same rows, three pairs (load 1.2-1.6): 23.8, 2
 21.0, 21.3, 21.8 s.
 The whole bench did not show it: four runs each, alternately, export 35.8, 36.3, 40.8, 32.8 s
 (main) and 33.9, 41.8, 32.3, 42.0 s (this code) beside baselines of 54-68 s (export / baseline
-0.56-0.67x, import + export 1.22-1.57x; the import itself 40-55 s). Inside the bench every phase
+main 0.57-0.67x, this code 0.56-0.68x; import + export 1.27-1.57x and 1.22-1.55x; the import itself 40-55 s). Inside the bench every phase
 runs 10-15 s slower and far less steadily than the same phase on a standing log (a fresh
 import of the same rows took 31 s and its first export 26.8 s), with or without the sync; the
 cause is not found.
