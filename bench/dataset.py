@@ -351,6 +351,41 @@ Left: the blobs table's two decompressions of the 1.4 GB blob (the traces' scan,
 trajectory file's lookup) and the copy of it into the remaining join's hash table, the trajectory records' parse in DuckDB and again in orjson, and the
 main thread's serialization (orjson holds the GIL: only a process would run it in parallel, and
 it would take 1.4 GB of records through a pipe).
+Eleventh round (December 4th): what stands between the export and 0.2x. The whole bench (load
+1.0): import 47.9 s, export 34.0 s, baseline 57.3 s (0.59x; import + export 1.43x); the export
+alone on a standing log 25-32 s, of which the views 15-19 s and writing the files 9.5-13 s.
+Clocks around each dataset view: dataset_trajectories 11.6 s wall for 11.6 s CPU, imported_traces
+4.5 s for 4.6 s: one core. DuckDB parallelizes a pipeline by its source's row groups (122,880
+rows), and both start from one row: the blobs table's 100k rows are one row group, and
+imported_rows unnests one blob. Timed piece by piece: the 1.4 GB blob's decompression 2.0-2.4 s
+(`WHERE sha256 = <constant>`: a neighbouring blob by the same filter 0.01 s, so DuckDB fetches
+only the selected rows' strings); imported_traces pays it again, because a join's pushed filters
+(min/max and a bloom filter on sha256, min/max on size when joined on it too) are optional, for
+skipping row groups only, and the big blob shares the traces' row group; the split and unnest
+~0.1 s, the line's JSON cast 1.2 s, the join carrying the blob ~1 s, the fields, counts and copy
+into the snapshot ~6.7 s. Writing the files (py-spy): orjson's parse of each record 3.4 s, its two
+canonical serializations 2.8 s, the first batch (the sort carrying the records) 1.3 s, on the main
+thread; the writer thread's writev ~6 s beside it. The import (py-spy, 47 s): planning 14.5 s
+(the strict JSONL check 8.6 s, hashing 2 s), the blob segment's write 9-10 s (pq.write_table: ~5.4
+s copying the 1.4 GB value through its encoder, data page and output stream, zstd 3.2 s), the
+seal 8.5 s (DuckDB copying it into its string storage, then zstd again, 7.5 s).
+Tried and dropped: the lines copied into a file-backed scratch database attached with 8,192-row
+row groups (12 row groups; the JSON work then ran on both cores, 4.0-4.8 s wall for 7-9 s CPU),
+but the copy, compressed as it is written, took 6.8 s: 10.8 s against 11.4 s. An in-memory
+database attached with ROW_GROUP_SIZE kept one row group; a MATERIALIZED CTE with one reader
+streams into it (no parallel scan); the size added to the join (its min/max excludes the big
+blob) is optional too; json_extract takes no wildcard path beside others, so the tool calls
+cannot be counted in the fields' parse.
+Change: the SFT records reach orjson as their UTF-8 bytes in the Arrow batch (serialize.
+utf8_values) instead of Python strings, which orjson encodes back to UTF-8 first: 0.80 -> 0.61
+s CPU for 20,000 of this bench's records (296 MB, twice); same bytes (check_identical.sh). The
+export cannot show it here: writing the files from one open export, the old way and this one
+alternately, three times each, the main thread's CPU ran 8.7-13.2 s for the same code.
+Left, and what the goal needs: each export decompresses the trajectory file whole (twice) and
+parses every record on one thread, then again in Python. 0.2x (~12 s here) leaves no room for
+that: the import, which already parses every line for its strict check, would have to keep each
+JSONL line as a row of its own (its episode id and counts beside it, in row groups DuckDB reads
+in parallel), a change to the log's schema, its seal, verification and merge.
 
 """
 

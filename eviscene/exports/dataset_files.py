@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from eviscene.exports.canonical_sql import json_sql, object_sql, register_functions, value_sql
 from eviscene.exports.dataset_views import ExportSettings
-from eviscene.exports.serialize import JsonlFiles, read_ahead, rows, write_json
+from eviscene.exports.serialize import JsonlFiles, read_ahead, rows, utf8_values, write_json
 from eviscene.rules.canonical import canonical_json
 from eviscene.views import sql_name, sql_text
 
@@ -133,9 +133,9 @@ def _batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None 
     return read_ahead(con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS))
 
 
-def _lists(batch: pa.RecordBatch, first: int = 0) -> list[list[Any]]:
-    """The batch's columns from `first` on, one Python list each."""
-    return [column.to_pylist() for column in batch.columns[first:]]
+def _lists(batch: pa.RecordBatch, first: int = 0, end: int | None = None) -> list[list[Any]]:
+    """The batch's columns from `first` on (up to `end`), one Python list each."""
+    return [column.to_pylist() for column in batch.columns[first:end]]
 
 
 def _kinds(con: duckdb.DuckDBPyConnection, view: str) -> dict[str, duckdb.DuckDBPyType]:
@@ -255,7 +255,8 @@ def write_dataset(
     )
     holdout_fields = {"holdout_reason": "trajectory_exceeds_short_token_budget", "short_max_tokens": settings.short_max_tokens}
     dataset_rows = f"""
-        SELECT {metadata}, {accepted}, sft_route, split, record::VARCHAR, trajectory_token_count_estimate, tool_call_count, {sft_fields}
+        SELECT {metadata}, {accepted}, sft_route, split, trajectory_token_count_estimate, tool_call_count, {sft_fields},
+               record::VARCHAR
         FROM (SELECT * FROM dataset_rows ORDER BY episode_id)"""
     excluded = _trajectory_line_sql(excluded_kinds, EXCLUDED_METADATA_KEYS)
     perception_fields = _object_sql(_members_sql(_kinds(con, "perception_examples"), ("split", "split_group_id")))
@@ -268,10 +269,11 @@ def write_dataset(
         for batch in _batches(con, dataset_rows):
             files.add_lines("episode_metadata.jsonl", batch.column(0), EPISODE_METADATA_KEYS)
             files.add_lines("accepted_episodes.jsonl", batch.column(1), ACCEPTED_EPISODE_KEYS)
-            for route, split, record_text, token_count_estimate, tool_call_count, fields in zip(*_lists(batch, 2)):
+            records = utf8_values(batch.column(7))
+            for route, split, token_count_estimate, tool_call_count, fields, record in zip(*_lists(batch, 2, 7), records):
                 if route not in ("short_sft", "long_holdout"):
                     continue
-                sft = orjson.loads(record_text)
+                sft = orjson.loads(record)
                 sft.setdefault("token_count_estimate", token_count_estimate)
                 sft.setdefault("tool_call_count", tool_call_count)
                 sft.update(orjson.loads(fields))

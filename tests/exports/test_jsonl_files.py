@@ -1,5 +1,6 @@
 """JsonlFiles hands each file's lines to a writer thread and dataset exports read their query's
-batches one ahead (eviscene.exports.serialize): the files must hold exactly the lines given,
+batches one ahead and parse their records from the batch's own bytes
+(eviscene.exports.serialize): the files must hold exactly the lines given,
 in order, however the kernel splits the writes; an error must surface and leave no file under
 its final name; and a reader stopped early must not hang or keep reading."""
 
@@ -138,3 +139,12 @@ def test_read_ahead_stopped_early_stops_reading():
     ahead.close()
     assert len(read) <= 2 + 2 + 1
     assert not any(thread.name == "eviscene-read-ahead" for thread in threading.enumerate())
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
+def test_utf8_values_are_each_values_bytes_in_place(kind):
+    texts = pa.array(["skip", '{"a":"é"}', "", None, "протест — 2024", "x"], type=kind).slice(1, 4)  # an offset into the buffers
+    values = serialize.utf8_values(texts)
+    assert [bytes(v) for v in values] == [
+        b'{"a":"\xc3\xa9"}', b"", b"", b"\xd0\xbf\xd1\x80\xd0\xbe\xd1\x82\xd0\xb5\xd1\x81\xd1\x82 \xe2\x80\x94 2024",
+    ]
