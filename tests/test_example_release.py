@@ -335,7 +335,8 @@ ROUNDING_MAX_PIXELS = 0.01
 
 
 def _rounding_only(committed: Path, regenerated: Path) -> bool:
-    """Whether two JPEGs show the same picture up to float rounding."""
+    """Whether two pictures are the same up to float rounding (the same size, few pixels a few
+    levels apart)."""
     import numpy as np
 
     old, new = (np.asarray(Image.open(path).convert("RGB"), dtype=np.int16) for path in (committed, regenerated))
