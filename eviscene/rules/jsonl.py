@@ -79,7 +79,9 @@ def _read_fast(line: bytes) -> Any | None:
         written = orjson.dumps(value)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # refused, or nested too deep to write
         return None
-    if b"e+" in written:  # perhaps an integer beyond 64 bits (or a float written so, or text)
+    # perhaps an integer beyond 64 bits (or a float written so, or text); "+" alone first: memchr
+    # finds it (or not) ~10x faster than the pair's search scans text full of "e"s
+    if b"+" in written and b"e+" in written:
         return None
     return value if line.count(b":") == written.count(b":") else None
 
