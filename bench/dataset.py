@@ -397,10 +397,23 @@ s. The whole import phase, main's code and this code alternately (three pairs, l
 35.7-38.2 s (median 38.0) -> 34.2-36.5 s (median 35.5). Then the whole bench once (load ~1):
 import 40.5 s, export 29.5 s (the export's code unchanged: the last round's 34.0 s was this
 machine's spread), baseline 57.3 s: export 0.51x the time, 0.64x the memory; import + export
-1.22x. Left: the escaped-colon search cannot be narrowed so (the bench's lines hold 46 million
-unicode escapes, so a cheaper first test finds one in every line); the file's sha256 (0.9 s) could
-run beside its check in a thread (hashlib lets go of the GIL); the check split over two
-processes would halve its ~6.5 s. None of these comes near what the 0.5x goal needs (above).
+1.22x. The escaped-colon search cannot be narrowed so (the bench's lines hold 46 million
+unicode escapes, so a cheaper first test finds one in every line).
+Then the check on every CPU (eviscene/rules/jsonl_parts.py): a file of 64 MiB or more is cut at
+newlines into a part per CPU, the first read in the import's process, each other one by a
+`python -m eviscene.rules.jsonl_parts` child sent its bytes through a pipe (a thread writes them
+while the parent reads its own part), which sends back its line count, the episode id of each
+row and its first fault's line; the parent yields them in file order and raises a fault by
+reading that one line again, so rows, line numbers and errors are iter_jsonl_bytes's (tested on
+faults in every part, byte-order marks, blank lines, a child that cannot start or fails). Not
+multiprocessing: spawning imports the caller's main module again, forking a process with
+threads can deadlock. The check of the 1.4 GB file, one CPU and every CPU alternately (three
+pairs, load 0.5): 6.80, 6.81, 6.82 -> 4.02, 4.27, 4.17 s. The import phase, the commit before
+and this code alternately (three pairs, load 1.0): 43.2, 35.5, 35.2 -> 32.8, 32.9, 32.1 s; the
+same artifact events (all 100,004 compared). The whole bench once more (load 1.1): import 39.9
+s, export 30.1 s, baseline 55.3 s: 0.54x, import + export 1.27x (this bench's phases move by
+more than the change). Left: the file's sha256 (0.9 s) before its check; none of this comes
+near what the 0.5x goal needs (above).
 
 """
 

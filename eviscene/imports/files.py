@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
+from eviscene.rules.jsonl_parts import iter_jsonl_field
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -37,9 +38,19 @@ def iter_jsonl_objects(path: Path, content: bytes) -> Iterator[tuple[int, dict[s
         raise ArtifactError(_import_message(exc)) from None
 
 
+def jsonl_field(path: Path, content: bytes, key: str | None) -> Iterator[tuple[int, Any]]:
+    """(line number, row.get(key)) for every row iter_jsonl_objects reads, each checked as it
+    checks it, with its error; a large file is read on every CPU. None for each row when
+    `key` is None."""
+    try:
+        yield from iter_jsonl_field(content, path, key)
+    except JsonlError as exc:
+        raise ArtifactError(_import_message(exc)) from None
+
+
 def count_jsonl_objects(path: Path, content: bytes) -> int:
     """How many rows a JSONL file holds, each checked."""
-    return sum(1 for _ in iter_jsonl_objects(path, content))
+    return sum(1 for _ in jsonl_field(path, content, None))
 
 
 def _import_message(exc: JsonlError) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.imports.files import count_jsonl_objects, iter_jsonl_objects, parse_json_object, text
+from eviscene.imports.files import count_jsonl_objects, iter_jsonl_objects, jsonl_field, parse_json_object, text
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
 
@@ -145,8 +145,8 @@ def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
     """Rows of a file with one row per episode: each names its episode, once."""
     seen: dict[str, int] = {}
     what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
-    for number, row in iter_jsonl_objects(path, content):
-        episode_id = text(row.get("episode_id"))
+    for number, value in jsonl_field(path, content, "episode_id"):
+        episode_id = text(value)
         if not episode_id:
             raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
         if episode_id in seen:

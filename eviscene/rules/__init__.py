@@ -8,6 +8,7 @@ may import it. A rule SQL needs is registered as a DuckDB function or macro from
 - `canonical`: the JSON serializations (exports, hashes, the seed's hashed forms, prompt text)
 - `timestamps`: event clock and ISO-8601 forms
 - `jsonl`: the strict JSONL reader (errors name file and line) and its text as SQL reads it
+- `jsonl_parts`: the same reader over a large file, a part per CPU
 - `urls`: URL normalization; `source_policy`: the source-access policy's matcher and the
   tool-cache partition it implies
 - `traces`: trace file names; `verdicts`: when an answer is correct; `stages`: agent stages

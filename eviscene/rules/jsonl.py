@@ -20,6 +20,7 @@ from typing import Any, Iterator, Literal
 import orjson
 
 Problem = Literal["unreadable", "not_utf8", "malformed", "not_object", "not_a_list"]
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"  # dropped before a file's first line
 
 
 # name -> the macro's parameters and body, created on a connection whose views name it.
@@ -124,19 +125,25 @@ def parse_jsonl_line(raw_line: bytes | str, path: str | Path, line_number: int) 
 
 def iter_jsonl_bytes(data: bytes, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, row) for every non-blank line of `data`, the content of `path`."""
-    for line_number, raw_line in enumerate(_lines(data.removeprefix(b"\xef\xbb\xbf")), start=1):
+    for line_number, raw_line in enumerate(split_lines(data, first_line_start(data)), start=1):
         row = parse_jsonl_line(raw_line, path, line_number)
         if row is not None:
             yield line_number, row
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
-    """`data.split(b"\\n")`, one line at a time: a large file is not copied whole into a list."""
-    start = 0
-    while (end := data.find(b"\n", start)) >= 0:
-        yield data[start:end]
-        start = end + 1
-    yield data[start:]
+def first_line_start(data: bytes) -> int:
+    """Where a file's first line starts: after its byte-order mark, if it has one."""
+    return len(BYTE_ORDER_MARK) if data.startswith(BYTE_ORDER_MARK) else 0
+
+
+def split_lines(data: bytes, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """`data[start:end].split(b"\\n")`, one line at a time: a large file is not copied whole
+    into a list (nor its range into a slice)."""
+    end = len(data) if end is None else end
+    while (cut := data.find(b"\n", start, end)) >= 0:
+        yield data[start:cut]
+        start = cut + 1
+    yield data[start:end]
 
 
 def read_file_bytes(path: Path) -> bytes:
@@ -155,7 +162,7 @@ def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     path = Path(path)
     data = read_file_bytes(path)
     if path.suffix.lower() != ".jsonl":
-        return _json_list_numbered(path, data.removeprefix(b"\xef\xbb\xbf"))
+        return _json_list_numbered(path, data.removeprefix(BYTE_ORDER_MARK))
     return list(iter_jsonl_bytes(data, path))
 
 

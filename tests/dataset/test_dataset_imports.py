@@ -12,6 +12,7 @@ from dataset_builders import write_case_split, write_eligibility, write_jsonl, w
 from eviscene.cli.main import cli
 from eviscene.imports import ArtifactError, import_path
 from eviscene.log import EventLog
+from eviscene.rules import jsonl_parts
 
 
 @pytest.fixture
@@ -84,6 +85,27 @@ def test_duplicates_are_named(log, tmp_path):
     (run / "traces" / "copy.json").write_text((run / "traces" / "a--r000.json").read_text(), encoding="utf-8")
     with pytest.raises(ArtifactError, match="duplicate episode a--r000 in a--r000.json and copy.json"):
         import_path(log, run)
+
+
+def test_a_file_read_on_every_cpu_names_the_same_lines(log, tmp_path, monkeypatch):
+    """A large JSONL file is checked a part per CPU (here a few bytes a part, four CPUs): its
+    faults and duplicates are named by the same file lines, and its rows counted the same."""
+    monkeypatch.setattr(jsonl_parts, "PART_MIN_BYTES", 16)
+    monkeypatch.setattr(jsonl_parts, "_cpus", lambda: 4)
+    run = run_dir(tmp_path)
+    rows = [json.loads(line) for line in (run / "trajectory_sft.jsonl").read_text().splitlines()]
+    many = [{**rows[i % len(rows)], "episode_id": f"e-{i}"} for i in range(40)]
+    write_jsonl(run / "trajectory_sft.jsonl", many + [many[3]])
+    with pytest.raises(ArtifactError, match=r"trajectory_sft\.jsonl:41: duplicate trajectory episode e-3 \(first on line 4\)$"):
+        import_path(log, run)
+    (run / "trajectory_scores.jsonl").write_text('{"episode_id": "a--r000"}\n' * 30 + '{"episode_id": \n', encoding="utf-8")
+    with pytest.raises(ArtifactError, match=r"trajectory_scores\.jsonl:31: not valid JSON"):
+        import_path(log, run)
+    (run / "trajectory_scores.jsonl").write_text('{"episode_id": "a--r000"}\n' * 30, encoding="utf-8")
+    write_jsonl(run / "trajectory_sft.jsonl", many)
+    import_path(log, run)
+    counted = log.sql("SELECT kind, rows FROM imported_files WHERE kind LIKE 'trajectory_%' ORDER BY kind").to_pylist()
+    assert counted == [{"kind": "trajectory_scores", "rows": 30}, {"kind": "trajectory_sft", "rows": 40}]
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.rules.jsonl import JsonlError, _lines, _read_fast, iter_jsonl_bytes, read_jsonl_numbered
+from eviscene.rules.jsonl import JsonlError, _read_fast, iter_jsonl_bytes, read_jsonl_numbered, split_lines
 
 
 def test_a_bad_line_3_names_the_file_and_line_3(tmp_path: Path):
@@ -104,7 +104,10 @@ def test_integers_beyond_64_bits_go_to_python_and_those_within_do_not():
 
 def test_lines_are_split_as_bytes_split_does():
     for content in [b"", b"\n", b"a", b"a\n", b"a\n\nb", b"\n\na\r\nb\n\n", "é\u2028\n\u0085x".encode()]:
-        assert list(_lines(content)) == content.split(b"\n")
+        assert list(split_lines(content)) == content.split(b"\n")
+        for start in range(len(content) + 1):  # and any range of it, as its slice splits
+            for end in range(start, len(content) + 1):
+                assert list(split_lines(content, start, end)) == content[start:end].split(b"\n")
 
 
 def test_doubles_read_bit_for_bit_as_python():
