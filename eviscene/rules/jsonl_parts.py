@@ -19,7 +19,7 @@ import sys
 import threading
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
 
 from eviscene.rules.jsonl import JsonlError, first_line_start, iter_jsonl_bytes, parse_jsonl_line, split_lines
 
@@ -118,13 +118,12 @@ class _PartReader:
         except (OSError, ValueError):  # no interpreter to start (an embedded Python), no processes allowed
             self.process = None
             return
-        self.sender = threading.Thread(target=self._send, daemon=True)
+        self.sender = threading.Thread(target=self._send, args=(self.process.stdin,), daemon=True)
         self.sender.start()
 
-    def _send(self) -> None:
-        assert self.process is not None and self.process.stdin is not None
+    def _send(self, sink: IO[bytes]) -> None:
         try:
-            with self.process.stdin as sink:
+            with sink:
                 sink.write(memoryview(self.data)[self.start:self.end])
         except OSError:  # the process ended first: result() reads the part here
             pass
