@@ -3,14 +3,18 @@
 
 Every model call that returns, fails or times out is a `model.called` event. When the model's
 context window is known (`--context-window`, the profile, or learned from the server's first
-rejection), each request is kept inside it: older tool observations are shortened first
-(evidence ids, titles and URLs stay); once the investigation cannot fit any more, a
-`gate.decided` event (`context_window`) says so and the episode goes to its judgment.
+rejection), each request is kept inside it: older tool observations, and the model's own
+long tool arguments and text, are shortened first (evidence ids, titles and URLs stay); once
+the investigation cannot fit any more, a `gate.decided` event (`context_window`) says so and
+the episode goes to its judgment. Tokens are estimated per stage from the server's own counts:
+a server's chat template renders a request with tools and one without differently
+(llama.cpp's function-calling template: 6-8 characters a token with them, 3 without).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +63,7 @@ MESSAGE_OVERHEAD_TOKENS = 4
 CONTEXT_MARGIN_TOKENS = 64
 CONTEXT_REJECTIONS_TOLERATED = 2  # a request refused for length again after shortening
 SHORTENED = "[shortened to fit the context window]"
+_SHORTENED_LIMITS = {1: 200, 2: 100}  # characters a shortened line or value keeps, by level
 IMAGE_TOO_LARGE = (
     "the image made the request too long for the model's context window{window}: this model reads the image as "
     "text tokens. Run with --image-access-mode separate_vlm --vlm-provider offline (the agent then sees the "
@@ -144,6 +149,40 @@ def _text_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
     return chars
 
 
+def shorten_message(message: dict[str, Any], level: int) -> dict[str, Any]:
+    """An older message cut down for the context window, or the message itself when that
+    would not make it shorter: a tool observation (`shorten_observation`), or the model's
+    own long text, reasoning and tool-call arguments (a small model may write pages of them)."""
+    if message["role"] == "tool":
+        shorter = {**message, "content": shorten_observation(text_of(message.get("content")), level)}
+    elif message["role"] == "assistant":
+        limit = _SHORTENED_LIMITS[level]
+        shorter = {**message, "content": _cut(text_of(message.get("content")), limit)}
+        if message.get("reasoning_content"):
+            shorter["reasoning_content"] = _cut(message["reasoning_content"], limit)
+        if message.get("tool_calls"):
+            shorter["tool_calls"] = [
+                {**call, "function": {**call["function"], "arguments": shorten_arguments(call["function"]["arguments"], limit)}}
+                for call in message["tool_calls"]
+            ]
+    else:
+        return message
+    if _text_chars([shorter], []) >= _text_chars([message], []):
+        return message
+    return {**shorter, "shortened": level}
+
+
+def shorten_arguments(arguments: str, limit: int) -> str:
+    """A tool call's arguments (canonical JSON of an object) with each string value cut to
+    `limit` characters: still an object, so every wire format can send it."""
+    values = json.loads(arguments)
+    return canonical_json({key: _cut(value, limit) if isinstance(value, str) else value for key, value in values.items()})
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… {SHORTENED}"
+
+
 def shorten_observation(text: str, level: int) -> str:
     """A tool observation cut down for the context window. Level 1 keeps the heading, each
     evidence line (`[ev-N] title, date`) and the URLs; level 2 only the evidence lines, cut
@@ -197,7 +236,7 @@ class Episode:
         self.tally = _Tally()
         self.tools: EpisodeTools | None = None  # made once perception has found the caption text
         self._deadline: float | None = None
-        self.chars_per_token = CHARS_PER_TOKEN  # calibrated by the server's prompt token counts
+        self.chars_per_token: dict[Stage, float] = {}  # by stage, from the server's prompt token counts
 
     async def run(self) -> EpisodeFinished:
         started = time.monotonic()
@@ -243,7 +282,7 @@ class Episode:
                 await self.recorder.emit(
                     GateDecided(
                         gate="context_window", subject=self.spec.episode_id, passed=False,
-                        reasons=[f"investigation_no_longer_fits: ~{self._estimate(messages, self.toolbox.specs())} tokens, "
+                        reasons=[f"investigation_no_longer_fits: ~{self._estimate('unified_react', messages, self.toolbox.specs())} tokens, "
                                  f"window {self._window()}"],
                     )
                 )
@@ -324,26 +363,32 @@ class Episode:
     def _window(self) -> int | None:
         return getattr(self.provider, "context_window", None)
 
-    def _estimate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    def _chars_per_token(self, stage: Stage) -> float:
+        """The stage's measured ratio; before its first count, the lowest known (the
+        cautious guess: another stage's requests may read as fewer tokens)."""
+        return self.chars_per_token.get(stage) or min([CHARS_PER_TOKEN, *self.chars_per_token.values()])
+
+    def _estimate(self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
         images = sum(
             1 for m in messages if isinstance(m.get("content"), list) for part in m["content"] if part.get("type") == "image_url"
         )
-        return round(_text_chars(messages, tools) / self.chars_per_token) + MESSAGE_OVERHEAD_TOKENS * len(messages) + IMAGE_TOKENS * images
+        text_tokens = round(_text_chars(messages, tools) / self._chars_per_token(stage))
+        return text_tokens + MESSAGE_OVERHEAD_TOKENS * len(messages) + IMAGE_TOKENS * images
 
     def _fit(self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
-        """Shorten the oldest observations until the request and its completion budget fit
-        the window; False when even every observation at its shortest does not fit."""
+        """Shorten the oldest messages until the request and its completion budget fit the
+        window; False when even every message at its shortest does not fit."""
         window = self._window()
         if not window:
             return True
         budget = window - ((getattr(self.provider, "max_tokens", None) or {}).get(stage) or 0) - CONTEXT_MARGIN_TOKENS
         for level in (1, 2):
             for index, message in enumerate(messages):
-                if self._estimate(messages, tools) <= budget:
+                if self._estimate(stage, messages, tools) <= budget:
                     return True
-                if message["role"] == "tool" and message.get("shortened", 0) < level:
-                    messages[index] = {**message, "content": shorten_observation(text_of(message.get("content")), level), "shortened": level}
-        return self._estimate(messages, tools) <= budget
+                if message.get("shortened", 0) < level:
+                    messages[index] = shorten_message(message, level)
+        return self._estimate(stage, messages, tools) <= budget
 
     async def _call_within_window(
         self, stage: Stage, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict | None = None
@@ -361,7 +406,7 @@ class Episode:
                 if exc.window and (known is None or exc.window < known):
                     self.provider.context_window = exc.window  # type: ignore[attr-defined]
                 elif known:
-                    self.chars_per_token *= 0.75  # the window was right; the estimate was not
+                    self.chars_per_token[stage] = 0.75 * self._chars_per_token(stage)  # the window was right; the estimate was not
                 else:
                     raise  # no window to fit into: the server's message says what to change
         return None
@@ -378,7 +423,7 @@ class Episode:
         if response.usage.prompt_tokens and not _has_image(messages):
             # The server counted this prompt: estimate the next ones from it, 10% on the safe side.
             measured = _text_chars(messages, tools) / max(1, response.usage.prompt_tokens - MESSAGE_OVERHEAD_TOKENS * len(messages))
-            self.chars_per_token = max(1.0, 0.9 * measured)
+            self.chars_per_token[stage] = max(1.0, 0.9 * measured)
         return response
 
     async def call_model(self, provider: Provider, request: ModelRequest) -> ModelResponse:

@@ -294,6 +294,66 @@ def test_a_filling_context_shortens_old_observations_then_moves_to_the_judgment(
     assert "[shortened" not in " ".join(returned)  # the log keeps every observation whole
 
 
+def llama_like_model(*, react_turns: int, garbage_arguments: int = 0, window: int = 3000):
+    """What llama-cpp-python's function-calling template and context do, in numbers: a request
+    with tools reads as 8 characters a token, one without as 4; a prompt over the window is
+    refused, and a completion that runs into the window's end is cut there. The model searches
+    `react_turns` times (the first call's arguments `garbage_arguments` characters of non-JSON,
+    as a 135M model writes them), then judges."""
+
+    def respond(received: Received) -> Reply:
+        body = received.body
+        chars = len(json.dumps(body["messages"]) + (json.dumps(body["tools"]) if body.get("tools") else ""))
+        prompt = chars // (8 if body.get("tools") else 4)
+        if prompt >= window:
+            return Reply(400, {"error": {"message": f"Requested tokens ({prompt}) exceed context window of {window}", "type": "invalid_request_error"}})
+        room = window - prompt
+        if judging(received):
+            cut = room < body["max_tokens"] and room * 4 < len(JUDGMENT)
+            return Reply(body=chat_completion(JUDGMENT[: room * 4] if cut else JUDGMENT, usage=(prompt, min(room, 20))))
+        turn = sum(m["role"] == "tool" for m in body["messages"])
+        if turn >= react_turns:
+            return Reply(body=chat_completion("That is enough searching.", usage=(prompt, 10)))
+        arguments = "{ query: " + "image&amp;height=287 " * (garbage_arguments // 21) if turn == 0 and garbage_arguments else json.dumps({"query": ["flood photo", "bus photo", "fire photo"][turn % 3]})
+        return Reply(body=chat_completion(None, tool_calls=[(f"call_{turn}", "text_search", arguments)], usage=(prompt, 20)))
+
+    return respond
+
+
+def test_the_judgment_s_tokens_are_estimated_apart_from_the_investigation_s(release_dir, tmp_path, fast_profile):
+    """A judgment request has no tools: the server's template reads it as more tokens a
+    character, so the investigation's ratio would send it too long (refused, or its reply cut
+    at the window's end and failing as not JSON)."""
+    fast_profile.write_text(FAST_PROFILE + SMALL_BUDGETS, encoding="utf-8")
+    with FakeServer(llama_like_model(react_turns=5)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, context_window=3000,
+                                                    image_access_mode="separate_vlm", vlm_provider="offline"))
+    assert summary.terminations == {"completed": 1}
+    assert [c["error"] for c in events(log, "model.called")] == [""] * 7  # five searches, the last turn, one judgment
+    assert [g["passed"] for g in events(log, "gate.decided") if g["gate"] in ("judgment_schema", "context_window")] == [True]
+    [judgment] = [r.body for r in server.received if judging(r)]
+    assert "[shortened to fit the context window]" in json.dumps(judgment["messages"])  # it fit by shortening, not by luck
+
+
+def test_a_model_s_own_pages_of_tool_arguments_are_shortened_for_the_window(release_dir, tmp_path, fast_profile):
+    fast_profile.write_text(FAST_PROFILE + SMALL_BUDGETS, encoding="utf-8")
+    with FakeServer(llama_like_model(react_turns=2, garbage_arguments=20_000)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url, context_window=3000,
+                                                    image_access_mode="separate_vlm", vlm_provider="offline"))
+    assert summary.terminations == {"completed": 1}
+    assert all(not c["error"] for c in events(log, "model.called"))
+    assert [j["verdict"] for j in events(log, "judgment.made")] == ["unverifiable"]
+    [judgment] = [r.body for r in server.received if judging(r)]
+    [sent] = [c["function"]["arguments"] for m in judgment["messages"] for c in m.get("tool_calls") or [] if c["id"] == "call_0"]
+    raw = json.loads(sent)["_raw"]  # still a JSON object, its value cut
+    assert raw.startswith("{ query: image&amp;height=287") and raw.endswith("[shortened to fit the context window]") and len(raw) < 300
+    # The log keeps what the model wrote, whole.
+    [first] = [c for c in events(log, "tool.called") if c["call_id"] == "call_0"]
+    assert len(first["arguments"]["_raw"]) > 19_000
+
+
 def refuses_images(received: Received) -> Reply:
     if received.images():
         return Reply(400, {"error": {"message": MAX_CONTEXT.format(window=8192, asked=52256, prompt=52000, completion=256)}})
