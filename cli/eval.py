@@ -117,6 +117,9 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--context-window", type=click.IntRange(min=256), default=None,
               help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
                    "learned from the server's first rejection); older observations are shortened to fit.")
+@click.option("--tool-results", type=click.Choice(["tool", "user"]), default=None,
+              help="The role tool results go to the model in (chat_completions; default: the profile's, else tool): "
+                   "user for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling.")
 @click.option("--concurrency", type=int, default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
 @click.option("--rollouts-per-case", type=int, default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
 @click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True)

@@ -57,6 +57,7 @@ class EvalOptions(BaseModel):
     # context window in tokens (None: the profile's, else learned from the server).
     provider_outage_timeout: float = 600.0
     context_window: int | None = None
+    tool_results: Literal["tool", "user"] | None = None  # None: the profile's, else `tool`
     concurrency: int = 1
     rollouts_per_case: int = 1
     base_sampling_seed: int = 1729
@@ -137,6 +138,7 @@ def _agent_settings(options: EvalOptions) -> ProviderSettings:
         api_key_env=options.api_key_env,
         concurrency=options.concurrency,
         context_window=options.context_window,
+        tool_results=options.tool_results,
         outage_timeout=options.provider_outage_timeout,
     )
 
@@ -304,6 +306,7 @@ def provider_manifest(run: RunOptions) -> dict[str, Any]:
         "structured_output": {"unified_judgment": agent.structured_output.get("unified_judgment", "negotiated")} if wire else None,
         "max_tokens": dict(agent.max_tokens) if wire else None,
         "context_window": agent.context_window,
+        "tool_results": agent.tool_results if wire else None,
         "provider_outage_timeout_seconds": options.provider_outage_timeout,
         "base_url": agent.base_url,
         "vlm_base_url": vision.base_url if vision else None,

@@ -61,7 +61,7 @@ def build_provider(settings: ProviderSettings) -> Provider:
         structured_output=settings.structured_output, max_tokens=settings.max_tokens, context_window=settings.context_window,
     )
     if settings.wire_api == "chat_completions":
-        return ChatCompletionsProvider(send_reasoning=settings.send_reasoning, **common)
+        return ChatCompletionsProvider(send_reasoning=settings.send_reasoning, tool_results=settings.tool_results, **common)
     return _WIRES[settings.wire_api](**common)
 
 

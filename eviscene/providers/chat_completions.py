@@ -14,7 +14,7 @@ from typing import Any
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, tool_call
+from eviscene.providers.wire import WireProvider, tool_call, tool_names_by_call_id
 
 ON_OFF = ("on", "off")
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
@@ -23,15 +23,19 @@ _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
 class ChatCompletionsProvider(WireProvider):
     wire_api = "chat_completions"
 
-    def __init__(self, *, send_reasoning: bool = False, **kwargs: Any):
+    def __init__(self, *, send_reasoning: bool = False, tool_results: str = "tool", **kwargs: Any):
         super().__init__(**kwargs)
         # Most chat templates drop earlier turns' reasoning and some servers refuse the field.
         self.send_reasoning = send_reasoning
+        # Some drop `tool` messages whole (llama-cpp-python's chatml-function-calling): "user"
+        # sends each result as a user message naming its call, which every template shows.
+        self.tool_results = tool_results
 
     def build(self, request: ModelRequest, form: str | None = None) -> tuple[str, dict[str, Any]]:
+        names = tool_names_by_call_id(request.messages) if self.tool_results == "user" else {}
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [self._message(m) for m in request.messages],
+            "messages": [self._message(m, names) for m in request.messages],
             "seed": request.sampling_seed,
         }
         if request.tools:
@@ -56,8 +60,11 @@ class ChatCompletionsProvider(WireProvider):
             body["reasoning_effort"] = thinking
         return "chat/completions", body
 
-    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _message(self, message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
         role = message["role"]
+        if role == "tool" and self.tool_results == "user":
+            call_id = message["tool_call_id"]
+            return {"role": "user", "content": f"Result of {names.get(call_id, 'the tool')} (call {call_id}):\n{text_of(message.get('content'))}"}
         if role == "tool":
             return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": text_of(message.get("content"))}
         if role == "assistant":

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -28,6 +28,8 @@ from eviscene.rules.stages import ACTIVE_POLICY_STAGES, STAGES
 WIRE_APIS = ("chat_completions", "responses", "interactions")
 THINKING_VALUES = ("on", "off", "minimal", "low", "medium", "high")
 STRUCTURED_OUTPUT_FORMS = ("json_schema", "json_object", "text")
+# The role tool results go to the model in: `user` for chat templates that drop `tool` messages.
+ToolResults = Literal["tool", "user"]
 # Completion budget per call: room for a reasoning model's thinking, but no runaway generation
 # filling the context window. A profile's `[profiles.NAME.max_tokens]` overrides by stage.
 DEFAULT_MAX_TOKENS = {"unified_react": 4096, "unified_judgment": 2048, "perception": 1024}
@@ -76,8 +78,10 @@ BUILTIN_PROFILES_TOML = """\
 # (unified_react, unified_judgment, perception): on | off | minimal | low | medium | high.
 # context_window (the model's window in tokens; else learned from the server's first
 # rejection), [profiles.NAME.max_tokens] (completion budget per stage; defaults
-# unified_react 4096, unified_judgment 2048, perception 1024) and structured_output (pin the
-# judgment's form: json_schema | json_object | text, or a table by stage; default: negotiate).
+# unified_react 4096, unified_judgment 2048, perception 1024), structured_output (pin the
+# judgment's form: json_schema | json_object | text, or a table by stage; default: negotiate)
+# and tool_results (chat_completions: `user` sends tool results as user messages, for chat
+# templates that drop the `tool` role, as llama-cpp-python's chatml-function-calling does).
 
 [profiles.offline]
 description = "The embedded deterministic investigation policy: no network, no key."
@@ -150,6 +154,7 @@ class Profile(BaseModel):
     max_tokens: dict[str, int] = Field(default_factory=dict)
     context_window: int | None = Field(None, ge=256)
     structured_output: dict[str, str] = Field(default_factory=dict)
+    tool_results: ToolResults | None = None
 
     @field_validator("max_tokens")
     @classmethod
@@ -293,6 +298,7 @@ class ProviderSettings:
     max_tokens: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
     context_window: int | None = None
     structured_output: dict[str, str] = field(default_factory=dict)  # stage -> pinned form
+    tool_results: ToolResults = "tool"  # the role tool results are sent in (chat_completions)
     outage_timeout: float = 600.0
 
     @property
@@ -311,6 +317,7 @@ def resolve_settings(
     api_key_env: str | None = None,
     concurrency: int = 1,
     context_window: int | None = None,
+    tool_results: ToolResults | None = None,
     outage_timeout: float | None = None,
 ) -> ProviderSettings:
     """Provider defaults < profile < explicit arguments, checked."""
@@ -338,7 +345,7 @@ def resolve_settings(
         taken = {
             key: getattr(chosen, key)
             for key in ("model", "base_url", "wire_api", "api_key_env", "max_inflight", "timeout", "connect_timeout", "max_retries",
-                        "backoff_seconds", "context_window")
+                        "backoff_seconds", "context_window", "tool_results")
             if getattr(chosen, key) is not None
         }
         settings = replace(
@@ -351,7 +358,7 @@ def resolve_settings(
             structured_output=dict(chosen.structured_output),
         )
     flags = {"model": model, "base_url": base_url, "wire_api": wire_api, "api_key_env": api_key_env,
-             "context_window": context_window, "outage_timeout": outage_timeout}
+             "context_window": context_window, "tool_results": tool_results, "outage_timeout": outage_timeout}
     settings = replace(settings, **{k: v for k, v in flags.items() if v is not None})
     settings = replace(settings, thinking=_thinking_overrides(settings), max_inflight=_inflight_override(settings))
     _check(settings)
@@ -398,6 +405,8 @@ def _check(settings: ProviderSettings) -> None:
         raise EvisceneError(
             f"provider {settings.provider} does not speak the {settings.wire_api} wire API; it accepts {', '.join(kind.wire_apis)}"
         )
+    if settings.tool_results != "tool" and settings.wire_api != "chat_completions":
+        raise EvisceneError(f"tool results as {settings.tool_results} messages apply to the chat_completions wire API, not {settings.wire_api}")
     if not settings.model:
         raise EvisceneError(f"provider {settings.provider} needs a model: give --model or a profile with one")
     if not settings.base_url:

@@ -50,6 +50,20 @@ async def test_request_is_the_chat_completions_wire_format(images, case_image):
 
 
 @pytest.mark.anyio
+async def test_tool_results_go_as_user_messages_naming_their_call_when_asked(images, case_image):
+    """For chat templates that drop `tool` messages (llama-cpp-python's chatml-function-calling)."""
+    with FakeServer(lambda r: Reply(body=chat_completion("ok"))) as server:
+        chat = provider(server, images, tool_results="user")
+        await chat.complete(react_request(images.add(case_image[1], case_image[0])))
+        await chat.aclose()
+    assert server.mismatches == []
+    messages = server.received[0].body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2]["tool_calls"][0]["id"] == "call-1"  # the call itself goes as it is
+    assert messages[3] == {"role": "user", "content": "Result of visit (call call-1):\n[ev-1] Example page, 2024-05-06"}
+
+
+@pytest.mark.anyio
 async def test_the_judgment_request_carries_the_generated_schema(images, case_image):
     with FakeServer(lambda r: Reply(body=chat_completion("{}"))) as server:
         chat = provider(server, images)

@@ -27,9 +27,16 @@ import time
 import urllib.request
 from pathlib import Path
 
+import anyio
 import pytest
 
+from eviscene.agent.provider import ModelRequest
 from eviscene.log import EventLog
+from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers.http import Endpoint
+from eviscene.tools.specs import tool_spec
+
+from provider_requests import loop_conversation
 
 pytestmark = pytest.mark.llama_server
 
@@ -176,6 +183,29 @@ def test_the_judgment_goes_through_the_fallback_chain(llama_up, release_dir, tmp
     verdict = re.search(r'"verdict"\s*:\s*"([^"]*)"', judged[0]["content"])
     assert verdict and verdict.group(1) in labels, judged[0]["content"]
     assert all(f["termination"] != "error" or f["error"].startswith("judgment failed validation") for f in events(db, "episode.finished"))
+
+
+def test_its_function_calling_template_drops_tool_messages_and_user_ones_reach_the_model(llama_up):
+    """llama-cpp-python's chatml-function-calling template has no branch for the `tool` role:
+    a result sent so never reaches the model's prompt (the server's own token count says so).
+    `--tool-results user` sends it as a user message, which the template renders."""
+    observation = "[ev-1] Floodwaters in Porto Alegre, 2024-05-06\n" + "Rescue boats carried residents from the flooded streets. " * 30
+    messages = loop_conversation("")[:-1]
+    messages[1] = {"role": "user", "content": "Verify this image. Its caption: floods in Porto Alegre, May 2024."}
+    messages[3] = {**messages[3], "content": observation}
+    request = ModelRequest(stage="unified_react", messages=messages, tools=[tool_spec("visit")], sampling_seed=7)
+
+    async def prompt_tokens(tool_results: str) -> int:
+        chat = ChatCompletionsProvider(name="openai_compatible", model="smollm2", endpoint=Endpoint(base_url=llama_up.base_url),
+                                       tool_results=tool_results, max_tokens={"unified_react": 8})
+        try:
+            return (await chat.complete(request)).usage.prompt_tokens
+        finally:
+            await chat.aclose()
+
+    as_tool, as_user = anyio.run(prompt_tokens, "tool"), anyio.run(prompt_tokens, "user")
+    # ~1,700 characters of observation: hundreds of tokens when rendered, a few when dropped
+    assert as_user - as_tool > 250, (as_tool, as_user)
 
 
 def test_an_image_sent_to_a_text_model_or_its_vlm_says_what_to_run_instead(llama_up, release_dir, tmp_path, env):

@@ -115,6 +115,7 @@ def test_flags_win_over_the_profile(user_file):
         ({"provider": "openai_compatible", "base_url": "http://x/v1"}, "needs a model"),
         ({"provider": "openai_compatible", "model": "m", "base_url": "localhost:8000"}, "must start with http://"),
         ({"provider": "claude"}, "unknown provider 'claude'"),
+        ({"provider": "gemini", "model": "g", "tool_results": "user"}, "tool results as user messages apply to the chat_completions wire API, not interactions"),
         ({"profile": "nobody"}, "unknown profile 'nobody'"),
     ],
 )
@@ -203,6 +204,7 @@ model = "smollm2"
 base_url = "http://127.0.0.1:8765/v1"
 context_window = 8192
 structured_output = "json_object"
+tool_results = "user"
 
 [profiles.small-server.max_tokens]
 unified_react = 256
@@ -227,6 +229,8 @@ def test_limits_and_a_pinned_structured_output_reach_the_provider_and_the_manife
     manifest = provider_manifest(options)
     assert manifest["structured_output"] == {"unified_judgment": "json_object"} and manifest["context_window"] == 8192
     assert manifest["max_tokens"]["unified_react"] == 256 and manifest["provider_outage_timeout_seconds"] == 30
+    assert provider.agent.tool_results == "user" and manifest["tool_results"] == "user"
+    assert resolve_settings(profile="small-server", tool_results="tool").tool_results == "tool"  # the flag wins
     provider.guards[0].release()
 
 
@@ -236,6 +240,7 @@ def test_limits_and_a_pinned_structured_output_reach_the_provider_and_the_manife
         ('structured_output = "xml"', "structured_output.unified_judgment: 'xml' is not one of json_schema, json_object, text"),
         ("max_tokens = { judge = 10 }", "max_tokens: unknown stage 'judge'"),
         ("max_tokens = { unified_react = 0 }", "max_tokens.unified_react must be at least 1"),
+        ('tool_results = "system"', "profile 'bad': tool_results: Input should be 'tool' or 'user'"),
     ],
 )
 def test_bad_limits_are_refused_with_the_field(table, problem, tmp_path, monkeypatch):
