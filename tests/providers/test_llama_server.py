@@ -11,7 +11,10 @@ tests skip, saying why (under CI, where they are required, they fail instead).
 
 The model is tiny and the machine small: one case, small completion budgets, the agent
 sees the embedded perception report (`separate_vlm` with the offline VLM) except where the
-image itself is under test.
+image itself is under test. The agent keeps to a 2048-token window and the server's context
+is 4096 tokens, not 8192: llama-cpp-python writes a function call's arguments without the
+completion budget, and a runaway call stops only at the end of the context (7,000 tokens took
+seven minutes here).
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ unified_judgment = 200
 perception = 48
 """
 # The agent reads the perception report; a 2048-token window keeps investigations short.
-TEXT_ONLY = ["--image-access-mode", "separate_vlm", "--vlm-provider", "offline", "--context-window", "2048"]
+WINDOW, SERVER_CONTEXT = 2048, 4096
+TEXT_ONLY = ["--image-access-mode", "separate_vlm", "--vlm-provider", "offline", "--context-window", str(WINDOW)]
 
 
 def _missing() -> str | None:
@@ -90,7 +94,7 @@ class LlamaServer:
 
     def start(self) -> None:
         command = [SERVER_PYTHON, "-m", "llama_cpp.server", "--model", GGUF, "--model_alias", "smollm2", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", "8192", "--n_threads", "2"]
+                   "--port", str(self.port), "--chat_format", "chatml-function-calling", "--n_ctx", str(SERVER_CONTEXT), "--n_threads", "2"]
         # Unbuffered: uvicorn's access lines go to stdout. Passive OpenMP waits: spinning threads
         # starve each other on a shared two-core machine (prompt evaluation 3x slower, measured).
         environment = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_WAIT_POLICY": "PASSIVE"}
@@ -214,7 +218,7 @@ def test_an_image_sent_to_a_text_model_or_its_vlm_says_what_to_run_instead(llama
     assert done.returncode == 1
     [finished] = events(db, "episode.finished")
     assert finished["termination"] == "error"
-    assert "the image made the request too long for the model's context window (8192 tokens)" in finished["error"]
+    assert f"the image made the request too long for the model's context window ({SERVER_CONTEXT} tokens)" in finished["error"]
     assert "--image-access-mode separate_vlm --vlm-provider offline" in finished["error"]
 
     # separate_vlm without --vlm-provider: the same text model is asked to describe the image.
