@@ -7,8 +7,9 @@ rejection), each request is kept inside it: older tool observations, and the mod
 long tool arguments and text, are shortened first (evidence ids, titles and URLs stay); once
 the investigation cannot fit any more, a `gate.decided` event (`context_window`) says so and
 the episode goes to its judgment. Tokens are estimated per stage from the server's own counts:
-a server's chat template renders a request with tools and one without differently
-(llama.cpp's function-calling template: 6-8 characters a token with them, 3 without).
+a server's chat template may render a request with tools and one without very differently
+(llama-cpp-python's function-calling template, which also drops `tool` messages, read the
+bundled release's requests as 6-8 characters a token with tools, 2.3-3 without).
 """
 
 from __future__ import annotations
