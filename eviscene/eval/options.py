@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError
-from eviscene.providers.profiles import ProviderSettings, resolve_settings
+from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings
 from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES
@@ -57,7 +57,7 @@ class EvalOptions(BaseModel):
     # context window in tokens (None: the profile's, else learned from the server).
     provider_outage_timeout: float = 600.0
     context_window: int | None = None
-    tool_results: Literal["tool", "user"] | None = None  # None: the profile's, else `tool`
+    tool_results: ToolResults | None = None  # None: the profile's, else `tool`
     concurrency: int = 1
     rollouts_per_case: int = 1
     base_sampling_seed: int = 1729
