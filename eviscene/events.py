@@ -103,6 +103,11 @@ class ModelCalled(_Payload):
     structured_output: Optional[str] = Field(
         None, description="Structured-output form the answer was asked in (`json_schema`, `json_object`, `text`); null without a schema."
     )
+    finish_reason: str = Field(
+        "", description="Why the answer ended, in the Chat Completions words whatever the wire: `stop`, `tool_calls`, "
+        "`length` (it reached its completion token limit: the text or a call's arguments are cut), `content_filter`, "
+        "or the provider's own word, lower case; empty when the provider named none."
+    )
     started_at: str = Field("", description="ISO-8601 time the call started.")
     finished_at: str = Field("", description="ISO-8601 time the call finished.")
 

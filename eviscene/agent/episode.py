@@ -130,6 +130,12 @@ class _JudgmentRefused(Exception):
     pass
 
 
+def _cut_off(response: ModelResponse) -> str:
+    """The judgment gate's reason for an answer the token limit cut before its JSON ended."""
+    spent = f" ({response.usage.completion_tokens} tokens)" if response.usage.completion_tokens else ""
+    return f"cut_off: the answer reached its completion token limit{spent} before its JSON ended; answer more briefly"
+
+
 def _has_image(messages: list[dict[str, Any]]) -> bool:
     return any(
         isinstance(m.get("content"), list) and any(part.get("type") == "image_url" for part in m["content"]) for m in messages
@@ -349,6 +355,8 @@ class Episode:
             messages.append(assistant_message(response))
             evidence_ids = set(self.tools.evidence) if self.tools is not None else set()
             judgment, reasons = parse_judgment(response.content, label_set, evidence_ids)
+            if judgment is None and response.finish_reason == "length" and reasons[0].startswith("not_json"):
+                reasons = [_cut_off(response)]  # the cause, not its symptom; the retry asks for a shorter answer
             await self.recorder.emit(
                 GateDecided(gate="judgment_schema", subject=self.spec.episode_id, passed=judgment is not None, reasons=reasons)
             )
@@ -478,6 +486,7 @@ class Episode:
                 latency_ms=round((time.monotonic() - clock) * 1000, 3),
                 retries=response.retries,
                 structured_output=response.structured_output,
+                finish_reason=response.finish_reason,
                 started_at=started_at,
                 finished_at=utc_now_millis_iso(),
             )

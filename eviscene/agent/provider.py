@@ -50,6 +50,7 @@ class ModelResponse(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     retries: list[dict[str, Any]] = Field(default_factory=list, description="Failed tries before this answer.")
     structured_output: str | None = Field(None, description="The structured-output form the answer was asked in (schema stages).")
+    finish_reason: str = Field("", description="Why the answer ended (`ModelCalled.finish_reason`'s words).")
 
 
 class ProviderError(Exception):

@@ -14,7 +14,12 @@ from typing import Any
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, tool_call, tool_names_by_call_id
+from eviscene.providers.wire import (
+    WireProvider,
+    finish_reason,
+    tool_call,
+    tool_names_by_call_id,
+)
 
 ON_OFF = ("on", "off")
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
@@ -111,6 +116,7 @@ class ChatCompletionsProvider(WireProvider):
             content=content,
             reasoning=str(reasoning),
             tool_calls=calls,
+            finish_reason=finish_reason(choices[0].get("finish_reason"), calls),
             usage=TokenUsage(
                 prompt_tokens=usage.get("prompt_tokens") or 0,
                 completion_tokens=usage.get("completion_tokens") or 0,

@@ -18,7 +18,7 @@ from typing import Any
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, tool_arguments, tool_call, tool_names_by_call_id
+from eviscene.providers.wire import WireProvider, finish_reason, tool_arguments, tool_call, tool_names_by_call_id
 
 _SIGNATURES_KEPT = 4096
 _SCHEMA_KEYS = {
@@ -165,6 +165,7 @@ class GeminiProvider(WireProvider):
             content="".join(texts),
             reasoning="\n\n".join(t for t in thoughts if t),
             tool_calls=calls,
+            finish_reason=finish_reason(candidates[0].get("finishReason"), calls),
             usage=TokenUsage(
                 prompt_tokens=usage.get("promptTokenCount") or 0,
                 completion_tokens=(usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0),

@@ -14,7 +14,7 @@ from typing import Any
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, text_of
 from eviscene.events import TokenUsage
-from eviscene.providers.wire import WireProvider, tool_call
+from eviscene.providers.wire import WireProvider, finish_reason, tool_call
 
 
 class ResponsesProvider(WireProvider):
@@ -96,10 +96,13 @@ class ResponsesProvider(WireProvider):
             elif kind == "function_call":
                 calls.append(tool_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments"), taken_ids))
         usage = answer.get("usage") or {}
+        # An incomplete answer names why in incomplete_details (the token limit, a filter).
+        ended = (answer.get("incomplete_details") or {}).get("reason") if answer.get("status") == "incomplete" else answer.get("status")
         return ModelResponse(
             content="".join(texts),
             reasoning="\n\n".join(r for r in reasoning if r),
             tool_calls=calls,
+            finish_reason=finish_reason(ended, calls),
             usage=TokenUsage(
                 prompt_tokens=usage.get("input_tokens") or 0,
                 completion_tokens=usage.get("output_tokens") or 0,

@@ -197,6 +197,25 @@ def tool_call(call_id: Any, name: Any, arguments: Any, taken_ids: set[str]) -> T
     return ToolCallRequest(id=unique, name=str(name or ""), arguments=tool_arguments(arguments))
 
 
+# A wire's own word for why an answer ended, in the Chat Completions words `model.called` keeps.
+_FINISH_WORDS = {
+    "max_tokens": "length", "max_output_tokens": "length",
+    "safety": "content_filter", "recitation": "content_filter", "blocklist": "content_filter",
+    "prohibited_content": "content_filter", "spii": "content_filter", "image_safety": "content_filter",
+    "finish_reason_unspecified": "",
+}
+
+
+def finish_reason(word: Any, tool_calls: list[ToolCallRequest]) -> str:
+    """`word` in the Chat Completions words: a natural end is `tool_calls` when the answer
+    asks for tools, `stop` otherwise; the token limit is `length`; a safety or recitation
+    block is `content_filter`; any other word is kept, lower case."""
+    word = str(word or "").strip().lower()
+    if word in ("stop", "completed"):
+        return "tool_calls" if tool_calls else "stop"
+    return _FINISH_WORDS.get(word, word)
+
+
 def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:
     """Which function each tool-call id called (wire formats that answer by name need it)."""
     return {

@@ -2,7 +2,8 @@
 -- grain: one row per model call of a finished attempt
 -- key: run_id, episode_id, call_index
 -- Each model call: stage, provider, model, the request's blob, the answer (text, reasoning,
--- tool calls), token usage, latency, retries, and the error of a call that failed for good.
+-- tool calls), why it ended (finish_reason: `length` when the token limit cut it; NULL when the
+-- provider named none), token usage, latency, retries, and the error of a call that failed for good.
 CREATE OR REPLACE VIEW model_calls AS
 -- Calls are numbered over their keys alone (a window sorts every column it carries).
 WITH numbered AS (
@@ -23,6 +24,7 @@ SELECT
     p.reasoning,
     p.tool_calls,
     json_array_length(p.tool_calls) AS tool_call_count,
+    nullif(p.finish_reason, '') AS finish_reason,
     p.usage.prompt_tokens AS prompt_tokens,
     p.usage.completion_tokens AS completion_tokens,
     p.usage.total_tokens AS total_tokens,
@@ -37,7 +39,8 @@ FROM (
         "stage": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR", "request_sha256": "VARCHAR",
         "content": "VARCHAR", "reasoning": "VARCHAR", "tool_calls": "JSON", "retries": "JSON",
         "usage": {"prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", "total_tokens": "BIGINT"},
-        "latency_ms": "DOUBLE", "error": "VARCHAR", "started_at": "VARCHAR", "finished_at": "VARCHAR"}') AS p
+        "latency_ms": "DOUBLE", "error": "VARCHAR", "finish_reason": "VARCHAR", "started_at": "VARCHAR",
+        "finished_at": "VARCHAR"}') AS p
     FROM steps
     WHERE type = 'model.called'
 )

@@ -199,6 +199,7 @@ def chat_completion(
     reasoning_content: str | None = None,
     reasoning: str | None = None,
     usage: tuple[int, int] = (10, 5),
+    finish_reason: str | None = None,
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -212,7 +213,7 @@ def chat_completion(
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"), "logprobs": None}],
         "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
     }
     ChatCompletion.model_validate(body)
@@ -227,6 +228,7 @@ def responses_response(
     usage: tuple[int, int] = (10, 5),
     status: str = "completed",
     error: dict | None = None,
+    incomplete: str | None = None,
 ) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if summary is not None:
@@ -248,9 +250,9 @@ def responses_response(
         "object": "response",
         "created_at": 1_700_000_000,
         "model": "m",
-        "status": status,
+        "status": "incomplete" if incomplete else status,
         "error": error,
-        "incomplete_details": None,
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
         "instructions": None,
         "metadata": {},
         "output": output,
@@ -278,6 +280,7 @@ def gemini_response(
     calls: list[tuple[str | None, str, dict, str | None]] = (),
     usage: tuple[int, int, int] = (10, 5, 3),
     block_reason: str | None = None,
+    finish_reason: str = "STOP",
 ) -> dict[str, Any]:
     if block_reason:
         body: dict[str, Any] = {"promptFeedback": {"blockReason": block_reason}}
@@ -296,7 +299,7 @@ def gemini_response(
                 part["thoughtSignature"] = signature
             parts.append(part)
         body = {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish_reason, "index": 0}],
             "usageMetadata": {
                 "promptTokenCount": usage[0],
                 "candidatesTokenCount": usage[1],

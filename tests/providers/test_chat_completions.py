@@ -124,6 +124,19 @@ def test_reasoning_goes_back_only_when_asked(images, case_image):
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("answer, expected", [
+    (chat_completion("Done."), "stop"),
+    (chat_completion(None, tool_calls=[("call_a", "text_search", '{"query": "flood"}')]), "tool_calls"),
+    (chat_completion('{"verdict": "auth', finish_reason="length"), "length"),
+    (chat_completion("", finish_reason="content_filter"), "content_filter"),
+])
+async def test_reads_why_the_answer_ended(answer, expected, images, case_image):
+    with FakeServer(lambda r: Reply(body=answer)) as server:
+        response = await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    assert response.finish_reason == expected
+
+
+@pytest.mark.anyio
 async def test_an_answer_without_choices_is_a_clear_provider_error(images, case_image):
     from eviscene.agent.provider import ProviderError
 

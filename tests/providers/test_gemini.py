@@ -87,6 +87,20 @@ async def test_thoughts_calls_and_signatures_round_trip(images, case_image):
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("answer, expected", [
+    (gemini_response(text="Done."), "stop"),
+    (gemini_response(calls=[("fc-1", "visit", {"url": "https://example.org"}, None)]), "tool_calls"),
+    (gemini_response(text='{"verdict": "auth', finish_reason="MAX_TOKENS"), "length"),
+    (gemini_response(text="", finish_reason="RECITATION"), "content_filter"),
+    (gemini_response(text="", finish_reason="MALFORMED_FUNCTION_CALL"), "malformed_function_call"),
+])
+async def test_reads_why_the_answer_ended_in_chat_completions_words(answer, expected, images, case_image):
+    with FakeServer(lambda r: Reply(body=answer), wire="interactions") as server:
+        response = await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    assert response.finish_reason == expected
+
+
+@pytest.mark.anyio
 async def test_a_blocked_prompt_is_a_provider_error(images, case_image):
     with FakeServer(lambda r: Reply(body=gemini_response(block_reason="SAFETY")), wire="interactions") as server:
         with pytest.raises(ProviderError, match=r"no candidates \(prompt blocked: SAFETY\)"):

@@ -310,7 +310,8 @@ def llama_like_model(*, react_turns: int, garbage_arguments: int = 0, window: in
         room = window - prompt
         if judging(received):
             cut = room < body["max_tokens"] and room * 4 < len(JUDGMENT)
-            return Reply(body=chat_completion(JUDGMENT[: room * 4] if cut else JUDGMENT, usage=(prompt, min(room, 20))))
+            return Reply(body=chat_completion(JUDGMENT[: room * 4] if cut else JUDGMENT, usage=(prompt, min(room, 20)),
+                                              finish_reason="length" if cut else "stop"))
         turn = sum(m["role"] == "tool" for m in body["messages"])
         if turn >= react_turns:
             return Reply(body=chat_completion("That is enough searching.", usage=(prompt, 10)))
@@ -323,7 +324,7 @@ def llama_like_model(*, react_turns: int, garbage_arguments: int = 0, window: in
 def test_the_judgment_s_tokens_are_estimated_apart_from_the_investigation_s(release_dir, tmp_path, fast_profile):
     """A judgment request has no tools: the server's template reads it as more tokens a
     character, so the investigation's ratio would send it too long (refused, or its reply cut
-    at the window's end and failing as not JSON)."""
+    at the window's end: `cut_off`)."""
     fast_profile.write_text(FAST_PROFILE + SMALL_BUDGETS, encoding="utf-8")
     with FakeServer(llama_like_model(react_turns=5)) as server:
         log = EventLog(tmp_path / "log.duckdb")
@@ -352,6 +353,27 @@ def test_a_model_s_own_pages_of_tool_arguments_are_shortened_for_the_window(rele
     # The log keeps what the model wrote, whole.
     [first] = [c for c in events(log, "tool.called") if c["call_id"] == "call_0"]
     assert len(first["arguments"]["_raw"]) > 19_000
+
+
+def test_a_judgment_cut_by_its_token_limit_is_refused_as_cut_off_and_asked_again(release_dir, tmp_path, fast_profile):
+    """The server stops the first judgment at max_tokens (finish_reason `length`): the gate
+    names that cause, not the unfinished JSON, and the retry tells the model."""
+    judgments = iter([chat_completion(JUDGMENT[:40], usage=(900, 256), finish_reason="length"), chat_completion(JUDGMENT)])
+
+    def respond(received: Received) -> Reply:
+        return Reply(body=next(judgments)) if judging(received) else answer_everything(received)
+
+    with FakeServer(respond) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url))
+    assert summary.terminations == {"completed": 1}
+    reasons = [g["reasons"] for g in events(log, "gate.decided") if g["gate"] == "judgment_schema"]
+    assert reasons == [["cut_off: the answer reached its completion token limit (256 tokens) before its JSON ended; answer more briefly"], []]
+    retry = [r.body["messages"][-1]["content"] for r in server.received if judging(r)][-1]
+    assert retry.startswith("Your judgment was not accepted: cut_off: the answer reached its completion token limit")
+    ended = log.sql("SELECT stage, finish_reason FROM model_calls ORDER BY call_index").to_pylist()
+    assert [(c["stage"], c["finish_reason"]) for c in ended] == [
+        ("unified_react", "stop"), ("unified_judgment", "length"), ("unified_judgment", "stop")]
 
 
 def refuses_images(received: Received) -> Reply:

@@ -67,6 +67,19 @@ async def test_reads_reasoning_summaries_function_calls_text_and_usage(images, c
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("answer, expected", [
+    (responses_response(text="Done."), "stop"),
+    (responses_response(calls=[("call_x", "text_search", '{"query": "flood"}')]), "tool_calls"),
+    (responses_response(text='{"verdict": "auth', incomplete="max_output_tokens"), "length"),
+    (responses_response(text="", incomplete="content_filter"), "content_filter"),
+])
+async def test_reads_why_the_answer_ended_in_chat_completions_words(answer, expected, images, case_image):
+    with FakeServer(lambda r: Reply(body=answer), wire="responses") as server:
+        response = await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    assert response.finish_reason == expected
+
+
+@pytest.mark.anyio
 async def test_a_failed_response_is_a_provider_error(images, case_image):
     failed = responses_response(status="failed", error={"code": "server_error", "message": "The model crashed."})
     with FakeServer(lambda r: Reply(body=failed), wire="responses") as server:
