@@ -9,7 +9,11 @@ Commit order (each step durable before the next):
   fsync the manifest.
 A writer killed before the line leaves a file no reader sees; the next holder of the run's
 lock (`recover_folder`: a resume or a seal) records it if it continues the chain, so a batch
-that reached the disk is never lost, and deletes unfinished `.tmp` files.
+that reached the disk is never lost, and deletes unfinished `.tmp` files. What no crash
+leaves is refused, the folder untouched: segments without a manifest (the first holder
+writes it before any segment), and an unrecorded segment past a gap in the chain (its
+predecessor was removed). A crash never leaves a manifest listing a file twice or two
+committed event segments with overlapping seqs either; readers refuse such a manifest.
 """
 
 from __future__ import annotations
@@ -67,12 +71,21 @@ def read_manifest(folder: Path) -> list[ManifestEntry] | None:
     except FileNotFoundError:
         return None
     entries = []
+    listed: dict[str, int] = {}
     for number, line in enumerate(data.split(b"\n")[:-1], start=1):
         try:
             raw = orjson.loads(line)
-            entries.append(ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))}))
+            entry = ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))})
         except (orjson.JSONDecodeError, TypeError) as exc:
             raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({exc})") from None
+        if entry.file in listed:
+            raise LogIntegrityError(f"{path}:{number}: {entry.file} is listed again (first on line {listed[entry.file]}): its rows would count twice")
+        listed[entry.file] = number
+        entries.append(entry)
+    ranges = sorted((e.first_seq, e.last_seq, e.file) for e in committed(entries) if e.is_events)
+    for (_, last, file), (first, _, overlapping) in zip(ranges, ranges[1:]):
+        if first <= last:  # type: ignore[operator]
+            raise LogIntegrityError(f"{path}: {file} and {overlapping} both hold seq {first}: their rows would count twice")
     return entries
 
 
@@ -156,28 +169,52 @@ def describe_events_file(path: Path) -> ManifestEntry:
     )
 
 
-def unrecorded_tail(folder: Path, entries: list[ManifestEntry]) -> tuple[list[ManifestEntry], list[str]]:
+@dataclass(frozen=True)
+class UnrecordedFiles:
+    """Segment files on disk that the manifest does not list."""
+
+    events: list[ManifestEntry]  # continue the recorded chain: a killed writer's last batches
+    blobs: list[str]  # beside them
+    # Past the chain's end with a gap before them, or not chaining on from it: what is left
+    # when a segment (and its line) was removed. A compaction's unrecorded file lies inside
+    # the recorded seqs instead, and only repeats rows.
+    stranded: list[ManifestEntry]
+    recorded_end: int | None
+
+    def stranded_problem(self) -> str:
+        first = self.stranded[0]
+        after = f"seq {self.recorded_end}" if self.recorded_end is not None else "the recorded segments"
+        return (f"segment {first.file} (seq {first.first_seq}..{first.last_seq}) is on disk but in no manifest line, "
+                f"and does not continue the chain after {after}: a segment before it was removed")
+
+
+def unrecorded_tail(folder: Path, entries: list[ManifestEntry]) -> UnrecordedFiles:
     """Files a writer renamed into place but was killed before recording: the events segments
-    that continue the recorded chain (seq and hash) and the blob files beside them."""
+    that continue the recorded chain (seq and hash) and the blob files beside them; and those
+    stranded past a gap."""
     listed = {entry.file for entry in entries}
     names = sorted(os.listdir(folder))
     events = [e for e in committed(entries) if e.is_events]
     tail_seq = events[-1].last_seq if events else None
     tail_hash = events[-1].last_hash if events else None
     found: list[ManifestEntry] = []
+    stranded: list[ManifestEntry] = []
     candidates = sorted(
         (int(m.group(1)), name) for name in names if (m := EVENTS_FILE.match(name)) and name not in listed
     )
     for first_seq, name in candidates:
-        if tail_seq is not None and first_seq != tail_seq + 1:
-            continue
+        if tail_seq is not None and first_seq <= tail_seq:
+            continue  # inside the recorded seqs: a compaction's file, killed before its line
         entry = describe_events_file(folder / name)
-        if tail_hash is not None and entry.first_prev_hash != tail_hash:
+        if stranded or (tail_seq is not None and first_seq != tail_seq + 1) or (
+            tail_hash is not None and entry.first_prev_hash != tail_hash
+        ):
+            stranded.append(entry)
             continue
         found.append(entry)
         tail_seq, tail_hash = entry.last_seq, entry.last_hash
     blobs = [name for name in names if BLOBS_FILE.match(name) and name not in listed]
-    return found, blobs
+    return UnrecordedFiles(found, blobs, stranded, tail_seq)
 
 
 def recover_folder(folder: Path) -> None:
@@ -197,11 +234,19 @@ def recover_folder(folder: Path) -> None:
                 os.fsync(handle.fileno())
     entries = read_manifest(folder)
     if entries is None:
+        segments = [name for name in sorted(os.listdir(folder)) if EVENTS_FILE.match(name) or BLOBS_FILE.match(name)]
+        if segments:
+            raise LogIntegrityError(
+                f"{path} is missing beside {len(segments)} segment file(s) ({segments[0]}, …): the manifest was deleted; "
+                "nothing was changed (restore it, then run this again)"
+            )
         entries = []
         append_lines(folder, [])  # from now on a missing manifest means a deleted one
-    events, blobs = unrecorded_tail(folder, entries)
+    tail = unrecorded_tail(folder, entries)
+    if tail.stranded:
+        raise LogIntegrityError(f"{folder}: {tail.stranded_problem()}; nothing was changed (restore the missing segment, then run this again)")
     import pyarrow.parquet as pq
 
-    lines = [ManifestEntry(file=name, rows=pq.read_metadata(folder / name).num_rows, sha256=file_sha256(folder / name)) for name in blobs]
-    if lines or events:
-        append_lines(folder, lines + events)
+    lines = [ManifestEntry(file=name, rows=pq.read_metadata(folder / name).num_rows, sha256=file_sha256(folder / name)) for name in tail.blobs]
+    if lines or tail.events:
+        append_lines(folder, lines + tail.events)

@@ -2,8 +2,8 @@
 transaction, then delete them. Readers see the same events before and after.
 
 A seal checks before it moves anything: every segment against its manifest line (sha256,
-rows) and the chain across them (gapless seq, each event's hash and prev_hash, continuing
-the archive's part of the run). A run that fails is refused with the reason, the archive
+rows), the chain across them (gapless seq, each event's hash and prev_hash, continuing
+the archive's part of the run) and each blob's content against its address. A run that fails is refused with the reason, the archive
 unchanged. The run's folder is removed while the seal still holds the run lock, so a resume
 waiting for the lock finds either the live run or the sealed one, never a half-removed
 folder (`locks.py` explains how the waiting writer sees through the removed lock file).
@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
 from eviscene.store.chain import GENESIS_HASH
@@ -25,7 +26,7 @@ from eviscene.store.manifest import MANIFEST, ManifestEntry, committed, file_sha
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
-from eviscene.store.verify import RECORD_COLUMNS, walk_chains
+from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -151,6 +152,11 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
             refuse(entry.first_seq, entry.last_seq, f"segment {entry.file} is missing")
         if file_sha256(path) != entry.sha256:
             refuse(entry.first_seq, entry.last_seq, f"segment {entry.file} was altered (sha256 differs from its manifest line)")
+    for entry in entries:
+        if not entry.is_events:
+            blobs = pq.ParquetFile(folder / entry.file).iter_batches(1_000, columns=["sha256", "size", "content"])
+            for problem in altered_blobs(blobs):
+                refuse(None, None, f"{problem} in {entry.file}")
     events = [folder / e.file for e in entries if e.is_events]
     if not events:
         return

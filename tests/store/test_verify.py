@@ -246,6 +246,70 @@ def test_deleted_manifest_is_named(live_log):
     assert [str(p) for p in live_log.verify().problems] == ["run r1, seq 1..12: r1/segments.jsonl is missing: its segments are unrecorded"]
 
 
+def live_files(log: EventLog) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in run_folder(log).iterdir()}
+
+
+def test_seal_and_resume_refuse_segments_whose_manifest_was_deleted(live_log):
+    """The first holder of a run's lock writes its manifest before any segment: segments
+    without one were left by a deletion, not a crash, and nothing may be adopted or removed."""
+    (run_folder(live_log) / "segments.jsonl").unlink()
+    before = live_files(live_log)
+    result = CliRunner().invoke(cli, ["--db", str(live_log.path), "log", "seal", "r1"])
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: {run_folder(live_log) / 'segments.jsonl'} is missing beside 3 segment file(s) "
+        "(events-000000000001-000000000004.parquet, …): the manifest was deleted; nothing was changed (restore it, then run this again)\n"
+    )
+    with pytest.raises(LogIntegrityError, match="the manifest was deleted"):
+        write_batches(live_log, "r1", [gates(11, 12)])  # a resume's writer
+    assert live_files(live_log) == before and not live_log.path.exists()
+
+
+def test_a_segment_stranded_past_a_removed_one_is_named_and_kept(live_log):
+    """The middle segment and the manifest lines from it on removed: the last segment no
+    longer continues the recorded chain. Before, a seal adopted what chained and deleted it."""
+    folder = run_folder(live_log)
+    segments(live_log)[1].unlink()
+    lines = (folder / "segments.jsonl").read_text().splitlines(keepends=True)
+    (folder / "segments.jsonl").write_text(lines[0])
+    stranded = "segment events-000000000009-000000000012.parquet (seq 9..12) is on disk but in no manifest line, " \
+               "and does not continue the chain after seq 4: a segment before it was removed"
+    assert [str(p) for p in live_log.verify().problems] == [f"run r1, seq 9..12: {stranded}"]
+    before = live_files(live_log)
+    with pytest.raises(LogIntegrityError, match="does not continue the chain after seq 4"):
+        live_log.seal(["r1"])
+    with pytest.raises(LogIntegrityError, match="does not continue the chain after seq 4"):
+        write_batches(live_log, "r1", [gates(11, 12)])
+    assert live_files(live_log) == before
+
+
+def test_a_killed_writer_s_unrecorded_last_segment_is_still_adopted(live_log):
+    folder = run_folder(live_log)
+    lines = (folder / "segments.jsonl").read_text().splitlines(keepends=True)
+    (folder / "segments.jsonl").write_text("".join(lines[:-1]))  # killed before the last line
+    assert live_log.seal(["r1"]) == ["r1"]
+    assert live_log.verify().ok and live_log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 12}]
+
+
+def test_a_manifest_that_lists_rows_twice_is_refused_by_readers(live_log):
+    folder = run_folder(live_log)
+    manifest = folder / "segments.jsonl"
+    lines = manifest.read_text().splitlines(keepends=True)
+    manifest.write_text("".join(lines) + lines[0])  # a line repeated
+    with pytest.raises(LogIntegrityError, match=rf"segments.jsonl:{len(lines) + 1}: events-000000000001-000000000004.parquet is listed again \(first on line 1\)"):
+        live_log.sql("SELECT count(*) FROM events")
+    # A segment copied under another name, with a line for it.
+    copy = folder / "events-000000000005-000000000007.parquet"
+    copy.write_bytes(segments(live_log)[1].read_bytes())
+    [second] = [json.loads(line) for line in lines if json.loads(line).get("first_seq") == 5]
+    line = {**second, "file": copy.name}
+    manifest.write_text("".join(lines) + json.dumps(line) + "\n")
+    result = CliRunner().invoke(cli, ["--db", str(live_log.path), "runs"])
+    assert result.exit_code == 2
+    assert "events-000000000005-000000000007.parquet and events-000000000005-000000000008.parquet both hold seq 5" in result.output
+
+
 def test_a_run_whose_writer_holds_the_lock_is_verified_up_to_its_last_commit(tmp_path):
     log = EventLog(tmp_path / "running.duckdb")
     write_batches(log, "r1", [gates(0, 5)])
