@@ -17,12 +17,16 @@ A sealed run's results are also filed beside the log when it is sealed (`precomp
 `data.py`, called by the CLI after `eval run`, `eval resume` and `log seal`: the writer pays the cost once, at the end of the run), in
 `<log>.results/`, keyed without the log's path (a moved log keeps them); the viewer reads them
 before computing anything, so even its first look at a 100k-episode run answers at once. The
-viewer itself never writes there: it stays read-only on the log."""
+viewer itself never writes there: it stays read-only on the log. Each filed result is signed
+(HMAC-SHA256 over its name and text) with a key of the user's own (`signing_key`): `log verify`
+proves the log, not files beside it, so a result edited there, or filed by someone else (a
+log copied from a colleague, with its folder), is not read but computed again from the log."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -41,7 +45,7 @@ from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir
 from eviscene.store.layout import live_root
 from eviscene.views import view_definitions
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"  # 2: results filed beside the log are signed
 CACHE_FOLDER = "view-cache"
 BESIDE_LOG_SUFFIX = ".results"  # <log>.results/: the results filed when a run is sealed
 
@@ -137,6 +141,45 @@ def normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=True))
 
 
+def _data_dir() -> Path:
+    data = os.environ.get("XDG_DATA_HOME")
+    return (Path(data) if data else Path.home() / ".local" / "share") / "eviscene"
+
+
+@functools.cache
+def signing_key() -> bytes | None:
+    """This user's key for the results filed beside logs, made once (32 random bytes, mode
+    0600) in `$XDG_DATA_HOME/eviscene` (else `~/.local/share/eviscene`): kept across reboots,
+    unlike the runtime directory, so a sealed run's filed results stay readable. None where no
+    private key can be kept: then nothing is filed or read beside a log."""
+    path = _data_dir() / "results-signing.key"
+    try:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            pending = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(os.urandom(32))
+                os.fsync(out.fileno())
+            try:
+                os.link(pending, path)  # first one wins; a racing process reads the winner's key
+            except FileExistsError:
+                pass
+            finally:
+                pending.unlink()
+        found = path.stat()
+        if found.st_uid != os.getuid() or found.st_mode & 0o077:
+            return None
+        key = path.read_bytes()
+    except OSError:
+        return None
+    return key if len(key) == 32 else None
+
+
+def _signature(key: bytes, name: str, text: str) -> str:
+    return hmac.new(key, f"{name}\n{text}".encode(), hashlib.sha256).hexdigest()
+
+
 class ResultCache:
     """Results by (kind, run head) for one log: in memory, and on disk for sealed runs."""
 
@@ -186,13 +229,26 @@ class ResultCache:
         except (OSError, ValueError):  # not there, or unreadable: compute it again
             return None
 
+    def _read_filed(self, name: str) -> Any | None:
+        """A result filed beside the log, if this user's key signed it as it is, under this name."""
+        key = signing_key()
+        if key is None or not self._trusted_beside_log():
+            return None
+        try:
+            signature, text = (self.beside_log / name).read_text(encoding="utf-8").split("\n", 1)
+            if not hmac.compare_digest(signature, _signature(key, name, text)):
+                return None  # edited, moved from another run's name, or filed by another user
+            return json.loads(text)
+        except (OSError, ValueError):
+            return None
+
     def get(self, kind: str, head: RunHead) -> Any | None:
         key = self._key(kind, head)
         with self._lock:
             found = self._memory.get((kind, head.run_id))
         if found and found[0] == key:
             return found[1]
-        value = self._read(self.beside_log / self._filed_name(kind, head)) if self._trusted_beside_log() else None
+        value = self._read_filed(self._filed_name(kind, head))
         if value is None and self._private():
             filed = self.folder / f"{self._prefix(kind, head.run_id)}{key}.json"
             value = self._read(filed)
@@ -267,13 +323,15 @@ class ResultCache:
     def file_beside_log(self, kind: str, head: RunHead, value: Any) -> bool:
         """File a sealed run's `value` beside the log (the writer does, at seal time; its
         results under an older head go); False when the folder is not ours alone to write."""
-        if not self.sealed(head.run_id):
+        key = signing_key()
+        if key is None or not self.sealed(head.run_id):
             return False
         name = self._filed_name(kind, head)
         self.beside_log.mkdir(mode=0o755, exist_ok=True)
         if not self._trusted_beside_log():
             return False
-        write_text(self.beside_log / name, json.dumps(normalized(value), ensure_ascii=False, allow_nan=True))
+        text = json.dumps(normalized(value), ensure_ascii=False, allow_nan=True)
+        write_text(self.beside_log / name, f"{_signature(key, name, text)}\n{text}")
         for older in self.beside_log.glob(f"{name.rsplit('-', 1)[0]}-*.json"):
             if older.name != name:
                 older.unlink(missing_ok=True)

@@ -167,3 +167,44 @@ def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_no
     finally:
         beside_log(log.path).chmod(0o755)
     assert ResultCache(log.path, tmp_path / "rt-closed").get("run", head)["row"]["accuracy"] == 0.75
+
+
+def test_a_filed_result_edited_moved_or_signed_by_another_key_is_not_read_but_computed_from_the_log(tmp_path, monkeypatch):
+    """`log verify` proves the log, not the files beside it: a forged number there must never
+    reach a page or a report."""
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_write_first, log)
+    anyio.run(_write_late, log)
+    seal(log)
+    head = _head(log, RUN)
+    [filed] = beside_log(log.path).glob("run-*.json")
+    signature, text = filed.read_text(encoding="utf-8").split("\n", 1)
+    assert '"accuracy": 0.75' in text and ResultCache(log.path, tmp_path / "rt-0").get("run", head) is not None
+
+    filed.write_text(signature + "\n" + text.replace('"accuracy": 0.75', '"accuracy": 0.123'), encoding="utf-8")
+    assert ResultCache(log.path, tmp_path / "rt-1").get("run", head) is None
+    assert data.known_run(log, RUN, ResultCache(log.path, tmp_path / "rt-1"))["accuracy"] == 0.75
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "report", RUN, "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert "0.123" not in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+    # Signed by another user's key (a log copied with its folder from a colleague).
+    from eviscene.viewer import results_cache
+
+    other = tmp_path / "other-user"
+    monkeypatch.setenv("XDG_DATA_HOME", str(other))
+    results_cache.signing_key.cache_clear()
+    try:
+        forged_text = text.replace('"accuracy": 0.75', '"accuracy": 0.123')
+        filed.write_text(results_cache._signature(results_cache.signing_key(), filed.name, forged_text) + "\n" + forged_text, encoding="utf-8")
+    finally:
+        monkeypatch.delenv("XDG_DATA_HOME")
+        results_cache.signing_key.cache_clear()
+    assert ResultCache(log.path, tmp_path / "rt-2").get("run", head) is None
+
+    # Our own signature on the run's dashboard, filed under the run row's name.
+    seal(log, RUN)  # files them again, correctly
+    [dashboard] = beside_log(log.path).glob("dashboard-*.json")
+    [filed] = beside_log(log.path).glob("run-*.json")
+    filed.write_bytes(dashboard.read_bytes())
+    assert ResultCache(log.path, tmp_path / "rt-3").get("run", head) is None
