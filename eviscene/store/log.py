@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
-from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.store.layout import live_root, resolve_log_path
 from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, open_snapshot, segment_moved
 
@@ -277,34 +276,7 @@ def _fetched(con: duckdb.DuckDBPyConnection, batch_rows: int) -> Iterator[tuple[
 
 
 def _readable(path: str | os.PathLike[str]) -> Path:
-    """A `--read` file or folder, resolved. DuckDB allows a folder by its name, so a link in it
-    would open whatever it points at: one that leads out of the folder is refused (`resolve_inside`)."""
     resolved = Path(path).expanduser().resolve()
     if not resolved.exists():
         raise QueryRefusedError(f"nothing to read at {path}: no such file or folder")
-    if resolved.is_dir():
-        for relative in _links_in(resolved):
-            try:
-                resolve_inside(resolved, relative, root_name="--read folder")
-            except PathEscapeError as exc:
-                raise QueryRefusedError(f"{exc}: name what it points at with a --read of its own") from None
     return resolved
-
-
-def _links_in(folder: Path) -> Iterator[str]:
-    """The relative path of each symlink under `folder`, always in the same order (links are
-    not followed; a subfolder this user may not list is skipped: DuckDB cannot open it either)."""
-    pending = [""]
-    while pending:
-        relative = pending.pop()
-        try:
-            with os.scandir(folder / relative) as found:
-                entries = sorted(found, key=lambda entry: entry.name)
-        except OSError:
-            continue
-        for entry in entries:
-            name = f"{relative}/{entry.name}" if relative else entry.name
-            if entry.is_symlink():
-                yield name
-            elif entry.is_dir():
-                pending.append(name)
