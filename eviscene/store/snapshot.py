@@ -7,16 +7,20 @@ moment ago is there, what it commits later is seen by the next connection.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from eviscene.errors import LogLockedError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogLockedError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
@@ -26,10 +30,58 @@ DUCKDB_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
-# Large sorts and joins of a snapshot spill here rather than grow the process (never the cwd).
-SPILL_DIRECTORY = Path(tempfile.gettempdir()) / "eviscene-duckdb-spill"
 LOCK_WAIT_SECONDS = 10.0
 _HOLDER_PID = re.compile(r"PID (\d+)")
+
+
+# This process's spill folder, by the pid that made it (a forked child makes its own).
+_spill_folders: dict[int, Path] = {}
+_spill_lock = threading.Lock()
+
+
+def spill_directory() -> Path:
+    """Where a sandboxed connection's large sorts, joins and temporary tables spill (never the
+    cwd). The sandbox lets every query read this folder, so it is private to this process: a
+    fresh name that mkdtemp makes (0700) in the temp directory, so that nobody can plant it, or
+    a link in its place, beforehand (`_check_private`); removed when the process exits. The
+    process's connections share it (each removes its own files when it closes)."""
+    with _spill_lock:
+        folder = _spill_folders.get(os.getpid())
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="eviscene-spill-")).resolve()
+            try:
+                _check_private(folder)
+            except EvisceneError:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            _spill_folders[os.getpid()] = folder
+            atexit.register(_remove_spill_directory, folder, os.getpid())
+    return folder
+
+
+def _check_private(folder: Path) -> None:
+    """Refuse a spill folder (resolved) another user could read, or swap for a link: it must be
+    a real folder of this user's, 0700, and each folder above it this user's or root's and, if
+    others may write to it, sticky (as /tmp is: there nobody renames what is not theirs)."""
+    own = os.lstat(folder)
+    if not stat.S_ISDIR(own.st_mode) or own.st_uid != os.geteuid() or stat.S_IMODE(own.st_mode) != 0o700:
+        raise EvisceneError(f"the SQL spill folder {folder} is not a private folder of this user's; nothing was read")
+    for above in folder.parents:
+        info = os.stat(above)
+        if info.st_uid not in (0, os.geteuid()):
+            reason = "belongs to another user"
+        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            reason = "is writable by others and not sticky"
+        else:
+            continue
+        raise EvisceneError(
+            f"another user could replace the SQL spill folder {folder}: {above} {reason}; point TMPDIR at a folder of your own"
+        )
+
+
+def _remove_spill_directory(folder: Path, pid: int) -> None:
+    if os.getpid() == pid:  # not a forked child's exit: the folder is its parent's
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def new_connection() -> duckdb.DuckDBPyConnection:
@@ -164,7 +216,7 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     con.execute(f"SET allowed_paths = {_sql_list(files)}")
     # A trailing separator, so that naming /data/in does not also open /data/inbox.
     con.execute("SET allowed_directories = [" + ", ".join(f"'{_quote(p)}{os.sep}'" for p in folders) + "]")
-    con.execute(f"SET temp_directory = '{_quote(SPILL_DIRECTORY)}'")
+    con.execute(f"SET temp_directory = '{_quote(spill_directory())}'")
     if sandbox.memory_limit:
         con.execute(f"SET memory_limit = '{sandbox.memory_limit}'")
     con.execute("SET enable_external_access = false")
