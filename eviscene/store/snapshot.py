@@ -237,12 +237,19 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
         raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
     if len(statements) > 1:
         raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
-    kind = statements[0].type
-    if kind != duckdb.StatementType.SELECT:
+    if statements[0].type != duckdb.StatementType.SELECT:
         raise QueryRefusedError(
-            f"only a SELECT statement runs over the log; {kind.name} is refused "
+            f"only a SELECT statement runs over the log; {_statement_name(statements[0])} is refused "
             "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
         )
+
+
+def _statement_name(statement: duckdb.Statement) -> str:
+    """A statement by its type, as DuckDB's parser classifies it, except INSTALL and FORCE
+    INSTALL, which it files under LOAD: those are named as written."""
+    if statement.type == duckdb.StatementType.LOAD and "INSTALL" in statement.query.upper().split()[:2]:
+        return "INSTALL"
+    return statement.type.name
 
 
 def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:

@@ -182,6 +182,20 @@ def test_each_hostile_statement_of_the_issue_is_one_line_and_exit_2(log_copy, in
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("statement", "name"),
+    [("INSTALL httpfs", "INSTALL"), ("force install parquet", "INSTALL"), ("-- a note\nINSTALL httpfs", "INSTALL"),
+     ("LOAD httpfs", "LOAD"), ("TRUNCATE archive.events", "DELETE")],
+)
+def test_the_refusal_names_the_statement_as_written(log_copy, statement, name):
+    # DuckDB's parser files INSTALL under LOAD; the refusal names what was written.
+    result = eviscene(log_copy, "sql", "--", statement)
+    assert result.returncode == 2 and result.stderr == (
+        f"Error: only a SELECT statement runs over the log; {name} is refused (the log is read-only: results leave "
+        "with --output FILE, your own files come in with --read PATH)\n"
+    )
+
+
 def test_every_statement_type_but_select_is_refused(log_copy):
     _refused_in_process(log_copy, list(STATEMENT_TYPES.values()))
 
