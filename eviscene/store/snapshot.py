@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from eviscene.errors import EvisceneError, LogLockedError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
@@ -32,6 +32,9 @@ DUCKDB_CONFIG = {
 }
 LOCK_WAIT_SECONDS = 10.0
 _HOLDER_PID = re.compile(r"PID (\d+)")
+# A DuckDB database file opens with an 8-byte checksum, then these bytes.
+_DUCKDB_MAGIC = b"DUCK"
+_DUCKDB_MAGIC_AT = 8
 
 
 # This process's spill folder, by the pid that made it (a forked child makes its own).
@@ -103,6 +106,7 @@ def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only:
 
 def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str, *, read_only: bool = False) -> None:
     """Attach a log's archive under `alias`, waiting a moment while another process holds it."""
+    check_archive_file(log_path)
     mode = " (READ_ONLY)" if read_only else ""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
@@ -117,6 +121,18 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
                 holder = f"pid {match.group(1)}" if match else "another process"
                 raise LogLockedError(f"log {log_path} is held for writing by {holder}") from None
             time.sleep(0.1)
+
+
+def check_archive_file(log_path: Path) -> None:
+    """Refuse a log path that holds a file other than a DuckDB database, before DuckDB reads
+    it: of a run's summary.json it says "Cannot launch in-memory database in read-only
+    mode!". A path with nothing there yet passes (a first run creates the log)."""
+    if not log_path.is_file():
+        return
+    with log_path.open("rb") as handle:
+        header = handle.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
+    if header[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
+        raise NotALogError(f"{log_path} is not an EviScene log (not a DuckDB database file)")
 
 
 def _quote(path: Path) -> str:
