@@ -39,6 +39,10 @@ class LogNotFoundError(EvisceneError):
     """A command that only reads was pointed at a path holding no log."""
 
 
+class NotALogError(EvisceneError):
+    """A log path holds a file that is not an EviScene log (a run's summary.json, say)."""
+
+
 class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
 

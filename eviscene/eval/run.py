@@ -353,15 +353,14 @@ async def _execute(
         if observer is not None:
             observer.planned(run_id, len(queue))
 
-    if ray is None:
-        planned()
-
     def record(spec: RolloutSpec, finished: EpisodeFinished) -> None:
         summary.terminations[finished.termination] += 1
         if observer is not None:
             observer.finished(spec, finished)
 
     async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id) as writer:
+        if ray is None:
+            planned()  # once the run is this process's: a run another process writes is refused before any progress
         for draft in opening:
             await writer.emit(draft)
 

@@ -23,6 +23,7 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.canonical_sql import register_functions, row_sql
 from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
@@ -139,9 +140,10 @@ def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int
     root = out_dir.resolve()
     written: dict[str, int] = {}
     for item in files:
-        target = (root / item["relative_path"]).resolve()
-        if root not in target.parents:
-            raise EvisceneError(f"imported file path escapes the output directory: {item['relative_path']}")
+        try:
+            target = resolve_inside(root, item["relative_path"], root_name="output directory")
+        except PathEscapeError as exc:
+            raise EvisceneError(f"imported file {exc}") from None
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item["content"])
         name = item["relative_path"].split("/", 1)[0] + "/" if "/" in item["relative_path"] else item["relative_path"]

@@ -10,10 +10,21 @@ from typing import Any, Iterator
 from eviscene.imports.errors import ArtifactError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
 from eviscene.rules.jsonl_parts import iter_jsonl_field
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 
 
 def sha256_bytes(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
+
+
+def inside_import(root: Path, relative: str, *, what: str = "") -> Path:
+    """The file or folder `relative` of the imported directory `root`, resolved; one that
+    leads out of `root` (a link pointing out, `..`, an absolute path) is refused by name,
+    after `what` when given (`resolve_inside`), and never read."""
+    try:
+        return resolve_inside(root, relative, root_name="imported directory")
+    except PathEscapeError as exc:
+        raise ArtifactError(f"{what}: {exc}" if what else str(exc)) from None
 
 
 def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.imports.files import sha256_bytes, text
+from eviscene.imports.files import inside_import, sha256_bytes, text
 from eviscene.imports.plan import ImportedFile
 from eviscene.rules.canonical import seed_canonical_json
 
@@ -20,9 +20,8 @@ def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> Im
             raise ArtifactError(f"accepted-release v4 selected episode has no runtime store: {episode_id}")
         return None
     root = root.resolve()
-    store = (root / raw).resolve()
-    if store != root and root not in store.parents:
-        raise ArtifactError(f"accepted-release runtime store escapes the release root: {episode_id}")
+    what = f"accepted-release runtime store of {episode_id}"
+    store = inside_import(root, raw, what=what)
     if not store.is_dir():
         raise ArtifactError(f"accepted-release runtime store is missing: {episode_id}: {store}")
     if not any((store / "context").glob("*.json")):
@@ -35,11 +34,11 @@ def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> Im
         expected_files = 0
     if required and expected_files < 1:
         raise ArtifactError(f"accepted-release v4 selected episode has invalid runtime store metadata: {episode_id}")
-    listing = {
-        path.relative_to(store).as_posix(): sha256_bytes(path.read_bytes())
-        for path in sorted(store.rglob("*"))
-        if path.is_file()
-    }
+    listing = {}
+    for path in sorted(store.rglob("*")):
+        if path.is_file():  # a link in the store must stay in the release: its hash vouches for the file
+            file_bytes = inside_import(root, path.relative_to(root).as_posix(), what=what).read_bytes()
+            listing[path.relative_to(store).as_posix()] = sha256_bytes(file_bytes)
     content = seed_canonical_json({"episode_id": episode_id, "files": listing}, ensure_ascii=True).encode("utf-8")
     relative = store.relative_to(root).as_posix()
     return ImportedFile(

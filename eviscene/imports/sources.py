@@ -9,7 +9,9 @@ from typing import Any
 import orjson
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.imports.files import count_jsonl_objects, iter_jsonl_objects, jsonl_field, parse_json_object, text
+from eviscene.imports.files import (
+    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, text,
+)
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
 
@@ -68,6 +70,7 @@ def _path_order(path: Path) -> tuple[str, ...]:
 
 def _read(root: Path, path: Path, kind: str, relative: str | None = None, **metadata: Any) -> ImportedFile:
     relative = path.relative_to(root).as_posix() if relative is None else relative
+    inside_import(root, relative)
     return ImportedFile(kind, path, relative, path.read_bytes(), metadata=metadata)
 
 
@@ -113,9 +116,9 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
     files = [manifest_file]
     trace_files: dict[str, ImportedFile] = {}
     traces_folder = root / "traces"
-    names = sorted(e.name for e in os.scandir(traces_folder) if e.name.endswith(".json")) if traces_folder.is_dir() else []
+    names = _trace_names(root, traces_folder) if traces_folder.is_dir() else []
     folder_text = str(traces_folder)
-    for name in names:  # the seed's sorted(glob("traces/*.json")), without pathlib's per-path cost
+    for name in names:
         path = os.path.join(folder_text, name)
         with open(path, "rb") as handle:
             item = ImportedFile("trace", path, f"traces/{name}", handle.read())
@@ -139,6 +142,19 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
             item.rows = count_jsonl_objects(path, item.content)
         files.append(item)
     return files, manifest
+
+
+def _trace_names(root: Path, folder: Path) -> list[str]:
+    """The seed's sorted(glob("traces/*.json")), without pathlib's per-path cost: the names
+    of the trace files in `folder`, each link among them checked to stay inside `root`. Only
+    a link can lead out of a folder that is inside, so only links are resolved (resolving
+    every trace would cost seconds at 100k files)."""
+    inside_import(root, "traces")
+    entries = sorted((entry.name, entry.is_symlink()) for entry in os.scandir(folder) if entry.name.endswith(".json"))
+    for name, is_link in entries:
+        if is_link:
+            inside_import(root, f"traces/{name}")
+    return [name for name, _ in entries]
 
 
 def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
@@ -174,14 +190,12 @@ def collect_run_dir(root: Path) -> ImportPlan:
 
 def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
     """Every file of a run directory `_run_files` did not read, so the import holds the whole
-    directory (`materialize` writes it back byte for byte); links must stay inside it."""
+    directory (`materialize` writes it back byte for byte); links must stay inside it (`_read`)."""
     found = []
     for relative, path_text in _files_in_order(root, taken):
         path = Path(path_text)
         if not path.is_file():
             continue
-        if root.resolve() not in path.resolve().parents:
-            raise ArtifactError(f"{path}: links outside the run directory {root}")
         if path.name == "summary.json" and path.parent == root:
             item = _read(root, path, "summary", relative)
             parse_json_object(path, item.content)
@@ -248,7 +262,7 @@ def _selected_episodes(root: Path, manifest: dict[str, Any]) -> tuple[ImportedFi
     """Seed `_load_canonical_accepted_release`: the selected rows, each episode and case once,
     each with a passing deterministic gate, as many cases as the manifest says."""
     path = root / "selected_episodes.jsonl"
-    content = path.read_bytes() if path.is_file() else b""
+    content = inside_import(root, path.name).read_bytes() if path.is_file() else b""
     item = ImportedFile("selected_episodes", path, "selected_episodes.jsonl", content)
     selected: dict[str, dict[str, Any]] = {}
     cases: set[str] = set()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any, Iterable
 
 from eviscene.errors import ReleaseError
 from eviscene.release.jsonl import read_jsonl_numbered
 from eviscene.rules.jsonl import parse_json
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 
 RUNTIME_RELEASE_SCHEMA_VERSION = "ifv-runtime-release-v0.3"
 SCORING_PACKAGE_SCHEMA_VERSION = "ifv-scoring-gold-v1"
@@ -105,27 +106,11 @@ def file_descriptor(path: str | Path | None) -> dict[str, str] | None:
 
 
 def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
-    """Resolve `relative` against `root`, refusing anything that could leave the root:
-    non-strings, absolute paths, `..` components, and symlinks resolving outside."""
-    if not isinstance(relative, str) or not relative.strip():
-        raise ReleaseError(f"{what}: path must be a non-empty string, got {relative!r}")
-    if (
-        PurePosixPath(relative).is_absolute()
-        or PureWindowsPath(relative).is_absolute()
-        or PureWindowsPath(relative).drive
-    ):
-        raise ReleaseError(f"{what}: path {relative!r} is absolute; it must be relative to the release root {root}")
-    if ".." in PureWindowsPath(relative).parts:
-        raise ReleaseError(f"{what}: path {relative!r} contains '..'; it must stay inside the release root {root}")
+    """`relative` resolved inside the release root (`resolve_inside`), else a ReleaseError."""
     try:
-        resolved = (root / relative).resolve()
-    except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte
-        raise ReleaseError(f"{what}: path {relative!r} cannot be resolved: {exc}") from None
-    if not resolved.is_relative_to(root):
-        raise ReleaseError(
-            f"{what}: path {relative!r} resolves to {resolved}, outside the release root {root}"
-        )
-    return resolved
+        return resolve_inside(root, relative, root_name="release root")
+    except PathEscapeError as exc:
+        raise ReleaseError(f"{what}: {exc}") from None
 
 
 def _read_manifest(manifest_path: Path) -> dict[str, Any]:

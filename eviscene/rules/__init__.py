@@ -16,4 +16,5 @@ may import it. A rule SQL needs is registered as a DuckDB function or macro from
 - `python_text`: Python's `str()` and `json.dumps` of JSON values, for the dataset views, and
   Python's white space (`strip()`, a blank line) as SQL macros
 - `lazy_exports`: a package's public names, imported on first use
+- `paths`: a path an input names stays inside its root, symlinks included
 """

@@ -7,16 +7,20 @@ moment ago is there, what it commits later is seen by the next connection.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from eviscene.errors import LogLockedError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
@@ -26,10 +30,61 @@ DUCKDB_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
-# Large sorts and joins of a snapshot spill here rather than grow the process (never the cwd).
-SPILL_DIRECTORY = Path(tempfile.gettempdir()) / "eviscene-duckdb-spill"
 LOCK_WAIT_SECONDS = 10.0
 _HOLDER_PID = re.compile(r"PID (\d+)")
+# A DuckDB database file opens with an 8-byte checksum, then these bytes.
+_DUCKDB_MAGIC = b"DUCK"
+_DUCKDB_MAGIC_AT = 8
+
+
+# This process's spill folder, by the pid that made it (a forked child makes its own).
+_spill_folders: dict[int, Path] = {}
+_spill_lock = threading.Lock()
+
+
+def spill_directory() -> Path:
+    """Where a sandboxed connection's large sorts, joins and temporary tables spill (never the
+    cwd). The sandbox lets every query read this folder, so it is private to this process: a
+    fresh name that mkdtemp makes (0700) in the temp directory, so that nobody can plant it, or
+    a link in its place, beforehand (`_check_private`); removed when the process exits. The
+    process's connections share it (each removes its own files when it closes)."""
+    with _spill_lock:
+        folder = _spill_folders.get(os.getpid())
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="eviscene-spill-")).resolve()
+            try:
+                _check_private(folder)
+            except EvisceneError:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            _spill_folders[os.getpid()] = folder
+            atexit.register(_remove_spill_directory, folder, os.getpid())
+    return folder
+
+
+def _check_private(folder: Path) -> None:
+    """Refuse a spill folder (resolved) another user could read, or swap for a link: it must be
+    a real folder of this user's, 0700, and each folder above it this user's or root's and, if
+    others may write to it, sticky (as /tmp is: there nobody renames what is not theirs)."""
+    own = os.lstat(folder)
+    if not stat.S_ISDIR(own.st_mode) or own.st_uid != os.geteuid() or stat.S_IMODE(own.st_mode) != 0o700:
+        raise EvisceneError(f"the SQL spill folder {folder} is not a private folder of this user's; nothing was read")
+    for above in folder.parents:
+        info = os.stat(above)
+        if info.st_uid not in (0, os.geteuid()):
+            reason = "belongs to another user"
+        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            reason = "is writable by others and not sticky"
+        else:
+            continue
+        raise EvisceneError(
+            f"another user could replace the SQL spill folder {folder}: {above} {reason}; point TMPDIR at a folder of your own"
+        )
+
+
+def _remove_spill_directory(folder: Path, pid: int) -> None:
+    if os.getpid() == pid:  # not a forked child's exit: the folder is its parent's
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def new_connection() -> duckdb.DuckDBPyConnection:
@@ -51,6 +106,7 @@ def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only:
 
 def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str, *, read_only: bool = False) -> None:
     """Attach a log's archive under `alias`, waiting a moment while another process holds it."""
+    check_archive_file(log_path)
     mode = " (READ_ONLY)" if read_only else ""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
@@ -65,6 +121,18 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
                 holder = f"pid {match.group(1)}" if match else "another process"
                 raise LogLockedError(f"log {log_path} is held for writing by {holder}") from None
             time.sleep(0.1)
+
+
+def check_archive_file(log_path: Path) -> None:
+    """Refuse a log path that holds a file other than a DuckDB database, before DuckDB reads
+    it: of a run's summary.json it says "Cannot launch in-memory database in read-only
+    mode!". A path with nothing there yet passes (a first run creates the log)."""
+    if not log_path.is_file():
+        return
+    with log_path.open("rb") as handle:
+        header = handle.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
+    if header[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
+        raise NotALogError(f"{log_path} is not an EviScene log (not a DuckDB database file)")
 
 
 def _quote(path: Path) -> str:
@@ -164,7 +232,7 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     con.execute(f"SET allowed_paths = {_sql_list(files)}")
     # A trailing separator, so that naming /data/in does not also open /data/inbox.
     con.execute("SET allowed_directories = [" + ", ".join(f"'{_quote(p)}{os.sep}'" for p in folders) + "]")
-    con.execute(f"SET temp_directory = '{_quote(SPILL_DIRECTORY)}'")
+    con.execute(f"SET temp_directory = '{_quote(spill_directory())}'")
     if sandbox.memory_limit:
         con.execute(f"SET memory_limit = '{sandbox.memory_limit}'")
     con.execute("SET enable_external_access = false")
@@ -185,12 +253,19 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
         raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
     if len(statements) > 1:
         raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
-    kind = statements[0].type
-    if kind != duckdb.StatementType.SELECT:
+    if statements[0].type != duckdb.StatementType.SELECT:
         raise QueryRefusedError(
-            f"only a SELECT statement runs over the log; {kind.name} is refused "
+            f"only a SELECT statement runs over the log; {_statement_name(statements[0])} is refused "
             "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
         )
+
+
+def _statement_name(statement: duckdb.Statement) -> str:
+    """A statement by its type, as DuckDB's parser classifies it, except INSTALL and FORCE
+    INSTALL, which it files under LOAD: those are named as written."""
+    if statement.type == duckdb.StatementType.LOAD and "INSTALL" in statement.query.upper().split()[:2]:
+        return "INSTALL"
+    return statement.type.name
 
 
 def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:

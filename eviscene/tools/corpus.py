@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from eviscene.errors import ReleaseError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_file_bytes
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.urls import normalize_url, without_scheme
 from eviscene.tools.pages import IMAGE_FRAGMENT, CorpusImage, Page
 
@@ -168,11 +169,9 @@ def _check_page(page: Page, root: Path, where: str) -> None:
     if actual != page.content_sha256.lower():
         raise ReleaseError(f"{where}: content_sha256 does not match the page text (sha256 is {actual})")
     for image in page.images:
-        relative = PurePosixPath(image.path.replace("\\", "/"))
-        if relative.is_absolute() or Path(image.path).is_absolute() or ".." in relative.parts:
-            raise ReleaseError(f"{where}: image path {image.path!r} must be relative and stay inside the corpus")
-        file = (root / relative).resolve()
-        if not file.is_relative_to(root):
-            raise ReleaseError(f"{where}: image path {image.path!r} escapes the corpus directory")
+        try:
+            file = resolve_inside(root, image.path.replace("\\", "/"), root_name="corpus directory")
+        except PathEscapeError as exc:
+            raise ReleaseError(f"{where}: image {exc}") from None
         if not file.is_file():
             raise ReleaseError(f"{where}: image file {image.path!r} not found under {root}")

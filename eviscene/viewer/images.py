@@ -15,6 +15,7 @@ from typing import Any
 from PIL import Image
 
 from eviscene.log import EventLog
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.tools.pages import IMAGE_FRAGMENT
 
 THUMBNAIL_PIXELS = 360
@@ -56,8 +57,12 @@ def _release_root(benchmark: str | None) -> Path | None:
 
 
 def _inside(root: Path, relative: str) -> Path | None:
-    path = (root / relative).resolve()
-    return path if path.is_relative_to(root) and path.is_file() else None
+    """The file `relative` names inside `root` (`resolve_inside`), else None."""
+    try:
+        path = resolve_inside(root, relative, root_name="release folder")
+    except PathEscapeError:
+        return None
+    return path if path.is_file() else None
 
 
 class RunImages:
@@ -84,7 +89,7 @@ class RunImages:
             for image in page_images(orjson.loads(row["path"])):
                 relative = image["image_url"].partition(IMAGE_FRAGMENT)[2]
                 found = _inside(root / "corpus", relative) if relative else None
-                if found and found.is_relative_to(root):
+                if found:
                     paths.setdefault(image["sha256"], found)
         return paths
 

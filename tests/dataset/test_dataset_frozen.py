@@ -275,6 +275,19 @@ def test_accepted_release_checks(log, tmp_path, edit, message):
         import_path(log, release)
 
 
+@pytest.mark.parametrize("relative", ["selected_episodes.jsonl", "accepted_release_manifest.json", "action_only.jsonl",
+                                      "eligibility/a--r000.sft_eligibility.json"])
+def test_an_accepted_release_file_linking_out_of_the_release_is_refused(log, tmp_path, relative):
+    from eviscene.imports import import_path
+    release = write_accepted_release(tmp_path / "release", release_episodes())
+    target = (tmp_path / "outside").resolve()
+    (release / relative).rename(target)
+    (release / relative).symlink_to(target)
+    with pytest.raises(ArtifactError, match=re.escape(f"path {relative!r} resolves to {target}, outside the imported directory")):
+        import_path(log, release)
+    assert not log.exists()
+
+
 def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_path):
     from eviscene.imports import import_path
     release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
@@ -290,9 +303,18 @@ def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_pa
         (store / "artifacts" / "sha256" / "ab").write_text("page")
     rows[0]["runtime_store_path"] = "../outside"
     write_jsonl(release / "selected_episodes.jsonl", rows)
-    with pytest.raises(ArtifactError, match="runtime store escapes the release root: a--r000"):
+    with pytest.raises(ArtifactError, match="runtime store of a--r000: path '../outside' contains '..'"):
         import_path(log, release)
     rows[0]["runtime_store_path"] = "stores/a--r000"
+    # a file of a store that links out of the release is refused, not hashed into the listing
+    (tmp_path / "secret.txt").write_text("not the release's")
+    (release / "stores" / "a--r000" / "artifacts" / "sha256" / "cd").symlink_to(tmp_path / "secret.txt")
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    with pytest.raises(ArtifactError, match=re.escape(
+        f"runtime store of a--r000: path 'stores/a--r000/artifacts/sha256/cd' resolves to {(tmp_path / 'secret.txt').resolve()}, outside"
+    )):
+        import_path(log, release)
+    (release / "stores" / "a--r000" / "artifacts" / "sha256" / "cd").unlink()
     (release / "stores" / "b--r000" / "context" / "manifest.json").unlink()
     write_jsonl(release / "selected_episodes.jsonl", rows)
     with pytest.raises(ArtifactError, match="runtime store has no context manifests: b--r000"):

@@ -3,6 +3,7 @@ episode finishes exactly once, finished ones never run again, the chain verifies
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -10,6 +11,8 @@ import time
 from pathlib import Path
 
 from eviscene.log import EventLog
+from eviscene.store.layout import run_folder
+from eviscene.store.locks import RunLock
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 
@@ -65,6 +68,22 @@ def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_pat
     assert again.returncode == 0 and "0 of 20 episodes ran" in again.stdout
     runs = json.loads(eviscene(log_path, "runs", "--format", "json").stdout)
     assert runs[0]["episodes_finished"] == 20 and runs[0]["status"] == "completed"
+
+
+def test_a_resume_of_a_run_another_process_writes_is_refused_before_any_progress(release, tmp_path):
+    log_path = tmp_path / "busy.duckdb"
+    ran = eviscene(log_path, "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--limit", "3",
+                   "--no-progress", "--no-materialize")
+    assert ran.returncode == 0, ran.stderr
+    run_id = EventLog(log_path).sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
+    other = RunLock(run_folder(log_path, run_id) / "writer.lock", run_id).acquire()  # this test process writes the run
+    try:
+        busy = eviscene(log_path, "eval", "resume", run_id, "--no-materialize")  # with its progress bar
+    finally:
+        other.release()
+    assert busy.returncode == 2 and busy.stdout == ""
+    assert re.fullmatch(rf"Error: run {run_id} is being written by pid {os.getpid()} \(.*\); wait for it or stop it first\n",
+                        busy.stderr), busy.stderr
 
 
 def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):

@@ -241,18 +241,65 @@ def test_a_materialized_native_run_imported_into_a_fresh_log_is_the_same_run(tmp
     assert [c["correct_a"] for c in result.cases] == [c["correct_b"] for c in result.cases]
 
 
-def test_a_malformed_row_or_a_link_out_of_the_run_directory_is_refused_by_name(tmp_path):
+def test_a_malformed_row_is_refused_by_name(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")
     (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS[:1]) + b"{not json\n")
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
     assert out.exit_code == 2 and f"{run.resolve() / 'run_results.jsonl'}:2: not valid JSON" in out.output
-    (run / "run_results.jsonl").write_bytes(_jsonl(RESULTS))
-    (tmp_path / "secret.txt").write_text("outside", encoding="utf-8")
-    (run / "secret.txt").symlink_to(tmp_path / "secret.txt")
+    assert "Traceback" not in out.output and not log.exists()
+
+
+# Each file (or the traces folder) a run directory's import reads, and a file of none of its kinds.
+LINKED_OUT = ["traces/evil.json", "traces/case-A--r000.json", "traces", "run_manifest.json", "trajectory_scores.jsonl",
+              "run_results.jsonl", "summary.json", "notes.txt", "logs/secret.txt"]
+
+
+@pytest.mark.parametrize("relative", LINKED_OUT)
+def test_a_link_out_of_the_run_directory_is_refused_by_name_and_nothing_is_kept(tmp_path, relative):
+    """A link that leads out is refused before anything is read, whatever the file: its
+    target would otherwise sit in the append-only log for good (and `materialize` would
+    write it out again)."""
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "logs").mkdir()
+    link = run / relative
+    target = (tmp_path / "outside").resolve() / "target"
+    target.parent.mkdir()
+    if link.exists():
+        link.rename(target)  # the file as it was, valid: only the link can be refused
+    else:
+        target.write_text('{"private_key": "XYZ"}', encoding="utf-8")
+    link.symlink_to(target)
+    log = EventLog(tmp_path / "log.duckdb")
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
-    assert out.exit_code == 2 and "links outside the run directory" in out.output and "Traceback" not in out.output
-    assert log.sql("SELECT count(*) AS n FROM events")["n"][0].as_py() == 0
+    assert out.exit_code == 2 and out.output == (
+        f"Error: path {relative!r} resolves to {target}, outside the imported directory {run.resolve()}\n"
+    )
+    assert not log.exists()
+
+
+def test_a_link_that_stays_inside_the_run_directory_is_imported_as_the_file_it_names(tmp_path):
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "logs").mkdir()
+    (run / "logs" / "notes-again.txt").symlink_to(Path("..") / "notes.txt")
+    log = EventLog(tmp_path / "log.duckdb")
+    imported = import_path(log, run).import_id
+    materialize_run(log, imported, tmp_path / "again")
+    assert (tmp_path / "again" / "logs" / "notes-again.txt").read_bytes() == (run / "notes.txt").read_bytes()
+
+
+def test_a_gate_artifact_linking_out_of_its_directory_is_refused(tmp_path):
+    secret = (tmp_path / "secret.json").resolve()
+    secret.write_text('{"episode_id": "e1", "private_key": "XYZ"}', encoding="utf-8")
+    gates = tmp_path / "gates"
+    (gates / "deep").mkdir(parents=True)
+    (gates / "deep" / "e1.sft_eligibility.json").symlink_to(secret)
+    log = EventLog(tmp_path / "log.duckdb")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(gates)])
+    assert out.exit_code == 2 and out.output == (
+        f"Error: path 'deep/e1.sft_eligibility.json' resolves to {secret}, outside the imported directory {gates.resolve()}\n"
+    )
+    assert not log.exists()
 
 
 def test_an_import_leaves_the_garbage_collector_as_it_found_it(tmp_path):

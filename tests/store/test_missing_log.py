@@ -34,6 +34,39 @@ def test_a_read_of_a_missing_log_is_one_line_and_creates_nothing(tmp_path, comma
     assert list(tmp_path.iterdir()) == []
 
 
+# Files a mistyped --db (or log merge SOURCE) may name: a run directory's summary.json (which
+# DuckDB reads by its extension: "Cannot launch in-memory database in read-only mode!"), text,
+# an empty file, bytes.
+NOT_LOGS = {"summary.json": b'{"num_samples": 3}', "notes.txt": b"a note\n", "empty.duckdb": b"", "noise.duckdb": bytes(range(256)) * 64}
+
+
+@pytest.mark.parametrize("name", NOT_LOGS)
+@pytest.mark.parametrize("command", [*READS, ("log", "seal")], ids=" ".join)
+def test_a_file_that_is_not_a_log_is_named_so_in_one_line_and_left_as_it_was(tmp_path, command, name):
+    not_a_log = tmp_path / name
+    not_a_log.write_bytes(NOT_LOGS[name])
+    result = subprocess.run([EVISCENE, "--db", str(not_a_log), *command], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            check=False)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr == f"Error: {not_a_log} is not an EviScene log (not a DuckDB database file)\n"
+    assert list(tmp_path.iterdir()) == [not_a_log] and not_a_log.read_bytes() == NOT_LOGS[name]
+
+
+@pytest.mark.parametrize("name", NOT_LOGS)
+def test_a_merge_of_or_into_a_file_that_is_not_a_log_is_named_so(tmp_path, name):
+    (tmp_path / "log").mkdir()
+    log = sandbox_log.build(tmp_path / "log")
+    before = sandbox_log.fingerprint(log.parent)
+    not_a_log = tmp_path / name
+    not_a_log.write_bytes(NOT_LOGS[name])
+    for target, source in ((log, not_a_log), (not_a_log, log)):
+        result = subprocess.run([EVISCENE, "--db", str(target), "log", "merge", str(source)], capture_output=True, text=True,
+                                timeout=120, cwd=tmp_path, check=False)
+        assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+        assert result.stderr == f"Error: {not_a_log} is not an EviScene log (not a DuckDB database file)\n"
+    assert sandbox_log.fingerprint(log.parent) == before and not_a_log.read_bytes() == NOT_LOGS[name]
+
+
 def test_open_log_of_a_missing_log_raises_and_creates_nothing(tmp_path):
     with pytest.raises(LogNotFoundError, match="no log at"):
         open_log(tmp_path / "mistyped.duckdb")

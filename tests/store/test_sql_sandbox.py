@@ -7,6 +7,7 @@ statement type, every file-reading table function, every setting, and the table 
 with side effects.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from eviscene.errors import QueryRefusedError
 from eviscene.log import EventLog
-from eviscene.store.snapshot import check_query
+from eviscene.store.snapshot import Sandbox, check_query, open_snapshot, spill_directory
 import sandbox_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -181,6 +182,20 @@ def test_each_hostile_statement_of_the_issue_is_one_line_and_exit_2(log_copy, in
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("statement", "name"),
+    [("INSTALL httpfs", "INSTALL"), ("force install parquet", "INSTALL"), ("-- a note\nINSTALL httpfs", "INSTALL"),
+     ("LOAD httpfs", "LOAD"), ("TRUNCATE archive.events", "DELETE")],
+)
+def test_the_refusal_names_the_statement_as_written(log_copy, statement, name):
+    # DuckDB's parser files INSTALL under LOAD; the refusal names what was written.
+    result = eviscene(log_copy, "sql", "--", statement)
+    assert result.returncode == 2 and result.stderr == (
+        f"Error: only a SELECT statement runs over the log; {name} is refused (the log is read-only: results leave "
+        "with --output FILE, your own files come in with --read PATH)\n"
+    )
+
+
 def test_every_statement_type_but_select_is_refused(log_copy):
     _refused_in_process(log_copy, list(STATEMENT_TYPES.values()))
 
@@ -266,6 +281,75 @@ def test_read_of_a_folder_opens_what_is_inside_and_nothing_beside_it(log_copy, t
     for escape in (f"{tmp_path}/data2/b.csv", f"{folder}/../data2/b.csv", f"{folder}/../../work/secret.txt"):
         refused = eviscene(log_copy, "sql", f"SELECT * FROM read_text('{escape}')", "--read", str(folder))
         assert refused.returncode == 2 and "Permission Error" in refused.stderr, (escape, refused.stdout, refused.stderr)
+
+
+def test_a_link_in_a_read_folder_is_read_only_where_it_stays_inside_the_folder(log_copy, tmp_path):
+    # DuckDB resolves a path's links before it checks it against the allowed folders.
+    folder = tmp_path / "data"
+    (folder / "deep").mkdir(parents=True)
+    (folder / "a.csv").write_text("x\n1\n2\n", encoding="utf-8")
+    (folder / "deep" / "same.csv").symlink_to(Path("..") / "a.csv")
+    ok = eviscene(log_copy, "sql", f"SELECT sum(x) AS s FROM '{folder}/deep/same.csv'", "--read", str(folder), "--format", "csv")
+    assert ok.returncode == 0 and ok.stdout == "s\n3\n", ok.stderr
+    (folder / "deep" / "secret.txt").symlink_to(log_copy.parent / "secret.txt")
+    (folder / "work").symlink_to(log_copy.parent, target_is_directory=True)
+    for link in ("deep/secret.txt", "work/secret.txt", "deep/*", "**/*.txt"):
+        refused = eviscene(log_copy, "sql", f"SELECT * FROM read_text('{folder}/{link}')", "--read", str(folder))
+        assert refused.returncode == 2 and refused.stdout == "" and "Permission Error" in refused.stderr, (link, refused.stderr)
+
+
+def test_a_link_planted_where_the_spill_folder_was_opens_nothing(log_copy, tmp_path):
+    # The spill folder was `<temp>/eviscene-duckdb-spill`, which the sandbox lets every query
+    # read: anyone who may write to the temp directory could plant it as a link (to /, to
+    # another user's files) beforehand.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    planted = temp / "eviscene-duckdb-spill"
+    planted.symlink_to(log_copy.parent, target_is_directory=True)
+    result = eviscene(log_copy, "sql", f"SELECT content FROM read_text('{planted}/secret.txt')", env={**os.environ, "TMPDIR": str(temp)})
+    assert result.returncode == 2 and "Permission Error" in result.stderr and "not yours" not in result.stdout
+    assert not list(temp.glob("eviscene-spill-*")), "the process's own spill folder outlived it"
+
+
+def test_each_process_spills_into_a_private_folder_of_its_own_removed_when_it_exits(tmp_path):
+    probe = (
+        "import os, stat\n"
+        "from eviscene.store.snapshot import spill_directory\n"
+        "folder = spill_directory()\n"
+        "info = os.lstat(folder)\n"
+        "print(folder, stat.S_ISDIR(info.st_mode), oct(stat.S_IMODE(info.st_mode)), info.st_uid == os.geteuid(), spill_directory() == folder)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    answers = [subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
+               for _ in range(2)]
+    folders = [Path(answer[0]) for answer in answers]
+    assert [answer[1:] for answer in answers] == [["True", "0o700", "True", "True"]] * 2
+    assert folders[0] != folders[1] and all(folder.parent == tmp_path.resolve() for folder in folders)
+    assert not any(folder.exists() for folder in folders)
+
+
+def test_a_temp_directory_others_may_write_to_is_refused_for_spilling(log_copy, tmp_path):
+    temp = tmp_path / "open"
+    temp.mkdir()
+    temp.chmod(0o777)  # not sticky: another user could rename the spill folder and put a link there
+    result = eviscene(log_copy, "sql", "SELECT 1 AS one", env={**os.environ, "TMPDIR": str(temp)})
+    assert result.returncode == 2 and result.stdout == ""
+    assert re.fullmatch(
+        rf"Error: another user could replace the SQL spill folder {re.escape(str(temp))}/eviscene-spill-\w+: "
+        rf"{re.escape(str(temp))} is writable by others and not sticky; point TMPDIR at a folder of your own\n",
+        result.stderr,
+    ), result.stderr
+    assert not list(temp.iterdir())
+
+
+def test_a_large_query_spills_into_the_private_folder_and_leaves_nothing_there(log_copy):
+    con = open_snapshot(log_copy, sandbox=Sandbox(memory_limit="100MB"))
+    try:
+        con.execute("CREATE TEMP TABLE big AS SELECT i, md5(i::VARCHAR) AS m, md5(m) AS n FROM range(3000000) t(i)")
+        assert any(spill_directory().iterdir())
+    finally:
+        con.close()
+    assert not any(spill_directory().iterdir())
 
 
 def test_read_of_a_missing_path_is_an_error(log_copy, tmp_path):

@@ -1,0 +1,41 @@
+"""The one rule for a path an input names (a release manifest's artifact, a case's image, a
+corpus page's picture, a file of an imported directory): it stays inside its root, symlinks
+included. A link that leads out is refused, never followed: whatever it points at would be
+read with the reader's rights and, for an import, kept for good in the append-only log.
+
+A link that stays inside is followed (a release may link one image to another). Every
+problem is a `PathEscapeError` saying where the path leads; callers add what named it and
+turn it into their own error type."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+
+class PathEscapeError(ValueError):
+    """`path 'x' …`: the path is not a usable relative path, or it leads out of its root."""
+
+
+def resolve_inside(root: Path, relative: Any, *, root_name: str) -> Path:
+    """`root / relative` with every symlink followed, refusing anything that could leave
+    `root` (already resolved; `root_name` says what it is, e.g. "release root"): a
+    non-string or empty path, an absolute one, a `..` part, one that cannot be resolved
+    (a symlink loop, a NUL byte), and one that resolves outside `root`."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise PathEscapeError(f"path must be a non-empty string, got {relative!r}")
+    if (
+        PurePosixPath(relative).is_absolute()
+        or PureWindowsPath(relative).is_absolute()
+        or PureWindowsPath(relative).drive
+    ):
+        raise PathEscapeError(f"path {relative!r} is absolute; it must be relative to the {root_name} {root}")
+    if ".." in PureWindowsPath(relative).parts:
+        raise PathEscapeError(f"path {relative!r} contains '..'; it must stay inside the {root_name} {root}")
+    try:
+        resolved = (root / relative).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise PathEscapeError(f"path {relative!r} cannot be resolved: {exc}") from None
+    if not resolved.is_relative_to(root):
+        raise PathEscapeError(f"path {relative!r} resolves to {resolved}, outside the {root_name} {root}")
+    return resolved
