@@ -1,6 +1,30 @@
-"""`redact`: keys, auth headers and their scheme words never survive into a text."""
+"""`redact`: keys, auth headers and their scheme words never survive into a text. A model
+server that echoes a key in a successful answer (content, reasoning, a tool call's
+arguments) gets it masked before the agent reads it."""
 
-from eviscene.redaction import MASK, redact, redact_data, register_secret
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+from provider_requests import endpoint, react_request
+from provider_servers import (
+    FakeServer,
+    Reply,
+    chat_completion,
+    gemini_response,
+    responses_response,
+)
+
+from eviscene.providers import (
+    ChatCompletionsProvider,
+    GeminiProvider,
+    ResponsesProvider,
+)
+from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret
+
+KEY_SHAPED = "sk-proj-" + "A1b2C3d4" * 3  # a key no one registered, in the shape of one
 
 
 def test_auth_headers_lose_value_and_scheme():
@@ -55,3 +79,54 @@ def test_credentials_inside_urls():
     assert redact('{"base_url": "http://a:b@10.0.0.1/v1"}') == '{"base_url": "http://' + MASK + '@10.0.0.1/v1"}'
     # An address in the path or a mail address is not a credential.
     assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"
+
+
+def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):
+    monkeypatch.setenv("QUOTED_PASSWORD", 'pa"ss\\word-77')
+    known = KnownSecrets()
+    clean = b'{"a":"nothing to see","n":12345678}'
+    assert known.mask_json(clean) is clean  # not even parsed
+    data = json.dumps({"text": 'said pa"ss\\word-77 twice: pa"ss\\word-77', 'pa"ss\\word-77': [2**70, "x"]}).encode()
+    assert json.loads(known.mask_json(data)) == {"text": f"said {MASK} twice: {MASK}", MASK: [2**70, "x"]}
+
+
+# -- a model server that echoes the keys in a successful answer ----------------------------
+
+
+@pytest.fixture
+def keys(monkeypatch) -> tuple[str, str]:
+    """The API key, in a variable whose name says nothing (only its registration masks it),
+    and another secret in a variable whose name says it holds one."""
+    api_key, other = f"creds-{secrets.token_hex(12)}", f"tok-{secrets.token_hex(12)}"
+    monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
+    monkeypatch.setenv("UPSTREAM_TOKEN", other)
+    return api_key, other
+
+
+def said(keys: tuple[str, ...]) -> str:
+    return f"Authorization: Bearer {keys[0]}; also {' '.join(keys[1:])}"
+
+
+@pytest.mark.parametrize("wire_api", ["chat_completions", "responses", "interactions"])
+@pytest.mark.anyio
+async def test_every_wire_masks_echoed_keys_in_content_reasoning_and_tool_arguments(wire_api, keys, images, case_image):
+    api_key, other = keys
+    text, arguments = said((api_key, other, KEY_SHAPED)), {"query": f"{api_key} {other}"}
+    answers = {
+        "chat_completions": lambda: chat_completion(text, reasoning_content=text, tool_calls=[("call_1", "text_search", json.dumps(arguments))]),
+        "responses": lambda: responses_response(text=text, summary=text, calls=[("call_1", "text_search", json.dumps(arguments))]),
+        "interactions": lambda: gemini_response(text=text, thought=text, calls=[("call_1", "text_search", arguments, None)]),
+    }
+    with FakeServer(lambda r: Reply(body=answers[wire_api]()), wire=wire_api) as server:
+        if wire_api == "interactions":
+            provider = GeminiProvider(name="gemini", model="g", endpoint=endpoint(server.url + "/v1beta", api_key=api_key, auth_header="x-goog-api-key"), images=images)
+        else:
+            kind = ChatCompletionsProvider if wire_api == "chat_completions" else ResponsesProvider
+            provider = kind(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1", api_key=api_key), images=images)
+        async with provider:
+            response = await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert server.mismatches == [] and api_key in json.dumps(server.received[0].headers)
+    masked = f"Authorization: Bearer {MASK}; also {MASK} {MASK}"
+    assert response.content == response.reasoning == masked
+    [call] = response.tool_calls
+    assert (call.name, call.arguments) == ("text_search", {"query": f"{MASK} {MASK}"})
