@@ -3,7 +3,9 @@
   shown;
 - a model server's answer has the known secret values masked in every field, and key shapes
   in what the model wrote, before the agent reads it (`WireProvider.complete`): a server may
-  echo the key it was sent, and whatever the agent reads goes on into events and requests.
+  echo the key it was sent, and whatever the agent reads goes on into events and requests;
+- as a second line, the run writer masks known values left in an event, and an episode
+  those in a model request it stores (`KnownSecrets.mask_json`).
 
 `redact` casts three nets, widest last: the values providers registered as secrets (the API
 keys they read), the values of environment variables whose names say they hold a secret,

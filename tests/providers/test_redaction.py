@@ -1,29 +1,41 @@
 """`redact`: keys, auth headers and their scheme words never survive into a text. A model
 server that echoes a key in a successful answer (content, reasoning, a tool call's
-arguments) gets it masked before the agent reads it."""
+arguments) gets it masked before the agent reads it, and the log's writer masks what gets
+past that: the key is in no event, blob, run-directory file or printed line."""
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import subprocess
+import sys
+from pathlib import Path
 
+import anyio
 import pytest
 from provider_requests import endpoint, react_request
 from provider_servers import (
     FakeServer,
+    Received,
     Reply,
     chat_completion,
     gemini_response,
     responses_response,
 )
 
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import start_run
+from eviscene.log import EventLog
 from eviscene.providers import (
     ChatCompletionsProvider,
     GeminiProvider,
     ResponsesProvider,
+    wire,
 )
 from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret
 
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 KEY_SHAPED = "sk-proj-" + "A1b2C3d4" * 3  # a key no one registered, in the shape of one
 
 
@@ -130,3 +142,77 @@ async def test_every_wire_masks_echoed_keys_in_content_reasoning_and_tool_argume
     assert response.content == response.reasoning == masked
     [call] = response.tool_calls
     assert (call.name, call.arguments) == ("text_search", {"query": f"{MASK} {MASK}"})
+
+
+class EchoingModel:
+    """Answers 200 with the keys in all it writes: a first turn that says them and searches
+    for them, a second that says them again, and a judgment whose rationale quotes them."""
+
+    def __init__(self, *keys: str):
+        self.keys = keys
+
+    def __call__(self, received: Received) -> Reply:
+        text, body = said(self.keys), received.body
+        if "response_format" in body:
+            verdict = {"verdict": "unverifiable", "confidence": 0.4, "verdict_basis": [], "rationale": text}
+            return Reply(body=chat_completion(json.dumps(verdict), reasoning_content=text))
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            search = json.dumps({"query": " ".join(self.keys)})
+            return Reply(body=chat_completion(text, reasoning_content=text, tool_calls=[("call_1", "text_search", search)]))
+        return Reply(body=chat_completion(text, reasoning_content=text))
+
+
+def stored_texts(log: EventLog) -> list[str]:
+    """Every event and blob, decoded (the files may hold them compressed)."""
+    texts = log.sql("SELECT payload::VARCHAR AS t FROM events")["t"].to_pylist()
+    return texts + [bytes(b).decode("utf-8", "replace") for b in log.sql("SELECT content FROM blobs")["content"].to_pylist()]
+
+
+def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_path):
+    """The hostile tester's run: `eviscene eval run` against a server that echoes the keys."""
+    api_key, other = keys
+    log_path = tmp_path / "log.duckdb"
+    with FakeServer(EchoingModel(api_key, other)) as server:
+        result = subprocess.run(
+            [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
+             "--limit", "1", "--provider", "openai_compatible", "--base-url", f"{server.url}/v1", "--model", "m",
+             "--api-key-env", "MODEL_SERVER_CREDS", "--output-dir", "run", "--timeout", "30"],
+            capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=600, check=False,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert server.mismatches == [] and all(r.headers["authorization"] == f"Bearer {api_key}" for r in server.received)
+    log = EventLog(log_path)
+    [called] = [json.loads(p) for p in log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'tool.called'")["p"].to_pylist()]
+    assert called["arguments"] == {"query": f"{MASK} {MASK}"}  # the agent went on with the keys masked
+    texts = stored_texts(log)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "traces" for p in files)
+    for key in (api_key, other):
+        assert not any(key in t for t in texts)
+        assert not any(key.encode() in p.read_bytes() for p in files)
+        assert key not in result.stdout and key not in result.stderr
+
+
+class Unmasked:
+    """A provider boundary that masks nothing."""
+
+    def mask(self, value):
+        return value
+
+
+def test_with_the_provider_boundary_off_the_writer_and_the_episode_still_keep_keys_out(keys, release_dir, tmp_path, monkeypatch):
+    """The second line alone: events are masked by the writer, request blobs (which carry
+    the model's earlier turns) by the episode that stores them."""
+    api_key, other = keys
+    monkeypatch.setattr(wire, "KnownSecrets", Unmasked)
+    with FakeServer(EchoingModel(api_key, other)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, EvalOptions(
+            benchmark=str(release_dir / "runtime_input" / "cases.jsonl"), provider="openai_compatible", model="m",
+            base_url=server.url + "/v1", api_key_env="MODEL_SERVER_CREDS", limit=1, timeout=30))
+    assert summary.terminations == {"completed": 1}
+    later = server.received[-1].body["messages"]
+    assert api_key in json.dumps(later)  # the model's earlier turns went back to it unmasked
+    texts = stored_texts(log)
+    assert texts and not any(key in t for t in texts for key in (api_key, other))
+    assert any(MASK in t for t in texts)
