@@ -47,7 +47,7 @@ from eviscene.events import (
     ToolCalled,
     ToolReturned,
 )
-from eviscene.redaction import redact
+from eviscene.redaction import KnownSecrets, redact
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.timestamps import utc_now_millis_iso
 from eviscene.store.writer import EventDraft
@@ -244,6 +244,7 @@ class Episode:
         self.tools: EpisodeTools | None = None  # made once perception has found the caption text
         self._deadline: float | None = None
         self.chars_per_token: dict[Stage, float] = {}  # by stage, from the server's prompt token counts
+        self.secrets = KnownSecrets()
 
     async def run(self) -> EpisodeFinished:
         started = time.monotonic()
@@ -438,7 +439,9 @@ class Episode:
     async def call_model(self, provider: Provider, request: ModelRequest) -> ModelResponse:
         """One call, on the record whatever happens: answered, failed (with each try), or cut
         off by the episode's timeout (`error = "timeout"`)."""
-        body = request.record()
+        # Masked here, not in the writer: the digest is taken where the blob is put (on a Ray
+        # worker, by its relay), and imports' blobs, the writer's other ones, stay exact.
+        body = self.secrets.mask_json(request.record())
         request_sha256 = await self.writer.put_blob(body, "application/json")
         started_at, clock = utc_now_millis_iso(), time.monotonic()
         self.tally.model_calls += 1

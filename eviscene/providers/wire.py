@@ -24,6 +24,7 @@ from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, 
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
 from eviscene.providers.profiles import STRUCTURED_OUTPUT_FORMS
+from eviscene.redaction import KnownSecrets, mask_key_shapes
 from eviscene.rules.canonical import readable_json
 from eviscene.tools.specs import RAW_ARGUMENTS
 
@@ -60,6 +61,7 @@ class WireProvider:
         self._forms: dict[str, str] = {}  # stage -> the form this server took
         self.images = images or ImageStore()
         self.client = JsonClient(endpoint, label=f"{name} ({self.wire_api}, model {model})")
+        self.secrets = KnownSecrets()  # after the client registered the key: it is one of them
         self._data_urls: OrderedDict[str, str] = OrderedDict()
 
     def __repr__(self) -> str:
@@ -81,10 +83,17 @@ class WireProvider:
                 refused.append({"status": exc.status, "error": str(exc), "waited_seconds": 0.0, "structured_output": form})
                 self._forms[request.stage] = form = weaker
         try:
-            response = self.parse(answer, set(tool_names_by_call_id(request.messages)))
+            # A server may echo the key it was sent in any field: none is read unmasked.
+            response = self.parse(self.secrets.mask(answer), set(tool_names_by_call_id(request.messages)))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({type(exc).__name__}: {exc})")) from None
-        return response.model_copy(update={"retries": refused + retries, "structured_output": form})
+        return response.model_copy(update={
+            "content": mask_key_shapes(response.content),
+            "reasoning": mask_key_shapes(response.reasoning),
+            "tool_calls": [call.model_copy(update={"arguments": mask_key_shapes(call.arguments)}) for call in response.tool_calls],
+            "retries": refused + retries,
+            "structured_output": form,
+        })
 
     def structured_form(self, stage: str) -> str:
         """The form a schema stage asks for next: pinned, else the strongest not yet refused."""

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
+from eviscene.redaction import KnownSecrets
 from eviscene.rules.timestamps import now_micros
 from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
 from eviscene.store.columns import binary_column, int_column, string_column
@@ -265,6 +266,7 @@ class RunWriter:
         """Number, identify and chain the drafts; the new ones become one segment."""
         event_ids, stamps, episode_ids, attempts, types, steps, payloads, prev_hashes, hashes = ([] for _ in range(9))
         seq, prev_hash, run_id, seen = self._last_seq, self._last_hash, self.run_id, self._seen_ids
+        secrets = KnownSecrets()  # once a batch: a provider made after the writer opened is known too
         for draft in drafts:
             model = draft.payload
             type_tag = model.type  # type: ignore[attr-defined]
@@ -273,8 +275,9 @@ class RunWriter:
                 model = model.model_copy(update={"last_seq": seq, "last_hash": prev_hash})
             # pydantic's serializer is deterministic (field order) and far faster than json.dumps;
             # called directly it gives the UTF-8 bytes `model_dump_json()` would decode, which
-            # the digest and the Arrow column take as they are.
-            payload = model.__pydantic_serializer__.to_json(model)
+            # the digest and the Arrow column take as they are. A known secret the provider
+            # boundary could not catch (a tool's result quoting one, say) is masked before hashing.
+            payload = secrets.mask_json(model.__pydantic_serializer__.to_json(model))
             content = content_digest(run_id, draft.episode_id, draft.attempt, type_tag, draft.step, payload)
             event_id = draft.event_id or derived_event_id(content)
             known = seen.get(event_id)

@@ -1,6 +1,42 @@
-"""`redact`: keys, auth headers and their scheme words never survive into a text."""
+"""`redact`: keys, auth headers and their scheme words never survive into a text. A model
+server that echoes a key in a successful answer (content, reasoning, a tool call's
+arguments) gets it masked before the agent reads it, and the log's writer masks what gets
+past that: the key is in no event, blob, run-directory file or printed line."""
 
-from eviscene.redaction import MASK, redact, redact_data, register_secret
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from provider_requests import endpoint, react_request
+from provider_servers import (
+    FakeServer,
+    Received,
+    Reply,
+    chat_completion,
+    gemini_response,
+    responses_response,
+)
+
+from eviscene.eval.options import EvalOptions
+from eviscene.eval.run import start_run
+from eviscene.log import EventLog
+from eviscene.providers import (
+    ChatCompletionsProvider,
+    GeminiProvider,
+    ResponsesProvider,
+    wire,
+)
+from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+KEY_SHAPED = "sk-proj-" + "A1b2C3d4" * 3  # a key no one registered, in the shape of one
 
 
 def test_auth_headers_lose_value_and_scheme():
@@ -55,3 +91,128 @@ def test_credentials_inside_urls():
     assert redact('{"base_url": "http://a:b@10.0.0.1/v1"}') == '{"base_url": "http://' + MASK + '@10.0.0.1/v1"}'
     # An address in the path or a mail address is not a credential.
     assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"
+
+
+def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):
+    monkeypatch.setenv("QUOTED_PASSWORD", 'pa"ss\\word-77')
+    known = KnownSecrets()
+    clean = b'{"a":"nothing to see","n":12345678}'
+    assert known.mask_json(clean) is clean  # not even parsed
+    data = json.dumps({"text": 'said pa"ss\\word-77 twice: pa"ss\\word-77', 'pa"ss\\word-77': [2**70, "x"]}).encode()
+    assert json.loads(known.mask_json(data)) == {"text": f"said {MASK} twice: {MASK}", MASK: [2**70, "x"]}
+
+
+# -- a model server that echoes the keys in a successful answer ----------------------------
+
+
+@pytest.fixture
+def keys(monkeypatch) -> tuple[str, str]:
+    """The API key, in a variable whose name says nothing (only its registration masks it),
+    and another secret in a variable whose name says it holds one."""
+    api_key, other = f"creds-{secrets.token_hex(12)}", f"tok-{secrets.token_hex(12)}"
+    monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
+    monkeypatch.setenv("UPSTREAM_TOKEN", other)
+    return api_key, other
+
+
+def said(keys: tuple[str, ...]) -> str:
+    return f"Authorization: Bearer {keys[0]}; also {' '.join(keys[1:])}"
+
+
+@pytest.mark.parametrize("wire_api", ["chat_completions", "responses", "interactions"])
+@pytest.mark.anyio
+async def test_every_wire_masks_echoed_keys_in_content_reasoning_and_tool_arguments(wire_api, keys, images, case_image):
+    api_key, other = keys
+    text, arguments = said((api_key, other, KEY_SHAPED)), {"query": f"{api_key} {other}"}
+    answers = {
+        "chat_completions": lambda: chat_completion(text, reasoning_content=text, tool_calls=[("call_1", "text_search", json.dumps(arguments))]),
+        "responses": lambda: responses_response(text=text, summary=text, calls=[("call_1", "text_search", json.dumps(arguments))]),
+        "interactions": lambda: gemini_response(text=text, thought=text, calls=[("call_1", "text_search", arguments, None)]),
+    }
+    with FakeServer(lambda r: Reply(body=answers[wire_api]()), wire=wire_api) as server:
+        if wire_api == "interactions":
+            provider = GeminiProvider(name="gemini", model="g", endpoint=endpoint(server.url + "/v1beta", api_key=api_key, auth_header="x-goog-api-key"), images=images)
+        else:
+            kind = ChatCompletionsProvider if wire_api == "chat_completions" else ResponsesProvider
+            provider = kind(name="openai_compatible", model="m", endpoint=endpoint(server.url + "/v1", api_key=api_key), images=images)
+        async with provider:
+            response = await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert server.mismatches == [] and api_key in json.dumps(server.received[0].headers)
+    masked = f"Authorization: Bearer {MASK}; also {MASK} {MASK}"
+    assert response.content == response.reasoning == masked
+    [call] = response.tool_calls
+    assert (call.name, call.arguments) == ("text_search", {"query": f"{MASK} {MASK}"})
+
+
+class EchoingModel:
+    """Answers 200 with the keys in all it writes: a first turn that says them and searches
+    for them, a second that says them again, and a judgment whose rationale quotes them."""
+
+    def __init__(self, *keys: str):
+        self.keys = keys
+
+    def __call__(self, received: Received) -> Reply:
+        text, body = said(self.keys), received.body
+        if "response_format" in body:
+            verdict = {"verdict": "unverifiable", "confidence": 0.4, "verdict_basis": [], "rationale": text}
+            return Reply(body=chat_completion(json.dumps(verdict), reasoning_content=text))
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            search = json.dumps({"query": " ".join(self.keys)})
+            return Reply(body=chat_completion(text, reasoning_content=text, tool_calls=[("call_1", "text_search", search)]))
+        return Reply(body=chat_completion(text, reasoning_content=text))
+
+
+def stored_texts(log: EventLog) -> list[str]:
+    """Every event and blob, decoded (the files may hold them compressed)."""
+    texts = log.sql("SELECT payload::VARCHAR AS t FROM events")["t"].to_pylist()
+    return texts + [bytes(b).decode("utf-8", "replace") for b in log.sql("SELECT content FROM blobs")["content"].to_pylist()]
+
+
+def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_path):
+    """The hostile tester's run: `eviscene eval run` against a server that echoes the keys."""
+    api_key, other = keys
+    log_path = tmp_path / "log.duckdb"
+    with FakeServer(EchoingModel(api_key, other)) as server:
+        result = subprocess.run(
+            [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
+             "--limit", "1", "--provider", "openai_compatible", "--base-url", f"{server.url}/v1", "--model", "m",
+             "--api-key-env", "MODEL_SERVER_CREDS", "--output-dir", "run", "--timeout", "30"],
+            capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=600, check=False,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert server.mismatches == [] and all(r.headers["authorization"] == f"Bearer {api_key}" for r in server.received)
+    log = EventLog(log_path)
+    [called] = [json.loads(p) for p in log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'tool.called'")["p"].to_pylist()]
+    assert called["arguments"] == {"query": f"{MASK} {MASK}"}  # the agent went on with the keys masked
+    texts = stored_texts(log)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "traces" for p in files)
+    for key in (api_key, other):
+        assert not any(key in t for t in texts)
+        assert not any(key.encode() in p.read_bytes() for p in files)
+        assert key not in result.stdout and key not in result.stderr
+
+
+class Unmasked:
+    """A provider boundary that masks nothing."""
+
+    def mask(self, value):
+        return value
+
+
+def test_with_the_provider_boundary_off_the_writer_and_the_episode_still_keep_keys_out(keys, release_dir, tmp_path, monkeypatch):
+    """The second line alone: events are masked by the writer, request blobs (which carry
+    the model's earlier turns) by the episode that stores them."""
+    api_key, other = keys
+    monkeypatch.setattr(wire, "KnownSecrets", Unmasked)
+    with FakeServer(EchoingModel(api_key, other)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, EvalOptions(
+            benchmark=str(release_dir / "runtime_input" / "cases.jsonl"), provider="openai_compatible", model="m",
+            base_url=server.url + "/v1", api_key_env="MODEL_SERVER_CREDS", limit=1, timeout=30))
+    assert summary.terminations == {"completed": 1}
+    later = server.received[-1].body["messages"]
+    assert api_key in json.dumps(later)  # the model's earlier turns went back to it unmasked
+    texts = stored_texts(log)
+    assert texts and not any(key in t for t in texts for key in (api_key, other))
+    assert any(MASK in t for t in texts)

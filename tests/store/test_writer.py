@@ -1,6 +1,7 @@
 """The run writer: numbering, idempotency, the chain, blobs, backpressure, sealing."""
 
 import hashlib
+import json
 import threading
 
 import anyio
@@ -10,6 +11,7 @@ import pytest
 from eviscene.errors import DuplicateEventError
 from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
+from eviscene.redaction import MASK
 from eviscene.store import EventDraft
 from eviscene.store import writer as writer_module
 from eviscene.store.chain import GENESIS_HASH
@@ -75,6 +77,15 @@ def test_non_ascii_payload_and_null_columns_chain_as_hand_computed(tmp_path):
     assert row["event_id"] == "ev-" + content[:32]
     expected = hashlib.sha256(f"{'0' * 64}\x1f1\x1f{row['event_id']}\x1f1700000000000001\x1f{content}".encode()).hexdigest()
     assert row["hash"] == expected
+
+
+def test_a_known_secret_in_an_event_is_masked_before_it_is_chained(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", 'tok"en-0123456789')  # its JSON form escapes the quote
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(GateDecided(gate="g", subject="s", passed=False, reasons=['quoted tok"en-0123456789']))])
+    [row] = log.sql("SELECT payload->'reasons' AS reasons FROM events").to_pylist()
+    assert json.loads(row["reasons"]) == [f"quoted {MASK}"]
+    assert log.verify().intact
 
 
 def test_runs_write_independent_chains(tmp_path):
