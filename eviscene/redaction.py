@@ -8,7 +8,7 @@
   those in a model request it stores (`KnownSecrets.mask_json`).
 
 `redact` casts three nets, widest last: the values providers registered as secrets (the API
-keys they read), the values of environment variables whose names say they hold a secret,
+keys they read), the credential-looking values of environment variables whose names say they hold a secret,
 and patterns of credentials in text (auth headers, bearer tokens, key query parameters, the
 user-info part of URLs such as `http://user:KEY@host`, the shapes of OpenAI and Google API
 keys). A masked credential loses its scheme word too
@@ -26,7 +26,15 @@ from collections.abc import Callable
 from typing import Any
 
 MASK = "[REDACTED]"
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH|COOKIE|CREDENTIAL)", re.IGNORECASE)
+# A secret's variable names it by a whole word (OPENAI_API_KEY, HF_TOKEN, DB_PASSWORD), not by a
+# word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
+# finds are masked in every event and every model answer, so a developer's name must not be.
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|COOKIE|CREDENTIALS?|CREDS)(?:_|$)", re.IGNORECASE
+)
+# ... and its value looks like a credential: one word with a digit in it, or a long one (not
+# `SOME_AUTH=disabled`, which would mask the word everywhere).
+_CREDENTIAL_VALUE = re.compile(r"^(?=\S*\d)\S+$|^\S{16,}$")
 _MIN_SECRET = 8  # shorter values would mask ordinary words
 
 _HEADER = re.compile(
@@ -54,7 +62,7 @@ def register_secret(value: str | None) -> None:
 
 
 def _secret_values(extra: tuple[str, ...]) -> list[str]:
-    from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k))
+    from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
         values = {*extra, *_registered, *from_env}
     # Longest first, so a secret containing another is masked whole.

@@ -74,6 +74,19 @@ def test_registered_secrets_and_secret_looking_environment(monkeypatch):
     assert redact("a short story") == "a short story"
 
 
+def test_the_environment_net_takes_credential_variables_not_words_that_contain_their_names(monkeypatch):
+    for name, value in [("GIT_AUTHOR_NAME", "Ada Lovelace"), ("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring"),
+                        ("KEYBOARD_LAYOUT", "dvorak-international-9")]:
+        monkeypatch.setenv(name, value)
+        assert redact(f"said {value}") == f"said {value}", name
+    monkeypatch.setenv("SOME_AUTH", "disabled")  # a word, not a credential: masking it would mask the word everywhere
+    assert redact("the check is disabled") == "the check is disabled"
+    for name, value in [("HF_TOKEN", "hf_abc123def456"), ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"),
+                        ("SERPAPI_APIKEY", "0123456789abcdef"), ("DB_PASSWORD", "hunter2hunter2"), ("GATEWAY_CREDS", "plain-but-long-value")]:
+        monkeypatch.setenv(name, value)
+        assert redact(f"said {value}") == f"said {MASK}", name
+
+
 def test_names_of_key_variables_stay_readable():
     text = "environment variable OPENAI_API_KEY is not set; api_key_env names it"
     assert redact(text) == text
