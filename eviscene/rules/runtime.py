@@ -1,14 +1,19 @@
 """Where EviScene keeps its machine-local files (provider locks, the reverse-image index and
 its stored answers, the view catalog's cache, the viewer's results): `EVISCENE_RUNTIME_DIR`,
-else `$XDG_RUNTIME_DIR/eviscene`, else `<tmp>/eviscene-<uid>`; how a cache file there is
-written (whole or not at all); and how a cache folder stays bounded: an entry nobody has
-written or read for `UNUSED_DAYS` is removed (`$XDG_RUNTIME_DIR` is often a small tmpfs, and
-every new corpus, code version or log leaves entries no later run reads)."""
+else `$XDG_RUNTIME_DIR/eviscene`, else `<tmp>/eviscene-<uid>`, and only if it is this user's
+alone; how a cache file there is written (whole or not at all); and how a cache folder stays
+bounded: an entry nobody has written or read for `UNUSED_DAYS` is removed (`$XDG_RUNTIME_DIR`
+is often a small tmpfs, and every new corpus, code version or log leaves entries no later run
+reads)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
+import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,14 +23,52 @@ UNUSED_DAYS = 14
 _pruned: set[Path] = set()  # cache folders already pruned by this process
 
 
+def private_folder_problem(folder: Path, others_may: int = 0) -> tuple[Path, str] | None:
+    """Where and why another user could plant, swap or (beyond `others_may`) use `folder`, None
+    when nobody could: it must be a real folder (not a link) of this user's whose group and
+    other permission bits are within `others_may`, and each folder above it this user's or
+    root's and, if others may write to it, sticky (as /tmp is: there nobody renames what is
+    not theirs)."""
+    own = os.lstat(folder)
+    if not stat.S_ISDIR(own.st_mode) or own.st_uid != os.geteuid() or stat.S_IMODE(own.st_mode) & 0o077 & ~others_may:
+        return folder, "is not a private folder of this user's"
+    for above in folder.parents:
+        info = os.stat(above)
+        if info.st_uid not in (0, os.geteuid()):
+            return above, "belongs to another user"
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            return above, "is writable by others and not sticky"
+    return None
+
+
 def runtime_dir() -> Path:
+    """The runtime directory, made if missing. One that another user could have planted or may
+    write (on a shared machine, `<tmp>/eviscene-<uid>` is a name anyone can take first) would
+    let them feed this user's runs cached search answers and locks: then this process keeps
+    its files in a private folder of its own instead, and says so once."""
     configured = os.environ.get("EVISCENE_RUNTIME_DIR")
-    if configured:
-        return Path(configured)
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and Path(xdg).is_dir():
-        return Path(xdg) / "eviscene"
-    return Path(tempfile.gettempdir()) / f"eviscene-{os.getuid()}"
+    if configured:
+        chosen = Path(configured).resolve()  # a link the user set up is theirs to follow
+    elif xdg and Path(xdg).is_dir():
+        chosen = Path(xdg) / "eviscene"
+    else:
+        chosen = Path(tempfile.gettempdir()) / f"eviscene-{os.getuid()}"
+    try:
+        chosen.mkdir(parents=True, exist_ok=True, mode=0o700)
+        problem = private_folder_problem(chosen.absolute(), others_may=stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+    except OSError:
+        return chosen  # not makeable here (read-only, full): each cache write fails and costs only its recomputation
+    return chosen if problem is None else _private_runtime_dir(chosen, *problem)
+
+
+@functools.cache
+def _private_runtime_dir(chosen: Path, where: Path, why: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="eviscene-runtime-"))
+    atexit.register(shutil.rmtree, folder, True)
+    print(f"eviscene: not using the runtime directory {chosen}: {where} {why}; this process keeps its caches in "
+          f"{folder} (set EVISCENE_RUNTIME_DIR to a folder of your own)", file=sys.stderr)
+    return folder
 
 
 def write_replacing(path: Path, write: Callable[[IO[bytes]], object]) -> None:

@@ -11,7 +11,6 @@ import atexit
 import os
 import re
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
+from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
@@ -63,23 +63,14 @@ def spill_directory() -> Path:
 
 
 def _check_private(folder: Path) -> None:
-    """Refuse a spill folder (resolved) another user could read, or swap for a link: it must be
-    a real folder of this user's, 0700, and each folder above it this user's or root's and, if
-    others may write to it, sticky (as /tmp is: there nobody renames what is not theirs)."""
-    own = os.lstat(folder)
-    if not stat.S_ISDIR(own.st_mode) or own.st_uid != os.geteuid() or stat.S_IMODE(own.st_mode) != 0o700:
-        raise EvisceneError(f"the SQL spill folder {folder} is not a private folder of this user's; nothing was read")
-    for above in folder.parents:
-        info = os.stat(above)
-        if info.st_uid not in (0, os.geteuid()):
-            reason = "belongs to another user"
-        elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
-            reason = "is writable by others and not sticky"
-        else:
-            continue
-        raise EvisceneError(
-            f"another user could replace the SQL spill folder {folder}: {above} {reason}; point TMPDIR at a folder of your own"
-        )
+    """Refuse a spill folder (resolved) another user could read, or swap for a link."""
+    problem = private_folder_problem(folder)
+    if problem is None:
+        return
+    where, why = problem
+    if where == folder:
+        raise EvisceneError(f"the SQL spill folder {folder} {why}; nothing was read")
+    raise EvisceneError(f"another user could replace the SQL spill folder {folder}: {where} {why}; point TMPDIR at a folder of your own")
 
 
 def _remove_spill_directory(folder: Path, pid: int) -> None:
