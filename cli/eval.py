@@ -78,6 +78,12 @@ class _ProgressBar:
         """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")
 
+    def stop(self) -> None:
+        """Close the bar if it was drawn (rich ends even a bar never drawn with a blank line
+        on a stderr that is not a terminal: before an `Error:` it reads as noise)."""
+        if self.progress.live.is_started:
+            self.progress.stop()
+
 
 def _report(log: EventLog, summary: RunSummary) -> None:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
@@ -243,12 +249,12 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     try:
         summary = anyio.run(start, bar)
     except KeyboardInterrupt:
-        bar.progress.stop()
+        bar.stop()
         hint = f"; `eviscene eval resume {bar.run_id}` finishes it" if bar.run_id else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(130)
     finally:
-        bar.progress.stop()
+        bar.stop()
     if summary.interrupted:  # every answered call was committed before this line
         click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
         sys.exit(130)

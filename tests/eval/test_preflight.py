@@ -40,8 +40,9 @@ def run_cli(log_path: Path, release: Path, *flags: str):
 
 def assert_nothing_ran(result, log_path: Path, message: str) -> None:
     assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert lines == [lines[0]] and lines[0].startswith("Error: ") and message in lines[0], result.output
+    # one line on stderr, nothing before it (not even a blank line), nothing on stdout
+    assert result.stdout == "" and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.output
+    assert message in result.stderr, result.output
     live = Path(str(log_path) + ".live")
     assert not log_path.exists() and not (live.exists() and any(live.iterdir()))
 

@@ -69,7 +69,8 @@ def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_pat
 
 def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
     result = eviscene(tmp_path / "empty.duckdb", "eval", "resume", "no-such-run")
-    assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("Error: no run 'no-such-run'"), result.stderr
+    assert result.stderr.count("\n") == 1  # one line, no blank line before it
 
 
 def test_ctrl_c_names_the_run_to_resume(release, tmp_path):
