@@ -201,6 +201,7 @@ async def start_run(
 ) -> RunSummary:
     """Start a run named `run_id` (as the seed names it: the output directory's name), or a
     generated `<timestamp>_<provider>_<model>` id."""
+    log.require_writable()
     plan = plan_run(options, provider=provider)
     options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
     run_id = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
@@ -263,6 +264,7 @@ async def resume_run(
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl (sha256). `executor` (`executor`, `ray_address`,
     `workers`) overrides where the episodes run."""
+    log.require_writable()
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
         [run_id],

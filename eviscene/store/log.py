@@ -209,7 +209,7 @@ class EventStore:
         """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""
         from eviscene.store.writer import RunWriter
 
-        self._writable()
+        self.require_writable()
         return RunWriter(self.path, run_id, **options)
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
@@ -233,17 +233,19 @@ class EventStore:
         """Fold another log (a shard, another machine's runs) into this one's archive."""
         from eviscene.store.merge import merge_log
 
-        self._writable()
+        self.require_writable()
         return merge_log(self.path, resolve_log_path(source))
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""
         from eviscene.store.seal import seal_runs
 
-        self._writable()
+        self.require_writable()
         return seal_runs(self.path, run_ids)
 
-    def _writable(self) -> None:
+    def require_writable(self) -> None:
+        """A log that can take events: not a read-only `log export-parquet` folder (a run checks
+        this before it plans or claims anything)."""
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
 
