@@ -109,14 +109,15 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     run = resolve_options(flags)
     options = run.flags
     release = load_release(options.benchmark)
+    release_cases = load_cases(release)
     cases = select_cases(
-        load_cases(release),
+        release_cases,
         case_ids=options.case_ids,
         limit=options.limit,
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
-    check_selection(cases)
+    check_selection(release_cases, cases, options.benchmark)
     check_scoring_inputs(release, cases)
     verify_case_images(cases)
     provider = provider or make_provider(run)

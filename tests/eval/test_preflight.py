@@ -91,6 +91,13 @@ def test_an_empty_selection_is_an_error(release, tmp_path, flags):
     assert_nothing_ran(result, tmp_path / "log.duckdb", "the selection is empty")
 
 
+def test_a_cases_file_without_cases_says_so_rather_than_blaming_flags_not_given(broken_release, tmp_path):
+    cases = broken_release / "runtime_input" / "cases.jsonl"
+    cases.write_text("", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release)
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{cases} holds no cases: nothing to run")
+
+
 def test_an_output_directory_that_is_not_empty_is_refused_before_any_episode(release, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
