@@ -86,8 +86,12 @@ class _ProgressBar:
 
 
 def _report(log: EventLog, summary: RunSummary) -> None:
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
-    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts}); status {summary.status}")
+    """What this invocation finished, what is left and the run's status, as the log has them."""
+    counts = [f"{k} {v}" for k, v in sorted(summary.terminations.items())]
+    if summary.unfinished:
+        counts.append(f"{summary.unfinished} unfinished")
+    ended = ", ".join(counts) or "nothing left to run"
+    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
     for line in accuracy_lines(log, summary.run_id):
         click.echo(line)
     for line in error_cause_lines(log, summary.run_id):
@@ -185,14 +189,18 @@ def run(
     check_output_dir(output_dir if materialize else None)
     name = run_id or (output_dir.resolve().name if output_dir is not None else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
-    if materialize and not summary.stopped:
-        _materialize(log, summary.run_id, output_dir)
+    if materialize:
+        _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
 
 
-def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
-    out_dir = output_dir or Path("runs") / run_id
-    written = materialize_run(log, run_id, out_dir)
+def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
+    """The run directory of a run that ran to its end; a stopped run's is left for `eval
+    resume` to write (its unfinished episodes would be stand-in error rows)."""
+    if summary.stopped:
+        click.echo(f"no run directory written while episodes are unfinished; `eval resume` writes {out_dir}", err=True)
+        return
+    written = materialize_run(log, summary.run_id, out_dir)
     click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
@@ -230,9 +238,9 @@ def resume(
     )
     if materialize:
         out_dir = output_dir or Path("runs") / run_id
-        if output_dir is None and _is_run_directory_of(out_dir, run_id):
+        if not summary.stopped and output_dir is None and _is_run_directory_of(out_dir, run_id):
             shutil.rmtree(out_dir)  # this run's own earlier directory, written again from the log
-        _materialize(log, run_id, out_dir)
+        _materialize(log, summary, out_dir)
     _exit_status(summary)
 
 

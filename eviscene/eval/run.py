@@ -64,23 +64,26 @@ class RunObserver(Protocol):
 @dataclass
 class RunSummary:
     run_id: str
-    planned: int
-    ran: int
-    terminations: Counter = field(default_factory=Counter)
+    planned: int  # episodes of the whole run
+    terminations: Counter = field(default_factory=Counter)  # how this invocation's finished episodes ended
     sealed: bool = False
     seal_note: str = ""
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
     interrupted: bool = False  # stopped by SIGINT/SIGTERM
+    # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
+    status: str = ""  # e.g. completed, completed_with_errors, running_or_interrupted after a stop
+    unfinished: int = 0  # episodes of the run that have not finished, for `eval resume`
+
+    @property
+    def ran(self) -> int:
+        """Episodes this invocation finished (one stopped in flight did not run)."""
+        return sum(self.terminations.values())
 
     @property
     def errored(self) -> int:
         return self.terminations["error"]
-
-    @property
-    def status(self) -> str:
-        return "completed_with_errors" if self.run_errors else "completed"
 
 
 @dataclass
@@ -324,7 +327,7 @@ async def _execute(
     opening: list[EventDraft],
     observer: RunObserver | None,
 ) -> RunSummary:
-    summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
+    summary = RunSummary(run_id=run_id, planned=len(plan.specs))
     options = plan.options.flags
     perceptions = (
         _cached_perception(log, options.perception_cache_version or PERCEPTION_BACKEND, options.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)
@@ -405,12 +408,10 @@ async def _execute(
             # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
             # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
             stop = await until_stopped(workers)
-            if stop is not None:
-                summary.stopped, summary.interrupted = stop.reason, stop.signal
-                return summary
-            await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
-            await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
-            summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
+            if stop is None:
+                await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
+                await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
+                summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
             crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
@@ -420,20 +421,34 @@ async def _execute(
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
             raise
-        await writer.emit(
-            EventDraft(
-                RunFinished(
-                    status=summary.status,
-                    completed_at=local_now_seconds_iso(),
-                    num_episodes=len(todo),
-                    num_errors=summary.errored,
+        if stop is None:
+            await writer.emit(
+                EventDraft(
+                    RunFinished(
+                        status="completed_with_errors" if summary.run_errors else "completed",
+                        completed_at=local_now_seconds_iso(),
+                        num_episodes=len(todo),
+                        num_errors=summary.errored,
+                    )
                 )
             )
-        )
     summary.log_seconds = writer.commit_seconds
-    try:
-        log.seal([run_id])
-        summary.sealed = True
-    except LogLockedError as exc:
-        summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+    if stop is None:
+        try:
+            log.seal([run_id])
+            summary.sealed = True
+        except LogLockedError as exc:
+            summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+    else:
+        summary.stopped, summary.interrupted = stop.reason, stop.signal
+    summary.status, summary.unfinished = _standing(log, run_id)
     return summary
+
+
+def _standing(log: EventLog, run_id: str) -> tuple[str, int]:
+    """The run's status and unfinished episodes as its `runs` row says (one rule for every
+    report of a run: the view's)."""
+    row = log.sql(
+        "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
+    ).to_pylist()[0]
+    return row["status"], row["unfinished"]
