@@ -198,7 +198,8 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
     resume` to write (its unfinished episodes would be stand-in error rows)."""
     if summary.stopped:
-        click.echo(f"no run directory written while episodes are unfinished; `eval resume` writes {out_dir}", err=True)
+        click.echo(f"no run directory written while episodes are unfinished; `eviscene eval resume {summary.run_id} "
+                   f"--output-dir {out_dir}` writes it", err=True)
         return
     written = materialize_run(log, summary.run_id, out_dir)
     click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
@@ -210,7 +211,8 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
               help="The run's release where it moved: <release>/runtime_input/cases.jsonl (same release id, same cases sha256).")
 @click.option("--retry-errors", is_flag=True, help="Also re-run the episodes that ended in error, as new attempts.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory to materialize at the end (default: runs/<run_id>, replaced if it exists).")
+              help="Run directory to materialize at the end (default: runs/<run_id>): one this run wrote before is "
+                   "replaced, any other must be new or empty (checked before the first episode).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
@@ -230,6 +232,9 @@ def resume(
         eviscene eval resume my-experiment --executor ray --ray-address auto
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
+    out_dir = output_dir or Path("runs") / run_id
+    replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
+    check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,
         lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
@@ -237,9 +242,8 @@ def resume(
         progress,
     )
     if materialize:
-        out_dir = output_dir or Path("runs") / run_id
-        if not summary.stopped and output_dir is None and _is_run_directory_of(out_dir, run_id):
-            shutil.rmtree(out_dir)  # this run's own earlier directory, written again from the log
+        if replaces and not summary.stopped:
+            shutil.rmtree(out_dir)
         _materialize(log, summary, out_dir)
     _exit_status(summary)
 

@@ -274,7 +274,7 @@ def test_after_an_outage_the_cli_reports_what_finished_and_writes_no_run_directo
     assert run.exit_code == 1, run.output
     assert "run pq: 1 of 3 episodes ran (completed 1, 2 unfinished); status running_or_interrupted" in run.stdout
     assert "run pq stopped, its unfinished episodes kept for later: " in run.stderr
-    assert "no run directory written while episodes are unfinished; `eval resume` writes runs/pq" in run.stderr
+    assert "no run directory written while episodes are unfinished; `eviscene eval resume pq --output-dir runs/pq` writes it" in run.stderr
     assert (listed()["status"], listed()["episodes_finished"]) == ("running_or_interrupted", 1)
     assert not (tmp_path / "runs").exists()
 
