@@ -19,6 +19,8 @@ READS = [
     ("runs", "compare", "a", "b"),
     ("why", "episode-1"),
     ("log", "verify"),
+    ("log", "seal"),
+    ("log", "export-parquet", "out"),
     ("materialize", "run-1", "--out", "out"),
     ("dataset", "export", "--run", "run-1", "--out", "out"),
     ("views", "--columns"),
@@ -31,6 +33,21 @@ def test_a_read_of_a_missing_log_is_one_line_and_creates_nothing(tmp_path, comma
     result = subprocess.run([EVISCENE, "--db", str(missing), *command], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert result.stderr == f"Error: no log at {missing}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):
+    """`view` may start before the first run writes (runs appear as they are written), but
+    never silently: a mistyped --db shows up on stderr."""
+    missing = tmp_path / "mistyped.duckdb"
+    process = subprocess.Popen([EVISCENE, "--db", str(missing), "view", "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert process.stdout.readline().startswith(f"serving {missing} at http://127.0.0.1:")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    assert f"note: no log at {missing} yet" in stderr
     assert list(tmp_path.iterdir()) == []
 
 
