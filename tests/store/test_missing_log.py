@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import eviscene
+import eviscene.errors
 import sandbox_log
-from eviscene.errors import LogNotFoundError
 from eviscene.log import open_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -52,11 +53,18 @@ def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):
 
 
 def test_open_log_of_a_missing_log_raises_and_creates_nothing(tmp_path):
-    with pytest.raises(LogNotFoundError, match="no log at"):
-        open_log(tmp_path / "mistyped.duckdb")
+    with pytest.raises(eviscene.LogNotFoundError, match="no log at"):  # as the README's Python example says
+        eviscene.open_log(tmp_path / "mistyped.duckdb")
     log = open_log(tmp_path / "new.duckdb", create=True)  # a writer's first run
     assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_error_a_caller_may_catch_is_exported_from_the_package():
+    errors = {name for name, value in vars(eviscene.errors).items()
+              if isinstance(value, type) and issubclass(value, eviscene.errors.EvisceneError)}
+    assert errors <= set(eviscene.__all__)
+    assert all(getattr(eviscene, name) is getattr(eviscene.errors, name) for name in errors)
 
 
 def test_a_merge_into_a_new_archive_still_creates_it(tmp_path):
