@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
@@ -21,6 +22,7 @@ from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
+from eviscene.store.layout import check_run_id
 
 _stderr = Console(stderr=True)
 
@@ -186,12 +188,28 @@ def run(
             --rollouts-per-case 4 --concurrency 4 --output-dir runs/demo-r4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
+    name = _run_name(run_id, output_dir)
     check_output_dir(output_dir if materialize else None)
-    name = run_id or (output_dir.resolve().name if output_dir is not None else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
     if materialize:
         _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
+
+
+def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
+    """The name the user gave the run: --run-id, else --output-dir's last component (as the
+    seed names runs); none for a generated id. A bad name is refused naming the option given."""
+    if run_id:
+        option, name = "--run-id", run_id
+    elif output_dir is not None:
+        option, name = "--output-dir", output_dir.resolve().name
+    else:
+        return None
+    try:
+        return check_run_id(name)
+    except ValueError as exc:
+        named_by = " (the run is named after the folder; --run-id names it otherwise)" if option == "--output-dir" else ""
+        raise EvisceneError(f"{option}: {exc}{named_by}") from None
 
 
 def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:

@@ -143,7 +143,7 @@ def _claim_run_id(log: EventLog, run_id: str) -> str:
     try:
         folder = run_folder(log.path, run_id)
     except ValueError as exc:
-        raise EvisceneError(f"--run-id: {exc}") from None
+        raise EvisceneError(str(exc)) from None
     taken = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
     if taken:
         raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")

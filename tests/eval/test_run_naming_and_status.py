@@ -71,7 +71,12 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert listed["ablation-no-web"]["label"] == "rollouts=2 seed=7 no-web-search"
 
     bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "../x")
-    assert bad.exit_code == 2 and "--run-id" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id '../x'"), bad.output
+    spaced = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                    "--output-dir", "runs/bad name")
+    assert spaced.exit_code == 2 and "--run-id:" not in spaced.stderr  # the option the user gave is named
+    assert spaced.stderr.startswith("Error: --output-dir: invalid run id 'bad name': letters, digits"), spaced.output
+    assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
 
 
 def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_path):
