@@ -8,8 +8,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 import sandbox_log
+
 from eviscene.log import EventLog
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -21,7 +21,7 @@ def log_path(tmp_path_factory) -> Path:
 
 
 def sql(log_path: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([EVISCENE, "--db", str(log_path), "sql", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run([EVISCENE, "--db", str(log_path), "sql", *args], capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
 
 
 @pytest.mark.parametrize(("query", "error"), [
