@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
@@ -21,6 +22,7 @@ from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
+from eviscene.store.layout import check_run_id
 
 _stderr = Console(stderr=True)
 
@@ -83,10 +85,20 @@ class _ProgressBar:
         """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")
 
+    def stop(self) -> None:
+        """Close the bar if it was drawn (rich ends even a bar never drawn with a blank line
+        on a stderr that is not a terminal: before an `Error:` it reads as noise)."""
+        if self.progress.live.is_started:
+            self.progress.stop()
+
 
 def _report(log: EventLog, summary: RunSummary) -> None:
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items())) or "nothing left to run"
-    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({counts}); status {summary.status}")
+    """What this invocation finished, what is left and the run's status, as the log has them."""
+    counts = [f"{k} {v}" for k, v in sorted(summary.terminations.items())]
+    if summary.unfinished:
+        counts.append(f"{summary.unfinished} unfinished")
+    ended = ", ".join(counts) or "nothing left to run"
+    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
     for line in accuracy_lines(log, summary.run_id):
         click.echo(line)
     for line in error_cause_lines(log, summary.run_id):
@@ -181,17 +193,38 @@ def run(
             --rollouts-per-case 4 --concurrency 4 --output-dir runs/demo-r4
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
+    name = _run_name(run_id, output_dir)
     check_output_dir(output_dir if materialize else None)
-    name = run_id or (output_dir.resolve().name if output_dir is not None else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
-    if materialize and not summary.stopped:
-        _materialize(log, summary.run_id, output_dir)
+    if materialize:
+        _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
 
 
-def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
-    out_dir = output_dir or Path("runs") / run_id
-    written = materialize_run(log, run_id, out_dir)
+def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
+    """The name the user gave the run: --run-id, else --output-dir's last component (as the
+    seed names runs); none for a generated id. A bad name is refused naming the option given."""
+    if run_id:
+        option, name = "--run-id", run_id
+    elif output_dir is not None:
+        option, name = "--output-dir", output_dir.resolve().name
+    else:
+        return None
+    try:
+        return check_run_id(name)
+    except ValueError as exc:
+        named_by = " (the run is named after the folder; --run-id names it otherwise)" if option == "--output-dir" else ""
+        raise EvisceneError(f"{option}: {exc}{named_by}") from None
+
+
+def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
+    """The run directory of a run that ran to its end; a stopped run's is left for `eval
+    resume` to write (its unfinished episodes would be stand-in error rows)."""
+    if summary.stopped:
+        click.echo(f"no run directory written while episodes are unfinished; `eviscene eval resume {summary.run_id} "
+                   f"--output-dir {out_dir}` writes it", err=True)
+        return
+    written = materialize_run(log, summary.run_id, out_dir)
     click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
@@ -201,7 +234,8 @@ def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
               help="The run's release where it moved: <release>/runtime_input/cases.jsonl (same release id, same cases sha256).")
 @click.option("--retry-errors", is_flag=True, help="Also re-run the episodes that ended in error, as new attempts.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory to materialize at the end (default: runs/<run_id>, replaced if it exists).")
+              help="Run directory to materialize at the end (default: runs/<run_id>): one this run wrote before is "
+                   "replaced, any other must be new or empty (checked before the first episode).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
@@ -221,6 +255,9 @@ def resume(
         eviscene eval resume my-experiment --executor ray --ray-address auto
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
+    out_dir = output_dir or Path("runs") / run_id
+    replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
+    check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,
         lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
@@ -228,10 +265,9 @@ def resume(
         progress,
     )
     if materialize:
-        out_dir = output_dir or Path("runs") / run_id
-        if output_dir is None and _is_run_directory_of(out_dir, run_id):
-            shutil.rmtree(out_dir)  # this run's own earlier directory, written again from the log
-        _materialize(log, run_id, out_dir)
+        if replaces and not summary.stopped:
+            shutil.rmtree(out_dir)
+        _materialize(log, summary, out_dir)
     _exit_status(summary)
 
 

@@ -85,11 +85,12 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = EventLog(db)
 
 
-# Commands that only read the log: on a path holding no log they fail (a mistyped --db never
-# answers from an empty log, nor creates one). Writers (eval run, import, log merge) create it;
-# `sql`, `views --columns` and `dataset export` (which imports path inputs first) check for themselves;
-# `view` may start before the first run writes, and shows runs as they appear.
-READERS = {"runs", "runs compare", "why", "log verify", "materialize", "report"}
+# Commands that read a log (or, as `log seal`, tidy one) and never start one: on a path holding
+# no log they fail (a mistyped --db never answers from an empty log, nor creates one). Writers
+# (eval run, import, log merge) create it; `sql`, `views --columns` and `dataset export` (which
+# imports path inputs first) check for themselves; `view` may start before the first run writes,
+# shows runs as they appear, and says that there is no log yet.
+READERS = {"runs", "runs compare", "why", "log verify", "log seal", "log export-parquet", "materialize", "report"}
 
 
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
 
-from eviscene.cli.output import emit, emit_result, format_option
+from eviscene.cli.output import emit_result, emit_rows, format_option
 from eviscene.log import EventLog
 
 
@@ -26,7 +29,10 @@ def runs(ctx: click.Context, fmt: str) -> None:
 @runs.command()
 @click.argument("run_a")
 @click.argument("run_b")
-@click.option("--cases", "show_cases", is_flag=True, help="Also list the cases whose correctness differs.")
+@click.option("--cases", "show_cases", is_flag=True,
+              help="Also list the cases whose correctness differs. One document either way: table prints the comparison, "
+                   "a blank line, then the cases; json one object {\"comparison\": {…}, \"cases\": […]}; csv and jsonl "
+                   "(one table each) the case rows alone.")
 @format_option
 @click.pass_obj
 def compare(log: EventLog, run_a: str, run_b: str, show_cases: bool, fmt: str) -> None:
@@ -36,24 +42,28 @@ def compare(log: EventLog, run_a: str, run_b: str, show_cases: bool, fmt: str) -
     \b
     Example:
         eviscene runs compare 20261130_141502_offline_offline-react-v1 20261130_152210_openai_compatible_qwen3-vl
+        eviscene runs compare A B --cases --format csv > differing_cases.csv
     """
-    import pyarrow as pa
-
     from eviscene.analysis.compare import compare_runs  # loaded only by `runs compare`
 
     result = compare_runs(log, run_a, run_b)
-    emit(
-        pa.table({
-            "run_a": [run_a], "run_b": [run_b], "shared_cases": [len(result.cases)],
-            "accuracy_a": [round(result.accuracy_a, 4)], "accuracy_b": [round(result.accuracy_b, 4)],
-            "difference": [round(result.difference, 4)], "ci95_low": [round(result.ci_low, 4)],
-            "ci95_high": [round(result.ci_high, 4)], "only_a_right": [result.only_a_right], "only_b_right": [result.only_b_right],
-        }),
-        fmt,
-    )
+    comparison = {
+        "run_a": run_a, "run_b": run_b, "shared_cases": len(result.cases),
+        "accuracy_a": round(result.accuracy_a, 4), "accuracy_b": round(result.accuracy_b, 4),
+        "difference": round(result.difference, 4), "ci95_low": round(result.ci_low, 4),
+        "ci95_high": round(result.ci_high, 4), "only_a_right": result.only_a_right, "only_b_right": result.only_b_right,
+    }
+    changed = [case for case in result.cases if case["correct_a"] != case["correct_b"]]
+    if show_cases and fmt == "json":
+        click.echo(json.dumps({"comparison": comparison, "cases": changed}, ensure_ascii=False, indent=2))
+        return
+    if not show_cases or fmt == "table":  # csv and jsonl hold one table: with --cases, the cases asked for
+        emit_rows(list(comparison), [tuple(comparison.values())], fmt)
     if show_cases:
-        changed = [c for c in result.cases if c["correct_a"] != c["correct_b"]]
-        emit(pa.Table.from_pylist(changed) if changed else pa.table({"case_id": []}), fmt)
+        if fmt == "table":
+            sys.stdout.write("\n")
+        # the columns even when no case differs (compare_runs refuses runs that share no case)
+        emit_rows(list(result.cases[0]), [tuple(case.values()) for case in changed], fmt)
 
 
 COMMANDS = [runs]

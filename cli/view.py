@@ -28,6 +28,8 @@ def view(log: EventLog, port: int, host: str) -> None:
     except OSError as exc:
         raise EvisceneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound_host, bound_port = server.server_address[:2]
+    if not log.exists():  # started before the first run, or a mistyped --db: either way, say so
+        click.echo(f"note: no log at {log.path} yet; its runs appear here once one writes there", err=True)
     click.echo(f"serving {log.path} at http://{bound_host}:{bound_port}/ (read-only; Ctrl-C stops)", err=False)
     try:
         server.serve_forever()

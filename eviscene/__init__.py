@@ -25,7 +25,12 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "EvisceneError": "eviscene.errors",
+    # The errors a caller may catch (eviscene.errors; every one is an EvisceneError).
+    **dict.fromkeys(
+        ("EvisceneError", "LogNotFoundError", "LogLockedError", "LogIntegrityError", "QueryRefusedError", "ReleaseError",
+         "SelectionError", "DuplicateEventError", "ImportConflictError"),
+        "eviscene.errors",
+    ),
     "EvalOptions": "eviscene.eval.options",
     "RunSummary": "eviscene.eval.run",
     "resume_run": "eviscene.eval.run",

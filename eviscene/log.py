@@ -9,7 +9,7 @@ import os
 import duckdb
 
 from eviscene.store import EventStore
-from eviscene.views import apply_views, inline_views
+from eviscene.views import apply_views, inline_views, view_definitions
 
 
 class EventLog(EventStore):
@@ -32,6 +32,9 @@ class EventLog(EventStore):
 
     def inline_views(self, con: duckdb.DuckDBPyConnection, query: str) -> str:
         return inline_views(con, query)
+
+    def relation_names(self) -> tuple[str, ...]:
+        return (*super().relation_names(), *(d.name for d in view_definitions()))
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

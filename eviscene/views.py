@@ -97,9 +97,10 @@ _WORD = re.compile(r"\w+")
 
 
 def _names_in(text: str, names: set[str]) -> set[str]:
-    """The names `text` mentions as whole words: one scan of the text, not a regex search
-    per view name (that cost every CLI query half a second)."""
-    return set(_WORD.findall(text)) & names
+    """The names (all lower case) `text` mentions as whole words, in any case, as SQL reads
+    them (`FROM Episodes` reads `episodes`): one scan of the text, not a regex search per
+    view name (that cost every CLI query half a second)."""
+    return {word.lower() for word in _WORD.findall(text)} & names
 
 
 # String literals and comments: a view named there ('tool_calls' as a JSON key, a gate

@@ -17,9 +17,12 @@ from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
 
 
-def check_selection(cases: Sequence[Case]) -> None:
-    """An empty selection runs nothing and would record an empty run: refused."""
-    if not cases:
+def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], benchmark: str) -> None:
+    """An empty selection runs nothing and would record an empty run: refused, naming the
+    cases file when it holds no case at all (no flag is to blame then)."""
+    if not release_cases:
+        raise SelectionError(f"{benchmark} holds no cases: nothing to run")
+    if not selected:
         raise SelectionError(
             "the selection is empty (check --case-id, --limit and --shard-index): nothing to run"
         )

@@ -64,23 +64,26 @@ class RunObserver(Protocol):
 @dataclass
 class RunSummary:
     run_id: str
-    planned: int
-    ran: int
-    terminations: Counter = field(default_factory=Counter)
+    planned: int  # episodes of the whole run
+    terminations: Counter = field(default_factory=Counter)  # how this invocation's finished episodes ended
     sealed: bool = False
     seal_note: str = ""
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
     interrupted: bool = False  # stopped by SIGINT/SIGTERM
+    # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
+    status: str = ""  # e.g. completed, completed_with_errors, running_or_interrupted after a stop
+    unfinished: int = 0  # episodes of the run that have not finished, for `eval resume`
+
+    @property
+    def ran(self) -> int:
+        """Episodes this invocation finished (one stopped in flight did not run)."""
+        return sum(self.terminations.values())
 
     @property
     def errored(self) -> int:
         return self.terminations["error"]
-
-    @property
-    def status(self) -> str:
-        return "completed_with_errors" if self.run_errors else "completed"
 
 
 @dataclass
@@ -109,14 +112,15 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     run = resolve_options(flags)
     options = run.flags
     release = load_release(options.benchmark)
+    release_cases = load_cases(release)
     cases = select_cases(
-        load_cases(release),
+        release_cases,
         case_ids=options.case_ids,
         limit=options.limit,
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
-    check_selection(cases)
+    check_selection(release_cases, cases, options.benchmark)
     check_scoring_inputs(release, cases)
     verify_case_images(cases)
     provider = provider or make_provider(run)
@@ -139,7 +143,7 @@ def _claim_run_id(log: EventLog, run_id: str) -> str:
     try:
         folder = run_folder(log.path, run_id)
     except ValueError as exc:
-        raise EvisceneError(f"--run-id: {exc}") from None
+        raise EvisceneError(str(exc)) from None
     taken = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
     if taken:
         raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
@@ -201,6 +205,7 @@ async def start_run(
 ) -> RunSummary:
     """Start a run named `run_id` (as the seed names it: the output directory's name), or a
     generated `<timestamp>_<provider>_<model>` id."""
+    log.require_writable()
     plan = plan_run(options, provider=provider)
     options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
     run_id = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
@@ -263,6 +268,7 @@ async def resume_run(
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl (sha256). `executor` (`executor`, `ray_address`,
     `workers`) overrides where the episodes run."""
+    log.require_writable()
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
         [run_id],
@@ -321,7 +327,7 @@ async def _execute(
     opening: list[EventDraft],
     observer: RunObserver | None,
 ) -> RunSummary:
-    summary = RunSummary(run_id=run_id, planned=len(plan.specs), ran=len(todo))
+    summary = RunSummary(run_id=run_id, planned=len(plan.specs))
     options = plan.options.flags
     perceptions = (
         _cached_perception(log, options.perception_cache_version or PERCEPTION_BACKEND, options.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)
@@ -401,12 +407,10 @@ async def _execute(
             # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
             # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
             stop = await until_stopped(workers)
-            if stop is not None:
-                summary.stopped, summary.interrupted = stop.reason, stop.signal
-                return summary
-            await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
-            await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
-            summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
+            if stop is None:
+                await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
+                await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
+                summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
             crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
@@ -416,20 +420,34 @@ async def _execute(
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
             raise
-        await writer.emit(
-            EventDraft(
-                RunFinished(
-                    status=summary.status,
-                    completed_at=local_now_seconds_iso(),
-                    num_episodes=len(todo),
-                    num_errors=summary.errored,
+        if stop is None:
+            await writer.emit(
+                EventDraft(
+                    RunFinished(
+                        status="completed_with_errors" if summary.run_errors else "completed",
+                        completed_at=local_now_seconds_iso(),
+                        num_episodes=len(todo),
+                        num_errors=summary.errored,
+                    )
                 )
             )
-        )
     summary.log_seconds = writer.commit_seconds
-    try:
-        log.seal([run_id])
-        summary.sealed = True
-    except LogLockedError as exc:
-        summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+    if stop is None:
+        try:
+            log.seal([run_id])
+            summary.sealed = True
+        except LogLockedError as exc:
+            summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+    else:
+        summary.stopped, summary.interrupted = stop.reason, stop.signal
+    summary.status, summary.unfinished = _standing(log, run_id)
     return summary
+
+
+def _standing(log: EventLog, run_id: str) -> tuple[str, int]:
+    """The run's status and unfinished episodes as its `runs` row says (one rule for every
+    report of a run: the view's)."""
+    row = log.sql(
+        "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
+    ).to_pylist()[0]
+    return row["status"], row["unfinished"]

@@ -32,10 +32,15 @@ def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
 
 
-def run_folder(log_path: Path, run_id: str) -> Path:
+def check_run_id(run_id: str) -> str:
+    """`run_id`, which names a folder of the log: ValueError unless it is a safe name."""
     if not _RUN_ID.match(run_id) or run_id in {".", ".."}:
         raise ValueError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
-    return live_root(log_path) / run_id
+    return run_id
+
+
+def run_folder(log_path: Path, run_id: str) -> Path:
+    return live_root(log_path) / check_run_id(run_id)
 
 
 @dataclass(frozen=True)

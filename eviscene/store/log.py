@@ -15,7 +15,7 @@ import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, open_snapshot, segment_moved
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, explain_error, open_snapshot, segment_moved
 
 if TYPE_CHECKING:
     # Loaded by the methods that need them: a read loads neither pyarrow (unless it asks for
@@ -121,6 +121,10 @@ class EventStore:
                     raise
         raise AssertionError("unreachable")
 
+    def relation_names(self) -> tuple[str, ...]:
+        """What a query may read by name: `events` and `blobs` (an `EventLog` adds its views)."""
+        return ("events", "blobs")
+
     def add_views(self, con: duckdb.DuckDBPyConnection, *, materialize: bool, for_query: str | None) -> None:
         """The views over `events` and `blobs`: none in the store itself (`EventLog` adds the SQL views)."""
 
@@ -169,8 +173,12 @@ class EventStore:
             except BaseException as exc:
                 if con is not None:
                     con.close()
-                if isinstance(exc, duckdb.Error) and segment_moved(exc) and attempt < SNAPSHOT_RETRIES - 1:
-                    continue
+                if isinstance(exc, duckdb.Error):
+                    if segment_moved(exc) and attempt < SNAPSHOT_RETRIES - 1:
+                        continue
+                    explained = explain_error(exc, self.relation_names())
+                    if explained is not None:
+                        raise explained from None
                 raise
             try:
                 yield result
@@ -209,7 +217,7 @@ class EventStore:
         """The single writer of one run: `async with log.writer(run_id) as w: await w.emit(...)`."""
         from eviscene.store.writer import RunWriter
 
-        self._writable()
+        self.require_writable()
         return RunWriter(self.path, run_id, **options)
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
@@ -233,17 +241,19 @@ class EventStore:
         """Fold another log (a shard, another machine's runs) into this one's archive."""
         from eviscene.store.merge import merge_log
 
-        self._writable()
+        self.require_writable()
         return merge_log(self.path, resolve_log_path(source))
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""
         from eviscene.store.seal import seal_runs
 
-        self._writable()
+        self.require_writable()
         return seal_runs(self.path, run_ids)
 
-    def _writable(self) -> None:
+    def require_writable(self) -> None:
+        """A log that can take events: not a read-only `log export-parquet` folder (a run checks
+        this before it plans or claims anything)."""
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
 

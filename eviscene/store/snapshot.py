@@ -8,14 +8,17 @@ moment ago is there, what it commits later is seen by the next connection.
 from __future__ import annotations
 
 import atexit
+import difflib
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import duckdb
 
@@ -257,6 +260,42 @@ def _statement_name(statement: duckdb.Statement) -> str:
     if statement.type == duckdb.StatementType.LOAD and "INSTALL" in statement.query.upper().split()[:2]:
         return "INSTALL"
     return statement.type.name
+
+
+# DuckDB's words for a relation the query names but no catalog holds, with its suggestion,
+# which it draws from its own catalog too (`episode` -> "pg_index").
+_MISSING_TABLE = re.compile(r'(Table with name (.+?) does not exist!)(?:\s*Did you mean "[^"]*"\?)?')
+_OUTSIDE_THE_SANDBOX = re.compile(r'Cannot access file "(.+?)" - file system operations are disabled by configuration')
+_GLOB = re.compile(r"[*?\[]")
+
+
+def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error | None:
+    """DuckDB's error in the sandbox's terms, or None when it needs none: a relation that is
+    not there gets the closest of `relations` (what the sandbox exposes) as its suggestion,
+    and a file outside the log gets the `--read` that opens it (for a glob, its folder)."""
+    message = str(exc)
+    missing = _MISSING_TABLE.search(message) if isinstance(exc, duckdb.CatalogException) else None
+    if missing is not None:
+        close = difflib.get_close_matches(missing.group(2).lower(), sorted(relations), n=1)
+        hint = f' Did you mean "{close[0]}"?' if close else " (`eviscene views` lists the views)"
+        return duckdb.CatalogException(message[: missing.start()] + missing.group(1) + hint + message[missing.end():])
+    outside = _OUTSIDE_THE_SANDBOX.search(message) if isinstance(exc, duckdb.PermissionException) else None
+    if outside is not None and not segment_moved(exc):  # a moved segment is the log's, not a file to --read
+        path = outside.group(1)
+        return duckdb.PermissionException(
+            message[: outside.start()] + f'Cannot access file "{path}": a query reads only the log and the files given with '
+            f"--read (read= in Python); add --read {shlex.quote(_read_target(path))}" + message[outside.end():]
+        )
+    return None
+
+
+def _read_target(path: str) -> str:
+    """What `--read` takes to open `path`: the path itself, or for a glob the folder it searches."""
+    parts = PurePath(path).parts
+    globbed = next((i for i, part in enumerate(parts) if _GLOB.search(part)), None)
+    if globbed is None:
+        return path
+    return str(PurePath(*parts[:globbed])) if globbed else "."
 
 
 def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:

@@ -40,8 +40,9 @@ def run_cli(log_path: Path, release: Path, *flags: str):
 
 def assert_nothing_ran(result, log_path: Path, message: str) -> None:
     assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert lines == [lines[0]] and lines[0].startswith("Error: ") and message in lines[0], result.output
+    # one line on stderr, nothing before it (not even a blank line), nothing on stdout
+    assert result.stdout == "" and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.output
+    assert message in result.stderr, result.output
     live = Path(str(log_path) + ".live")
     assert not log_path.exists() and not (live.exists() and any(live.iterdir()))
 
@@ -88,6 +89,13 @@ def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):
 def test_an_empty_selection_is_an_error(release, tmp_path, flags):
     result = run_cli(tmp_path / "log.duckdb", release, *flags)
     assert_nothing_ran(result, tmp_path / "log.duckdb", "the selection is empty")
+
+
+def test_a_cases_file_without_cases_says_so_rather_than_blaming_flags_not_given(broken_release, tmp_path):
+    cases = broken_release / "runtime_input" / "cases.jsonl"
+    cases.write_text("", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release)
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{cases} holds no cases: nothing to run")
 
 
 def test_an_output_directory_that_is_not_empty_is_refused_before_any_episode(release, tmp_path):

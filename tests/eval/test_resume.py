@@ -88,7 +88,8 @@ def test_a_resume_of_a_run_another_process_writes_is_refused_before_any_progress
 
 def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
     result = eviscene(tmp_path / "empty.duckdb", "eval", "resume", "no-such-run")
-    assert result.returncode == 2 and "no run 'no-such-run'" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("Error: no run 'no-such-run'"), result.stderr
+    assert result.stderr.count("\n") == 1  # one line, no blank line before it
 
 
 def test_ctrl_c_names_the_run_to_resume(release, tmp_path):

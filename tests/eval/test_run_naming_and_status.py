@@ -71,7 +71,12 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert listed["ablation-no-web"]["label"] == "rollouts=2 seed=7 no-web-search"
 
     bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "../x")
-    assert bad.exit_code == 2 and "--run-id" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id '../x'"), bad.output
+    spaced = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                    "--output-dir", "runs/bad name")
+    assert spaced.exit_code == 2 and "--run-id:" not in spaced.stderr  # the option the user gave is named
+    assert spaced.stderr.startswith("Error: --output-dir: invalid run id 'bad name': letters, digits"), spaced.output
+    assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
 
 
 def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_path):
@@ -151,6 +156,35 @@ def test_a_no_op_resume_keeps_the_errors_and_retry_errors_reruns_them(release, t
     manifest = json.loads((tmp_path / "runs" / "flaky" / "run_manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["result"]["num_errors"] == 0
     assert invoke(log_path, "log", "verify").exit_code == 0
+
+
+def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only_its_own(release, tmp_path, monkeypatch):
+    """A taken --output-dir is refused before any episode runs again; the run's own earlier
+    directory is replaced whether named by --output-dir or by default."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=2)).specs
+    monkeypatch.setattr(run_module, "make_provider", lambda _: FailsOnSeeds({specs[0].sampling_seed}))
+    first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--no-progress",
+                   "--output-dir", "runs/int")
+    assert first.exit_code == 1, first.output
+    monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())
+
+    def attempts() -> list[int]:
+        return log.sql("SELECT attempt FROM events WHERE type = 'episode.started' ORDER BY seq")["attempt"].to_pylist()
+
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    refused = invoke(log_path, "eval", "resume", "int", "--retry-errors", "--no-progress", "--output-dir", str(taken))
+    assert refused.exit_code == 2 and refused.stderr == f"Error: output directory must be new or empty: {taken}\n"
+    assert attempts() == [1, 1] and [p.name for p in taken.iterdir()] == ["notes.txt"]
+
+    named = invoke(log_path, "eval", "resume", "int", "--retry-errors", "--no-progress", "--output-dir", "runs/int")
+    assert named.exit_code == 0, named.output
+    assert attempts() == [1, 1, 2]
+    assert json.loads((tmp_path / "runs" / "int" / "run_manifest.json").read_text())["status"] == "completed"
 
 
 def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):

@@ -5,8 +5,10 @@ log of the view tests."""
 
 from __future__ import annotations
 
+import csv
 import gc
 import importlib.util
+import io
 import json
 import sys
 from pathlib import Path
@@ -215,6 +217,29 @@ def test_compare_a_native_run_with_an_imported_one(tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "compare", views.DEV_RUN, imported, "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)[0]["difference"] == -1.0
+
+
+def test_compare_with_cases_is_one_document_in_every_format(tmp_path):
+    """`runs compare --cases` parses as one document: json one object, csv and jsonl the case
+    rows alone (one table), table the comparison, a blank line, then the cases."""
+    views = _views_fixtures()
+    log = views.build_log(tmp_path / "views.duckdb")
+    imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id
+
+    def compare(fmt: str) -> str:
+        out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "compare", views.DEV_RUN, imported, "--cases", "--format", fmt])
+        assert out.exit_code == 0, out.output
+        return out.stdout
+
+    document = json.loads(compare("json"))
+    assert list(document) == ["comparison", "cases"] and document["comparison"]["difference"] == -1.0
+    assert [(c["case_id"], c["correct_a"], c["correct_b"]) for c in document["cases"]] == [("case-A", True, False)]
+    rows = list(csv.DictReader(io.StringIO(compare("csv"))))
+    assert [(r["case_id"], r["verdict_b"], r["correct_b"]) for r in rows] == [("case-A", "manipulated", "False")]
+    assert list(rows[0]) == ["case_id", "label", "verdict_a", "verdict_b", "correct_a", "correct_b"]
+    assert [json.loads(line)["case_id"] for line in compare("jsonl").splitlines()] == ["case-A"]
+    comparison, cases = compare("table").split("\n\n")
+    assert comparison.startswith("run_a") and cases.startswith("case_id") and "case-A" in cases
 
 
 def test_a_materialized_native_run_imported_into_a_fresh_log_is_the_same_run(tmp_path):

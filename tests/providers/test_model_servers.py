@@ -16,8 +16,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from click.testing import CliRunner
 
 from eviscene.agent.provider import ProviderOutage, RequestRejected
+from eviscene.cli.main import cli
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.providers.chat_completions import ChatCompletionsProvider
@@ -239,6 +241,55 @@ def test_an_outage_stops_the_run_cleanly_and_resume_finishes_it(release_dir, tmp
     scheduled = [e["episode_id"] for e in events(log, "episode.scheduled")]
     assert sorted(finished) == sorted(scheduled) and len(set(finished)) == 3  # each once: nothing lost or repeated
     assert len(events(log, "run.finished")) == 1
+
+
+def test_after_an_outage_the_cli_reports_what_finished_and_writes_no_run_directory(release_dir, tmp_path, fast_profile, monkeypatch):
+    """`eval run` and `eval resume` report the episodes that finished and the status the
+    log holds (what `eviscene runs` shows), and leave the run directory for the resume that
+    finishes the run (unfinished episodes would be written as errors)."""
+    monkeypatch.chdir(tmp_path)
+    port = free_port()
+    server = FakeServer(lambda r: r, port=port)
+
+    def one_episode_then_gone(received: Received) -> Reply:
+        if not judging(received):
+            return answer_everything(received)
+        server.httpd.shutdown()
+        server.httpd.server_close()
+        return Reply(body=chat_completion(JUDGMENT), headers={"Connection": "close"})
+
+    server.respond = one_episode_then_gone
+    server.__enter__()
+    log_path = tmp_path / "log.duckdb"
+
+    def eviscene(*args: str):
+        return CliRunner().invoke(cli, ["--db", str(log_path), *args])
+
+    def listed() -> dict:
+        return json.loads(eviscene("runs", "--format", "json").stdout)[0]
+
+    run = eviscene("eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"), "--profile", "fast",
+                   "--base-url", f"http://127.0.0.1:{port}/v1", "--limit", "3", "--provider-outage-timeout", "1.5",
+                   "--no-progress", "--output-dir", "runs/pq")
+    assert run.exit_code == 1, run.output
+    assert "run pq: 1 of 3 episodes ran (completed 1, 2 unfinished); status running_or_interrupted" in run.stdout
+    assert "run pq stopped, its unfinished episodes kept for later: " in run.stderr
+    assert "no run directory written while episodes are unfinished; `eviscene eval resume pq --output-dir runs/pq` writes it" in run.stderr
+    assert (listed()["status"], listed()["episodes_finished"]) == ("running_or_interrupted", 1)
+    assert not (tmp_path / "runs").exists()
+
+    still_down = eviscene("eval", "resume", "pq", "--no-progress")
+    assert still_down.exit_code == 1, still_down.output
+    assert "run pq: 0 of 3 episodes ran (2 unfinished); status running_or_interrupted" in still_down.stdout
+    assert not (tmp_path / "runs").exists()
+
+    with FakeServer(answer_everything, port=port):
+        back = eviscene("eval", "resume", "pq", "--no-progress")
+    assert back.exit_code == 0, back.output
+    assert "run pq: 2 of 3 episodes ran (completed 2); status completed" in back.stdout
+    assert listed()["status"] == "completed"
+    summary = json.loads((tmp_path / "runs" / "pq" / "summary.json").read_text())
+    assert summary["num_samples"] == 3 and "error" not in summary["predicted_verdict_distribution"]
 
 
 # -- the context window -----------------------------------------------------------------------

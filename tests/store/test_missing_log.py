@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import eviscene
+import eviscene.errors
 import sandbox_log
-from eviscene.errors import LogNotFoundError
 from eviscene.log import open_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -19,6 +20,8 @@ READS = [
     ("runs", "compare", "a", "b"),
     ("why", "episode-1"),
     ("log", "verify"),
+    ("log", "seal"),
+    ("log", "export-parquet", "out"),
     ("materialize", "run-1", "--out", "out"),
     ("dataset", "export", "--run", "run-1", "--out", "out"),
     ("views", "--columns"),
@@ -41,7 +44,7 @@ NOT_LOGS = {"summary.json": b'{"num_samples": 3}', "notes.txt": b"a note\n", "em
 
 
 @pytest.mark.parametrize("name", NOT_LOGS)
-@pytest.mark.parametrize("command", [*READS, ("log", "seal")], ids=" ".join)
+@pytest.mark.parametrize("command", READS, ids=" ".join)
 def test_a_file_that_is_not_a_log_is_named_so_in_one_line_and_left_as_it_was(tmp_path, command, name):
     not_a_log = tmp_path / name
     not_a_log.write_bytes(NOT_LOGS[name])
@@ -67,12 +70,34 @@ def test_a_merge_of_or_into_a_file_that_is_not_a_log_is_named_so(tmp_path, name)
     assert sandbox_log.fingerprint(log.parent) == before and not_a_log.read_bytes() == NOT_LOGS[name]
 
 
+def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):
+    """`view` may start before the first run writes (runs appear as they are written), but
+    never silently: a mistyped --db shows up on stderr."""
+    missing = tmp_path / "mistyped.duckdb"
+    process = subprocess.Popen([EVISCENE, "--db", str(missing), "view", "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert process.stdout.readline().startswith(f"serving {missing} at http://127.0.0.1:")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    assert f"note: no log at {missing} yet" in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_open_log_of_a_missing_log_raises_and_creates_nothing(tmp_path):
-    with pytest.raises(LogNotFoundError, match="no log at"):
-        open_log(tmp_path / "mistyped.duckdb")
+    with pytest.raises(eviscene.LogNotFoundError, match="no log at"):  # as the README's Python example says
+        eviscene.open_log(tmp_path / "mistyped.duckdb")
     log = open_log(tmp_path / "new.duckdb", create=True)  # a writer's first run
     assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_error_a_caller_may_catch_is_exported_from_the_package():
+    errors = {name for name, value in vars(eviscene.errors).items()
+              if isinstance(value, type) and issubclass(value, eviscene.errors.EvisceneError)}
+    assert errors <= set(eviscene.__all__)
+    assert all(getattr(eviscene, name) is getattr(eviscene.errors, name) for name in errors)
 
 
 def test_a_merge_into_a_new_archive_still_creates_it(tmp_path):

@@ -113,3 +113,16 @@ def test_a_folder_that_is_not_an_export_and_writes_to_one_are_refused(tmp_path: 
     invoke("--db", str(log.path), "log", "export-parquet", str(tmp_path / "out"))
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "out"), "log", "merge", str(log.path)])
     assert result.exit_code == 2 and "read only" in result.output
+
+
+def test_a_run_into_an_export_is_refused_before_it_plans_or_claims_anything(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [finished()])
+    export = tmp_path / "out"
+    invoke("--db", str(log.path), "log", "export-parquet", str(export))
+    before = files(tmp_path)
+    benchmark = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
+    result = CliRunner().invoke(cli, ["--db", str(export), "eval", "run", "--benchmark", str(benchmark), "--limit", "1"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: {export} is a folder (a `log export-parquet` export is read only); name a .duckdb log\n"  # no bar drawn
+    assert files(tmp_path) == before and not (tmp_path / "out.live").exists()  # no run id claimed beside it

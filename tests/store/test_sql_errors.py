@@ -1,0 +1,64 @@
+"""A mistaken query over the sandbox gets EviScene's words: a view or table that is not
+there suggests one of the log's own relations (never DuckDB's catalog, `pg_index`), names
+match in any case as SQL's do, and a file outside the log names the `--read` that opens it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import sandbox_log
+
+from eviscene.log import EventLog
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+
+
+@pytest.fixture(scope="module")
+def log_path(tmp_path_factory) -> Path:
+    return sandbox_log.build(tmp_path_factory.mktemp("log"))
+
+
+def sql(log_path: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([EVISCENE, "--db", str(log_path), "sql", *args], capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
+
+
+@pytest.mark.parametrize(("query", "error"), [
+    ("SELECT * FROM episode", 'Error: Catalog Error: Table with name episode does not exist! Did you mean "episodes"?\n'),
+    ("SELECT * FROM runs JOIN evnts USING (run_id)", 'Error: Catalog Error: Table with name evnts does not exist! Did you mean "events"?\n'),
+    ("SELECT * FROM zzqq", "Error: Catalog Error: Table with name zzqq does not exist! (`eviscene views` lists the views)\n"),
+])
+def test_a_missing_relation_suggests_one_of_the_logs_own(log_path, tmp_path, query, error):
+    result = sql(log_path, query, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == error
+
+
+def test_view_names_match_in_any_case(log_path, tmp_path):
+    result = sql(log_path, "SELECT run_id FROM RUNS ORDER BY run_id", "--format", "csv", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "run_id\nlive\nsealed\n"
+
+
+def test_a_file_outside_the_log_names_the_read_that_opens_it(log_path, tmp_path):
+    (tmp_path / "labels.csv").write_text("label,meaning\nauthentic,as claimed\n", encoding="utf-8")
+    (tmp_path / "my data").mkdir()
+    (tmp_path / "my data" / "a.csv").write_text("x\n1\n", encoding="utf-8")
+    refused = sql(log_path, "SELECT * FROM 'labels.csv'", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr == (
+        'Error: Permission Error: Cannot access file "labels.csv": a query reads only the log and the files given with '
+        "--read (read= in Python); add --read labels.csv\n"
+    )
+    assert sql(log_path, "SELECT * FROM 'labels.csv'", "--read", "labels.csv", cwd=tmp_path).returncode == 0
+    globbed = sql(log_path, "SELECT sum(x) AS s FROM 'my data/*.csv'", cwd=tmp_path)
+    assert globbed.returncode == 2 and globbed.stderr.endswith("; add --read 'my data'\n"), globbed.stderr
+    read = sql(log_path, "SELECT sum(x) AS s FROM 'my data/*.csv'", "--read", "my data", "--format", "csv", cwd=tmp_path)
+    assert read.returncode == 0 and read.stdout == "s\n1\n", read.stderr
+
+
+def test_the_python_api_gets_the_same_words(log_path):
+    log = EventLog(log_path)
+    with pytest.raises(duckdb.CatalogException, match='Did you mean "episodes"\\?$'):
+        log.sql("SELECT * FROM episode")
+    with pytest.raises(duckdb.PermissionException, match="add --read /etc/passwd$"):
+        log.sql("SELECT * FROM read_text('/etc/passwd')")
