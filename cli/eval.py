@@ -74,6 +74,10 @@ class _ProgressBar:
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 
+    def stop(self) -> None:
+        if self.progress.live.is_started:  # rich ends even a bar never shown with an empty line
+            self.progress.stop()
+
     def provider_waiting(self, message: str | None) -> None:
         """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")
@@ -243,12 +247,12 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     try:
         summary = anyio.run(start, bar)
     except KeyboardInterrupt:
-        bar.progress.stop()
+        bar.stop()
         hint = f"; `eviscene eval resume {bar.run_id}` finishes it" if bar.run_id else ""
         click.echo(f"interrupted{hint}", err=True)
         sys.exit(130)
     finally:
-        bar.progress.stop()
+        bar.stop()
     if summary.interrupted:  # every answered call was committed before this line
         click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
         sys.exit(130)
