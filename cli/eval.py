@@ -19,6 +19,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
+from eviscene.cli.interrupts import Interrupted, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
 
@@ -244,25 +245,25 @@ def _is_run_directory_of(folder: Path, run_id: str) -> bool:
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     bar = _ProgressBar(progress)
-    try:
-        summary = anyio.run(start, bar)
-    except KeyboardInterrupt:
-        bar.stop()
-        hint = f"; `eviscene eval resume {bar.run_id}` finishes it" if bar.run_id else ""
-        click.echo(f"interrupted{hint}", err=True)
-        sys.exit(130)
-    finally:
-        bar.stop()
-    if summary.interrupted:  # every answered call was committed before this line
-        click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
-        sys.exit(130)
-    if summary.stopped:
-        click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
-        click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
-    if summary.sealed:
-        file_viewer_numbers(log, [summary.run_id])
-    _report(log, summary)
+    with on_interrupt_say(lambda: _interrupted_run(bar.run_id)):
+        try:
+            summary = anyio.run(start, bar)
+        finally:
+            bar.stop()
+        if summary.interrupted:  # every answered call was committed before this line
+            raise Interrupted(_interrupted_run(summary.run_id))
+        if summary.stopped:
+            click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
+            click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
+        if summary.sealed:
+            file_viewer_numbers(log, [summary.run_id])
+        _report(log, summary)
     return summary
+
+
+def _interrupted_run(run_id: str | None) -> str:
+    """Until its run directory is written, `eval resume` finishes a run, however far it got."""
+    return f"interrupted; `eviscene eval resume {run_id}` finishes it" if run_id else "interrupted"
 
 
 COMMANDS = [eval_group]

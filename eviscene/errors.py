@@ -43,6 +43,12 @@ class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
 
 
+def is_interruption(exc: BaseException) -> bool:
+    """Ctrl-C (or SIGTERM, which the CLI raises as Ctrl-C): a KeyboardInterrupt, or what DuckDB
+    raises in its place when one lands inside a query, the KeyboardInterrupt swallowed."""
+    return isinstance(exc, KeyboardInterrupt) or (type(exc) is RuntimeError and str(exc) == "Query interrupted")
+
+
 _WRITE_FAULTS = {"ENOSPC", "EFBIG", "EROFS", "EDQUOT"}
 
 

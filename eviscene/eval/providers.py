@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import weakref
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
@@ -164,6 +165,22 @@ class Stop:
     signal: bool  # SIGINT/SIGTERM, else a provider outage
 
 
+@contextmanager
+def _handlers_kept(*signums: int) -> Iterator[None]:
+    """The signals' handlers as they were before the block: asyncio, closing a signal receiver,
+    resets them to Python's defaults (SIGTERM's kills the process silently), which would drop
+    the caller's (the CLI's, which reports an interrupt after the episodes too)."""
+    handlers = {signum: signal.getsignal(signum) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            # Only what changed: off the main thread nothing did (and nothing may be set); None
+            # is a handler set outside Python, which cannot be put back.
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+
+
 async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
     """Run `work` (the run's episodes); None when it ends by itself. A `ProviderOutage`
     raised in it, or SIGINT/SIGTERM, cancels it and says why: the episodes in flight stay
@@ -174,7 +191,7 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
     async def watch_signals(scope: anyio.CancelScope) -> None:
         nonlocal stop
         try:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with _handlers_kept(signal.SIGINT, signal.SIGTERM), anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     stop = Stop(f"interrupted by {signal.Signals(signum).name}", True)
                     scope.cancel()

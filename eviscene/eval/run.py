@@ -15,7 +15,7 @@ import anyio
 from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
 from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
-from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.errors import EvisceneError, LogLockedError, is_interruption
 from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
 from eviscene.eval.options import (
@@ -409,6 +409,8 @@ async def _execute(
             await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
             summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
+            if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run
+                raise
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
             crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
             await writer.emit(EventDraft(RunFinished(

@@ -1,0 +1,65 @@
+"""Ctrl-C and SIGTERM end every command alike: one line on stderr saying what was cut short and
+what finishes it, exit 130, no traceback (`main.py` reports; commands say what is at stake with
+`on_interrupt_say`). Whatever was committed stays; `eval run`'s episodes stop more gently, on
+their own signal receiver (`eviscene.eval.providers.until_stopped`)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from eviscene.errors import is_interruption
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; SIGTERM exits with it too, as the README says
+
+
+class Interrupted(KeyboardInterrupt):
+    """An interrupt, with the line that reports it."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def interruption_message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, Interrupted) else "interrupted"
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Inside the block, SIGTERM interrupts as Ctrl-C does: both raise KeyboardInterrupt where
+    the process is, which also stops a DuckDB query. Our own handler for both, not Python's
+    default: asyncio.run replaces only the default, with one that merely cancels its task
+    once the running query and sync code are done. The previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def on_interrupt_say(message: str | Callable[[], str]) -> Iterator[None]:
+    """An interrupt inside the block is reported with `message` (a callable is asked when the
+    interrupt comes, to describe what is on disk then); an inner block's message wins."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except BaseException as exc:
+        if not is_interruption(exc):
+            raise
+        raise Interrupted(message() if callable(message) else message) from None
