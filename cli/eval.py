@@ -19,7 +19,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
-from eviscene.cli.interrupts import Interrupted, on_interrupt_say
+from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
 
@@ -191,8 +191,9 @@ def run(
 
 def _materialize(log: EventLog, run_id: str, output_dir: Path | None) -> None:
     out_dir = output_dir or Path("runs") / run_id
-    written = materialize_run(log, run_id, out_dir)
-    click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+    with on_interrupt_say(lambda: interrupted_writing(out_dir, f"`eviscene materialize {run_id} --out {out_dir}`")):
+        written = materialize_run(log, run_id, out_dir)
+        click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
 @eval_group.command()

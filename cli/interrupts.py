@@ -9,6 +9,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from eviscene.errors import is_interruption
 
@@ -24,8 +25,21 @@ class Interrupted(KeyboardInterrupt):
         self.message = message
 
 
+# For commands whose every step commits whole or not at all, and whose second run skips what
+# the first did (a seal, a merge).
+RERUN_FINISHES = "interrupted; nothing half done is kept: the same command finishes the job"
+
+
 def interruption_message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, Interrupted) else "interrupted"
+
+
+def interrupted_writing(folder: Path, finish: str) -> str:
+    """The line for an interrupt while `folder` is written: exports write into a temporary
+    folder renamed into place whole (`exports/staging.py`), so it is there whole or not at all."""
+    if folder.is_dir() and any(folder.iterdir()):
+        return f"interrupted; {folder} was written whole"
+    return f"interrupted while writing {folder} (nothing kept there); {finish} writes it"
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from eviscene.events import GateDecided, RunFinished
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 SIGNALS = pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -77,9 +79,77 @@ def test_an_interrupted_seal_leaves_the_run_for_resume(signum, release, tmp_path
     assert eviscene(log_path, "log", "verify").returncode == 0
 
 
+def test_an_interrupted_run_directory_is_not_kept_and_materialize_writes_it(release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    result = interrupted_at("staging.filled", signal.SIGINT, log_path, *eval_run(release, "r"))
+    assert_interrupted(
+        result, "interrupted while writing runs/r (nothing kept there); `eviscene materialize r --out runs/r` writes it"
+    )
+    assert os.listdir(tmp_path / "runs") == []  # neither the run directory nor its temporary folder
+    written = eviscene(log_path, "materialize", "r", "--out", "runs/r")
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "runs" / "r" / "run_manifest.json").is_file()
+
+
+EXPORTS = {
+    "materialize": lambda run_id, out: ["materialize", run_id, "--out", out],
+    "dataset export": lambda run_id, out: ["dataset", "export", "--run", run_id, "--out", out, "--allow-training-prohibited"],
+}
+
+
+@pytest.mark.parametrize("command", EXPORTS)
+def test_an_export_cut_short_leaves_nothing_and_a_rerun_writes_it(command, run_log):
+    log_path, run_id = run_log
+    args = EXPORTS[command](run_id, "out")
+    result = interrupted_at("staging.filled", signal.SIGINT, log_path, *args)
+    assert_interrupted(result, "interrupted while writing out (nothing kept there); the same command writes it")
+    assert not [p for p in os.listdir(log_path.parent) if p.startswith((".out", "out"))]
+    rerun = eviscene(log_path, *args)
+    assert rerun.returncode == 0, rerun.stderr
+
+
+@pytest.mark.parametrize("command", EXPORTS)
+def test_an_export_interrupted_once_written_says_it_is_whole(command, run_log):
+    log_path, run_id = run_log
+    result = interrupted_at("staging.renamed", signal.SIGINT, log_path, *EXPORTS[command](run_id, "out"))
+    assert_interrupted(result, "interrupted; out was written whole")
+    assert os.listdir(log_path.parent / "out")
+
+
 @SIGNALS
 def test_an_interrupted_query_is_one_quiet_line(signum, run_log):
     log_path, _ = run_log
     result = interrupted_at("query.connected", signum, log_path, "sql", "SELECT count(*) FROM events")
     assert_interrupted(result, "interrupted")
     assert result.stdout == ""
+
+
+def write_run(log: EventLog, run_id: str) -> None:
+    """A finished run of 10 events, live (not sealed)."""
+    steps = [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(9)]
+    end = EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=1, num_errors=0))
+    log.append(run_id, [*steps, end])
+
+
+@SIGNALS
+def test_an_interrupted_seal_moves_nothing_and_sealing_again_finishes(signum, tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1")
+    result = interrupted_at("seal.checked", signum, log.path, "log", "seal")
+    assert_interrupted(result, "interrupted; nothing half done is kept: the same command finishes the job")
+    assert (tmp_path / "log.duckdb.live" / "r1").is_dir()
+    assert eviscene(log.path, "log", "seal").stdout == "sealed 1 run(s): r1\n"
+    assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 10}]
+
+
+def test_an_interrupted_merge_takes_nothing_in_and_merging_again_finishes(tmp_path):
+    shard = EventLog(tmp_path / "shard.duckdb")
+    write_run(shard, "r1")
+    shard.seal()
+    target = tmp_path / "all.duckdb"
+    result = interrupted_at("merge.before_commit", signal.SIGINT, target, "log", "merge", str(shard.path))
+    assert_interrupted(result, "interrupted; nothing half done is kept: the same command finishes the job")
+    merged = eviscene(target, "log", "merge", str(shard.path))
+    assert merged.returncode == 0, merged.stderr
+    assert "10 events" in merged.stdout
+    assert EventLog(target).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 10}]
