@@ -45,7 +45,10 @@ class QueryRefusedError(EvisceneError):
 
 def is_interruption(exc: BaseException) -> bool:
     """Ctrl-C (or SIGTERM, which the CLI raises as Ctrl-C): a KeyboardInterrupt, or what DuckDB
-    raises in its place when one lands inside a query, the KeyboardInterrupt swallowed."""
+    raises in its place when one lands inside a query, the KeyboardInterrupt swallowed; alone
+    or in the group a task group raises (whatever else failed with it)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_interruption(inner) for inner in exc.exceptions)
     return isinstance(exc, KeyboardInterrupt) or (type(exc) is RuntimeError and str(exc) == "Query interrupted")
 
 

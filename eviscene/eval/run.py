@@ -48,6 +48,7 @@ from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft
+from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, run_folder
 from eviscene.tools import Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
@@ -398,15 +399,21 @@ async def _execute(
                         for _ in range(min(max(1, options.concurrency), max(1, len(queue)))):
                             group.start_soon(worker)
 
+        async def episodes_committed() -> None:
+            await workers()
+            # Still inside until_stopped: past this, an interrupt (a plain KeyboardInterrupt, whose
+            # writer commits nothing more) costs only what `eval resume` redoes without a model.
+            await writer.sync()
+
         try:
             # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
             # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
-            stop = await until_stopped(workers)
+            stop = await until_stopped(episodes_committed)
             if stop is not None:
                 summary.stopped, summary.interrupted = stop.reason, stop.signal
                 return summary
+            checkpoint("run.episodes_ended")
             await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
-            await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
             summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
             if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run

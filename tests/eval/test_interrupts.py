@@ -66,6 +66,20 @@ def eval_run(release: Path, run_id: str) -> list[str]:
 
 
 @SIGNALS
+def test_an_interrupt_after_the_episodes_fails_no_run_and_resume_finishes_it(signum, release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    result = interrupted_at("run.episodes_ended", signum, log_path, *eval_run(release, "r"))
+    assert_interrupted(result, "interrupted; `eviscene eval resume r` finishes it")
+    log = EventLog(log_path)
+    assert log.sql("SELECT status FROM runs").to_pylist() == [{"status": "running_or_interrupted"}]
+    assert log.sql("SELECT count(*) AS n FROM episodes WHERE finished").to_pylist() == [{"n": 2}]
+    resumed = eviscene(log_path, "eval", "resume", "r", "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "0 of 2 episodes ran" in resumed.stdout and "status completed" in resumed.stdout
+    assert (tmp_path / "runs" / "r" / "run_manifest.json").is_file()
+
+
+@SIGNALS
 def test_an_interrupted_seal_leaves_the_run_for_resume(signum, release, tmp_path):
     log_path = tmp_path / "log.duckdb"
     result = interrupted_at("seal.checked", signum, log_path, *eval_run(release, "r"))
