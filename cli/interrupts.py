@@ -5,6 +5,7 @@ their own signal receiver (`eviscene.eval.providers.until_stopped`)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eviscene.errors import is_interruption
+from eviscene.store.snapshot import interrupt_queries
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; SIGTERM exits with it too, as the README says
@@ -49,13 +51,18 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 @contextmanager
 def stop_signals_interrupt() -> Iterator[None]:
     """Inside the block, SIGTERM interrupts as Ctrl-C does: both raise KeyboardInterrupt where
-    the process is, which also stops a DuckDB query. Our own handler for both, not Python's
-    default: asyncio.run replaces only the default, with one that merely cancels its task
-    once the running query and sync code are done. The previous handlers come back after."""
+    the process is and stop the DuckDB queries running. Our own handler for both, not
+    Python's default: asyncio.run replaces only the default, with one that merely cancels its
+    task once the running query and sync code are done. The previous handlers come back after."""
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_write, False)
+    previous_wakeup = signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=_interrupt_queries_on_stop_signals, args=(wakeup_read,), daemon=True)
+    watcher.start()
     for signum in STOP_SIGNALS:
         signal.signal(signum, _raise_keyboard_interrupt)
     try:
@@ -63,6 +70,22 @@ def stop_signals_interrupt() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_wakeup)
+        os.write(wakeup_write, bytes([_STOP_WATCHING]))
+        watcher.join()
+        os.close(wakeup_read)
+        os.close(wakeup_write)
+
+
+_STOP_WATCHING = 0  # no signal has this number
+
+
+def _interrupt_queries_on_stop_signals(wakeup_read: int) -> None:
+    """Python runs a signal's handler only between two steps of the main thread, so not while
+    a DuckDB call blocks it; the signal's number comes down the wakeup pipe at once, here."""
+    while (received := os.read(wakeup_read, 64)) and _STOP_WATCHING not in received:
+        if any(signum in STOP_SIGNALS for signum in received):
+            interrupt_queries()
 
 
 @contextmanager

@@ -46,7 +46,7 @@ class _Eviscene(click.Group):
         try:
             with stop_signals_interrupt():
                 return super().invoke(ctx)
-        except (KeyboardInterrupt, RuntimeError, BaseExceptionGroup) as exc:
+        except (KeyboardInterrupt, RuntimeError, duckdb.InterruptException, BaseExceptionGroup) as exc:
             if not is_interruption(exc):
                 raise
             click.echo(interruption_message(exc), err=True)

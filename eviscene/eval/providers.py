@@ -166,18 +166,20 @@ class Stop:
 
 
 @contextmanager
-def _handlers_kept(*signums: int) -> Iterator[None]:
-    """The signals' handlers as they were before the block: asyncio, closing a signal receiver,
-    resets them to Python's defaults (SIGTERM's kills the process silently), which would drop
-    the caller's (the CLI's, which reports an interrupt after the episodes too)."""
+def _signal_handling_kept(*signums: int) -> Iterator[None]:
+    """The signals' handlers and the wakeup fd as they were before the block: asyncio, closing
+    a signal receiver, resets them to Python's defaults (SIGTERM's kills the process silently)
+    and to none, which would drop the caller's (the CLI's, which reports an interrupt after the
+    episodes too). Raises ValueError off the main thread, where none may be set."""
     handlers = {signum: signal.getsignal(signum) for signum in signums}
+    wakeup = signal.set_wakeup_fd(-1)  # reading it takes setting it: put back at once
+    signal.set_wakeup_fd(wakeup)
     try:
         yield
     finally:
+        signal.set_wakeup_fd(wakeup)
         for signum, handler in handlers.items():
-            # Only what changed: off the main thread nothing did (and nothing may be set); None
-            # is a handler set outside Python, which cannot be put back.
-            if handler is not None and signal.getsignal(signum) is not handler:
+            if handler is not None:  # set outside Python: it cannot be put back
                 signal.signal(signum, handler)
 
 
@@ -191,7 +193,7 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
     async def watch_signals(scope: anyio.CancelScope) -> None:
         nonlocal stop
         try:
-            with _handlers_kept(signal.SIGINT, signal.SIGTERM), anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with _signal_handling_kept(signal.SIGINT, signal.SIGTERM), anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     stop = Stop(f"interrupted by {signal.Signals(signum).name}", True)
                     scope.cancel()
