@@ -44,7 +44,12 @@ def interrupted_writing(folder: Path, finish: str) -> str:
     return f"interrupted while writing {folder} (nothing kept there); {finish} writes it"
 
 
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+def _interrupt_once(signum: int, frame: object) -> None:
+    """A stop signal raises KeyboardInterrupt once: those after it (a second Ctrl-C, or
+    `timeout` signalling the process group as well as the process) find the command already
+    stopping, and would only break off its report or the interpreter's exit."""
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -53,7 +58,8 @@ def stop_signals_interrupt() -> Iterator[None]:
     """Inside the block, SIGTERM interrupts as Ctrl-C does: both raise KeyboardInterrupt where
     the process is and stop the DuckDB queries running. Our own handler for both, not
     Python's default: asyncio.run replaces only the default, with one that merely cancels its
-    task once the running query and sync code are done. The previous handlers come back after."""
+    task once the running query and sync code are done. The previous handlers come back after,
+    unless a stop signal came: then the process ends ignoring them."""
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
@@ -64,12 +70,13 @@ def stop_signals_interrupt() -> Iterator[None]:
     watcher = threading.Thread(target=_interrupt_queries_on_stop_signals, args=(wakeup_read,), daemon=True)
     watcher.start()
     for signum in STOP_SIGNALS:
-        signal.signal(signum, _raise_keyboard_interrupt)
+        signal.signal(signum, _interrupt_once)
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            if signal.getsignal(signum) is _interrupt_once:
+                signal.signal(signum, handler)
         signal.set_wakeup_fd(previous_wakeup)
         os.write(wakeup_write, bytes([_STOP_WATCHING]))
         watcher.join()

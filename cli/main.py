@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from importlib import import_module
 
@@ -10,7 +11,7 @@ import click
 import duckdb
 
 from eviscene import __version__
-from eviscene.cli.interrupts import EXIT_INTERRUPTED, interruption_message, stop_signals_interrupt
+from eviscene.cli.interrupts import EXIT_INTERRUPTED, STOP_SIGNALS, interruption_message, stop_signals_interrupt
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -60,6 +61,17 @@ class _Eviscene(click.Group):
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
             click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
             sys.exit(2)
+
+
+def main() -> None:
+    """The `eviscene` program. By the time click exits, the command has done its work or said
+    why not; a stop signal in the interpreter's exit that follows (a fifth of a second of
+    teardown) could only end the process with 130 and no word, so from there on it is ignored."""
+    try:
+        cli()
+    finally:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def one_line(message: str) -> str:

@@ -30,9 +30,11 @@ def eviscene(log_path: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=log_path.parent, check=False)
 
 
-def interrupted_at(point: str, signum: int, log_path: Path, *args: str, running_for: float | None = None) -> subprocess.CompletedProcess:
+def interrupted_at(point: str, signum: int, log_path: Path, *args: str, running_for: float | None = None,
+                   again_after: float | None = None) -> subprocess.CompletedProcess:
     """Run `eviscene … args` until it reaches `point`, then send `signum` there (or, with
-    `running_for`, that many seconds after letting it go on)."""
+    `running_for`, that many seconds after letting it go on), and with `again_after` once more
+    that many seconds later."""
     barrier = log_path.parent / f"barrier-{uuid.uuid4().hex[:8]}"
     barrier.mkdir()
     command = [EVISCENE, "--db", str(log_path), *args]
@@ -47,6 +49,9 @@ def interrupted_at(point: str, signum: int, log_path: Path, *args: str, running_
         (barrier / "go").touch()
         time.sleep(running_for)
     process.send_signal(signum)
+    if again_after is not None:
+        time.sleep(again_after)
+        process.send_signal(signum)
     try:
         out, err = process.communicate(timeout=120)
     finally:
@@ -135,6 +140,14 @@ def test_an_export_interrupted_once_written_says_it_is_whole(command, run_log):
     result = interrupted_at("staging.renamed", signal.SIGINT, log_path, *EXPORTS[command](run_id, "out"))
     assert_interrupted(result, "interrupted; out was written whole")
     assert os.listdir(log_path.parent / "out")
+
+
+@SIGNALS
+def test_a_second_signal_while_the_command_stops_changes_nothing(signum, run_log):
+    """A second Ctrl-C, or `timeout` signalling the process group as well as the process."""
+    log_path, run_id = run_log
+    result = interrupted_at("staging.filled", signum, log_path, *EXPORTS["materialize"](run_id, "out"), again_after=0.05)
+    assert_interrupted(result, "interrupted while writing out (nothing kept there); the same command writes it")
 
 
 @SIGNALS
