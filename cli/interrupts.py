@@ -27,8 +27,8 @@ class Interrupted(KeyboardInterrupt):
         self.message = message
 
 
-# For commands whose every step commits whole or not at all, and whose second run skips what
-# the first did (a seal, a merge).
+# For commands whose every step commits whole or not at all, or is finished by the next run,
+# which skips what the first did (an import, a seal, a merge).
 RERUN_FINISHES = "interrupted; nothing half done is kept: the same command finishes the job"
 
 

@@ -179,6 +179,18 @@ def test_an_interrupted_seal_moves_nothing_and_sealing_again_finishes(signum, tm
     assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 10}]
 
 
+def test_an_interrupted_import_is_finished_by_importing_again(run_log, tmp_path):
+    log_path, run_id = run_log
+    run_dir = tmp_path / "run_dir"
+    assert eviscene(log_path, "materialize", run_id, "--out", str(run_dir)).returncode == 0
+    target = tmp_path / "imports.duckdb"
+    result = interrupted_at("lock.opened", signal.SIGINT, target, "import", str(run_dir))
+    assert_interrupted(result, "interrupted; nothing half done is kept: the same command finishes the job")
+    imported = eviscene(target, "import", str(run_dir))
+    assert imported.returncode == 0, imported.stderr
+    assert " imported" in imported.stdout and "already" not in imported.stdout
+
+
 def test_an_interrupted_merge_takes_nothing_in_and_merging_again_finishes(tmp_path):
     shard = EventLog(tmp_path / "shard.duckdb")
     write_run(shard, "r1")
