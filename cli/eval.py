@@ -246,13 +246,13 @@ def _is_run_directory_of(folder: Path, run_id: str) -> bool:
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     bar = _ProgressBar(progress)
-    with on_interrupt_say(lambda: _interrupted_run(bar.run_id)):
+    with on_interrupt_say(lambda: _interrupted_run(log, bar.run_id)):
         try:
             summary = anyio.run(start, bar)
         finally:
             bar.stop()
         if summary.interrupted:  # every answered call was committed before this line
-            raise Interrupted(_interrupted_run(summary.run_id))
+            raise Interrupted(_interrupted_run(log, summary.run_id))
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
             click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
@@ -262,9 +262,12 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     return summary
 
 
-def _interrupted_run(run_id: str | None) -> str:
-    """Until its run directory is written, `eval resume` finishes a run, however far it got."""
-    return f"interrupted; `eviscene eval resume {run_id}` finishes it" if run_id else "interrupted"
+def _interrupted_run(log: EventLog, run_id: str | None) -> str:
+    """`eval resume` finishes a run the log holds, however far it got; one stopped before its
+    first commit left nothing (`start_run` frees its name)."""
+    if run_id is None or not log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
+        return "interrupted before the run recorded anything"
+    return f"interrupted; `eviscene eval resume {run_id}` finishes it"
 
 
 COMMANDS = [eval_group]

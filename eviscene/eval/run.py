@@ -4,6 +4,7 @@ resume an interrupted run without repeating or losing an episode."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,6 +51,7 @@ from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, run_folder
+from eviscene.store.manifest import read_manifest
 from eviscene.tools import Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 
@@ -246,7 +248,19 @@ async def start_run(
         )
         for spec in plan.specs
     ]
-    return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+    try:
+        return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+    except BaseException:
+        _free_unrecorded_claim(log, run_id)
+        raise
+
+
+def _free_unrecorded_claim(log: EventLog, run_id: str) -> None:
+    """A run stopped before its first commit (an interrupt while it opened) recorded nothing
+    that `eval resume` could finish: its claimed folder goes, so that the name is free again."""
+    folder = run_folder(log.path, run_id)
+    if not read_manifest(folder):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def resume_run(

@@ -77,6 +77,14 @@ def eval_run(release: Path, run_id: str) -> list[str]:
             "--no-progress", "--output-dir", f"runs/{run_id}"]
 
 
+def test_a_run_interrupted_before_its_first_commit_leaves_its_name_free(release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    result = interrupted_at("lock.opened", signal.SIGINT, log_path, *eval_run(release, "r"))
+    assert_interrupted(result, "interrupted before the run recorded anything")
+    rerun = eviscene(log_path, *eval_run(release, "r"))
+    assert rerun.returncode == 0, rerun.stderr
+
+
 @SIGNALS
 def test_an_interrupt_after_the_episodes_fails_no_run_and_resume_finishes_it(signum, release, tmp_path):
     log_path = tmp_path / "log.duckdb"
