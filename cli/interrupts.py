@@ -17,6 +17,7 @@ from eviscene.store.snapshot import interrupt_queries
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; SIGTERM exits with it too, as the README says
+_STOP_WATCHING = 0  # down the wakeup pipe: no signal has this number
 
 
 class Interrupted(KeyboardInterrupt):
@@ -44,12 +45,16 @@ def interrupted_writing(folder: Path, finish: str) -> str:
     return f"interrupted while writing {folder} (nothing kept there); {finish} writes it"
 
 
+def ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def _interrupt_once(signum: int, frame: object) -> None:
     """A stop signal raises KeyboardInterrupt once: those after it (a second Ctrl-C, or
     `timeout` signalling the process group as well as the process) find the command already
     stopping, and would only break off its report or the interpreter's exit."""
-    for stop_signal in STOP_SIGNALS:
-        signal.signal(stop_signal, signal.SIG_IGN)
+    ignore_stop_signals()
     raise KeyboardInterrupt
 
 
@@ -82,9 +87,6 @@ def stop_signals_interrupt() -> Iterator[None]:
         watcher.join()
         os.close(wakeup_read)
         os.close(wakeup_write)
-
-
-_STOP_WATCHING = 0  # no signal has this number
 
 
 def _interrupt_queries_on_stop_signals(wakeup_read: int) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from importlib import import_module
 
@@ -11,7 +10,7 @@ import click
 import duckdb
 
 from eviscene import __version__
-from eviscene.cli.interrupts import EXIT_INTERRUPTED, STOP_SIGNALS, interruption_message, stop_signals_interrupt
+from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -70,8 +69,7 @@ def main() -> None:
     try:
         cli()
     finally:
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
+        ignore_stop_signals()
 
 
 def one_line(message: str) -> str:
