@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
@@ -69,15 +70,16 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
         validation_ratio=validation_ratio, seed=seed, short_max_tokens=short_max_tokens, fmt=fmt,
         export_concurrency=export_concurrency,
     )
-    manifest, written = export_dataset(log, options)
-    for name, count in written.items():
-        click.echo(f"{count:>8}  {out_dir / name}")
-    click.echo(
-        f"{manifest['accepted_episode_count']} accepted of {manifest['candidate_episode_count']} candidates "
-        f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
-        f"manifest: {out_dir / 'manifest.json'}"
-    )
-    _explain_exclusions(manifest)
+    with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
+        manifest, written = export_dataset(log, options)
+        for name, count in written.items():
+            click.echo(f"{count:>8}  {out_dir / name}")
+        click.echo(
+            f"{manifest['accepted_episode_count']} accepted of {manifest['candidate_episode_count']} candidates "
+            f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
+            f"manifest: {out_dir / 'manifest.json'}"
+        )
+        _explain_exclusions(manifest)
 
 
 def _explain_exclusions(manifest: dict) -> None:

@@ -20,6 +20,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
+from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.log import EventLog
 from eviscene.store.layout import check_run_id
@@ -224,8 +225,9 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
         click.echo(f"no run directory written while episodes are unfinished; `eviscene eval resume {summary.run_id} "
                    f"--output-dir {out_dir}` writes it", err=True)
         return
-    written = materialize_run(log, summary.run_id, out_dir)
-    click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+    with on_interrupt_say(lambda: interrupted_writing(out_dir, f"`eviscene materialize {summary.run_id} --out {out_dir}`")):
+        written = materialize_run(log, summary.run_id, out_dir)
+        click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
 @eval_group.command()
@@ -281,25 +283,28 @@ def _is_run_directory_of(folder: Path, run_id: str) -> bool:
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     bar = _ProgressBar(progress)
-    try:
-        summary = anyio.run(start, bar)
-    except KeyboardInterrupt:
-        bar.stop()
-        hint = f"; `eviscene eval resume {bar.run_id}` finishes it" if bar.run_id else ""
-        click.echo(f"interrupted{hint}", err=True)
-        sys.exit(130)
-    finally:
-        bar.stop()
-    if summary.interrupted:  # every answered call was committed before this line
-        click.echo(f"interrupted; `eviscene eval resume {summary.run_id}` finishes it", err=True)
-        sys.exit(130)
-    if summary.stopped:
-        click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
-        click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
-    if summary.sealed:
-        file_viewer_numbers(log, [summary.run_id])
-    _report(log, summary)
+    with on_interrupt_say(lambda: _interrupted_run(log, bar.run_id)):
+        try:
+            summary = anyio.run(start, bar)
+        finally:
+            bar.stop()
+        if summary.interrupted:  # every answered call was committed before this line
+            raise Interrupted(_interrupted_run(log, summary.run_id))
+        if summary.stopped:
+            click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
+            click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
+        if summary.sealed:
+            file_viewer_numbers(log, [summary.run_id])
+        _report(log, summary)
     return summary
+
+
+def _interrupted_run(log: EventLog, run_id: str | None) -> str:
+    """`eval resume` finishes a run the log holds, however far it got; one stopped before its
+    first commit left nothing (`start_run` frees its name)."""
+    if run_id is None or not log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
+        return "interrupted before the run recorded anything"
+    return f"interrupted; `eviscene eval resume {run_id}` finishes it"
 
 
 COMMANDS = [eval_group]

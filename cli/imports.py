@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import pyarrow as pa
 
+from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
 from eviscene.cli.output import emit, format_option
 from eviscene.imports import SOURCE_KINDS, import_path
 from eviscene.log import EventLog
@@ -31,7 +32,8 @@ def import_(log: EventLog, paths: tuple[Path, ...], kind: str | None, fmt: str) 
     Example:
         eviscene import runs/20261130_141502_offline_offline-react-v1 splits/frozen_cases.jsonl
     """
-    results = [asdict(import_path(log, path, kind)) for path in paths]
+    with on_interrupt_say(RERUN_FINISHES):
+        results = [asdict(import_path(log, path, kind)) for path in paths]
     emit(pa.Table.from_pylist(results), fmt)
 
 

@@ -10,7 +10,8 @@ import click
 import duckdb
 
 from eviscene import __version__
-from eviscene.errors import EvisceneError, os_fault
+from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
+from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
 from eviscene.store.layout import DEFAULT_LOG
@@ -27,7 +28,7 @@ COMMAND_MODULES = {
 
 class _Eviscene(click.Group):
     """Loads commands on demand; turns the project's errors and SQL mistakes into one line on
-    stderr and exit 2."""
+    stderr and exit 2, and Ctrl-C or SIGTERM into one line and exit 130 (`interrupts.py`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.commands) | set(COMMAND_MODULES))
@@ -43,7 +44,13 @@ class _Eviscene(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with stop_signals_interrupt():
+                return super().invoke(ctx)
+        except (KeyboardInterrupt, RuntimeError, duckdb.InterruptException, BaseExceptionGroup) as exc:
+            if not is_interruption(exc):
+                raise
+            click.echo(interruption_message(exc), err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except (EvisceneError, duckdb.Error) as exc:
             click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
             sys.exit(2)
@@ -53,6 +60,16 @@ class _Eviscene(click.Group):
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
             click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
             sys.exit(2)
+
+
+def main() -> None:
+    """The `eviscene` program. By the time click exits, the command has done its work or said
+    why not; a stop signal in the interpreter's exit that follows (a fifth of a second of
+    teardown) could only end the process with 130 and no word, so from there on it is ignored."""
+    try:
+        cli()
+    finally:
+        ignore_stop_signals()
 
 
 def one_line(message: str) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
 from eviscene.exports.run_dir import FORMATS, materialize_run
 from eviscene.log import EventLog
 
@@ -24,9 +25,10 @@ def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str) -> None:
     Example:
         eviscene materialize 20261130_141502_offline_offline-react-v1 --out runs/demo
     """
-    written = materialize_run(log, run_id, out_dir, fmt=fmt)
-    for name, count in written.items():
-        click.echo(f"{count:>8}  {out_dir / name}")
+    with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
+        written = materialize_run(log, run_id, out_dir, fmt=fmt)
+        for name, count in written.items():
+            click.echo(f"{count:>8}  {out_dir / name}")
 
 
 COMMANDS = [materialize]

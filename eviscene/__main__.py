@@ -1,3 +1,3 @@
-from eviscene.cli.main import cli
+from eviscene.cli.main import main
 
-cli()
+main()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import os
 
+import duckdb
+
 
 class EvisceneError(Exception):
     """Base for errors that are the user's to fix (bad input, a busy log, a wrong flag)."""
@@ -45,6 +47,18 @@ class NotALogError(EvisceneError):
 
 class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
+
+
+def is_interruption(exc: BaseException) -> bool:
+    """Ctrl-C (or SIGTERM, which the CLI raises as Ctrl-C): a KeyboardInterrupt, or what DuckDB
+    raises in its place when one lands inside a query, the KeyboardInterrupt swallowed, or when
+    the CLI stops the query (`interrupt_queries`); alone or in the group a task group raises
+    (whatever else failed with it)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_interruption(inner) for inner in exc.exceptions)
+    return isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)) or (
+        type(exc) is RuntimeError and str(exc) == "Query interrupted"
+    )
 
 
 _WRITE_FAULTS = {"ENOSPC", "EFBIG", "EROFS", "EDQUOT"}

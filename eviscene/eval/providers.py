@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import weakref
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
@@ -164,6 +165,24 @@ class Stop:
     signal: bool  # SIGINT/SIGTERM, else a provider outage
 
 
+@contextmanager
+def _signal_handling_kept(*signums: int) -> Iterator[None]:
+    """The signals' handlers and the wakeup fd as they were before the block: asyncio, closing
+    a signal receiver, resets them to Python's defaults (SIGTERM's kills the process silently)
+    and to none, which would drop the caller's (the CLI's, which reports an interrupt after the
+    episodes too). Raises ValueError off the main thread, where none may be set."""
+    handlers = {signum: signal.getsignal(signum) for signum in signums}
+    wakeup = signal.set_wakeup_fd(-1)  # reading it takes setting it: put back at once
+    signal.set_wakeup_fd(wakeup)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(wakeup)
+        for signum, handler in handlers.items():
+            if handler is not None:  # set outside Python: it cannot be put back
+                signal.signal(signum, handler)
+
+
 async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
     """Run `work` (the run's episodes); None when it ends by itself. A `ProviderOutage`
     raised in it, or SIGINT/SIGTERM, cancels it and says why: the episodes in flight stay
@@ -174,7 +193,7 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
     async def watch_signals(scope: anyio.CancelScope) -> None:
         nonlocal stop
         try:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with _signal_handling_kept(signal.SIGINT, signal.SIGTERM), anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     stop = Stop(f"interrupted by {signal.Signals(signum).name}", True)
                     scope.cancel()

@@ -4,6 +4,7 @@ resume an interrupted run without repeating or losing an episode."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +16,7 @@ import anyio
 from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
 from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
-from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.errors import EvisceneError, LogLockedError, is_interruption
 from eviscene.eval.gold_import import import_scoring_artifacts
 from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
 from eviscene.eval.options import (
@@ -48,7 +49,9 @@ from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft
+from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, run_folder
+from eviscene.store.manifest import read_manifest
 from eviscene.tools import Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 
@@ -250,7 +253,19 @@ async def start_run(
         )
         for spec in plan.specs
     ]
-    return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+    try:
+        return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+    except BaseException:
+        _free_unrecorded_claim(log, run_id)
+        raise
+
+
+def _free_unrecorded_claim(log: EventLog, run_id: str) -> None:
+    """A run stopped before its first commit (an interrupt while it opened) recorded nothing
+    that `eval resume` could finish: its claimed folder goes, so that the name is free again."""
+    folder = run_folder(log.path, run_id)
+    if not read_manifest(folder):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def resume_run(
@@ -403,15 +418,24 @@ async def _execute(
                         for _ in range(min(max(1, options.concurrency), max(1, len(queue)))):
                             group.start_soon(worker)
 
+        async def episodes_committed() -> None:
+            await workers()
+            # Still inside until_stopped: past this, an interrupt (a plain KeyboardInterrupt, whose
+            # writer commits nothing more) costs only what `eval resume` redoes without a model.
+            await writer.sync()
+
         try:
             # SIGINT/SIGTERM or a provider outage stop the episodes: the writer commits everything
             # emitted as it closes, no run.finished is written, and `eval resume` finishes the run.
-            stop = await until_stopped(workers)
+            stop = await until_stopped(episodes_committed)
             if stop is None:
+                checkpoint("run.episodes_ended")
                 await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
                 await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
                 summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
+            if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run
+                raise
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
             crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
             await writer.emit(EventDraft(RunFinished(

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eviscene.errors import EvisceneError, os_fault
+from eviscene.store.faults import checkpoint
 
 
 def check_new_or_empty(out_dir: Path, what: str = "output directory") -> None:
@@ -33,6 +34,7 @@ def staged_directory(out_dir: Path, what: str = "output directory") -> Iterator[
         raise _fault(exc, staging, out_dir) from None
     try:
         yield staging
+        checkpoint("staging.filled")
         if out_dir.is_dir():
             out_dir.rmdir()  # empty (checked above); a folder that filled meanwhile is refused here
         os.rename(staging, out_dir)
@@ -41,6 +43,7 @@ def staged_directory(out_dir: Path, what: str = "output directory") -> Iterator[
         if isinstance(exc, OSError):
             raise _fault(exc, staging, out_dir) from None
         raise
+    checkpoint("staging.renamed")
 
 
 def _fault(exc: OSError, staging: Path, out_dir: Path) -> EvisceneError:

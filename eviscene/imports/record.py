@@ -1,6 +1,6 @@
 """Writing an import into the log: one `artifact.imported` event for the source, one per
 file with its content in a blob. The run id derives from the bytes, so a second import of
-the same source finds its run and writes nothing."""
+the same source finds its run and writes nothing (or what an interrupted one left out)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ class ImportResult:
     status: str  # imported | already imported
 
 
-def imported_before(log: EventLog, import_id: str) -> bool:
-    found = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'artifact.imported'", [import_id])
-    return found["n"][0].as_py() > 0
+def imported_whole(log: EventLog, plan: ImportPlan) -> bool:
+    """Every event of the import is in the log: one an interrupt or a kill cut short between
+    two of its writer's batches (a large source) holds only some, which the next import adds."""
+    found = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'artifact.imported'", [plan.import_id])
+    return found["n"][0].as_py() >= 1 + len(plan.files)  # the source's event and one per file (`_drafts`)
 
 
 def _drafts(plan: ImportPlan) -> list[EventDraft]:
@@ -74,7 +76,7 @@ async def _write(log: EventLog, plan: ImportPlan) -> None:
 def record_import(log: EventLog, plan: ImportPlan) -> ImportResult:
     """Append the plan's events (nothing when this source is already in the log) and seal them."""
     result = ImportResult(plan.import_id, plan.source_kind, str(plan.root), len(plan.files), "already imported")
-    if imported_before(log, plan.import_id):
+    if imported_whole(log, plan):
         return result
     with settled_heap():  # the plan holds every file's content and metadata until the write ends
         anyio.run(_write, log, plan)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
+from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, resolve_log_path
 from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, explain_error, open_snapshot, segment_moved
 
@@ -156,6 +157,7 @@ class EventStore:
             con = None
             try:
                 con = self.connect(for_query=query, read=read, views=not inline_views)
+                checkpoint("query.connected")
                 check_query(con, query)
                 sql = self.inline_views(con, query) if inline_views else query
                 if as_rows:

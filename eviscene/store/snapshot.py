@@ -8,6 +8,7 @@ moment ago is there, what it commits later is seen by the next connection.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import difflib
 import os
 import re
@@ -16,6 +17,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -81,8 +83,15 @@ def _remove_spill_directory(folder: Path, pid: int) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# Every connection this process holds open, for `interrupt_queries`.
+_open_connections: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+_open_connections_lock = threading.Lock()
+
+
 def new_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+    with _open_connections_lock:
+        _open_connections.add(con)
     con.execute("SET TimeZone = 'UTC'")
     # A long query streamed row by row would draw DuckDB's progress bar into the output.
     con.execute("SET enable_progress_bar = false")
@@ -91,6 +100,17 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     # time (`post_rollout_rewards` on the bundled release's log: 13.6 s with it, 5.9 s without).
     con.execute("SET disabled_optimizers = 'projection_pullup'")
     return con
+
+
+def interrupt_queries() -> None:
+    """Stop the query each open connection runs, from any thread (InterruptException). DuckDB
+    notices a Ctrl-C by itself only while the calling thread runs a task of the query, not
+    while it waits for one on DuckDB's own threads: a long query would run on to its end."""
+    with _open_connections_lock:
+        connections = list(_open_connections)
+    for con in connections:
+        with contextlib.suppress(duckdb.Error):  # closed meanwhile
+            con.interrupt()
 
 
 def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only: bool) -> None:

@@ -21,6 +21,7 @@ from eviscene.analysis.why import explain_episode
 from eviscene.cli.main import cli
 from eviscene.exports.run_dir import materialize_run
 from eviscene.imports import import_path, plan_import, record_import
+from eviscene.imports.record import _drafts
 from eviscene.log import EventLog
 
 VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
@@ -343,3 +344,21 @@ def test_an_import_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     with pytest.raises(OSError):
         record_import(log, plan)
     assert gc.get_freeze_count() == 0
+
+
+def test_an_import_cut_short_is_finished_by_the_next_import(tmp_path):
+    """Ctrl-C or a kill between two of an import's batches (a large source) leaves some of its
+    events: the next import of the source adds the rest, never answering `already imported`."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    plan = plan_import(run)
+    log.append(plan.import_id, _drafts(plan)[:3])
+    assert import_path(log, run).status == "imported"
+    count = "SELECT count(*) AS n FROM events WHERE type = 'artifact.imported'"
+    assert log.sql(count).to_pylist() == [{"n": 1 + len(plan.files)}]
+    assert import_path(log, run).status == "already imported"
+    out = tmp_path / "out"
+    materialize_run(log, plan.import_id, out)
+    assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == sorted(
+        p.relative_to(run) for p in run.rglob("*") if p.is_file()
+    )
