@@ -20,6 +20,7 @@ import pyarrow as pa
 from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
+from eviscene.store.columns import string_column
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.views import (
     KEPT_AS_VIEWS, apply_views, execute_definition, narrow_to_runs, register_functions_named, remove_functions, still_read,
@@ -96,14 +97,16 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id)}
     perception = {r["episode_id"]: canonical_json(r) for r in perception_records(con, run_id)}
     episodes = sorted(traces)
-    return pa.table({
+    # columns built from buffers: `pa.table` of Python lists imports pandas where it is installed
+    columns = {
         "run_id": [run_id] * len(episodes),
         "episode_id": episodes,
-        "trace": [traces[e].decode("utf-8") for e in episodes],
+        "trace": [traces[e] for e in episodes],
         "trace_sha256": [hashlib.sha256(traces[e]).hexdigest() for e in episodes],
         "trajectory": [trajectories.get(e) for e in episodes],
         "perception": [perception.get(e) for e in episodes],
-    })
+    }
+    return pa.Table.from_arrays([string_column(values) for values in columns.values()], names=list(columns))
 
 
 def _native_inputs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> tuple[pa.Table, list[pa.Table]]:

@@ -22,7 +22,7 @@ import orjson
 import pyarrow as pa
 
 from eviscene.rules.canonical import canonical_json_indented, canonical_json_line
-from eviscene.rules.timestamps import format_ts
+from eviscene.rules.timestamps import format_epoch_micros, format_ts
 
 # A JSONL file's lines go out a MiB at a time: with the default 8 KiB buffer, every line longer
 # than that (an SFT row is ~13 kB) is its own write call, ~3x the time of the same bytes in MiB chunks.
@@ -63,17 +63,29 @@ def _needs_plain(kind: pa.DataType) -> bool:
 
 def rows(table: pa.Table, json_columns: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Arrow rows as plain dicts, converted column by column; JSON-typed columns parsed."""
-    columns: dict[str, list[Any]] = {}
     parse = set(json_columns)
-    for name, column in zip(table.column_names, table.columns):
-        values = column.to_pylist()
-        if name in parse:
-            values = [orjson.loads(v) if v is not None else None for v in values]
-        elif _needs_plain(column.type):
-            values = [plain(v) for v in values]
-        columns[name] = values
+    columns = {name: _values(column, name in parse) for name, column in zip(table.column_names, table.columns)}
     names = list(columns)
     return [dict(zip(names, values)) for values in zip(*columns.values())] if names else []
+
+
+def _values(column: pa.ChunkedArray, parse_json: bool) -> list[Any]:
+    if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+        return _utc_strings(column)
+    values = column.to_pylist()
+    if parse_json:
+        return [orjson.loads(v) if v is not None else None for v in values]
+    if _needs_plain(column.type):
+        return [plain(v) for v in values]
+    return values
+
+
+def _utc_strings(column: pa.ChunkedArray) -> list[str | None]:
+    """A zoned timestamp column (DuckDB's TIMESTAMPTZ) as `format_ts` strings, by way of its
+    epoch microseconds: pyarrow's own datetimes of a zoned column import pandas where it is
+    installed, most of a second of a CLI command that reads one."""
+    micros = column.cast(pa.timestamp("us", tz=column.type.tz)).cast(pa.int64()).to_pylist()
+    return [format_epoch_micros(v) if v is not None else None for v in micros]
 
 
 @contextmanager

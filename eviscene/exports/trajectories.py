@@ -105,9 +105,11 @@ def trace_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[tuple[s
         # one buffer: an episode's rows lie side by side in it
         offsets, data = string_buffers(table.column("text").combine_chunks())
         parts = table.column("part").to_pylist()
+        episode_ids = table.column("episode_id").to_pylist()
         heads = [i for i, part in enumerate(parts) if part == 0]
         tails = [i for i, part in enumerate(parts) if part == 2]
-        for episode_id, head, tail in zip(table.column("episode_id").take(heads).to_pylist(), heads, tails):
+        for head, tail in zip(heads, tails):
+            episode_id = episode_ids[head]
             if tail > head + 1:  # the comma after the last step dropped
                 yield episode_id, (data[offsets[head]:offsets[tail] - 1], data[offsets[tail]:offsets[tail + 1]])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 
 # UTC, microseconds, `Z`: Python's strftime and DuckDB's read this format alike, so an
@@ -19,6 +19,14 @@ def now_micros() -> int:
 def format_ts(ts: datetime) -> str:
     """ISO-8601 in UTC with microseconds, e.g. 2026-11-30T13:39:14.120017Z (exports)."""
     return ts.astimezone(timezone.utc).strftime(UTC_TS_FORMAT)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def format_epoch_micros(micros: int) -> str:
+    """`format_ts` of a UTC instant given as epoch microseconds."""
+    return (_EPOCH + timedelta(microseconds=micros)).strftime(UTC_TS_FORMAT)
 
 
 def utc_now_millis_iso() -> str:

@@ -148,3 +148,17 @@ def test_utf8_values_are_each_values_bytes_in_place(kind):
     assert [bytes(v) for v in values] == [
         b'{"a":"\xc3\xa9"}', b"", b"", b"\xd0\xbf\xd1\x80\xd0\xbe\xd1\x82\xd0\xb5\xd1\x81\xd1\x82 \xe2\x80\x94 2024",
     ]
+
+
+def test_zoned_timestamps_become_utc_strings_without_loading_pandas():
+    """pyarrow's datetimes of a TIMESTAMPTZ column import pandas where it is installed (most of
+    a second of `eviscene why`); `rows` reads their epoch microseconds instead."""
+    probe = (
+        "import sys, duckdb\n"
+        "from eviscene.exports.serialize import rows\n"
+        "table = duckdb.sql(\"SELECT * FROM (VALUES (TIMESTAMPTZ '2026-11-30 13:39:14.120017+01'), "
+        "(TIMESTAMPTZ '1969-12-31 23:59:59.5+00'), (NULL)) t(ts)\").to_arrow_table()\n"
+        "print([row['ts'] for row in rows(table)], 'pandas' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd="/")
+    assert result.stdout.strip() == "['2026-11-30T12:39:14.120017Z', '1969-12-31T23:59:59.500000Z', None] False", result.stderr
