@@ -208,6 +208,8 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "json_ascii": ("eviscene.rules.python_text", "json_ascii", ("VARCHAR",), "VARCHAR", True),
     # dataset_default(name) -> seed 002's split default as text (the SQL default row casts it)
     "dataset_default": ("eviscene.rules.dataset_split", "dataset_default", ("VARCHAR",), "VARCHAR", False),
+    # py_mean_rounded(values, places) -> round(statistics.mean(values), places), 0.0 for none
+    "py_mean_rounded": ("eviscene.rules.python_numbers", "mean_rounded", ("DOUBLE[]", "INTEGER"), "DOUBLE", False),
     # verdict_correct(termination, verdict, gold label) -> never NULL
     "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
 }

@@ -11,6 +11,6 @@ SELECT
     episode_id,
     case_id,
     termination,
-    coalesce(nullif(trim(error), ''), 'termination ' || termination) AS message
+    coalesce(nullif(py_strip(error), ''), 'termination ' || termination) AS message
 FROM episodes
-WHERE finished AND (verdict = 'error' OR termination = 'error' OR coalesce(trim(error), '') <> '');
+WHERE finished AND (verdict = 'error' OR termination = 'error' OR NOT coalesce(py_blank(error), true));

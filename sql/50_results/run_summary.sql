@@ -2,15 +2,14 @@
 -- grain: one row per run
 -- key: run_id
 -- The seed's summary.json (_compute_summary): episodes, errors (episode_errors), the
--- distribution of predicted verdicts ('error' for an episode without one, as the seed's
--- runtime reports an unjudged episode), and mean time, tool calls and model calls, rounded to
--- 3 places half to even as Python's round(). Means go through DECIMAL so they never depend
--- on aggregation order.
+-- distribution of predicted verdicts as run_results holds them (`str(verdict)`: 'None' for
+-- an episode without one), and mean time, tool calls and model calls as Python computes them
+-- (py_mean_rounded: statistics.mean, exact, then round() to 3 places).
 CREATE OR REPLACE VIEW run_summary AS
 WITH rows AS (
     SELECT
         run_id,
-        coalesce(r.verdict, 'error') AS predicted,
+        coalesce(r.verdict, 'None') AS predicted,
         x.episode_id IS NOT NULL AS is_error,
         r.time_taken,
         r.total_tool_calls,
@@ -28,9 +27,9 @@ SELECT
     count(*) AS num_samples,
     count(*) FILTER (WHERE r.is_error) AS num_errors,
     any_value(d.predicted_verdict_distribution) AS predicted_verdict_distribution,
-    coalesce(round_even(avg(r.time_taken::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_time_taken_sec,
-    coalesce(round_even(avg(r.total_tool_calls::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_tool_calls,
-    coalesce(round_even(avg(r.llm_api_calls::DECIMAL(18, 6))::DOUBLE, 3), 0) AS avg_llm_api_calls
+    coalesce(py_mean_rounded(list(r.time_taken::DOUBLE) FILTER (WHERE r.time_taken IS NOT NULL), 3), 0) AS avg_time_taken_sec,
+    coalesce(py_mean_rounded(list(r.total_tool_calls::DOUBLE) FILTER (WHERE r.total_tool_calls IS NOT NULL), 3), 0) AS avg_tool_calls,
+    coalesce(py_mean_rounded(list(r.llm_api_calls::DOUBLE) FILTER (WHERE r.llm_api_calls IS NOT NULL), 3), 0) AS avg_llm_api_calls
 FROM rows r
 JOIN distribution d USING (run_id)
 GROUP BY r.run_id;

@@ -9,9 +9,9 @@
 -- policy version and whether its release prohibits training.
 CREATE OR REPLACE VIEW native_candidates AS
 WITH families AS (
-    SELECT run_id, episode_id, list_sort(list_distinct(list(trim(source_family)))) AS families
+    SELECT run_id, episode_id, list_sort(list_distinct(list(py_strip(source_family)))) AS families
     FROM episode_evidence
-    WHERE starts_with(trim(source_family), 'content:')
+    WHERE starts_with(py_strip(source_family), 'content:')
     GROUP BY ALL
 )
 SELECT

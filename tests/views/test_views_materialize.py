@@ -192,7 +192,7 @@ def test_views_materialized_summary_and_manifest(run_dir, fx):
         "run_id": MAIN,
         "num_samples": 15,
         "num_errors": 3,
-        "predicted_verdict_distribution": {"error": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2},
+        "predicted_verdict_distribution": {"None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2},
         "avg_time_taken_sec": 6.696,
         "avg_tool_calls": 2.929,
         "avg_llm_api_calls": 3.0,

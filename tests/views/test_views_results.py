@@ -153,8 +153,9 @@ def test_views_run_summary(rows):
     assert summary["num_samples"] == 15
     # timeout (error text), err0, err1; the unfinished episode has neither error nor termination
     assert summary["num_errors"] == 3
+    # str(verdict) of the run_results rows: the 4 finished episodes without a verdict are 'None'
     assert dict(summary["predicted_verdict_distribution"]) == {
-        "error": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2,
+        "None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2,
     }
     # over the 14 finished episodes (the unfinished one has no numbers):
     # time 12.5+8.25+30+0.4+0.6+5+4+2+3+3.5+20+1.5*3 = 93.75 / 14 = 6.69642.. -> 6.696

@@ -1,0 +1,14 @@
+"""Python's arithmetic where a seed's numbers depend on it (registered in SQL, so the views
+never approximate it)."""
+
+from __future__ import annotations
+
+import statistics
+
+
+def mean_rounded(values: list[float] | None, places: int) -> float:
+    """`round(statistics.mean(values), places)`, 0.0 for no values: seed 000's summary.json
+    means. statistics.mean is exact (fractions, so the order of the values does not matter)
+    and round() rounds that exact binary value half to even: a mean of 0.0025, stored a hair
+    above it, is 0.003, where DuckDB's round_even of the double or of a DECIMAL gives 0.002."""
+    return float(round(statistics.mean(values), places)) if values else 0.0
