@@ -299,6 +299,21 @@ class _LiveRun:
     entries: list[ManifestEntry] | None
 
 
+# Events stored more than once (a segment read twice: restored after its seal, say), as runs
+# of consecutive seqs stored the same number of times: one line a range, not one an event.
+_DUPLICATED_RANGES = """
+WITH copies AS (
+    SELECT min(run_id) AS run_id, min(seq) AS seq, min(event_id) AS event_id, count(*) AS copies
+    FROM events GROUP BY event_id HAVING count(*) > 1
+),
+islands AS (
+    SELECT *, seq - row_number() OVER (PARTITION BY run_id, copies ORDER BY seq) AS island FROM copies
+)
+SELECT run_id, copies, min(seq) AS first, max(seq), count(*), min(event_id)
+FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
+"""
+
+
 def verify_log(log_path: Path) -> VerifyReport:
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
@@ -310,10 +325,11 @@ def verify_log(log_path: Path) -> VerifyReport:
     try:
         problems: list[ChainProblem | RangeProblem] = []
         try:
-            for event_id, run_id, seq, count in con.execute(
-                "SELECT event_id, min(run_id), min(seq), count(*) FROM events GROUP BY event_id HAVING count(*) > 1 ORDER BY 1"
-            ).fetchall():
-                problems.append(ChainProblem(run_id, seq, event_id, f"event_id stored {count} times"))
+            for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES).fetchall():
+                if events == 1:
+                    problems.append(ChainProblem(run_id, first, event_id, f"event_id stored {copies} times"))
+                else:
+                    problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
             walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
         except (duckdb.InvalidInputException, duckdb.IOException):
             # A segment too damaged to read (e.g. truncated): name the damaged files, which

@@ -400,3 +400,18 @@ def test_merged_runs_bring_their_segment_records(live_log, tmp_path):
     assert [str(p) for p in target.verify().problems] == [
         "run r1, seq 9..12: missing: cut-off tail (the log committed this run up to seq 12)"
     ]
+
+
+def test_events_stored_twice_are_named_as_seq_ranges(live_log, tmp_path):
+    """A live folder restored after its seal, its sealed-segment records deleted, is read
+    beside the archive: each range of duplicated events is one line, not one line an event."""
+    folder = run_folder(live_log)
+    shutil.copytree(folder, tmp_path / "before-seal")
+    live_log.seal()
+    shutil.copytree(tmp_path / "before-seal", folder)
+    (folder / "events-000000000005-000000000008.parquet").unlink()
+    tamper(live_log, "DELETE FROM sealed_segments")
+    lines = [str(p) for p in live_log.verify().problems]
+    assert "run r1, seq 1..4: each of these 4 events stored 2 times" in lines
+    assert "run r1, seq 9..12: each of these 4 events stored 2 times" in lines
+    assert not [line for line in lines if "stored 2 times" in line and "each of these" not in line]
