@@ -38,6 +38,16 @@ of 9-12: CPU main 0.44-0.46 s, this branch 0.41 s from source and 0.35 s compile
 floor 0.23-0.24 s. What is left above the floor: click and the CLI's modules (~35 ms
 CPU, click half), the view catalog (~9 ms: reading the 60 SQL files), the first
 in-memory connection and sandbox (~10 ms more than the floor's), and the query (~35 ms).
+
+Then (December 5th; `why` on the bundled release's 1.4k-event log): pyarrow imports pandas,
+where it is installed (the test extras install it, as most ML environments do), on the first
+datetime of a TIMESTAMPTZ column and on any `pa.array`/`pa.table` of Python lists: ~0.1 s of
+CPU and 35 MB of `why`, ~0.3 s and 50 MB of `dataset export`. Now `rows` reads a zoned
+timestamp column as epoch microseconds and the export builds its Arrow columns from buffers;
+the same bytes out (why --json, dataset export, materialize). Alternating whole processes
+(three pairs, load 4-6): `why` 0.84-0.95 -> 0.70-0.75 s user CPU, 200 -> 166 MB; `dataset
+export` 1.57-1.70 -> 1.34-1.39 s, 268 -> 219 MB. What is left of `why`: DuckDB computing its
+71 view tables over the episode's group, ~0.5 s.
 """
 
 from __future__ import annotations
