@@ -328,12 +328,20 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
         )
 
 
+# A statement's first keyword, past FORCE (FORCE INSTALL, FORCE CHECKPOINT); the parser has
+# already dropped the comments before it.
+_LEADING_KEYWORD = re.compile(r"\s*(?:FORCE\s+)?([A-Z_]+)", re.IGNORECASE)
+
+
 def _statement_name(statement: duckdb.Statement) -> str:
-    """A statement by its type, as DuckDB's parser classifies it, except INSTALL and FORCE
-    INSTALL, which it files under LOAD: those are named as written."""
-    if statement.type == duckdb.StatementType.LOAD and "INSTALL" in statement.query.upper().split()[:2]:
-        return "INSTALL"
-    return statement.type.name
+    """A statement as written, by its first keyword: DuckDB's parser files several under
+    another statement's type (TRUNCATE under DELETE, USE and RESET under SET, INSTALL under
+    LOAD, CHECKPOINT under CALL, IMPORT DATABASE under PRAGMA, ANALYZE under VACUUM). One
+    that opens with a WITH clause is named by its type (WITH … DELETE: DELETE)."""
+    leading = _LEADING_KEYWORD.match(statement.query)
+    if leading is None or leading.group(1).upper() == "WITH":
+        return statement.type.name.replace("_", " ")
+    return leading.group(1).upper()
 
 
 # DuckDB's words for a relation the query names but no catalog holds, with its suggestion,
