@@ -313,19 +313,23 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     are refused before anything runs."""
     if not query.strip():
         raise QueryRefusedError("no SQL given: pass one SELECT statement")
-    try:
-        statements = con.extract_statements(query)
-    except ValueError:  # a statement type this duckdb's Python enum does not name
-        raise QueryRefusedError("only a SELECT statement runs over the log; this statement is refused") from None
+    statements = con.extract_statements(query)
     if not statements:
         raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
     if len(statements) > 1:
         raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
-    if statements[0].type != duckdb.StatementType.SELECT:
+    if not _is_select(statements[0]):
         raise QueryRefusedError(
             f"only a SELECT statement runs over the log; {_statement_name(statements[0])} is refused "
             "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
         )
+
+
+def _is_select(statement: duckdb.Statement) -> bool:
+    try:
+        return statement.type == duckdb.StatementType.SELECT
+    except ValueError:  # a type this duckdb's Python enum does not name (UPDATE EXTENSIONS): not a SELECT
+        return False
 
 
 # A statement's first keyword, past FORCE (FORCE INSTALL, FORCE CHECKPOINT); the parser has

@@ -215,6 +215,7 @@ NAMED_AS_WRITTEN = [
     ("ATTACH 'created.duckdb' AS created", "ATTACH"),
     ("CREATE TABLE archive.stolen AS SELECT 1 AS a", "CREATE"),
     ("SET threads = 1", "SET"),
+    ("UPDATE EXTENSIONS", "UPDATE"),  # a type duckdb's Python enum does not name
 ]
 
 
