@@ -45,7 +45,7 @@ def _print_report(report: VerifyReport) -> None:
         click.echo(f"UNFINISHED {note}")
     for note in report.running:
         click.echo(f"RUNNING {note}")
-    summary = f"{report.runs} run(s), {report.events} events"
+    summary = report.summary
     if report.problems:
         click.echo(f"{len(report.problems)} problem(s) in {summary}", err=True)
     elif report.unfinished:

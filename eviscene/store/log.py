@@ -16,7 +16,7 @@ import duckdb
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_query, explain_error, open_snapshot, segment_moved
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_log_file, check_query, explain_error, open_snapshot, segment_moved
 
 if TYPE_CHECKING:
     # Loaded by the methods that need them: a read loads neither pyarrow (unless it asks for
@@ -254,10 +254,11 @@ class EventStore:
         return seal_runs(self.path, run_ids)
 
     def require_writable(self) -> None:
-        """A log that can take events: not a read-only `log export-parquet` folder (a run checks
-        this before it plans or claims anything)."""
+        """A log that can take events: not a read-only `log export-parquet` folder, nor a file
+        other than a log's archive (a run checks this before it plans or claims anything)."""
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
+        check_log_file(self.path)
 
 
 def _json_columns(described: Iterable[tuple[str, Any]]) -> frozenset[str]:

@@ -25,7 +25,7 @@ from eviscene.store.locks import RunLock
 from eviscene.store.manifest import MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, check_archive_file, new_connection
+from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, walk_chains
 
 
@@ -39,7 +39,6 @@ def open_archive_for_writing(log_path: Path):
 def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
     """Seal the given runs (default: every live run no writer holds); returns those sealed.
     A named run that is not in the log, or one that fails its checks, is an error."""
-    check_archive_file(log_path)  # with no run to seal, nothing else would look at the file
     candidates = live_run_ids(log_path) if run_ids is None else run_ids
     sealed = []
     for run_id in candidates:

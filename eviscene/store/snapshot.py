@@ -119,14 +119,16 @@ def attach_archive(con: duckdb.DuckDBPyConnection, log_path: Path, *, read_only:
 
 
 def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str, *, read_only: bool = False) -> None:
-    """Attach a log's archive under `alias`, waiting a moment while another process holds it."""
+    """Attach a log's archive under `alias`, waiting a moment while another process holds it;
+    `NotALogError` for a file that is not a log's archive (`check_archive_file`,
+    `_refuse_other_database`)."""
     check_archive_file(log_path)
     mode = " (READ_ONLY)" if read_only else ""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
             con.execute(f"ATTACH '{_quote(log_path)}' AS {alias}{mode}")
-            return
+            break
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
@@ -135,6 +137,7 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
                 holder = f"pid {match.group(1)}" if match else "another process"
                 raise LogLockedError(f"log {log_path} is held for writing by {holder}") from None
             time.sleep(0.1)
+    _refuse_other_database(con, log_path, alias)
 
 
 def check_archive_file(log_path: Path) -> None:
@@ -147,6 +150,57 @@ def check_archive_file(log_path: Path) -> None:
         header = handle.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
     if header[_DUCKDB_MAGIC_AT:] != _DUCKDB_MAGIC:
         raise NotALogError(f"{log_path} is not an EviScene log (not a DuckDB database file)")
+
+
+def check_log_file(log_path: Path) -> None:
+    """Refuse (`NotALogError`) a log path whose file is not a log's archive, before a writer
+    plans anything; a path with nothing there yet passes."""
+    if not log_path.is_file():
+        return
+    con = new_connection()
+    try:
+        attach_archive(con, log_path, read_only=True)
+    finally:
+        con.close()
+
+
+# Everything a DuckDB database holds that someone made in it.
+_DATABASE_CONTENTS = """
+SELECT 'table' AS kind, schema_name, table_name AS name FROM duckdb_tables() WHERE database_name = $db
+UNION ALL SELECT 'view', schema_name, view_name FROM duckdb_views() WHERE database_name = $db AND NOT internal
+UNION ALL SELECT 'sequence', schema_name, sequence_name FROM duckdb_sequences() WHERE database_name = $db
+UNION ALL SELECT DISTINCT 'macro', schema_name, function_name FROM duckdb_functions() WHERE database_name = $db AND NOT internal
+UNION ALL SELECT 'type', schema_name, type_name FROM duckdb_types() WHERE database_name = $db AND NOT internal
+UNION ALL SELECT 'schema', NULL, schema_name FROM duckdb_schemas() WHERE database_name = $db AND NOT internal
+ORDER BY kind <> 'table', kind, schema_name, name
+"""
+_NAMES_SHOWN = 5
+
+
+def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """A log's archive records its schema version in `schema_migrations` (version, name,
+    applied_at) from its first migration on. A DuckDB database without it is someone else's,
+    refused (detached, untouched) so that no read answers from it as an empty log and no
+    writer adds the log's tables to it; unless it holds nothing at all: a database someone
+    just created, or that a first seal killed before its migration left, becomes a new log."""
+    try:
+        con.execute(f"SELECT version, name, applied_at FROM {alias}.schema_migrations LIMIT 0")
+        return
+    except (duckdb.CatalogException, duckdb.BinderException):
+        pass
+    contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
+    if not contents:
+        return
+    con.execute(f"DETACH {alias}")
+    named: dict[str, list[str]] = {}
+    for kind, schema, name in contents[:_NAMES_SHOWN]:
+        named.setdefault(kind, []).append(name if schema in (None, "main") else f"{schema}.{name}")
+    held = ", ".join(f"{kind}{'s' if len(names) > 1 else ''} {', '.join(names)}" for kind, names in named.items())
+    more = f" and {len(contents) - _NAMES_SHOWN} more" if len(contents) > _NAMES_SHOWN else ""
+    raise NotALogError(
+        f"{log_path} is a DuckDB database but not an EviScene log (it holds {held}{more}; "
+        "a log holds the tables events, blobs, sealed_segments and schema_migrations)"
+    )
 
 
 def _quote(path: Path) -> str:
@@ -259,27 +313,39 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
     are refused before anything runs."""
     if not query.strip():
         raise QueryRefusedError("no SQL given: pass one SELECT statement")
-    try:
-        statements = con.extract_statements(query)
-    except ValueError:  # a statement type this duckdb's Python enum does not name
-        raise QueryRefusedError("only a SELECT statement runs over the log; this statement is refused") from None
+    statements = con.extract_statements(query)
     if not statements:
         raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
     if len(statements) > 1:
         raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
-    if statements[0].type != duckdb.StatementType.SELECT:
+    if not _is_select(statements[0]):
         raise QueryRefusedError(
             f"only a SELECT statement runs over the log; {_statement_name(statements[0])} is refused "
             "(the log is read-only: results leave with --output FILE, your own files come in with --read PATH)"
         )
 
 
+def _is_select(statement: duckdb.Statement) -> bool:
+    try:
+        return statement.type == duckdb.StatementType.SELECT
+    except ValueError:  # a type this duckdb's Python enum does not name (UPDATE EXTENSIONS): not a SELECT
+        return False
+
+
+# A statement's first keyword, past FORCE (FORCE INSTALL, FORCE CHECKPOINT); the parser has
+# already dropped the comments before it.
+_LEADING_KEYWORD = re.compile(r"\s*(?:FORCE\s+)?([A-Z_]+)", re.IGNORECASE)
+
+
 def _statement_name(statement: duckdb.Statement) -> str:
-    """A statement by its type, as DuckDB's parser classifies it, except INSTALL and FORCE
-    INSTALL, which it files under LOAD: those are named as written."""
-    if statement.type == duckdb.StatementType.LOAD and "INSTALL" in statement.query.upper().split()[:2]:
-        return "INSTALL"
-    return statement.type.name
+    """A statement as written, by its first keyword: DuckDB's parser files several under
+    another statement's type (TRUNCATE under DELETE, USE and RESET under SET, INSTALL under
+    LOAD, CHECKPOINT under CALL, IMPORT DATABASE under PRAGMA, ANALYZE under VACUUM). One
+    that opens with a WITH clause is named by its type (WITH … DELETE: DELETE)."""
+    leading = _LEADING_KEYWORD.match(statement.query)
+    if leading is None or leading.group(1).upper() == "WITH":
+        return statement.type.name.replace("_", " ")
+    return leading.group(1).upper()
 
 
 # DuckDB's words for a relation the query names but no catalog holds, with its suggestion,

@@ -36,7 +36,8 @@ from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import open_snapshot
 from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
-RECORD_OPENERS = ("artifact.imported", "dataset.exported")
+# A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
+RECORD_OPENERS = {"artifact.imported": "import", "dataset.exported": "export"}
 RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
 
 
@@ -85,11 +86,21 @@ class RunNote:
 
 @dataclass(frozen=True)
 class VerifyReport:
-    runs: int
+    runs: int  # streams that are runs (`eval run`, merged shards), each owing a run.finished
     events: int
     problems: list[ChainProblem | RangeProblem | BlobProblem]
     unfinished: list[RunNote] = field(default_factory=list)
     running: list[RunNote] = field(default_factory=list)
+    imports: int = 0  # record streams of `eviscene import`
+    exports: int = 0  # record streams of `dataset export`
+
+    @property
+    def summary(self) -> str:
+        """What was verified, each kind of stream by its name: `1 run(s), 2 import stream(s),
+        11 events` (a kind the log holds none of is left out, runs aside)."""
+        streams = [f"{self.runs} run(s)"]
+        streams += [f"{n} {kind} stream(s)" for kind, n in (("import", self.imports), ("export", self.exports)) if n]
+        return ", ".join([*streams, f"{self.events} events"])
 
     @property
     def intact(self) -> bool:
@@ -103,11 +114,11 @@ class VerifyReport:
 
 @dataclass
 class ChainWalk:
-    runs: int = 0
+    streams: int = 0
     events: int = 0
     problems: list[ChainProblem] = field(default_factory=list)
     tails: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # run -> (seq, hash, type) of its last event
-    record_streams: set[str] = field(default_factory=set)  # runs that open with a record: they owe no run.finished
+    record_streams: dict[str, str] = field(default_factory=dict)  # run -> "import"/"export": opens with a record, owes no run.finished
 
 
 _WALK_COLUMNS = (
@@ -134,7 +145,7 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
             if run_id != current:
                 if current is not None:
                     _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
-                walk.runs += 1
+                walk.streams += 1
                 last_seq, prev_hash = start.get(run_id, (0, GENESIS_HASH))
                 current, broken, last_type, shard = run_id, False, "", None
             if broken:
@@ -165,7 +176,7 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                 continue
             last_seq, prev_hash, last_type = seq, row_hash, type_
             if seq == 1 and type_ in RECORD_OPENERS:
-                walk.record_streams.add(run_id)
+                walk.record_streams[run_id] = RECORD_OPENERS[type_]
     if current is not None:
         _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
     return walk
@@ -379,7 +390,11 @@ def verify_log(log_path: Path) -> VerifyReport:
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
                 f"an interrupted run: `eviscene eval resume {run_id}` finishes it",
             ))
-    return VerifyReport(walk.runs, walk.events, [*problems, *blobs], unfinished, running)
+    records = list(walk.record_streams.values())
+    return VerifyReport(
+        walk.streams - len(records), walk.events, [*problems, *blobs], unfinished, running,
+        imports=records.count("import"), exports=records.count("export"),
+    )
 
 
 def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, str]]) -> RangeProblem | None:

@@ -1,10 +1,12 @@
 """A command that only reads, pointed at a path holding no log, says so and creates nothing;
-writers still create a log."""
+writers still create a log. A file that is not a log (not even a DuckDB database, or a DuckDB
+database of something else) is named so by every command, reading or writing, and left as it was."""
 
 import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import eviscene
@@ -13,6 +15,7 @@ import sandbox_log
 from eviscene.log import open_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+BENCHMARK = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 
 READS = [
     ("sql", "SELECT 1"),
@@ -68,6 +71,79 @@ def test_a_merge_of_or_into_a_file_that_is_not_a_log_is_named_so(tmp_path, name)
         assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
         assert result.stderr == f"Error: {not_a_log} is not an EviScene log (not a DuckDB database file)\n"
     assert sandbox_log.fingerprint(log.parent) == before and not_a_log.read_bytes() == NOT_LOGS[name]
+
+
+def _someone_elses_database(path: Path) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE measurements (x INTEGER); INSERT INTO measurements VALUES (1), (2)")
+    con.execute("CREATE VIEW doubled AS SELECT 2 * x FROM measurements")
+    con.close()
+    return path
+
+
+def _contents(path: Path) -> list[tuple]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(
+            "SELECT table_name, estimated_size FROM duckdb_tables() "
+            "UNION ALL SELECT view_name, NULL FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def _not_a_log_line(path: Path) -> str:
+    return (f"Error: {path} is a DuckDB database but not an EviScene log (it holds table measurements, view doubled; "
+            "a log holds the tables events, blobs, sealed_segments and schema_migrations)\n")
+
+
+WRITES = [
+    ("eval", "run", "--benchmark", str(BENCHMARK), "--limit", "1"),
+    ("eval", "resume", "run-1"),
+    ("import", "split.jsonl"),
+]
+
+
+@pytest.mark.parametrize("command", READS + WRITES, ids=" ".join)
+def test_a_duckdb_database_that_is_not_a_log_is_named_so_and_left_as_it_was(tmp_path, command):
+    """Neither read as an empty log (no runs, `log verify` ok) nor given the log's tables by a
+    writer: refused before anything is read or written, the database and its folder unchanged."""
+    other = _someone_elses_database(tmp_path / "other.duckdb")
+    (tmp_path / "split.jsonl").write_text('{"case_id": "c1", "split": "train", "split_group_id": "g1"}\n')
+    before = sandbox_log.fingerprint(tmp_path)
+    result = subprocess.run([EVISCENE, "--db", str(other), *command], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr == _not_a_log_line(other)
+    assert sandbox_log.fingerprint(tmp_path) == before
+    assert _contents(other) == [("doubled", None), ("measurements", 2)]
+
+
+def test_a_merge_of_or_into_a_duckdb_database_that_is_not_a_log_is_named_so(tmp_path):
+    (tmp_path / "log").mkdir()
+    log = sandbox_log.build(tmp_path / "log")
+    other = _someone_elses_database(tmp_path / "other.duckdb")
+    before = sandbox_log.fingerprint(tmp_path)
+    for target, source in ((log, other), (other, log)):
+        result = subprocess.run([EVISCENE, "--db", str(target), "log", "merge", str(source)], capture_output=True, text=True,
+                                timeout=120, cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+        assert result.stderr == _not_a_log_line(other)
+    assert sandbox_log.fingerprint(tmp_path) == before
+    assert _contents(other) == [("doubled", None), ("measurements", 2)]
+
+
+def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
+    """A DuckDB file holding nothing (made by hand before the first run, or left by a first seal
+    killed before its migration) is adopted as a missing path is: read as a log without runs,
+    written as a new log."""
+    source = sandbox_log.build(tmp_path)
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    assert open_log(empty).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
+    result = subprocess.run([EVISCENE, "--db", str(empty), "log", "merge", str(source)], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    assert "every chain intact" in result.stderr, result.stderr
+    assert open_log(empty).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
 
 
 def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):

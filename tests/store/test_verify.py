@@ -138,14 +138,17 @@ def record_streams(log: EventLog) -> None:
     log.append("import-1", [EventDraft(ArtifactImported(kind="seed_trace", path=f"t{i}.json", sha256=f"{i:064x}")) for i in range(3)])
 
 
-def test_a_dataset_export_and_an_import_are_complete_without_run_finished(tmp_path):
+def test_a_dataset_export_and_an_import_are_complete_without_run_finished_and_counted_as_streams_not_runs(tmp_path):
     log = EventLog(tmp_path / "records.duckdb")
     log.append("r1", gates(0, 6) + [finished()])
     record_streams(log)
-    assert verify_cli(log).output == "ok: 3 run(s), 11 events, every chain intact and complete\n"
+    log.append("import-2", [EventDraft(ArtifactImported(kind="case_split", path="split.jsonl", sha256="f" * 64))])
+    # r1: 7 events; dataset-1: 1; import-1: 3; import-2: 1.
+    assert verify_cli(log).output == "ok: 1 run(s), 2 import stream(s), 1 export stream(s), 12 events, every chain intact and complete\n"
     log.seal()
     report = log.verify()
-    assert report.ok and not report.unfinished and (report.runs, report.events) == (3, 11)
+    assert report.ok and not report.unfinished
+    assert (report.runs, report.imports, report.exports, report.events) == (1, 2, 1, 12)
 
 
 def test_a_cut_off_record_stream_is_still_named(tmp_path):
@@ -163,6 +166,9 @@ def test_an_eval_run_that_stopped_early_is_still_unfinished(tmp_path):
     log.append("r1", gates(0, 6))
     record_streams(log)
     assert [n.run_id for n in log.verify().unfinished] == ["r1"]
+    assert verify_cli(log).stderr == (
+        "incomplete: 1 unfinished run(s) in 1 run(s), 1 import stream(s), 1 export stream(s), 10 events; every chain intact\n"
+    )
 
 
 def test_archive_rows_outside_every_sealed_record_are_named(tmp_path):
