@@ -239,6 +239,8 @@ def test_views_materialized_trace(run_dir, planned):
         "schema_version": "eviscene-trace-v1", "run_id": MAIN, "episode_id": p.episode_id, "case_id": "case-A", "attempt": 1,
         "verdict": "out_of_context", "confidence": 0.9, "termination": "completed", "error": None,
     }
+    # the run's decision policy version (its manifest's agent block), where seed 002 reads it
+    assert trace["decision_policy_version"] == "unified-react-v1"
     assert trace["state"]["rollout"] == {"prompt_group_id": p.prompt_group_id, "rollout_index": 0, "sampling_seed": p.seed}
     assert trace["state"]["runtime_case"]["image_path"] == "runtime_input/images/case-A.jpg"
     assert trace["state"]["perception"]["ocr_text"] == "FLOODS HIT THE CITY TODAY"
