@@ -108,8 +108,12 @@ def object_sql(members: dict[str, str]) -> str:
 
 def row_sql(columns: dict[str, duckdb.DuckDBPyType], table: str) -> str:
     """SQL: a row of `table`'s `columns` (name -> type) as canonical_json writes it: an object of
-    its columns, keys sorted, JSON columns embedded as stored (as orjson embeds a Fragment)."""
-    return object_sql({
-        name: f"coalesce({table}.{sql_name(name)}::VARCHAR, 'null')" if str(kind) == "JSON" else value_sql(f"{table}.{sql_name(name)}", kind)
-        for name, kind in columns.items()
-    })
+    its columns, keys sorted."""
+    return object_sql({name: column_sql(table, name, kind) for name, kind in columns.items()})
+
+
+def column_sql(table: str, name: str, kind: duckdb.DuckDBPyType) -> str:
+    """SQL: `table`'s column `name`, of type `kind`, as canonical_json writes it; a JSON column
+    embedded as stored (as orjson embeds a Fragment)."""
+    column = f"{table}.{sql_name(name)}"
+    return f"coalesce({column}::VARCHAR, 'null')" if str(kind) == "JSON" else value_sql(column, kind)

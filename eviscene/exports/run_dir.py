@@ -1,7 +1,8 @@
 """`eviscene materialize`: a run's views written out as the seed runner's run directory.
 
 Every file is a view (or the run's events, for traces) ordered by a total key and written
-with the one canonical serializer, so the same log gives byte-identical files.
+with the one canonical serializer, so the same log gives byte-identical files; an unfinished
+episode's stand-in rows hold the seed's keys alone (STAND_IN_KEYS).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.canonical_sql import register_functions, row_sql
+from eviscene.exports.canonical_sql import column_sql, object_sql, register_functions, row_sql
 from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
-from eviscene.views import drop_tables_unread, narrow_to_runs
+from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
 EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 _TRACE_CHUNK = 256
@@ -44,6 +45,24 @@ TABULAR_FILES: dict[str, tuple[str, str]] = {
     "rollout_groups": ("rollout_groups", EPISODE_ORDER),
     "post_rollout_rewards": ("post_rollout_rewards", EPISODE_ORDER),
 }
+# The seed's row in these files for an episode that never finished (seed 000 `_run_eval`,
+# "canonical trace is missing") has these keys alone. The view's row has every column (NULL,
+# or computed, where the seed has no key: for SQL); a JSONL file's row has the seed's keys
+# only, as its readers go by which keys are present (seed 002 keys a trajectory_scores row
+# without episode_id by its case_id, and reads one without training_exclusion_reasons as
+# missing_training_quality_score). A Parquet file's rows all have its columns. Each value is
+# the view's column's, save those in STAND_IN_VALUES.
+STAND_IN_KEYS: dict[str, tuple[str, ...]] = {
+    "process_metrics": ("schema_version", "case_id", "engineering_error", "runtime_verdict", "result_correct", "first_error"),
+    "reference_chain_metrics": ("schema_version", "case_id", "engineering_error", "error", "metrics"),
+    "trajectory_scores": ("schema_version", "case_id", "components", "total"),
+    "post_rollout_rewards": (
+        "schema_version", "prompt_group_id", "case_id", "episode_id", "classification_correct", "fatal_engineering_error",
+        "strict_trace_audit_pass", "training_prohibited", "step_ids", "process_components",
+    ),
+}
+# (file stem, key) -> the seed's JSON text: no components is {} to the seed, NULL in the view
+STAND_IN_VALUES: dict[tuple[str, str], str] = {("post_rollout_rewards", "process_components"): "{}"}
 FORMATS = ("jsonl", "parquet")
 MANIFEST_VIEWS_READ = "episodes run_summary runs"  # run_manifest's (and summary.json's)
 RUN_DIR_VIEWS = (
@@ -61,6 +80,19 @@ def _columns(con, view: str) -> dict[str, Any]:
     """A file's columns (the view's but run_id) and their DuckDB types."""
     relation = con.sql(f"SELECT * EXCLUDE (run_id) FROM {view} LIMIT 0")
     return dict(zip(relation.columns, relation.types))
+
+
+def _line_sql(stem: str, columns: dict[str, Any]) -> str:
+    """SQL: a view row's JSONL line in the file `stem` (the view `v` joined to `episodes e`):
+    the row's columns, or for an unfinished episode's stand-in row the seed's keys alone."""
+    row = row_sql(columns, "v")
+    if stem in STAND_IN_KEYS:
+        stand_in = object_sql({
+            key: sql_text(STAND_IN_VALUES[stem, key]) if (stem, key) in STAND_IN_VALUES else column_sql("v", key, columns[key])
+            for key in STAND_IN_KEYS[stem]
+        })
+        row = f"CASE WHEN e.finished THEN {row} ELSE {stand_in} END"
+    return f"concat({row}, chr(10))"
 
 
 def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
@@ -101,8 +133,7 @@ def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str,
                 pq.write_table(table, out_dir / f"{stem}.parquet", compression="zstd")
                 written[f"{stem}.parquet"] = table.num_rows
             else:  # each row's line written by DuckDB: the bytes canonical_json writes of its dict
-                line = f"concat({row_sql(_columns(con, view), 'v')}, chr(10))"
-                lines = con.sql(_query(view, order, line), params={"run_id": run_id})
+                lines = con.sql(_query(view, order, _line_sql(stem, _columns(con, view))), params={"run_id": run_id})
                 written[f"{stem}.jsonl"] = write_text_column(out_dir / f"{stem}.jsonl", lines)
         for stem, records in (
             ("trajectory_sft", trajectory_sft_records(con, run_id)),

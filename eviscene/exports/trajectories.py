@@ -20,8 +20,8 @@ SFT_SCHEMA = "eviscene-trajectory-sft-v1"
 PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
 # The views this module's functions read (a caller creates them, or computes them once);
 # `trace_texts` reads only TRACE_VIEWS_READ.
-TRACE_VIEWS_READ = "episodes steps episode_evidence"
-VIEWS_READ = f"run_manifests {TRACE_VIEWS_READ} model_calls sft_export_rejections"
+TRACE_VIEWS_READ = "run_manifests episodes steps episode_evidence"
+VIEWS_READ = f"{TRACE_VIEWS_READ} model_calls sft_export_rejections"
 _EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
 _TRACE_SLICE = 5_000
 
@@ -46,6 +46,8 @@ def _image_locations(con: duckdb.DuckDBPyConnection, run_id: str) -> Callable[[s
 # is put together in SQL from the stored payloads (embedded verbatim, as orjson embeds a
 # Fragment) in rows that follow each other, ordered by (episode_id, part, step): the part
 # before the steps (0), each step with a comma after it (1), the part after them (2).
+# decision_policy_version is the run's (its manifest's agent block): seed 002 reads it from
+# each trace alone, to choose the dataset version.
 # Each text is one concat() of its pieces (no piece is NULL): a chain of || copies every
 # intermediate string (100k episodes, 3.1M steps: putting the texts together 9.2 -> 6.4 CPU s).
 _TRACE_ROWS_SQL = f"""
@@ -67,6 +69,7 @@ evidence AS (
 SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq, concat(
     '{{"attempt":', {integer_sql("ep.final_attempt")}, ',"case_id":', {text_sql("ep.case_id")},
     ',"confidence":', {double_sql("ep.confidence")},
+    ',"decision_policy_version":', {text_sql("run.decision_policy_version")},
     ',"episode_id":', {text_sql("ep.episode_id")}, ',"error":', {text_sql("ep.error")},
     ',"image_id":', {text_sql("ep.episode_id")}, ',"run_id":', {text_sql("$run_id")},
     ',"schema_version":"{TRACE_SCHEMA}","state":{{"investigation_state":{{"evidence":[', coalesce(evidence.items, ''),
@@ -75,7 +78,7 @@ SELECT ep.episode_id, 0 AS part, NULL AS step, NULL AS seq, concat(
     ',"rollout_index":', {integer_sql("ep.rollout_index")}, ',"sampling_seed":', {integer_sql("ep.sampling_seed")},
     '}},"runtime_case":{{"case_id":', {text_sql("ep.case_id")}, ',"image_path":', {text_sql("ep.image_path")},
     ',"image_sha256":', {text_sql("ep.image_sha256")}, '}}}},"steps":[') AS text
-FROM ep LEFT JOIN perception USING (episode_id) LEFT JOIN evidence USING (episode_id)
+FROM ep JOIN run_manifests run USING (run_id) LEFT JOIN perception USING (episode_id) LEFT JOIN evidence USING (episode_id)
 UNION ALL
 SELECT episode_id, 1, step, seq,
     concat('{{"payload":', payload::VARCHAR, ',"step":', step, ',"ts":"', strftime(ts, $ts_format), '","type":"', type, '"}},')

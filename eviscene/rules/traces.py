@@ -23,17 +23,20 @@ def safe_trace_filename(identifier: str) -> str:
 
 
 def runtime_ids(trace_json: str) -> list[str]:
-    """Seed `_collect_runtime_ids`: every string under a key ending in `_id` and every
-    scalar item of a list under a key ending in `_ids`, as `str(value).strip()`, non-blank,
-    distinct, sorted. `{"a": {"case_id": " c "}, "tool_ids": [2, "x"], "n_id": 3}` ->
-    `["2", "c", "x"]`. (In Python, not SQL: DuckDB's json_tree over every trace was the
-    largest cost of a dataset export.)"""
+    """Seed `_collect_runtime_ids`: every string under a key ending in `_id` and every item
+    of a list under a key ending in `_ids`, whatever its type, as `str(item).strip()` (an
+    object as `{'k': 1}`, null as `None`), non-blank, distinct, sorted; objects and lists
+    are searched at any depth, those inside an `_ids` list too.
+    `{"a": {"case_id": " c "}, "tool_ids": [2, {"x_id": "x"}], "n_id": 3}` ->
+    `["2", "c", "x", "{'x_id': 'x'}"]`. (In Python, not SQL: DuckDB's json_tree over every
+    trace was the largest cost of a dataset export.)"""
     found: set[str] = set()
     try:
         _collect(orjson.loads(trace_json), found)
     except (orjson.JSONDecodeError, _NeedsPythonParse):
         # Python's parser, as the seed's: orjson refuses NaN and lone surrogates and reads
-        # integers beyond 64 bits as floats (so a float in an `_ids` list is read again)
+        # integers beyond 64 bits as floats, so an `_ids` list holding a float, or an object
+        # or list whose str() shows its numbers, is read again
         found.clear()
         _collect(json.loads(trace_json), found, python_parsed=True)
     found.discard("")
@@ -52,10 +55,9 @@ def _collect(value: Any, found: set[str], python_parsed: bool = False) -> None:
                     found.add(item.strip())
             elif isinstance(item, (dict, list)):
                 if isinstance(item, list) and key.endswith("_ids"):
-                    scalars = [element for element in item if not isinstance(element, (dict, list))]
-                    if not python_parsed and any(isinstance(element, float) for element in scalars):
+                    if not python_parsed and any(isinstance(element, (float, dict, list)) for element in item):
                         raise _NeedsPythonParse
-                    found.update(str(element).strip() for element in scalars)
+                    found.update(str(element).strip() for element in item)
                 _collect(item, found, python_parsed)
     elif isinstance(value, list):
         for item in value:

@@ -4,7 +4,8 @@
 -- The seed's process_metrics.jsonl row: outcome, the protocol's recall and precision
 -- metrics, action counts, the trace audit verdicts and the training exclusion reasons. An
 -- episode that never finished has no trace: it gets the seed's stand-in row (an engineering
--- error, not correct, first_error 'canonical trace is missing', every metric NULL).
+-- error, not correct, first_error 'canonical trace is missing', every metric NULL); its
+-- materialized file row holds the seed's keys alone (run_dir.py's STAND_IN_KEYS).
 CREATE OR REPLACE VIEW process_metrics AS
 SELECT
     m.run_id,

@@ -5,7 +5,8 @@
 -- investigation recovered. Not applicable to reviewed scoring packages (ifv-scoring-gold-v1),
 -- which use a structured relation gate instead. An episode that never finished gets the
 -- seed's stand-in row: an engineering error with error 'canonical trace is missing' and
--- every metric 0.
+-- every metric 0; its materialized file row holds the seed's keys alone (run_dir.py's
+-- STAND_IN_KEYS).
 CREATE OR REPLACE VIEW reference_chain_metrics AS
 SELECT
     m.run_id,

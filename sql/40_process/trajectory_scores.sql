@@ -6,7 +6,8 @@
 -- teacher trajectory (incorrect_result and engineering_error are fatal; the rest are red flags;
 -- a trajectory the SFT export refuses adds `trajectory_sft_export_rejected: …`, as the seed).
 -- An episode that never finished gets the seed's stand-in row: every component 0, total 0,
--- not eligible (its reasons stay NULL: there is no trace to judge).
+-- not eligible (its reasons stay NULL: there is no trace to judge); its materialized file
+-- row holds the seed's keys alone (run_dir.py's STAND_IN_KEYS), as seed 002 reads it.
 CREATE OR REPLACE VIEW trajectory_scores AS
 WITH w AS (
     SELECT

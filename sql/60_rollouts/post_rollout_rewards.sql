@@ -7,7 +7,8 @@
 -- and is_std_zero true for a zero-variance or single-member group. Group sums are left folds
 -- over the members in episode_id order, so they never depend on aggregation order. An
 -- episode that never finished gets the seed's stand-in row (a fatal engineering error, no
--- steps, no components, reward 0) and takes no part in its group's statistics.
+-- steps, no components, reward 0) and takes no part in its group's statistics; its
+-- materialized file row holds the seed's keys alone (run_dir.py's STAND_IN_KEYS).
 CREATE OR REPLACE VIEW post_rollout_rewards AS
 WITH members AS MATERIALIZED (
     SELECT

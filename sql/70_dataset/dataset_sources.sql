@@ -27,7 +27,6 @@ SELECT
     NULL::VARCHAR AS path,
     r.git_commit,
     r.release_id,
-    r.manifest->'agent'->>'decision_policy_version' AS decision_policy_version,
     coalesce(r.training_prohibited_flag, false) OR r.release_stage = 'development_subset' AS training_prohibited
 FROM run_manifests r
 JOIN chosen c ON c.source_id = r.run_id
@@ -39,7 +38,6 @@ SELECT
     s.path,
     m.manifest->>'git_commit',
     m.manifest->'benchmark'->>'release_id',
-    m.manifest->'agent'->>'decision_policy_version',
     coalesce(TRY_CAST(m.manifest->'benchmark'->>'training_prohibited' AS BOOLEAN), false)
         OR coalesce((m.manifest->'benchmark'->>'release_stage') = 'development_subset', false)
 FROM import_sources s

@@ -4,7 +4,8 @@
 -- Each imported trace as the seed's exporter reads it: episode id (image_id or file stem),
 -- case id (runtime_case.case_id, case_id, image_id or episode id), file path and sha256,
 -- the `content:` source families of its evidence (domain families never join cases), its
--- decision policy version (falling back to the run manifest's agent block), the runtime ids
+-- decision policy version (its own, top-level or in its state, else '': as the seed, never
+-- the run manifest's, so a source whose traces lack it exports dataset v2), the runtime ids
 -- it mentions (trace_runtime_ids' rule, computed here: reading every trace document again
 -- decompressed the log's blobs a second time), and for an accepted release its selected row,
 -- runtime store and whether it is action-only (its training buckets lack reasoning_sft: no
@@ -15,7 +16,6 @@ WITH traces AS (
         s.source_id,
         s.source_kind,
         s.source_run_id,
-        s.decision_policy_version AS manifest_policy_version,
         s.training_prohibited,
         d.episode_id,
         d.path AS source_trace,
@@ -70,10 +70,7 @@ SELECT
     list_sort(list_distinct(list_filter(
         list_transform(t.cited_families, lambda f: py_strip(f)), lambda f: starts_with(f, 'content:')
     ))) AS source_family_keys,
-    coalesce(
-        py_or_text(t.trace_policy_version), py_or_text(t.state_policy_version),
-        t.manifest_policy_version, ''
-    ) AS decision_policy_version,
+    coalesce(py_or_text(t.trace_policy_version), py_or_text(t.state_policy_version), '') AS decision_policy_version,
     t.training_prohibited,
     sel.release_row,
     coalesce(

@@ -2,8 +2,9 @@
 -- grain: one row per candidate trace that mentions a runtime id
 -- key: source_id, episode_id
 -- The runtime ids a trace mentions (seed `_collect_runtime_ids`): every non-blank string
--- under a key ending in `_id` and every item of a list under a key ending in `_ids`,
--- stripped, distinct and sorted; the rule is eviscene/rules/traces.py's runtime_ids
+-- under a key ending in `_id` and every item of a list under a key ending in `_ids`, of any
+-- type, as Python's str() writes it (an object as `{'k': 1}`, null as `None`), stripped,
+-- distinct and sorted; the rule is eviscene/rules/traces.py's runtime_ids
 -- (registered as trace_runtime_id_list: one parse per trace, where json_tree over every
 -- trace was the largest cost of an export). Native traces come from native_dataset_records,
 -- imported ones from imported_traces, which reads each trace document once for all it needs.

@@ -318,3 +318,28 @@ def test_jsonl_with_a_mark_crlf_and_lines_of_python_white_space_exports_as_its_p
     assert "train.jsonl" in written and "episode_metadata.jsonl" in written
     for name in written:
         assert (tmp_path / "odd" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
+
+
+def test_the_decision_policy_version_is_each_traces_own_never_the_run_manifests(tmp_path):
+    """Seed 002 reads decision_policy_version from each trace (top level, else its state) and
+    never from run_manifest.json: traces without it export '' and dataset v2, though the
+    manifest's agent block says unified-react-v1; in the state alone it counts."""
+    episodes = [{"episode_id": ep(f"c{i}"), "case_id": f"c{i}", "families": [f"content:{i}"]} for i in range(3)]
+    run = write_run_dir(tmp_path / "run", "run-a", episodes)
+    assert json.loads((run / "run_manifest.json").read_text())["agent"] == {"decision_policy_version": "unified-react-v1"}
+    traces = sorted((run / "traces").glob("*.json"))
+    for path in traces:
+        trace = json.loads(path.read_text())
+        del trace["decision_policy_version"]
+        path.write_text(json.dumps(trace), encoding="utf-8")
+    manifest, _ = export(EventLog(tmp_path / "without.duckdb"), tmp_path / "without", run)
+    assert (manifest["decision_policy_version"], manifest["dataset_version"]) == ("", "ifv-trajectory-sft-dataset-v2")
+    assert {row["dataset_version"] for row in read_jsonl(tmp_path / "without" / "train.jsonl")} == {"ifv-trajectory-sft-dataset-v2"}
+    assert {row["decision_policy_version"] for row in read_jsonl(tmp_path / "without" / "episode_metadata.jsonl")} == {""}
+
+    for path in traces:
+        trace = json.loads(path.read_text())
+        trace["state"]["decision_policy_version"] = "unified-react-v1"
+        path.write_text(json.dumps(trace), encoding="utf-8")
+    manifest, _ = export(EventLog(tmp_path / "in-state.duckdb"), tmp_path / "in-state", run)
+    assert (manifest["decision_policy_version"], manifest["dataset_version"]) == ("unified-react-v1", "ifv-trajectory-sft-dataset-v3")

@@ -78,6 +78,26 @@ def test_native_trace_hashes_match_the_materialized_run_directory(native, tmp_pa
     assert hashlib.sha256((out / "train.jsonl").read_bytes()).hexdigest() is not None
 
 
+def test_a_materialized_run_directory_exports_the_runs_decision_policy_version(native, tmp_path):
+    """Seed 002 reads decision_policy_version from each trace alone: the materialized traces
+    carry the run's (its manifest's agent block), so the directory imported and exported says
+    unified-react-v1 and dataset v3, as the native export does."""
+    from eviscene.exports.run_dir import materialize_run
+    log, run_id, out = native
+    materialize_run(log, run_id, tmp_path / "run")
+    traces = sorted((tmp_path / "run" / "traces").glob("*.json"))
+    assert len(traces) == 6 and {json.loads(t.read_text())["decision_policy_version"] for t in traces} == {"unified-react-v1"}
+    db = ["--db", str(tmp_path / "other.duckdb")]
+    assert CliRunner().invoke(cli, [*db, "import", str(tmp_path / "run")]).exit_code == 0
+    result = CliRunner().invoke(cli, [*db, "dataset", "export", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "again")])
+    assert result.exit_code == 0, result.output
+    for folder in (out, tmp_path / "again"):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert (manifest["decision_policy_version"], manifest["dataset_version"]) == (
+            "unified-react-v1", "ifv-trajectory-sft-dataset-v3"), folder
+        assert {row["dataset_version"] for row in sft_rows(folder)} == {"ifv-trajectory-sft-dataset-v3"}, folder
+
+
 def test_sft_rows_load_with_datasets_in_trl_conversational_format(native):
     datasets = pytest.importorskip("datasets")
     _, _, out = native

@@ -74,17 +74,21 @@ def test_trace_file_names_and_stages():
 def test_runtime_ids_of_a_trace():
     trace = (
         '{"case_id": " c1 ", "state": {"evidence": [{"evidence_id": "ev-2"}, {"evidence_id": "ev-1", "n_id": 3}],'
-        ' "tool_ids": [2, 1.50, true, null, " x ", ["nested"], {"call_id": "in-object"}], "blank_id": "  ",'
-        ' "run_id": ["not a string"], "x_ids": "not a list", "big_ids": [123456789012345678901234567890]}}'
+        ' "tool_ids": [2, 1.50, 2.0, true, null, " x ", "\u3000y\u3000", "", "  ", ["z", 1], {"call_id": "in-object"}],'
+        ' "blank_id": "  ", "run_id": ["not a string"], "x_ids": "not a list", "big_ids": [123456789012345678901234567890]}}'
     )
-    # strings under *_id keys; scalar items of *_ids lists as str(); stripped, blanks dropped, sorted
+    # strings under *_id keys; every item of an *_ids list as Python's str() writes it (seed
+    # `_collect_runtime_ids`): 1.50 -> '1.5', 2.0 -> '2.0', true -> 'True', null -> 'None',
+    # a list -> "['z', 1]", an object -> "{'call_id': 'in-object'}" (and its own ids);
+    # stripped (U+3000 is white space to str.strip), blanks dropped, distinct, sorted
     assert runtime_ids(trace) == [
-        "1.5", "123456789012345678901234567890", "2", "None", "True", "c1", "ev-1", "ev-2", "in-object", "x",
+        "1.5", "123456789012345678901234567890", "2", "2.0", "None", "True", "['z', 1]", "c1", "ev-1", "ev-2",
+        "in-object", "x", "y", "{'call_id': 'in-object'}",
     ]
     assert runtime_ids("[]") == []
-    # without floats (read by orjson) and with NaN (Python's reader only): the same rule
-    assert runtime_ids('{"a_ids": [1, " y ", false], "b": [{"c_id": "z"}]}') == ["1", "False", "y", "z"]
-    assert runtime_ids('{"a_ids": [NaN, -Infinity]}') == ["-inf", "nan"]
+    # without floats, objects or lists in an *_ids list (read by orjson) and with NaN (Python's reader only): the same rule
+    assert runtime_ids('{"a_ids": [1, " y ", false, null], "b": [{"c_id": "z"}]}') == ["1", "False", "None", "y", "z"]
+    assert runtime_ids('{"a_ids": [NaN, -Infinity, {"w": 0.1, "v": [1e16]}]}') == ["-inf", "nan", "{'w': 0.1, 'v': [1e+16]}"]
 
 
 def test_url_rules_and_policy_reason():

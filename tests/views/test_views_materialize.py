@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -186,6 +187,64 @@ def test_views_materialized_rows_of_one_episode(run_dir, planned):
     }
 
 
+def test_views_materialized_stand_in_rows_have_the_seeds_keys_alone(run_dir, planned):
+    """case-J never finished: seed 000 writes, for an episode without a trace, these four rows
+    with exactly these keys (`_run_eval`, "canonical trace is missing"); the views' other
+    columns (episode_id, training_eligible, protocol_version, applicable, ...) stay out."""
+    out, _ = run_dir
+    p = planned["unfinished"]
+
+    def stand_in(stem: str) -> str:
+        [line] = [line for line in (out / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines() if '"case-J"' in line]
+        return line
+
+    assert json.loads(stand_in("process_metrics")) == {
+        "schema_version": "ifv-process-metrics-v2", "case_id": "case-J", "engineering_error": True,
+        "runtime_verdict": None, "result_correct": False, "first_error": {"error": "canonical trace is missing"},
+    }
+    assert json.loads(stand_in("reference_chain_metrics")) == {
+        "schema_version": "ifv-reference-chain-metrics-v2", "case_id": "case-J", "engineering_error": True,
+        "error": "canonical trace is missing",
+        "metrics": {"fact_recovery_recall": 0.0, "chain_recovery_recall": 0.0, "evidence_recovery_recall": 0.0,
+                    "basis_reference_precision": 0.0},
+    }
+    # written as every row is, keys sorted
+    assert stand_in("trajectory_scores") == (
+        '{"case_id":"case-J","components":{"bridge_reward":0.0,"duplicate_action_penalty":0.0,"gap_coverage_reward":0.0,'
+        '"grounded_finding_reward":0.0,"invalid_task_penalty":0.0,"normalized_cost_penalty":0.0,"result_reward":0.0,'
+        '"stop_calibration_reward":0.0},"schema_version":"ifv-trajectory-score-v2","total":0.0}'
+    )
+    assert json.loads(stand_in("post_rollout_rewards")) == {
+        "schema_version": "ifv-post-rollout-deterministic-v1", "prompt_group_id": p.prompt_group_id, "case_id": "case-J",
+        "episode_id": "case-J", "classification_correct": False, "fatal_engineering_error": True,
+        "strict_trace_audit_pass": False, "training_prohibited": False, "step_ids": [], "process_components": {},
+    }
+
+
+def test_views_a_stand_in_score_reads_as_the_seeds_missing_training_quality_score(run_dir, tmp_path):
+    """Seed 002 reads a trajectory_scores row without training_exclusion_reasons as
+    missing_training_quality_score, and one without training_eligible as no gate failure;
+    it keys a row without episode_id by its case_id. So a trace for case-J beside its stand-in
+    score (one added here: an unfinished episode has none) is excluded for that reason alone,
+    its deterministic gate passing, as the seed decides on such a directory."""
+    out, _ = run_dir
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    trace = {"image_id": "case-J", "case_id": "case-J", "decision_policy_version": "unified-react-v1",
+             "state": {"runtime_case": {"case_id": "case-J"}}}
+    (copy / "traces" / "case-J.json").write_text(json.dumps(trace), encoding="utf-8")
+    db = ["--db", str(tmp_path / "other.duckdb")]
+    assert CliRunner().invoke(cli, [*db, "import", str(copy)]).exit_code == 0
+    result = CliRunner().invoke(cli, [*db, "dataset", "export", "--run-dir", str(copy), "--out", str(tmp_path / "dataset")])
+    assert result.exit_code == 0, result.output
+    [excluded] = [row for row in _lines(tmp_path / "dataset" / "excluded_episode_metadata.jsonl") if row["episode_id"] == "case-J"]
+    assert {k: excluded[k] for k in ("training_eligible", "training_exclusion_reasons", "teacher_score",
+                                     "deterministic_hard_gate_pass", "deterministic_fatal_reasons")} == {
+        "training_eligible": False, "training_exclusion_reasons": ["missing_training_quality_score"], "teacher_score": 0.0,
+        "deterministic_hard_gate_pass": True, "deterministic_fatal_reasons": [],
+    }
+
+
 def test_views_materialized_summary_and_manifest(run_dir, fx):
     out, _ = run_dir
     assert json.loads((out / "summary.json").read_text()) == {
@@ -239,6 +298,8 @@ def test_views_materialized_trace(run_dir, planned):
         "schema_version": "eviscene-trace-v1", "run_id": MAIN, "episode_id": p.episode_id, "case_id": "case-A", "attempt": 1,
         "verdict": "out_of_context", "confidence": 0.9, "termination": "completed", "error": None,
     }
+    # the run's decision policy version (its manifest's agent block), where seed 002 reads it
+    assert trace["decision_policy_version"] == "unified-react-v1"
     assert trace["state"]["rollout"] == {"prompt_group_id": p.prompt_group_id, "rollout_index": 0, "sampling_seed": p.seed}
     assert trace["state"]["runtime_case"]["image_path"] == "runtime_input/images/case-A.jpg"
     assert trace["state"]["perception"]["ocr_text"] == "FLOODS HIT THE CITY TODAY"
