@@ -26,7 +26,7 @@ SELECT
     to_json(s.training_eligible) AS eligible_flag,
     el.sft_eligible_unless_prohibited AS native_eligible,
     list_filter(el.exclusion_reasons, lambda r: r <> 'training_prohibited') AS native_reasons,
-    coalesce(r.manifest->'agent'->>'decision_policy_version', '') AS decision_policy_version,
+    coalesce(r.decision_policy_version, '') AS decision_policy_version,
     coalesce(r.training_prohibited_flag, false) OR r.release_stage = 'development_subset' AS training_prohibited
 FROM episodes e
 JOIN run_manifests r USING (run_id)
