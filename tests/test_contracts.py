@@ -98,7 +98,7 @@ def test_every_test_the_readme_names_exists():
         assert (ROOT / path).is_file(), f"README cites {path}, which does not exist"
         if test:
             tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
-            defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+            defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
             assert test in defined, f"README cites {path}::{test}, which is not defined there"
 
 

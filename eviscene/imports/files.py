@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
 from eviscene.rules.jsonl_parts import iter_jsonl_field
-from eviscene.rules.paths import PathEscapeError, resolve_inside
+from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -25,6 +26,33 @@ def inside_import(root: Path, relative: str, *, what: str = "") -> Path:
         return resolve_inside(root, relative, root_name="imported directory")
     except PathEscapeError as exc:
         raise ArtifactError(f"{what}: {exc}" if what else str(exc)) from None
+
+
+def refuse_special_files(path: Path) -> None:
+    """Refuse an import that is, or holds, a named pipe, a socket or a device, naming it (the
+    first by path when there are several), before any file is read: reading one could wait
+    forever. Only real folders are entered: a link leads to something walked here too, or
+    out of the import, which is refused before it is read (`inside_import`)."""
+    kind = special_file_kind(path)
+    if kind:
+        raise ArtifactError(f"{path} is {kind}: only regular files can be imported")
+    found = []
+    folders = [path] if path.is_dir() else []
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:  # an unreadable folder is the readers' to report, as they do now
+            continue
+        for entry in entries:  # the listing tells files, folders and links apart: no stat each
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
+                kind = special_file_kind(entry.path)
+                if kind:
+                    found.append((Path(entry.path).relative_to(path).as_posix(), kind))
+    if found:
+        relative, kind = min(found)
+        raise ArtifactError(f"path {relative!r} in the imported directory {path} is {kind}: only regular files can be imported")
 
 
 def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import orjson
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import (
-    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, text,
+    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_special_files, text,
 )
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
@@ -51,6 +51,7 @@ def detect_kind(path: Path) -> str:
 
 def plan_import(path: Path, kind: str | None = None) -> ImportPlan:
     path = path.expanduser().resolve()
+    refuse_special_files(path)
     kind = kind or detect_kind(path)
     collect = {
         "run_dir": collect_run_dir,

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from eviscene.errors import ReleaseError
 from eviscene.release.jsonl import read_jsonl_numbered
 from eviscene.rules.jsonl import parse_json
-from eviscene.rules.paths import PathEscapeError, resolve_inside
+from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
 
 RUNTIME_RELEASE_SCHEMA_VERSION = "ifv-runtime-release-v0.3"
 SCORING_PACKAGE_SCHEMA_VERSION = "ifv-scoring-gold-v1"
@@ -114,6 +114,9 @@ def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
 
 
 def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+    kind = special_file_kind(manifest_path)
+    if kind:
+        raise ReleaseError(f"{manifest_path}: the release manifest is {kind}, not a regular file")
     try:
         text = manifest_path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -5,12 +5,25 @@ read with the reader's rights and, for an import, kept for good in the append-on
 
 A link that stays inside is followed (a release may link one image to another). Every
 problem is a `PathEscapeError` saying where the path leads; callers add what named it and
-turn it into their own error type."""
+turn it into their own error type.
+
+And an input is a regular file or a folder, never a named pipe, socket or device
+(`special_file_kind`): reading a pipe waits for a writer, forever when none comes, and a
+device may never end."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 class PathEscapeError(ValueError):
@@ -39,3 +52,17 @@ def resolve_inside(root: Path, relative: Any, *, root_name: str) -> Path:
     if not resolved.is_relative_to(root):
         raise PathEscapeError(f"path {relative!r} resolves to {resolved}, outside the {root_name} {root}")
     return resolved
+
+
+def special_file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is (links followed) when it is neither a regular file nor a folder, e.g.
+    `a named pipe (FIFO)`; None for a regular file, a folder, or nothing there (the caller's
+    own check says it is missing). Checked before a file is opened, since opening a pipe
+    for reading already waits for a writer."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((kind for is_kind, kind in _SPECIAL_KINDS if is_kind(mode)), "a special file")

@@ -11,13 +11,29 @@ Matching:
   `/a/story`, `/a/story/2`, `/a/story?x`, not `/a/story-2`) unless the prefix itself ends
   in `/`, `?`, `&` or `=`, in which case any continuation matches.
 - `blocked_content_sha256`: any content hash known for the source (page text, image bytes).
+
+A URL is blocked when any way a server may read it is blocked, not only the way it is
+written: an HTTP client sends `/fact%2Dcheck//story` as written and the server serves
+`/fact-check/story`. So domains and prefixes are matched against every reading of the URL
+(`_readings`): as written (`normalize_url`), and decoded as servers decode it, with percent
+escapes decoded (again and again: a proxy may decode once more), backslashes read as
+slashes, repeated slashes merged, the path's case folded (case-insensitive file systems),
+`.` and `..` segments resolved and not, the host in its IDNA form (`bücher.example` is
+`xn--bcher-kva.example`), a numeric IPv4 host dotted (`127.1` is `127.0.0.1`), and ports 80
+and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
+URL one server would not read as a blocked page may be refused too. `normalize_url` itself,
+which scoring compares URLs by, is unchanged.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import posixpath
+import re
+import socket
 from typing import Any, Iterable, Literal, Optional
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,16 +66,16 @@ class SourceAccessPolicy:
     ) -> None:
         self.policy_id = policy_id
         self.cache_partition = cache_partition
-        domains = {normalize_host(d.removeprefix("*.").lstrip(".")) for d in blocked_domains}
+        domains = {_server_host(d.removeprefix("*.").lstrip(".")) for d in blocked_domains}
         self._domains = frozenset(d for d in domains if d)
         prefixes = []
         for prefix in blocked_url_prefixes:
             if not prefix.strip():
                 continue
-            key = without_scheme(normalize_url(prefix))
             last = prefix.strip()[-1]
-            prefixes.append((key, not last.isalnum() and last != "/"))
-        self._prefixes = tuple(prefixes)
+            open_ended = not last.isalnum() and last != "/"
+            prefixes += [(key, open_ended) for key in _readings(prefix)]
+        self._prefixes = tuple(dict.fromkeys(prefixes))
         self._hashes = frozenset(h.strip().lower() for h in blocked_content_sha256 if h.strip())
 
     @property
@@ -69,13 +85,14 @@ class SourceAccessPolicy:
 
     def check(self, url: str, content_sha256: Optional[str] = None, *, other_sha256: Iterable[str] = ()) -> Optional[BlockReason]:
         """The reason `url` (with the given content hashes) is blocked, or None when allowed."""
-        key = without_scheme(normalize_url(url))
-        host = host_of(key)
-        if host and any(host == d or host.endswith("." + d) for d in self._domains):
-            return "blocked_domain"
-        for prefix, open_ended in self._prefixes:
-            if key == prefix or (key.startswith(prefix) and (open_ended or key[len(prefix)] in "/?")):
-                return "blocked_url_prefix"
+        keys = _readings(url)
+        for host in {host_of(key) for key in keys}:
+            if host and any(host == d or host.endswith("." + d) for d in self._domains):
+                return "blocked_domain"
+        for key in keys:
+            for prefix, open_ended in self._prefixes:
+                if key == prefix or (key.startswith(prefix) and (open_ended or key[len(prefix)] in "/?")):
+                    return "blocked_url_prefix"
         hashes = [content_sha256, *other_sha256]
         if any(h and h.lower() in self._hashes for h in hashes):
             return "blocked_content_sha256"
@@ -83,6 +100,59 @@ class SourceAccessPolicy:
 
 
 ALLOW_ALL = SourceAccessPolicy(policy_id="")
+
+# Once the scheme is ignored, both default ports name the host itself.
+_DEFAULT_PORTS = frozenset({"80", "443"})
+# What `inet_aton` (and so the resolver) reads as an IPv4 address: one to four decimal,
+# octal or hex parts (`127.1`, `0x7f.0.0.1`, `2130706433`).
+_NUMERIC_HOST = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
+@functools.lru_cache(maxsize=8192)  # the tools check the same search-result URLs call after call
+def _readings(url: str) -> frozenset[str]:
+    """Every key (a normalized URL without its scheme) a server may read `url` as (see the
+    module docstring). Browsers read a backslash as `/` even before the host is split off,
+    which can change the host (`http://blocked.example\\@other.example/`), so that form is
+    read too."""
+    keys: set[str] = set()
+    for text in {url, url.replace("\\", "/")}:
+        key = without_scheme(normalize_url(text))
+        authority, path, query = re.fullmatch(r"([^/?]*)([^?]*)(.*)", key).groups()
+        host, colon, port = authority.partition(":")
+        authority = _server_host(host) + (colon + port if port not in _DEFAULT_PORTS else "")
+        path = re.sub(r"/{2,}", "/", _percent_decoded(path).replace("\\", "/"))
+        query = _percent_decoded(query)
+        keys.add(key)
+        for server_path in (path, posixpath.normpath(path) if path else path):
+            keys.add(authority + server_path.rstrip("/").lower() + query)
+    return frozenset(keys)
+
+
+def _server_host(host: str) -> str:
+    """`host` as the resolver reads it: percent escapes decoded, normalized (`normalize_host`),
+    in its IDNA ASCII form, a numeric IPv4 address dotted."""
+    host = normalize_host(_percent_decoded(host))
+    try:
+        # Out to Unicode and back, so the IDNA 2008 form httpx sends for `straße.de`
+        # (`xn--strae-oqa.de`) meets the IDNA 2003 one Python's codec gives (`strasse.de`).
+        unicode_host = ".".join(label[4:].encode("ascii").decode("punycode") if label.startswith("xn--") else label
+                           for label in host.split("."))
+        host = unicode_host.encode("idna").decode("ascii")
+    except UnicodeError:  # not a valid IDNA name: no resolver reads it otherwise
+        pass
+    if _NUMERIC_HOST.fullmatch(host):
+        try:
+            host = socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:  # out of range (`1.2.3.999`): no address
+            pass
+    return normalize_host(host)
+
+
+def _percent_decoded(text: str) -> str:
+    """`text` with its percent escapes decoded until none is left (`%252D` -> `%2D` -> `-`)."""
+    while (decoded := unquote(text)) != text:
+        text = decoded
+    return text
 
 
 def policy_from_fields(data: dict[str, Any]) -> SourceAccessPolicy:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene.errors import ReleaseError
+from eviscene.rules.paths import special_file_kind
 from eviscene.rules.source_policy import SourceAccessPolicy, policy_from_fields
 
 
@@ -21,6 +22,9 @@ def source_policy_from_dict(data: dict[str, Any]) -> SourceAccessPolicy:
 def load_source_policy(path: str | Path) -> SourceAccessPolicy:
     """The policy in the JSON file at `path`; ReleaseError naming the file (and line)."""
     path = Path(path)
+    kind = special_file_kind(path)
+    if kind:  # a pipe could not be read again by the audit's import, nor by each Ray worker
+        raise ReleaseError(f"{path}: the source access policy is {kind}, not a regular file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

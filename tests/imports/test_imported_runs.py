@@ -10,6 +10,8 @@ import gc
 import importlib.util
 import io
 import json
+import os
+import socket
 import sys
 from pathlib import Path
 
@@ -324,6 +326,53 @@ def test_a_gate_artifact_linking_out_of_its_directory_is_refused(tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(gates)])
     assert out.exit_code == 2 and out.output == (
         f"Error: path 'deep/e1.sft_eligibility.json' resolves to {secret}, outside the imported directory {gates.resolve()}\n"
+    )
+    assert not log.exists()
+
+
+# Where a named pipe may sit in what is imported: a trace, the manifest, a file of no kind
+# (all in a run directory) and a gate artifact. Opening a pipe for reading waits for a writer,
+# forever here: each is refused before anything is read, or the deadline fails the test.
+PIPES = ["traces/zz.json", "run_manifest.json", "logs/pipe", "gates/e1.sft_eligibility.json"]
+
+
+@pytest.mark.parametrize("relative", PIPES)
+def test_a_named_pipe_is_refused_by_name_before_anything_is_read(tmp_path, deadline, relative):
+    if relative.startswith("gates/"):
+        root = tmp_path / "gates"
+        (root / "deep").mkdir(parents=True)
+        (root / "deep" / "e0.sft_eligibility.json").write_text('{"episode_id": "e0"}', encoding="utf-8")
+    else:
+        root = write_seed_run_dir(tmp_path / "run")
+        (root / "logs").mkdir()
+    pipe = root / relative.removeprefix("gates/")
+    pipe.unlink(missing_ok=True)
+    os.mkfifo(pipe)
+    log = EventLog(tmp_path / "log.duckdb")
+    with deadline(60):
+        out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(root)])
+    assert out.exit_code == 2 and out.output == (
+        f"Error: path {pipe.relative_to(root).as_posix()!r} in the imported directory {root.resolve()} is a named pipe (FIFO): "
+        "only regular files can be imported\n"
+    )
+    assert not log.exists()
+
+
+def test_a_socket_or_a_piped_case_split_is_refused_by_name(tmp_path, deadline, monkeypatch):
+    run = write_seed_run_dir(tmp_path / "run")
+    monkeypatch.chdir(run)  # a socket's path must be short: bind it by a relative one
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind("notes.sock")
+    os.mkfifo(tmp_path / "split.jsonl")
+    log = EventLog(tmp_path / "log.duckdb")
+    with deadline(60):
+        socket_out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+        split_out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(tmp_path / "split.jsonl")])
+    assert socket_out.exit_code == 2 and socket_out.output == (
+        f"Error: path 'notes.sock' in the imported directory {run.resolve()} is a socket: only regular files can be imported\n"
+    )
+    assert split_out.exit_code == 2 and split_out.output == (
+        f"Error: {(tmp_path / 'split.jsonl').resolve()} is a named pipe (FIFO): only regular files can be imported\n"
     )
     assert not log.exists()
 

@@ -15,6 +15,8 @@ from eviscene.release import (
     sha256_file,
     verify_case_images,
 )
+from eviscene.release.gold import load_gold
+from eviscene.tools.policy import load_source_policy
 
 
 def _hash(data: bytes) -> str:
@@ -372,3 +374,49 @@ def test_unresolvable_image_path(make_release, tmp_path: Path, case_id: str, ima
     release = load_release(make_release(images={}, cases=[_row(case_id, image_path)]))
     with pytest.raises(ReleaseError, match=f"'{case_id}' image_path: path .* cannot be resolved"):
         load_cases(release)
+
+
+# --- special files --------------------------------------------------------------------
+
+# Each file a release is read from, replaced by a named pipe, and how loading it is refused.
+# Opening a pipe for reading waits for a writer, forever here: each is refused before it is
+# opened, or the deadline fails the test.
+PIPED = {
+    "manifest.json": "{root}/manifest.json: the release manifest is a named pipe (FIFO), not a regular file",
+    "runtime_input/cases.jsonl": "{root}/runtime_input/cases.jsonl: benchmark cases file not found",
+    "runtime_input/images/demo-0001.jpg": (
+        "1 case image(s) failed verification: case 'demo-0001': image 'runtime_input/images/demo-0001.jpg' "
+        "not found ({root}/runtime_input/images/demo-0001.jpg)"
+    ),
+    "private/evaluation_gold.jsonl": (
+        "{root}/manifest.json: artifact 'evaluation_gold': file 'private/evaluation_gold.jsonl' does not exist "
+        "({root}/private/evaluation_gold.jsonl)"
+    ),
+    "private/source_access_policy.json": (
+        "{root}/manifest.json: artifact 'source_access_policy': file 'private/source_access_policy.json' does not "
+        "exist ({root}/private/source_access_policy.json)"
+    ),
+}
+
+
+@pytest.mark.parametrize("relative", PIPED)
+def test_a_named_pipe_in_a_release_is_refused_without_being_opened(make_release, base_manifest, deadline, relative) -> None:
+    artifacts = {"evaluation_gold": "private/evaluation_gold.jsonl", "source_access_policy": "private/source_access_policy.json"}
+    cases_path = make_release(manifest=base_manifest(artifacts=artifacts))
+    root = cases_path.parent.parent.resolve()
+    (root / "private" / "source_access_policy.json").write_text('{"blocked_domains": ["a.org"]}', encoding="utf-8")
+    (root / relative).unlink()
+    os.mkfifo(root / relative)
+    with deadline(60), pytest.raises(ReleaseError) as refused:
+        release = load_release(cases_path)
+        verify_case_images(load_cases(release))
+        load_gold(release)
+        load_source_policy(release.artifacts.source_access_policy)
+    assert str(refused.value) == PIPED[relative].format(root=root)
+
+
+def test_a_named_pipe_given_as_the_policy_is_refused_without_being_opened(tmp_path, deadline) -> None:
+    os.mkfifo(tmp_path / "policy.json")
+    with deadline(60), pytest.raises(ReleaseError) as refused:
+        load_source_policy(tmp_path / "policy.json")
+    assert str(refused.value) == f"{tmp_path / 'policy.json'}: the source access policy is a named pipe (FIFO), not a regular file"

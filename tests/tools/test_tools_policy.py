@@ -63,6 +63,80 @@ def test_prefix_ending_in_punctuation_is_open_ended():
     assert p.check("https://site.com/story") is None
 
 
+# A blocked page reached another way: each URL below is served as the blocked page by a
+# server that decodes it (percent escapes, `//`, backslashes, `.` and `..` segments, a case-blind file
+# system, a host in another spelling), so each must be blocked as the page itself is. Each
+# expectation is worked out by hand from the rules in eviscene/rules/source_policy.py; the
+# `None` rows show the readings do not spill over to neighbouring pages.
+READINGS_POLICY = {
+    "blocked_domains": ["blocked.example", "bücher.example", "10.0.0.1"],
+    "blocked_url_prefixes": ["http://127.0.0.1:18090/fact-check/", "https://archive.net/q?id="],
+}
+PAGE = "http://127.0.0.1:18090"
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        (f"{PAGE}/fact%2Dcheck/story.html", "blocked_url_prefix"),  # an escaped unreserved character
+        (f"{PAGE}/fact%2dcheck/story.html", "blocked_url_prefix"),  # in lower case
+        (f"{PAGE}/%66act-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/fact%252Dcheck/story.html", "blocked_url_prefix"),  # escaped twice
+        (f"{PAGE}//fact-check/story.html", "blocked_url_prefix"),  # a doubled slash
+        (f"{PAGE}/fact-check//story.html", "blocked_url_prefix"),
+        (f"{PAGE}/fact-check%2fstory.html", "blocked_url_prefix"),  # an escaped slash
+        (f"{PAGE}/fact-check%5Cstory.html", "blocked_url_prefix"),  # an escaped backslash
+        (f"{PAGE}\\fact-check\\story.html", "blocked_url_prefix"),  # backslashes
+        (f"{PAGE}/x/%2e%2e/fact-check/story.html", "blocked_url_prefix"),  # escaped dot segments
+        (f"{PAGE}/x/%2E%2E/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/%2e/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/x/../fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/FACT-CHECK/story.html", "blocked_url_prefix"),  # a case-blind file system
+        (f"{PAGE}/fact-check?page=2#top", "blocked_url_prefix"),
+        ("http://127.1:18090/fact-check/story.html", "blocked_url_prefix"),  # IPv4 in short,
+        ("http://2130706433:18090/fact-check/story.html", "blocked_url_prefix"),  # decimal
+        ("http://0x7f.0.0.1:18090/fact-check/story.html", "blocked_url_prefix"),  # and hex form
+        ("http://127.0.0.1.:018090/fact-check/story.html", "blocked_url_prefix"),  # a trailing dot, a padded port
+        ("http://reader:pw@127.0.0.1:18090/fact-check/story.html", "blocked_url_prefix"),  # userinfo
+        ("https://archive.net:443/q?%69d=42", "blocked_url_prefix"),  # an escape in the query
+        ("http://archive.net:443/q?id=42", "blocked_url_prefix"),  # 443 over http: the scheme is ignored
+        ("http://BLOCKED.example/a", "blocked_domain"),
+        ("http://blocked.example./a", "blocked_domain"),  # a trailing dot
+        ("http://reader@blocked.example/a", "blocked_domain"),
+        ("http://blocked.example:8080/a", "blocked_domain"),
+        ("http://%62locked.example/a", "blocked_domain"),  # an escape in the host
+        ("http://blocked。example/a", "blocked_domain"),  # an ideographic full stop
+        ("http://ｂｌｏｃｋｅｄ.example/a", "blocked_domain"),  # full-width letters
+        ("http://good.example\\@blocked.example/a", "blocked_domain"),  # httpx: the host follows `@`
+        ("http://blocked.example\\@good.example/a", "blocked_domain"),  # browsers: a backslash ends the host
+        ("http://xn--bcher-kva.example/a", "blocked_domain"),  # punycode of a Unicode domain
+        ("http://BÜCHER.example/a", "blocked_domain"),
+        ("http://10.1/a", "blocked_domain"),  # 10.0.0.1
+        ("http://167772161/a", "blocked_domain"),  # 10.0.0.1
+        (f"{PAGE}/fact-checking", None),
+        (f"{PAGE}/fact%2Dchecking/story.html", None),
+        (f"{PAGE}/news/fact-check/story.html", None),
+        ("http://127.0.0.1:18091/fact-check/story.html", None),  # another port
+        ("https://archive.net:8443/q?id=42", None),
+        ("https://archive.net/q?idx=1", None),
+        ("http://FACT-check.example/a", None),
+        ("http://notblocked.example/a", None),
+        ("http://blocked.example.evil.com/a", None),
+        ("http://buecher.example/a", None),
+        ("http://10.0.0.10/a", None),
+    ],
+)
+def test_a_blocked_source_is_blocked_however_its_url_is_spelled(url, reason):
+    assert policy(**READINGS_POLICY).check(url) == reason
+
+
+def test_prefixes_and_domains_are_read_as_urls_are():
+    p = policy(blocked_url_prefixes=["https://site.com/Fact%2DCheck//"], blocked_domains=["XN--BCHER-KVA.example."])
+    assert p.check("https://site.com/fact-check/a") == "blocked_url_prefix"
+    assert p.check("https://bücher.example/a") == "blocked_domain"
+    assert p.check("https://site.com/fact-checking") is None
+
+
 def test_content_hash_blocks_any_known_hash():
     h = "ab" * 32
     p = policy(blocked_content_sha256=[h.upper()])

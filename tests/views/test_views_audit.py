@@ -88,7 +88,7 @@ def test_views_source_policy_is_normalized(con):
 # One source-access rule: the audit's source_policy_violation uses the tools' own matcher.
 # Each URL with whether the policy below blocks it, worked out by hand from the rules in
 # eviscene/rules/source_policy.py (domains: the host or a subdomain; prefixes: scheme ignored, a
-# path boundary needed unless the prefix ends in `/ ? & =`).
+# path boundary needed unless the prefix ends in `/ ? & =`; every reading a server may give the URL).
 RULES_POLICY = {
     "policy_id": "views-rules",
     "blocked_domains": ["*.example.com"],
@@ -104,6 +104,12 @@ RULES_URLS = {
     "https://mirror.org/answers-key": False,  # no path boundary after the prefix
     "https://archive.net/q?id=42": True,  # the prefix ends in `=`: any continuation
     "https://archive.net/q?idx=1": False,
+    # Spellings a server reads as a blocked page are blocked as the page is (percent escapes
+    # decoded, `//` merged), in the audit as in the tools.
+    "https://mirror.org/%61nswers/case-2": True,
+    "https://mirror.org//answers/case-3": True,
+    "https://news.ex%61mple.com/y": True,
+    "https://mirror.org/answers%2Dkey": False,  # `/answers-key`: still no path boundary
 }
 
 

@@ -3,16 +3,19 @@ source-access policy at every step."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 
 import pytest
-from web_servers import SECRET
+from web_servers import SECRET, start_file_server
 
+from eviscene.events import GateDecided
+from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.cache import CachedToolbox, ToolCache
 from eviscene.tools.results import POLICY_GATE
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
-from eviscene.tools.web.fetch import extract
+from eviscene.tools.web.fetch import FetchedPage, FetchRefused, extract
 from eviscene.tools.web.network import NetworkGuard
 
 pytestmark = pytest.mark.anyio
@@ -152,6 +155,53 @@ async def test_visit_blocks_before_anything_is_shown(toolbox, site, path, subjec
     new = {k: v - before.get(k, 0) for k, v in site.hits.items() if v != before.get(k, 0)}
     assert not any(k.startswith("127.0.0.2") for k in new), new  # the blocked host is never contacted
     assert not any("/leak" in k for k in new), new  # nor a blocked URL
+
+
+@pytest.fixture(scope="module")
+def file_server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("site")
+    (folder / "fact-check").mkdir()
+    (folder / "fact-check" / "story.html").write_text(LEAK_PAGE, encoding="utf-8")
+    server = start_file_server(folder)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+LEAK_PAGE = f"<html><body><p>{SECRET} verdict.</p></body></html>"
+# The blocked story, spelled as a file server still serves it: percent escapes (upper and
+# lower case, of a letter, a hyphen, a slash, dot segments), a doubled slash, an IPv4 address
+# in short and decimal form, and a redirect to an escaped form.
+SPELLINGS = [
+    "http://127.0.0.1:PORT/fact%2Dcheck/story.html",
+    "http://127.0.0.1:PORT/fact%2dcheck/story.html",
+    "http://127.0.0.1:PORT/%66act-check/story.html",
+    "http://127.0.0.1:PORT//fact-check/story.html",
+    "http://127.0.0.1:PORT/fact-check%2fstory.html",
+    "http://127.0.0.1:PORT/x/%2e%2e/fact-check/story.html",
+    "http://127.1:PORT/fact-check/story.html",
+    "http://2130706433:PORT/fact-check/story.html",
+]
+REDIRECTED = "http://127.0.0.1:PORT/moved?to=/fact%252Dcheck/story.html"  # Location: /fact%2Dcheck/story.html
+
+
+@pytest.mark.parametrize("spelling", [*SPELLINGS, REDIRECTED])
+async def test_visit_refuses_a_blocked_page_however_its_url_is_spelled(file_server, spelling):
+    """Each spelling reaches the blocked page when nothing is blocked; under the policy the
+    visit is refused before the request (or the redirect hop) and the refusal is the one
+    policy gate decision the episode logs, naming the URL as the model (or server) wrote it."""
+    port = file_server.server_address[1]
+    url = spelling.replace("PORT", str(port))
+    fetch_as = functools.partial(PageFetcher, timeout=2.0, network=LOOPBACK_ALLOWED)
+    unblocked = await fetch_as(ALLOW_ALL).fetch(url)
+    assert isinstance(unblocked, FetchedPage) and SECRET in unblocked.text
+
+    policy = SourceAccessPolicy(policy_id="p", blocked_url_prefixes=[f"http://127.0.0.1:{port}/fact-check/"])
+    del file_server.requested[:]
+    refused = await fetch_as(policy).fetch(url)
+    hop = f"http://127.0.0.1:{port}/fact%2Dcheck/story.html" if spelling == REDIRECTED else url
+    assert refused == FetchRefused([GateDecided(gate=POLICY_GATE, subject=hop, passed=False, reasons=["blocked_url_prefix"])])
+    assert file_server.requested == (["/moved?to=/fact%252Dcheck/story.html"] if spelling == REDIRECTED else [])
 
 
 async def test_image_tools_are_not_available_with_the_web_backend(toolbox):

@@ -1,14 +1,16 @@
 """Loopback HTTP servers for the web-backend tests: a small site (pages, redirects, limits)
-that also answers SearXNG's `/search?format=json`, counting every request by path."""
+that also answers SearXNG's `/search?format=json`, counting every request by path, and a
+plain file server (`python -m http.server`'s), which decodes request paths as servers do."""
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 SECRET = "LEAKED-ANSWER-7c1e"  # text only blocked pages carry; must never reach an observation
@@ -163,3 +165,31 @@ def start_site() -> Site:
         else:
             site.blocked_base = base
     return site
+
+
+class _FileHandler(SimpleHTTPRequestHandler):
+    """`python -m http.server`: percent escapes decoded, `//` and `.`/`..` segments resolved;
+    `/moved` redirects to the Location its `to` query names, as written."""
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self.server.requested.append(self.path)
+        parts = urlsplit(self.path)
+        if parts.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", parse_qs(parts.query)["to"][0])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super().do_GET()
+
+
+def start_file_server(folder) -> ThreadingHTTPServer:
+    """A file server for `folder` on 127.0.0.1; `server.requested` lists each request's path."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_FileHandler, directory=str(folder)))
+    server.daemon_threads = True
+    server.requested = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
