@@ -464,14 +464,5 @@ async def _execute(
             summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
     else:
         summary.stopped, summary.interrupted = stop.reason, stop.signal
-    summary.status, summary.unfinished = _standing(log, run_id)
+    summary.status, summary.unfinished = log.run_standing(run_id)
     return summary
-
-
-def _standing(log: EventLog, run_id: str) -> tuple[str, int]:
-    """The run's status and unfinished episodes as its `runs` row says (one rule for every
-    report of a run: the view's)."""
-    row = log.sql(
-        "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
-    ).to_pylist()[0]
-    return row["status"], row["unfinished"]

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, ProviderOutage
 from eviscene.cli.main import cli
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
@@ -31,6 +31,20 @@ class FailsOnSeeds(OfflineProvider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.sampling_seed in self.seeds:
             raise ProviderError(self.message)
+        return await super().complete(request)
+
+
+class DownFromSeed(OfflineProvider):
+    """The endpoint goes down for good when the episode with this sampling seed calls it: the
+    run stops there, that episode and those after it unfinished."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.sampling_seed == self.seed:
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
         return await super().complete(request)
 
 
@@ -185,6 +199,34 @@ def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only
     assert named.exit_code == 0, named.output
     assert attempts() == [1, 1, 2]
     assert json.loads((tmp_path / "runs" / "int" / "run_manifest.json").read_text())["status"] == "completed"
+
+
+def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to_be_errors(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=3)).specs
+    monkeypatch.setattr(run_module, "make_provider", lambda _: DownFromSeed(specs[1].sampling_seed))
+    stopped = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "3", "--concurrency", "1",
+                     "--no-progress", "--run-id", "cut")
+    assert stopped.exit_code == 1 and "1 of 3 episodes ran (completed 1, 2 unfinished)" in stopped.stdout, stopped.output
+
+    refused = invoke(log_path, "materialize", "cut", "--out", "runs/cut")
+    assert (refused.exit_code, refused.stderr) == (2, (
+        "Error: run cut has 2 unfinished episode(s): `eviscene eval resume cut` finishes them "
+        "(--unfinished-as-errors writes them as error rows now)\n"
+    ))
+    assert not (tmp_path / "runs").exists()
+
+    asked = invoke(log_path, "materialize", "cut", "--out", "runs/cut", "--unfinished-as-errors")
+    assert asked.exit_code == 0, asked.output
+    metrics = [json.loads(line) for line in (tmp_path / "runs" / "cut" / "process_metrics.jsonl").read_text().splitlines()]
+    stand_ins = [m["episode_id"] for m in metrics if m["first_error"] == {"error": "canonical trace is missing"}]
+    assert len(metrics) == 3 and sorted(stand_ins) == sorted(spec.episode_id for spec in specs[1:])
+
+    monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())  # the server is back
+    assert invoke(log_path, "eval", "resume", "cut", "--no-progress", "--no-materialize").exit_code == 0
+    finished = invoke(log_path, "materialize", "cut", "--out", "runs/cut-finished")
+    assert finished.exit_code == 0, finished.output
 
 
 def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):
