@@ -3,7 +3,12 @@ resume that covers the whole run (retry errors, a moved release, the run directo
 crashed run recorded as failed. Real offline runs on a few cases of the bundled release."""
 
 import json
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -18,6 +23,10 @@ from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.errors import ReleaseError
 from eviscene.log import EventLog
+from eviscene.store.layout import run_folder
+from eviscene.store.locks import RunLock
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 
 
 class FailsOnSeeds(OfflineProvider):
@@ -91,6 +100,55 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert spaced.exit_code == 2 and "--run-id:" not in spaced.stderr  # the option the user gave is named
     assert spaced.stderr.startswith("Error: --output-dir: invalid run id 'bad name': letters, digits"), spaced.output
     assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
+
+
+def run_killed_at(point: str, log_path: Path, *args: str) -> None:
+    """A real `eviscene eval run` SIGKILLed at a named point (eviscene/store/faults.py)."""
+    killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "run", *args], env={**os.environ, "EVISCENE_FAULT": point},
+                            cwd=log_path.parent, capture_output=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("point", ["lock.opened", "writer.tmp_written"])
+def test_the_name_of_a_run_killed_before_its_first_commit_is_free_again(point, release, tmp_path):
+    """The kill leaves the run's folder: its lock file (no holder now) and, once its writer
+    opened, an empty manifest and a half-written segment. Nothing was committed, so the next
+    run of that name takes it over."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at(point, log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--output-dir", "runs/named")
+    assert (tmp_path / "log.duckdb.live" / "named" / "writer.lock").is_file()
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "named",
+                   "--no-materialize")
+    assert again.exit_code == 0, again.output
+    assert "run named: 1 of 1 episodes ran (completed 1); status completed" in again.stdout
+    assert invoke(log_path, "log", "verify").exit_code == 0
+
+
+def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(release, tmp_path):
+    """Killed after its first segment was on disk, before the manifest line: the batch is the
+    run's, not a leftover, so the name stays taken and `eval resume` finishes the run."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("writer.before_manifest", log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                  "--run-id", "named")
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "named")
+    assert again.exit_code == 2 and "run 'named' already exists" in again.stderr, again.output
+    resumed = invoke(log_path, "eval", "resume", "named", "--no-progress", "--no-materialize")
+    assert resumed.exit_code == 0, resumed.output
+    assert runs(EventLog(log_path))["named"]["status"] == "completed"
+
+
+def test_a_name_whose_run_is_being_written_is_refused_naming_the_writer(release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    writer = RunLock(run_folder(log_path, "named") / "writer.lock", "named").acquire()  # this test process writes it
+    try:
+        refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                         "--run-id", "named")
+    finally:
+        writer.release()
+    assert refused.exit_code == 2
+    assert re.fullmatch(rf"Error: run 'named' is already being written in {re.escape(str(log_path))} by pid {os.getpid()} "
+                        r"\(.*\); choose another --output-dir or --run-id\n", refused.stderr), refused.stderr
+    assert not EventLog(log_path).sql("SELECT count(*) AS n FROM events")["n"][0].as_py()
 
 
 def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_path):
