@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -218,15 +217,18 @@ def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
         raise EvisceneError(f"{option}: {exc}{named_by}") from None
 
 
-def _materialize(log: EventLog, summary: RunSummary, out_dir: Path) -> None:
+def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: bool = False) -> None:
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
-    resume` to write (its unfinished episodes would be stand-in error rows)."""
+    resume` to write (its unfinished episodes would be stand-in error rows). `replace`: the
+    run's own earlier directory there is kept until the new one is whole."""
+    resume = f"`eviscene eval resume {summary.run_id} --output-dir {out_dir}`"
     if summary.stopped:
-        click.echo(f"no run directory written while episodes are unfinished; `eviscene eval resume {summary.run_id} "
-                   f"--output-dir {out_dir}` writes it", err=True)
+        click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
-    with on_interrupt_say(lambda: interrupted_writing(out_dir, f"`eviscene materialize {summary.run_id} --out {out_dir}`")):
-        written = materialize_run(log, summary.run_id, out_dir)
+    earlier = out_dir.stat() if replace and out_dir.exists() else None
+    finish = resume if replace else f"`eviscene materialize {summary.run_id} --out {out_dir}`"  # it writes only a new or empty folder
+    with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
+        written = materialize_run(log, summary.run_id, out_dir, replace=replace)
         click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
@@ -267,9 +269,7 @@ def resume(
         progress,
     )
     if materialize:
-        if replaces and not summary.stopped:
-            shutil.rmtree(out_dir)
-        _materialize(log, summary, out_dir)
+        _materialize(log, summary, out_dir, replace=replaces)
     _exit_status(summary)
 
 

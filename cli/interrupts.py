@@ -37,12 +37,22 @@ def interruption_message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, Interrupted) else "interrupted"
 
 
-def interrupted_writing(folder: Path, finish: str) -> str:
+def interrupted_writing(folder: Path, finish: str, replacing: os.stat_result | None = None) -> str:
     """The line for an interrupt while `folder` is written: exports write into a temporary
-    folder renamed into place whole (`exports/staging.py`), so it is there whole or not at all."""
+    folder renamed into place whole (`exports/staging.py`), so it is there whole or not at all.
+    `replacing`: the stat of the earlier folder there, which stays until the new one is in."""
+    if replacing is not None and _same_folder(folder, replacing):
+        return f"interrupted while writing {folder} (the earlier one kept as it was); {finish} writes it"
     if folder.is_dir() and any(folder.iterdir()):
         return f"interrupted; {folder} was written whole"
     return f"interrupted while writing {folder} (nothing kept there); {finish} writes it"
+
+
+def _same_folder(folder: Path, earlier: os.stat_result) -> bool:
+    try:
+        return os.path.samestat(folder.stat(), earlier)
+    except OSError:
+        return False
 
 
 def ignore_stop_signals() -> None:

@@ -15,18 +15,22 @@ from eviscene.log import EventLog
 @click.argument("run_id")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="New or empty directory.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="Tabular files as JSONL or Parquet.")
+@click.option("--unfinished-as-errors", is_flag=True,
+              help="Write a run whose episodes have not all finished (stopped, killed or still running) anyway, "
+                   "each unfinished episode as an error row; without it such a run is refused.")
 @click.pass_obj
-def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str) -> None:
+def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str, unfinished_as_errors: bool) -> None:
     """Write RUN_ID's run directory: run_manifest.json, predictions, scores, rollout groups,
     rewards, SFT trajectories, summary.json and traces/ — byte-identical on every rerun.
-    An imported run directory (RUN_ID is its import id) is written back byte for byte.
+    An imported run directory (RUN_ID is its import id) is written back byte for byte. A run
+    with unfinished episodes is refused: `eviscene eval resume RUN_ID` finishes it.
 
     \b
     Example:
         eviscene materialize 20261130_141502_offline_offline-react-v1 --out runs/demo
     """
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
-        written = materialize_run(log, run_id, out_dir, fmt=fmt)
+        written = materialize_run(log, run_id, out_dir, fmt=fmt, unfinished_as_errors=unfinished_as_errors)
         for name, count in written.items():
             click.echo(f"{count:>8}  {out_dir / name}")
 

@@ -36,6 +36,14 @@ class EventLog(EventStore):
     def relation_names(self) -> tuple[str, ...]:
         return (*super().relation_names(), *(d.name for d in view_definitions()))
 
+    def run_standing(self, run_id: str) -> tuple[str, int]:
+        """The run's status and how many of its episodes have not finished, as its `runs`
+        row says (one rule for every report of a run: the view's)."""
+        row = self.sql(
+            "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
+        ).to_pylist()[0]
+        return row["status"], row["unfinished"]
+
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:
     """The log at `path` (default `$EVISCENE_DB`, else ./eviscene.duckdb); `LogNotFoundError`

@@ -50,8 +50,9 @@ from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
 from eviscene.store import EventDraft
 from eviscene.store.faults import checkpoint
-from eviscene.store.layout import live_root, run_folder
-from eviscene.store.manifest import read_manifest
+from eviscene.store.layout import run_folder
+from eviscene.store.locks import RunLock
+from eviscene.store.manifest import read_manifest, recover_folder
 from eviscene.tools import Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 
@@ -140,39 +141,40 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     return RunPlan(run, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
 
 
-def _claim_run_id(log: EventLog, run_id: str) -> str:
-    """Reserve a run id the user chose (`--output-dir`'s name or `--run-id`); a run of that
-    name already in the log is an error, never a second run under one id."""
+def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
+    """Reserve a run id the user chose (`--output-dir`'s name or `--run-id`): its run folder,
+    under the run's lock from here until the run's writer ends, so that no other run takes
+    the name meanwhile. A run of that name in the log is an error, never a second run under
+    one id, and so is one another process holds (named). A folder left by a run killed before
+    its first commit (nothing committed, nobody holding its lock) is taken over."""
     try:
         folder = run_folder(log.path, run_id)
     except ValueError as exc:
         raise EvisceneError(str(exc)) from None
-    taken = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
-    if taken:
-        raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
-    live_root(log.path).mkdir(parents=True, exist_ok=True)
+    claim = RunLock(folder / "writer.lock", run_id)
+    holder = claim.try_acquire()
+    if holder is not None:
+        raise EvisceneError(f"run {run_id!r} is already being written in {log.path} by {holder}; choose another --output-dir or --run-id")
     try:
-        folder.mkdir()  # atomic: two runs claiming one name at once
-    except FileExistsError:
-        raise EvisceneError(f"run {run_id!r} is already being written in {log.path}; choose another --output-dir or --run-id") from None
-    return run_id
+        recover_folder(folder)  # a killed writer's batch that reached the disk is committed, not taken over
+        if read_manifest(folder) or log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
+            raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
+    except BaseException:
+        _free_unrecorded_claim(claim)
+        raise
+    return claim
 
 
-def _new_run_id(log: EventLog, plan: RunPlan) -> str:
-    """`<timestamp>_<provider>_<model>` as the seed names run dirs, made unique in this log."""
+def _new_run_id(log: EventLog, plan: RunPlan) -> RunLock:
+    """`<timestamp>_<provider>_<model>` as the seed names run dirs, made unique in this log
+    (claimed as `_claim_run_id` claims a name)."""
     stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
     base = f"{stamp}_{plan.options.provider_name}_{str(plan.provider.model).replace('/', '_')}"
-    known = set(log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist())
-    live_root(log.path).mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
-        candidate = base if n == 1 else f"{base}-{n}"
-        if candidate in known:
-            continue
         try:
-            run_folder(log.path, candidate).mkdir()  # atomic: two runs started the same second differ
-            return candidate
-        except FileExistsError:
-            continue
+            return _claim_run_id(log, base if n == 1 else f"{base}-{n}")
+        except EvisceneError:
+            continue  # taken: two runs started the same second differ
     raise EvisceneError(f"could not find a free run id for {base}")
 
 
@@ -211,7 +213,6 @@ async def start_run(
     log.require_writable()
     plan = plan_run(options, provider=provider)
     options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
-    run_id = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
     blocks = manifest_blocks(
         plan.options,
         plan.release,
@@ -253,19 +254,28 @@ async def start_run(
         )
         for spec in plan.specs
     ]
+    claim = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
+    todo = [(spec, 1) for spec in plan.specs]
     try:
-        return await _execute(log, run_id, plan, [(spec, 1) for spec in plan.specs], [EventDraft(started), *scheduled], observer)
+        return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer, claim=claim)
     except BaseException:
-        _free_unrecorded_claim(log, run_id)
+        _free_unrecorded_claim(claim)
         raise
 
 
-def _free_unrecorded_claim(log: EventLog, run_id: str) -> None:
+def _free_unrecorded_claim(claim: RunLock) -> None:
     """A run stopped before its first commit (an interrupt while it opened) recorded nothing
-    that `eval resume` could finish: its claimed folder goes, so that the name is free again."""
-    folder = run_folder(log.path, run_id)
-    if not read_manifest(folder):
-        shutil.rmtree(folder, ignore_errors=True)
+    that `eval resume` could finish: its claimed folder goes, under its lock (taken again if
+    the run's writer let it go), so that the name is free again. A folder another process
+    holds by then is its own."""
+    if claim.try_acquire() is not None:
+        return
+    try:
+        folder = claim.path.parent
+        if not read_manifest(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        claim.release()
 
 
 async def resume_run(
@@ -341,6 +351,7 @@ async def _execute(
     todo: list[tuple[RolloutSpec, int]],
     opening: list[EventDraft],
     observer: RunObserver | None,
+    claim: RunLock | None = None,
 ) -> RunSummary:
     summary = RunSummary(run_id=run_id, planned=len(plan.specs))
     options = plan.options.flags
@@ -379,7 +390,7 @@ async def _execute(
         if observer is not None:
             observer.finished(spec, finished)
 
-    async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id) as writer:
+    async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id, lock=claim) as writer:
         if ray is None:
             planned()  # once the run is this process's: a run another process writes is refused before any progress
         for draft in opening:
@@ -464,14 +475,5 @@ async def _execute(
             summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
     else:
         summary.stopped, summary.interrupted = stop.reason, stop.signal
-    summary.status, summary.unfinished = _standing(log, run_id)
+    summary.status, summary.unfinished = log.run_standing(run_id)
     return summary
-
-
-def _standing(log: EventLog, run_id: str) -> tuple[str, int]:
-    """The run's status and unfinished episodes as its `runs` row says (one rule for every
-    report of a run: the view's)."""
-    row = log.sql(
-        "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
-    ).to_pylist()[0]
-    return row["status"], row["unfinished"]

@@ -102,20 +102,32 @@ def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
     return json.loads(found[0]["manifest"])
 
 
-def materialize_run(log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl") -> dict[str, int]:
+def materialize_run(
+    log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl", replace: bool = False, unfinished_as_errors: bool = False
+) -> dict[str, int]:
     """Write the run directory (whole, or not at all: see `staged_directory`); returns rows
     written per file. An imported run directory is written back as it was imported, file
-    for file (files written per top-level name)."""
+    for file (files written per top-level name). `replace`: a folder at `out_dir` (one the
+    caller knows may go) is replaced once the new one is whole, else it must be new or empty.
+    A run with unfinished episodes (stopped, killed or still running) is refused, unless
+    `unfinished_as_errors`: its files would show each of them as an `error` row."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":
             raise EvisceneError(f"{run_id} is an imported run directory: it is written back as imported, without --format")
-        with staged_directory(out_dir) as staging:
+        with staged_directory(out_dir, replace=replace) as staging:
             return _write_imported(staging, imported)
     started = _known_run(log, run_id)
-    with staged_directory(out_dir) as staging:
+    if not unfinished_as_errors:
+        _, unfinished = log.run_standing(run_id)
+        if unfinished:
+            raise EvisceneError(
+                f"run {run_id} has {unfinished} unfinished episode(s): `eviscene eval resume {run_id}` finishes them "
+                "(--unfinished-as-errors writes them as error rows now)"
+            )
+    with staged_directory(out_dir, replace=replace) as staging:
         return _write_run_dir(log, run_id, staging, started, fmt)
 
 

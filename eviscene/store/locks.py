@@ -29,6 +29,17 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
+        holder = self.try_acquire()
+        if holder is not None:
+            raise LogLockedError(f"run {self.run_id} is being written by {holder}; wait for it or stop it first")
+        return self
+
+    def try_acquire(self) -> str | None:
+        """Take the lock and return None, or take nothing and return who holds it ("pid N
+        (…)"). A lock this object holds already is kept: a new run's claim, which its writer
+        goes on holding."""
+        if self._fd is not None:
+            return None
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,14 +56,14 @@ class RunLock:
                 if time.monotonic() < deadline:
                     time.sleep(0.01)
                     continue
-                raise LogLockedError(f"run {self.run_id} is being written by {holder}; wait for it or stop it first") from None
+                return holder
             if _same_file(fd, self.path):
                 break
             os.close(fd)  # locked a file a seal has just removed: take the new one
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])})".encode())
         self._fd = fd
-        return self
+        return None
 
     def release(self) -> None:
         if self._fd is not None:

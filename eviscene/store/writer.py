@@ -78,7 +78,9 @@ class _Sync:
 
 
 class RunWriter:
-    """Writes one run's events. Use as `async with RunWriter(log_path, run_id) as writer:`."""
+    """Writes one run's events. Use as `async with RunWriter(log_path, run_id) as writer:`.
+    `lock`: the run's lock, held already (a new run's claim on its name); the writer releases
+    it as it ends."""
 
     def __init__(
         self,
@@ -88,6 +90,7 @@ class RunWriter:
         batch_rows: int = 10_000,
         flush_seconds: float = 1.0,
         queue_size: int = 32_768,
+        lock: RunLock | None = None,
     ):
         self.log_path = log_path
         self.run_id = run_id
@@ -95,7 +98,7 @@ class RunWriter:
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.queue_size = queue_size
-        self._lock = RunLock(self.folder / "writer.lock", run_id)
+        self._lock = lock or RunLock(self.folder / "writer.lock", run_id)
         self._send: MemoryObjectSendStream[Any] | None = None
         self._receive: MemoryObjectReceiveStream[Any] | None = None
         self._task_group: Any = None

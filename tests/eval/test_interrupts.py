@@ -125,6 +125,29 @@ def test_an_interrupted_run_directory_is_not_kept_and_materialize_writes_it(rele
     assert (tmp_path / "runs" / "r" / "run_manifest.json").is_file()
 
 
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("point", ["staging.filled", "staging.set_aside"])
+def test_a_resume_interrupted_while_it_replaces_the_run_directory_keeps_the_earlier_one(point, release, tmp_path):
+    """While the new directory is written, and between setting the earlier one aside and
+    renaming the new one in: the earlier one is back in place, byte for byte."""
+    log_path = tmp_path / "log.duckdb"
+    assert eviscene(log_path, *eval_run(release, "r")).returncode == 0
+    out = tmp_path / "runs" / "r"
+    (out / "notes.txt").write_text("the user's own notes")  # marks the earlier directory
+    earlier = files_of(out)
+    result = interrupted_at(point, signal.SIGINT, log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
+    assert_interrupted(result, "interrupted while writing runs/r (the earlier one kept as it was); "
+                               "`eviscene eval resume r --output-dir runs/r` writes it")
+    assert files_of(out) == earlier
+    assert os.listdir(tmp_path / "runs") == ["r"]  # no temporary folder beside it
+    resumed = eviscene(log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "run_manifest.json").is_file() and not (out / "notes.txt").exists()
+
+
 EXPORTS = {
     "materialize": lambda run_id, out: ["materialize", run_id, "--out", out],
     "dataset export": lambda run_id, out: ["dataset", "export", "--run", run_id, "--out", out, "--allow-training-prohibited"],

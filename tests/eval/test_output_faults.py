@@ -7,6 +7,7 @@ succeeds), and the log still verifies."""
 from __future__ import annotations
 
 import filecmp
+import os
 import resource
 import shutil
 import signal
@@ -176,6 +177,30 @@ def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, 
     rerun = eviscene(log_path, "materialize", run_id, "--out", str(out))
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "run_manifest.json").is_file()
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_resume_killed_while_it_replaces_the_run_directory_leaves_the_earlier_one_byte_for_byte(release, tmp_path):
+    """`eval resume` writes the run's own earlier directory again: the earlier one stays in
+    place until the new one is whole, and the resume that finishes replaces it."""
+    log_path = tmp_path / "log.duckdb"
+    ran = eviscene(log_path, "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--limit", "2",
+                   "--no-progress", "--output-dir", "runs/r", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    out = tmp_path / "runs" / "r"
+    (out / "notes.txt").write_text("the user's own notes")  # marks the earlier directory
+    earlier = files_of(out)
+    resume = [EVISCENE, "--db", str(log_path), "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r"]
+    killed = subprocess.run(resume, env={**os.environ, "EVISCENE_FAULT": "staging.filled"}, cwd=tmp_path, capture_output=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL  # the new directory written whole, not yet in place
+    assert files_of(out) == earlier
+
+    assert eviscene(log_path, *resume[3:], cwd=tmp_path).returncode == 0
+    assert eviscene(log_path, "materialize", "r", "--out", str(tmp_path / "fresh")).returncode == 0
+    assert files_of(out) == files_of(tmp_path / "fresh")  # replaced whole: notes.txt went with the earlier one
 
 
 def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_path):

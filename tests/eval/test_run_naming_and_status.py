@@ -3,14 +3,19 @@ resume that covers the whole run (retry errors, a moved release, the run directo
 crashed run recorded as failed. Real offline runs on a few cases of the bundled release."""
 
 import json
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from click.testing import CliRunner
 
-from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, ProviderOutage
 from eviscene.cli.main import cli
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
@@ -18,6 +23,10 @@ from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.errors import ReleaseError
 from eviscene.log import EventLog
+from eviscene.store.layout import run_folder
+from eviscene.store.locks import RunLock
+
+EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 
 
 class FailsOnSeeds(OfflineProvider):
@@ -31,6 +40,20 @@ class FailsOnSeeds(OfflineProvider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.sampling_seed in self.seeds:
             raise ProviderError(self.message)
+        return await super().complete(request)
+
+
+class DownFromSeed(OfflineProvider):
+    """The endpoint goes down for good when the episode with this sampling seed calls it: the
+    run stops there, that episode and those after it unfinished."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.sampling_seed == self.seed:
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
         return await super().complete(request)
 
 
@@ -77,6 +100,55 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert spaced.exit_code == 2 and "--run-id:" not in spaced.stderr  # the option the user gave is named
     assert spaced.stderr.startswith("Error: --output-dir: invalid run id 'bad name': letters, digits"), spaced.output
     assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
+
+
+def run_killed_at(point: str, log_path: Path, *args: str) -> None:
+    """A real `eviscene eval run` SIGKILLed at a named point (eviscene/store/faults.py)."""
+    killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "run", *args], env={**os.environ, "EVISCENE_FAULT": point},
+                            cwd=log_path.parent, capture_output=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("point", ["lock.opened", "writer.tmp_written"])
+def test_the_name_of_a_run_killed_before_its_first_commit_is_free_again(point, release, tmp_path):
+    """The kill leaves the run's folder: its lock file (no holder now) and, once its writer
+    opened, an empty manifest and a half-written segment. Nothing was committed, so the next
+    run of that name takes it over."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at(point, log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--output-dir", "runs/named")
+    assert (tmp_path / "log.duckdb.live" / "named" / "writer.lock").is_file()
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "named",
+                   "--no-materialize")
+    assert again.exit_code == 0, again.output
+    assert "run named: 1 of 1 episodes ran (completed 1); status completed" in again.stdout
+    assert invoke(log_path, "log", "verify").exit_code == 0
+
+
+def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(release, tmp_path):
+    """Killed after its first segment was on disk, before the manifest line: the batch is the
+    run's, not a leftover, so the name stays taken and `eval resume` finishes the run."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("writer.before_manifest", log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                  "--run-id", "named")
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "named")
+    assert again.exit_code == 2 and "run 'named' already exists" in again.stderr, again.output
+    resumed = invoke(log_path, "eval", "resume", "named", "--no-progress", "--no-materialize")
+    assert resumed.exit_code == 0, resumed.output
+    assert runs(EventLog(log_path))["named"]["status"] == "completed"
+
+
+def test_a_name_whose_run_is_being_written_is_refused_naming_the_writer(release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    writer = RunLock(run_folder(log_path, "named") / "writer.lock", "named").acquire()  # this test process writes it
+    try:
+        refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                         "--run-id", "named")
+    finally:
+        writer.release()
+    assert refused.exit_code == 2
+    assert re.fullmatch(rf"Error: run 'named' is already being written in {re.escape(str(log_path))} by pid {os.getpid()} "
+                        r"\(.*\); choose another --output-dir or --run-id\n", refused.stderr), refused.stderr
+    assert not EventLog(log_path).sql("SELECT count(*) AS n FROM events")["n"][0].as_py()
 
 
 def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_path):
@@ -185,6 +257,34 @@ def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only
     assert named.exit_code == 0, named.output
     assert attempts() == [1, 1, 2]
     assert json.loads((tmp_path / "runs" / "int" / "run_manifest.json").read_text())["status"] == "completed"
+
+
+def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to_be_errors(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=3)).specs
+    monkeypatch.setattr(run_module, "make_provider", lambda _: DownFromSeed(specs[1].sampling_seed))
+    stopped = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "3", "--concurrency", "1",
+                     "--no-progress", "--run-id", "cut")
+    assert stopped.exit_code == 1 and "1 of 3 episodes ran (completed 1, 2 unfinished)" in stopped.stdout, stopped.output
+
+    refused = invoke(log_path, "materialize", "cut", "--out", "runs/cut")
+    assert (refused.exit_code, refused.stderr) == (2, (
+        "Error: run cut has 2 unfinished episode(s): `eviscene eval resume cut` finishes them "
+        "(--unfinished-as-errors writes them as error rows now)\n"
+    ))
+    assert not (tmp_path / "runs").exists()
+
+    asked = invoke(log_path, "materialize", "cut", "--out", "runs/cut", "--unfinished-as-errors")
+    assert asked.exit_code == 0, asked.output
+    metrics = [json.loads(line) for line in (tmp_path / "runs" / "cut" / "process_metrics.jsonl").read_text().splitlines()]
+    stand_ins = [m["episode_id"] for m in metrics if m["first_error"] == {"error": "canonical trace is missing"}]
+    assert len(metrics) == 3 and sorted(stand_ins) == sorted(spec.episode_id for spec in specs[1:])
+
+    monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())  # the server is back
+    assert invoke(log_path, "eval", "resume", "cut", "--no-progress", "--no-materialize").exit_code == 0
+    finished = invoke(log_path, "materialize", "cut", "--out", "runs/cut-finished")
+    assert finished.exit_code == 0, finished.output
 
 
 def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):

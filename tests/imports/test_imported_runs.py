@@ -248,7 +248,7 @@ def test_compare_with_cases_is_one_document_in_every_format(tmp_path):
 def test_a_materialized_native_run_imported_into_a_fresh_log_is_the_same_run(tmp_path):
     views = _views_fixtures()
     native = views.build_log(tmp_path / "views.duckdb")
-    materialize_run(native, views.MAIN_RUN, tmp_path / "main")
+    materialize_run(native, views.MAIN_RUN, tmp_path / "main", unfinished_as_errors=True)  # `unfinished` goes along
     fresh = EventLog(tmp_path / "fresh.duckdb")
     imported = import_path(fresh, tmp_path / "main").import_id
     native_row = native.sql("SELECT * FROM runs WHERE run_id = ?", [views.MAIN_RUN]).to_pylist()[0]

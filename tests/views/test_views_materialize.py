@@ -1,7 +1,8 @@
 """`materialize_run` on the hand-built log: the seed run-directory files checked field by
 field for one episode (`correct`, the first row of every file), byte-identical reruns, a
 refused non-empty directory, `--format parquet`, and every file reloading in DuckDB and
-pyarrow with the expected row count."""
+pyarrow with the expected row count. The hand-built run keeps one episode unfinished
+(case-J), so it is written only as asked, with `unfinished_as_errors`: its stand-in rows."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def approx(value):
 @pytest.fixture(scope="module")
 def run_dir(views_log, tmp_path_factory) -> tuple[Path, dict[str, int]]:
     out = tmp_path_factory.mktemp("materialized") / "run"
-    return out, materialize_run(views_log, MAIN, out)
+    return out, materialize_run(views_log, MAIN, out, unfinished_as_errors=True)
 
 
 def _lines(path: Path) -> list[dict]:
@@ -362,7 +363,7 @@ def test_views_materialized_sft_and_perception(run_dir, planned):
 def test_views_materialize_is_byte_identical(views_log, run_dir, tmp_path):
     first, _ = run_dir
     second = tmp_path / "again"
-    materialize_run(views_log, MAIN, second)
+    materialize_run(views_log, MAIN, second, unfinished_as_errors=True)
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for relative in files:
@@ -374,9 +375,19 @@ def test_views_materialize_refuses_a_non_empty_directory(views_log, tmp_path):
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(EvisceneError, match="new or empty"):
-        materialize_run(views_log, MAIN, out)
+        materialize_run(views_log, MAIN, out, unfinished_as_errors=True)
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_views_materialize_refuses_an_unfinished_run_unless_asked(views_log, tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["--db", str(views_log.path), "materialize", MAIN, "--out", str(out)])
+    assert (result.exit_code, result.stderr) == (2, (
+        f"Error: run {MAIN} has 1 unfinished episode(s): `eviscene eval resume {MAIN}` finishes them "
+        "(--unfinished-as-errors writes them as error rows now)\n"
+    ))
+    assert not out.exists()
 
 
 def test_views_materialized_jsonl_reloads(run_dir):
@@ -393,7 +404,8 @@ def test_views_materialized_jsonl_reloads(run_dir):
 
 def test_views_materialize_parquet_through_the_cli(views_log, tmp_path):
     out = tmp_path / "parquet"
-    result = CliRunner().invoke(cli, ["--db", str(views_log.path), "materialize", MAIN, "--out", str(out), "--format", "parquet"])
+    result = CliRunner().invoke(cli, ["--db", str(views_log.path), "materialize", MAIN, "--out", str(out), "--format", "parquet",
+                                         "--unfinished-as-errors"])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [f"{stem}.parquet" for stem in ROW_COUNTS] + ["run_manifest.json", "summary.json", "traces"]

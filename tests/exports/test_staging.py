@@ -1,0 +1,71 @@
+"""`staged_directory(..., replace=True)` swaps a folder for a new one only once the new one is
+whole: a failure while writing it, or in the swap itself, leaves the earlier folder where it
+was, byte for byte, and no temporary folder beside it."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from eviscene.errors import EvisceneError
+from eviscene.exports import staging as staging_module
+from eviscene.exports.staging import staged_directory
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def earlier(tmp_path) -> Path:
+    """A run directory already written: two files, one in a subfolder."""
+    out = tmp_path / "runs" / "r"
+    (out / "traces").mkdir(parents=True)
+    (out / "run_manifest.json").write_bytes(b'{"run_id":"r","status":"completed"}\n')
+    (out / "traces" / "e1.json").write_bytes(b"old trace")
+    return out
+
+
+def test_a_replacement_takes_the_place_of_the_earlier_folder(earlier):
+    with staged_directory(earlier, replace=True) as staging:
+        (staging / "run_manifest.json").write_bytes(b"new")
+    assert tree(earlier) == {"run_manifest.json": b"new"}
+    assert os.listdir(earlier.parent) == ["r"]  # neither the old folder nor the temporary one
+
+
+def test_a_write_that_fails_leaves_the_earlier_folder_as_it_was(earlier):
+    before = tree(earlier)
+    with pytest.raises(EvisceneError, match=f"cannot write {earlier}/summary.json: No space left on device"):
+        with staged_directory(earlier, replace=True) as staging:
+            (staging / "run_manifest.json").write_bytes(b"new")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(staging / "summary.json"))
+    assert tree(earlier) == before
+    assert os.listdir(earlier.parent) == ["r"]
+
+
+def test_a_swap_that_fails_puts_the_earlier_folder_back(earlier, monkeypatch):
+    """The new folder cannot be renamed in (here: refused, as a full or read-only disk
+    would): the earlier one, already renamed aside, goes back to its place."""
+    before = tree(earlier)
+    rename = os.rename
+
+    def refuse_the_new_folder(source, target):
+        if Path(source).name.startswith(".r.partial-"):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(source))
+        rename(source, target)
+
+    monkeypatch.setattr(staging_module.os, "rename", refuse_the_new_folder)
+    with pytest.raises(EvisceneError, match=f"cannot write {earlier}: Permission denied"):
+        with staged_directory(earlier, replace=True) as staging:
+            (staging / "run_manifest.json").write_bytes(b"new")
+    assert tree(earlier) == before
+    assert os.listdir(earlier.parent) == ["r"]
+
+
+def test_without_replace_a_folder_in_the_way_is_still_refused(earlier):
+    with pytest.raises(EvisceneError, match=f"output directory must be new or empty: {earlier}"):
+        with staged_directory(earlier):
+            pass
