@@ -76,11 +76,6 @@ class _ProgressBar:
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 
-    def stop(self) -> None:
-        """End the bar if it was drawn: off a terminal rich ends even an undrawn one with a blank line."""
-        if self.progress.live.is_started:
-            self.progress.stop()
-
     def provider_waiting(self, message: str | None) -> None:
         """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")
