@@ -158,25 +158,25 @@ def test_a_run_whose_gold_and_policy_are_edited_while_it_runs_keeps_the_bytes_it
     summary = anyio.run(lambda: start_run(log, options, observer=EditsGoldAndPolicyOnceAnEpisodeFinished(release),
                                           run_id="mid"))
 
+    scored = log.sql("SELECT case_id, label FROM gold_labels WHERE run_id = 'mid' AND case_id IN ('demo-0001', 'demo-0002', 'demo-0003') "
+                     "ORDER BY case_id").to_pylist()
+    assert scored == [{"case_id": case_id, "label": labels[case_id]} for case_id in ("demo-0001", "demo-0002", "demo-0003")]
+    assert correct_answers(log, "mid") == 3  # the offline agent answers each demo case right, by the gold it ran with
+    assert policy_violations(log, "mid") == 0  # its tools allowed VISITED_DOMAIN
+    imported = log.sql("SELECT e.payload->>'kind' AS kind, b.content FROM events e JOIN blobs b ON b.sha256 = e.payload->>'blob_sha256' "
+                       "WHERE e.type = 'artifact.imported' AND e.payload->>'kind' IN ('evaluation_gold', 'source_access_policy') "
+                       "ORDER BY e.seq").to_pylist()
+    assert imported == [{"kind": "evaluation_gold", "content": started_with["gold"]},
+                        {"kind": "source_access_policy", "content": started_with["policy"]}]
+    pins = json.loads(log.sql("SELECT payload->'scoring_files' AS pins FROM events WHERE type = 'run.started'")["pins"][0].as_py())
+    assert pins["evaluation_gold"] == {"path": str(gold), "sha256": gold_sha, "size": len(started_with["gold"])}
+    assert pins["source_access_policy"] == {"path": str(policy), "sha256": policy_sha, "size": len(started_with["policy"])}
     assert summary.notes == [
         f"{gold} changed while run mid ran; the run keeps the evaluation_gold it read when it started "
         f"(sha256 {gold_sha}); the file is now sha256 {sha256(gold)}",
         f"{policy} changed while run mid ran; the run keeps the source_access_policy it read when it started "
         f"(sha256 {policy_sha}); the file is now sha256 {sha256(policy)}",
     ]
-    pins = json.loads(log.sql("SELECT payload->'scoring_files' AS pins FROM events WHERE type = 'run.started'")["pins"][0].as_py())
-    assert pins["evaluation_gold"] == {"path": str(gold), "sha256": gold_sha, "size": len(started_with["gold"])}
-    assert pins["source_access_policy"] == {"path": str(policy), "sha256": policy_sha, "size": len(started_with["policy"])}
-    imported = log.sql("SELECT e.payload->>'kind' AS kind, b.content FROM events e JOIN blobs b ON b.sha256 = e.payload->>'blob_sha256' "
-                       "WHERE e.type = 'artifact.imported' AND e.payload->>'kind' IN ('evaluation_gold', 'source_access_policy') "
-                       "ORDER BY e.seq").to_pylist()
-    assert imported == [{"kind": "evaluation_gold", "content": started_with["gold"]},
-                        {"kind": "source_access_policy", "content": started_with["policy"]}]
-    scored = log.sql("SELECT case_id, label FROM gold_labels WHERE run_id = 'mid' AND case_id IN ('demo-0001', 'demo-0002', 'demo-0003') "
-                     "ORDER BY case_id").to_pylist()
-    assert scored == [{"case_id": case_id, "label": labels[case_id]} for case_id in ("demo-0001", "demo-0002", "demo-0003")]
-    assert correct_answers(log, "mid") == 3  # the offline agent answers each demo case right, by the gold it ran with
-    assert policy_violations(log, "mid") == 0  # its tools allowed VISITED_DOMAIN
 
 
 class RunStartedBeforePins(RunStarted):
