@@ -98,8 +98,8 @@ def _report(log: EventLog, summary: RunSummary) -> None:
         click.echo(line)
     for line in error_cause_lines(log, summary.run_id):
         click.echo(line)
-    if summary.seal_note:
-        click.echo(summary.seal_note, err=True)
+    for note in summary.notes:
+        click.echo(note, err=True)
 
 
 def _exit_status(summary: RunSummary) -> None:

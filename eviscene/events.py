@@ -23,6 +23,7 @@ class _Payload(BaseModel):
 class FileDescriptor(_Payload):
     path: str = Field(description="Absolute path of the file when it was read.")
     sha256: str = Field(description="sha256 of the file's bytes.")
+    size: int = Field(description="Bytes read.")
 
 
 class RunStarted(_Payload):
@@ -37,6 +38,13 @@ class RunStarted(_Payload):
     source_access_policy: dict[str, Any] = Field(description="`active`, `policy_id`, `cache_partition`; never the policy's rules.")
     selection: dict[str, Any] = Field(default_factory=dict, description="Case selection flags: case_ids, limit, shard_count, shard_index.")
     config: dict[str, Any] = Field(default_factory=dict, description="Other run configuration (flags not in the seed manifest).")
+    scoring_files: dict[str, FileDescriptor] = Field(
+        default_factory=dict,
+        description="The files the run is scored and audited by, by artifact kind (`evaluation_gold`, `classification_protocol`, "
+        "`process_reference_protocol`, `source_access_policy`), as it read them once when it started; never their content. "
+        "Its end imports exactly these bytes, and `eval resume` refuses a release whose file differs. Empty in runs "
+        "recorded before files were pinned.",
+    )
 
 
 class EpisodeScheduled(_Payload):

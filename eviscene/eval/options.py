@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError
+from eviscene.events import FileDescriptor
 from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings
 from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
@@ -234,9 +235,11 @@ def manifest_blocks(
     sample_count: int,
     episode_count: int,
     policy: Any,
+    scoring_files: dict[str, FileDescriptor],
     tool_backend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The seed run_manifest.json's `benchmark`, `agent` and `source_access_policy` blocks."""
+    """The seed run_manifest.json's `benchmark`, `agent` and `source_access_policy` blocks;
+    `scoring_files`: what the run read of its gold, protocols and policy, by kind."""
     options = run.flags
     benchmark_path = Path(options.benchmark)
     concurrency = max(1, options.concurrency)
@@ -257,9 +260,9 @@ def manifest_blocks(
             "runtime_contract_version": release.runtime_contract_version,
             "input_mode": release.input_mode,
             "decision_policy_version": release.decision_policy_version,
-            "classification_protocol": file_descriptor(release.artifacts.classification_protocol),
-            "process_reference_protocol": file_descriptor(release.artifacts.process_reference_protocol),
-            "evaluation_gold": None,
+            "classification_protocol": _seed_descriptor(scoring_files.get("classification_protocol")),
+            "process_reference_protocol": _seed_descriptor(scoring_files.get("process_reference_protocol")),
+            "evaluation_gold": None,  # as the seed: filled in from the imported gold when the run directory is written
         },
         "agent": {
             "profile_id": options.profile,
@@ -291,6 +294,11 @@ def manifest_blocks(
             "cache_partition": policy.cache_partition if policy is not None else None,
         },
     }
+
+
+def _seed_descriptor(file: FileDescriptor | None) -> dict[str, str] | None:
+    """The seed manifest's `{path, sha256}` of a file the run read."""
+    return file.model_dump(include={"path", "sha256"}) if file is not None else None
 
 
 def provider_manifest(run: RunOptions) -> dict[str, Any]:

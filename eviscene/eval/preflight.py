@@ -1,6 +1,7 @@
-"""Checks made before a run's first episode: everything a run reads at its end (gold,
-protocols) and everything it writes to (the run directory) is checked up front, so a broken
-input costs no episode and leaves no unfinished run behind."""
+"""Checks made before a run's first episode: everything a run is scored by (gold, protocols,
+as it read them when it started; on resume, the same files as the run started with) and
+everything it writes to (the run directory) is checked up front, so a broken input costs no
+episode and leaves no unfinished run behind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
+from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile
 from eviscene.eval.options import EvalOptions
 from eviscene.exports.staging import check_new_or_empty
 from eviscene.redaction import MASK
@@ -28,21 +30,21 @@ def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], ben
         )
 
 
-def check_scoring_inputs(release: Release, cases: Sequence[Case]) -> None:
-    """Gold and protocols load as the end of the run will load them: a label outside the
-    label set or a cut-off line is `FILE:LINE: …` now, and every selected case has gold."""
-    gold = load_gold(release)
+def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[str, ScoringFile]) -> None:
+    """Gold and protocols, as the run read them, load as its end will load them: a label
+    outside the label set or a cut-off line is `FILE:LINE: …` now, and every selected case
+    has gold."""
+    gold = load_gold(release, files["evaluation_gold"].content)
     require_gold_for(gold, [case.case_id for case in cases])
-    for path in (release.artifacts.classification_protocol, release.artifacts.process_reference_protocol):
-        if path is not None:
-            _check_json_object(path)
+    for kind in ("classification_protocol", "process_reference_protocol"):
+        if kind in files:
+            _check_json_object(files[kind])
 
 
-def _check_json_object(path: Path) -> None:
+def _check_json_object(file: ScoringFile) -> None:
+    path = file.path
     try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise ReleaseError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = json.loads(file.content)
     except UnicodeDecodeError as exc:
         raise ReleaseError(f"{path}: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
@@ -76,3 +78,21 @@ def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
                 f"run {run_id} was started with a credential inside {flag}, which is never stored; it cannot be "
                 "resumed: pass keys through --api-key-env instead"
             )
+
+
+def check_scoring_files_unchanged(run_id: str, pinned: dict[str, dict], files: dict[str, ScoringFile]) -> None:
+    """A resume is scored and audited by the files its run started with: other gold would
+    rescore the finished episodes, another policy would audit them by rules their tools never
+    enforced. `pinned`: the run's descriptors by kind (`path`, `sha256`)."""
+    for kind in SCORING_KINDS:
+        was, now = pinned.get(kind), files.get(kind)
+        if was is None and now is None:
+            continue
+        if now is None:
+            raise EvisceneError(f"run {run_id} has the {kind} {was['path']} (sha256 {was['sha256']}); the release now "
+                                "has none; resume refused")
+        if was is None:
+            raise EvisceneError(f"{now.path}: run {run_id} has no {kind}; resume refused")
+        if now.sha256 != was["sha256"]:
+            raise EvisceneError(f"{now.path} differs from the {kind} of run {run_id} (sha256 {was['sha256']}; "
+                                f"now {now.sha256}); resume refused")

@@ -3,8 +3,9 @@ stays the run's single writer.
 
 Each `EpisodeWorker` actor loads the release from the path the driver names (every worker
 checks the release id and the sha256 of `cases.jsonl` before it takes an episode, so a node
-that sees another copy refuses), builds the tools and the provider once, and runs many
-episodes at once with the same anyio code as a local run. An episode streams its events back
+that sees another copy refuses), builds the tools (under the source-access policy the driver
+read when the run started) and the provider once, and runs many episodes at once with the
+same anyio code as a local run. An episode streams its events back
 to the driver as they happen (a Ray streaming generator); the driver numbers, chains and
 commits them through its `RunWriter`, so `seq` and the hash chain stay per run.
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from eviscene.eval.options import RunOptions
     from eviscene.events import EpisodeFinished, PerceptionReported
     from eviscene.release import RolloutSpec
+    from eviscene.rules.source_policy import SourceAccessPolicy
     from eviscene.tools import Toolbox
     from eviscene.tools.cache import ToolCache
 
@@ -101,7 +103,7 @@ class _ExitInTool:
 class EpisodeWorker:
     """One Ray actor: the release, tools and provider of a run, and many episodes at once."""
 
-    def __init__(self, run: RunOptions, check: ReleaseCheck,
+    def __init__(self, run: RunOptions, check: ReleaseCheck, policy: SourceAccessPolicy | None,
                  caches: tuple[dict[str, PerceptionReported], ToolCache | None]):
         from eviscene.agent.episode import AgentSettings
         from eviscene.agent.perception import EmbeddedPerception
@@ -118,7 +120,7 @@ class EpisodeWorker:
                 f"{check.benchmark}, not {check.release_id} ({check.cases_sha256[:12]}…); give every node the same release"
             )
         perception, tool_cache = caches
-        self.toolbox = worker_toolbox(run.flags, release, tool_cache)
+        self.toolbox = worker_toolbox(run.flags, release, policy, tool_cache)
         self.settings = AgentSettings(label_set=release.label_set, timeout_seconds=run.flags.timeout,
                                       image_access_mode=run.flags.image_access_mode)
         self.images = ImageStore()
@@ -191,7 +193,8 @@ class RayExecutor:
         self.concurrency = max(1, concurrency)
 
     async def run(self, todo: list[tuple[RolloutSpec, int]], *, options: RunOptions, check: ReleaseCheck,
-                  perception: dict[str, PerceptionReported], tool_cache: ToolCache | None, writer: Any,
+                  policy: SourceAccessPolicy | None, perception: dict[str, PerceptionReported],
+                  tool_cache: ToolCache | None, writer: Any,
                   on_ready: Callable[[], None], on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
         """Start the workers, call `on_ready` once every one has loaded the release and its
         tools, then run `todo` on them."""
@@ -201,7 +204,7 @@ class RayExecutor:
         actor_class = ray.remote(num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=0,
                                  max_concurrency=self.concurrency, runtime_env={"env_vars": env})(EpisodeWorker)
         caches = ray.put((perception, tool_cache))
-        actors = [actor_class.remote(options, check, caches) for _ in range(self.workers)]
+        actors = [actor_class.remote(options, check, policy, caches) for _ in range(self.workers)]
         try:  # a worker that cannot load the release, or sees another one, stops the run here
             await anyio.to_thread.run_sync(lambda: ray.get([actor.ready.remote() for actor in actors], timeout=_START_SECONDS))
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:

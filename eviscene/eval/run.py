@@ -17,8 +17,13 @@ from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
 from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError, is_interruption
-from eviscene.eval.gold_import import import_scoring_artifacts
-from eviscene.eval.preflight import check_no_redacted_urls, check_scoring_inputs, check_selection
+from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
+from eviscene.eval.preflight import (
+    check_no_redacted_urls,
+    check_scoring_files_unchanged,
+    check_scoring_inputs,
+    check_selection,
+)
 from eviscene.eval.options import (
     DEFAULT_OCR_CACHE_VERSION,
     RUN_SCHEMA_VERSION,
@@ -31,7 +36,7 @@ from eviscene.eval.options import (
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
-from eviscene.eval.toolboxes import load_policy, make_toolbox
+from eviscene.eval.toolboxes import make_toolbox, policy_path
 from eviscene.release import (
     Release,
     RolloutSpec,
@@ -54,6 +59,7 @@ from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
 from eviscene.store.manifest import read_manifest, recover_folder
 from eviscene.tools import Toolbox
+from eviscene.tools.policy import load_source_policy
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
 
 class RunObserver(Protocol):
@@ -71,7 +77,7 @@ class RunSummary:
     planned: int  # episodes of the whole run
     terminations: Counter = field(default_factory=Counter)  # how this invocation's finished episodes ended
     sealed: bool = False
-    seal_note: str = ""
+    notes: list[str] = field(default_factory=list)  # one line each, for stderr: a seal left for later, a file changed mid-run
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
@@ -97,8 +103,8 @@ class RunPlan:
     specs: list[RolloutSpec]
     sample_count: int
     provider: Provider
+    scoring_files: dict[str, ScoringFile]  # by kind, read once: what the run is scored and audited by
     policy: SourceAccessPolicy | None
-    policy_path: Path | None
     toolbox: Toolbox
     policy_revision: str
     tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
@@ -125,7 +131,9 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         shard_index=options.shard_index,
     )
     check_selection(release_cases, cases, options.benchmark)
-    check_scoring_inputs(release, cases)
+    policy_file = policy_path(options, release)
+    scoring_files = read_scoring_files(release, policy_file)
+    check_scoring_inputs(release, cases, scoring_files)
     verify_case_images(cases)
     provider = provider or make_provider(run)
     revision = git_commit() if revision is None else revision
@@ -136,9 +144,9 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         policy_revision=revision,
         model=str(provider.model),
     )
-    policy_path, policy = load_policy(options, release)
+    policy = load_source_policy(policy_file, scoring_files["source_access_policy"].content) if policy_file else None
     toolbox, tool_backend = make_toolbox(options, release, policy)
-    return RunPlan(run, release, specs, len(cases), provider, policy, policy_path, toolbox, revision, tool_backend)
+    return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend)
 
 
 def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
@@ -213,6 +221,7 @@ async def start_run(
     log.require_writable()
     plan = plan_run(options, provider=provider)
     options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
+    pins = {kind: file.descriptor() for kind, file in plan.scoring_files.items()}
     blocks = manifest_blocks(
         plan.options,
         plan.release,
@@ -220,6 +229,7 @@ async def start_run(
         sample_count=plan.sample_count,
         episode_count=len(plan.specs),
         policy=plan.policy,
+        scoring_files=pins,
         tool_backend=plan.tool_backend,
     )
     started = RunStarted(
@@ -237,6 +247,7 @@ async def start_run(
             "release_schema_version": plan.release.schema_version,
             "label_set": list(plan.release.label_set),
         }),
+        scoring_files=pins,
         **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
     )
     scheduled = [
@@ -257,7 +268,8 @@ async def start_run(
     claim = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
     todo = [(spec, 1) for spec in plan.specs]
     try:
-        return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer, claim=claim)
+        return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer,
+                              claim=claim, to_import=list(plan.scoring_files.values()))
     except BaseException:
         _free_unrecorded_claim(claim)
         raise
@@ -291,8 +303,9 @@ async def resume_run(
     """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished
     (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
     `benchmark` points at the run's release where it moved: it must be the same release
-    (release id) with the same cases.jsonl (sha256). `executor` (`executor`, `ray_address`,
-    `workers`) overrides where the episodes run."""
+    (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
+    (`executor`, `ray_address`, `workers`) overrides where the episodes run. A resume with
+    nothing left to run, import or end records nothing."""
     log.require_writable()
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
@@ -317,6 +330,9 @@ async def resume_run(
         raise EvisceneError(f"{options.benchmark} differs from the cases.jsonl run {run_id} started with (sha256); resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
+    imported = _imported_scoring_files(log, run_id)
+    # A run recorded before its files were pinned is held to what it imported, if anything yet.
+    check_scoring_files_unchanged(run_id, manifest.get("scoring_files", imported), plan.scoring_files)
     state = log.sql(
         """
         SELECT s.episode_id,
@@ -341,7 +357,32 @@ async def resume_run(
         for spec in plan.specs
         if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
     ]
-    return await _execute(log, run_id, plan, todo, [], observer)
+    to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
+    return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id))
+
+
+def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:
+    """The run's imported scoring files by kind (`path`, `sha256`): the newest of each, as the
+    views read them."""
+    rows = log.sql(
+        """
+        SELECT payload->>'kind' AS kind, arg_max(payload->>'path', seq) AS path, arg_max(payload->>'sha256', seq) AS sha256
+        FROM events
+        WHERE run_id = ? AND type = 'artifact.imported' AND list_contains(?, payload->>'kind')
+        GROUP BY 1
+        """,
+        [run_id, list(SCORING_KINDS)],
+    ).to_pylist()
+    return {row["kind"]: row for row in rows}
+
+
+def _has_ended(log: EventLog, run_id: str) -> bool:
+    """Whether the run's last invocation recorded its end and did not fail."""
+    row = log.sql(
+        "SELECT arg_max(payload->>'status', seq) AS status FROM events WHERE run_id = ? AND type = 'run.finished'",
+        [run_id],
+    ).to_pylist()
+    return row[0]["status"] in ("completed", "completed_with_errors")
 
 
 async def _execute(
@@ -351,8 +392,13 @@ async def _execute(
     todo: list[tuple[RolloutSpec, int]],
     opening: list[EventDraft],
     observer: RunObserver | None,
+    *,
+    to_import: list[ScoringFile],
+    ended: bool = False,
     claim: RunLock | None = None,
 ) -> RunSummary:
+    """Run `todo`, then import `to_import` and record the run's end, unless there was nothing
+    to run or import and the run has `ended` already."""
     summary = RunSummary(run_id=run_id, planned=len(plan.specs))
     options = plan.options.flags
     perceptions = (
@@ -421,7 +467,7 @@ async def _execute(
         async def workers() -> None:
             if ray is not None:
                 check = ReleaseCheck(options.benchmark, plan.release.release_id, sha256_file(options.benchmark))
-                await ray.run(queue, options=plan.options, check=check, perception=perceptions,
+                await ray.run(queue, options=plan.options, check=check, policy=plan.policy, perception=perceptions,
                               tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
             else:
                 with settled_heap():  # the release, corpus indexes and OCR models stay as they are
@@ -441,7 +487,8 @@ async def _execute(
             stop = await until_stopped(episodes_committed)
             if stop is None:
                 checkpoint("run.episodes_ended")
-                await import_scoring_artifacts(writer, plan.release, policy_path=plan.policy_path)
+                summary.notes += filter(None, (file.change_note(run_id) for file in plan.scoring_files.values()))
+                await import_scoring_files(writer, plan.release, to_import)
                 await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
                 summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:
@@ -455,7 +502,7 @@ async def _execute(
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
             raise
-        if stop is None:
+        if stop is None and (todo or to_import or not ended):
             await writer.emit(
                 EventDraft(
                     RunFinished(
@@ -472,7 +519,7 @@ async def _execute(
             log.seal([run_id])
             summary.sealed = True
         except LogLockedError as exc:
-            summary.seal_note = f"run not sealed yet ({exc}); `eviscene log seal` catches up later"
+            summary.notes.append(f"run not sealed yet ({exc}); `eviscene log seal` catches up later")
     else:
         summary.stopped, summary.interrupted = stop.reason, stop.signal
     summary.status, summary.unfinished = log.run_standing(run_id)

@@ -11,23 +11,21 @@ from eviscene.release import Release, sha256_file
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.tools import Corpus, CorpusToolbox, Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache
-from eviscene.tools.policy import load_source_policy
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.network import NetworkGuard
 
 
-def load_policy(options: EvalOptions, release: Release) -> tuple[Path | None, SourceAccessPolicy | None]:
-    """The source-access policy the flags name, else the release's."""
-    policy_path = options.source_access_policy or release.artifacts.source_access_policy
-    if not policy_path:
-        return None, None
-    return Path(policy_path), load_source_policy(policy_path)
+def policy_path(options: EvalOptions, release: Release) -> Path | None:
+    """The source-access policy file the flags name, else the release's."""
+    path = options.source_access_policy or release.artifacts.source_access_policy
+    return Path(path) if path else None
 
 
-def worker_toolbox(options: EvalOptions, release: Release, cache: ToolCache | None) -> Toolbox:
-    """A Ray worker's tools: the same backend and policy as the driver's, over the tool
-    cache the driver read from the log."""
-    _, policy = load_policy(options, release)
+def worker_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None,
+                   cache: ToolCache | None) -> Toolbox:
+    """A Ray worker's tools: the same backend as the driver's, under the policy the driver
+    read when the run started (the file may have changed since), over the tool cache the
+    driver read from the log."""
     toolbox, _ = make_toolbox(options, release, policy)
     return CachedToolbox(toolbox, cache, policy) if cache is not None else toolbox
 

@@ -14,8 +14,9 @@ from eviscene.release.jsonl import read_jsonl_numbered
 from eviscene.release.loader import Release
 
 
-def load_gold(release: Release) -> dict[str, dict[str, Any]]:
-    """Read ``artifacts.evaluation_gold``: one row per case, keyed by case_id, file order.
+def load_gold(release: Release, content: bytes | None = None) -> dict[str, dict[str, Any]]:
+    """Read ``artifacts.evaluation_gold`` (its bytes as `content` where a run read them
+    already): one row per case, keyed by case_id, file order.
 
     Each row needs a non-empty string ``case_id`` and a ``label`` from the release's
     ``label_set``; a case_id may appear once. Rows are returned whole.
@@ -25,7 +26,7 @@ def load_gold(release: Release) -> dict[str, dict[str, Any]]:
         raise ReleaseError(f"{release.manifest_path}: release declares no evaluation_gold artifact")
     gold: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
-    for line_number, row in read_jsonl_numbered(path):
+    for line_number, row in read_jsonl_numbered(path, content):
         where = f"{path}:{line_number}"
         case_id = row.get("case_id")
         if not isinstance(case_id, str) or not case_id.strip():

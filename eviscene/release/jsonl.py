@@ -19,11 +19,12 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return [row for _, row in read_jsonl_numbered(path)]
 
 
-def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl_numbered(path: str | Path, data: bytes | None = None) -> list[tuple[int, dict[str, Any]]]:
     """Like read_jsonl, but each row comes with its 1-based line number, for callers whose
     own checks (missing fields, duplicates) must point at a line too; a file not named
-    `*.jsonl` is one JSON list of rows (see `eviscene.rules.jsonl.read_jsonl_numbered`)."""
+    `*.jsonl` is one JSON list of rows (see `eviscene.rules.jsonl.read_jsonl_numbered`).
+    `data` is the file's content where the caller has read it already."""
     try:
-        return jsonl.read_jsonl_numbered(path)
+        return jsonl.read_jsonl_numbered(path, data)
     except jsonl.JsonlError as exc:
         raise ReleaseError(str(exc)) from None

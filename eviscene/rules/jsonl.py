@@ -155,12 +155,14 @@ def read_file_bytes(path: Path) -> bytes:
         raise JsonlError(path, None, "unreadable", f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_jsonl_numbered(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """Each row of a JSONL file of objects with its 1-based line number. As the seed's
-    `_load_benchmark`, a file not named `*.jsonl` is one JSON document holding a list of
-    rows; each row is then numbered by its 1-based position in the list."""
+def read_jsonl_numbered(path: str | Path, data: bytes | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """Each row of a JSONL file of objects with its 1-based line number; `data` is the file's
+    content where the caller has read it already. As the seed's `_load_benchmark`, a file not
+    named `*.jsonl` is one JSON document holding a list of rows; each row is then numbered by
+    its 1-based position in the list."""
     path = Path(path)
-    data = read_file_bytes(path)
+    if data is None:
+        data = read_file_bytes(path)
     if path.suffix.lower() != ".jsonl":
         return _json_list_numbered(path, data.removeprefix(BYTE_ORDER_MARK))
     return list(iter_jsonl_bytes(data, path))

@@ -19,14 +19,15 @@ def source_policy_from_dict(data: dict[str, Any]) -> SourceAccessPolicy:
         raise ReleaseError(str(exc)) from None
 
 
-def load_source_policy(path: str | Path) -> SourceAccessPolicy:
-    """The policy in the JSON file at `path`; ReleaseError naming the file (and line)."""
+def load_source_policy(path: str | Path, content: bytes | None = None) -> SourceAccessPolicy:
+    """The policy in the JSON file at `path` (its bytes as `content` where a run read them
+    already); ReleaseError naming the file (and line)."""
     path = Path(path)
     kind = special_file_kind(path)
     if kind:  # a pipe could not be read again by the audit's import, nor by each Ray worker
         raise ReleaseError(f"{path}: the source access policy is {kind}, not a regular file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((path.read_bytes() if content is None else content).decode("utf-8"))
     except FileNotFoundError:
         raise ReleaseError(f"{path}: source access policy not found") from None
     except UnicodeDecodeError as exc:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.errors import ReleaseError
+from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.log import EventLog
@@ -112,32 +112,22 @@ def test_an_output_directory_that_cannot_be_created_is_refused_before_any_episod
     assert_nothing_ran(result, tmp_path / "log.duckdb", "cannot write /proc/eviscene-run: ")
 
 
-class BreaksGoldAfterFirstEpisode:
-    """A progress observer that damages the gold once the first episode finished: the
-    scoring import at the run's end then fails, after episodes finished."""
-
-    def __init__(self, gold: Path):
-        self.gold, self.original = gold, gold.read_bytes()
-
-    def planned(self, run_id: str, episodes: int) -> None:
-        self.run_id = run_id
-
-    def finished(self, spec, finished) -> None:
-        self.gold.write_bytes(self.original[:-40])
+async def full_disk(*args) -> None:
+    raise OSError(28, "No space left on device")
 
 
-def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the_run(broken_release, tmp_path):
+def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the_run(release, tmp_path, monkeypatch):
+    """The scoring import at the run's end fails (a full disk), after the episodes finished."""
     log = EventLog(tmp_path / "log.duckdb")
-    gold = gold_path(broken_release)
-    observer = BreaksGoldAfterFirstEpisode(gold)
-    options = EvalOptions(benchmark=str(broken_release / "runtime_input" / "cases.jsonl"), limit=3, concurrency=1)
-    with pytest.raises(ReleaseError, match="malformed JSON"):
-        anyio.run(lambda: start_run(log, options, observer=observer))
+    options = EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), limit=3, concurrency=1)
+    monkeypatch.setattr(run_module, "import_scoring_files", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        anyio.run(lambda: start_run(log, options, run_id="ends-badly"))
     finished = log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.finished'")["n"][0].as_py()
     assert finished == 3
     assert log.verify().ok
-    gold.write_bytes(observer.original)
-    summary = anyio.run(lambda: resume_run(log, observer.run_id))
+    monkeypatch.undo()
+    summary = anyio.run(lambda: resume_run(log, "ends-badly"))
     assert summary.ran == 0 and summary.sealed
     counts = log.sql("SELECT type, count(*) AS n FROM events WHERE type IN ('episode.finished', 'run.finished', "
                      "'artifact.imported') GROUP BY type ORDER BY type").to_pylist()

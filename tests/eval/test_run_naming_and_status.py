@@ -21,7 +21,6 @@ from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
-from eviscene.errors import ReleaseError
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
@@ -318,28 +317,21 @@ def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):
     assert wrong.exit_code == 2 and "someone-else-v1" in wrong.output
 
 
-def test_a_crashed_run_is_failed_with_its_error_in_the_manifest(release, tmp_path):
-    broken = tmp_path / "broken" / "demo"
-    shutil.copytree(release, broken)
-    gold = broken / "private" / "evaluation_gold.jsonl"
-    intact = gold.read_text()
+def test_a_crashed_run_is_failed_with_its_error_in_the_manifest(release, tmp_path, monkeypatch):
+    async def full_disk(*args) -> None:  # the crash comes after the episodes, at the scoring import
+        raise OSError(28, "No space left on device")
 
-    class TruncatesGoldOnceAnEpisodeFinished:  # preflight checked it: the damage comes mid-run
-        def planned(self, run_id: str, episodes: int) -> None: ...
-
-        def finished(self, spec, finished) -> None:
-            gold.write_text(intact + '{"case_id": "truncated", \n')
-
+    monkeypatch.setattr(run_module, "import_scoring_files", full_disk)
     log_path = tmp_path / "log.duckdb"
     log = EventLog(log_path)
-    options = EvalOptions(benchmark=benchmark(broken), limit=1)
-    with pytest.raises(ReleaseError):
-        anyio.run(lambda: start_run(log, options, observer=TruncatesGoldOnceAnEpisodeFinished(), run_id="crashed"))
+    options = EvalOptions(benchmark=benchmark(release), limit=1)
+    with pytest.raises(OSError):
+        anyio.run(lambda: start_run(log, options, run_id="crashed"))
     assert runs(log)["crashed"]["status"] == "failed"
     finished = log.sql("SELECT payload->>'status' AS status, payload->>'error' AS error FROM events "
                        "WHERE type = 'run.finished' AND run_id = 'crashed'").to_pylist()
     assert len(finished) == 1 and finished[0]["status"] == "failed"
-    assert finished[0]["error"].startswith("ReleaseError: ") and "evaluation_gold.jsonl" in finished[0]["error"]
+    assert finished[0]["error"] == "OSError: [Errno 28] No space left on device"
     out = tmp_path / "crashed-dir"
     assert invoke(log_path, "materialize", "crashed", "--out", str(out)).exit_code == 0
     manifest = json.loads((out / "run_manifest.json").read_text())

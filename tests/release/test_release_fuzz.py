@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eviscene.errors import ReleaseError
+from eviscene.eval.gold_import import read_scoring_files
 from eviscene.eval.preflight import check_scoring_inputs
 from eviscene.release import load_cases, load_release
 from eviscene.tools.policy import load_source_policy
@@ -36,7 +37,7 @@ gold_rows = st.lists(
 
 def _check(release_cases: Path) -> None:
     release = load_release(release_cases)
-    check_scoring_inputs(release, load_cases(release))
+    check_scoring_inputs(release, load_cases(release), read_scoring_files(release, None))
 
 
 @FUZZ
