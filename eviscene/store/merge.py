@@ -112,7 +112,8 @@ def _unmerged_events(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 
 def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source: Path) -> None:
     """Fold only another shard of the same sharded run: same release, cases and shard
-    count, a shard index the run does not hold yet; anything else is a different run."""
+    count, a shard index the run does not hold yet, scored by the same files; anything else
+    is a different run."""
     shape = (
         "SELECT payload->>'$.benchmark.release_id', payload->>'$.benchmark.sha256', "
         "(payload->>'$.benchmark.shard_count')::INTEGER, (payload->>'$.benchmark.shard_index')::INTEGER "
@@ -128,6 +129,23 @@ def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source
         raise EvisceneError(f"{refusal}: {source} ran another release, cases or --shard-count; not merged")
     if index in {r[3] for r in ours}:
         raise EvisceneError(f"{refusal}: shard {index}/{count} is merged already, with other events; not merged")
+    _check_same_scoring_files(con, run_id, source, refusal)
+
+
+def _check_same_scoring_files(con: duckdb.DuckDBPyConnection, run_id: str, source: Path, refusal: str) -> None:
+    """A shard scored or policed by other files (gold, protocols, policy: `run.started` pins
+    each one's sha256) would leave the run two of them, and its views would read whichever
+    came last; a file pinned on one side only (a run recorded before pins) is not compared."""
+    pins = (
+        "SELECT p.key, p.value->>'sha256' FROM {table} e, json_each(e.payload->'scoring_files') p "
+        "WHERE e.run_id = ? AND e.type = 'run.started'"
+    )
+    theirs = dict(con.execute(pins.format(table="events"), [run_id]).fetchall())
+    for kind, digest in con.execute(pins.format(table="merged.events"), [run_id]).fetchall():
+        if kind in theirs and theirs[kind] != digest:
+            raise EvisceneError(
+                f"{refusal}: {source} was scored by another {kind} (sha256 {theirs[kind]}, here {digest}); not merged"
+            )
 
 
 def _fold_shard(con: duckdb.DuckDBPyConnection, run_id: str, source: Path) -> int:

@@ -4,8 +4,10 @@ run that matches an unsharded run of the same cases, episode by episode."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +138,32 @@ def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path:
     again = CliRunner().invoke(cli, ["--db", str(both), "log", "merge", str(merged)])
     assert again.exit_code == 0, again.output
     assert ": 0 events, 0 blobs merged" in again.output
+
+
+def test_a_shard_scored_by_another_gold_file_is_refused(shard_logs, tmp_path: Path) -> None:
+    """Each shard pins the gold it read; one whose gold differs would leave the merged run two
+    gold files, its scores read from whichever came last."""
+    _root, shards, _whole = shard_logs
+    release = tmp_path / "release"
+    shutil.copytree(RELEASE.parents[1], release)
+    gold = release / "private" / "evaluation_gold.jsonl"
+    gold.write_text(gold.read_text().replace('"label": "unverifiable"', '"label": "authentic"', 1))
+    other = tmp_path / "other-gold.duckdb"
+    job = subprocess.run(
+        [EVISCENE, "--db", str(other), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+         "--no-materialize", "--no-progress", "--limit", "4", "--output-dir", str(tmp_path / "runs" / "exp")],
+        env={**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": str(SHARDS)},
+        capture_output=True, text=True, timeout=900,
+    )
+    assert job.returncode == 0, job.stdout + job.stderr
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(shards[0])
+    before = EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist()
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(other)])
+    assert refused.exit_code == 2
+    ours, theirs = (hashlib.sha256(path.read_bytes()).hexdigest() for path in (RELEASE.parents[1] / "private" / "evaluation_gold.jsonl", gold))
+    assert refused.output == (
+        f"Error: run exp exists in both logs with different events: {other} was scored by another evaluation_gold "
+        f"(sha256 {theirs}, here {ours}); not merged\n"
+    )
+    assert EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist() == before
