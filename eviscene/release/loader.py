@@ -105,6 +105,12 @@ def file_descriptor(path: str | Path | None) -> dict[str, str] | None:
     return {"path": str(path.resolve()), "sha256": sha256_file(path)}
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path` is no file to read: the special file it is (a named pipe, say), else missing."""
+    kind = special_file_kind(path)
+    return f"is {kind}, not a regular file" if kind else "does not exist"
+
+
 def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
     """`relative` resolved inside the release root (`resolve_inside`), else a ReleaseError."""
     try:
@@ -173,7 +179,7 @@ def _artifacts(manifest: dict[str, Any], root: Path, manifest_path: Path) -> Rel
         what = f"{manifest_path}: artifact {name!r}"
         path = _path_inside(root, relative, what=what)
         if name in FILE_ARTIFACTS and not path.is_file():
-            raise ReleaseError(f"{what}: file {relative!r} does not exist ({path})")
+            raise ReleaseError(f"{what}: file {relative!r} {_not_a_file(path)} ({path})")
         if name == "corpus" and not path.exists():
             raise ReleaseError(f"{what}: path {relative!r} does not exist ({path})")
         resolved[name] = path
@@ -188,7 +194,8 @@ def load_release(cases_path: str | Path) -> Release:
     """
     cases_path = Path(cases_path).expanduser().resolve()
     if not cases_path.is_file():
-        raise ReleaseError(f"{cases_path}: benchmark cases file not found")
+        kind = special_file_kind(cases_path)
+        raise ReleaseError(f"{cases_path}: benchmark cases file " + (f"is {kind}, not a regular file" if kind else "not found"))
     root = cases_path.parent.parent
     manifest_path = root / "manifest.json"
     manifest = _read_manifest(manifest_path)
@@ -283,7 +290,7 @@ def verify_case_images(cases: Iterable[Case]) -> None:
     problems: list[str] = []
     for case in cases:
         if not case.image_file.is_file():
-            problems.append(f"case {case.case_id!r}: image {case.image_path!r} not found ({case.image_file})")
+            problems.append(f"case {case.case_id!r}: image {case.image_path!r} {_not_a_file(case.image_file)} ({case.image_file})")
             continue
         try:
             actual = sha256_file(case.image_file)

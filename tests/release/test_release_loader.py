@@ -331,7 +331,7 @@ def test_verify_case_images_reports_mismatch_with_both_hashes(make_release) -> N
 
 def test_verify_case_images_reports_missing_file(make_release) -> None:
     release = load_release(make_release(images={}, cases=[_row("gone", "runtime_input/images/gone.jpg")]))
-    with pytest.raises(ReleaseError, match="'gone'.*not found"):
+    with pytest.raises(ReleaseError, match="'gone'.*does not exist"):
         verify_case_images(load_cases(release))
 
 
@@ -378,23 +378,24 @@ def test_unresolvable_image_path(make_release, tmp_path: Path, case_id: str, ima
 
 # --- special files --------------------------------------------------------------------
 
-# Each file a release is read from, replaced by a named pipe, and how loading it is refused.
+# Each file a release is read from, replaced by a named pipe, and how loading it is refused:
+# naming what it is, not calling it missing.
 # Opening a pipe for reading waits for a writer, forever here: each is refused before it is
 # opened, or the deadline fails the test.
 PIPED = {
     "manifest.json": "{root}/manifest.json: the release manifest is a named pipe (FIFO), not a regular file",
-    "runtime_input/cases.jsonl": "{root}/runtime_input/cases.jsonl: benchmark cases file not found",
+    "runtime_input/cases.jsonl": "{root}/runtime_input/cases.jsonl: benchmark cases file is a named pipe (FIFO), not a regular file",
     "runtime_input/images/demo-0001.jpg": (
         "1 case image(s) failed verification: case 'demo-0001': image 'runtime_input/images/demo-0001.jpg' "
-        "not found ({root}/runtime_input/images/demo-0001.jpg)"
+        "is a named pipe (FIFO), not a regular file ({root}/runtime_input/images/demo-0001.jpg)"
     ),
     "private/evaluation_gold.jsonl": (
-        "{root}/manifest.json: artifact 'evaluation_gold': file 'private/evaluation_gold.jsonl' does not exist "
-        "({root}/private/evaluation_gold.jsonl)"
+        "{root}/manifest.json: artifact 'evaluation_gold': file 'private/evaluation_gold.jsonl' is a named pipe "
+        "(FIFO), not a regular file ({root}/private/evaluation_gold.jsonl)"
     ),
     "private/source_access_policy.json": (
-        "{root}/manifest.json: artifact 'source_access_policy': file 'private/source_access_policy.json' does not "
-        "exist ({root}/private/source_access_policy.json)"
+        "{root}/manifest.json: artifact 'source_access_policy': file 'private/source_access_policy.json' is a "
+        "named pipe (FIFO), not a regular file ({root}/private/source_access_policy.json)"
     ),
 }
 
