@@ -17,6 +17,7 @@ from eviscene.errors import ReleaseError
 from eviscene.events import ArtifactImported, FileDescriptor
 from eviscene.release import Release, sha256_file
 from eviscene.release.gold import load_gold
+from eviscene.rules.paths import special_file_kind
 from eviscene.store import EventDraft, RunWriter
 
 SCORING_KINDS = ("evaluation_gold", "classification_protocol", "process_reference_protocol", "source_access_policy")
@@ -55,6 +56,9 @@ def read_scoring_files(release: Release, policy_path: Path | None) -> dict[str, 
         path = policy_path if kind == "source_access_policy" else getattr(release.artifacts, kind)
         if path is None:
             continue
+        special = special_file_kind(path)
+        if special:  # reading a named pipe would wait for a writer forever
+            raise ReleaseError(f"{path}: the {kind.replace('_', ' ')} is {special}, not a regular file")
         try:
             content = path.read_bytes()
         except OSError as exc:

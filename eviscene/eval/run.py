@@ -57,7 +57,7 @@ from eviscene.store import EventDraft
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
-from eviscene.store.manifest import read_manifest, recover_folder
+from eviscene.store.manifest import MANIFEST, read_manifest, recover_folder
 from eviscene.tools import Toolbox
 from eviscene.tools.policy import load_source_policy
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
@@ -149,6 +149,10 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend)
 
 
+class _NameTaken(EvisceneError):
+    """The run id is another run's: in the log, or held by another process."""
+
+
 def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     """Reserve a run id the user chose (`--output-dir`'s name or `--run-id`): its run folder,
     under the run's lock from here until the run's writer ends, so that no other run takes
@@ -162,11 +166,11 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     claim = RunLock(folder / "writer.lock", run_id)
     holder = claim.try_acquire()
     if holder is not None:
-        raise EvisceneError(f"run {run_id!r} is already being written in {log.path} by {holder}; choose another --output-dir or --run-id")
+        raise _NameTaken(f"run {run_id!r} is already being written in {log.path} by {holder}; choose another --output-dir or --run-id")
     try:
         recover_folder(folder)  # a killed writer's batch that reached the disk is committed, not taken over
         if read_manifest(folder) or log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
-            raise EvisceneError(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
+            raise _NameTaken(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
     except BaseException:
         _free_unrecorded_claim(claim)
         raise
@@ -181,8 +185,8 @@ def _new_run_id(log: EventLog, plan: RunPlan) -> RunLock:
     for n in range(1, 1000):
         try:
             return _claim_run_id(log, base if n == 1 else f"{base}-{n}")
-        except EvisceneError:
-            continue  # taken: two runs started the same second differ
+        except _NameTaken:
+            continue  # two runs started the same second differ; any other error is the user's to see
     raise EvisceneError(f"could not find a free run id for {base}")
 
 
@@ -279,12 +283,13 @@ def _free_unrecorded_claim(claim: RunLock) -> None:
     """A run stopped before its first commit (an interrupt while it opened) recorded nothing
     that `eval resume` could finish: its claimed folder goes, under its lock (taken again if
     the run's writer let it go), so that the name is free again. A folder another process
-    holds by then is its own."""
+    holds by then is its own, and one holding anything but the lock and an empty manifest
+    (segments whose manifest was deleted, say) is kept for `log verify` to name."""
     if claim.try_acquire() is not None:
         return
     try:
         folder = claim.path.parent
-        if not read_manifest(folder):
+        if not read_manifest(folder) and {entry.name for entry in folder.iterdir()} <= {claim.path.name, MANIFEST}:
             shutil.rmtree(folder, ignore_errors=True)
     finally:
         claim.release()
@@ -331,8 +336,10 @@ async def resume_run(
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
     imported = _imported_scoring_files(log, run_id)
-    # A run recorded before its files were pinned is held to what it imported, if anything yet.
-    check_scoring_files_unchanged(run_id, manifest.get("scoring_files", imported), plan.scoring_files)
+    if "scoring_files" in manifest:
+        check_scoring_files_unchanged(run_id, manifest["scoring_files"], plan.scoring_files)
+    else:  # recorded before files were pinned: held to what it imported, if anything yet
+        check_scoring_files_unchanged(run_id, imported, {k: f for k, f in plan.scoring_files.items() if k in imported})
     state = log.sql(
         """
         SELECT s.episode_id,

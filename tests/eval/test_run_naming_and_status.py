@@ -21,6 +21,7 @@ from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
+from eviscene.errors import LogLockedError
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
@@ -134,6 +135,47 @@ def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(rele
     resumed = invoke(log_path, "eval", "resume", "named", "--no-progress", "--no-materialize")
     assert resumed.exit_code == 0, resumed.output
     assert runs(EventLog(log_path))["named"]["status"] == "completed"
+
+
+def test_segments_whose_manifest_was_deleted_keep_their_folder_when_their_name_is_asked_for(release, tmp_path):
+    """The refused claim leaves a folder that holds more than its lock as it found it: the
+    segments are the evidence `log verify` names."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("run.episodes_ended", log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                  "--run-id", "named", "--no-materialize")
+    folder = tmp_path / "log.duckdb.live" / "named"
+    (folder / "segments.jsonl").unlink()
+    kept = {path.name: path.read_bytes() for path in folder.glob("*.parquet")}
+    assert kept
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--run-id", "named", "--no-materialize")
+    assert again.exit_code == 2 and "nothing was changed" in again.stderr, again.output
+    assert {path.name: path.read_bytes() for path in folder.glob("*.parquet")} == kept
+
+
+def test_a_named_pipe_given_as_the_policy_is_refused_before_the_run_reads_it(release, tmp_path, deadline):
+    os.mkfifo(tmp_path / "policy.json")
+    with deadline(120):
+        refused = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "1",
+                         "--no-progress", "--source-access-policy", str(tmp_path / "policy.json"))
+    assert refused.exit_code == 2
+    assert refused.stderr == f"Error: {tmp_path / 'policy.json'}: the source access policy is a named pipe (FIFO), not a regular file\n"
+
+
+def test_an_error_while_naming_a_run_is_said_not_taken_for_a_name_in_use(release, tmp_path, monkeypatch):
+    """Without --run-id or --output-dir a run takes the first free `<timestamp>_…` name; a log
+    it cannot read (locked by a seal, say) is that error, not a reason to try the next name."""
+    log_path = tmp_path / "log.duckdb"
+    tries = []
+
+    def locked(self, *args, **kwargs):
+        tries.append(1)
+        raise LogLockedError(f"log {log_path} is held for writing by pid 4242")
+
+    monkeypatch.setattr(EventLog, "sql", locked)
+    refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--no-materialize")
+    assert refused.exit_code == 2
+    assert refused.stderr == f"Error: log {log_path} is held for writing by pid 4242\n" and len(tries) == 1
 
 
 def test_a_name_whose_run_is_being_written_is_refused_naming_the_writer(release, tmp_path):

@@ -13,12 +13,14 @@ import pytest
 from click.testing import CliRunner
 from pydantic import Field
 
+from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderOutage
 from eviscene.cli.main import cli
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.events import RunStarted
 from eviscene.log import EventLog
+from eviscene.providers import OfflineProvider
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 VISITED_DOMAIN = "globalwire.example"  # the offline agent visits it in demo-0002 and demo-0003
@@ -203,3 +205,31 @@ def test_a_run_recorded_before_pins_is_held_to_what_it_imported(tmp_path, monkey
     assert refused.stderr == (f"Error: {gold_file(release)} differs from the evaluation_gold of run old (sha256 {imported}; "
                               f"now {sha256(gold_file(release))}); resume refused\n")
     assert every_event(log) == before
+
+
+class DownAtTheSecondCall(OfflineProvider):
+    """The endpoint goes down for good at the run's second model call: the run stops there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls == 2:
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
+        return await super().complete(request)
+
+
+def test_a_run_recorded_before_pins_that_stopped_before_importing_resumes(tmp_path, monkeypatch):
+    """It pinned nothing and imported nothing yet: nothing holds it, and its resume imports
+    what it reads."""
+    release = copy_release(tmp_path / "demo")
+    log = EventLog(tmp_path / "log.duckdb")
+    monkeypatch.setattr(run_module, "RunStarted", RunStartedBeforePins)
+    options = EvalOptions(benchmark=cases(release), limit=2, concurrency=1)
+    stopped = anyio.run(lambda: start_run(log, options, provider=DownAtTheSecondCall(), run_id="old"))
+    assert stopped.stopped and imports_by_kind(log, "old") == {}
+    resumed = invoke_eval(log.path, "resume", "old")
+    assert resumed.exit_code == 0, resumed.output
+    assert imports_by_kind(log, "old")["evaluation_gold"] == [sha256(gold_file(release))]
