@@ -319,8 +319,8 @@ def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to
     asked = invoke(log_path, "materialize", "cut", "--out", "runs/cut", "--unfinished-as-errors")
     assert asked.exit_code == 0, asked.output
     metrics = [json.loads(line) for line in (tmp_path / "runs" / "cut" / "process_metrics.jsonl").read_text().splitlines()]
-    stand_ins = [m["episode_id"] for m in metrics if m["first_error"] == {"error": "canonical trace is missing"}]
-    assert len(metrics) == 3 and sorted(stand_ins) == sorted(spec.episode_id for spec in specs[1:])
+    stand_ins = [m["case_id"] for m in metrics if m["first_error"] == {"error": "canonical trace is missing"}]  # the seed's keys
+    assert len(metrics) == 3 and sorted(stand_ins) == sorted(spec.case_id for spec in specs[1:])
 
     monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())  # the server is back
     assert invoke(log_path, "eval", "resume", "cut", "--no-progress", "--no-materialize").exit_code == 0
