@@ -19,25 +19,35 @@ written: an HTTP client sends `/fact%2Dcheck//story` as written and the server s
 escapes decoded (again and again: a proxy may decode once more), backslashes read as
 slashes, repeated slashes merged, the path's case folded (case-insensitive file systems),
 `.` and `..` segments resolved and not, the host in its IDNA form (`bücher.example` is
-`xn--bcher-kva.example`), a numeric IPv4 host dotted (`127.1` is `127.0.0.1`), and ports 80
-and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
-URL one server would not read as a blocked page may be refused too. `normalize_url` itself,
-which scoring compares URLs by, is unchanged.
+`xn--bcher-kva.example`), a numeric IPv4 host dotted (`127.1` is `127.0.0.1`), an IPv6 one
+in its one spelling (an IPv4-mapped one as its IPv4 address), a segment's `;` parameters
+dropped (Java servers serve `/fact-check;jsessionid=1/story` as `/fact-check/story`), and
+ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
+URL one server would not read as a blocked page may be refused too. `normalize_url`, which
+scoring compares URLs by, keeps the one reading as written.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import posixpath
 import re
 import socket
+import unicodedata
 from typing import Any, Iterable, Literal, Optional
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eviscene.rules.urls import host_of, normalize_host, normalize_url, without_scheme
+from eviscene.rules.urls import (
+    host_of,
+    normalize_host,
+    normalize_url,
+    split_authority,
+    without_scheme,
+)
 
 BlockReason = Literal["blocked_domain", "blocked_url_prefix", "blocked_content_sha256"]
 
@@ -66,7 +76,9 @@ class SourceAccessPolicy:
     ) -> None:
         self.policy_id = policy_id
         self.cache_partition = cache_partition
-        domains = {_server_host(d.removeprefix("*.").lstrip(".")) for d in blocked_domains}
+        # `*.a.org`, `.a.org` and `a.org` name the same domain; `[::1]` and `::1` one address.
+        domains = {_server_host(d.strip().removeprefix("*.").lstrip(".").removeprefix("[").removesuffix("]"))
+                   for d in blocked_domains}
         self._domains = frozenset(d for d in domains if d)
         prefixes = []
         for prefix in blocked_url_prefixes:
@@ -113,17 +125,21 @@ def _readings(url: str) -> frozenset[str]:
     """Every key (a normalized URL without its scheme) a server may read `url` as (see the
     module docstring). Browsers read a backslash as `/` even before the host is split off,
     which can change the host (`http://blocked.example\\@other.example/`), so that form is
-    read too."""
+    read too, and so is the URL's NFKC form, where `／` is `/` (`urlsplit` refuses such a
+    host, and a client may map it)."""
     keys: set[str] = set()
-    for text in {url, url.replace("\\", "/")}:
+    forms = {url, unicodedata.normalize("NFKC", url)}
+    for text in forms | {form.replace("\\", "/") for form in forms}:
         key = without_scheme(normalize_url(text))
         authority, path, query = re.fullmatch(r"([^/?]*)([^?]*)(.*)", key).groups()
-        host, colon, port = authority.partition(":")
-        authority = _server_host(host) + (colon + port if port not in _DEFAULT_PORTS else "")
+        host, port = split_authority(authority)
+        host = _server_host(host)
+        authority = (f"[{host}]" if ":" in host else host) + (f":{port}" if port and port not in _DEFAULT_PORTS else "")
         path = re.sub(r"/{2,}", "/", _percent_decoded(path).replace("\\", "/"))
         query = _percent_decoded(query)
         keys.add(key)
-        for server_path in (path, posixpath.normpath(path) if path else path):
+        paths = {path, re.sub(r";[^/]*", "", path)}
+        for server_path in paths | {posixpath.normpath(p) for p in paths if p}:
             keys.add(authority + server_path.rstrip("/").lower() + query)
     return frozenset(keys)
 
@@ -145,6 +161,13 @@ def _server_host(host: str) -> str:
             host = socket.inet_ntoa(socket.inet_aton(host))
         except OSError:  # out of range (`1.2.3.999`): no address
             pass
+    elif ":" in host:
+        try:
+            address = ipaddress.IPv6Address(host)
+        except ValueError:  # not an address: no resolver reads it otherwise
+            pass
+        else:  # one spelling per address; an IPv4-mapped one reaches the IPv4 host
+            host = str(address.ipv4_mapped or address)
     return normalize_host(host)
 
 

@@ -4,7 +4,8 @@ all compare URLs through `normalize_url`, so a page is the same page everywhere.
 Rules: scheme and host lowercased; `www.` and a trailing dot dropped from the host;
 userinfo and default ports (http 80, https 443) dropped; the fragment dropped; trailing
 slashes of the path dropped (the bare root becomes no path); path case and the query are
-kept as written, since servers may treat them as significant.
+kept as written, since servers may treat them as significant. An IPv6 host keeps its brackets
+(`http://[::1]:8080/x`), so its colons never read as a port's.
 """
 
 from __future__ import annotations
@@ -31,16 +32,19 @@ def normalize_url(url: str) -> str:
         # A bare `host/path` as models often write it: read it as a network location,
         # not as a relative path, but keep it scheme-less.
         raw = "//" + raw
-    parts = urlsplit(raw)
+    try:
+        parts = urlsplit(raw)
+    except ValueError:  # an unclosed `[`, or a host NFKC reads with `/`, `?`, `#`, `@` or `:`
+        return url.strip()  # no client fetches it as another URL: it is only ever itself
     scheme = parts.scheme.lower()
     host = normalize_host(parts.hostname or "")
     try:
         port = parts.port
     except ValueError:  # a non-numeric port: keep the URL comparable rather than fail
         port = None
-    netloc = host
+    netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
-        netloc = f"{host}:{port}"
+        netloc = f"{netloc}:{port}"
     path = parts.path.rstrip("/")
     query = f"?{parts.query}" if parts.query else ""
     prefix = f"{scheme}://" if scheme else "//"
@@ -59,5 +63,16 @@ def url_host(url: str) -> str:
 
 
 def host_of(key: str) -> str:
-    """The host of a normalized URL without its scheme (`without_scheme`)."""
-    return key.split("/", 1)[0].split("?", 1)[0].split(":", 1)[0]
+    """The host of a normalized URL without its scheme (`without_scheme`), an IPv6 one
+    without its brackets."""
+    return split_authority(key.split("/", 1)[0].split("?", 1)[0])[0]
+
+
+def split_authority(authority: str) -> tuple[str, str]:
+    """`example.org:8080` -> (`example.org`, `8080`); `[::1]:8080` -> (`::1`, `8080`); the
+    port is `''` when there is none."""
+    if authority.startswith("[") and "]" in authority:
+        host, _, rest = authority[1:].partition("]")
+        return host, rest.removeprefix(":")
+    host, _, port = authority.partition(":")
+    return host, port

@@ -94,12 +94,20 @@ def test_runtime_ids_of_a_trace():
 def test_url_rules_and_policy_reason():
     assert normalize_url("HTTPS://WWW.Example.com:443/a/?q=1#f") == "https://example.com/a?q=1"
     assert url_host("news.example.org./x") == "news.example.org"
+    # An IPv6 host keeps its brackets, so its colons never read as a port's.
+    assert normalize_url("HTTP://[2001:DB8::1]:8080/a/") == "http://[2001:db8::1]:8080/a"
+    assert normalize_url("https://[::1]:443/") == "https://[::1]"
+    assert normalize_url("http://[::1:8080]/a") != normalize_url("http://[::1]:8080/a")
+    assert url_host("http://[2001:db8::1]:8080/a") == "2001:db8::1"
+    # What no parser takes is itself, not an error that would stop every view reading it.
+    assert normalize_url(" http://[oops/x ") == "http://[oops/x"
+    assert normalize_url("http://a\uff0fb/") == "http://a\uff0fb/"
     con = duckdb.connect()
     register_functions(con)
     assert con.execute(
         "SELECT normalize_url('HTTP://www.A.org/x/'), url_host('a.org:81/p'), normalize_host('WWW.B.org.'), "
-        "normalize_url(NULL), url_host(NULL), normalize_host(NULL)"
-    ).fetchone() == ("http://a.org/x", "a.org", "b.org", None, None, None)
+        "normalize_url(NULL), url_host(NULL), normalize_host(NULL), normalize_url('http://[oops/x')"
+    ).fetchone() == ("http://a.org/x", "a.org", "b.org", None, None, None, "http://[oops/x")
     policy = '{"policy_id": "p", "blocked_domains": ["factcheck.org"]}'
     assert policy_block_reason(policy, "http://www.factcheck.org/x", None) == "blocked_domain"
     assert policy_block_reason(policy, "http://notfactcheck.org/x", None) is None

@@ -69,7 +69,7 @@ def test_prefix_ending_in_punctuation_is_open_ended():
 # expectation is worked out by hand from the rules in eviscene/rules/source_policy.py; the
 # `None` rows show the readings do not spill over to neighbouring pages.
 READINGS_POLICY = {
-    "blocked_domains": ["blocked.example", "bücher.example", "10.0.0.1"],
+    "blocked_domains": ["blocked.example", "bücher.example", "10.0.0.1", "[2001:db8::1]", "127.0.0.3"],
     "blocked_url_prefixes": ["http://127.0.0.1:18090/fact-check/", "https://archive.net/q?id="],
 }
 PAGE = "http://127.0.0.1:18090"
@@ -113,6 +113,19 @@ PAGE = "http://127.0.0.1:18090"
         ("http://BÜCHER.example/a", "blocked_domain"),
         ("http://10.1/a", "blocked_domain"),  # 10.0.0.1
         ("http://167772161/a", "blocked_domain"),  # 10.0.0.1
+        ("http://blocked.example\uff0fa", "blocked_domain"),  # a full-width solidus: NFKC reads `/`
+        ("http://[2001:db8::1]/a", "blocked_domain"),  # IPv6 literals, as the resolver reads them
+        ("http://[2001:0DB8:0:0::0001]:8080/a", "blocked_domain"),
+        ("http://[::ffff:127.0.0.3]/a", "blocked_domain"),  # IPv4-mapped: reaches 127.0.0.3
+        ("http://[::ffff:7f00:3]/a", "blocked_domain"),
+        ("http://[::ffff:7f00:1]:18090/fact-check/story.html", "blocked_url_prefix"),  # 127.0.0.1
+        ("http://[2001:db8::2]/a", None),
+        ("http://[::127.0.0.3]/a", None),  # IPv4-compatible, deprecated: not 127.0.0.3
+        ("http://[oops/a", None),  # no URL: no client fetches it
+        (f"{PAGE}/fact-check;jsessionid=1/story.html", "blocked_url_prefix"),  # path parameters
+        (f"{PAGE}/fact-check%3Bx=1/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/x;y/..;/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/fact-checking;x/story.html", None),
         (f"{PAGE}/fact-checking", None),
         (f"{PAGE}/fact%2Dchecking/story.html", None),
         (f"{PAGE}/news/fact-check/story.html", None),

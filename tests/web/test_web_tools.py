@@ -111,6 +111,7 @@ async def test_visit_plain_text_and_redirect_chain(toolbox, site):
         ("/big-stream", "error", "too large"),
         ("/file.pdf", "error", "unsupported content type application/pdf"),
         ("/missing", "error", "HTTP 404"),
+        ("/to-no-url", "error", "redirects to a URL that cannot be fetched (not a valid URL: 'http://[oops/x'"),
     ],
 )
 async def test_visit_limits_give_clear_outcomes(toolbox, site, path, status, words):
@@ -130,6 +131,18 @@ async def test_visit_timeout(toolbox, site):
 async def test_visit_rejects_non_http_urls(toolbox):
     outcome = await toolbox.call("visit", {"url": "file:///etc/passwd"}, toolbox.episode("case.jpg"))
     assert outcome.status == "invalid" and "only http(s) URLs" in outcome.error
+    outcome = await toolbox.call("visit", {"url": "http://[oops/x"}, toolbox.episode("case.jpg"))
+    assert outcome.status == "invalid" and "not a valid URL: 'http://[oops/x' (Invalid IPv6 URL)" in outcome.error
+
+
+async def test_links_no_parser_takes_are_dropped_not_fatal(toolbox, site):
+    # A hostile page's links and a search service's hits are whatever they say.
+    episode = toolbox.episode("case.jpg")
+    page = await toolbox.call("visit", {"url": site.url("/hostile-links")}, episode)
+    assert page.status == "ok", page.observation
+    assert page.data["links"] == [site.url("/other")] and page.data["images"] == []
+    found = await toolbox.call("text_image_search", {"query": "flood"}, episode)
+    assert [r["title"] for r in found.data["results"]] == ["Flooded market square"]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,11 @@ OTHER = """<html><head><title>Related story</title><meta name="date" content="20
 HASHED = f"""<html><head><title>Fact check: the flood photo</title></head>
 <body><p>{SECRET} The flood photo is from 2019.</p></body></html>"""
 
+# Links no URL parser takes (an unclosed `[`; a host NFKC reads with `/`) beside a good one.
+HOSTILE_LINKS = """<html><head><title>Odd links</title></head><body><p>Links.</p>
+<a href="http://[oops/x">one</a><a href="//[::1">two</a><a href="http://a\uff0fb/">three</a>
+<img src="http://[bad/pic.jpg"><a href="/other">Related story</a></body></html>"""
+
 LEAK = f"""<html><head><title>Answer page</title></head><body><p>{SECRET} verdict.</p></body></html>"""
 
 
@@ -90,6 +95,10 @@ def _handler(site: Site):
                 return self._send(200, ARTICLE.encode())
             if path == "/other":
                 return self._send(200, OTHER.encode())
+            if path == "/hostile-links":
+                return self._send(200, HOSTILE_LINKS.encode())
+            if path == "/to-no-url":
+                return self._redirect("http://[oops/x")
             if path == "/notes.txt":
                 return self._send(200, b"Plain notes.\nSee https://example.org/x for more.", "text/plain; charset=utf-8")
             if path == "/r1":
@@ -132,6 +141,8 @@ def _handler(site: Site):
                     {"url": site.url("/other"), "title": f"{SECRET} image", "img_src": site.url("/leak/pic.jpg"),
                      "content": "", "engine": "fake"},
                     {"url": site.url("/other"), "title": "No image here", "content": "", "engine": "fake"},
+                    {"url": site.url("/other"), "title": "Image URL unparsable", "img_src": "http://[bad/pic.jpg",
+                     "content": "", "engine": "fake"},
                 ]
             else:
                 results = [
@@ -145,6 +156,7 @@ def _handler(site: Site):
                     {"url": site.url("/other"), "title": "Related story", "content": "An older story",
                      "publishedDate": None, "engine": "fake"},
                     {"url": "ftp://example.org/x", "title": "not http", "content": "", "engine": "fake"},
+                    {"url": "http://[oops/x", "title": "not a URL", "content": "", "engine": "fake"},
                 ]
             self._send(200, json.dumps({"query": q, "results": results}).encode(), "application/json")
 

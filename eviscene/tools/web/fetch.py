@@ -109,7 +109,7 @@ class PageFetcher:
 
     async def fetch(self, url: str) -> FetchedPage | FetchRefused | FetchFailed:
         url = url.strip()
-        problem = _unfetchable(url)
+        problem = unfetchable(url)
         if problem:
             return FetchFailed("invalid", problem)
         reason = self.policy.check(url)
@@ -139,10 +139,11 @@ class PageFetcher:
             while True:
                 async with client.stream("GET", current) as response:
                     if response.status_code in _REDIRECTS and "location" in response.headers:
-                        target = urljoin(current, response.headers["location"])
+                        location = response.headers["location"]
+                        target = resolve_link(current, location) or location
                         if len(hops) > self.max_redirects:
                             return FetchFailed("error", f"too many redirects (more than {self.max_redirects})")
-                        problem = _unfetchable(target)
+                        problem = unfetchable(target)
                         if problem:
                             return FetchFailed("error", f"the page redirects to a URL that cannot be fetched ({problem})")
                         reason = self.policy.check(target)
@@ -178,8 +179,21 @@ class PageFetcher:
         return page
 
 
-def _unfetchable(url: str) -> Optional[str]:
-    parts = urlsplit(url)
+def resolve_link(base: str, link: str) -> Optional[str]:
+    """The absolute URL `link` names on the page at `base`; None when it is no URL at all (an
+    unclosed `[`, a host NFKC reads with `/` …), which a hostile page or server may send."""
+    try:
+        return urljoin(base, link)
+    except ValueError:
+        return None
+
+
+def unfetchable(url: str) -> Optional[str]:
+    """Why `url` cannot be visited, or None."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed `[`, a host NFKC reads with `/` …
+        return f"not a valid URL: {url!r} ({exc})"
     if parts.scheme.lower() not in {"http", "https"}:
         return f"only http(s) URLs can be visited, got {url!r}"
     if not parts.hostname:
@@ -221,11 +235,12 @@ def extract(body: bytes, content_type: str, url: str, *, encoding: Optional[str]
     images = []
     for img in soup.find_all("img"):
         src = (img.get("src") or "").strip()
-        if src and not src.startswith("data:"):
-            images.append({"image_url": urljoin(url, src), "alt": (img.get("alt") or "").strip()})
+        image_url = resolve_link(url, src) if src and not src.startswith("data:") else None
+        if image_url:
+            images.append({"image_url": image_url, "alt": (img.get("alt") or "").strip()})
     links = []
     for anchor in soup.find_all("a"):
-        href = urljoin(url, (anchor.get("href") or "").strip()).split("#", 1)[0]
+        href = (resolve_link(url, (anchor.get("href") or "").strip()) or "").split("#", 1)[0]
         if href.startswith(("http://", "https://")):
             links.append(href)
     for tag in soup.find_all(_DROP_TAGS):

@@ -52,14 +52,14 @@ class NetworkGuard:
         is only listed; visiting it checks again)."""
         if self.allow_private_network:
             return None
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        if not host:
-            return None  # not a fetchable URL; the caller reports that
         try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").rstrip(".")
             port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
         except ValueError:
-            return None  # a bad port: the fetch fails without connecting
+            return None  # an unclosed `[` or a bad port: the fetch fails without connecting
+        if not host:
+            return None  # not a fetchable URL; the caller reports that
         key = (host.lower(), port)
         public = self._verdicts.get(key)
         if public is None:

@@ -16,6 +16,8 @@ from urllib.parse import urljoin
 
 import httpx
 
+from eviscene.tools.web.fetch import resolve_link, unfetchable
+
 SEARCH_CLIENT_VERSION = "searxng-json-v1"
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
@@ -73,13 +75,13 @@ class SearxngClient:
             if not isinstance(item, dict):
                 continue
             url = str(item.get("url") or "").strip()
-            if not url.startswith(("http://", "https://")):
+            if unfetchable(url):
                 continue
             image_url = str(item.get("img_src") or "").strip() or None
+            if image_url:
+                image_url = resolve_link(url, image_url)
             if images and image_url is None:
                 continue
-            if image_url:
-                image_url = urljoin(url, image_url)
             published = _date(item.get("publishedDate") or item.get("pubdate"))
             results.append(SearchResult(url=url, title=str(item.get("title") or "").strip(),
                                         snippet=" ".join(str(item.get("content") or "").split()),
