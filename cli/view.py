@@ -23,6 +23,7 @@ def view(log: EventLog, port: int, host: str) -> None:
     """
     from eviscene.viewer.server import make_server
 
+    log.check_file()  # a run could never write there: no page would ever show anything
     try:
         server = make_server(log, host, port)
     except OSError as exc:

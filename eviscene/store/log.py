@@ -258,6 +258,10 @@ class EventStore:
         other than a log's archive (a run checks this before it plans or claims anything)."""
         if self.path.is_dir():
             raise EvisceneError(f"{self.path} is a folder (a `log export-parquet` export is read only); name a .duckdb log")
+        self.check_file()
+
+    def check_file(self) -> None:
+        """`NotALogError` when a file is at the log's path and it is not a log's archive."""
         check_log_file(self.path)
 
 
