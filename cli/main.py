@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import import_module
 
@@ -11,6 +10,7 @@ import duckdb
 
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
+from eviscene.cli.output import mute_stdout
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -55,7 +55,7 @@ class _Eviscene(click.Group):
             click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
             sys.exit(2)
         except BrokenPipeError:  # the reader stopped early (`| head`): end quietly, as Unix tools do
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush has nowhere to fail
+            mute_stdout()
             sys.exit(1)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
             click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)

@@ -282,3 +282,9 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def mute_stdout() -> None:
+    """The reader of stdout has gone (`| head`): whatever is printed from now on, and the exit's
+    flush, goes to /dev/null instead of failing again with a broken pipe."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
