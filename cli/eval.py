@@ -21,6 +21,7 @@ from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
+from eviscene.cli.output import say
 from eviscene.log import EventLog
 from eviscene.store.layout import check_run_id
 
@@ -93,11 +94,11 @@ def _report(log: EventLog, summary: RunSummary) -> None:
     if summary.unfinished:
         counts.append(f"{summary.unfinished} unfinished")
     ended = ", ".join(counts) or "nothing left to run"
-    click.echo(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
+    say(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
     for line in accuracy_lines(log, summary.run_id):
-        click.echo(line)
+        say(line)
     for line in error_cause_lines(log, summary.run_id):
-        click.echo(line)
+        say(line)
     for note in summary.notes:
         click.echo(note, err=True)
 
@@ -224,7 +225,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     finish = resume if replace else f"`eviscene materialize {summary.run_id} --out {out_dir}`"  # it writes only a new or empty folder
     with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
         written = materialize_run(log, summary.run_id, out_dir, replace=replace)
-        click.echo(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+        say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
 @eval_group.command()

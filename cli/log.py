@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
+from eviscene.cli.output import say
 from eviscene.log import EventLog
 
 from eviscene.store import VerifyReport
@@ -74,7 +75,7 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     """
     with on_interrupt_say(RERUN_FINISHES):
         sealed = event_log.seal(list(run_ids) or None)
-    click.echo(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
+    say(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
     file_viewer_numbers(event_log, [*sealed, *(run_id for run_id in run_ids if run_id not in sealed)])
 
 
@@ -109,7 +110,7 @@ def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
     with on_interrupt_say(RERUN_FINISHES):
         for source in sources:
             report = event_log.merge(source)
-            click.echo(f"{report.source}: {report.events} events, {report.blobs} blobs merged")
+            say(f"{report.source}: {report.events} events, {report.blobs} blobs merged")
     verify = event_log.verify()
     _print_report(verify)
     if not verify.ok:

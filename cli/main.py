@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import import_module
 
@@ -11,6 +10,7 @@ import duckdb
 
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
+from eviscene.cli.output import mute_stdout
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -55,7 +55,7 @@ class _Eviscene(click.Group):
             click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
             sys.exit(2)
         except BrokenPipeError:  # the reader stopped early (`| head`): end quietly, as Unix tools do
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush has nowhere to fail
+            mute_stdout()
             sys.exit(1)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
             click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
@@ -78,13 +78,18 @@ def one_line(message: str) -> str:
     return " ".join(part.strip() for part in kept.splitlines() if part.strip())
 
 
+# One type for --db before and after the command: a folder is a `log export-parquet` export to
+# read (EventLog refuses it to writers, naming it), so neither place may refuse it up front.
+DB_PATH = click.Path()
+
+
 @click.group(cls=_Eviscene, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     envvar="EVISCENE_DB",
     default=DEFAULT_LOG,
     show_default=True,
-    type=click.Path(),
+    type=DB_PATH,
     help="The event log (also EVISCENE_DB), or a folder of `log export-parquet` to read.",
 )
 @click.version_option(__version__, prog_name="eviscene")
@@ -124,7 +129,7 @@ def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> Non
 def _add_db_option(command: click.Command) -> None:
     """`--db` after the subcommand too (`eviscene sql --db X "…"`), as the README says."""
     command.params.append(click.Option(
-        ["--db"], type=click.Path(dir_okay=False), default=None, expose_value=False, callback=_use_log,
+        ["--db"], type=DB_PATH, default=None, expose_value=False, callback=_use_log,
         help="The event log (overrides --db before the command).",
     ))
     for sub in getattr(command, "commands", {}).values():

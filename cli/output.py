@@ -282,3 +282,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def mute_stdout() -> None:
+    """The reader of stdout has gone (`| head`): whatever is printed from now on, and the exit's
+    flush, goes to /dev/null instead of failing again with a broken pipe."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def say(line: str) -> None:
+    """A line on stdout from a command with work still to do after it (a run's directory, the
+    next log to merge). A reader that stops early (`| head -1`) must not end the command there:
+    the rest of its lines go nowhere and the work goes on. Commands whose only work is their
+    output (`sql`, `runs`) stop at once instead (main.py)."""
+    try:
+        click.echo(line)
+    except BrokenPipeError:
+        mute_stdout()

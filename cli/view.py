@@ -9,7 +9,8 @@ from eviscene.log import EventLog
 
 
 @click.command()
-@click.option("--port", default=8765, show_default=True, help="TCP port (0: any free port).")
+# A port outside 0-65535 is a usage error here: the socket would raise OverflowError, no OSError.
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="TCP port (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you say otherwise.")
 @click.pass_obj
 def view(log: EventLog, port: int, host: str) -> None:

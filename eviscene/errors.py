@@ -49,6 +49,11 @@ class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
 
 
+def no_run_error(run_id: str, log_path: str | os.PathLike[str]) -> EvisceneError:
+    """A run name that is not in the log (a typo, another --db): every command says it alike."""
+    return EvisceneError(f"no run {run_id!r} in {log_path}; `eviscene runs` lists the runs")
+
+
 def is_interruption(exc: BaseException) -> bool:
     """Ctrl-C (or SIGTERM, which the CLI raises as Ctrl-C): a KeyboardInterrupt, or what DuckDB
     raises in its place when one lands inside a query, the KeyboardInterrupt swallowed, or when

@@ -16,7 +16,7 @@ import anyio
 from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
 from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
-from eviscene.errors import EvisceneError, LogLockedError, is_interruption
+from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_run_error
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
     check_no_redacted_urls,
@@ -317,7 +317,7 @@ async def resume_run(
         [run_id],
     ).to_pylist()
     if not started:
-        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
+        raise no_run_error(run_id, log.path)
     manifest = json.loads(started[0]["payload"])
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)

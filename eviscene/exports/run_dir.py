@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.staging import staged_directory
 from eviscene.exports.canonical_sql import column_sql, object_sql, register_functions, row_sql
 from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
@@ -98,7 +98,7 @@ def _line_sql(stem: str, columns: dict[str, Any]) -> str:
 def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
     found = log.sql("SELECT manifest::VARCHAR AS manifest FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
     if not found:
-        raise EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
+        raise no_run_error(run_id, log.path)
     return json.loads(found[0]["manifest"])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, no_run_error
 from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_run_ids, run_folder
@@ -48,7 +48,7 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
             raise EvisceneError(str(exc)) from None
         if not folder.is_dir():
             if not _archived_tail(log_path, run_id)[0]:
-                raise EvisceneError(f"no run '{run_id}' in the log")
+                raise no_run_error(run_id, log_path)
             continue  # sealed already
         lock = RunLock(folder / "writer.lock", run_id)
         try:

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
@@ -188,12 +188,8 @@ def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
 
     found = read(log, "", reader, materialize=False, views=False)
     if found is None:
-        raise _no_run(log, run_id)
+        raise no_run_error(run_id, log.path)
     return with_progress(found)
-
-
-def _no_run(log: EventLog, run_id: str) -> EvisceneError:
-    return EvisceneError(f"no run {run_id!r} in {log.path}; `eviscene runs` lists the runs")
 
 
 # ----------------------------------------------------------------------------- dashboard
@@ -358,7 +354,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
     def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any], ExportKey | None]:
         head = run_head(con, run_id)
         if head is None:
-            raise _no_run(log, run_id)
+            raise no_run_error(run_id, log.path)
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
         return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed)), export

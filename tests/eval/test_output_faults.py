@@ -159,6 +159,22 @@ def test_eval_run_with_a_read_only_log_folder(release, tmp_path):
         one_error_line(result, f"cannot write {read_only}", "Read-only file system")
 
 
+def test_a_reader_that_stops_reading_costs_the_run_nothing(release, tmp_path):
+    """`eval run … | head -1`: the reader leaves (here before the first line); the run still
+    writes its directory and ends as it would have, with no word about the pipe."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        ran = subprocess.run([EVISCENE, "--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark",
+                              str(release / "runtime_input" / "cases.jsonl"), "--limit", "1", "--no-progress",
+                              "--output-dir", "runs/r"], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                             timeout=600)
+    finally:
+        os.close(write_end)
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert (tmp_path / "runs" / "r" / "run_manifest.json").is_file()
+
+
 def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, tmp_path):
     log_path, run_id = run_log
     out = tmp_path / "out" / "run"

@@ -77,6 +77,8 @@ def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_pat
     # `eviscene --db DIR` runs the views over it, with the original's answers.
     query = "SELECT run_id, count(*) AS n FROM episodes GROUP BY 1 ORDER BY 1"
     assert invoke("--db", str(out), "sql", query) == invoke("--db", str(log.path), "sql", query)
+    # --db after the command name takes the folder too, as before it.
+    assert invoke("sql", "--db", str(out), query) == invoke("--db", str(log.path), "sql", query)
     assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 3}]
     assert EventLog(out).sql("SELECT count(*) AS n FROM blobs").to_pylist() == [{"n": 2}]
     assert "ok: 2 run(s), 5 events, every chain intact and complete" in invoke("--db", str(out), "log", "verify")
@@ -112,6 +114,8 @@ def test_a_folder_that_is_not_an_export_and_writes_to_one_are_refused(tmp_path: 
     write_run(log, "r1", [finished()])
     invoke("--db", str(log.path), "log", "export-parquet", str(tmp_path / "out"))
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "out"), "log", "merge", str(log.path)])
+    assert result.exit_code == 2 and "read only" in result.output
+    result = CliRunner().invoke(cli, ["log", "merge", "--db", str(tmp_path / "out"), str(log.path)])
     assert result.exit_code == 2 and "read only" in result.output
 
 

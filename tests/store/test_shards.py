@@ -91,6 +91,21 @@ def test_slurm_array_shards_merge_into_one_run_with_the_unsharded_results(shard_
     assert log.sql("SELECT seq, hash FROM events ORDER BY seq").to_pylist() == before
 
 
+def test_a_merge_whose_reader_stops_early_still_takes_in_every_shard(shard_logs, tmp_path: Path) -> None:
+    """`log merge A B | head -1`: the reader leaves (here before the first line); B is merged all the same."""
+    _root, shards, _whole = shard_logs
+    merged = tmp_path / "merged.duckdb"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([EVISCENE, "--db", str(merged), "log", "merge", *map(str, shards)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert EventLog(merged).sql("SELECT episodes_finished FROM runs").to_pylist() == [{"episodes_finished": 8}]
+
+
 def test_a_folded_shards_own_chain_is_checked_by_verify(shard_logs, tmp_path: Path) -> None:
     _root, shards, _whole = shard_logs
     merged = tmp_path / "merged.duckdb"

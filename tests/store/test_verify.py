@@ -377,7 +377,7 @@ def test_seal_refuses_an_altered_segment_and_a_broken_chain(live_log, tmp_path):
 def test_seal_of_an_unknown_run_is_an_error(sealed_log):
     for run_id in ["bogus", "r1-typo"]:
         result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
-        assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in the log\n"
+        assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in {sealed_log.path}; `eviscene runs` lists the runs\n"
     result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r1"])  # sealed already
     assert result.exit_code == 0 and result.output == "sealed 0 run(s)\n"
 

@@ -8,7 +8,9 @@ import urllib.request
 from urllib.parse import quote
 
 import pytest
+from click.testing import CliRunner
 
+from eviscene.cli.main import cli
 from eviscene.log import EventLog
 from eviscene.viewer.predicate import PredicateError, validate_predicate
 from eviscene.viewer.server import host_name
@@ -107,3 +109,10 @@ def test_a_loopback_viewer_refuses_other_host_names(server):
 @pytest.mark.parametrize("header, name", [("127.0.0.1:8765", "127.0.0.1"), ("[::1]:8765", "::1"), ("localhost", "localhost"), ("::1", "::1")])
 def test_host_names_are_read_without_their_port(header, name):
     assert host_name(header) == name
+
+
+@pytest.mark.parametrize("port", ["65536", "-1"])
+def test_a_port_outside_the_tcp_range_is_a_usage_error_not_a_traceback(tmp_path, port):
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "view", "--port", port])
+    assert result.exit_code == 2 and not isinstance(result.exception, OverflowError)
+    assert f"Invalid value for '--port': {port} is not in the range 0<=x<=65535." in result.output
