@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
 from eviscene.log import EventLog
@@ -20,7 +21,7 @@ from eviscene.views import view_definitions
 )
 @click.option(
     "--output", "output", type=click.Path(path_type=Path), default=None,
-    help="Write the rows to this .csv, .jsonl or .parquet file instead of stdout (never the log's own files).",
+    help="Write the rows to this .csv, .jsonl or .parquet file instead of stdout; its name sets the format (never the log's own files).",
 )
 @click.pass_obj
 def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None) -> None:
@@ -39,6 +40,10 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
     """
     log.require()
     target = check_output_path(output, log.path) if output is not None else None
+    if target is not None and click.get_current_context().get_parameter_source("fmt") is not ParameterSource.DEFAULT \
+            and f".{fmt}" != target.suffix:
+        # The file's name sets what is written in it; a --format that says otherwise is a mistake to name.
+        raise click.UsageError(f"--format {fmt} and --output {output} disagree: the file's name ({target.suffix}) sets its format")
     with log.query(query, read=read, as_rows=not output_needs_arrow(target)) as result:
         if target is not None:
             write_output(target, result)

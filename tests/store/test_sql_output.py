@@ -73,6 +73,15 @@ def test_output_never_overwrites_the_log_or_its_folder(log_path, tmp_path):
     assert sandbox_log.fingerprint(work) == before
 
 
+def test_a_format_that_disagrees_with_the_output_file_is_named_not_ignored(log_path, tmp_path):
+    target = tmp_path / "rows.csv"
+    result = eviscene("--db", str(log_path), "sql", "SELECT 1 AS a", "--format", "json", "--output", str(target), cwd=tmp_path)
+    assert result.returncode == 2 and list(tmp_path.iterdir()) == []
+    assert result.stderr.endswith(f"Error: --format json and --output {target} disagree: the file's name (.csv) sets its format\n")
+    agreed = eviscene("--db", str(log_path), "sql", "SELECT 1 AS a", "--format", "csv", "--output", str(target), cwd=tmp_path)
+    assert agreed.returncode == 0 and target.read_text(encoding="utf-8") == "a\n1\n"
+
+
 def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
     result = eviscene("--db", str(log_path), "sql", "SELECT * FROM read_text('/etc/passwd')", "--output", str(tmp_path / "x.csv"), cwd=tmp_path)
     assert result.returncode == 2
