@@ -102,6 +102,14 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
 
 
+def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
+    """`demo\n` would be a second run that every listing prints as `demo`."""
+    log_path = tmp_path / "log.duckdb"
+    bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "demo\n")
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id 'demo\\n'"), bad.output
+    assert not log_path.exists()
+
+
 def run_killed_at(point: str, log_path: Path, *args: str) -> None:
     """A real `eviscene eval run` SIGKILLed at a named point (eviscene/store/faults.py)."""
     killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "run", *args], env={**os.environ, "EVISCENE_FAULT": point},
