@@ -185,9 +185,11 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
     just created, or that a first seal killed before its migration left, becomes a new log."""
     try:
         con.execute(f"SELECT version, name, applied_at FROM {alias}.schema_migrations LIMIT 0")
-        return
     except (duckdb.CatalogException, duckdb.BinderException):
         pass
+    else:
+        _refuse_views(con, log_path, alias)
+        return
     contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
     if not contents:
         return
@@ -201,6 +203,21 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
         f"{log_path} is a DuckDB database but not an EviScene log (it holds {held}{more}; "
         "a log holds the tables events, blobs, sealed_segments and schema_migrations)"
     )
+
+
+def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """A log's archive holds tables only. A view there (`events` or `blobs` made a view over
+    `read_blob('~/.ssh/id_rsa')`, say) would run its SQL with the reader's rights wherever no
+    sandbox holds (`log verify`, `log merge`, which would keep what it read for good)."""
+    views = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = $db AND NOT internal ORDER BY view_name", {"db": alias}
+    ).fetchall()
+    if views:
+        con.execute(f"DETACH {alias}")
+        raise NotALogError(
+            f"{log_path} is not an EviScene log: it holds view {', '.join(v[0] for v in views[:_NAMES_SHOWN])} "
+            "(a log's archive holds tables only, and a view's SQL would run as you); nothing was read"
+        )
 
 
 def _quote(path: Path) -> str:
