@@ -293,16 +293,21 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
         parts_events.append(
             f"SELECT {EVENT_COLUMNS.replace('payload', 'payload::JSON AS payload')} FROM read_parquet({_sql_list(files.events)})"
         )
+    copies = list(parts_blobs)
     if files.blobs:
-        parts_blobs.append(
-            f"SELECT DISTINCT ON (sha256) {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
-        )
+        live_blobs = f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
+        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs})")
+        copies.append(live_blobs)
     if not parts_events:
         parts_events.append(_empty_events())
     if not parts_blobs:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
+        copies = parts_blobs
     con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
     con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    # Every stored copy, for `log verify`: `blobs` shows one copy of an address the live files
+    # hold twice, any one, so a forged copy beside the real one would be read now and then.
+    con.execute("CREATE VIEW blob_copies AS " + " UNION ALL ".join(copies))
     if sandbox is not None:
         _lock_down(con, [*files.events, *files.blobs], sandbox)
     return con
@@ -409,6 +414,7 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
     events, blobs, files = export_sources(directory)
     con.execute("CREATE VIEW events AS " + (events or _empty_events()))
     con.execute("CREATE VIEW blobs AS " + blobs)
+    con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
     if sandbox is not None:
         _lock_down(con, list(files), sandbox)
     return con
