@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -145,6 +146,17 @@ def write_rows(
         _write_table(names, ({n: _json_text(r[n], n in json_columns) for n in names} for r in rows), out, width)
 
 
+# C0 and C1 control characters but tab and newline, and DEL: text from the log (a web page's
+# title, a model's words, a case id) would reach the terminal as escape sequences that recolour,
+# retitle or hide what is printed, or set the clipboard. Shown as `\x1b`.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: its control characters written out, not obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 _TEXT_CELL_BY_TYPE = {str: str, int: str, bool: str, float: repr, type(None): lambda _: ""}
 
 
@@ -167,7 +179,7 @@ def _json_text(value: Any, is_json: bool) -> Any:
 def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, width: int | None) -> None:
     preview: list[list[str]] = []
     for row in rows:
-        preview.append([_cell(row[n]).replace("\n", " ") for n in names])
+        preview.append([_table_cell(row[n]) for n in names])
         if len(preview) == TABLE_PREVIEW_ROWS:
             break
     natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(names)]
@@ -183,7 +195,11 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
     for cells in preview:
         emit_row(cells)
     for row in rows:
-        emit_row([_cell(row[n]).replace("\n", " ") for n in names])
+        emit_row([_table_cell(row[n]) for n in names])
+
+
+def _table_cell(value: Any) -> str:
+    return printable(_cell(value).replace("\n", " "))
 
 
 def _fit(natural: list[int], width: int | None) -> list[int]:
