@@ -248,13 +248,19 @@ def emit_rows(
     write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width())
 
 
-def check_output_path(path: Path, log_path: Path) -> Path:
-    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log, its
-    write-ahead file, its live folder or anything inside them."""
+def check_not_the_log(option: str, path: Path, log_path: Path) -> Path:
+    """`path` resolved, unless it is the log, its write-ahead file, its live folder or
+    anything inside them: no command's output overwrites the log."""
     target = path.expanduser().resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
-        raise EvisceneError(f"--output {path}: that is the log's own file; results never overwrite the log")
+        raise EvisceneError(f"{option} {path}: that is the log's own file; results never overwrite the log")
+    return target
+
+
+def check_output_path(path: Path, log_path: Path) -> Path:
+    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log's own."""
+    target = check_not_the_log("--output", path, log_path)
     if target.suffix not in OUTPUT_SUFFIXES:
         raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
     if target.is_dir():

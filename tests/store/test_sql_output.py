@@ -73,6 +73,18 @@ def test_output_never_overwrites_the_log_or_its_folder(log_path, tmp_path):
     assert sandbox_log.fingerprint(work) == before
 
 
+def test_a_report_never_overwrites_the_log(log_path, tmp_path):
+    """`report --out` wrote its HTML over the archive itself: the log was gone."""
+    work = tmp_path / "work"
+    work.mkdir()
+    copy = sandbox_log.copy(log_path, work)
+    before = sandbox_log.fingerprint(work)
+    for target in (copy, work / "log.duckdb.wal", work / "log.duckdb.live" / "live" / "report.html"):
+        result = eviscene("--db", str(copy), "report", "sealed", "--out", str(target), cwd=work)
+        assert (result.returncode, result.stderr) == (2, f"Error: --out {target}: that is the log's own file; results never overwrite the log\n")
+    assert sandbox_log.fingerprint(work) == before
+
+
 def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
     result = eviscene("--db", str(log_path), "sql", "SELECT * FROM read_text('/etc/passwd')", "--output", str(tmp_path / "x.csv"), cwd=tmp_path)
     assert result.returncode == 2
