@@ -73,15 +73,22 @@ def test_output_never_overwrites_the_log_or_its_folder(log_path, tmp_path):
     assert sandbox_log.fingerprint(work) == before
 
 
-def test_a_report_never_overwrites_the_log(log_path, tmp_path):
-    """`report --out` wrote its HTML over the archive itself: the log was gone."""
+def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_path, tmp_path):
+    """`report --out` wrote its HTML over the archive itself (the log was gone), and
+    `log export-parquet` into the live folder left `events` and `blobs` there as runs that
+    every later seal stumbled on."""
     work = tmp_path / "work"
     work.mkdir()
     copy = sandbox_log.copy(log_path, work)
     before = sandbox_log.fingerprint(work)
-    for target in (copy, work / "log.duckdb.wal", work / "log.duckdb.live" / "live" / "report.html"):
-        result = eviscene("--db", str(copy), "report", "sealed", "--out", str(target), cwd=work)
-        assert (result.returncode, result.stderr) == (2, f"Error: --out {target}: that is the log's own file; results never overwrite the log\n")
+    live = work / "log.duckdb.live"
+    for option, target in (("--out", copy), ("--out", work / "log.duckdb.wal"), ("--out", live / "live" / "report.html")):
+        result = eviscene("--db", str(copy), "report", "sealed", option, str(target), cwd=work)
+        assert (result.returncode, result.stderr) == (2, f"Error: {option} {target}: that is the log's own file; results never overwrite the log\n")
+    for command, option in ((["log", "export-parquet"], "DIRECTORY"), (["materialize", "sealed", "--out"], "--out"),
+                            (["dataset", "export", "--run", "sealed", "--out"], "--out")):
+        result = eviscene("--db", str(copy), *command, str(live), cwd=work)
+        assert (result.returncode, result.stderr) == (2, f"Error: {option} {live}: that is the log's own file; results never overwrite the log\n")
     assert sandbox_log.fingerprint(work) == before
 
 
