@@ -110,6 +110,24 @@ def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
     assert not log_path.exists()
 
 
+def test_two_episodes_whose_ids_map_to_one_trace_file_are_refused_not_overwritten(tmp_path):
+    """Case ids `x/1` and `x_1` both make `traces/x_1.json` (the seed's safe name): the run
+    directory held one trace where run_results named it for both episodes."""
+    release = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1", tmp_path / "release"))
+    renamed = {"demo-0001": "x/1", "demo-0002": "x_1"}
+    for relative in ("runtime_input/cases.jsonl", "private/evaluation_gold.jsonl"):
+        path = release / relative
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        path.write_text("".join(json.dumps({**r, "case_id": renamed.get(r["case_id"], r["case_id"])}) + "\n" for r in rows))
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--case-id", "x/1", "--case-id", "x_1",
+                    "--no-progress", "--output-dir", str(tmp_path / "runs" / "both"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.endswith("both have the trace file traces/x_1.json (their ids differ only in characters a file name "
+                                  "cannot hold); one would overwrite the other\n"), result.stderr
+    assert not (tmp_path / "runs" / "both").exists()
+
+
 def run_killed_at(point: str, log_path: Path, *args: str) -> None:
     """A real `eviscene eval run` SIGKILLed at a named point (eviscene/store/faults.py)."""
     killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "run", *args], env={**os.environ, "EVISCENE_FAULT": point},
