@@ -163,6 +163,23 @@ def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(rele
     assert runs(EventLog(log_path))["named"]["status"] == "completed"
 
 
+def test_a_resume_records_the_batch_a_killed_writer_left_before_planning_and_runs_no_episode_twice(release, tmp_path):
+    """Killed with its second batch on disk, before the batch's manifest line: the batch holds
+    episodes' starts and finishes. The resume recorded it only once its plan was made, so
+    a finished episode ran again and an unfinished one started its attempt 1 twice."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("writer.before_manifest@2", log_path, "--benchmark", benchmark(release), "--limit", "3", "--no-progress",
+                  "--run-id", "r", "--no-materialize")
+    resumed = invoke(log_path, "eval", "resume", "r", "--no-progress", "--no-materialize")
+    assert resumed.exit_code == 0, resumed.output
+    counts = EventLog(log_path).sql(
+        "SELECT episode_id, attempt, type, count(*) AS n FROM events WHERE type IN ('episode.started', 'episode.finished') "
+        "GROUP BY ALL"
+    ).to_pylist()
+    assert {row["n"] for row in counts} == {1}  # no attempt started or finished twice
+    assert sorted(row["episode_id"] for row in counts if row["type"] == "episode.finished") == ["demo-0001", "demo-0002", "demo-0003"]
+
+
 def test_segments_whose_manifest_was_deleted_keep_their_folder_when_their_name_is_asked_for(release, tmp_path):
     """The refused claim leaves a folder that holds more than its lock as it found it: the
     segments are the evidence `log verify` names."""
