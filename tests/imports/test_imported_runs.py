@@ -296,6 +296,16 @@ def test_a_malformed_row_is_refused_by_name(tmp_path):
     assert "Traceback" not in out.output and not log.exists()
 
 
+def test_a_trace_nested_too_deeply_is_refused_by_name_without_a_traceback(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "traces" / "case-A--r000.json").write_text('{"image_id": "case-A--r000", "x": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2, out.output
+    assert out.output == f"Error: {run.resolve() / 'traces' / 'case-A--r000.json'}: not valid JSON (nested too deeply)\n"
+    assert not log.exists()
+
+
 # Each file (or the traces folder) a run directory's import reads, and a file of none of its kinds.
 LINKED_OUT = ["traces/evil.json", "traces/case-A--r000.json", "traces", "run_manifest.json", "trajectory_scores.jsonl",
               "run_results.jsonl", "summary.json", "notes.txt", "logs/secret.txt"]
