@@ -148,13 +148,14 @@ def write_rows(
 
 # C0 and C1 control characters but tab and newline, and DEL: text from the log (a web page's
 # title, a model's words, a case id) would reach the terminal as escape sequences that recolour,
-# retitle or hide what is printed, or set the clipboard. Shown as `\x1b`.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# retitle or hide what is printed, or set the clipboard. Shown as `\x1b`. So are the bidi
+# overrides and isolates (`\u202e`), which make a line read in another order than it is.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """`text` for a terminal: its control characters written out, not obeyed."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text)
 
 
 _TEXT_CELL_BY_TYPE = {str: str, int: str, bool: str, float: repr, type(None): lambda _: ""}

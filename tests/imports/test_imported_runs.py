@@ -201,17 +201,17 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
     and a carriage return: `why` and the table format show them, the terminal never obeys them."""
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")
-    hostile = "\x1b]52;c;ZXZpbA==\x07err\ror"
+    hostile = "\x1b]52;c;ZXZpbA==\x07err\ror\u202e"
     results = [{**row, "verdict": hostile} if row["case_id"] == "case-B" else row for row in RESULTS]
     (run / "run_results.jsonl").write_bytes(_jsonl(results))
     imported = import_path(log, run).import_id
-    shown = "\\x1b]52;c;ZXZpbA==\\x07err\\x0dor"
+    shown = "\\x1b]52;c;ZXZpbA==\\x07err\\x0dor\\u202e"
     why = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported])
     assert why.exit_code == 0 and f"verdict {shown} (0.0)" in why.output, why.output
     table = CliRunner().invoke(cli, ["--db", str(log.path), "sql", "SELECT verdict FROM imported_episodes WHERE case_id = 'case-B'"])
     assert table.exit_code == 0 and table.output.splitlines()[2] == shown, table.output
     for output in (why.output, table.output):
-        assert not {"\x1b", "\x07", "\r"} & set(output)
+        assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
 
 def test_materialize_writes_an_imported_run_back_byte_for_byte(tmp_path):
