@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
-from eviscene.cli.output import say
+from eviscene.cli.output import check_not_the_log, say
 from eviscene.log import EventLog
 
 from eviscene.store import VerifyReport
@@ -132,9 +132,10 @@ def export_parquet_command(event_log: EventLog, directory: Path) -> None:
         eviscene log export-parquet history/
         eviscene --db history/ sql "SELECT count(*) FROM episodes"
     """
+    target = check_not_the_log("DIRECTORY", directory, event_log.path)
     con = event_log.connect(views=False)
     try:
-        report = export_parquet(event_log.path, directory.resolve(), con)
+        report = export_parquet(event_log.path, target, con)
     finally:
         con.close()
     click.echo(

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
+from eviscene.cli.output import check_not_the_log
 from eviscene.exports.run_dir import FORMATS, materialize_run
 from eviscene.log import EventLog
 
@@ -29,6 +30,7 @@ def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str, unfinished_
     Example:
         eviscene materialize 20261130_141502_offline_offline-react-v1 --out runs/demo
     """
+    check_not_the_log("--out", out_dir, log.path)
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
         written = materialize_run(log, run_id, out_dir, fmt=fmt, unfinished_as_errors=unfinished_as_errors)
         for name, count in written.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -145,6 +146,18 @@ def write_rows(
         _write_table(names, ({n: _json_text(r[n], n in json_columns) for n in names} for r in rows), out, width)
 
 
+# C0 and C1 control characters but tab and newline, and DEL: text from the log (a web page's
+# title, a model's words, a case id) would reach the terminal as escape sequences that recolour,
+# retitle or hide what is printed, or set the clipboard. Shown as `\x1b`. So are the bidi
+# overrides and isolates (`\u202e`), which make a line read in another order than it is.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: its control characters written out, not obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text)
+
+
 _TEXT_CELL_BY_TYPE = {str: str, int: str, bool: str, float: repr, type(None): lambda _: ""}
 
 
@@ -167,7 +180,7 @@ def _json_text(value: Any, is_json: bool) -> Any:
 def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, width: int | None) -> None:
     preview: list[list[str]] = []
     for row in rows:
-        preview.append([_cell(row[n]).replace("\n", " ") for n in names])
+        preview.append([_table_cell(row[n]) for n in names])
         if len(preview) == TABLE_PREVIEW_ROWS:
             break
     natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(names)]
@@ -183,7 +196,11 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
     for cells in preview:
         emit_row(cells)
     for row in rows:
-        emit_row([_cell(row[n]).replace("\n", " ") for n in names])
+        emit_row([_table_cell(row[n]) for n in names])
+
+
+def _table_cell(value: Any) -> str:
+    return printable(_cell(value).replace("\n", " "))
 
 
 def _fit(natural: list[int], width: int | None) -> list[int]:
@@ -232,13 +249,19 @@ def emit_rows(
     write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width())
 
 
-def check_output_path(path: Path, log_path: Path) -> Path:
-    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log, its
-    write-ahead file, its live folder or anything inside them."""
+def check_not_the_log(option: str, path: Path, log_path: Path) -> Path:
+    """`path` resolved, unless it is the log, its write-ahead file, its live folder or
+    anything inside them: no command's output overwrites the log."""
     target = path.expanduser().resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
-        raise EvisceneError(f"--output {path}: that is the log's own file; results never overwrite the log")
+        raise EvisceneError(f"{option} {path}: that is the log's own file; results never overwrite the log")
+    return target
+
+
+def check_output_path(path: Path, log_path: Path) -> Path:
+    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log's own."""
+    target = check_not_the_log("--output", path, log_path)
     if target.suffix not in OUTPUT_SUFFIXES:
         raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
     if target.is_dir():

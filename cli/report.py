@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from eviscene.cli.output import check_not_the_log
 from eviscene.log import EventLog
 
 
@@ -25,6 +26,7 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
     """
     from eviscene.viewer.report import build_report
 
+    check_not_the_log("--out", out, log.path)
     bars: list = []
 
     def progress(done: int, total: int) -> None:

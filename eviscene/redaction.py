@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 MASK = "[REDACTED]"
 # A secret's variable names it by a whole word (OPENAI_API_KEY, HF_TOKEN, DB_PASSWORD), not by a
@@ -44,9 +45,12 @@ _HEADER = re.compile(
 )
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-_QUERY = re.compile(r"(?i)([?&](?:key|api_key|apikey|access_token|token)=)([^&\s\"']+)")
-# `scheme://user:password@host`: the whole user-info part (a bare `token@host` too).
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@\"'<>]+)@")
+# A query parameter by its name as the server reads it: `api%5Fkey` is `api_key` to it.
+_QUERY = re.compile(r"([?&])([^=&#\s\"']+)(=)([^&\s\"']+)")
+_QUERY_KEYS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+# `scheme://user:password@host`: the whole user-info part (a bare `token@host` too), up to the
+# authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]+)@")
 _KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
 
 _registered: set[str] = set()
@@ -86,9 +90,14 @@ def _masked(text: str, secrets: list[str]) -> str:
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
     text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(MASK, text)
-    text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    text = _QUERY.sub(_masked_parameter, text)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
     return _KEY_SHAPES.sub(MASK, text)
+
+
+def _masked_parameter(match: re.Match[str]) -> str:
+    lead, name, equals, _ = match.groups()
+    return lead + name + equals + MASK if unquote(name).lower() in _QUERY_KEYS else match.group(0)
 
 
 def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:

@@ -49,6 +49,8 @@ def _check_json_object(file: ScoringFile) -> None:
         raise ReleaseError(f"{path}: not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise ReleaseError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ReleaseError(f"{path}: malformed JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ReleaseError(f"{path}: expected a JSON object, got {type(data).__name__}")
 

@@ -340,32 +340,40 @@ async def resume_run(
         check_scoring_files_unchanged(run_id, manifest["scoring_files"], plan.scoring_files)
     else:  # recorded before files were pinned: held to what it imported, if anything yet
         check_scoring_files_unchanged(run_id, imported, {k: f for k, f in plan.scoring_files.items() if k in imported})
-    state = log.sql(
-        """
-        SELECT s.episode_id,
-               bool_or(e.type = 'episode.finished') AS finished,
-               coalesce(max(e.attempt), 0) AS last_attempt
-        FROM events s
-        LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
-        WHERE s.run_id = ? AND s.type = 'episode.scheduled'
-        GROUP BY s.episode_id
-        """,
-        [run_id],
-    ).to_pylist()
-    by_episode = {row["episode_id"]: row for row in state}
-    missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
-    if missing or len(by_episode) != len(plan.specs):
-        raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
-    retry = set()
-    if retry_errors:
-        retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
-    todo = [
-        (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
-        for spec in plan.specs
-        if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
-    ]
-    to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
-    return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id))
+    # The run's lock first, and a killed writer's last batch recorded under it: planned before
+    # that batch is seen, a resume would run its finished episodes again, reusing their attempts.
+    claim = RunLock(run_folder(log.path, run_id) / "writer.lock", run_id).acquire()
+    try:
+        recover_folder(claim.path.parent)
+        state = log.sql(
+            """
+            SELECT s.episode_id,
+                   bool_or(e.type = 'episode.finished') AS finished,
+                   coalesce(max(e.attempt), 0) AS last_attempt
+            FROM events s
+            LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
+            WHERE s.run_id = ? AND s.type = 'episode.scheduled'
+            GROUP BY s.episode_id
+            """,
+            [run_id],
+        ).to_pylist()
+        by_episode = {row["episode_id"]: row for row in state}
+        missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
+        if missing or len(by_episode) != len(plan.specs):
+            raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
+        retry = set()
+        if retry_errors:
+            retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
+        todo = [
+            (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
+            for spec in plan.specs
+            if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
+        ]
+        to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
+        return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id), claim=claim)
+    except BaseException:
+        _free_unrecorded_claim(claim)
+        raise
 
 
 def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:

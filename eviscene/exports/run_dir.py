@@ -204,7 +204,14 @@ def _write_traces(folder: Path, traces: Iterable[tuple[str, tuple[memoryview, ..
 
     def write(chunk: list[tuple[str, tuple[memoryview, ...]]]) -> None:
         for episode_id, parts in chunk:
-            fd = os.open(os.path.join(root, safe_trace_filename(episode_id)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            name = safe_trace_filename(episode_id)
+            try:  # the folder is new: a file there is another episode's, whose id maps to the same name
+                fd = os.open(os.path.join(root, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                raise EvisceneError(
+                    f"episode {episode_id!r} and another episode of the run both have the trace file traces/{name} "
+                    "(their ids differ only in characters a file name cannot hold); one would overwrite the other"
+                ) from None
             try:
                 for part in parts:
                     while part:

@@ -61,6 +61,8 @@ def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:
         value = json.loads(content.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:  # `[[[…` a few thousand deep
+        raise ArtifactError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise ArtifactError(f"{path}: expected a JSON object")
     return value

@@ -59,7 +59,10 @@ def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, An
 
 def parse_json(text: str | bytes) -> Any:
     """Parse strict JSON: no NaN/Infinity, no repeated keys in an object."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
+    except RecursionError:  # `[[[…` a few thousand deep: a malformed input, not a crash
+        raise ValueError("nested too deeply") from None
 
 
 def _read_fast(line: bytes) -> Any | None:

@@ -34,7 +34,7 @@ def live_root(log_path: Path) -> Path:
 
 def check_run_id(run_id: str) -> str:
     """`run_id`, which names a folder of the log: ValueError unless it is a safe name."""
-    if not _RUN_ID.match(run_id) or run_id in {".", ".."}:
+    if not _RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:  # not match: `$` passes a trailing newline
         raise ValueError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
     return run_id
 

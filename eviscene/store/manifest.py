@@ -78,6 +78,10 @@ def read_manifest(folder: Path) -> list[ManifestEntry] | None:
             entry = ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))})
         except (orjson.JSONDecodeError, TypeError) as exc:
             raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({exc})") from None
+        # A bare segment name: `../x.parquet` would have readers, the sandbox and a seal
+        # read (and keep) a file outside the run's folder.
+        if not (EVENTS_FILE if entry.is_events else BLOBS_FILE).fullmatch(entry.file):
+            raise LogIntegrityError(f"{path}:{number}: {entry.file!r} is not the name of a segment in this folder")
         if entry.file in listed:
             raise LogIntegrityError(f"{path}:{number}: {entry.file} is listed again (first on line {listed[entry.file]}): its rows would count twice")
         listed[entry.file] = number

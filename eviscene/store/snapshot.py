@@ -185,9 +185,11 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
     just created, or that a first seal killed before its migration left, becomes a new log."""
     try:
         con.execute(f"SELECT version, name, applied_at FROM {alias}.schema_migrations LIMIT 0")
-        return
     except (duckdb.CatalogException, duckdb.BinderException):
         pass
+    else:
+        _refuse_views(con, log_path, alias)
+        return
     contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
     if not contents:
         return
@@ -201,6 +203,21 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
         f"{log_path} is a DuckDB database but not an EviScene log (it holds {held}{more}; "
         "a log holds the tables events, blobs, sealed_segments and schema_migrations)"
     )
+
+
+def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """A log's archive holds tables only. A view there (`events` or `blobs` made a view over
+    `read_blob('~/.ssh/id_rsa')`, say) would run its SQL with the reader's rights wherever no
+    sandbox holds (`log verify`, `log merge`, which would keep what it read for good)."""
+    views = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = $db AND NOT internal ORDER BY view_name", {"db": alias}
+    ).fetchall()
+    if views:
+        con.execute(f"DETACH {alias}")
+        raise NotALogError(
+            f"{log_path} is not an EviScene log: it holds view {', '.join(v[0] for v in views[:_NAMES_SHOWN])} "
+            "(a log's archive holds tables only, and a view's SQL would run as you); nothing was read"
+        )
 
 
 def _quote(path: Path) -> str:
@@ -276,16 +293,21 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
         parts_events.append(
             f"SELECT {EVENT_COLUMNS.replace('payload', 'payload::JSON AS payload')} FROM read_parquet({_sql_list(files.events)})"
         )
+    copies = list(parts_blobs)
     if files.blobs:
-        parts_blobs.append(
-            f"SELECT DISTINCT ON (sha256) {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
-        )
+        live_blobs = f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
+        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs})")
+        copies.append(live_blobs)
     if not parts_events:
         parts_events.append(_empty_events())
     if not parts_blobs:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
+        copies = parts_blobs
     con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
     con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    # Every stored copy, for `log verify`: `blobs` shows one copy of an address the live files
+    # hold twice, any one, so a forged copy beside the real one would be read now and then.
+    con.execute("CREATE VIEW blob_copies AS " + " UNION ALL ".join(copies))
     if sandbox is not None:
         _lock_down(con, [*files.events, *files.blobs], sandbox)
     return con
@@ -392,6 +414,7 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
     events, blobs, files = export_sources(directory)
     con.execute("CREATE VIEW events AS " + (events or _empty_events()))
     con.execute("CREATE VIEW blobs AS " + blobs)
+    con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
     if sandbox is not None:
         _lock_down(con, list(files), sandbox)
     return con

@@ -273,8 +273,9 @@ def altered_blobs(batches: Iterable[pa.RecordBatch]) -> list[BlobProblem]:
 
 
 def blob_problems(con: duckdb.DuckDBPyConnection) -> list[BlobProblem]:
-    """Every blob checked against its address, then every blob an event cites looked for."""
-    problems = altered_blobs(con.sql("SELECT sha256, size, content FROM blobs").to_arrow_reader(1_000))
+    """Every stored copy of every blob checked against its address, then every blob an event
+    cites looked for."""
+    problems = altered_blobs(con.sql("SELECT sha256, size, content FROM blob_copies").to_arrow_reader(1_000))
     for run_id, seq, address, events in con.execute(_CITED_BLOBS).fetchall():
         problems.append(BlobProblem(address, f"cited by run {run_id} (seq {seq}, {events} event(s)) but not in the log (deleted)"))
     return problems

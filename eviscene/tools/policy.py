@@ -35,6 +35,8 @@ def load_source_policy(path: str | Path, content: bytes | None = None) -> Source
         raise ReleaseError(f"{path}: source access policy is not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise ReleaseError(f"{path}:{exc.lineno}: source access policy is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ReleaseError(f"{path}: source access policy is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ReleaseError(f"{path}: source access policy must be a JSON object")
     try:

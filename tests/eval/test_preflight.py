@@ -83,6 +83,9 @@ def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):
     protocol.write_text('{\n  "labels": [\n', encoding="utf-8")
     result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
     assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}:3: malformed JSON")
+    protocol.write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")  # deeper than Python's recursion
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}: malformed JSON: nested too deeply")
 
 
 @pytest.mark.parametrize("flags", [("--limit", "0"), ("--shard-count", "40", "--shard-index", "39")])

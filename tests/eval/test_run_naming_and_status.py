@@ -102,6 +102,32 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
 
 
+def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
+    """`demo\n` would be a second run that every listing prints as `demo`."""
+    log_path = tmp_path / "log.duckdb"
+    bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "demo\n")
+    assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id 'demo\\n'"), bad.output
+    assert not log_path.exists()
+
+
+def test_two_episodes_whose_ids_map_to_one_trace_file_are_refused_not_overwritten(tmp_path):
+    """Case ids `x/1` and `x_1` both make `traces/x_1.json` (the seed's safe name): the run
+    directory held one trace where run_results named it for both episodes."""
+    release = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1", tmp_path / "release"))
+    renamed = {"demo-0001": "x/1", "demo-0002": "x_1"}
+    for relative in ("runtime_input/cases.jsonl", "private/evaluation_gold.jsonl"):
+        path = release / relative
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        path.write_text("".join(json.dumps({**r, "case_id": renamed.get(r["case_id"], r["case_id"])}) + "\n" for r in rows))
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--case-id", "x/1", "--case-id", "x_1",
+                    "--no-progress", "--output-dir", str(tmp_path / "runs" / "both"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.endswith("both have the trace file traces/x_1.json (their ids differ only in characters a file name "
+                                  "cannot hold); one would overwrite the other\n"), result.stderr
+    assert not (tmp_path / "runs" / "both").exists()
+
+
 def run_killed_at(point: str, log_path: Path, *args: str) -> None:
     """A real `eviscene eval run` SIGKILLed at a named point (eviscene/store/faults.py)."""
     killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "run", *args], env={**os.environ, "EVISCENE_FAULT": point},
@@ -135,6 +161,23 @@ def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(rele
     resumed = invoke(log_path, "eval", "resume", "named", "--no-progress", "--no-materialize")
     assert resumed.exit_code == 0, resumed.output
     assert runs(EventLog(log_path))["named"]["status"] == "completed"
+
+
+def test_a_resume_records_the_batch_a_killed_writer_left_before_planning_and_runs_no_episode_twice(release, tmp_path):
+    """Killed with its second batch on disk, before the batch's manifest line: the batch holds
+    episodes' starts and finishes. The resume recorded it only once its plan was made, so
+    a finished episode ran again and an unfinished one started its attempt 1 twice."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("writer.before_manifest@2", log_path, "--benchmark", benchmark(release), "--limit", "3", "--no-progress",
+                  "--run-id", "r", "--no-materialize")
+    resumed = invoke(log_path, "eval", "resume", "r", "--no-progress", "--no-materialize")
+    assert resumed.exit_code == 0, resumed.output
+    counts = EventLog(log_path).sql(
+        "SELECT episode_id, attempt, type, count(*) AS n FROM events WHERE type IN ('episode.started', 'episode.finished') "
+        "GROUP BY ALL"
+    ).to_pylist()
+    assert {row["n"] for row in counts} == {1}  # no attempt started or finished twice
+    assert sorted(row["episode_id"] for row in counts if row["type"] == "episode.finished") == ["demo-0001", "demo-0002", "demo-0003"]
 
 
 def test_segments_whose_manifest_was_deleted_keep_their_folder_when_their_name_is_asked_for(release, tmp_path):

@@ -196,6 +196,24 @@ def test_why_shows_an_imported_episode(tmp_path):
     assert "reward 0.000 = result_reward 0.000" in out.output
 
 
+def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(tmp_path):
+    """A run directory from elsewhere whose verdict holds an OSC 52 sequence (set the clipboard)
+    and a carriage return: `why` and the table format show them, the terminal never obeys them."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    hostile = "\x1b]52;c;ZXZpbA==\x07err\ror\u202e"
+    results = [{**row, "verdict": hostile} if row["case_id"] == "case-B" else row for row in RESULTS]
+    (run / "run_results.jsonl").write_bytes(_jsonl(results))
+    imported = import_path(log, run).import_id
+    shown = "\\x1b]52;c;ZXZpbA==\\x07err\\x0dor\\u202e"
+    why = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported])
+    assert why.exit_code == 0 and f"verdict {shown} (0.0)" in why.output, why.output
+    table = CliRunner().invoke(cli, ["--db", str(log.path), "sql", "SELECT verdict FROM imported_episodes WHERE case_id = 'case-B'"])
+    assert table.exit_code == 0 and table.output.splitlines()[2] == shown, table.output
+    for output in (why.output, table.output):
+        assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
+
+
 def test_materialize_writes_an_imported_run_back_byte_for_byte(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")
@@ -276,6 +294,16 @@ def test_a_malformed_row_is_refused_by_name(tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
     assert out.exit_code == 2 and f"{run.resolve() / 'run_results.jsonl'}:2: not valid JSON" in out.output
     assert "Traceback" not in out.output and not log.exists()
+
+
+def test_a_trace_nested_too_deeply_is_refused_by_name_without_a_traceback(tmp_path):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "traces" / "case-A--r000.json").write_text('{"image_id": "case-A--r000", "x": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2, out.output
+    assert out.output == f"Error: {run.resolve() / 'traces' / 'case-A--r000.json'}: not valid JSON (nested too deeply)\n"
+    assert not log.exists()
 
 
 # Each file (or the traces folder) a run directory's import reads, and a file of none of its kinds.

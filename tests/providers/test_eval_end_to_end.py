@@ -163,7 +163,13 @@ def test_the_key_is_nowhere_in_the_log_or_the_output(end_to_end):
         assert key not in output and "Bearer" not in output
 
 
-def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(release_dir, tmp_path):
+@pytest.mark.parametrize(("base_url", "stored"), [
+    ("http://reader:{user_key}@127.0.0.1:1/v1?api_key={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?api_key=[REDACTED]"),
+    # A password holding `@` (the client ends the user-info at the last one) and a parameter
+    # name the server reads percent-decoded, as `api_key`.
+    ("http://reader:p@{user_key}@127.0.0.1:1/v1?api%5Fkey={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?api%5Fkey=[REDACTED]"),
+])
+def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(base_url, stored, release_dir, tmp_path):
     """`--base-url http://user:KEY@host/v1?api_key=KEY`: the run's manifest, the run
     directory, the episode's error and every output show the URL with its credentials
     masked (the endpoint is a closed port: the run waits out a short outage, then stops and
@@ -177,13 +183,13 @@ def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(release_dir, tm
     result = subprocess.run(
         [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
          "--case-id", case_id, "--profile", "e2e", "--provider", "openai_compatible", "--model", "m",
-         "--base-url", f"http://reader:{user_key}@127.0.0.1:1/v1?api_key={query_key}", "--output-dir", "run", "--provider-outage-timeout", "1"],
+         "--base-url", base_url.format(user_key=user_key, query_key=query_key), "--output-dir", "run", "--provider-outage-timeout", "1"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
     )
     assert result.returncode == 1, result.stderr  # the run stopped: nothing listens there
     log = EventLog(log_path)
     manifest = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'")["p"][0].as_py())
-    assert manifest["agent"]["base_url"].startswith("http://[REDACTED]@127.0.0.1:1/v1?api_key=[REDACTED]")
+    assert manifest["agent"]["base_url"].startswith(stored)
     assert manifest["config"]["base_url"] == manifest["agent"]["base_url"]
     assert "http://[REDACTED]@127.0.0.1:1/v1" in result.stdout + result.stderr
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "profiles.toml"]

@@ -102,6 +102,9 @@ def test_credentials_inside_urls():
     assert redact("POST https://tok3n-only@api.example.com/v1/chat failed") == f"POST https://{MASK}@api.example.com/v1/chat failed"
     assert redact("https://h.example/v1?api_key=abc123xyz") == f"https://h.example/v1?api_key={MASK}"
     assert redact('{"base_url": "http://a:b@10.0.0.1/v1"}') == '{"base_url": "http://' + MASK + '@10.0.0.1/v1"}'
+    # The user-info ends at the authority's last `@`; a parameter's name counts decoded.
+    assert redact("http://user:p@ss-s3cr3t@host/v1") == f"http://{MASK}@host/v1"
+    assert redact("https://h.example/v1?a=1&api%5Fkey=abc123xyz") == f"https://h.example/v1?a=1&api%5Fkey={MASK}"
     # An address in the path or a mail address is not a credential.
     assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"
 

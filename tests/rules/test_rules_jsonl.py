@@ -21,6 +21,8 @@ def test_a_bad_line_3_names_the_file_and_line_3(tmp_path: Path):
         (b'{"a": 1, "a": 2}\n', 1, "malformed", "malformed JSON: duplicate key 'a'"),
         (b'{"a": 1}\n[1]\n', 2, "not_object", "expected a JSON object, got an array"),
         (b'{"a": 1}\n{"a": "\xff"}\n', 2, "not_utf8", "not UTF-8 (invalid start byte)"),
+        # deeper than orjson's limit and Python's recursion: a fault, not a RecursionError
+        (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n", 1, "malformed", "malformed JSON: nested too deeply"),
     ],
 )
 def test_strict_faults(content, line, problem, message):

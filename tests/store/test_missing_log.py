@@ -134,6 +134,27 @@ def test_a_merge_of_or_into_a_duckdb_database_that_is_not_a_log_is_named_so(tmp_
     assert _contents(other) == [("doubled", None), ("measurements", 2)]
 
 
+def test_a_log_whose_archive_holds_a_view_is_refused_before_the_view_runs(tmp_path):
+    """A log someone hands you, its `blobs` made a view that reads a file of yours with a
+    valid address: `log verify` would pass it and `log merge` keep the file in your log."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("victim's private key\n")
+    (tmp_path / "theirs").mkdir()
+    crafted = sandbox_log.build(tmp_path / "theirs")
+    con = duckdb.connect(str(crafted))
+    con.execute("ALTER TABLE blobs RENAME TO blobs_kept")
+    con.execute(f"CREATE VIEW blobs AS SELECT * FROM blobs_kept UNION ALL "
+                f"SELECT sha256(content), 'text/plain', size, content FROM read_blob('{secret}')")
+    con.close()
+    mine = tmp_path / "mine.duckdb"
+    refused = f"Error: {crafted} is not an EviScene log: it holds view blobs (a log's archive holds tables only, " \
+              "and a view's SQL would run as you); nothing was read\n"
+    for command in (("--db", str(crafted), "log", "verify"), ("--db", str(mine), "log", "merge", str(crafted))):
+        result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refused)
+    assert not mine.exists()
+
+
 def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
     """A DuckDB file holding nothing (made by hand before the first run, or left by a first seal
     killed before its migration) is adopted as a missing path is: read as a log without runs,

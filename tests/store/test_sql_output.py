@@ -82,6 +82,25 @@ def test_a_format_that_disagrees_with_the_output_file_is_named_not_ignored(log_p
     assert agreed.returncode == 0 and target.read_text(encoding="utf-8") == "a\n1\n"
 
 
+def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_path, tmp_path):
+    """`report --out` wrote its HTML over the archive itself (the log was gone), and
+    `log export-parquet` into the live folder left `events` and `blobs` there as runs that
+    every later seal stumbled on."""
+    work = tmp_path / "work"
+    work.mkdir()
+    copy = sandbox_log.copy(log_path, work)
+    before = sandbox_log.fingerprint(work)
+    live = work / "log.duckdb.live"
+    for option, target in (("--out", copy), ("--out", work / "log.duckdb.wal"), ("--out", live / "live" / "report.html")):
+        result = eviscene("--db", str(copy), "report", "sealed", option, str(target), cwd=work)
+        assert (result.returncode, result.stderr) == (2, f"Error: {option} {target}: that is the log's own file; results never overwrite the log\n")
+    for command, option in ((["log", "export-parquet"], "DIRECTORY"), (["materialize", "sealed", "--out"], "--out"),
+                            (["dataset", "export", "--run", "sealed", "--out"], "--out")):
+        result = eviscene("--db", str(copy), *command, str(live), cwd=work)
+        assert (result.returncode, result.stderr) == (2, f"Error: {option} {live}: that is the log's own file; results never overwrite the log\n")
+    assert sandbox_log.fingerprint(work) == before
+
+
 def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
     result = eviscene("--db", str(log_path), "sql", "SELECT * FROM read_text('/etc/passwd')", "--output", str(tmp_path / "x.csv"), cwd=tmp_path)
     assert result.returncode == 2

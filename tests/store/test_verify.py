@@ -316,6 +316,23 @@ def test_a_manifest_that_lists_rows_twice_is_refused_by_readers(live_log):
     assert "events-000000000005-000000000007.parquet and events-000000000005-000000000008.parquet both hold seq 5" in result.output
 
 
+def test_a_manifest_line_naming_a_file_outside_its_folder_is_refused_and_the_file_not_read(live_log, tmp_path):
+    """A log someone hands you whose manifest names `../../elsewhere/events-….parquet`: its
+    rows would be read, allowed to the SQL sandbox and taken into the archive by a seal."""
+    folder = run_folder(live_log)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    last = segments(live_log)[-1]
+    last.rename(outside / last.name)
+    manifest = folder / "segments.jsonl"
+    manifest.write_text(manifest.read_text().replace(f'"file":"{last.name}"', f'"file":"../../elsewhere/{last.name}"'))
+    refused = f"segments.jsonl:3: '../../elsewhere/{last.name}' is not the name of a segment in this folder"
+    for command in (["log", "verify"], ["sql", "SELECT count(*) FROM events"], ["log", "seal"]):
+        result = CliRunner().invoke(cli, ["--db", str(live_log.path), *command])
+        assert result.exit_code == 2 and refused in result.output, result.output
+    assert not live_log.path.exists()
+
+
 def test_a_run_whose_writer_holds_the_lock_is_verified_up_to_its_last_commit(tmp_path):
     log = EventLog(tmp_path / "running.duckdb")
     write_batches(log, "r1", [gates(0, 5)])

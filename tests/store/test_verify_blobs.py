@@ -101,3 +101,18 @@ def test_a_live_blob_forged_with_its_manifest_line_is_named_and_not_sealed(tmp_p
     with pytest.raises(LogIntegrityError, match=f"run gold not sealed: blob {GOLD_SHA}: its content does not hash to its address"):
         log.seal(["gold"])
     assert not log.path.exists()  # the archive was never written
+
+
+def test_a_forged_copy_of_a_live_blob_beside_the_real_one_is_named(tmp_path):
+    """A second blob segment, listed in the manifest, holding the gold's address with forged
+    content: readers see one copy of an address, either one, so verify checks every copy."""
+    log = EventLog(tmp_path / "live.duckdb")
+    write_gold(log)
+    folder = log.path.with_name(log.path.name + ".live") / "gold"
+    [real] = folder.glob("blobs-*.parquet")
+    forged = folder / "blobs-ffffffffffffffff-000000001.parquet"
+    table = pq.read_table(real)
+    pq.write_table(table.set_column(3, "content", pa.array([FORGED], pa.binary())), forged)
+    with (folder / "segments.jsonl").open("a") as manifest:
+        manifest.write(json.dumps({"file": forged.name, "rows": 1, "sha256": file_sha256(forged)}) + "\n")
+    assert [str(p) for p in log.verify().problems] == [f"blob {GOLD_SHA}: its content does not hash to its address (edited)"]

@@ -176,7 +176,8 @@ def test_load_reads_the_policy_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("{not json", "not valid JSON"), ("[]", "must be a JSON object"), ('{"blocked_domains": "a.com"}', "malformed")],
+    [("{not json", "not valid JSON"), ("[]", "must be a JSON object"), ('{"blocked_domains": "a.com"}', "malformed"),
+     ("[" * 50_000 + "]" * 50_000, "not valid JSON: nested too deeply")],
 )
 def test_load_rejects_malformed_files(tmp_path, content, message):
     path = tmp_path / "policy.json"
