@@ -76,15 +76,8 @@ imported AS (
         CASE
             WHEN t.release_row IS NOT NULL THEN []::VARCHAR[]
             WHEN NOT json_exists(sc.score, '$.training_exclusion_reasons') THEN NULL
-            WHEN json_type(sc.score->'training_exclusion_reasons') = 'ARRAY'
-                THEN list_transform(from_json(sc.score->'training_exclusion_reasons', '["JSON"]'), lambda r: py_text(r))
-            -- the seed iterates whatever the key holds (`for item in reasons or []`): a string
-            -- gives its characters, an object its keys (once each, in order)
-            WHEN json_type(sc.score->'training_exclusion_reasons') = 'VARCHAR'
-                THEN regexp_extract_all(sc.score->>'training_exclusion_reasons', '(?s).')
-            WHEN json_type(sc.score->'training_exclusion_reasons') = 'OBJECT'
-                THEN ordered_distinct(json_keys(sc.score->'training_exclusion_reasons'))
-            ELSE []::VARCHAR[]
+            -- the seed iterates whatever the key holds: a string's characters, an object's keys
+            ELSE json_text_list(sc.score->'training_exclusion_reasons')
         END AS raw_reasons,
         CASE WHEN t.release_row IS NOT NULL THEN 'true'::JSON ELSE sc.score->'training_eligible' END AS eligible_flag,
         NULL::BOOLEAN AS native_eligible,

@@ -343,3 +343,21 @@ def test_a_padded_split_of_an_exported_case_fails_with_a_message(log, tmp_path):
         out_dir=tmp_path / "out2", run_dirs=[run], case_split=split, eligibility_dir=eligibility, minimum_accepted_cases=0,
     ))
     assert manifest["example_counts"] == {"train": 0, "validation": 1, "test": 0}
+
+
+def test_an_accepted_releases_odd_teacher_values_read_as_the_seeds_python_reads_them(log, tmp_path):
+    # seed 002: float(row["teacher_score"] or 0.0) and [str(x) for x in row[...] or []]:
+    # true is 1.0, a string of digits is float()'s; a string gives its characters, an
+    # object its keys
+    release = write_accepted_release(tmp_path / "release", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"},
+    ])
+    rows = read_jsonl(release / "selected_episodes.jsonl")
+    rows[0].update(teacher_score=True, deterministic_red_flags="xy")
+    rows[1].update(teacher_score="\u0665", deterministic_red_flags={"k1": 1, "k2": 2}, deterministic_fatal_reasons="z")
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g2")})
+    export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
+    got = {e: (r["teacher_score"], r["deterministic_red_flags"], r["deterministic_fatal_reasons"])
+           for e, r in by_episode(tmp_path / "out" / "episode_metadata.jsonl").items()}
+    assert got == {"a--r000": (1.0, ["x", "y"], []), "b--r000": (5.0, ["k1", "k2"], ["z"])}
