@@ -210,6 +210,8 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "dataset_default": ("eviscene.rules.dataset_split", "dataset_default", ("VARCHAR",), "VARCHAR", False),
     # py_mean_rounded(values, places) -> round(statistics.mean(values), places), 0.0 for none
     "py_mean_rounded": ("eviscene.rules.python_numbers", "mean_rounded", ("DOUBLE[]", "INTEGER"), "DOUBLE", False),
+    # py_float_text(text) -> float(text), NULL where Python's float() refuses it
+    "py_float_text": ("eviscene.rules.python_numbers", "float_text", ("VARCHAR",), "DOUBLE", True),
     # verdict_correct(termination, verdict, gold label) -> never NULL
     "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
 }

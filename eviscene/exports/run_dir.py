@@ -30,13 +30,15 @@ from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, percepti
 from eviscene.log import EventLog
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
-EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
+# seed 000 writes its rows in rollout-spec order (cases as selected: the release's order or
+# the --case-id order, then rollouts), the order the run scheduled its episodes in
+EPISODE_ORDER = "e.scheduled_seq, e.episode_id"
 _TRACE_CHUNK = 256
 _TRACES_IN_FLIGHT = 8
 
 # file stem -> (view, ORDER BY); every view row carries run_id and, except predictions, episode_id.
 TABULAR_FILES: dict[str, tuple[str, str]] = {
-    "predictions": ("predictions", "v.case_id"),
+    "predictions": ("predictions", EPISODE_ORDER),
     "episode_predictions": ("episode_predictions", EPISODE_ORDER),
     "run_results": ("run_results", EPISODE_ORDER),
     "process_metrics": ("process_metrics", EPISODE_ORDER),
@@ -72,7 +74,11 @@ RUN_DIR_VIEWS = (
 
 
 def _query(view: str, order: str, select: str = "v.* EXCLUDE (run_id)") -> str:
-    join = "" if view == "predictions" else "JOIN episodes e USING (run_id, episode_id)"
+    join = (
+        # a case's prediction is its rollout 0's, in that episode's place
+        "JOIN episodes e ON e.run_id = v.run_id AND e.case_id = v.case_id AND e.rollout_index = 0"
+        if view == "predictions" else "JOIN episodes e USING (run_id, episode_id)"
+    )
     return f"SELECT {select} FROM {view} v {join} WHERE v.run_id = $run_id ORDER BY {order}"
 
 

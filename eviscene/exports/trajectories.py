@@ -22,7 +22,7 @@ PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
 # `trace_texts` reads only TRACE_VIEWS_READ.
 TRACE_VIEWS_READ = "run_manifests episodes steps episode_evidence"
 VIEWS_READ = f"{TRACE_VIEWS_READ} model_calls sft_export_rejections"
-_EPISODE_ORDER = "e.case_id, e.rollout_index, e.episode_id"
+_EPISODE_ORDER = "e.scheduled_seq, e.episode_id"  # seed 000's rollout-spec order (run_dir.EPISODE_ORDER)
 _TRACE_SLICE = 5_000
 
 

@@ -12,3 +12,16 @@ def mean_rounded(values: list[float] | None, places: int) -> float:
     and round() rounds that exact binary value half to even: a mean of 0.0025, stored a hair
     above it, is 0.003, where DuckDB's round_even of the double or of a DECIMAL gives 0.002."""
     return float(round(statistics.mean(values), places)) if values else 0.0
+
+
+def float_text(text: str | None) -> float | None:
+    """`float(text)` as seed 002 reads a score given as a string (`float(score["total"] or
+    0.0)`): Python also takes Unicode digits, Unicode white space and `_` between digits
+    (`"\u0663"` -> 3.0, `"\u00a02\u00a0"` -> 2.0, `"1_000"` -> 1000.0); a text it cannot read
+    -> None (the seed stops there; the export reads it as no score, 0.0), as is NULL."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -16,7 +16,8 @@ WITH scheduled AS (
         (payload->>'group_size')::INTEGER AS group_size,
         (payload->>'sampling_seed')::BIGINT AS sampling_seed,
         payload->>'image_sha256' AS image_sha256,
-        payload->>'image_path' AS image_path
+        payload->>'image_path' AS image_path,
+        seq AS scheduled_seq
     FROM events
     WHERE type = 'episode.scheduled'
 ),
@@ -63,6 +64,9 @@ SELECT
     s.sampling_seed,
     s.image_sha256,
     s.image_path,
+    -- the run schedules its episodes in seed 000's rollout-spec order (the release's or the
+    -- --case-id order, rollouts in turn), which the seed's run directory files keep
+    s.scheduled_seq,
     f.episode_id IS NOT NULL AS finished,
     f.attempt AS final_attempt,
     coalesce(a.attempts, 0) AS attempts,

@@ -10,12 +10,15 @@
 -- training_exclusion_reasons key. Each candidate also carries its eligibility and
 -- semantic-reward artifacts and its case's fixed split row. The exporter snapshots this
 -- view into export_snapshot.candidate_episodes for the decision views.
--- The score as a double: TRY_CAST(py_or_text(j) AS DOUBLE), with a JSON number read by
--- DuckDB (the same double as Python's str() cast back, checked on 320k values; a Python
--- call per candidate was most of this view's cost after the runtime ids).
+-- The score as a double, the seed's float(score or 0.0) (NULL: the 0.0 default): a JSON
+-- number read by DuckDB (the same double as Python's str() cast back, checked on 320k
+-- values; a Python call per candidate was most of this view's cost after the runtime ids);
+-- true as float(True), 1.0; a string as Python's float() reads it (Unicode digits and white
+-- space, which DuckDB's cast refuses), NULL where float() refuses it.
 CREATE OR REPLACE MACRO py_truthy_double(j) AS CASE
     WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CASE WHEN py_truthy(j) THEN j::DOUBLE END
-    ELSE TRY_CAST(py_or_text(j) AS DOUBLE)
+    WHEN is_json_true(j) THEN 1.0
+    WHEN json_type(j) = 'VARCHAR' THEN py_float_text(json_extract_string(j, '$'))
 END;
 CREATE OR REPLACE VIEW candidate_episodes AS
 WITH native AS (
@@ -73,9 +76,8 @@ imported AS (
         CASE
             WHEN t.release_row IS NOT NULL THEN []::VARCHAR[]
             WHEN NOT json_exists(sc.score, '$.training_exclusion_reasons') THEN NULL
-            WHEN json_type(sc.score->'training_exclusion_reasons') = 'ARRAY'
-                THEN list_transform(from_json(sc.score->'training_exclusion_reasons', '["JSON"]'), lambda r: py_text(r))
-            ELSE []::VARCHAR[]
+            -- the seed iterates whatever the key holds: a string's characters, an object's keys
+            ELSE json_text_list(sc.score->'training_exclusion_reasons')
         END AS raw_reasons,
         CASE WHEN t.release_row IS NOT NULL THEN 'true'::JSON ELSE sc.score->'training_eligible' END AS eligible_flag,
         NULL::BOOLEAN AS native_eligible,

@@ -6,7 +6,8 @@
 -- not match its trace; mixed decision_policy_version values; in frozen mode a teacher case
 -- missing from the fixed split, fewer accepted cases than the minimum, a validation case of
 -- the split without an accepted episode; a fixed split that separates one source-family
--- group; an action-only perception case without a fixed split row. The exporter raises the
+-- group; an action-only perception case without a fixed split row; an exported episode
+-- whose fixed split row pads its split with white space (the seed's KeyError). The exporter raises the
 -- first problem's message. Reads the export's snapshots of the staging views.
 CREATE OR REPLACE VIEW dataset_problems AS
 WITH s AS (SELECT * FROM dataset_settings),
@@ -51,6 +52,20 @@ separated AS (
     GROUP BY c.component_id
     HAVING count(DISTINCT f.split) > 1
 ),
+-- seed 002 checks a fixed split row's split stripped, then writes it as given: a padded
+-- ' train' names no file, and the seed fails with a KeyError writing its episode
+unwritable_split AS (
+    SELECT c.episode_id, c.case_id, f.split
+    FROM candidates c
+    JOIN splits f USING (case_id)
+    WHERE c.accepted AND f.split NOT IN ('train', 'validation')
+    UNION ALL
+    SELECT DISTINCT a.episode_id, a.case_id, f.split
+    FROM action_only a
+    JOIN perception p USING (episode_id)
+    JOIN splits f USING (case_id)
+    WHERE f.split NOT IN ('train', 'validation')
+),
 action_only_without_split AS (
     SELECT DISTINCT a.episode_id, a.case_id
     FROM action_only a
@@ -87,4 +102,9 @@ UNION ALL
 SELECT 7, 'action_only_case_without_split', episode_id,
        CASE WHEN s.case_split_import IS NULL THEN 'action-only perception export requires a frozen case split'
             ELSE 'fixed case split lacks action-only perception case: ' || case_id END
-FROM action_only_without_split, s;
+FROM action_only_without_split, s
+UNION ALL
+SELECT 8, 'fixed_split_unwritable_split', episode_id,
+       'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
+       || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file'
+FROM unwritable_split;

@@ -45,6 +45,14 @@ CREATE OR REPLACE MACRO py_get_text(obj, key, fallback) AS CASE
 END;
 CREATE OR REPLACE MACRO is_json_true(j) AS coalesce(json_type(j) = 'BOOLEAN' AND j::VARCHAR = 'true', false);
 CREATE OR REPLACE MACRO ordered_distinct(l) AS list_filter(l, lambda x, i: list_position(l, x) = i);
+-- `[str(item) for item in value or []]`, as seed 002 reads a list of reasons or red flags:
+-- a list's items, a string's characters, an object's keys (once each, in order); [] else.
+CREATE OR REPLACE MACRO json_text_list(j) AS CASE json_type(j)
+    WHEN 'ARRAY' THEN list_transform(from_json(j, '["JSON"]'), lambda r: py_text(r))
+    WHEN 'VARCHAR' THEN regexp_extract_all(json_extract_string(j, '$'), '(?s).')
+    WHEN 'OBJECT' THEN ordered_distinct(json_keys(j))
+    ELSE []::VARCHAR[]
+END;
 CREATE OR REPLACE MACRO fatal_teacher_reasons() AS ['incorrect_result', 'engineering_error', 'legacy_core_ownership'];
 -- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
 CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS

@@ -15,9 +15,6 @@ CREATE OR REPLACE MACRO teacher_fatal(raw_reasons, eligible_flag) AS ordered_dis
     || CASE WHEN coalesce(eligible_flag::VARCHAR = 'false', false) AND len(teacher_reasons(raw_reasons)) = 0
             THEN ['teacher_quality_gate_failed'] ELSE [] END
 );
-CREATE OR REPLACE MACRO json_text_list(j) AS CASE
-    WHEN json_type(j) = 'ARRAY' THEN list_transform(from_json(j, '["JSON"]'), lambda r: py_text(r)) ELSE []::VARCHAR[]
-END;
 CREATE OR REPLACE MACRO teacher_quality(release_row, score_present, raw_reasons, eligible_flag) AS CASE
     WHEN release_row IS NOT NULL THEN {
         'hard_gate_pass': true,

@@ -343,3 +343,24 @@ def test_the_decision_policy_version_is_each_traces_own_never_the_run_manifests(
         path.write_text(json.dumps(trace), encoding="utf-8")
     manifest, _ = export(EventLog(tmp_path / "in-state.duckdb"), tmp_path / "in-state", run)
     assert (manifest["decision_policy_version"], manifest["dataset_version"]) == ("unified-react-v1", "ifv-trajectory-sft-dataset-v3")
+
+
+def test_odd_score_values_are_read_as_the_seeds_python_reads_them(log, tmp_path):
+    # seed 002: teacher_score = float(score["total"] or 0.0) and the reasons are
+    # [str(r) for r in score["training_exclusion_reasons"] or []]: a string iterates
+    # its characters, an object its keys; red flags are the non-blank non-fatal ones
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": ep("t"), "case_id": "t", "score": {"total": True}},
+        {"episode_id": ep("u"), "case_id": "u", "score": {"total": "\u0663\u00a0"}},
+        {"episode_id": ep("s"), "case_id": "s", "score": {"training_exclusion_reasons": "é\n"}},
+        {"episode_id": ep("o"), "case_id": "o", "score": {"training_exclusion_reasons": {"b": 1, "incorrect_result": 2}}},
+    ])
+    export(log, tmp_path / "out", run)
+    rows = {**by_episode(tmp_path / "out" / "episode_metadata.jsonl"),
+            **by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")}
+    assert rows[ep("t")]["teacher_score"] == 1.0
+    assert rows[ep("u")]["teacher_score"] == 3.0
+    assert (rows[ep("s")]["training_exclusion_reasons"], rows[ep("s")]["deterministic_red_flags"]) == (["é", "\n"], ["é"])
+    o = rows[ep("o")]
+    assert (o["training_exclusion_reasons"], o["deterministic_fatal_reasons"], o["deterministic_red_flags"]) == (
+        ["b", "incorrect_result"], ["incorrect_result"], ["b"])

@@ -323,3 +323,41 @@ def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_pa
     result = import_path(log, release)
     stores = log.sql("SELECT episode_id, path FROM imported_files WHERE kind = 'runtime_store' ORDER BY episode_id").to_pylist()
     assert result.status == "imported" and [s["episode_id"] for s in stores] == ["a--r000", "b--r000", "c--r000", "d--r000"]
+
+
+def test_a_padded_split_of_an_exported_case_fails_with_a_message(log, tmp_path):
+    # seed 002 loads the row (it checks `split.strip()`), then files the episode under
+    # str(row["split"]), ' validation ', and stops with a KeyError; a case without an
+    # exported episode writes nothing and is no problem
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a"},
+        {"episode_id": "b--r000", "case_id": "b", "trajectory": False},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": (" validation ", "g1"), "b": ("train\t", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    message = "fixed case split row of case a names split \" validation \" (white space around it)"
+    with pytest.raises(DatasetExportError, match=re.escape(message)):
+        frozen(log, tmp_path, run, split, eligibility)
+    split = write_case_split(tmp_path / "split2.jsonl", {"a": ("validation", "g1"), "b": ("train\t", "g2")})
+    manifest, _ = export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out2", run_dirs=[run], case_split=split, eligibility_dir=eligibility, minimum_accepted_cases=0,
+    ))
+    assert manifest["example_counts"] == {"train": 0, "validation": 1, "test": 0}
+
+
+def test_an_accepted_releases_odd_teacher_values_read_as_the_seeds_python_reads_them(log, tmp_path):
+    # seed 002: float(row["teacher_score"] or 0.0) and [str(x) for x in row[...] or []]:
+    # true is 1.0, a string of digits is float()'s; a string gives its characters, an
+    # object its keys
+    release = write_accepted_release(tmp_path / "release", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"},
+    ])
+    rows = read_jsonl(release / "selected_episodes.jsonl")
+    rows[0].update(teacher_score=True, deterministic_red_flags="xy")
+    rows[1].update(teacher_score="\u0665", deterministic_red_flags={"k1": 1, "k2": 2}, deterministic_fatal_reasons="z")
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g2")})
+    export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
+    got = {e: (r["teacher_score"], r["deterministic_red_flags"], r["deterministic_fatal_reasons"])
+           for e, r in by_episode(tmp_path / "out" / "episode_metadata.jsonl").items()}
+    assert got == {"a--r000": (1.0, ["x", "y"], []), "b--r000": (5.0, ["k1", "k2"], ["z"])}

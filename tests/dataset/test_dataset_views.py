@@ -60,7 +60,9 @@ def test_python_text_and_truthiness_macros(con, value, text, truthy):
     [("1.5", 1.5), ("7", 7.0), ("0.1", 0.1), ("0", None), ("-0.0", None), ("1e400", float("inf")),
      # 2**53 + 1 has no double: Python's str() of the int, cast, rounds to 2**53 as DuckDB's read does
      ("9007199254740993", 9007199254740992.0), ("123456789012345678901234567890", 1.2345678901234568e29),
-     ('"2.5"', 2.5), ('"abc"', None), ("true", None), ("null", None), ("[1]", None)],
+     ('"2.5"', 2.5), ('"abc"', None), ("null", None), ("[1]", None), ("false", None),
+     # float(True) is 1.0; Python's float() reads Unicode digits and white space, DuckDB's cast does not
+     ("true", 1.0), ('"\\u0663\\u0662"', 32.0), ('"\\u00a02.5\\u3000"', 2.5), ('"1_000"', 1000.0), ('""', None)],
 )
 def test_score_double_is_pythons_text_cast(con, value, expected):
     # TRY_CAST(py_or_text(score) AS DOUBLE), a JSON number read without a Python call

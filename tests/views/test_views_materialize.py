@@ -78,8 +78,10 @@ def test_views_materialized_rows_of_one_episode(run_dir, planned):
     p = planned["correct"]
     identity = {"episode_id": p.episode_id, "case_id": "case-A", "prompt_group_id": p.prompt_group_id}
 
+    # seed 000 writes rows in rollout-spec order, the order the log scheduled its episodes
+    # in (conftest's PLANNED: case-e:blocked after case-D), not sorted by case id
     assert [r["case_id"] for r in _lines(out / "predictions.jsonl")] == [
-        "case-A", "case-D", "case-F", "case-G", "case-H", "case-I", "case-K", "case-e:blocked"
+        "case-A", "case-D", "case-e:blocked", "case-F", "case-G", "case-H", "case-I", "case-K"
     ]
     assert _first(out, "predictions") == {"case_id": "case-A", "prediction": "out_of_context", "confidence": 0.9}
     assert _first(out, "episode_predictions") == {**identity, "prediction": "out_of_context", "confidence": 0.9, "rollout_index": 0}
@@ -440,3 +442,13 @@ def test_views_materialized_tables_dropped_once_read(views_log, planned):
         assert con.execute("SELECT count(*) FROM steps WHERE episode_id = ?", [planned["correct"].episode_id]).fetchall() == [(16,)]
     finally:
         con.close()
+
+
+def test_episode_rows_keep_the_seeds_rollout_spec_order(run_dir, planned):
+    # seed 000 appends every file's rows as it walks its rollout specs: cases as selected
+    # (case-e:blocked between case-D and case-F here), each case's rollouts in turn
+    out, _ = run_dir
+    specs = [p.episode_id for p in planned.values()]
+    for stem in ("run_results", "rollout_groups", "post_rollout_rewards", "trajectory_scores", "process_metrics"):
+        # a stand-in row (the unfinished case-J, one rollout) has only its case_id
+        assert [r.get("episode_id", r["case_id"]) for r in _lines(out / f"{stem}.jsonl")] == specs, stem
