@@ -66,12 +66,16 @@ def refused(result) -> list[tuple[str, str, list[str]]]:
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "192.168.0.10", "172.16.5.4", "169.254.169.254",
                                      "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "fd00::1",
-                                     "::ffff:127.0.0.1", "240.0.0.1"])
+                                     "::ffff:127.0.0.1", "240.0.0.1",
+                                     # IPv4 inside IPv6: IPv4-compatible, NAT64 (well-known and local), 6to4
+                                     "::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "2002:a00:1::1",
+                                     "::"])
 def test_non_public_addresses(address):
     assert not is_public(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])
+@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808",
+                                     "2002:808:808::1"])
 def test_public_addresses(address):
     assert is_public(address)
 

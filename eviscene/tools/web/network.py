@@ -30,12 +30,24 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address a packet may end up at: IPv4-compatible
+# (deprecated, `::7f00:1`) and NAT64 (`64:ff9b::a9fe:a9fe` is 169.254.169.254 behind a NAT64
+# gateway, as IPv6-only cloud subnets have), the well-known and the local-use prefix.
+_IPV4_INSIDE = tuple(ipaddress.ip_network(n) for n in ("::/96", "64:ff9b::/96", "64:ff9b:1::/48"))
+
+
 def is_public(address: str) -> bool:
+    """Whether `address` and every IPv4 address it carries (IPv4-mapped, -compatible, NAT64,
+    6to4, Teredo) is a global unicast address."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    mapped = getattr(ip, "ipv4_mapped", None)
-    if mapped is not None:
-        ip = mapped
-    return ip.is_global and not ip.is_multicast
+    reached = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            reached = [ip.ipv4_mapped]
+        elif any(ip in prefix for prefix in _IPV4_INSIDE):
+            reached = [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+        reached += [v4 for v4 in (ip.sixtofour, *(ip.teredo or ())) if v4 is not None]
+    return all(a.is_global and not a.is_multicast for a in reached)
 
 
 class NetworkGuard:
