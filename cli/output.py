@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -50,12 +51,16 @@ format_option = click.option(
 
 # One encoder for every row: json.dumps with options builds a new one per call.
 _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_AS_IS = frozenset({str, int, float, bool, type(None)})
+_AS_IS = frozenset({str, int, bool, type(None)})
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, for_json: bool = False) -> Any:
     if type(value) in _AS_IS:
         return value
+    if type(value) is float:
+        # JSON has no NaN or Infinity (jq and JSON.parse refuse them): null there, as pandas
+        # and polars write them; tables and CSV print `nan` and `inf`.
+        return None if for_json and not math.isfinite(value) else value
     if isinstance(value, datetime):
         return format_ts(value) if value.tzinfo else value.isoformat()
     if isinstance(value, date):
@@ -68,11 +73,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v, for_json) for k, v in value.items()}
     # DuckDB hands fixed-size ARRAY values over as plain tuples (Arrow's named tuples, such
     # as an INTERVAL's MonthDayNano, print as before).
     if isinstance(value, list) or type(value) is tuple:
-        return [_plain(v) for v in value]
+        return [_plain(v, for_json) for v in value]
     return value
 
 
@@ -86,13 +91,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
+def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str], for_json: bool = False,
+          ) -> Iterator[dict[str, Any]]:
     """Plain rows; JSON columns parsed so that they print as JSON values, not as strings
     holding JSON."""
     is_json = [name in json_columns for name in names]
     for values in rows:
         yield {
-            name: (None if value is None else json.loads(value)) if json_column else _plain(value)
+            name: (None if value is None else json.loads(value)) if json_column else _plain(value, for_json)
             for name, value, json_column in zip(names, values, is_json)
         }
 
@@ -124,7 +130,7 @@ def write_rows(
     json_columns: frozenset[str] = frozenset(),
     width: int | None = None,
 ) -> None:
-    rows = _rows(names, values, json_columns)
+    rows = _rows(names, values, json_columns, for_json=fmt in ("json", "jsonl"))
     if fmt == "jsonl":
         for row in rows:
             out.write(_COMPACT_JSON(row) + "\n")

@@ -165,13 +165,18 @@ class EventStore:
                     con.execute(sql, params)
                     described = [(column[0], column[1]) for column in con.description]
                 if as_rows and all(_same_python_values(kind) for _, kind in described):
-                    result = QueryResult([name for name, _ in described], _json_columns(described), rows=_fetched(con, batch_rows))
+                    names = _unique_names([name for name, _ in described])
+                    result = QueryResult(names, _json_columns(zip(names, (kind for _, kind in described))),
+                                         rows=_fetched(con, batch_rows))
                 else:
                     if as_rows:
                         con.abort()  # the rows are read as Arrow instead
                     relation = con.sql(sql, params=params)
-                    described = list(zip(relation.columns, relation.types))
-                    result = QueryResult(relation.columns, _json_columns(described), batches=relation.to_arrow_reader(batch_rows))
+                    names = _unique_names(relation.columns)
+                    batches = relation.to_arrow_reader(batch_rows)
+                    if names != relation.columns:
+                        batches = _renamed(batches, names)
+                    result = QueryResult(names, _json_columns(zip(names, relation.types)), batches=batches)
             except BaseException as exc:
                 if con is not None:
                     con.close()
@@ -263,6 +268,29 @@ class EventStore:
     def check_file(self) -> None:
         """`NotALogError` when a file is at the log's path and it is not a log's archive."""
         check_log_file(self.path)
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    """`names` with a repeated one renamed as DuckDB names a subquery's columns (`a, a, A` ->
+    `a, a_1, A_2`: case-blind, in order): a result's rows are read by column name (JSON keys,
+    Parquet fields), where two columns of one name would show one's value twice."""
+    taken: set[str] = set()
+    unique = []
+    for name in names:
+        renamed, number = name, 0
+        while renamed.lower() in taken:
+            number += 1
+            renamed = f"{name}_{number}"
+        taken.add(renamed.lower())
+        unique.append(renamed)
+    return unique
+
+
+def _renamed(batches: pa.RecordBatchReader, names: list[str]) -> pa.RecordBatchReader:
+    import pyarrow as pa
+
+    schema = pa.schema([field.with_name(name) for field, name in zip(batches.schema, names)])
+    return pa.RecordBatchReader.from_batches(schema, (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches))
 
 
 def _json_columns(described: Iterable[tuple[str, Any]]) -> frozenset[str]:

@@ -101,6 +101,21 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
     assert sandbox_log.fingerprint(work) == before
 
 
+def test_columns_of_one_name_and_non_finite_numbers_keep_every_value_in_every_format(log_path, tmp_path):
+    """Rows are written by column name: two columns `a` showed the second's value twice (table)
+    or kept one (JSON). JSON has no NaN or Infinity: null there, as pandas writes them."""
+    query = "SELECT 1 AS a, 2 AS a, 3 AS A, 'nan'::DOUBLE AS x, '-inf'::DOUBLE AS y, [0.5, 'inf'::DOUBLE] AS l"
+    out = {fmt: eviscene("--db", str(log_path), "sql", query, "--format", fmt, cwd=tmp_path).stdout for fmt in ("jsonl", "csv", "table")}
+    assert out["jsonl"] == '{"a":1,"a_1":2,"A_2":3,"x":null,"y":null,"l":[0.5,null]}\n'
+    assert out["csv"] == 'a,a_1,A_2,x,y,l\n1,2,3,nan,-inf,"[0.5,Infinity]"\n'
+    assert out["table"].splitlines()[2] == "1  2    3    nan  -inf  [0.5,Infinity]"
+    as_json = eviscene("--db", str(log_path), "sql", query, "--format", "json", cwd=tmp_path).stdout
+    assert json.loads(as_json) == [{"a": 1, "a_1": 2, "A_2": 3, "x": None, "y": None, "l": [0.5, None]}]
+    target = tmp_path / "rows.parquet"
+    assert eviscene("--db", str(log_path), "sql", query, "--output", str(target), cwd=tmp_path).returncode == 0
+    assert pq.read_table(target).column_names == ["a", "a_1", "A_2", "x", "y", "l"]
+
+
 def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
     result = eviscene("--db", str(log_path), "sql", "SELECT * FROM read_text('/etc/passwd')", "--output", str(tmp_path / "x.csv"), cwd=tmp_path)
     assert result.returncode == 2
