@@ -17,6 +17,8 @@ from eviscene.exports.staging import check_new_or_empty
 from eviscene.redaction import MASK
 from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
+from eviscene.release.selection import RolloutSpec
+from eviscene.rules.traces import safe_trace_filename
 
 
 def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], benchmark: str) -> None:
@@ -28,6 +30,21 @@ def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], ben
         raise SelectionError(
             "the selection is empty (check --case-id, --limit and --shard-index): nothing to run"
         )
+
+
+def check_trace_file_names(specs: Sequence[RolloutSpec]) -> None:
+    """Each episode's trace file (`traces/<safe episode id>.json`, the seed's name) is its own:
+    ids that differ only in characters a file name cannot hold (`x/1`, `x_1`) are refused
+    before the first episode, not found when the run directory is written."""
+    first: dict[str, RolloutSpec] = {}
+    for spec in specs:
+        name = safe_trace_filename(spec.episode_id)
+        other = first.setdefault(name, spec)
+        if other is not spec:
+            raise SelectionError(
+                f"cases {other.case_id!r} and {spec.case_id!r} would share the trace file traces/{name} "
+                "(their ids differ only in characters a file name cannot hold): rename one, or leave one out with --case-id"
+            )
 
 
 def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[str, ScoringFile]) -> None:

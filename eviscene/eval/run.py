@@ -23,6 +23,7 @@ from eviscene.eval.preflight import (
     check_scoring_files_unchanged,
     check_scoring_inputs,
     check_selection,
+    check_trace_file_names,
 )
 from eviscene.eval.options import (
     DEFAULT_OCR_CACHE_VERSION,
@@ -144,6 +145,7 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         policy_revision=revision,
         model=str(provider.model),
     )
+    check_trace_file_names(specs)
     policy = load_source_policy(policy_file, scoring_files["source_access_policy"].content) if policy_file else None
     toolbox, tool_backend = make_toolbox(options, release, policy)
     return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend)

@@ -21,7 +21,8 @@ from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
-from eviscene.errors import LogLockedError
+from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.exports.run_dir import _write_traces
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
@@ -123,9 +124,17 @@ def test_two_episodes_whose_ids_map_to_one_trace_file_are_refused_not_overwritte
     result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--case-id", "x/1", "--case-id", "x_1",
                     "--no-progress", "--output-dir", str(tmp_path / "runs" / "both"))
     assert result.exit_code == 2, result.output
-    assert result.stderr.endswith("both have the trace file traces/x_1.json (their ids differ only in characters a file name "
-                                  "cannot hold); one would overwrite the other\n"), result.stderr
-    assert not (tmp_path / "runs" / "both").exists()
+    assert result.stderr == ("Error: cases 'x/1' and 'x_1' would share the trace file traces/x_1.json (their ids differ only "
+                             "in characters a file name cannot hold): rename one, or leave one out with --case-id\n"), result.stderr
+    assert not (tmp_path / "runs" / "both").exists() and not log_path.exists()  # refused before the first episode
+
+
+def test_a_run_directory_refuses_two_episodes_whose_trace_files_share_a_name(tmp_path):
+    """The last guard, for runs no plan checked (merged shards, each of one of the cases)."""
+    traces = [("x/1", (memoryview(b'{"a": 1}'),)), ("x_1", (memoryview(b'{"b": 2}'),))]
+    with pytest.raises(EvisceneError, match=r"^episode 'x_1' and another episode of the run both have the trace file traces/x_1\.json"):
+        _write_traces(tmp_path / "traces", traces)
+    assert [p.read_bytes() for p in (tmp_path / "traces").iterdir()] == [b'{"a": 1}']
 
 
 def run_killed_at(point: str, log_path: Path, *args: str) -> None:
