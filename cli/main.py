@@ -10,7 +10,7 @@ import duckdb
 
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
-from eviscene.cli.output import mute_stdout
+from eviscene.cli.output import mute_stdout, printable
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -52,13 +52,13 @@ class _Eviscene(click.Group):
             click.echo(interruption_message(exc), err=True)
             sys.exit(EXIT_INTERRUPTED)
         except (EvisceneError, duckdb.Error) as exc:
-            click.echo(f"Error: {redact(one_line(str(exc)))}", err=True)
+            click.echo(f"Error: {printable(redact(one_line(str(exc))))}", err=True)  # it may quote input
             sys.exit(2)
         except BrokenPipeError:  # the reader stopped early (`| head`): end quietly, as Unix tools do
             mute_stdout()
             sys.exit(1)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
-            click.echo(f"Error: {redact(str(os_fault(exc)))}", err=True)
+            click.echo(f"Error: {printable(redact(str(os_fault(exc))))}", err=True)
             sys.exit(2)
 
 

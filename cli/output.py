@@ -323,8 +323,9 @@ def say(line: str) -> None:
     """A line on stdout from a command with work still to do after it (a run's directory, the
     next log to merge). A reader that stops early (`| head -1`) must not end the command there:
     the rest of its lines go nowhere and the work goes on. Commands whose only work is their
-    output (`sql`, `runs`) stop at once instead (main.py)."""
+    output (`sql`, `runs`) stop at once instead (main.py). Its words may be a model server's
+    (a run's error causes): control characters are written out."""
     try:
-        click.echo(line)
+        click.echo(printable(line))
     except BrokenPipeError:
         mute_stdout()

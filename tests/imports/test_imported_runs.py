@@ -210,7 +210,12 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
     assert why.exit_code == 0 and f"verdict {shown} (0.0)" in why.output, why.output
     table = CliRunner().invoke(cli, ["--db", str(log.path), "sql", "SELECT verdict FROM imported_episodes WHERE case_id = 'case-B'"])
     assert table.exit_code == 0 and table.output.splitlines()[2] == shown, table.output
-    for output in (why.output, table.output):
+    # An error quoting what it was given (here DuckDB naming a table) writes it out too (on one
+    # line: the carriage return ends a line there).
+    error = CliRunner().invoke(cli, ["--db", str(log.path), "sql", f'SELECT * FROM "{hostile}"'])
+    assert error.exit_code == 2, error.output
+    assert "Table with name \\x1b]52;c;ZXZpbA==\\x07err or\\u202e does not exist" in error.output, error.output
+    for output in (why.output, table.output, error.output):
         assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
 
