@@ -1,16 +1,20 @@
 """The web backend cannot be turned on its host: `visit` and search hits naming loopback,
 private, link-local or reserved addresses, directly, through a name that resolves there, or
 on a redirect hop, are refused before any connection, each as a `network_guard` gate
-decision; `allow_private_network` lets a run reach them (the other web tests rely on it)."""
+decision; `allow_private_network` lets a run reach them (the other web tests rely on it).
+A name that resolves differently when connecting (DNS rebinding) is refused at connect."""
 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import anyio
+import httpcore
 import httpx
 import pytest
+from web_servers import start_file_server, start_tls_server
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
@@ -153,3 +157,124 @@ def test_a_web_run_without_the_flag_refuses_the_loopback_site_and_logs_each_refu
     assert manifest["agent"]["allow_private_network"] is False
     assert manifest["agent"]["tool_backend"]["allow_private_network"] is False
     assert summary.errored == 0
+
+
+# -- the address checked is the address connected to ------------------------------------------
+# These fetch without an injected transport, so the page fetcher's own connections are tested.
+
+
+@pytest.fixture
+def rebinding_dns(monkeypatch):
+    """The system resolver, with `rebind.test` served by a rebinding DNS server: a public
+    address to the first lookup (the check), this machine to every later one (the connection)."""
+    lookups = []
+    system = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host not in ("rebind.test", b"rebind.test"):  # anyio passes the IDNA-encoded bytes
+            return system(host, port, *args, **kwargs)
+        lookups.append(host)
+        address = "93.184.216.34" if len(lookups) == 1 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return lookups
+
+
+@pytest.mark.anyio
+async def test_a_name_rebound_to_loopback_after_the_check_is_refused_at_connect(site, policy, rebinding_dns):
+    url = f"http://rebind.test:{site.base.rsplit(':', 1)[1]}/article"
+    before = site.requests()
+    result = await PageFetcher(policy, timeout=2.0).fetch(url)
+    assert refused(result) == [(NETWORK_GATE, url, [PRIVATE_NETWORK])]
+    assert site.requests() == before and len(rebinding_dns) == 2  # checked, then looked up again to connect
+
+
+def flipping(*answers: list[str]):
+    """A resolver whose successive lookups get `answers` in turn (a rebinding DNS server)."""
+    queue = list(answers)
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return queue.pop(0)
+
+    return resolve
+
+
+@pytest.mark.anyio
+async def test_the_connection_uses_the_guards_resolver_and_its_verdict(policy):
+    url = "http://flip.test/latest/meta-data/"
+    guard = NetworkGuard(resolver=flipping(["93.184.216.34"], ["169.254.169.254"]))
+    result = await PageFetcher(policy, timeout=2.0, network=guard).fetch(url)
+    assert refused(result) == [(NETWORK_GATE, url, [PRIVATE_NETWORK])]
+
+
+@pytest.fixture
+def router(monkeypatch):
+    """No public server is reachable here: the socket layer sends a connection to any address
+    to `router.port` on 127.0.0.1, recording the (address, port) it was asked for."""
+    connect = httpcore.AnyIOBackend.connect_tcp
+
+    async def route(self, host, port, *args, **kwargs):
+        router.connected.append((host, port))
+        return await connect(self, "127.0.0.1", router.port, *args, **kwargs)
+
+    router.connected, router.port = [], 0
+    monkeypatch.setattr(httpcore.AnyIOBackend, "connect_tcp", route)
+    return router
+
+
+@pytest.mark.anyio
+async def test_a_public_name_is_connected_to_at_the_address_that_was_checked(site, policy, router):
+    router.port = int(site.base.rsplit(":", 1)[1])
+    page = await PageFetcher(policy, timeout=2.0, network=NetworkGuard(resolver=resolver)).fetch("http://public.test/article")
+    assert isinstance(page, FetchedPage) and page.title == "Flood waters rise in Riverton"
+    assert router.connected == [("93.184.216.34", 80)] and site.hits["public.test/article"] >= 1  # Host: the name
+
+
+@pytest.mark.anyio
+async def test_a_redirect_hop_rebound_after_its_check_is_refused_and_named(policy, router, tmp_path):
+    server = start_file_server(tmp_path)
+    try:
+        router.port = server.server_address[1]
+        hop = "http://flip.test/latest/meta-data/"
+        # public.test passes; the hop's check sees a public address, its connection the metadata service.
+        names = {"public.test": [["93.184.216.34"]] * 2, "flip.test": [["93.184.216.35"], ["169.254.169.254"]]}
+
+        async def dns(host: str, port: int) -> list[str]:
+            return names[host].pop(0)
+
+        fetch = PageFetcher(policy, timeout=2.0, network=NetworkGuard(resolver=dns)).fetch
+        result = await fetch(f"http://public.test/moved?to={hop}")
+        assert refused(result) == [(NETWORK_GATE, hop, [PRIVATE_NETWORK])]
+        assert router.connected == [("93.184.216.34", 80)] and server.requested == [f"/moved?to={hop}"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.anyio
+async def test_allow_private_network_connects_to_the_resolvers_address_not_a_proxy(site, policy, monkeypatch):
+    # `site.test` is unknown to the system resolver: only the guard's resolver knows it. A proxy
+    # from the environment is not used (its own lookup could not be checked); this one is closed.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
+    before = site.hits["site.test/r1"]
+    url = f"http://site.test:{site.base.rsplit(':', 1)[1]}/r1"  # redirects to /r2, then to 127.0.0.1:<port>/article
+    guard = NetworkGuard(allow_private_network=True, resolver=flipping(["127.0.0.1"], ["127.0.0.1"]))
+    page = await PageFetcher(policy, timeout=2.0, network=guard).fetch(url)
+    assert isinstance(page, FetchedPage) and page.url == site.url("/article")
+    assert site.hits["site.test/r1"] == before + 1
+
+
+@pytest.mark.anyio
+async def test_tls_is_verified_against_the_name_while_connecting_to_the_address(policy, tmp_path, monkeypatch):
+    pytest.importorskip("cryptography")
+    server, ca_file = start_tls_server("tls.test", tmp_path)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))  # the certificate names tls.test only, not 127.0.0.1
+        guard = NetworkGuard(allow_private_network=True, resolver=flipping(["127.0.0.1"]))
+        page = await PageFetcher(policy, timeout=2.0, network=guard).fetch(f"https://tls.test:{server.server_address[1]}/")
+        assert isinstance(page, FetchedPage) and page.title == "Over TLS"
+    finally:
+        server.shutdown()
+        server.server_close()

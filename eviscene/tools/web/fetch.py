@@ -8,7 +8,9 @@ bodies. The policy sees the requested URL before any request, every redirect tar
 before it is requested, and the final URL with the sha256 of the extracted text after the
 fetch; a block anywhere refuses the whole visit. The network guard (`network.py`) refuses,
 before connecting, the requested URL or any redirect hop whose host is or resolves to a
-private, loopback, link-local or reserved address (unless the run allows it).
+private, loopback, link-local or reserved address (unless the run allows it), and checks
+again the addresses each connection is made to. Connections are direct: proxies named in
+the environment (HTTP_PROXY …) are not used, as a proxy's own DNS lookup could not be checked.
 
 HTML is reduced to text with BeautifulSoup (the stdlib `html.parser`, no native deps):
 scripts, styles and page chrome (nav, header, footer, aside, forms) are dropped. Title,
@@ -32,7 +34,7 @@ from eviscene.events import GateDecided
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.tools.results import policy_block
 from eviscene.rules.urls import url_host
-from eviscene.tools.web.network import NetworkGuard
+from eviscene.tools.web.network import GuardedTransport, NetworkGuard, NonPublicAddress, refusal_block
 
 FETCHER_VERSION = "httpx-bs4-v1"
 DEFAULT_MAX_BYTES = 2_000_000
@@ -115,12 +117,15 @@ class PageFetcher:
         reason = self.policy.check(url)
         if reason:
             return FetchRefused([policy_block(url, reason)])
+        hops = [url]
         try:
             with anyio.fail_after(self.timeout):
                 refusal = await self.network.refusal(url)
                 if refusal:
                     return FetchRefused([refusal])
-                return await self._fetch(url)
+                return await self._fetch(hops)
+        except NonPublicAddress:  # the connection's own lookup was not public: a rebound name
+            return FetchRefused([refusal_block(hops[-1])])
         except TimeoutError:
             return FetchFailed("error", f"the page did not load within {self.timeout:g} s")
         except httpx.TimeoutException:
@@ -128,11 +133,13 @@ class PageFetcher:
         except httpx.HTTPError as exc:
             return FetchFailed("error", f"could not fetch the page: {type(exc).__name__}: {exc}")
 
-    async def _fetch(self, url: str) -> FetchedPage | FetchRefused | FetchFailed:
-        hops = [url]
+    async def _fetch(self, hops: list[str]) -> FetchedPage | FetchRefused | FetchFailed:
+        """`hops`: the requested URL, each redirect target appended before it is requested."""
+        url = hops[0]
         timeout = httpx.Timeout(self.timeout)
         async with httpx.AsyncClient(
-            follow_redirects=False, timeout=timeout, transport=self.transport, headers={"User-Agent": USER_AGENT,
+            follow_redirects=False, timeout=timeout, transport=self.transport or GuardedTransport(self.network),
+            headers={"User-Agent": USER_AGENT,
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1"}
         ) as client:
             current = url

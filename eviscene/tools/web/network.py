@@ -4,17 +4,25 @@ a loopback, private, link-local, shared, multicast or reserved address (127.0.0.
 run allows it (`--allow-private-network`, e.g. for a test server or an intranet mirror).
 Every address a name resolves to must be public; a refusal is a `gate.decided` event of
 the `network_guard` gate.
+
+The check is made again on the address connected to: the page fetcher's connections go
+through `GuardedBackend`, which resolves the name with the guard's resolver, refuses unless
+every answer is public, and connects to one of those very addresses. The HTTP client's own
+lookup would be a second DNS answer, which a rebinding server can point at 127.0.0.1 or
+169.254.169.254 after the first one passed.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Optional
 from urllib.parse import urlsplit
 
 import anyio
+import httpcore
+import httpx
 
 from eviscene.events import GateDecided
 
@@ -50,6 +58,14 @@ def is_public(address: str) -> bool:
     return all(a.is_global and not a.is_multicast for a in reached)
 
 
+class NonPublicAddress(Exception):
+    """A name resolves to an address that is not public (and the run does not allow it)."""
+
+
+def refusal_block(url: str) -> GateDecided:
+    return GateDecided(gate=NETWORK_GATE, subject=url, passed=False, reasons=[PRIVATE_NETWORK])
+
+
 class NetworkGuard:
     """`await guard.refusal(url)`: the `gate.decided` block when `url` may not be fetched,
     else None. Verdicts are kept per host and port for the guard's life (one run)."""
@@ -80,17 +96,61 @@ class NetworkGuard:
                 self._verdicts[key] = public
         if public or (public is None and not refuse_unresolved):
             return None
-        return GateDecided(gate=NETWORK_GATE, subject=url, passed=False, reasons=[PRIVATE_NETWORK])
+        return refusal_block(url)
 
     async def _public(self, host: str, port: int) -> Optional[bool]:
-        """True or False; None (refused, not remembered) when the name does not resolve now:
-        a later lookup by the HTTP client must not be the first to see its addresses."""
+        """True or False; None (refused, not remembered) when the name does not resolve now."""
         try:
-            return is_public(host)  # an address literal needs no lookup
-        except ValueError:
-            pass
-        try:
-            addresses = await self.resolve(host, port)
+            await self.addresses(host, port)
+        except NonPublicAddress:
+            return False
         except OSError:
             return None
-        return bool(addresses) and all(is_public(address) for address in addresses)
+        return True
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The addresses `host` resolves to now (an address literal is its own), all public
+        unless the run allows private ones, else NonPublicAddress; OSError when it does not
+        resolve."""
+        try:
+            ipaddress.ip_address(host.split("%", 1)[0])
+            found = [host]
+        except ValueError:
+            found = list(dict.fromkeys(await self.resolve(host, port)))
+        if not self.allow_private_network and not (found and all(is_public(address) for address in found)):
+            raise NonPublicAddress(f"{host} resolves to a non-public address")
+        return found
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """An httpcore network backend that connects only to addresses `guard` has just vetted
+    (see the module docstring); TLS still verifies the certificate against the URL's host
+    name, which httpcore passes to `start_tls` on its own."""
+
+    def __init__(self, guard: NetworkGuard) -> None:
+        self.guard = guard
+        self.inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None) -> httpcore.AsyncNetworkStream:
+        try:
+            addresses = await self.guard.addresses(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host}: {exc}") from exc
+        error: Exception = httpcore.ConnectError(f"{host} resolves to no address")
+        for address in addresses:  # in the resolver's order, as a client tries them
+            try:
+                return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error
+
+
+class GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport on a connection pool that connects through `GuardedBackend`. httpx
+    takes no network backend (encode/httpx#3749), so the pool it would build is set here."""
+
+    def __init__(self, guard: NetworkGuard) -> None:  # not the parent's, which builds its own pool; should
+        # httpx rename `_pool`, requests fail rather than go round the guard
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=httpx.create_ssl_context(),
+                                                  network_backend=GuardedBackend(guard))
