@@ -128,7 +128,7 @@ def _readings(url: str) -> frozenset[str]:
     read too, and so is the URL's NFKC form, where `／` is `/` (`urlsplit` refuses such a
     host, and a client may map it)."""
     keys: set[str] = set()
-    forms = {url, unicodedata.normalize("NFKC", url)}
+    forms = {url} if url.isascii() else {url, unicodedata.normalize("NFKC", url)}
     for text in forms | {form.replace("\\", "/") for form in forms}:
         key = without_scheme(normalize_url(text))
         authority, path, query = re.fullmatch(r"([^/?]*)([^?]*)(.*)", key).groups()
@@ -138,7 +138,7 @@ def _readings(url: str) -> frozenset[str]:
         path = re.sub(r"/{2,}", "/", _percent_decoded(path).replace("\\", "/"))
         query = _percent_decoded(query)
         keys.add(key)
-        paths = {path, re.sub(r";[^/]*", "", path)}
+        paths = {path, re.sub(r";[^/]*", "", path)} if ";" in path else {path}
         for server_path in paths | {posixpath.normpath(p) for p in paths if p}:
             keys.add(authority + server_path.rstrip("/").lower() + query)
     return frozenset(keys)
