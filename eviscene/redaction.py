@@ -45,8 +45,11 @@ _HEADER = re.compile(
 )
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-# A query parameter by its name as the server reads it: `api%5Fkey` is `api_key` to it.
-_QUERY = re.compile(r"([?&])([^=&#\s\"']+)(=)([^&\s\"']+)")
+# A query parameter's name, to be judged as the server reads it (`api%5Fkey` is `api_key`),
+# and where a value ends. Only a key's value is taken: another's (`redirect=…/?token=…`) may
+# hold further parameters.
+_QUERY_NAME = re.compile(r"[?&]([^=&#?\s\"']+)=")
+_QUERY_VALUE_END = re.compile(r"[&\s\"']|$")
 _QUERY_KEYS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
 # `scheme://user:password@host`: the whole user-info part (a bare `token@host` too), up to the
 # authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
@@ -90,14 +93,24 @@ def _masked(text: str, secrets: list[str]) -> str:
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
     text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(MASK, text)
-    text = _QUERY.sub(_masked_parameter, text)
+    text = _masked_parameters(text)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
     return _KEY_SHAPES.sub(MASK, text)
 
 
-def _masked_parameter(match: re.Match[str]) -> str:
-    lead, name, equals, _ = match.groups()
-    return lead + name + equals + MASK if unquote(name).lower() in _QUERY_KEYS else match.group(0)
+def _masked_parameters(text: str) -> str:
+    """`text` with the value of each key-named query parameter masked, to its `&`."""
+    if "=" not in text:
+        return text
+    parts, done = [], 0
+    for name in _QUERY_NAME.finditer(text):
+        if name.start() < done or unquote(name.group(1)).lower() not in _QUERY_KEYS:
+            continue  # inside a value masked already, or not a key
+        end = _QUERY_VALUE_END.search(text, name.end()).start()
+        if end > name.end():
+            parts += [text[done:name.end()], MASK]
+            done = end
+    return "".join(parts) + text[done:]
 
 
 def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:

@@ -105,6 +105,11 @@ def test_credentials_inside_urls():
     # The user-info ends at the authority's last `@`; a parameter's name counts decoded.
     assert redact("http://user:p@ss-s3cr3t@host/v1") == f"http://{MASK}@host/v1"
     assert redact("https://h.example/v1?a=1&api%5Fkey=abc123xyz") == f"https://h.example/v1?a=1&api%5Fkey={MASK}"
+    # Another parameter's value may hold a key parameter; a doubled `?` starts the name after it.
+    assert redact("https://x.example/cb?redirect=https://y.example/?token=SECRET1&b=2") == (
+        f"https://x.example/cb?redirect=https://y.example/?token={MASK}&b=2")
+    assert redact("https://x.example/p??key=SECRET3 and ?TOKEN=a?b=c") == f"https://x.example/p??key={MASK} and ?TOKEN={MASK}"
+    assert redact("?key=&x=1") == "?key=&x=1"
     # An address in the path or a mail address is not a credential.
     assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"
 

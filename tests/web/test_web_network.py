@@ -73,6 +73,8 @@ def refused(result) -> list[tuple[str, str, list[str]]]:
                                      "::ffff:127.0.0.1", "240.0.0.1",
                                      # IPv4 inside IPv6: IPv4-compatible, NAT64 (well-known and local), 6to4
                                      "::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "2002:a00:1::1",
+                                     # never public: IPv4-compatible, NAT64's local-use prefix, Teredo
+                                     "::808:808", "64:ff9b:1::808:808", "2001:0:4136:e378:8000:63bf:80ff:fffe",
                                      "::"])
 def test_non_public_addresses(address):
     assert not is_public(address)

@@ -38,24 +38,27 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-# IPv6 prefixes whose last 32 bits are an IPv4 address a packet may end up at: IPv4-compatible
-# (deprecated, `::7f00:1`) and NAT64 (`64:ff9b::a9fe:a9fe` is 169.254.169.254 behind a NAT64
-# gateway, as IPv6-only cloud subnets have), the well-known and the local-use prefix.
-_IPV4_INSIDE = tuple(ipaddress.ip_network(n) for n in ("::/96", "64:ff9b::/96", "64:ff9b:1::/48"))
+# An IPv6 address that carries an IPv4 one is judged by where its packets go, the same on
+# every Python (whose verdicts on these prefixes differ by version): NAT64's well-known prefix
+# (`64:ff9b::a9fe:a9fe` is 169.254.169.254 behind a NAT64 gateway, as IPv6-only cloud subnets
+# have) and 6to4 by their IPv4 address; IPv4-compatible addresses (deprecated) and NAT64's
+# local-use prefix (where the IPv4 address sits is the operator's choice) are never public.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NEVER_PUBLIC = (ipaddress.ip_network("::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 def is_public(address: str) -> bool:
-    """Whether `address` and every IPv4 address it carries (IPv4-mapped, -compatible, NAT64,
-    6to4, Teredo) is a global unicast address."""
+    """Whether `address` is a global unicast address, an IPv6 one carrying an IPv4 address
+    (mapped, NAT64, 6to4) judged by that IPv4 address."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    reached = [ip]
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            reached = [ip.ipv4_mapped]
-        elif any(ip in prefix for prefix in _IPV4_INSIDE):
-            reached = [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
-        reached += [v4 for v4 in (ip.sixtofour, *(ip.teredo or ())) if v4 is not None]
-    return all(a.is_global and not a.is_multicast for a in reached)
+        if any(ip in prefix for prefix in _NEVER_PUBLIC):
+            return False
+        if ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        else:
+            ip = ip.ipv4_mapped or ip.sixtofour or ip
+    return ip.is_global and not ip.is_multicast
 
 
 class NonPublicAddress(Exception):
