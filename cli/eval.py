@@ -21,7 +21,7 @@ from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
-from eviscene.cli.output import say
+from eviscene.cli.output import check_not_the_log, say
 from eviscene.log import EventLog
 from eviscene.store.layout import check_run_id
 
@@ -190,6 +190,8 @@ def run(
     """
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
     name = _run_name(run_id, output_dir)
+    if materialize and output_dir is not None:
+        check_not_the_log("--output-dir", output_dir, log.path)
     check_output_dir(output_dir if materialize else None)
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
     if materialize:
@@ -256,6 +258,8 @@ def resume(
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
     out_dir = output_dir or Path("runs") / run_id
+    if materialize:
+        check_not_the_log("--output-dir", out_dir, log.path)
     replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
     check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(

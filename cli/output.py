@@ -91,14 +91,20 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _json_without_non_finite(text: str) -> Any:
+    """A JSON column's value for JSON output: DuckDB's JSON may hold NaN and Infinity, null there."""
+    return json.loads(text, parse_constant=lambda _: None)
+
+
 def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str], for_json: bool = False,
           ) -> Iterator[dict[str, Any]]:
     """Plain rows; JSON columns parsed so that they print as JSON values, not as strings
     holding JSON."""
     is_json = [name in json_columns for name in names]
+    parse = _json_without_non_finite if for_json else json.loads
     for values in rows:
         yield {
-            name: (None if value is None else json.loads(value)) if json_column else _plain(value, for_json)
+            name: (None if value is None else parse(value)) if json_column else _plain(value, for_json)
             for name, value, json_column in zip(names, values, is_json)
         }
 
@@ -133,13 +139,13 @@ def write_rows(
     rows = _rows(names, values, json_columns, for_json=fmt in ("json", "jsonl"))
     if fmt == "jsonl":
         for row in rows:
-            out.write(_COMPACT_JSON(row) + "\n")
+            out.write(json_printable(_COMPACT_JSON(row)) + "\n")
     elif fmt == "json":
         # The layout of json.dumps(list_of_rows, indent=2), one row at a time.
         out.write("[")
         written = 0
         for row in rows:
-            body = json.dumps(row, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+            body = json_printable(json.dumps(row, ensure_ascii=False, indent=2)).replace("\n", "\n  ")
             out.write(("," if written else "") + "\n  " + body)
             written += 1
         out.write("\n]\n" if written else "]\n")
@@ -162,6 +168,16 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 def printable(text: str) -> str:
     """`text` for a terminal: its control characters written out, not obeyed."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() < "\u0100" else f"\\u{ord(m.group()):04x}", text)
+
+
+# What JSON text may still hold raw after the encoder (which escapes C0 only): DEL, C1 and the
+# bidi controls, escaped as JSON itself escapes (`\u009b`), so the text parses to the same values.
+_JSON_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_printable(text: str) -> str:
+    """JSON text for a terminal: the same JSON, no character a terminal would obey."""
+    return _JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 _TEXT_CELL_BY_TYPE = {str: str, int: str, bool: str, float: repr, type(None): lambda _: ""}
@@ -320,11 +336,10 @@ def mute_stdout() -> None:
 
 
 def say(line: str) -> None:
-    """A line on stdout from a command with work still to do after it (a run's directory, the
-    next log to merge). A reader that stops early (`| head -1`) must not end the command there:
-    the rest of its lines go nowhere and the work goes on. Commands whose only work is their
-    output (`sql`, `runs`) stop at once instead (main.py). Its words may be a model server's
-    (a run's error causes): control characters are written out."""
+    """A line of a command's report on stdout, its control characters written out (its words
+    may be a web page's or a model server's). A reader that stops early (`| head -1`) ends no
+    work still to do (a run's directory, the next log to merge): the rest of the lines go
+    nowhere. Rows of results (`sql`, `runs`) stop at once instead (main.py)."""
     try:
         click.echo(printable(line))
     except BrokenPipeError:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 
 from eviscene.analysis.why import explain_episode
-from eviscene.cli.output import printable
+from eviscene.cli.output import json_printable, say
 from eviscene.exports.dataset_why import describe
 from eviscene.log import EventLog
 
@@ -29,48 +29,44 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     """
     story = explain_episode(log, episode_id, run_id)
     if as_json:
-        click.echo(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str))
+        click.echo(json_printable(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str)))
         return
     e = story.episode
-    _say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
+    say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
     if story.imported_from:
         source = story.imported_from
-        _say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")
-        _say(f"outcome: {e['termination']}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}")
+        say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")
+        say(f"outcome: {e['termination']}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}")
     else:
-        _say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
-    _say("\ntimeline:")
+        say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
+    say("\ntimeline:")
     for item in story.timeline:
-        _say(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")
+        say(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")
     if story.metrics:
         m = story.metrics
-        _say(f"\nscore: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
+        say(f"\nscore: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
                    f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
     if story.score:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
-        _say(f"reward {story.score['total']:.3f} = {parts}")
+        say(f"reward {story.score['total']:.3f} = {parts}")
     if story.audit:
-        _say(f"\naudit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
+        say(f"\naudit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
         for failure in story.failures:
-            _say(f"  {failure['severity']:<6} {failure['code']}: {failure['detail']}")
+            say(f"  {failure['severity']:<6} {failure['code']}: {failure['detail']}")
     if story.eligibility:
         el = story.eligibility
-        _say(f"\nSFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
+        say(f"\nSFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
         for reason in el["exclusion_reasons"]:
-            _say(f"  - {reason}")
+            say(f"  - {reason}")
     if story.dataset is not None:
-        _say("")
+        say("")
         for line in describe(story.dataset):
-            _say(line)
+            say(line)
     if story.group:
-        _say("\nrollout group:")
+        say("\nrollout group:")
         for member in story.group:
             mark = "*" if member["episode_id"] == e["episode_id"] else " "
-            _say(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")
-
-
-def _say(line: str) -> None:
-    click.echo(printable(line))  # page titles, model words and ids come from the web and the model
+            say(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")
 
 
 COMMANDS = [why]

@@ -145,7 +145,6 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         policy_revision=revision,
         model=str(provider.model),
     )
-    check_trace_file_names(specs)
     policy = load_source_policy(policy_file, scoring_files["source_access_policy"].content) if policy_file else None
     toolbox, tool_backend = make_toolbox(options, release, policy)
     return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend)
@@ -226,6 +225,7 @@ async def start_run(
     generated `<timestamp>_<provider>_<model>` id."""
     log.require_writable()
     plan = plan_run(options, provider=provider)
+    check_trace_file_names(plan.specs)  # a new run only: a run made before this check still resumes
     options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
     pins = {kind: file.descriptor() for kind, file in plan.scoring_files.items()}
     blocks = manifest_blocks(

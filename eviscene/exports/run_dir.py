@@ -26,13 +26,12 @@ from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.traces import safe_trace_filename
-from eviscene.exports.trajectories import TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
+from eviscene.exports.trajectories import (
+    EPISODE_ORDER, TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records,
+)
 from eviscene.log import EventLog
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
-# seed 000 writes its rows in rollout-spec order (cases as selected: the release's order or
-# the --case-id order, then rollouts), the order the run scheduled its episodes in
-EPISODE_ORDER = "e.scheduled_seq, e.episode_id"
 _TRACE_CHUNK = 256
 _TRACES_IN_FLIGHT = 8
 

@@ -22,7 +22,7 @@ PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
 # `trace_texts` reads only TRACE_VIEWS_READ.
 TRACE_VIEWS_READ = "run_manifests episodes steps episode_evidence"
 VIEWS_READ = f"{TRACE_VIEWS_READ} model_calls sft_export_rejections"
-_EPISODE_ORDER = "e.scheduled_seq, e.episode_id"  # seed 000's rollout-spec order (run_dir.EPISODE_ORDER)
+EPISODE_ORDER = "e.spec_order"  # seed 000's rollout-spec order (the `episodes` view), every run directory file's
 _TRACE_SLICE = 5_000
 
 
@@ -170,7 +170,7 @@ def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Itera
         JOIN blobs fb ON fb.sha256 = c.first_request
         WHERE e.run_id = $run_id AND e.finished AND e.verdict IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM sft_export_rejections x WHERE x.run_id = e.run_id AND x.episode_id = e.episode_id)
-        ORDER BY {_EPISODE_ORDER}
+        ORDER BY {EPISODE_ORDER}
         """,
         params={"run_id": run_id},
     ), batch_size=2_000):
@@ -199,7 +199,7 @@ def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[
             SELECT e.episode_id, e.case_id, e.image_path, e.image_sha256, s.payload AS perception
             FROM episodes e JOIN steps s USING (run_id, episode_id)
             WHERE e.run_id = $run_id AND s.type = 'perception.reported'
-            ORDER BY {_EPISODE_ORDER}
+            ORDER BY {EPISODE_ORDER}
             """,
             params={"run_id": run_id},
         ),

@@ -17,9 +17,15 @@ WITH scheduled AS (
         (payload->>'sampling_seed')::BIGINT AS sampling_seed,
         payload->>'image_sha256' AS image_sha256,
         payload->>'image_path' AS image_path,
-        seq AS scheduled_seq
+        seq
     FROM events
     WHERE type = 'episode.scheduled'
+),
+sharded AS (
+    SELECT run_id, bool_or(coalesce((payload->>'$.benchmark.shard_count')::INTEGER, 1) > 1) AS sharded
+    FROM events
+    WHERE type = 'run.started'
+    GROUP BY ALL
 ),
 finished AS (
     SELECT
@@ -64,9 +70,14 @@ SELECT
     s.sampling_seed,
     s.image_sha256,
     s.image_path,
-    -- the run schedules its episodes in seed 000's rollout-spec order (the release's or the
-    -- --case-id order, rollouts in turn), which the seed's run directory files keep
-    s.scheduled_seq,
+    -- seed 000's rollout-spec order, which its run directory files keep: the order the run
+    -- scheduled its episodes in (the release's or the --case-id order, rollouts in turn); a
+    -- sharded run's cases are sorted by case_id, so its merged shards are too, in whatever
+    -- order they were merged
+    row_number() OVER (
+        PARTITION BY s.run_id
+        ORDER BY CASE WHEN r.sharded THEN s.case_id END, CASE WHEN r.sharded THEN s.rollout_index END, s.seq
+    ) AS spec_order,
     f.episode_id IS NOT NULL AS finished,
     f.attempt AS final_attempt,
     coalesce(a.attempts, 0) AS attempts,
@@ -81,6 +92,7 @@ SELECT
     j.confidence,
     j.verdict_basis
 FROM scheduled s
+LEFT JOIN sharded r USING (run_id)
 LEFT JOIN finished f USING (run_id, episode_id)
 LEFT JOIN judged j ON j.run_id = f.run_id AND j.episode_id = f.episode_id AND j.attempt = f.attempt
 LEFT JOIN attempts a ON a.run_id = s.run_id AND a.episode_id = s.episode_id;

@@ -65,7 +65,7 @@ def test_python_text_and_truthiness_macros(con, value, text, truthy):
      ("true", 1.0), ('"\\u0663\\u0662"', 32.0), ('"\\u00a02.5\\u3000"', 2.5), ('"1_000"', 1000.0), ('""', None)],
 )
 def test_score_double_is_pythons_text_cast(con, value, expected):
-    # TRY_CAST(py_or_text(score) AS DOUBLE), a JSON number read without a Python call
+    # a JSON number read without a Python call; a string as Python's float() reads it
     assert con.execute("SELECT py_truthy_double(?::JSON)", [value]).fetchone()[0] == expected
 
 

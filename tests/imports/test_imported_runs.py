@@ -215,7 +215,12 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
     error = CliRunner().invoke(cli, ["--db", str(log.path), "sql", f'SELECT * FROM "{hostile}"'])
     assert error.exit_code == 2, error.output
     assert "Table with name \\x1b]52;c;ZXZpbA==\\x07err or\\u202e does not exist" in error.output, error.output
-    for output in (why.output, table.output, error.output):
+    # JSON output stays the same JSON (the same values parsed), with those characters escaped.
+    as_json = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported, "--json"])
+    lines = CliRunner().invoke(cli, ["--db", str(log.path), "sql", "SELECT verdict FROM imported_episodes WHERE case_id = 'case-B'",
+                                     "--format", "jsonl"])
+    assert json.loads(as_json.output)["episode"]["verdict"] == hostile and json.loads(lines.output) == {"verdict": hostile}
+    for output in (why.output, table.output, error.output, as_json.output, lines.output):
         assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
 

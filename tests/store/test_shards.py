@@ -91,6 +91,23 @@ def test_slurm_array_shards_merge_into_one_run_with_the_unsharded_results(shard_
     assert log.sql("SELECT seq, hash FROM events ORDER BY seq").to_pylist() == before
 
 
+def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_merge_order(shard_logs, tmp_path: Path) -> None:
+    """A sharded run's cases are sorted by case_id (each shard's run directory is): so are its
+    merged shards', the same bytes whichever shard was merged first."""
+    _root, shards, _whole = shard_logs
+    files = {}
+    for name, order in (("ab", shards), ("ba", list(reversed(shards)))):
+        merged = tmp_path / f"{name}.duckdb"
+        assert CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *map(str, order)]).exit_code == 0
+        out = tmp_path / name
+        result = CliRunner().invoke(cli, ["--db", str(merged), "materialize", "exp", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        files[name] = {p.name: p.read_bytes() for p in out.glob("*.jsonl")}
+    assert files["ab"] == files["ba"] and len(files["ab"]) > 5
+    predicted = [json.loads(line)["case_id"] for line in files["ab"]["predictions.jsonl"].splitlines()]
+    assert predicted == sorted(c for i in range(SHARDS) for c in _sharded_cases(i))
+
+
 def test_a_merge_whose_reader_stops_early_still_takes_in_every_shard(shard_logs, tmp_path: Path) -> None:
     """`log merge A B | head -1`: the reader leaves (here before the first line); B is merged all the same."""
     _root, shards, _whole = shard_logs

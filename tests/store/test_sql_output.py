@@ -16,6 +16,7 @@ import pytest
 import sandbox_log
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
+BENCHMARK = str(Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl")
 PAYLOAD_QUERY = "SELECT run_id, seq, step, payload FROM events WHERE run_id = 'live' AND seq <= 3 ORDER BY seq"
 
 
@@ -95,7 +96,9 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
         result = eviscene("--db", str(copy), "report", "sealed", option, str(target), cwd=work)
         assert (result.returncode, result.stderr) == (2, f"Error: {option} {target}: that is the log's own file; results never overwrite the log\n")
     for command, option in ((["log", "export-parquet"], "DIRECTORY"), (["materialize", "sealed", "--out"], "--out"),
-                            (["dataset", "export", "--run", "sealed", "--out"], "--out")):
+                            (["dataset", "export", "--run", "sealed", "--out"], "--out"),
+                            (["eval", "run", "--benchmark", BENCHMARK, "--output-dir"], "--output-dir"),
+                            (["eval", "resume", "sealed", "--output-dir"], "--output-dir")):
         result = eviscene("--db", str(copy), *command, str(live), cwd=work)
         assert (result.returncode, result.stderr) == (2, f"Error: {option} {live}: that is the log's own file; results never overwrite the log\n")
     assert sandbox_log.fingerprint(work) == before
@@ -104,16 +107,18 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
 def test_columns_of_one_name_and_non_finite_numbers_keep_every_value_in_every_format(log_path, tmp_path):
     """Rows are written by column name: two columns `a` showed the second's value twice (table)
     or kept one (JSON). JSON has no NaN or Infinity: null there, as pandas writes them."""
-    query = "SELECT 1 AS a, 2 AS a, 3 AS A, 'nan'::DOUBLE AS x, '-inf'::DOUBLE AS y, [0.5, 'inf'::DOUBLE] AS l"
+    query = ("SELECT 1 AS a, 2 AS a, 3 AS A, 'nan'::DOUBLE AS x, '-inf'::DOUBLE AS y, [0.5, 'inf'::DOUBLE] AS l, "
+             "to_json({'z': 'nan'::DOUBLE}) AS j")
     out = {fmt: eviscene("--db", str(log_path), "sql", query, "--format", fmt, cwd=tmp_path).stdout for fmt in ("jsonl", "csv", "table")}
-    assert out["jsonl"] == '{"a":1,"a_1":2,"A_2":3,"x":null,"y":null,"l":[0.5,null]}\n'
-    assert out["csv"] == 'a,a_1,A_2,x,y,l\n1,2,3,nan,-inf,"[0.5,Infinity]"\n'
-    assert out["table"].splitlines()[2] == "1  2    3    nan  -inf  [0.5,Infinity]"
+    assert out["jsonl"] == '{"a":1,"a_1":2,"A_2":3,"x":null,"y":null,"l":[0.5,null],"j":{"z":null}}\n'
+    assert out["csv"] == 'a,a_1,A_2,x,y,l,j\n1,2,3,nan,-inf,"[0.5,Infinity]","{""z"":NaN}"\n'
+    assert out["table"].splitlines()[2] == '1  2    3    nan  -inf  [0.5,Infinity]  {"z":NaN}'
     as_json = eviscene("--db", str(log_path), "sql", query, "--format", "json", cwd=tmp_path).stdout
-    assert json.loads(as_json) == [{"a": 1, "a_1": 2, "A_2": 3, "x": None, "y": None, "l": [0.5, None]}]
+    assert json.loads(as_json, parse_constant=pytest.fail) == [
+        {"a": 1, "a_1": 2, "A_2": 3, "x": None, "y": None, "l": [0.5, None], "j": {"z": None}}]
     target = tmp_path / "rows.parquet"
     assert eviscene("--db", str(log_path), "sql", query, "--output", str(target), cwd=tmp_path).returncode == 0
-    assert pq.read_table(target).column_names == ["a", "a_1", "A_2", "x", "y", "l"]
+    assert pq.read_table(target).column_names == ["a", "a_1", "A_2", "x", "y", "l", "j"]
 
 
 def test_a_refused_query_leaves_no_output_file(log_path, tmp_path):
