@@ -162,8 +162,8 @@ def _server_host(host: str) -> str:
         except OSError:  # out of range (`1.2.3.999`): no address
             pass
     elif ":" in host:
-        try:
-            address = ipaddress.IPv6Address(host)
+        try:  # a zone id (`%eth0`) names the interface, not another address
+            address = ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:  # not an address: no resolver reads it otherwise
             pass
         else:  # one spelling per address; an IPv4-mapped one reaches the IPv4 host

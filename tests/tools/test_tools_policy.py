@@ -116,6 +116,7 @@ PAGE = "http://127.0.0.1:18090"
         ("http://blocked.example\uff0fa", "blocked_domain"),  # a full-width solidus: NFKC reads `/`
         ("http://[2001:db8::1]/a", "blocked_domain"),  # IPv6 literals, as the resolver reads them
         ("http://[2001:0DB8:0:0::0001]:8080/a", "blocked_domain"),
+        ("http://[2001:db8::1%25eth0]/a", "blocked_domain"),  # a zone id names an interface
         ("http://[::ffff:127.0.0.3]/a", "blocked_domain"),  # IPv4-mapped: reaches 127.0.0.3
         ("http://[::ffff:7f00:3]/a", "blocked_domain"),
         ("http://[::ffff:7f00:1]:18090/fact-check/story.html", "blocked_url_prefix"),  # 127.0.0.1

@@ -148,6 +148,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 error = exc
         raise error
 
+    async def sleep(self, seconds: float) -> None:  # between a pool's connection retries
+        await self.inner.sleep(seconds)
+
 
 class GuardedTransport(httpx.AsyncHTTPTransport):
     """httpx's transport on a connection pool that connects through `GuardedBackend`. httpx
