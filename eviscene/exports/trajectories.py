@@ -22,7 +22,8 @@ PERCEPTION_SCHEMA = "eviscene-perception-example-v1"
 # `trace_texts` reads only TRACE_VIEWS_READ.
 TRACE_VIEWS_READ = "run_manifests episodes steps episode_evidence"
 VIEWS_READ = f"{TRACE_VIEWS_READ} model_calls sft_export_rejections"
-EPISODE_ORDER = "e.spec_order"  # seed 000's rollout-spec order (the `episodes` view), every run directory file's
+# seed 000's rollout-spec order (the `episodes` view's spec_order), every run directory file's
+EPISODE_ORDER = "e.spec_order, e.case_id, e.rollout_index, e.episode_id"
 _TRACE_SLICE = 5_000
 
 

@@ -70,14 +70,11 @@ SELECT
     s.sampling_seed,
     s.image_sha256,
     s.image_path,
-    -- seed 000's rollout-spec order, which its run directory files keep: the order the run
-    -- scheduled its episodes in (the release's or the --case-id order, rollouts in turn); a
-    -- sharded run's cases are sorted by case_id, so its merged shards are too, in whatever
-    -- order they were merged
-    row_number() OVER (
-        PARTITION BY s.run_id
-        ORDER BY CASE WHEN r.sharded THEN s.case_id END, CASE WHEN r.sharded THEN s.rollout_index END, s.seq
-    ) AS spec_order,
+    -- seed 000's rollout-spec order, which its run directory files keep, is the order the run
+    -- scheduled its episodes in (the release's or the --case-id order, rollouts in turn): the
+    -- scheduling seq. A sharded run's cases are sorted by case_id, so its merged shards are
+    -- too, whichever was merged first: NULL here, and the order is case_id, rollout_index.
+    CASE WHEN NOT coalesce(r.sharded, false) THEN s.seq END AS spec_order,
     f.episode_id IS NOT NULL AS finished,
     f.attempt AS final_attempt,
     coalesce(a.attempts, 0) AS attempts,
