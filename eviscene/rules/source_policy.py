@@ -42,6 +42,7 @@ from urllib.parse import unquote
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eviscene.rules.urls import (
+    bracketed,
     host_of,
     normalize_host,
     normalize_url,
@@ -134,7 +135,7 @@ def _readings(url: str) -> frozenset[str]:
         authority, path, query = re.fullmatch(r"([^/?]*)([^?]*)(.*)", key).groups()
         host, port = split_authority(authority)
         host = _server_host(host)
-        authority = (f"[{host}]" if ":" in host else host) + (f":{port}" if port and port not in _DEFAULT_PORTS else "")
+        authority = bracketed(host) + (f":{port}" if port and port not in _DEFAULT_PORTS else "")
         path = re.sub(r"/{2,}", "/", _percent_decoded(path).replace("\\", "/"))
         query = _percent_decoded(query)
         keys.add(key)

@@ -42,7 +42,7 @@ def normalize_url(url: str) -> str:
         port = parts.port
     except ValueError:  # a non-numeric port: keep the URL comparable rather than fail
         port = None
-    netloc = f"[{host}]" if ":" in host else host
+    netloc = bracketed(host)
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         netloc = f"{netloc}:{port}"
     path = parts.path.rstrip("/")
@@ -66,6 +66,12 @@ def host_of(key: str) -> str:
     """The host of a normalized URL without its scheme (`without_scheme`), an IPv6 one
     without its brackets."""
     return split_authority(key.split("/", 1)[0].split("?", 1)[0])[0]
+
+
+def bracketed(host: str) -> str:
+    """`host` as a URL writes it: an IPv6 address in brackets (`[::1]`), so that its colons
+    never read as a port's."""
+    return f"[{host}]" if ":" in host else host
 
 
 def split_authority(authority: str) -> tuple[str, str]:
