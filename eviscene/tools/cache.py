@@ -4,8 +4,9 @@ A result is reused when an earlier `tool.returned` (status `ok` or `empty`, not 
 cache hit) answered a `tool.called` with the same tool and canonical arguments, in a run
 whose `run.started` manifest names the same tool backend (`agent.tool_backend.backend_id`)
 and the same cache partition (`eviscene.rules.source_policy.cache_partition_name`: the
-policy's `cache_partition`, else `policy:<policy_id>`), no longer than `ttl_seconds` ago. Results made earlier
-in the same run are reused too. Every reuse is recorded as `cache_hit=True` on its
+policy's `cache_partition`, else `policy:<policy_id>`), no longer than `ttl_seconds` ago and
+not after now (a merged log's result stamped in the future would otherwise stay fresh for
+good). Results made earlier in the same run are reused too. Every reuse is recorded as `cache_hit=True` on its
 `tool.returned` event, with the original call's policy blocks re-emitted as gate decisions.
 
 Only calls whose result depends on nothing but their arguments are cached: `text_search`,
@@ -96,7 +97,7 @@ WHERE r.type = 'tool.returned'
   AND json_extract_string(r.payload, '$.tool') IN ('text_search', 'text_image_search', 'visit')
   AND json_extract_string(r.payload, '$.status') IN ('ok', 'empty')
   AND NOT coalesce(TRY_CAST(json_extract_string(r.payload, '$.cache_hit') AS BOOLEAN), false)
-  AND epoch(r.ts) >= $since
+  AND epoch(r.ts) BETWEEN $since AND $now
 ORDER BY r.ts
 """
 
@@ -121,9 +122,9 @@ class ToolCache:
     def from_log(cls, log: LogReader, *, backend_id: str, partition: str, ttl_seconds: float = DEFAULT_TTL_SECONDS,
                  clock: Callable[[], float] = time.time) -> "ToolCache":
         """Every reusable result in `log` (an `EventLog`) for this backend and partition."""
-        since = clock() - float(ttl_seconds)
+        now = clock()
         rows = log.sql(_SQL, {"backend": backend_id, "partition": partition, "gate": POLICY_GATE,
-                              "since": since}).to_pylist()
+                              "since": now - float(ttl_seconds), "now": now}).to_pylist()
         entries: dict[str, CacheEntry] = {}
         for row in rows:  # oldest first: the newest result for a key wins
             returned = ToolReturned.model_validate_json(row["returned"])
@@ -139,7 +140,7 @@ class ToolCache:
     def get(self, tool: str, arguments: dict[str, Any]) -> Optional[CacheEntry]:
         with self._lock:
             entry = self._entries.get(cache_key(tool, arguments))
-        if entry is None or self.clock() - entry.at > self.ttl_seconds:
+        if entry is None or not 0 <= self.clock() - entry.at <= self.ttl_seconds:
             return None
         return entry
 

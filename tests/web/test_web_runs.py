@@ -4,6 +4,7 @@ cache read back from the log across runs."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anyio
@@ -13,6 +14,7 @@ from web_servers import SECRET
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.log import EventLog
+from eviscene.tools.cache import ToolCache
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 CASES = ["demo-0001"]
@@ -89,6 +91,13 @@ def test_tool_cache_across_runs(log, site, policy_file, monkeypatch):
     assert live and not any(r["cache_hit"] for r in live)
     assert _manifest(log, first)["agent"]["web_cache_enabled"] is True
     served = site.requests()
+
+    # Read back from the log, but not by a clock behind the results: a result stamped after
+    # now (a merged log's forged stamps) would otherwise stay fresh for good.
+    backend = _manifest(log, first)["agent"]["tool_backend"]["backend_id"]
+    assert len(ToolCache.from_log(log, backend_id=backend, partition="web-test-v1")) > 0
+    behind = ToolCache.from_log(log, backend_id=backend, partition="web-test-v1", clock=lambda: time.time() - 600)
+    assert len(behind) == 0
 
     # A later run: every cacheable call is served from the log, the servers are not asked.
     second = _run(log, site, policy)

@@ -12,8 +12,8 @@ from web_servers import SECRET, start_file_server
 
 from eviscene.events import GateDecided
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
-from eviscene.tools.cache import CachedToolbox, ToolCache
-from eviscene.tools.results import POLICY_GATE
+from eviscene.tools.cache import CachedToolbox, CacheEntry, ToolCache, cache_key
+from eviscene.tools.results import POLICY_GATE, ToolOutcome
 from eviscene.tools.web import PageFetcher, SearxngClient, WebToolbox
 from eviscene.tools.web.fetch import FetchedPage, FetchRefused, extract
 from eviscene.tools.web.network import NetworkGuard
@@ -250,6 +250,18 @@ def test_extract_meta_variants():
     <body><main><p>Body</p></main></body></html>"""
     page = extract(html, "text/html", "https://a.org/x")
     assert (page.title, page.published, page.text) == ("OG", "2020-02-29", "Body")
+
+
+def test_a_result_stamped_after_now_is_never_served():
+    call = ("visit", {"url": "https://a.org/x"})
+    outcome = ToolOutcome(status="ok", observation="page")
+    now = 1_000_000.0
+    cache = ToolCache({cache_key(*call): CacheEntry(outcome, now + 5)}, ttl_seconds=3600, clock=lambda: now)
+    assert cache.get(*call) is None
+    cache.clock = lambda: now + 5 + 3600  # from its stamp on, fresh for the TTL
+    assert cache.get(*call).outcome == outcome
+    cache.clock = lambda: now + 5 + 3601
+    assert cache.get(*call) is None
 
 
 async def test_cached_result_gets_fresh_evidence_ids(toolbox, site):
