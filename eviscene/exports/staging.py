@@ -3,12 +3,17 @@ folder and renames it into place at the end. A fault on the way (disk full, perm
 denied, a read-only folder, an interrupted write) removes the temporary folder and is one
 line naming the path and the cause, so a rerun finds the output path as it was. A folder
 being replaced stays where it is until the new one is whole: only then is it renamed aside,
-the new one renamed in, and the old one removed."""
+the new one renamed in, and the old one removed. A temporary folder left by a killed export
+(which had no chance to remove it) goes at the next write to the same path: its name holds
+the host and process that wrote it, and that process is gone."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +38,7 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
     staging = _sibling(out_dir, "partial")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(out_dir)
         staging.mkdir()
     except OSError as exc:
         raise _fault(exc, staging, out_dir) from None
@@ -54,8 +60,40 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
 
 
 def _sibling(out_dir: Path, role: str) -> Path:
-    """A hidden folder name next to `out_dir`, unique to this write."""
-    return out_dir.parent / f".{out_dir.name}.{role}-{uuid.uuid4().hex[:12]}"
+    """A hidden folder name next to `out_dir`, unique to this write, naming who writes it."""
+    return out_dir.parent / f".{out_dir.name}.{role}-{_writer()}-{uuid.uuid4().hex[:12]}"
+
+
+def _writer() -> str:
+    """This host and process, as they appear in a temporary folder's name."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def _host() -> str:
+    """A short fixed-length token for this host (a name's length must not cost the path's)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _remove_abandoned(out_dir: Path) -> None:
+    """Remove the partial folders of earlier writes to `out_dir` by a process of this host that
+    no longer runs (killed mid-write: up to a whole export's size). Another host's, or a live
+    process's (a concurrent write), are left alone; a folder set aside by a swap is never
+    touched: it may be the only copy of the earlier output."""
+    leftover = re.compile(re.escape(f".{out_dir.name}.partial-{_host()}-") + r"(\d+)-[0-9a-f]{12}")
+    for entry in out_dir.parent.iterdir():
+        found = leftover.fullmatch(entry.name)
+        if found and not _running(int(found.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or no pid at all: not ours to judge
+        return True
+    return True
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:

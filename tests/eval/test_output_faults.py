@@ -193,6 +193,7 @@ def test_materialize_killed_mid_write_leaves_the_output_path_untouched(run_log, 
     rerun = eviscene(log_path, "materialize", run_id, "--out", str(out))
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "run_manifest.json").is_file()
+    assert os.listdir(out.parent) == ["run"]  # the killed write's temporary folder went with the rerun
 
 
 def files_of(folder: Path) -> dict[str, bytes]:

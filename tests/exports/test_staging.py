@@ -5,7 +5,10 @@ was, byte for byte, and no temporary folder beside it."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,3 +72,26 @@ def test_without_replace_a_folder_in_the_way_is_still_refused(earlier):
     with pytest.raises(EvisceneError, match=f"output directory must be new or empty: {earlier}"):
         with staged_directory(earlier):
             pass
+
+
+def test_a_killed_writes_leftover_goes_at_the_next_write_and_nothing_else_does(tmp_path):
+    """A temporary folder whose writer, on this host, no longer runs (killed mid-write) is
+    removed by the next write to the same path; a live writer's, another host's, another
+    path's and a folder set aside by a swap stay."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    gone_pid = finished.pid
+    names = {
+        "killed": f".r.partial-{host}-{gone_pid}-0123456789ab",
+        "live": f".r.partial-{host}-{os.getpid()}-0123456789ab",
+        "other host": f".r.partial-00000000-{gone_pid}-0123456789ab",
+        "other path": f".q.partial-{host}-{gone_pid}-0123456789ab",
+        "set aside": f".r.replaced-{host}-{gone_pid}-0123456789ab",
+    }
+    for name in names.values():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "half.jsonl").write_bytes(b"{")
+    with staged_directory(tmp_path / "r") as staging:
+        (staging / "run_manifest.json").write_bytes(b"{}")
+    assert sorted(os.listdir(tmp_path)) == sorted({"r", *names.values()} - {names["killed"]})
