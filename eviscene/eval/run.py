@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -192,11 +194,13 @@ def _new_run_id(log: EventLog, plan: RunPlan) -> RunLock:
 
 
 def _cached_perception(
-    log: EventLog, version: str = PERCEPTION_BACKEND, ocr_version: str = DEFAULT_OCR_CACHE_VERSION
+    log: EventLog, version: str = PERCEPTION_BACKEND, ocr_version: str = DEFAULT_OCR_CACHE_VERSION, *,
+    clock: Callable[[], float] = time.time,
 ) -> dict[str, PerceptionReported]:
     """Perception reports already in the log, by image sha256 (PERCEPTION_CACHE_ENABLED), from
     runs of the same perception backend, `perception_cache_version` and `ocr_cache_version`
-    (a run recorded before a version existed counts as its default)."""
+    (a run recorded before a version existed counts as its default); the newest wins, of those
+    stamped by now (a merged log's report stamped in the future would otherwise win for good)."""
     rows = log.sql(
         """
         SELECT s.payload->>'image_sha256' AS image_sha256, arg_max(p.payload::VARCHAR, p.ts) AS report
@@ -206,9 +210,10 @@ def _cached_perception(
         WHERE p.type = 'perception.reported' AND p.payload->>'backend' = ?
           AND coalesce(r.payload->'agent'->>'perception_cache_version', ?) = ?
           AND coalesce(r.payload->'agent'->>'ocr_cache_version', ?) = ?
+          AND epoch(p.ts) <= ?
         GROUP BY 1
         """,
-        [PERCEPTION_BACKEND, PERCEPTION_BACKEND, version, DEFAULT_OCR_CACHE_VERSION, ocr_version],
+        [PERCEPTION_BACKEND, PERCEPTION_BACKEND, version, DEFAULT_OCR_CACHE_VERSION, ocr_version, clock()],
     ).to_pylist()
     return {row["image_sha256"]: PerceptionReported.model_validate_json(row["report"]) for row in rows}
 

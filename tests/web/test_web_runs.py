@@ -12,7 +12,7 @@ import pytest
 from web_servers import SECRET
 
 from eviscene.eval.options import EvalOptions
-from eviscene.eval.run import start_run
+from eviscene.eval.run import _cached_perception, start_run
 from eviscene.log import EventLog
 from eviscene.tools.cache import ToolCache
 
@@ -148,6 +148,9 @@ def test_perception_cache_switch_and_version(log, site, policy_file, monkeypatch
     first = _run(log, site, policy)
     assert perception(first) == [False]
     assert perception(_run(log, site, policy)) == [True]
+    # Not by a clock behind the reports: one stamped after now (a merged log's forged stamp)
+    # would otherwise win over every later one.
+    assert len(_cached_perception(log)) == 1 and _cached_perception(log, clock=lambda: time.time() - 600) == {}
     monkeypatch.setenv("PERCEPTION_CACHE_VERSION", "perception-v2")
     v2 = _run(log, site, policy)
     assert perception(v2) == [False] and _manifest(log, v2)["agent"]["perception_cache_version"] == "perception-v2"
