@@ -57,6 +57,10 @@ STAND_IN_KEYS: dict[str, tuple[str, ...]] = {
     "process_metrics": ("schema_version", "case_id", "engineering_error", "runtime_verdict", "result_correct", "first_error"),
     "reference_chain_metrics": ("schema_version", "case_id", "engineering_error", "error", "metrics"),
     "trajectory_scores": ("schema_version", "case_id", "components", "total"),
+    "rollout_groups": (
+        "schema_version", "prompt_group_id", "case_id", "episode_id", "rollout_index", "group_size", "sampling_seed",
+        "policy_revision", "trace_path", "training_prohibited", "training_eligible", "sft_structured_eligibility_required",
+    ),
     "post_rollout_rewards": (
         "schema_version", "prompt_group_id", "case_id", "episode_id", "classification_correct", "fatal_engineering_error",
         "strict_trace_audit_pass", "training_prohibited", "step_ids", "process_components",

@@ -191,7 +191,7 @@ def test_views_materialized_rows_of_one_episode(run_dir, planned):
 
 
 def test_views_materialized_stand_in_rows_have_the_seeds_keys_alone(run_dir, planned):
-    """case-J never finished: seed 000 writes, for an episode without a trace, these four rows
+    """case-J never finished: seed 000 writes, for an episode without a trace, these five rows
     with exactly these keys (`_run_eval`, "canonical trace is missing"); the views' other
     columns (episode_id, training_eligible, protocol_version, applicable, ...) stay out."""
     out, _ = run_dir
@@ -221,6 +221,14 @@ def test_views_materialized_stand_in_rows_have_the_seeds_keys_alone(run_dir, pla
         "schema_version": "ifv-post-rollout-deterministic-v1", "prompt_group_id": p.prompt_group_id, "case_id": "case-J",
         "episode_id": "case-J", "classification_correct": False, "fatal_engineering_error": True,
         "strict_trace_audit_pass": False, "training_prohibited": False, "step_ids": [], "process_components": {},
+    }
+    # the member dict seed 000 builds before it looks for the trace: no sft_training_eligible or
+    # rl_reward_eligible key (the seed adds those only where the trace exists)
+    assert json.loads(stand_in("rollout_groups")) == {
+        "schema_version": "ifv-rollout-group-member-v1", "prompt_group_id": p.prompt_group_id, "case_id": "case-J",
+        "episode_id": "case-J", "rollout_index": 0, "group_size": 1, "sampling_seed": p.seed,
+        "policy_revision": GIT_COMMIT, "trace_path": None, "training_prohibited": False, "training_eligible": False,
+        "sft_structured_eligibility_required": False,
     }
 
 
