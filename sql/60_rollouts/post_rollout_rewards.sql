@@ -14,7 +14,9 @@ WITH members AS MATERIALIZED (
     SELECT
         s.run_id, s.episode_id, s.case_id, s.prompt_group_id, s.total AS reward, s.components,
         m.result_correct, m.engineering_error,
-        a.strict_trace_audit_pass, a.hard_trace_audit_pass, a.strict_failure_codes,
+        a.strict_trace_audit_pass, a.hard_trace_audit_pass,
+        -- seed 000: one code per failure of process_metrics' strict_trace_audit_failures, in its order
+        list_transform(a.strict_trace_audit_failures, lambda f: f.code) AS strict_failure_codes,
         el.training_prohibited, el.rl_reward_eligible, p.step_ids
     FROM trajectory_scores s
     JOIN episode_metrics m USING (run_id, episode_id)
