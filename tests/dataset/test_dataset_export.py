@@ -83,6 +83,22 @@ def test_a_nan_split_ratio_splits_as_the_seeds_comparisons_do(log, tmp_path, rat
     assert {c: rows[ep(c)]["split"] for c in cases} == {c: split[default[c]] for c in cases}
 
 
+def test_a_run_manifests_ids_are_copied_as_the_json_values_they_are(log, tmp_path):
+    """Seed 002 copies run_id, git_commit and benchmark.release_id from the run manifest as
+    they are (`manifest.get("run_id")`): a number stays a number, null stays null."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("a"), "case_id": "a"}])
+    manifest = json.loads((run / "run_manifest.json").read_text(encoding="utf-8"))
+    manifest.update(run_id=20261201, git_commit=None)
+    manifest["benchmark"]["release_id"] = 3
+    (run / "run_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    written, _ = export(log, tmp_path / "out", run)
+    assert [{k: v for k, v in source.items() if k != "path"} for source in written["source_runs"]] == [
+        {"run_id": 20261201, "git_commit": None, "release_id": 3}]
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))["source_runs"] == written["source_runs"]
+    for name in ("episode_metadata.jsonl", "accepted_episodes.jsonl"):
+        assert [row["source_run_id"] for row in read_jsonl(tmp_path / "out" / name)] == [20261201]
+
+
 def test_derived_mode_keeps_every_eligible_rollout_with_a_trajectory(log, tmp_path):
     # A 4-rollout run. Case x: r0 and r1 eligible (content:x), r2 wrong, r3 eligible but
     # without a trajectory. Case y: four eligible rollouts sharing content:y.
