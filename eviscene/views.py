@@ -21,7 +21,7 @@ from importlib.resources.abc import Traversable
 
 import duckdb
 
-from eviscene.rules import jsonl, python_text
+from eviscene.rules import jsonl, python_text, stages
 from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_replacing
 
 _HEADER_FIELDS = ("view", "grain", "key")
@@ -217,7 +217,7 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
 }
 
 # name -> the macro's parameters and body: rules SQL reads as Python does (white space, JSONL lines).
-_MACROS = {**python_text.SQL_MACROS, **jsonl.SQL_MACROS}
+_MACROS = {**python_text.SQL_MACROS, **jsonl.SQL_MACROS, **stages.SQL_MACROS}
 
 
 def remove_functions(con: duckdb.DuckDBPyConnection) -> None:
@@ -237,7 +237,8 @@ def register_functions(con: duckdb.DuckDBPyConnection, names: set[str] | None = 
     verdict correctness by the metrics, the run report and run comparison; Python's `str()`
     and `json.dumps` of JSON values by the dataset views that reproduce the seed's hashes;
     seed 002's split defaults by the dataset settings' default row; Python's white space by
-    every view that strips a text or skips a blank line (SQL macros). All of them, or those in
+    every view that strips a text or skips a blank line, and which model calls are the
+    policy's by the rollout views (SQL macros). All of them, or those in
     `names`."""
     for name, (module, function, parameters, returns, special_nulls) in _FUNCTIONS.items():
         if names is None or name in names:

@@ -57,10 +57,19 @@ STAND_IN_KEYS: dict[str, tuple[str, ...]] = {
     "process_metrics": ("schema_version", "case_id", "engineering_error", "runtime_verdict", "result_correct", "first_error"),
     "reference_chain_metrics": ("schema_version", "case_id", "engineering_error", "error", "metrics"),
     "trajectory_scores": ("schema_version", "case_id", "components", "total"),
+    "rollout_groups": (
+        "schema_version", "prompt_group_id", "case_id", "episode_id", "rollout_index", "group_size", "sampling_seed",
+        "policy_revision", "trace_path", "training_prohibited", "training_eligible", "sft_structured_eligibility_required",
+    ),
     "post_rollout_rewards": (
         "schema_version", "prompt_group_id", "case_id", "episode_id", "classification_correct", "fatal_engineering_error",
         "strict_trace_audit_pass", "training_prohibited", "step_ids", "process_components",
     ),
+}
+# A finished episode of a reviewed scoring package (ifv-scoring-gold-v1): seed 000's
+# reference_chain_metrics row says the reference protocol does not apply, with these keys alone.
+NOT_APPLICABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "reference_chain_metrics": ("schema_version", "case_id", "applicable", "reason", "episode_id", "prompt_group_id"),
 }
 # (file stem, key) -> the seed's JSON text: no components is {} to the seed, NULL in the view
 STAND_IN_VALUES: dict[tuple[str, str], str] = {("post_rollout_rewards", "process_components"): "{}"}
@@ -89,8 +98,12 @@ def _columns(con, view: str) -> dict[str, Any]:
 
 def _line_sql(stem: str, columns: dict[str, Any]) -> str:
     """SQL: a view row's JSONL line in the file `stem` (the view `v` joined to `episodes e`):
-    the row's columns, or for an unfinished episode's stand-in row the seed's keys alone."""
+    the row's columns, or for an unfinished episode's stand-in row, or a row that does not
+    apply, the seed's keys alone."""
     row = row_sql(columns, "v")
+    if stem in NOT_APPLICABLE_KEYS:
+        not_applicable = object_sql({key: column_sql("v", key, columns[key]) for key in NOT_APPLICABLE_KEYS[stem]})
+        row = f"CASE WHEN v.applicable THEN {row} ELSE {not_applicable} END"
     if stem in STAND_IN_KEYS:
         stand_in = object_sql({
             key: sql_text(STAND_IN_VALUES[stem, key]) if (stem, key) in STAND_IN_VALUES else column_sql("v", key, columns[key])

@@ -13,6 +13,7 @@ import duckdb
 
 from eviscene.exports.canonical_sql import double_sql, integer_sql, register_functions, text_sql
 from eviscene.exports.serialize import batch_rows, string_buffers
+from eviscene.rules.stages import POLICY_STAGES_SQL
 from eviscene.rules.timestamps import UTC_TS_FORMAT
 
 TRACE_SCHEMA = "eviscene-trace-v1"
@@ -152,7 +153,8 @@ def _sft_messages(request: dict[str, Any], final: dict[str, Any]) -> list[dict[s
 
 def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
     """One SFT row per judged episode whose trajectory the export accepts (sft_export_rejections):
-    the full transcript up to and including the judgment."""
+    the full transcript up to and including the judgment, read from the policy's model calls
+    (a separate VLM's perception request has no tools and is not the transcript)."""
     metadata = _source_metadata(con, run_id)
     image_location = _image_locations(con, run_id)
     for row in batch_rows(con.sql(
@@ -161,7 +163,7 @@ def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Itera
             SELECT run_id, episode_id,
                    arg_max(request_sha256, step) AS last_request, arg_max(content, step) AS content,
                    arg_max(reasoning, step) AS reasoning, arg_min(request_sha256, step) AS first_request
-            FROM model_calls WHERE run_id = $run_id GROUP BY ALL
+            FROM model_calls WHERE run_id = $run_id AND stage IN {POLICY_STAGES_SQL} GROUP BY ALL
         )
         SELECT e.episode_id, e.case_id, e.prompt_group_id, e.rollout_index, e.image_path, e.verdict,
                decode(lb.content) AS last_request, c.content, c.reasoning, decode(fb.content) AS first_request

@@ -3,7 +3,9 @@
 -- key: run_id, episode_id
 -- The seed's reference_chain_metrics.jsonl row: how much of the gold reference chain the
 -- investigation recovered. Not applicable to reviewed scoring packages (ifv-scoring-gold-v1),
--- which use a structured relation gate instead. An episode that never finished gets the
+-- which use a structured relation gate instead: `reason` says so in seed 000's words, and the
+-- materialized file row holds the seed's keys alone (run_dir.py's NOT_APPLICABLE_KEYS: no
+-- metrics). An episode that never finished gets the
 -- seed's stand-in row: an engineering error with error 'canonical trace is missing' and
 -- every metric 0; its materialized file row holds the seed's keys alone (run_dir.py's
 -- STAND_IN_KEYS).
@@ -22,7 +24,10 @@ SELECT
         'evidence_recovery_recall': m.evidence_recovery_recall,
         'basis_reference_precision': m.basis_reference_precision
     } AS metrics,
-    NULL::VARCHAR AS error
+    NULL::VARCHAR AS error,
+    CASE WHEN r.is_scoring_package
+         THEN 'ifv-scoring-gold-v1 uses a structured relation target gate instead of the v0.3 reference protocol'
+    END AS reason
 FROM episode_metrics m
 JOIN run_manifests r USING (run_id)
 UNION ALL BY NAME

@@ -4,8 +4,10 @@
 -- The seed's post_rollout_rewards.jsonl row plus group statistics for RL: the episode's
 -- reward (its trajectory score), the group's mean and sample standard deviation, the GRPO
 -- advantage (r - mean) / (std + 1e-6) and the RLOO advantage r - mean(others); both are 0
--- and is_std_zero true for a zero-variance or single-member group. Group sums are left folds
--- over the members in episode_id order, so they never depend on aggregation order. An
+-- and is_std_zero true for a zero-variance or single-member group. Its step_ids name the
+-- policy's model calls (the agent model's stages; a separate VLM's perception call is not
+-- one). Group sums are left folds over the members in episode_id order, so they never
+-- depend on aggregation order. An
 -- episode that never finished gets the seed's stand-in row (a fatal engineering error, no
 -- steps, no components, reward 0) and takes no part in its group's statistics; its
 -- materialized file row holds the seed's keys alone (run_dir.py's STAND_IN_KEYS).
@@ -14,7 +16,9 @@ WITH members AS MATERIALIZED (
     SELECT
         s.run_id, s.episode_id, s.case_id, s.prompt_group_id, s.total AS reward, s.components,
         m.result_correct, m.engineering_error,
-        a.strict_trace_audit_pass, a.hard_trace_audit_pass, a.strict_failure_codes,
+        a.strict_trace_audit_pass, a.hard_trace_audit_pass,
+        -- seed 000: one code per failure of process_metrics' strict_trace_audit_failures, in its order
+        list_transform(a.strict_trace_audit_failures, lambda f: f.code) AS strict_failure_codes,
         el.training_prohibited, el.rl_reward_eligible, p.step_ids
     FROM trajectory_scores s
     JOIN episode_metrics m USING (run_id, episode_id)
@@ -23,7 +27,7 @@ WITH members AS MATERIALIZED (
     LEFT JOIN (
         -- Ordered as numbers, then named: a list() of the names ordered by step cost ~0.3 CPU s more at 100k episodes.
         SELECT run_id, episode_id, list_transform(steps, lambda step: episode_id || ':' || step) AS step_ids
-        FROM (SELECT run_id, episode_id, list(step ORDER BY step) AS steps FROM model_calls GROUP BY ALL)
+        FROM (SELECT run_id, episode_id, list(step ORDER BY step) AS steps FROM model_calls WHERE policy_stage(stage) GROUP BY ALL)
     ) p USING (run_id, episode_id)
 ),
 groups AS (

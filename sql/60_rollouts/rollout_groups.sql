@@ -2,7 +2,10 @@
 -- grain: one row per scheduled episode (a member of its prompt group)
 -- key: run_id, episode_id
 -- The seed's rollout_groups.jsonl member: the group, rollout index, seed, policy revision,
--- trace path and the training flags of sft_eligibility.
+-- trace path and the training flags of sft_eligibility. An episode that never finished has
+-- no trace: its materialized file row holds the keys of the member seed 000 builds before it
+-- looks for the trace (run_dir.py's STAND_IN_KEYS), without sft_training_eligible and
+-- rl_reward_eligible, which the seed adds only where the trace exists.
 CREATE OR REPLACE VIEW rollout_groups AS
 SELECT
     e.run_id,

@@ -4,7 +4,8 @@
 -- Whether each rollout may train a model, with every reason it may not: training is
 -- prohibited for flagged runs and development releases; SFT needs a strict-audit pass, a
 -- clean teacher score, an exportable trajectory and a non-scoring-package release; RL needs
--- no engineering error and at least one policy step. `sft_eligible_unless_prohibited` is
+-- no engineering error and at least one policy step (a model call of the agent model; a
+-- separate VLM's perception call is not one). `sft_eligible_unless_prohibited` is
 -- SFT eligibility but for the prohibition (`dataset export --allow-training-prohibited`).
 CREATE OR REPLACE VIEW sft_eligibility AS
 WITH base AS (
@@ -24,7 +25,7 @@ WITH base AS (
         e.finished AND e.verdict IS NOT NULL AS exportable_trajectory,
         coalesce(mc.policy_steps, 0) AS policy_steps
     FROM episodes e
-    LEFT JOIN (SELECT run_id, episode_id, count(*) AS policy_steps FROM model_calls GROUP BY ALL) mc USING (run_id, episode_id)
+    LEFT JOIN (SELECT run_id, episode_id, count(*) AS policy_steps FROM model_calls WHERE policy_stage(stage) GROUP BY ALL) mc USING (run_id, episode_id)
     JOIN run_manifests r USING (run_id)
     LEFT JOIN trace_audit a USING (run_id, episode_id)
     LEFT JOIN trajectory_scores s USING (run_id, episode_id)

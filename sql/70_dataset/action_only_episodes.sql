@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS export_snapshot.action_only_episodes (
     source_id VARCHAR,
     episode_id VARCHAR,
     case_id VARCHAR,
-    source_run_id VARCHAR,
+    source_run_id JSON,
     source_trace VARCHAR,
     runtime_store_path VARCHAR,
     in_fixed_split BOOLEAN,

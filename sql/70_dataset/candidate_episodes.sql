@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     source_kind VARCHAR,
     episode_id VARCHAR,
     case_id VARCHAR,
-    source_run_id VARCHAR,
+    source_run_id JSON,
     source_trace VARCHAR,
     trace_sha256 VARCHAR,
     image_sha256 VARCHAR,

@@ -57,6 +57,9 @@ CREATE OR REPLACE MACRO fatal_teacher_reasons() AS ['incorrect_result', 'enginee
 -- seed `_assign_split`: the first 8 bytes of sha256(seed:group_id) as a fraction of 2^64.
 CREATE OR REPLACE MACRO split_fraction(seed, group_id) AS
     ('0x' || left(sha256(seed || ':' || group_id), 16))::UBIGINT::DOUBLE / 18446744073709551616::DOUBLE;
+-- Python's `fraction < bound` (seed `_assign_split`): nothing is below NaN, where DuckDB orders NaN
+-- above every number (so a NaN ratio would take every group).
+CREATE OR REPLACE MACRO py_below(fraction, bound) AS fraction < bound AND NOT isnan(bound);
 CREATE SCHEMA IF NOT EXISTS export_snapshot;
 CREATE TEMP TABLE IF NOT EXISTS export_settings AS
 SELECT

@@ -4,8 +4,10 @@
 -- The runs whose episodes are candidates: native runs of the log (source_kind `run`),
 -- imported run directories (`run_dir`) and an imported accepted release
 -- (`accepted_release`), each with the fields of the seed manifest's `source_runs` entry and
--- whether its release prohibits training. The exporter names them in the temporary table
--- `export_sources`; when it is empty (eviscene sql) every native run is a source.
+-- whether its release prohibits training. run_id, git_commit and release_id are JSON: seed 002
+-- copies them from a run manifest as the values they are (a number stays a number). The
+-- exporter names the sources in the temporary table `export_sources`; when it is empty
+-- (eviscene sql) every native run is a source.
 CREATE TEMP TABLE IF NOT EXISTS export_sources (source_id VARCHAR);
 CREATE OR REPLACE VIEW dataset_sources AS
 WITH chosen AS (
@@ -23,10 +25,10 @@ imported_manifests AS (
 SELECT
     r.run_id AS source_id,
     'run' AS source_kind,
-    r.run_id AS source_run_id,
+    to_json(r.run_id) AS source_run_id,
     NULL::VARCHAR AS path,
-    r.git_commit,
-    r.release_id,
+    to_json(r.git_commit) AS git_commit,
+    to_json(r.release_id) AS release_id,
     coalesce(r.training_prohibited_flag, false) OR r.release_stage = 'development_subset' AS training_prohibited
 FROM run_manifests r
 JOIN chosen c ON c.source_id = r.run_id
@@ -34,10 +36,10 @@ UNION ALL
 SELECT
     s.import_id,
     s.source_kind,
-    m.manifest->>'run_id',
+    m.manifest->'run_id',
     s.path,
-    m.manifest->>'git_commit',
-    m.manifest->'benchmark'->>'release_id',
+    m.manifest->'git_commit',
+    m.manifest->'benchmark'->'release_id',
     coalesce(TRY_CAST(m.manifest->'benchmark'->>'training_prohibited' AS BOOLEAN), false)
         OR coalesce((m.manifest->'benchmark'->>'release_stage') = 'development_subset', false)
 FROM import_sources s

@@ -6,7 +6,7 @@
 -- the first 20 hex of sha256 over the JSON {"episodes": members, "families": every family
 -- of every member}, sorted keys, compact, ensure_ascii=True; the split is train below
 -- train_ratio of sha256(seed:group_id)'s first 8 bytes ÷ 2^64, validation below
--- train_ratio + validation_ratio, test above. Frozen mode: the case's fixed split and
+-- train_ratio + validation_ratio, test above (below as Python compares: never below NaN). Frozen mode: the case's fixed split and
 -- split_group_id (a component whose cases the fixed split separates is an export error,
 -- see dataset_problems).
 CREATE OR REPLACE VIEW dataset_splits AS
@@ -37,8 +37,8 @@ SELECT
     CASE WHEN s.frozen THEN c.fixed_split_group_id ELSE f.derived_group_id END AS split_group_id,
     CASE
         WHEN s.frozen THEN c.fixed_split
-        WHEN f.fraction < s.train_ratio THEN 'train'
-        WHEN f.fraction < s.train_ratio + s.validation_ratio THEN 'validation'
+        WHEN py_below(f.fraction, s.train_ratio) THEN 'train'
+        WHEN py_below(f.fraction, s.train_ratio + s.validation_ratio) THEN 'validation'
         ELSE 'test'
     END AS split,
     CASE WHEN NOT s.frozen THEN f.fraction END AS split_fraction

@@ -66,6 +66,39 @@ def test_split_follows_the_seed_and_ratios(log, tmp_path):
     assert {r["split"] for r in rows.values()} == {"train", "validation", "test"}
 
 
+@pytest.mark.parametrize(("ratios", "split"), [
+    # seed 002 compares as Python does: no fraction is below NaN, so with a NaN train ratio
+    # every group is test, and with a NaN validation ratio those above train_ratio are test
+    ({"train_ratio": float("nan")}, {"train": "test", "validation": "test", "test": "test"}),
+    ({"validation_ratio": float("nan")}, {"train": "train", "validation": "test", "test": "test"}),
+])
+def test_a_nan_split_ratio_splits_as_the_seeds_comparisons_do(log, tmp_path, ratios, split):
+    cases = [f"c{i}" for i in range(8)]
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep(c), "case_id": c} for c in cases])
+    export(log, tmp_path / "out", run, **ratios)
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    # with the default ratios these cases fall in train (c0, c2-c6), validation (c7) and test (c1)
+    default = {c: seed_split(seed_group_id([ep(c)], [])) for c in cases}
+    assert sorted(default.values()) == ["test"] + ["train"] * 6 + ["validation"]
+    assert {c: rows[ep(c)]["split"] for c in cases} == {c: split[default[c]] for c in cases}
+
+
+def test_a_run_manifests_ids_are_copied_as_the_json_values_they_are(log, tmp_path):
+    """Seed 002 copies run_id, git_commit and benchmark.release_id from the run manifest as
+    they are (`manifest.get("run_id")`): a number stays a number, null stays null."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("a"), "case_id": "a"}])
+    manifest = json.loads((run / "run_manifest.json").read_text(encoding="utf-8"))
+    manifest.update(run_id=20261201, git_commit=None)
+    manifest["benchmark"]["release_id"] = 3
+    (run / "run_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    written, _ = export(log, tmp_path / "out", run)
+    assert [{k: v for k, v in source.items() if k != "path"} for source in written["source_runs"]] == [
+        {"run_id": 20261201, "git_commit": None, "release_id": 3}]
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))["source_runs"] == written["source_runs"]
+    for name in ("episode_metadata.jsonl", "accepted_episodes.jsonl"):
+        assert [row["source_run_id"] for row in read_jsonl(tmp_path / "out" / name)] == [20261201]
+
+
 def test_derived_mode_keeps_every_eligible_rollout_with_a_trajectory(log, tmp_path):
     # A 4-rollout run. Case x: r0 and r1 eligible (content:x), r2 wrong, r3 eligible but
     # without a trajectory. Case y: four eligible rollouts sharing content:y.

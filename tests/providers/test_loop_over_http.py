@@ -12,6 +12,7 @@ import pytest
 
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
+from eviscene.exports.run_dir import materialize_run
 from eviscene.log import EventLog
 
 from provider_servers import FakeServer, Received, Reply, chat_completion, gemini_response, responses_response
@@ -108,3 +109,21 @@ def test_separate_vlm_describes_each_image_once_and_the_agent_never_sees_it(rele
     assert len(reports) == 2 and all(r["d"] == description and r["backend"].endswith("+vlm:openai_compatible/vision-model") for r in reports)
     manifest = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'").to_pylist()[0]["p"])
     assert manifest["agent"]["vlm_base_url"] == vlm_server.url + "/v1" and manifest["agent"]["image_access_mode"] == "separate_vlm"
+    # The VLM's call is recorded in the rollout that described the image, but it is not a policy
+    # step: each rollout's policy steps are its react and judgment calls alone (seed 000's
+    # policy step ids), and each SFT transcript carries the agent's five tool schemas, read from
+    # its first react request, not from the VLM's request (which has none).
+    stages = log.sql("SELECT stage, count(*) AS n FROM model_calls GROUP BY ALL ORDER BY ALL").to_pylist()
+    assert stages == [{"stage": "perception", "n": 1}, {"stage": "unified_judgment", "n": 2}, {"stage": "unified_react", "n": 2}]
+    policy_steps = log.sql(
+        "SELECT episode_id, list(step ORDER BY step) AS steps FROM model_calls WHERE stage <> 'perception' GROUP BY ALL ORDER BY ALL"
+    ).to_pylist()
+    rewards = log.sql("SELECT episode_id, step_ids FROM post_rollout_rewards ORDER BY episode_id").to_pylist()
+    assert [r["step_ids"] for r in rewards] == [[f"{p['episode_id']}:{step}" for step in p["steps"]] for p in policy_steps]
+    assert all(len(r["step_ids"]) == 2 for r in rewards)
+    run_dir = tmp_path / "run"
+    materialize_run(log, summary.run_id, run_dir)
+    sft = [json.loads(line) for line in (run_dir / "trajectory_sft.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(sft) == 2
+    assert [[tool["function"]["name"] for tool in row["tools"]] for row in sft] == [
+        ["text_search", "text_image_search", "reverse_image_search", "visit", "compare_with_reference"]] * 2

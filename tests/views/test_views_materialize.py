@@ -137,6 +137,7 @@ def test_views_materialized_rows_of_one_episode(run_dir, planned):
             "basis_reference_precision": 1.0,
         },
         "error": None,  # 'canonical trace is missing' only on a stand-in row
+        "reason": None,  # why the reference protocol does not apply: scoring packages only
     }
     components = {
         "result_reward": 1.0, "grounded_finding_reward": 1.0, "gap_coverage_reward": approx(2 / 3), "bridge_reward": 1.0,
@@ -191,7 +192,7 @@ def test_views_materialized_rows_of_one_episode(run_dir, planned):
 
 
 def test_views_materialized_stand_in_rows_have_the_seeds_keys_alone(run_dir, planned):
-    """case-J never finished: seed 000 writes, for an episode without a trace, these four rows
+    """case-J never finished: seed 000 writes, for an episode without a trace, these five rows
     with exactly these keys (`_run_eval`, "canonical trace is missing"); the views' other
     columns (episode_id, training_eligible, protocol_version, applicable, ...) stay out."""
     out, _ = run_dir
@@ -221,6 +222,29 @@ def test_views_materialized_stand_in_rows_have_the_seeds_keys_alone(run_dir, pla
         "schema_version": "ifv-post-rollout-deterministic-v1", "prompt_group_id": p.prompt_group_id, "case_id": "case-J",
         "episode_id": "case-J", "classification_correct": False, "fatal_engineering_error": True,
         "strict_trace_audit_pass": False, "training_prohibited": False, "step_ids": [], "process_components": {},
+    }
+    # the member dict seed 000 builds before it looks for the trace: no sft_training_eligible or
+    # rl_reward_eligible key (the seed adds those only where the trace exists)
+    assert json.loads(stand_in("rollout_groups")) == {
+        "schema_version": "ifv-rollout-group-member-v1", "prompt_group_id": p.prompt_group_id, "case_id": "case-J",
+        "episode_id": "case-J", "rollout_index": 0, "group_size": 1, "sampling_seed": p.seed,
+        "policy_revision": GIT_COMMIT, "trace_path": None, "training_prohibited": False, "training_eligible": False,
+        "sft_structured_eligibility_required": False,
+    }
+
+
+def test_a_scoring_packages_reference_chain_row_is_the_seeds_not_applicable_row(views_log, tmp_path):
+    """Seed 000 scores a reviewed scoring package (ifv-scoring-gold-v1) by its structured
+    relation gate, not the v0.3 reference protocol: its reference_chain_metrics row says so,
+    with these keys alone (no metrics, no engineering_error)."""
+    materialize_run(views_log, "views-prohibited", tmp_path / "run")
+    [line] = (tmp_path / "run" / "reference_chain_metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    # the run's one episode: case-A, one rollout, so its episode id is the case id
+    group = json.loads((tmp_path / "run" / "rollout_groups.jsonl").read_text(encoding="utf-8"))["prompt_group_id"]
+    assert json.loads(line) == {
+        "schema_version": "ifv-scoring-reference-chain-v1", "case_id": "case-A", "applicable": False,
+        "reason": "ifv-scoring-gold-v1 uses a structured relation target gate instead of the v0.3 reference protocol",
+        "episode_id": "case-A", "prompt_group_id": group,
     }
 
 

@@ -92,7 +92,8 @@ AUDIT = {
     "err0": (False, True, False, False, ["missing_judgment"]),
     "err1": (False, True, False, False, ["missing_judgment"]),
     "dup": (True, False, False, False, ["basis_cites_unknown_evidence"]),
-    "blocked": (True, False, False, False, ["source_policy_violation"]),
+    # one code per failure, as seed 000 lists them from process_metrics: three blocked sources
+    "blocked": (True, False, False, False, ["source_policy_violation"] * 3),
     "resumed": (True, False, True, True, []),
     "strict": (True, False, False, True, ["empty_reasoning", "overlapping_model_calls", "unanswered_tool_call"]),
     "disorder": (False, False, False, False, ["step_order_violation"]),
