@@ -93,3 +93,9 @@ def test_an_unknown_run_to_compare_with_is_refused_before_any_episode_is_rendere
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"Error: no run 'no-such-run' in {logs.demo}; `eviscene runs` lists the runs"]
     assert not out.exists()
+
+
+def test_an_out_in_a_folder_that_is_not_there_is_refused_before_any_episode_is_rendered(logs, tmp_path):
+    out = tmp_path / "no-such-folder" / "x.html"
+    done = eviscene(logs.demo, "report", logs.run_a, "--out", str(out), check=False)
+    assert (done.returncode, done.stderr) == (2, f"Error: --out {out}: no folder {out.parent}\n")
