@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
@@ -105,6 +105,8 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     log.add_views(con, materialize=False, for_query=f"{_IMPORTED_RUNS_OF_EPISODE} {_IMPORTED_FROM}")
     candidates = sorted(native | {r[0] for r in con.execute(_IMPORTED_RUNS_OF_EPISODE, params).fetchall()})
     if not candidates:
+        if run_id is not None and not con.execute("SELECT 1 FROM events WHERE run_id = ? LIMIT 1", [run_id]).fetchall():
+            raise no_run_error(run_id, log.path)
         missing = f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}"
         # A case id is the natural guess: an episode id adds the prompt group, which derives from the code's commit.
         of_case = [f"{r[1]} (run {r[0]})" for r in con.execute(_NATIVE_EPISODES_OF_CASE, params).fetchall()]

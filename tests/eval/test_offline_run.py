@@ -111,6 +111,17 @@ def test_why_given_a_case_id_names_the_cases_episodes(offline_run):
     assert result.stderr == f"Error: no episode {case!r} in {log.path}; case {case}'s episodes: {named}\n"
 
 
+def test_why_with_a_run_not_in_the_log_names_the_run(offline_run):
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    log, _ = offline_run
+    episode = log.sql("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").to_pylist()[0]["episode_id"]
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "why", episode, "--run", "no-such-run"])
+    assert (result.exit_code, result.stderr) == (2, f"Error: no run 'no-such-run' in {log.path}; `eviscene runs` lists the runs\n")
+
+
 def test_a_run_compared_with_itself_differs_by_nothing(offline_run):
     from eviscene.analysis.compare import compare_runs
 
