@@ -164,7 +164,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
 @click.option("--executor", type=_choice("executor"), default=_default("executor"), show_default=True,
-              help="Run episodes in this process, or on Ray actors (pip install 'eviscene[ray]'); this process still writes the log.")
+              help="Run episodes in this process, or on Ray actors (pip install '.[ray]' in the checkout); this process still writes the log.")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
 @click.option("--agent-decision-policy-version", type=_choice("agent_decision_policy_version"), default=_default("agent_decision_policy_version"),
