@@ -96,7 +96,7 @@ def _explain_exclusions(manifest: dict) -> None:
     if manifest["accepted_episode_count"] == 0 and "training_prohibited" in manifest["excluded_reason_counts"]:
         click.echo(
             "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "
-            "--training-prohibited); to export anyway, rerun with --allow-training-prohibited (recorded in the manifest)"
+            "--training-prohibited); to export anyway, rerun with --allow-training-prohibited and a new --out (recorded in the manifest)"
         )
 
 

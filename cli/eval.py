@@ -137,7 +137,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--rollouts-per-case", type=int, default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
 @click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True)
 @click.option("--timeout", type=float, default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
-@click.option("--limit", type=int, default=None, help="Run only the first N selected cases.")
+@click.option("--limit", type=int, default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
 @click.option("--shard-count", type=int, default=_default("shard_count"), show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
               help="Split the cases into N shards (default: SLURM_ARRAY_TASK_COUNT); merge the shards' logs with `log merge`.")
@@ -164,7 +164,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
 @click.option("--executor", type=_choice("executor"), default=_default("executor"), show_default=True,
-              help="Run episodes in this process, or on Ray actors (pip install 'eviscene[ray]'); this process still writes the log.")
+              help="Run episodes in this process, or on Ray actors (pip install '.[ray]' in the checkout); this process still writes the log.")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
 @click.option("--agent-decision-policy-version", type=_choice("agent_decision_policy_version"), default=_default("agent_decision_policy_version"),

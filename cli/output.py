@@ -281,15 +281,22 @@ def check_not_the_log(option: str, path: Path, log_path: Path) -> Path:
     return target
 
 
+def check_output_file(option: str, path: Path, log_path: Path) -> Path:
+    """Where a command may write its one output file: not the log's own, not a folder, in a
+    folder that exists. Checked before the command's work, so a mistyped path costs nothing."""
+    target = check_not_the_log(option, path, log_path)
+    if target.is_dir():
+        raise EvisceneError(f"{option} {path}: is a folder")
+    if not target.parent.is_dir():
+        raise EvisceneError(f"{option} {path}: no folder {target.parent}")
+    return target
+
+
 def check_output_path(path: Path, log_path: Path) -> Path:
     """Where --output may write: a .csv, .jsonl or .parquet file that is not the log's own."""
-    target = check_not_the_log("--output", path, log_path)
+    target = check_output_file("--output", path, log_path)
     if target.suffix not in OUTPUT_SUFFIXES:
         raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
-    if target.is_dir():
-        raise EvisceneError(f"--output {path}: is a folder")
-    if not target.parent.is_dir():
-        raise EvisceneError(f"--output {path}: no folder {target.parent}")
     return target
 
 

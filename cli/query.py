@@ -8,7 +8,9 @@ import click
 from click.core import ParameterSource
 
 from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
+from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
+from eviscene.store.snapshot import closest_name
 from eviscene.views import view_definitions
 
 
@@ -52,17 +54,26 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
 
 
 @click.command()
+@click.argument("names", nargs=-1, metavar="[VIEW]...")
 @click.option("--columns", is_flag=True, help="Also list each view's columns.")
 @format_option
 @click.pass_obj
-def views(log: EventLog, columns: bool, fmt: str) -> None:
-    """List the SQL views: name, grain, key and meaning.
+def views(log: EventLog, names: tuple[str, ...], columns: bool, fmt: str) -> None:
+    """List the SQL views (or only each VIEW named): name, grain, key and meaning.
 
     \b
     Example:
         eviscene views --columns
+        eviscene views episodes tool_calls --columns
     """
     definitions = view_definitions()
+    if names:
+        by_name = {d.name: d for d in definitions}
+        for name in names:
+            if name.lower() not in by_name:
+                close = closest_name(name, by_name)
+                raise EvisceneError(f"no view {name!r}" + (f'; did you mean "{close}"?' if close else "; `eviscene views` lists them"))
+        definitions = tuple(by_name[name.lower()] for name in names)
     data = {
         "view": [d.name for d in definitions],
         "grain": [d.grain for d in definitions],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from eviscene.cli.output import check_not_the_log
+from eviscene.cli.output import check_output_file
 from eviscene.log import EventLog
 
 
@@ -26,7 +26,7 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
     """
     from eviscene.viewer.report import build_report
 
-    check_not_the_log("--out", out, log.path)
+    check_output_file("--out", out, log.path)
     bars: list = []
 
     def progress(done: int, total: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import click
 
 from eviscene.errors import EvisceneError
@@ -28,7 +30,9 @@ def view(log: EventLog, port: int, host: str) -> None:
     try:
         server = make_server(log, host, port)
     except OSError as exc:
-        raise EvisceneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        # Most often a viewer started earlier still serves there: say how to get past it.
+        busy = "; choose another --port (0: any free port)" if exc.errno == errno.EADDRINUSE else ""
+        raise EvisceneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{busy}") from None
     bound_host, bound_port = server.server_address[:2]
     if not log.exists():  # started before the first run, or a mistyped --db: either way, say so
         click.echo(f"note: no log at {log.path} yet; its runs appear here once one writes there", err=True)

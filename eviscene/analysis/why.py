@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
@@ -70,6 +70,11 @@ def _summary(kind: str, payload: dict[str, Any]) -> str:
 _NATIVE_RUNS_OF_EPISODE = (
     "SELECT DISTINCT run_id FROM events WHERE type = 'episode.scheduled' AND episode_id = $episode AND ($run IS NULL OR run_id = $run)"
 )
+_NATIVE_EPISODES_OF_CASE = (
+    "SELECT run_id, episode_id FROM events WHERE type = 'episode.scheduled' AND payload->>'case_id' = $episode "
+    "AND ($run IS NULL OR run_id = $run) ORDER BY run_id, episode_id LIMIT 7"
+)
+_LISTED = 6  # a case's episodes named in the error (one more is fetched to know there are more)
 _IMPORTED_RUNS_OF_EPISODE = "SELECT DISTINCT run_id FROM imported_episodes WHERE episode_id = $episode AND ($run IS NULL OR run_id = $run)"
 _IMPORTED_FROM = "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?"
 _EPISODE_SQL = {
@@ -100,7 +105,13 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     log.add_views(con, materialize=False, for_query=f"{_IMPORTED_RUNS_OF_EPISODE} {_IMPORTED_FROM}")
     candidates = sorted(native | {r[0] for r in con.execute(_IMPORTED_RUNS_OF_EPISODE, params).fetchall()})
     if not candidates:
-        raise EvisceneError(f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}")
+        if run_id is not None and not con.execute("SELECT 1 FROM events WHERE run_id = ? LIMIT 1", [run_id]).fetchall():
+            raise no_run_error(run_id, log.path)
+        missing = f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}"
+        # A case id is the natural guess: an episode id adds the prompt group, which derives from the code's commit.
+        of_case = [f"{r[1]} (run {r[0]})" for r in con.execute(_NATIVE_EPISODES_OF_CASE, params).fetchall()]
+        listed = ", ".join(of_case[:_LISTED]) + (", …" if len(of_case) > _LISTED else "")
+        raise EvisceneError(missing + (f"; case {episode_id}'s episodes: {listed}" if of_case else ""))
     if len(candidates) > 1:
         raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
     run = candidates[0]

@@ -50,7 +50,8 @@ def ray_module() -> Any:
     try:
         import ray
     except ImportError:
-        raise EvisceneError("--executor ray needs Ray: pip install 'eviscene[ray]'") from None
+        # EviScene installs from its checkout: a package index may hold another project of that name.
+        raise EvisceneError("--executor ray needs Ray: pip install '.[ray]' in the EviScene checkout") from None
     return ray
 
 

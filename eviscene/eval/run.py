@@ -173,11 +173,23 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     try:
         recover_folder(folder)  # a killed writer's batch that reached the disk is committed, not taken over
         if read_manifest(folder) or log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
-            raise _NameTaken(f"run {run_id!r} already exists in {log.path}; choose another --output-dir or --run-id")
+            raise _NameTaken(_name_taken(log, run_id))
     except BaseException:
         _free_unrecorded_claim(claim)
         raise
     return claim
+
+
+def _name_taken(log: EventLog, run_id: str) -> str:
+    """Why a run id in the log is refused. Rerunning the command of an interrupted run is the
+    usual way here, and what it wants is `eval resume`, so that is named first."""
+    taken = f"run {run_id!r} already exists in {log.path}"
+    started = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.started'", [run_id])["n"][0].as_py()
+    unfinished = log.run_standing(run_id)[1] if started else 0
+    if unfinished:
+        return (f"{taken} with {unfinished} unfinished episode(s): `eviscene eval resume {run_id}` finishes them; "
+                "or choose another --output-dir or --run-id")
+    return f"{taken}; choose another --output-dir or --run-id"
 
 
 def _new_run_id(log: EventLog, plan: RunPlan) -> RunLock:

@@ -119,15 +119,17 @@ def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
         raise ReleaseError(f"{what}: {exc}") from None
 
 
-def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+def _read_manifest(manifest_path: Path, cases_path: Path) -> dict[str, Any]:
     kind = special_file_kind(manifest_path)
     if kind:
         raise ReleaseError(f"{manifest_path}: the release manifest is {kind}, not a regular file")
     try:
         text = manifest_path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        # Most often the cases path given is some other file of the release (its manifest, say).
         raise ReleaseError(
-            f"{manifest_path}: release manifest not found (expected two levels above cases.jsonl)"
+            f"{manifest_path}: release manifest not found; {cases_path} should be a release's "
+            "runtime_input/cases.jsonl, two levels below its manifest.json"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReleaseError(f"{manifest_path}: cannot read release manifest: {exc}") from None
@@ -198,7 +200,7 @@ def load_release(cases_path: str | Path) -> Release:
         raise ReleaseError(f"{cases_path}: benchmark cases file " + (f"is {kind}, not a regular file" if kind else "not found"))
     root = cases_path.parent.parent
     manifest_path = root / "manifest.json"
-    manifest = _read_manifest(manifest_path)
+    manifest = _read_manifest(manifest_path, cases_path)
 
     schema_version = manifest.get("schema_version")
     if schema_version not in ACCEPTED_SCHEMA_VERSIONS:

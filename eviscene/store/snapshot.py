@@ -377,6 +377,12 @@ _OUTSIDE_THE_SANDBOX = re.compile(r'Cannot access file "(.+?)" - file system ope
 _GLOB = re.compile(r"[*?\[]")
 
 
+def closest_name(name: str, names: Collection[str]) -> str | None:
+    """The one of `names` a mistyped `name` most likely meant (names match in any case)."""
+    close = difflib.get_close_matches(name.lower(), sorted(names), n=1)
+    return close[0] if close else None
+
+
 def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error | None:
     """DuckDB's error in the sandbox's terms, or None when it needs none: a relation that is
     not there gets the closest of `relations` (what the sandbox exposes) as its suggestion,
@@ -384,8 +390,8 @@ def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error
     message = str(exc)
     missing = _MISSING_TABLE.search(message) if isinstance(exc, duckdb.CatalogException) else None
     if missing is not None:
-        close = difflib.get_close_matches(missing.group(2).lower(), sorted(relations), n=1)
-        hint = f' Did you mean "{close[0]}"?' if close else " (`eviscene views` lists the views)"
+        close = closest_name(missing.group(2), relations)
+        hint = f' Did you mean "{close}"?' if close else " (`eviscene views` lists the views)"
         return duckdb.CatalogException(message[: missing.start()] + missing.group(1) + hint + message[missing.end():])
     outside = _OUTSIDE_THE_SANDBOX.search(message) if isinstance(exc, duckdb.PermissionException) else None
     if outside is not None and not segment_moved(exc):  # a moved segment is the log's, not a file to --read

@@ -62,6 +62,8 @@ def build_report(log: EventLog, run_id: str, out: Path, *, compare_with: str | N
                  progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, int]:
     """Write the report; `progress(done, total)` is told as episode pages are rendered."""
     run = data.known_run(log, run_id)
+    if compare_with:
+        data.known_run(log, compare_with)  # a mistyped run is refused before every episode is rendered
     links = ReportLinks(run_id, compare_with)
     dashboard = pages.dashboard_page(data.dashboard(log, run_id), links)
     listing = data.episode_list(log, run_id, page_size=10**9)

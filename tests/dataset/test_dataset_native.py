@@ -177,7 +177,7 @@ def test_the_bundled_development_release_says_why_nothing_was_accepted(tmp_path)
         "excluded 2 candidates, by decisive reason (excluded_episode_metadata.jsonl):",
         "       2  training_prohibited",
         "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "
-        "--training-prohibited); to export anyway, rerun with --allow-training-prohibited (recorded in the manifest)",
+        "--training-prohibited); to export anyway, rerun with --allow-training-prohibited and a new --out (recorded in the manifest)",
     ]
     assert lines[-4].startswith("0 accepted of 2 candidates")
 

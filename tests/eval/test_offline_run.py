@@ -97,6 +97,31 @@ def test_why_tells_an_episodes_story(offline_run):
     assert missing.exit_code == 2 and "no episode 'no-such-episode'" in missing.output
 
 
+def test_why_given_a_case_id_names_the_cases_episodes(offline_run):
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    log, summary = offline_run
+    case = log.sql("SELECT case_id FROM episodes ORDER BY case_id LIMIT 1").to_pylist()[0]["case_id"]
+    episodes = log.sql("SELECT episode_id FROM episodes WHERE case_id = ? ORDER BY episode_id", [case])["episode_id"].to_pylist()
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "why", case])
+    assert result.exit_code == 2
+    named = ", ".join(f"{episode} (run {summary.run_id})" for episode in episodes)
+    assert result.stderr == f"Error: no episode {case!r} in {log.path}; case {case}'s episodes: {named}\n"
+
+
+def test_why_with_a_run_not_in_the_log_names_the_run(offline_run):
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    log, _ = offline_run
+    episode = log.sql("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").to_pylist()[0]["episode_id"]
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "why", episode, "--run", "no-such-run"])
+    assert (result.exit_code, result.stderr) == (2, f"Error: no run 'no-such-run' in {log.path}; `eviscene runs` lists the runs\n")
+
+
 def test_a_run_compared_with_itself_differs_by_nothing(offline_run):
     from eviscene.analysis.compare import compare_runs
 

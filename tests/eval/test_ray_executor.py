@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="pip install 'eviscene[ray]'")
+ray = pytest.importorskip("ray", reason="pip install '.[ray]' in the checkout")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"

@@ -2,6 +2,7 @@
 tools, timeouts end episodes, bad flags are clear errors."""
 
 import gc
+import sys
 
 import anyio
 import pytest
@@ -112,3 +113,10 @@ def test_bad_flags_are_one_line_errors(release, tmp_path, flags, message):
               "--no-progress", "--no-materialize", *flags]
     )
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_ray_missing_names_the_install_from_the_checkout(release, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark",
+                                      str(release / "runtime_input" / "cases.jsonl"), "--limit", "1", "--executor", "ray"])
+    assert (result.exit_code, result.stderr) == (2, "Error: --executor ray needs Ray: pip install '.[ray]' in the EviScene checkout\n")

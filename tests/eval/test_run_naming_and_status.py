@@ -380,6 +380,22 @@ def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to
     assert finished.exit_code == 0, finished.output
 
 
+def test_the_command_of_a_stopped_run_run_again_is_pointed_to_eval_resume(release, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=2)).specs
+    monkeypatch.setattr(run_module, "make_provider", lambda _: DownFromSeed(specs[1].sampling_seed))
+    command = ["eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--concurrency", "1", "--no-progress",
+               "--output-dir", "runs/cut"]
+    assert invoke(log_path, *command).exit_code == 1
+
+    again = invoke(log_path, *command)
+    assert (again.exit_code, again.stderr) == (2, (
+        f"Error: run 'cut' already exists in {log_path} with 1 unfinished episode(s): "
+        "`eviscene eval resume cut` finishes them; or choose another --output-dir or --run-id\n"
+    ))
+
+
 def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     moved = tmp_path / "moved" / "demo"

@@ -100,6 +100,16 @@ def test_missing_manifest(make_release) -> None:
         load_release(cases_path)
 
 
+def test_a_release_file_given_for_the_cases_names_where_the_cases_are(make_release) -> None:
+    manifest = make_release().parent.parent / "manifest.json"
+    with pytest.raises(ReleaseError) as error:
+        load_release(manifest)
+    assert str(error.value) == (
+        f"{manifest.parent.parent / 'manifest.json'}: release manifest not found; {manifest} should be a release's "
+        "runtime_input/cases.jsonl, two levels below its manifest.json"
+    )
+
+
 def test_missing_cases_file(tmp_path: Path) -> None:
     with pytest.raises(ReleaseError, match="cases file not found"):
         load_release(tmp_path / "release" / "runtime_input" / "cases.jsonl")

@@ -2,6 +2,7 @@
 there suggests one of the log's own relations (never DuckDB's catalog, `pg_index`), names
 match in any case as SQL's do, and a file outside the log names the `--read` that opens it."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,17 @@ def test_the_python_api_gets_the_same_words(log_path):
         log.sql("SELECT * FROM episode")
     with pytest.raises(duckdb.PermissionException, match="add --read /etc/passwd$"):
         log.sql("SELECT * FROM read_text('/etc/passwd')")
+
+
+def test_views_lists_the_views_named_and_a_mistyped_name_gets_the_closest(log_path, tmp_path):
+    def views(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([EVISCENE, "--db", str(log_path), "views", *args], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path, check=False)
+
+    listed = views("episodes", "TOOL_CALLS", "--columns", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [row["view"] for row in rows] == ["episodes", "tool_calls"] and rows[0]["columns"].startswith("run_id, episode_id")
+    assert views("episode").stderr == "Error: no view 'episode'; did you mean \"episodes\"?\n"
+    unknown = views("zzqq")
+    assert (unknown.returncode, unknown.stderr) == (2, "Error: no view 'zzqq'; `eviscene views` lists them\n")

@@ -3,6 +3,7 @@ server binds loopback by default and refuses to change anything."""
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 from urllib.parse import quote
@@ -116,3 +117,14 @@ def test_a_port_outside_the_tcp_range_is_a_usage_error_not_a_traceback(tmp_path,
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "view", "--port", port])
     assert result.exit_code == 2 and not isinstance(result.exception, OverflowError)
     assert f"Invalid value for '--port': {port} is not in the range 0<=x<=65535." in result.output
+
+
+def test_a_port_in_use_is_one_line_naming_the_way_past_it(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "view", "--port", str(port)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.endswith("; choose another --port (0: any free port)\n")
