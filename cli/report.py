@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from eviscene.cli.output import check_not_the_log
 from eviscene.log import EventLog
+from eviscene.store.layout import check_not_the_log
 
 
 @click.command()
