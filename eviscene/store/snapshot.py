@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
+import functools
 import os
 import re
 import shlex
@@ -27,6 +28,7 @@ import duckdb
 from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
+from eviscene.store.migrate import apply_migrations, latest_version
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
@@ -189,6 +191,7 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
         pass
     else:
         _refuse_views(con, log_path, alias)
+        _refuse_other_schema(con, log_path, alias)
         return
     contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
     if not contents:
@@ -218,6 +221,60 @@ def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) ->
             f"{log_path} is not an EviScene log: it holds view {', '.join(v[0] for v in views[:_NAMES_SHOWN])} "
             "(a log's archive holds tables only, and a view's SQL would run as you); nothing was read"
         )
+
+
+def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """A log's archive at a schema version this EviScene knows, whose `events` and `blobs`
+    (the tables every reader and merge selects from) have the columns, types and NOT NULLs its
+    migrations give them. Else DuckDB's binder spoke for it (`Referenced column "attempt" not
+    found`, naming no file), or a newer log's meaning was read by older rules."""
+    newest = con.execute(f"SELECT max(version) FROM {alias}.schema_migrations").fetchone()[0]
+    known = latest_version()
+    problem = None
+    if newest is not None and newest > known:
+        problem = f"its schema version is {newest}, newer than this EviScene's ({known}): upgrade EviScene to read it"
+    else:
+        found = _table_columns(con, alias)
+        for table, expected in _log_tables().items():
+            columns = found.get(table, {})
+            for name, (data_type, nullable) in expected.items():
+                if name not in columns:
+                    problem = f"its table {table} lacks column {name}"
+                elif columns[name] != (data_type, nullable):
+                    has, may = columns[name]
+                    problem = (f"its column {table}.{name} is {has}{' (NULL allowed)' if may else ''}, "
+                               f"a log's is {data_type}{'' if nullable else ' NOT NULL'}")
+                if problem:
+                    break
+            if problem:
+                break
+    if problem:
+        con.execute(f"DETACH {alias}")
+        raise NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read")
+
+
+def _table_columns(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, dict[str, tuple[str, bool]]]:
+    """The events and blobs tables of `database`: column -> (type, NULL allowed)."""
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+        "WHERE database_name = $db AND schema_name = 'main' AND table_name IN ('events', 'blobs') ORDER BY column_index",
+        {"db": database},
+    ).fetchall()
+    tables: dict[str, dict[str, tuple[str, bool]]] = {}
+    for table, column, data_type, nullable in rows:
+        tables.setdefault(table, {})[column] = (data_type, nullable)
+    return tables
+
+
+@functools.cache
+def _log_tables() -> dict[str, dict[str, tuple[str, bool]]]:
+    """The events and blobs tables as the migrations make them (the one definition of a log)."""
+    con = duckdb.connect(config=DUCKDB_CONFIG)
+    try:
+        apply_migrations(con, "memory")
+        return _table_columns(con, "memory")
+    finally:
+        con.close()
 
 
 def _quote(path: Path) -> str:

@@ -155,6 +155,38 @@ def test_a_log_whose_archive_holds_a_view_is_refused_before_the_view_runs(tmp_pa
     assert not mine.exists()
 
 
+# How a log someone hands you may differ from the log this EviScene writes, and what it is told.
+OTHER_SHAPES = {
+    "newer": ("INSERT INTO schema_migrations VALUES (3, '003_later.sql', now())",
+              "its schema version is 3, newer than this EviScene's (2): upgrade EviScene to read it"),
+    "column dropped": ("ALTER TABLE events DROP COLUMN attempt", "its table events lacks column attempt"),
+    "retyped": ("ALTER TABLE events ALTER COLUMN step TYPE VARCHAR", "its column events.step is VARCHAR (NULL allowed), a log's is INTEGER"),
+    "nullable key": ("ALTER TABLE blobs ALTER COLUMN content DROP NOT NULL",
+                     "its column blobs.content is BLOB (NULL allowed), a log's is BLOB NOT NULL"),
+}
+
+
+@pytest.mark.parametrize("shape", OTHER_SHAPES)
+def test_a_log_of_another_schema_is_named_so_in_one_line_by_reads_verify_and_merge(tmp_path, shape):
+    """A newer EviScene's log was read by this one's rules (and merged: `ok`); one whose tables
+    lost a column or a NOT NULL, or changed a type, got DuckDB's `Binder Error: Referenced
+    column "attempt" not found in FROM clause!`, naming no file, or NULL run ids as `run None`."""
+    change, problem = OTHER_SHAPES[shape]
+    (tmp_path / "theirs").mkdir()
+    crafted = sandbox_log.build(tmp_path / "theirs")
+    con = duckdb.connect(str(crafted))
+    con.execute(change)
+    con.close()
+    before = sandbox_log.fingerprint(tmp_path)
+    mine = tmp_path / "mine.duckdb"
+    refused = f"Error: {crafted} is not an EviScene log this version reads: {problem}; nothing was read\n"
+    for command in (("--db", str(crafted), "log", "verify"), ("--db", str(crafted), "runs"),
+                    ("--db", str(crafted), "sql", "SELECT count(*) FROM events"), ("--db", str(mine), "log", "merge", str(crafted))):
+        result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refused), command
+    assert sandbox_log.fingerprint(tmp_path) == before
+
+
 def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
     """A DuckDB file holding nothing (made by hand before the first run, or left by a first seal
     killed before its migration) is adopted as a missing path is: read as a log without runs,
