@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 
 import duckdb
 
-from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.migrate import apply_migrations, latest_version
@@ -360,14 +360,34 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     if not parts_blobs:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
         copies = parts_blobs
-    con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
-    con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    try:
+        con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
+        con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    except duckdb.BinderException:
+        _name_foreign_segment(con, files)
+        raise
     # Every stored copy, for `log verify`: `blobs` shows one copy of an address the live files
     # hold twice, any one, so a forged copy beside the real one would be read now and then.
     con.execute("CREATE VIEW blob_copies AS " + " UNION ALL ".join(copies))
     if sandbox is not None:
         _lock_down(con, [*files.events, *files.blobs], sandbox)
     return con
+
+
+_MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
+
+
+def _name_foreign_segment(con: duckdb.DuckDBPyConnection, files: LiveFiles) -> None:
+    """Raise `LogIntegrityError` naming the live segment that lacks the log's columns (one a
+    log someone hands you may hold): DuckDB's binder names the column, not the file."""
+    for paths, columns in ((files.events, EVENT_COLUMNS), (files.blobs, BLOB_COLUMNS)):
+        for path in paths:
+            try:
+                con.execute(f"SELECT {columns} FROM read_parquet('{_quote(path)}') LIMIT 0")
+            except duckdb.BinderException as exc:
+                missing = _MISSING_COLUMN.search(str(exc))
+                problem = f"it lacks column {missing.group(1)}" if missing else str(exc).splitlines()[0]
+                raise LogIntegrityError(f"{path} is not a segment of an EviScene log: {problem}") from None
 
 
 def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: Sandbox) -> None:

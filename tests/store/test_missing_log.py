@@ -2,11 +2,14 @@
 writers still create a log. A file that is not a log (not even a DuckDB database, or a DuckDB
 database of something else) is named so by every command, reading or writing, and left as it was."""
 
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 import eviscene
@@ -182,6 +185,28 @@ def test_a_log_of_another_schema_is_named_so_in_one_line_by_reads_verify_and_mer
     refused = f"Error: {crafted} is not an EviScene log this version reads: {problem}; nothing was read\n"
     for command in (("--db", str(crafted), "log", "verify"), ("--db", str(crafted), "runs"),
                     ("--db", str(crafted), "sql", "SELECT count(*) FROM events"), ("--db", str(mine), "log", "merge", str(crafted))):
+        result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refused), command
+    assert sandbox_log.fingerprint(tmp_path) == before
+
+
+def test_a_live_segment_without_the_logs_columns_is_named_by_every_read_verify_and_merge(tmp_path):
+    """A live folder someone hands you, a segment's `attempt` column dropped and its manifest
+    line made to match: every command said only DuckDB's `Binder Error: Referenced column
+    "attempt" not found in FROM clause!`, naming no file."""
+    (tmp_path / "theirs").mkdir()
+    crafted = sandbox_log.build(tmp_path / "theirs")
+    folder = tmp_path / "theirs" / "log.duckdb.live" / "live"
+    segment = folder / "events-000000000001-000000000021.parquet"
+    pq.write_table(pq.read_table(segment).drop(["attempt"]), segment)
+    line = json.loads((folder / "segments.jsonl").read_text())
+    line["sha256"] = hashlib.sha256(segment.read_bytes()).hexdigest()
+    (folder / "segments.jsonl").write_text(json.dumps(line) + "\n")
+    before = sandbox_log.fingerprint(tmp_path)
+    mine = tmp_path / "mine.duckdb"
+    refused = f"Error: {segment} is not a segment of an EviScene log: it lacks column attempt\n"
+    for command in (("--db", str(crafted), "log", "verify"), ("--db", str(crafted), "runs"),
+                    ("--db", str(crafted), "sql", "SELECT 1"), ("--db", str(mine), "log", "merge", str(crafted))):
         result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
         assert (result.returncode, result.stdout, result.stderr) == (2, "", refused), command
     assert sandbox_log.fingerprint(tmp_path) == before
