@@ -513,6 +513,20 @@ class RunState:
     blob_hashes: set[str] = field(default_factory=set)
 
 
+def held_by_other_runs(log_path: Path, run_id: str, event_ids: list[str]) -> list[tuple[str, str, int]]:
+    """(event_id, run, seq) of each of `event_ids` that another run of the log holds: an event
+    id is the log's key, not the run's."""
+    con = open_snapshot(log_path)
+    try:
+        return con.execute(
+            "SELECT event_id, run_id, seq FROM events WHERE event_id IN (SELECT unnest($ids::VARCHAR[])) AND run_id <> $run "
+            "ORDER BY event_id",
+            {"ids": event_ids, "run": run_id},
+        ).fetchall()
+    finally:
+        con.close()
+
+
 def run_state(log_path: Path, run_id: str) -> RunState:
     """What a writer resuming `run_id` must know: where the chain ends and what is stored."""
     con = open_snapshot(log_path)
