@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
-import functools
 import os
 import re
 import shlex
@@ -28,7 +27,7 @@ import duckdb
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
-from eviscene.store.migrate import apply_migrations, latest_version
+from eviscene.store.migrate import latest_version, migrations
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
@@ -227,54 +226,63 @@ def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: 
     """A log's archive at a schema version this EviScene knows, whose `events` and `blobs`
     (the tables every reader and merge selects from) have the columns, types and NOT NULLs its
     migrations give them. Else DuckDB's binder spoke for it (`Referenced column "attempt" not
-    found`, naming no file), or a newer log's meaning was read by older rules."""
+    found`, naming no file), or a newer log's meaning was read by older rules. An archive with
+    no migration applied yet (a first seal killed before it) has no tables to check."""
     newest = con.execute(f"SELECT max(version) FROM {alias}.schema_migrations").fetchone()[0]
+    if newest is None:
+        return
     known = latest_version()
     problem = None
-    if newest is not None and newest > known:
+    if newest > known:
         problem = f"its schema version is {newest}, newer than this EviScene's ({known}): upgrade EviScene to read it"
     else:
-        found = _table_columns(con, alias)
-        for table, expected in _log_tables().items():
-            columns = found.get(table, {})
-            for name, (data_type, nullable) in expected.items():
-                if name not in columns:
-                    problem = f"its table {table} lacks column {name}"
-                elif columns[name] != (data_type, nullable):
-                    has, may = columns[name]
-                    problem = (f"its column {table}.{name} is {has}{' (NULL allowed)' if may else ''}, "
-                               f"a log's is {data_type}{'' if nullable else ' NOT NULL'}")
-                if problem:
-                    break
-            if problem:
-                break
+        problem = next(filter(None, (_column_difference(con, alias, table, expected)
+                                     for table, expected in _log_tables(con).items())), None)
     if problem:
         con.execute(f"DETACH {alias}")
         raise NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read")
 
 
-def _table_columns(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, dict[str, tuple[str, bool]]]:
-    """The events and blobs tables of `database`: column -> (type, NULL allowed)."""
-    rows = con.execute(
-        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-        "WHERE database_name = $db AND schema_name = 'main' AND table_name IN ('events', 'blobs') ORDER BY column_index",
-        {"db": database},
-    ).fetchall()
-    tables: dict[str, dict[str, tuple[str, bool]]] = {}
-    for table, column, data_type, nullable in rows:
-        tables.setdefault(table, {})[column] = (data_type, nullable)
-    return tables
+_LOG_TABLES = ("events", "blobs")
+_expected_tables: dict[str, dict[str, tuple[str, bool]]] = {}
 
 
-@functools.cache
-def _log_tables() -> dict[str, dict[str, tuple[str, bool]]]:
-    """The events and blobs tables as the migrations make them (the one definition of a log)."""
-    con = duckdb.connect(config=DUCKDB_CONFIG)
+def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> dict[str, tuple[str, bool]]:
+    """`database.table`'s columns: name -> (type, NOT NULL); none for a table that is not there."""
     try:
-        apply_migrations(con, "memory")
-        return _table_columns(con, "memory")
-    finally:
-        con.close()
+        rows = con.execute(f"SELECT name, type, \"notnull\" FROM pragma_table_info('{database}.{table}')").fetchall()
+    except duckdb.CatalogException:
+        return {}
+    return {name: (data_type, not_null) for name, data_type, not_null in rows}
+
+
+def _column_difference(con: duckdb.DuckDBPyConnection, database: str, table: str,
+                       expected: dict[str, tuple[str, bool]]) -> str | None:
+    found = _columns(con, database, table)
+    for name, (data_type, not_null) in expected.items():
+        if name not in found:
+            return f"its table {table} lacks column {name}"
+        if found[name] != (data_type, not_null):
+            has, has_not_null = found[name]
+            return (f"its column {table}.{name} is {has}{'' if has_not_null else ' (NULL allowed)'}, "
+                    f"a log's is {data_type}{' NOT NULL' if not_null else ''}")
+    return None
+
+
+def _log_tables(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple[str, bool]]]:
+    """The events and blobs tables as the migrations make them (the one definition of a log),
+    made once a process in an in-memory database attached to `con` for the moment."""
+    if not _expected_tables:
+        con.execute("ATTACH ':memory:' AS eviscene_expected")
+        try:
+            con.execute("USE eviscene_expected")
+            for _, _, ddl in migrations():
+                con.execute(ddl)
+            _expected_tables.update({table: _columns(con, "eviscene_expected", table) for table in _LOG_TABLES})
+        finally:
+            con.execute("USE memory")
+            con.execute("DETACH eviscene_expected")
+    return _expected_tables
 
 
 def _quote(path: Path) -> str:

@@ -226,6 +226,20 @@ def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
     assert open_log(empty).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
 
 
+def test_an_archive_left_before_its_first_migration_is_a_new_log(tmp_path):
+    """A first seal killed after making `schema_migrations` and before migration 001 left no
+    tables: no schema to compare, still a new log (the schema check must not call it `lacks
+    column seq`)."""
+    source = sandbox_log.build(tmp_path)
+    started = tmp_path / "started.duckdb"
+    con = duckdb.connect(str(started))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    con.close()
+    assert open_log(started).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
+    open_log(started).merge(source)
+    assert open_log(started).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
+
+
 def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):
     """`view` may start before the first run writes (runs appear as they are written), but
     never silently: a mistyped --db shows up on stderr."""
