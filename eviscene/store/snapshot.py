@@ -372,7 +372,7 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
         con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
         con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
     except duckdb.BinderException:
-        _name_foreign_segment(con, files)
+        _name_foreign_segment(con, [*files.events, *files.blobs])
         raise
     # Every stored copy, for `log verify`: `blobs` shows one copy of an address the live files
     # hold twice, any one, so a forged copy beside the real one would be read now and then.
@@ -385,17 +385,18 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
 _MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
 
 
-def _name_foreign_segment(con: duckdb.DuckDBPyConnection, files: LiveFiles) -> None:
-    """Raise `LogIntegrityError` naming the live segment that lacks the log's columns (one a
-    log someone hands you may hold): DuckDB's binder names the column, not the file."""
-    for paths, columns in ((files.events, EVENT_COLUMNS), (files.blobs, BLOB_COLUMNS)):
-        for path in paths:
-            try:
-                con.execute(f"SELECT {columns} FROM read_parquet('{_quote(path)}') LIMIT 0")
-            except duckdb.BinderException as exc:
-                missing = _MISSING_COLUMN.search(str(exc))
-                problem = f"it lacks column {missing.group(1)}" if missing else str(exc).splitlines()[0]
-                raise LogIntegrityError(f"{path} is not a segment of an EviScene log: {problem}") from None
+def _name_foreign_segment(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+    """Raise `LogIntegrityError` naming the Parquet file (a live segment, or a file of a `log
+    export-parquet` folder) that lacks the log's columns, as one a log someone hands you may
+    hold: DuckDB's binder names the column, not the file."""
+    for path in paths:
+        columns = EVENT_COLUMNS if path.name.startswith("events-") else BLOB_COLUMNS
+        try:
+            con.execute(f"SELECT {columns} FROM read_parquet('{_quote(path)}') LIMIT 0")
+        except duckdb.BinderException as exc:
+            missing = _MISSING_COLUMN.search(str(exc))
+            problem = f"it lacks column {missing.group(1)}" if missing else str(exc).splitlines()[0]
+            raise LogIntegrityError(f"{path} is not a segment of an EviScene log: {problem}") from None
 
 
 def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: Sandbox) -> None:
@@ -497,8 +498,12 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
 
     con = new_connection()
     events, blobs, files = export_sources(directory)
-    con.execute("CREATE VIEW events AS " + (events or _empty_events()))
-    con.execute("CREATE VIEW blobs AS " + blobs)
+    try:
+        con.execute("CREATE VIEW events AS " + (events or _empty_events()))
+        con.execute("CREATE VIEW blobs AS " + blobs)
+    except duckdb.BinderException:
+        _name_foreign_segment(con, list(files))
+        raise
     con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
     if sandbox is not None:
         _lock_down(con, list(files), sandbox)

@@ -212,6 +212,23 @@ def test_a_live_segment_without_the_logs_columns_is_named_by_every_read_verify_a
     assert sandbox_log.fingerprint(tmp_path) == before
 
 
+def test_a_parquet_export_file_without_the_logs_columns_is_named(tmp_path):
+    """`--db FOLDER` reads a `log export-parquet` folder as a log; one handed to you whose
+    events file lost a column got the same unnamed binder error."""
+    (tmp_path / "theirs").mkdir()
+    log = sandbox_log.build(tmp_path / "theirs")
+    folder = tmp_path / "export"
+    exported = subprocess.run([EVISCENE, "--db", str(log), "log", "export-parquet", str(folder)], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path, check=False)
+    assert exported.returncode == 0, exported.stderr
+    events = min((folder / "events").glob("run_id=*/events-*.parquet"))
+    pq.write_table(pq.read_table(events).drop(["attempt"]), events)
+    result = subprocess.run([EVISCENE, "--db", str(folder), "runs"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2, "", f"Error: {events} is not a segment of an EviScene log: it lacks column attempt\n")
+
+
 def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
     """A DuckDB file holding nothing (made by hand before the first run, or left by a first seal
     killed before its migration) is adopted as a missing path is: read as a log without runs,
