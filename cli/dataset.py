@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
-from eviscene.cli.output import check_not_the_log
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
+from eviscene.store.layout import check_not_the_log
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 

@@ -21,9 +21,9 @@ from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
-from eviscene.cli.output import check_not_the_log, say
+from eviscene.cli.output import say
 from eviscene.log import EventLog
-from eviscene.store.layout import check_run_id
+from eviscene.store.layout import check_not_the_log, check_run_id
 
 _stderr = Console(stderr=True)
 
@@ -258,9 +258,9 @@ def resume(
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
     out_dir = output_dir or Path("runs") / run_id
-    if materialize:
-        check_not_the_log("--output-dir", out_dir, log.path)
     replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
+    if materialize:
+        check_not_the_log("--output-dir", out_dir, log.path, replacing=replaces)
     check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,

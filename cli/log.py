@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
-from eviscene.cli.output import check_not_the_log, say
+from eviscene.cli.output import say
 from eviscene.log import EventLog
 
 from eviscene.store import VerifyReport
+from eviscene.store.layout import check_not_the_log
 from eviscene.store.parquet_export import export_parquet
 
 

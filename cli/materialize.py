@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
-from eviscene.cli.output import check_not_the_log
 from eviscene.exports.run_dir import FORMATS, materialize_run
 from eviscene.log import EventLog
+from eviscene.store.layout import check_not_the_log
 
 
 @click.command()

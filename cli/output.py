@@ -31,7 +31,7 @@ import click
 
 from eviscene.errors import EvisceneError
 from eviscene.rules.timestamps import format_ts
-from eviscene.store.layout import live_root
+from eviscene.store.layout import check_not_the_log
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -269,16 +269,6 @@ def emit_rows(
     # sys.stdout itself: block-buffered into a pipe or file (click's text stream is line-buffered,
     # a system call per row, three quarters of a large CSV's time).
     write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width())
-
-
-def check_not_the_log(option: str, path: Path, log_path: Path) -> Path:
-    """`path` resolved, unless it is the log, its write-ahead file, its live folder or
-    anything inside them: no command's output overwrites the log."""
-    target = path.expanduser().resolve()
-    protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
-    if any(target == p or p in target.parents for p in protected):
-        raise EvisceneError(f"{option} {path}: that is the log's own file; results never overwrite the log")
-    return target
 
 
 def check_output_file(option: str, path: Path, log_path: Path) -> Path:

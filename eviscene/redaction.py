@@ -27,7 +27,8 @@ from typing import Any
 from urllib.parse import unquote
 
 MASK = "[REDACTED]"
-# A secret's variable names it by a whole word (OPENAI_API_KEY, HF_TOKEN, DB_PASSWORD), not by a
+# A secret's variable or query parameter names it by a whole word (OPENAI_API_KEY, HF_TOKEN,
+# DB_PASSWORD, ?client_secret=), not by a
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
 # finds are masked in every event and every model answer, so a developer's name must not be.
 _SECRET_NAME = re.compile(
@@ -46,11 +47,11 @@ _HEADER = re.compile(
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 # A query parameter's name, to be judged as the server reads it (`api%5Fkey` is `api_key`),
-# and where a value ends. Only a key's value is taken: another's (`redirect=…/?token=…`) may
-# hold further parameters.
+# and where a value ends. Only a secret's value is taken: another's (`redirect=…/?token=…`)
+# may hold further parameters.
 _QUERY_NAME = re.compile(r"[?&]([^=&#?\s\"']+)=")
 _QUERY_VALUE_END = re.compile(r"[&\s\"']|$")
-_QUERY_KEYS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+_NAME_WORD_GAP = re.compile(r"[-.]")  # `x-amz-security-token`, `client.secret`: words as `_` parts them
 # `scheme://user:password@host`: the whole user-info part (a bare `token@host` too), up to the
 # authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]+)@")
@@ -99,13 +100,15 @@ def _masked(text: str, secrets: list[str]) -> str:
 
 
 def _masked_parameters(text: str) -> str:
-    """`text` with the value of each key-named query parameter masked, to its `&`."""
+    """`text` with the value of each query parameter masked, to its `&`, whose name says it holds
+    a secret by the rule for environment variables' names (`key`, `api_key`, `access_token`,
+    `password`, `client_secret`, `X-Amz-Security-Token`)."""
     if "=" not in text:
         return text
     parts, done = [], 0
     for name in _QUERY_NAME.finditer(text):
-        if name.start() < done or unquote(name.group(1)).lower() not in _QUERY_KEYS:
-            continue  # inside a value masked already, or not a key
+        if name.start() < done or not _SECRET_NAME.search(_NAME_WORD_GAP.sub("_", unquote(name.group(1)))):
+            continue  # inside a value masked already, or its name says no secret
         end = _QUERY_VALUE_END.search(text, name.end()).start()
         if end > name.end():
             parts += [text[done:name.end()], MASK]

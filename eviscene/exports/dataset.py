@@ -28,6 +28,7 @@ from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store import EventDraft
+from eviscene.store.layout import check_not_the_log
 
 DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40
 
@@ -202,8 +203,8 @@ def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: Ex
 
 def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any], dict[str, int]]:
     """Write the dataset; returns (manifest, rows written per file)."""
+    out_dir = check_not_the_log("dataset output directory", Path(options.out_dir), log.path)
     resolved = resolve_inputs(log, options)
-    out_dir = Path(options.out_dir).expanduser().resolve()
     con = open_export(log, resolved.settings)
     try:
         raise_first_problem(con)

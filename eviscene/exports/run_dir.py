@@ -30,6 +30,7 @@ from eviscene.exports.trajectories import (
     EPISODE_ORDER, TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records,
 )
 from eviscene.log import EventLog
+from eviscene.store.layout import check_not_the_log
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
 _TRACE_CHUNK = 256
@@ -131,6 +132,7 @@ def materialize_run(
     `unfinished_as_errors`: its files would show each of them as an `error` row."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    check_not_the_log("run directory", out_dir, log.path, replacing=replace)
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eviscene.errors import EvisceneError
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
 
 DEFAULT_LOG = "eviscene.duckdb"
@@ -30,6 +31,22 @@ def resolve_log_path(path: str | os.PathLike[str] | None) -> Path:
 
 def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
+
+
+def check_not_the_log(name: str, path: Path, log_path: Path, *, replacing: bool = False) -> Path:
+    """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
+    inside them, or, when `replacing` (the folder there is removed to make way for the
+    output), a folder holding any of them: no output overwrites the log. The one check for
+    every writer, the library's functions as well as the commands (`name` says what the
+    caller called the path: `--out`, `run directory`)."""
+    target = path.expanduser().resolve()
+    log_path = log_path.resolve()
+    protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
+    if any(target == p or p in target.parents for p in protected):
+        raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")
+    if replacing and target in log_path.parents:
+        raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
+    return target
 
 
 def check_run_id(run_id: str) -> str:

@@ -62,6 +62,7 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         writing = set(live_run_ids(target)) & {row[0] for row in con.execute("SELECT DISTINCT run_id FROM events").fetchall()}
         if writing:
             raise EvisceneError(f"run {sorted(writing)[0]} is still being written in {target}; merge it when it ends")
+        _check_no_event_id_of_another_run(con, source, target)
         shared = _runs_in_both(con)  # their records here stand; a fold records its own range
         folds = [run_id for run_id in shared if _unmerged_events(con, run_id)]
         for run_id in folds:
@@ -96,6 +97,22 @@ def merge_log(target: Path, source: Path) -> MergeReport:
 
 
 SHARD_KIND = "log_shard"
+
+
+def _check_no_event_id_of_another_run(con: duckdb.DuckDBPyConnection, source: Path, target: Path) -> None:
+    """An event id is taken once (same id, same event): one that this log holds under another
+    run can only be forged, and taking the rest of that run in without it would leave a gap
+    in its chain here, though the source verifies."""
+    clash = con.execute(
+        "SELECT s.run_id, s.seq, s.event_id, m.run_id, m.seq FROM events s JOIN merged.events m USING (event_id) "
+        "WHERE s.run_id <> m.run_id ORDER BY s.run_id, s.seq LIMIT 1"
+    ).fetchall()
+    if clash:
+        run_id, seq, event_id, other_run, other_seq = clash[0]
+        raise LogIntegrityError(
+            f"{source} not merged: run {run_id}, seq {seq} ({event_id}): {target} holds that event id in run {other_run}, "
+            f"seq {other_seq}; nothing was taken in"
+        )
 
 
 def _runs_in_both(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
-from eviscene.store.layout import live_root, live_run_ids
+from eviscene.store.layout import check_not_the_log, live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
 
@@ -69,10 +69,9 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
 
 def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
     """Export the log read through `con` (a snapshot of `log_path`) into `directory`."""
+    check_not_the_log("export folder", directory, log_path)
     if directory.exists() and not directory.is_dir():
         raise EvisceneError(f"{directory} is not a directory")
-    if directory.resolve() == log_path.resolve():
-        raise EvisceneError(f"cannot export {log_path} into itself")
     running = sorted(r for r in live_run_ids(log_path) if lock_holder(live_root(log_path) / r / "writer.lock") is not None)
     heads = con.execute(
         "SELECT run_id, max(seq), arg_max(hash, seq) FROM events GROUP BY run_id ORDER BY run_id"

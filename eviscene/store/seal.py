@@ -61,6 +61,11 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
             recover_folder(folder)
             try:
                 moved = _seal_folder(log_path, run_id, folder)
+            except duckdb.ConstraintException as exc:  # two writers named one event id at once (writer.py)
+                raise LogIntegrityError(
+                    f"run {run_id} not sealed: {str(exc).splitlines()[0]} (an event id another run holds); the archive "
+                    "is unchanged and the run's live segments are kept and readable"
+                ) from None
             except (duckdb.IOException, duckdb.TransactionException) as exc:  # a full disk, a read-only archive
                 raise EvisceneError(
                     f"could not seal run {run_id}: {str(exc).splitlines()[0]}; nothing was moved (its live segments are "

@@ -24,9 +24,10 @@ from pathlib import Path, PurePath
 
 import duckdb
 
-from eviscene.errors import EvisceneError, LogLockedError, NotALogError, QueryRefusedError
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
+from eviscene.store.migrate import latest_version, migrations
 from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
@@ -189,6 +190,7 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
         pass
     else:
         _refuse_views(con, log_path, alias)
+        _refuse_other_schema(con, log_path, alias)
         return
     contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
     if not contents:
@@ -218,6 +220,69 @@ def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) ->
             f"{log_path} is not an EviScene log: it holds view {', '.join(v[0] for v in views[:_NAMES_SHOWN])} "
             "(a log's archive holds tables only, and a view's SQL would run as you); nothing was read"
         )
+
+
+def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """A log's archive at a schema version this EviScene knows, whose `events` and `blobs`
+    (the tables every reader and merge selects from) have the columns, types and NOT NULLs its
+    migrations give them. Else DuckDB's binder spoke for it (`Referenced column "attempt" not
+    found`, naming no file), or a newer log's meaning was read by older rules. An archive with
+    no migration applied yet (a first seal killed before it) has no tables to check."""
+    newest = con.execute(f"SELECT max(version) FROM {alias}.schema_migrations").fetchone()[0]
+    if newest is None:
+        return
+    known = latest_version()
+    problem = None
+    if newest > known:
+        problem = f"its schema version is {newest}, newer than this EviScene's ({known}): upgrade EviScene to read it"
+    else:
+        problem = next(filter(None, (_column_difference(con, alias, table, expected)
+                                     for table, expected in _log_tables(con).items())), None)
+    if problem:
+        con.execute(f"DETACH {alias}")
+        raise NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read")
+
+
+_LOG_TABLES = ("events", "blobs")
+_expected_tables: dict[str, dict[str, tuple[str, bool]]] = {}
+
+
+def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> dict[str, tuple[str, bool]]:
+    """`database.table`'s columns: name -> (type, NOT NULL); none for a table that is not there."""
+    try:
+        rows = con.execute(f"SELECT name, type, \"notnull\" FROM pragma_table_info('{database}.{table}')").fetchall()
+    except duckdb.CatalogException:
+        return {}
+    return {name: (data_type, not_null) for name, data_type, not_null in rows}
+
+
+def _column_difference(con: duckdb.DuckDBPyConnection, database: str, table: str,
+                       expected: dict[str, tuple[str, bool]]) -> str | None:
+    found = _columns(con, database, table)
+    for name, (data_type, not_null) in expected.items():
+        if name not in found:
+            return f"its table {table} lacks column {name}"
+        if found[name] != (data_type, not_null):
+            has, has_not_null = found[name]
+            return (f"its column {table}.{name} is {has}{'' if has_not_null else ' (NULL allowed)'}, "
+                    f"a log's is {data_type}{' NOT NULL' if not_null else ''}")
+    return None
+
+
+def _log_tables(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple[str, bool]]]:
+    """The events and blobs tables as the migrations make them (the one definition of a log),
+    made once a process in an in-memory database attached to `con` for the moment."""
+    if not _expected_tables:
+        con.execute("ATTACH ':memory:' AS eviscene_expected")
+        try:
+            con.execute("USE eviscene_expected")
+            for _, _, ddl in migrations():
+                con.execute(ddl)
+            _expected_tables.update({table: _columns(con, "eviscene_expected", table) for table in _LOG_TABLES})
+        finally:
+            con.execute("USE memory")
+            con.execute("DETACH eviscene_expected")
+    return _expected_tables
 
 
 def _quote(path: Path) -> str:
@@ -303,14 +368,35 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     if not parts_blobs:
         parts_blobs.append("SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false")
         copies = parts_blobs
-    con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
-    con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    try:
+        con.execute("CREATE VIEW events AS " + " UNION ALL ".join(parts_events))
+        con.execute("CREATE VIEW blobs AS " + " UNION ALL ".join(parts_blobs))
+    except duckdb.BinderException:
+        _name_foreign_segment(con, [*files.events, *files.blobs])
+        raise
     # Every stored copy, for `log verify`: `blobs` shows one copy of an address the live files
     # hold twice, any one, so a forged copy beside the real one would be read now and then.
     con.execute("CREATE VIEW blob_copies AS " + " UNION ALL ".join(copies))
     if sandbox is not None:
         _lock_down(con, [*files.events, *files.blobs], sandbox)
     return con
+
+
+_MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
+
+
+def _name_foreign_segment(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+    """Raise `LogIntegrityError` naming the Parquet file (a live segment, or a file of a `log
+    export-parquet` folder) that lacks the log's columns, as one a log someone hands you may
+    hold: DuckDB's binder names the column, not the file."""
+    for path in paths:
+        columns = EVENT_COLUMNS if path.name.startswith("events-") else BLOB_COLUMNS
+        try:
+            con.execute(f"SELECT {columns} FROM read_parquet('{_quote(path)}') LIMIT 0")
+        except duckdb.BinderException as exc:
+            missing = _MISSING_COLUMN.search(str(exc))
+            problem = f"it lacks column {missing.group(1)}" if missing else str(exc).splitlines()[0]
+            raise LogIntegrityError(f"{path} is not a segment of an EviScene log: {problem}") from None
 
 
 def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: Sandbox) -> None:
@@ -418,8 +504,12 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
 
     con = new_connection()
     events, blobs, files = export_sources(directory)
-    con.execute("CREATE VIEW events AS " + (events or _empty_events()))
-    con.execute("CREATE VIEW blobs AS " + blobs)
+    try:
+        con.execute("CREATE VIEW events AS " + (events or _empty_events()))
+        con.execute("CREATE VIEW blobs AS " + blobs)
+    except duckdb.BinderException:
+        _name_foreign_segment(con, list(files))
+        raise
     con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
     if sandbox is not None:
         _lock_down(con, list(files), sandbox)
@@ -440,6 +530,20 @@ class RunState:
     last_hash: str = GENESIS_HASH
     event_ids: dict[str, str] = field(default_factory=dict)
     blob_hashes: set[str] = field(default_factory=set)
+
+
+def held_by_other_runs(log_path: Path, run_id: str, event_ids: list[str]) -> list[tuple[str, str, int]]:
+    """(event_id, run, seq) of each of `event_ids` that another run of the log holds: an event
+    id is the log's key, not the run's."""
+    con = open_snapshot(log_path)
+    try:
+        return con.execute(
+            "SELECT event_id, run_id, seq FROM events WHERE event_id IN (SELECT unnest($ids::VARCHAR[])) AND run_id <> $run "
+            "ORDER BY event_id",
+            {"ids": event_ids, "run": run_id},
+        ).fetchall()
+    finally:
+        con.close()
 
 
 def run_state(log_path: Path, run_id: str) -> RunState:

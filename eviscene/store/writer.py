@@ -35,7 +35,7 @@ from eviscene.store.layout import blob_segment_name, run_folder, segment_name
 from eviscene.store.locks import RunLock
 from eviscene.store.manifest import ManifestEntry, append_lines, fsync_folder, recover_folder, write_segment
 from eviscene.store.schema import BLOB_SCHEMA, EVENT_SCHEMA
-from eviscene.store.snapshot import run_state
+from eviscene.store.snapshot import held_by_other_runs, run_state
 
 COMPACT_AFTER_SEGMENTS = 32
 _BATCH_POLL_SECONDS = 0.02
@@ -198,6 +198,7 @@ class RunWriter:
                     ):
                         break
                     await anyio.sleep(_BATCH_POLL_SECONDS)
+                await self._refuse_ids_of_other_runs(pending)
                 # Serializing and hashing stay on this thread (a worker thread would only fight
                 # the producers for the GIL); the file write releases it, in `_commit`.
                 clock = time.perf_counter()
@@ -217,6 +218,21 @@ class RunWriter:
         self._last_seq, self._last_hash = state.last_seq, state.last_hash
         self._seen_ids = dict(state.event_ids)
         self._known_blobs = set(state.blob_hashes)
+
+    async def _refuse_ids_of_other_runs(self, items: list[Any]) -> None:
+        """A producer-named event id another run holds is refused: the archive keys events by
+        id across runs, so the run could never be sealed (and `log verify` would name the other
+        run). Derived ids hash the run id in; only named ones are looked up."""
+        named = sorted({d.event_id for d in items if type(d) is EventDraft and d.event_id and d.event_id not in self._seen_ids})
+        if not named:
+            return
+        held = await anyio.to_thread.run_sync(held_by_other_runs, self.log_path, self.run_id, named, limiter=self._write_thread)
+        if held:
+            event_id, other_run, seq = held[0]
+            raise DuplicateEventError(
+                f"event_id {event_id} is run {other_run}'s (seq {seq}); an event id names one event of the whole log, "
+                f"not appended to run {self.run_id}"
+            )
 
     async def _commit(self, prepared: MemoryObjectReceiveStream[tuple[list[Any], list[_Sync]]]) -> None:
         """Write each prepared batch in a worker thread, in order; a sync() returns once its batch is durable."""

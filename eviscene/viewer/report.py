@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from eviscene.log import EventLog
 from eviscene.rules.canonical import readable_json
+from eviscene.store.layout import check_not_the_log
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages, page_images
 from eviscene.viewer.server import SCRIPTS, static_text
@@ -61,6 +62,7 @@ def _chunk(pages_by_id: dict[str, str]) -> str:
 def build_report(log: EventLog, run_id: str, out: Path, *, compare_with: str | None = None,
                  progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, int]:
     """Write the report; `progress(done, total)` is told as episode pages are rendered."""
+    check_not_the_log("report", out, log.path)
     run = data.known_run(log, run_id)
     if compare_with:
         data.known_run(log, compare_with)  # a mistyped run is refused before every episode is rendered

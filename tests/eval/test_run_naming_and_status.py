@@ -352,6 +352,24 @@ def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only
     assert json.loads((tmp_path / "runs" / "int" / "run_manifest.json").read_text())["status"] == "completed"
 
 
+def test_a_resume_never_replaces_a_run_directory_that_holds_the_log(release, tmp_path, monkeypatch):
+    """A log kept in its run's directory (`--db runs/kept/log.duckdb`): resuming into that
+    directory replaced it, the log with it, and said `run directory: runs/kept`, exit 0."""
+    monkeypatch.chdir(tmp_path)
+    first = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(release), "--limit", "1",
+                   "--no-progress", "--output-dir", "runs/kept")
+    assert first.exit_code == 0, first.output
+    kept = tmp_path / "runs" / "kept"
+    for path in tmp_path.glob("log.duckdb*"):
+        path.rename(kept / path.name)
+    before = sorted(str(p.relative_to(kept)) for p in kept.rglob("*"))
+    resumed = invoke(kept / "log.duckdb", "eval", "resume", "kept", "--no-progress", "--output-dir", "runs/kept")
+    assert (resumed.exit_code, resumed.stderr) == (
+        2, f"Error: --output-dir runs/kept: holds the log {kept / 'log.duckdb'}; a folder holding the log is never replaced\n")
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*")) == before
+    assert runs(EventLog(kept / "log.duckdb"))["kept"]["status"] == "completed"
+
+
 def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to_be_errors(release, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     log_path = tmp_path / "log.duckdb"

@@ -168,6 +168,8 @@ def test_the_key_is_nowhere_in_the_log_or_the_output(end_to_end):
     # A password holding `@` (the client ends the user-info at the last one) and a parameter
     # name the server reads percent-decoded, as `api_key`.
     ("http://reader:p@{user_key}@127.0.0.1:1/v1?api%5Fkey={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?api%5Fkey=[REDACTED]"),
+    # Any parameter whose name says it holds a secret, not only the key names.
+    ("http://reader:{user_key}@127.0.0.1:1/v1?client_secret={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?client_secret=[REDACTED]"),
 ])
 def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(base_url, stored, release_dir, tmp_path):
     """`--base-url http://user:KEY@host/v1?api_key=KEY`: the run's manifest, the run

@@ -114,6 +114,19 @@ def test_credentials_inside_urls():
     assert redact("http://host/path@x and user@example.com") == "http://host/path@x and user@example.com"
 
 
+def test_a_query_parameter_named_as_a_secret_is_masked_whatever_its_word():
+    """Only key, api_key, apikey, access_token and token were masked: `--base-url
+    ...?password=...` or a search URL's `client_secret` went into run.started as written. A
+    parameter is judged by the words of its name, as an environment variable is."""
+    url = ("https://gw.example/v1?password=hunter2x9&client_secret=cs-0001&auth=a1b2c3&X-Amz-Security-Token=FwoGZX1"
+           "&client.secret=dotted9&model=m1")
+    assert redact(url) == (f"https://gw.example/v1?password={MASK}&client_secret={MASK}&auth={MASK}"
+                           f"&X-Amz-Security-Token={MASK}&client.secret={MASK}&model=m1")
+    # A word that merely contains one is no secret's name.
+    assert redact("https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list") == (
+        "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list")
+
+
 def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):
     monkeypatch.setenv("QUOTED_PASSWORD", 'pa"ss\\word-77')
     known = KnownSecrets()

@@ -2,11 +2,14 @@
 writers still create a log. A file that is not a log (not even a DuckDB database, or a DuckDB
 database of something else) is named so by every command, reading or writing, and left as it was."""
 
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 import eviscene
@@ -155,6 +158,77 @@ def test_a_log_whose_archive_holds_a_view_is_refused_before_the_view_runs(tmp_pa
     assert not mine.exists()
 
 
+# How a log someone hands you may differ from the log this EviScene writes, and what it is told.
+OTHER_SHAPES = {
+    "newer": ("INSERT INTO schema_migrations VALUES (3, '003_later.sql', now())",
+              "its schema version is 3, newer than this EviScene's (2): upgrade EviScene to read it"),
+    "column dropped": ("ALTER TABLE events DROP COLUMN attempt", "its table events lacks column attempt"),
+    "retyped": ("ALTER TABLE events ALTER COLUMN step TYPE VARCHAR", "its column events.step is VARCHAR (NULL allowed), a log's is INTEGER"),
+    "nullable key": ("ALTER TABLE blobs ALTER COLUMN content DROP NOT NULL",
+                     "its column blobs.content is BLOB (NULL allowed), a log's is BLOB NOT NULL"),
+}
+
+
+@pytest.mark.parametrize("shape", OTHER_SHAPES)
+def test_a_log_of_another_schema_is_named_so_in_one_line_by_reads_verify_and_merge(tmp_path, shape):
+    """A newer EviScene's log was read by this one's rules (and merged: `ok`); one whose tables
+    lost a column or a NOT NULL, or changed a type, got DuckDB's `Binder Error: Referenced
+    column "attempt" not found in FROM clause!`, naming no file, or NULL run ids as `run None`."""
+    change, problem = OTHER_SHAPES[shape]
+    (tmp_path / "theirs").mkdir()
+    crafted = sandbox_log.build(tmp_path / "theirs")
+    con = duckdb.connect(str(crafted))
+    con.execute(change)
+    con.close()
+    before = sandbox_log.fingerprint(tmp_path)
+    mine = tmp_path / "mine.duckdb"
+    refused = f"Error: {crafted} is not an EviScene log this version reads: {problem}; nothing was read\n"
+    for command in (("--db", str(crafted), "log", "verify"), ("--db", str(crafted), "runs"),
+                    ("--db", str(crafted), "sql", "SELECT count(*) FROM events"), ("--db", str(mine), "log", "merge", str(crafted))):
+        result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refused), command
+    assert sandbox_log.fingerprint(tmp_path) == before
+
+
+def test_a_live_segment_without_the_logs_columns_is_named_by_every_read_verify_and_merge(tmp_path):
+    """A live folder someone hands you, a segment's `attempt` column dropped and its manifest
+    line made to match: every command said only DuckDB's `Binder Error: Referenced column
+    "attempt" not found in FROM clause!`, naming no file."""
+    (tmp_path / "theirs").mkdir()
+    crafted = sandbox_log.build(tmp_path / "theirs")
+    folder = tmp_path / "theirs" / "log.duckdb.live" / "live"
+    segment = folder / "events-000000000001-000000000021.parquet"
+    pq.write_table(pq.read_table(segment).drop(["attempt"]), segment)
+    line = json.loads((folder / "segments.jsonl").read_text())
+    line["sha256"] = hashlib.sha256(segment.read_bytes()).hexdigest()
+    (folder / "segments.jsonl").write_text(json.dumps(line) + "\n")
+    before = sandbox_log.fingerprint(tmp_path)
+    mine = tmp_path / "mine.duckdb"
+    refused = f"Error: {segment} is not a segment of an EviScene log: it lacks column attempt\n"
+    for command in (("--db", str(crafted), "log", "verify"), ("--db", str(crafted), "runs"),
+                    ("--db", str(crafted), "sql", "SELECT 1"), ("--db", str(mine), "log", "merge", str(crafted))):
+        result = subprocess.run([EVISCENE, *command], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", refused), command
+    assert sandbox_log.fingerprint(tmp_path) == before
+
+
+def test_a_parquet_export_file_without_the_logs_columns_is_named(tmp_path):
+    """`--db FOLDER` reads a `log export-parquet` folder as a log; one handed to you whose
+    events file lost a column got the same unnamed binder error."""
+    (tmp_path / "theirs").mkdir()
+    log = sandbox_log.build(tmp_path / "theirs")
+    folder = tmp_path / "export"
+    exported = subprocess.run([EVISCENE, "--db", str(log), "log", "export-parquet", str(folder)], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path, check=False)
+    assert exported.returncode == 0, exported.stderr
+    events = min((folder / "events").glob("run_id=*/events-*.parquet"))
+    pq.write_table(pq.read_table(events).drop(["attempt"]), events)
+    result = subprocess.run([EVISCENE, "--db", str(folder), "runs"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2, "", f"Error: {events} is not a segment of an EviScene log: it lacks column attempt\n")
+
+
 def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
     """A DuckDB file holding nothing (made by hand before the first run, or left by a first seal
     killed before its migration) is adopted as a missing path is: read as a log without runs,
@@ -167,6 +241,20 @@ def test_an_empty_duckdb_database_is_a_new_log(tmp_path):
                             cwd=tmp_path)
     assert "every chain intact" in result.stderr, result.stderr
     assert open_log(empty).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
+
+
+def test_an_archive_left_before_its_first_migration_is_a_new_log(tmp_path):
+    """A first seal killed after making `schema_migrations` and before migration 001 left no
+    tables: no schema to compare, still a new log (the schema check must not call it `lacks
+    column seq`)."""
+    source = sandbox_log.build(tmp_path)
+    started = tmp_path / "started.duckdb"
+    con = duckdb.connect(str(started))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    con.close()
+    assert open_log(started).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [0]
+    open_log(started).merge(source)
+    assert open_log(started).sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [sum(sandbox_log.EVENTS.values())]
 
 
 def test_view_of_a_missing_log_starts_and_says_there_is_no_log_yet(tmp_path):

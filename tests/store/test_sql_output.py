@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import sandbox_log
+from eviscene.errors import EvisceneError
+from eviscene.log import EventLog
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 BENCHMARK = str(Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl")
@@ -101,6 +103,39 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
                             (["eval", "resume", "sealed", "--output-dir"], "--output-dir")):
         result = eviscene("--db", str(copy), *command, str(live), cwd=work)
         assert (result.returncode, result.stderr) == (2, f"Error: {option} {live}: that is the log's own file; results never overwrite the log\n")
+    assert sandbox_log.fingerprint(work) == before
+
+
+def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path, tmp_path):
+    """The commands checked their paths, the functions behind them did not: from Python,
+    `build_report(log, run, log.path)` wrote its HTML over the archive, `materialize_run(...,
+    replace=True)` at the log's place moved the archive aside and deleted it, and
+    `export_parquet` into the live folder left `events/` there as a run."""
+    from eviscene.exports.dataset import ExportOptions, export_dataset
+    from eviscene.exports.run_dir import materialize_run
+    from eviscene.store.parquet_export import export_parquet
+    from eviscene.viewer.report import build_report
+
+    work = tmp_path / "work"
+    work.mkdir()
+    copy = sandbox_log.copy(log_path, work)
+    log = EventLog(copy)
+    before = sandbox_log.fingerprint(work)
+    live = work / "log.duckdb.live"
+    writers = {
+        "report": lambda target: build_report(log, "sealed", target),
+        "run directory": lambda target: materialize_run(log, "sealed", target, replace=True, unfinished_as_errors=True),
+        "dataset output directory": lambda target: export_dataset(log, ExportOptions(out_dir=target, runs=["sealed"])),
+        "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
+    }
+    for name, write in writers.items():
+        for target in (copy, work / "log.duckdb.wal", live, live / "live" / "out"):
+            with pytest.raises(EvisceneError) as refused:
+                write(target)
+            assert str(refused.value) == f"{name} {target}: that is the log's own file; results never overwrite the log"
+    with pytest.raises(EvisceneError) as refused:  # replacing the folder that holds the log would delete it
+        materialize_run(log, "sealed", work, replace=True, unfinished_as_errors=True)
+    assert str(refused.value) == f"run directory {work}: holds the log {copy}; a folder holding the log is never replaced"
     assert sandbox_log.fingerprint(work) == before
 
 

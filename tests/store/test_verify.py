@@ -415,6 +415,28 @@ def test_merge_refuses_a_tampered_shard_before_taking_anything_in(live_log, tmp_
     assert archive_state(target) == before
 
 
+def test_merge_refuses_a_run_holding_an_event_id_of_another_run_here(tmp_path):
+    """A log whose run reuses an event id this log holds in another run verifies on its own
+    (the id is only hashed), but merge skipped that event as taken already: `merged 4 events`,
+    then `log verify` found the run broken at the gap it left."""
+    target = EventLog(tmp_path / "all.duckdb")
+    target.append("mine", gates(0, 2) + [finished()])
+    target.seal()
+    taken = target.sql("SELECT event_id FROM events WHERE run_id = 'mine' AND seq = 2")["event_id"][0].as_py()
+    forged = EventLog(tmp_path / "forged.duckdb")
+    drafts = gates(0, 3) + [finished()]
+    drafts[1].event_id = taken
+    forged.append("theirs", drafts)
+    assert forged.verify().ok
+    before = archive_state(target)
+    result = CliRunner().invoke(cli, ["--db", str(target.path), "log", "merge", str(forged.path)])
+    assert (result.exit_code, result.output) == (2, (
+        f"Error: {forged.path} not merged: run theirs, seq 2 ({taken}): {target.path} holds that event id in run mine, "
+        "seq 2; nothing was taken in\n"
+    ))
+    assert archive_state(target) == before and target.verify().ok
+
+
 def test_merged_runs_bring_their_segment_records(live_log, tmp_path):
     target = EventLog(tmp_path / "all.duckdb")
     assert target.merge(live_log.path).events == 12

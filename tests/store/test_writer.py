@@ -8,7 +8,7 @@ import anyio
 import pyarrow.parquet as pq
 import pytest
 
-from eviscene.errors import DuplicateEventError
+from eviscene.errors import DuplicateEventError, LogIntegrityError
 from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.redaction import MASK
@@ -49,6 +49,39 @@ def test_explicit_event_id_reused_with_other_content_is_refused(tmp_path):
     log.append("r1", [EventDraft(gate(1), event_id="fixed-1")])
     with pytest.raises(DuplicateEventError, match="fixed-1"):
         log.append("r1", [EventDraft(gate(2), event_id="fixed-1")])
+
+
+def test_an_explicit_event_id_another_run_holds_is_refused_and_the_log_stays_sealable(tmp_path):
+    """Ids were checked within the run only: run r2 stored `fixed-1`, which r1 holds, then every
+    `log seal` failed on the archive's key (`Constraint Error: Duplicate key "event_id:
+    fixed-1"`) and `log verify` called r1 broken."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", drafts(2) + [EventDraft(gate(2), episode_id="e1", attempt=1, step=2, event_id="fixed-1")])
+    with pytest.raises(DuplicateEventError) as refused:
+        log.append("r2", [EventDraft(gate(0), event_id="mine-1"), EventDraft(gate(5), event_id="fixed-1")])
+    assert str(refused.value) == (
+        "event_id fixed-1 is run r1's (seq 3); an event id names one event of the whole log, not appended to run r2")
+    assert log.seal() == ["r1"]
+    assert log.verify().intact
+    assert log.sql("SELECT run_id, seq, event_id FROM events ORDER BY run_id, seq").to_pylist()[-1] == (
+        {"run_id": "r1", "seq": 3, "event_id": "fixed-1"})
+
+
+def test_a_seal_that_meets_an_event_id_of_another_run_names_the_run_and_moves_nothing(tmp_path, monkeypatch):
+    """Two writers naming one id at the same moment both pass the writer's look-up (faked
+    here); the seal then said only DuckDB's `Constraint Error: Duplicate key ...`."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(gate(0), event_id="fixed-1")])
+    log.seal()
+    monkeypatch.setattr(writer_module, "held_by_other_runs", lambda *args: [])
+    log.append("r2", [EventDraft(gate(1), event_id="fixed-1")])
+    before = log.path.read_bytes()
+    with pytest.raises(LogIntegrityError) as refused:
+        log.seal(["r2"])
+    assert str(refused.value) == (
+        'run r2 not sealed: Constraint Error: Duplicate key "event_id: fixed-1" violates primary key constraint. '
+        "(an event id another run holds); the archive is unchanged and the run's live segments are kept and readable")
+    assert log.path.read_bytes() == before
 
 
 def test_derived_event_id_and_chain_match_a_hand_computation(tmp_path):
