@@ -94,9 +94,13 @@ def _replacing(path: Path, buffering: int = -1) -> Iterator[BinaryIO]:
     written whole: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     pending = path.with_name(f".{path.name}.tmp")
-    with pending.open("wb", buffering=buffering) as handle:
-        yield handle
-    os.replace(pending, path)
+    try:
+        with pending.open("wb", buffering=buffering) as handle:
+            yield handle
+        os.replace(pending, path)
+    except BaseException:  # a failed or interrupted write leaves no half file beside `path`
+        pending.unlink(missing_ok=True)
+        raise
 
 
 def write_text(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from eviscene.exports.serialize import write_text
 from eviscene.log import EventLog
 from eviscene.rules.canonical import readable_json
 from eviscene.store.layout import check_not_the_log
@@ -117,5 +118,5 @@ def build_report(log: EventLog, run_id: str, out: Path, *, compare_with: str | N
         f'<header class="top"><span class="brand">EviScene report</span><nav>{nav}</nav></header><main>{body}</main>'
         f"{embedded}{scripts}</body></html>"
     )
-    out.write_text(document, encoding="utf-8")
+    write_text(out, document)  # through a temporary name: an interrupted report leaves the earlier file whole
     return {"episodes": len(stories), "images": len(thumbnails), "bytes": out.stat().st_size}

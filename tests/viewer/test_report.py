@@ -3,12 +3,15 @@ draws its plots, lists the episodes and shows any episode page on demand."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 from playwright.sync_api import expect
 
+from eviscene.exports import serialize
 from eviscene.log import EventLog
+from eviscene.viewer.report import build_report
 
 from viewer_harness import charts_drawn, eviscene
 
@@ -99,3 +102,19 @@ def test_an_out_in_a_folder_that_is_not_there_is_refused_before_any_episode_is_r
     out = tmp_path / "no-such-folder" / "x.html"
     done = eviscene(logs.demo, "report", logs.run_a, "--out", str(out), check=False)
     assert (done.returncode, done.stderr) == (2, f"Error: --out {out}: no folder {out.parent}\n")
+
+
+def test_an_interrupted_report_leaves_the_earlier_file_whole(logs, tmp_path, monkeypatch):
+    """The HTML is written under a temporary name and renamed: a report stopped before the
+    rename (Ctrl-C, a full disk) leaves the earlier report byte for byte, and nothing beside it."""
+    out = tmp_path / "report.html"
+    out.write_text("the earlier report")
+
+    def interrupted(source, target):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(serialize.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_report(EventLog(logs.demo), logs.run_a, out)
+    assert out.read_text() == "the earlier report"
+    assert os.listdir(tmp_path) == ["report.html"]
