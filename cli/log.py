@@ -140,8 +140,8 @@ def export_parquet_command(event_log: EventLog, directory: Path) -> None:
     finally:
         con.close()
     click.echo(
-        f"exported {len(report.exported)} run(s) ({report.events} events) and {report.blobs} blob(s) to {directory}; "
-        f"{report.unchanged} run(s) unchanged"
+        f"exported {report.streams} ({report.events} events) and {report.blobs} blob(s) to {directory}; "
+        f"{report.unchanged} unchanged"
         + (f"; still being written, not exported: {', '.join(report.running)}" if report.running else "")
     )
 

@@ -31,6 +31,7 @@ from eviscene.errors import EvisceneError
 from eviscene.store.layout import check_not_the_log, live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
+from eviscene.store.streams import count_streams, stream_kind
 
 EVENTS_DIR = "events"
 BLOBS_DIR = "blobs"
@@ -40,11 +41,16 @@ _FILE_SCHEMA = pa.schema([EVENT_SCHEMA.field(name) for name in _FILE_COLUMNS])
 
 @dataclass(frozen=True)
 class ExportReport:
-    exported: list[str]
+    exported: dict[str, str]  # stream -> its kind (`store.streams`)
     events: int
     unchanged: int
     running: list[str]
     blobs: int
+
+    @property
+    def streams(self) -> str:
+        """What was exported, in `log verify`'s words: `2 run(s), 1 import stream(s)`."""
+        return count_streams(self.exported.values())
 
 
 def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
@@ -74,10 +80,10 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
         raise EvisceneError(f"{directory} is not a directory")
     running = sorted(r for r in live_run_ids(log_path) if lock_holder(live_root(log_path) / r / "writer.lock") is not None)
     heads = con.execute(
-        "SELECT run_id, max(seq), arg_max(hash, seq) FROM events GROUP BY run_id ORDER BY run_id"
+        "SELECT run_id, max(seq), arg_max(hash, seq), arg_min(type, seq) FROM events GROUP BY run_id ORDER BY run_id"
     ).fetchall()
-    exported, events, unchanged = [], 0, 0
-    for run_id, last_seq, last_hash in heads:
+    exported, events, unchanged = {}, 0, 0
+    for run_id, last_seq, last_hash, opener in heads:
         if run_id in running:
             continue
         partition = directory / EVENTS_DIR / f"run_id={quote(run_id, safe='._-')}"
@@ -93,7 +99,7 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
         for stale in partition.glob("events-*.parquet"):
             if stale.name != name:
                 stale.unlink()
-        exported.append(run_id)
+        exported[run_id] = stream_kind(opener)
         events += table.num_rows
     return ExportReport(exported, events, unchanged, running, _export_blobs(con, directory / BLOBS_DIR))
 

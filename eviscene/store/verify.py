@@ -34,10 +34,10 @@ from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import open_snapshot
+from eviscene.store.streams import RECORD_OPENERS, count_streams
 from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
 # A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
-RECORD_OPENERS = {"artifact.imported": "import", "dataset.exported": "export"}
 RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
 
 
@@ -98,9 +98,8 @@ class VerifyReport:
     def summary(self) -> str:
         """What was verified, each kind of stream by its name: `1 run(s), 2 import stream(s),
         11 events` (a kind the log holds none of is left out, runs aside)."""
-        streams = [f"{self.runs} run(s)"]
-        streams += [f"{n} {kind} stream(s)" for kind, n in (("import", self.imports), ("export", self.exports)) if n]
-        return ", ".join([*streams, f"{self.events} events"])
+        kinds = ["run"] * self.runs + ["import"] * self.imports + ["export"] * self.exports
+        return f"{count_streams(kinds)}, {self.events} events"
 
     @property
     def intact(self) -> bool:

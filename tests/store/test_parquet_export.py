@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.events import EpisodeScheduled, RunFinished
+from eviscene.events import ArtifactImported, EpisodeScheduled, RunFinished
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.locks import RunLock
@@ -130,3 +130,15 @@ def test_a_run_into_an_export_is_refused_before_it_plans_or_claims_anything(tmp_
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == f"Error: {export} is a folder (a `log export-parquet` export is read only); name a .duckdb log\n"  # no bar drawn
     assert files(tmp_path) == before and not (tmp_path / "out.live").exists()  # no run id claimed beside it
+
+
+def test_record_streams_are_counted_as_log_verify_counts_them_not_as_runs(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()])
+    write_run(log, "import-1", [EventDraft(ArtifactImported(kind="seed_trace", path="t.json", sha256="0" * 64, rows=1))])
+    out = tmp_path / "history"
+    assert "exported 1 run(s), 1 import stream(s) (3 events) and 0 blob(s)" in invoke(
+        "--db", str(log.path), "log", "export-parquet", str(out))
+    assert f"exported 0 run(s) (0 events) and 0 blob(s) to {out}; 2 unchanged" in invoke(
+        "--db", str(log.path), "log", "export-parquet", str(out))
+    assert "ok: 1 run(s), 1 import stream(s), 3 events" in invoke("--db", str(log.path), "log", "verify")
