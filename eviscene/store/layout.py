@@ -133,7 +133,9 @@ def _names(folder: Path) -> list[str]:
 
 
 def live_run_ids(log_path: Path) -> list[str]:
+    """The live runs: the live folder's folders named as a run can be. Another there (a backup
+    tool's `.snapshot`, `lost+found`) is no run and not the log's to seal or read."""
     root = live_root(log_path)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir())
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and _RUN_ID.fullmatch(p.name) and p.name not in {".", ".."})

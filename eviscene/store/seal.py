@@ -22,7 +22,9 @@ from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_run_ids, run_folder
 from eviscene.store.locks import RunLock
-from eviscene.store.manifest import MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder
+from eviscene.store.manifest import (
+    BLOBS_FILE, EVENTS_FILE, MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder,
+)
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
@@ -185,10 +187,11 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
 def _remove_folder(folder: Path) -> None:
     """Segments first, the manifest and the lock file last: a seal killed midway leaves a
     folder whose remaining files the archive records as sealed (readers skip them) and a
-    manifest that still names them, which the next seal removes."""
+    manifest that still names them, which the next seal removes. Only the log's own files go:
+    anything else someone put there stays, and so does the folder holding it."""
     last = [MANIFEST, "writer.lock"]
     for name in os.listdir(folder):
-        if name not in last:
+        if EVENTS_FILE.match(name) or BLOBS_FILE.match(name):
             (folder / name).unlink(missing_ok=True)
     checkpoint("seal.removing")
     for name in last:

@@ -460,3 +460,26 @@ def test_events_stored_twice_are_named_as_seq_ranges(live_log, tmp_path):
     assert "run r1, seq 1..4: each of these 4 events stored 2 times" in lines
     assert "run r1, seq 9..12: each of these 4 events stored 2 times" in lines
     assert not [line for line in lines if "stored 2 times" in line and "each of these" not in line]
+
+
+def test_a_seal_removes_only_the_logs_own_files_and_folders(tmp_path):
+    """The live folder is the log's, but a file someone put in a run's folder, a backup tool's
+    `.snapshot` folder or a folder of notes named as a run could be is not: the seal used to
+    stop at `.snapshot` (`invalid run id`) and delete every file of the others."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", gates(0, 3) + [finished()])
+    live = run_folder(log)
+    (live / "notes.txt").write_text("mine")
+    backup = live.parent / ".snapshot"
+    backup.mkdir()
+    (backup / "copy").write_text("a backup")
+    scratch = live.parent / "scratch"
+    scratch.mkdir()
+    (scratch / "todo.txt").write_text("to do")
+    assert log.seal() == ["r1"]
+    assert [p.name for p in live.iterdir()] == ["notes.txt"] and (live / "notes.txt").read_text() == "mine"
+    assert (backup / "copy").read_text() == "a backup"
+    assert [p.name for p in scratch.iterdir()] == ["todo.txt"] and (scratch / "todo.txt").read_text() == "to do"
+    result = verify_cli(log)
+    assert result.exit_code == 0 and "ok: 1 run(s), 4 events" in result.output, result.output
+    assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [4]
