@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -31,7 +32,7 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
 
     def progress(done: int, total: int) -> None:
         if not bars:  # opened at the first episode, so a mistake is one line, not a bar and a line
-            bars.append(click.progressbar(length=total, label="rendering episodes", file=click.get_text_stream("stderr")))
+            bars.append(click.progressbar(length=total, label="rendering episodes", file=sys.stderr))
             bars[0].__enter__()
         bars[0].update(done - bars[0].pos)
 
