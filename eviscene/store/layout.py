@@ -49,9 +49,13 @@ def check_not_the_log(name: str, path: Path, log_path: Path, *, replacing: bool 
     return target
 
 
+def _is_run_id(name: str) -> bool:
+    return bool(_RUN_ID.fullmatch(name)) and name not in {".", ".."}  # not match: `$` passes a trailing newline
+
+
 def check_run_id(run_id: str) -> str:
     """`run_id`, which names a folder of the log: ValueError unless it is a safe name."""
-    if not _RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:  # not match: `$` passes a trailing newline
+    if not _is_run_id(run_id):
         raise ValueError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
     return run_id
 
@@ -138,4 +142,4 @@ def live_run_ids(log_path: Path) -> list[str]:
     root = live_root(log_path)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and _RUN_ID.fullmatch(p.name) and p.name not in {".", ".."})
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and _is_run_id(p.name))

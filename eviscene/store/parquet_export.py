@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -50,7 +51,7 @@ class ExportReport:
     @property
     def streams(self) -> str:
         """What was exported, in `log verify`'s words: `2 run(s), 1 import stream(s)`."""
-        return count_streams(self.exported.values())
+        return count_streams(Counter(self.exported.values()))
 
 
 def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:

@@ -4,7 +4,7 @@ record of an `eviscene import` or a `dataset export` and has no end event."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 # A record stream's first event type -> its kind.
 RECORD_OPENERS = {"artifact.imported": "import", "dataset.exported": "export"}
@@ -15,8 +15,8 @@ def stream_kind(opener: str) -> str:
     return RECORD_OPENERS.get(opener, "run")
 
 
-def count_streams(kinds: Iterable[str]) -> str:
-    """`2 run(s), 1 import stream(s)`: runs always, a record kind only where there is one."""
-    kinds = list(kinds)
-    return ", ".join([f"{kinds.count('run')} run(s)"] + [
-        f"{kinds.count(kind)} {kind} stream(s)" for kind in RECORD_OPENERS.values() if kind in kinds])
+def count_streams(counts: Mapping[str, int]) -> str:
+    """`2 run(s), 1 import stream(s)` from streams counted by kind: runs always, a record kind
+    only where there is one."""
+    return ", ".join([f"{counts.get('run', 0)} run(s)"] + [
+        f"{counts[kind]} {kind} stream(s)" for kind in RECORD_OPENERS.values() if counts.get(kind)])

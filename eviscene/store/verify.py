@@ -98,8 +98,8 @@ class VerifyReport:
     def summary(self) -> str:
         """What was verified, each kind of stream by its name: `1 run(s), 2 import stream(s),
         11 events` (a kind the log holds none of is left out, runs aside)."""
-        kinds = ["run"] * self.runs + ["import"] * self.imports + ["export"] * self.exports
-        return f"{count_streams(kinds)}, {self.events} events"
+        counts = {"run": self.runs, "import": self.imports, "export": self.exports}
+        return f"{count_streams(counts)}, {self.events} events"
 
     @property
     def intact(self) -> bool:
