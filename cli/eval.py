@@ -243,10 +243,13 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
 @click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
+@click.option("--trust-endpoints", is_flag=True,
+              help="Send API keys where the run's recorded --base-url/--api-key-env say, though no profile of yours "
+                   "or provider default does (a run you started with those flags).")
 @click.pass_obj
 def resume(
     log: EventLog, run_id: str, benchmark: str | None, retry_errors: bool, output_dir: Path | None, materialize: bool,
-    progress: bool, **executor,
+    progress: bool, trust_endpoints: bool, **executor,
 ) -> None:
     """Finish the episodes of RUN_ID that never finished (never repeats a finished one), then
     materialize the run directory; the status covers every episode of the run.
@@ -265,7 +268,7 @@ def resume(
     summary = _drive(
         log,
         lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
-                                      executor=overrides),
+                                      executor=overrides, trust_endpoints=trust_endpoints),
         progress,
     )
     if materialize:

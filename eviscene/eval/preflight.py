@@ -12,7 +12,7 @@ from typing import Sequence
 
 from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile
-from eviscene.eval.options import EvalOptions
+from eviscene.eval.options import EvalOptions, resolve_options
 from eviscene.exports.staging import check_new_or_empty
 from eviscene.redaction import MASK
 from eviscene.release import Case, Release
@@ -97,6 +97,36 @@ def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
                 f"run {run_id} was started with a credential inside {flag}, which is never stored; it cannot be "
                 "resumed: pass keys through --api-key-env instead"
             )
+
+
+# The flags that say where a key goes; a run's manifest records them as given.
+ENDPOINT_FLAGS = ("base_url", "api_key_env", "vlm_base_url", "vlm_api_key_env")
+
+
+def check_recorded_endpoints(options: EvalOptions, run_id: str) -> None:
+    """A resume takes where to send a key from the log, which may come from anyone (`log merge`,
+    a copied log): a run whose recorded --base-url / --api-key-env (agent or VLM) would send a
+    key anywhere but where the provider's defaults or the user's own profile send that key is
+    refused, naming the variable and the server, until the user vouches for it."""
+    recorded = resolve_options(options)
+    senders = [(role, s) for role, s in (("agent", recorded.agent), ("VLM", recorded.vision)) if s and s.api_key_env]
+    if not senders:
+        return
+    try:  # the run without its endpoint flags: where the user's own configuration sends each key
+        yours = resolve_options(options.model_copy(update=dict.fromkeys(ENDPOINT_FLAGS)))
+        own = {"agent": yours.agent, "VLM": yours.vision}
+    except EvisceneError:  # e.g. a provider needing a --base-url that no profile of the user's gives
+        own = {}
+    for role, settings in senders:
+        mine = own.get(role)
+        if mine is not None and (settings.base_url, settings.api_key_env) == (mine.base_url, mine.api_key_env):
+            continue
+        flags = "--base-url/--api-key-env" if role == "agent" else "--vlm-base-url/--vlm-api-key-env"
+        raise EvisceneError(
+            f"run {run_id}: its recorded {flags} would send the {role}'s key (${settings.api_key_env}) to "
+            f"{settings.base_url}; a resume sends a key only where the provider's defaults or your profile send it, "
+            "since a log from elsewhere can name any server; if you started this run, resume it with --trust-endpoints"
+        )
 
 
 def check_scoring_files_unchanged(run_id: str, pinned: dict[str, dict], files: dict[str, ScoringFile]) -> None:

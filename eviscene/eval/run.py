@@ -22,6 +22,7 @@ from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_r
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
     check_no_redacted_urls,
+    check_recorded_endpoints,
     check_scoring_files_unchanged,
     check_scoring_inputs,
     check_selection,
@@ -323,13 +324,15 @@ async def resume_run(
     benchmark: str | None = None,
     retry_errors: bool = False,
     executor: dict[str, Any] | None = None,
+    trust_endpoints: bool = False,
 ) -> RunSummary:
     """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished
     (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
-    (`executor`, `ray_address`, `workers`) overrides where the episodes run. A resume with
-    nothing left to run, import or end records nothing."""
+    (`executor`, `ray_address`, `workers`) overrides where the episodes run. A key goes to a
+    server the run's own flags named only with `trust_endpoints` (`check_recorded_endpoints`).
+    A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
     started = log.sql(
         "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
@@ -340,6 +343,8 @@ async def resume_run(
     manifest = json.loads(started[0]["payload"])
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
+    if not trust_endpoints:
+        check_recorded_endpoints(options, run_id)
     recorded = manifest["benchmark"]
     if benchmark is not None:
         options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})

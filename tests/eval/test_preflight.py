@@ -5,6 +5,7 @@ run is started. An episode that finished is never lost because something later f
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,8 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
+from eviscene.errors import EvisceneError
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
+from eviscene.eval.preflight import check_recorded_endpoints
 from eviscene.eval.run import resume_run, start_run
 from eviscene.log import EventLog
 
@@ -141,3 +144,32 @@ def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the
     assert statuses == ["failed", "completed"]
     assert log.sql("SELECT status FROM runs")["status"].to_pylist() == ["completed"]
     assert log.verify().ok
+
+
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        ({"provider": "openai", "model": "m"}, None),  # openai's own key to openai's server
+        ({"provider": "openai", "model": "m", "api_key_env": "AWS_SECRET_ACCESS_KEY"},
+         ("run r: its recorded --base-url/--api-key-env would send the agent's key ($AWS_SECRET_ACCESS_KEY) to "
+          "https://api.openai.com/v1; a resume sends a key only where the provider's defaults or your profile send it, since a "
+          "log from elsewhere can name any server; if you started this run, resume it with --trust-endpoints")),
+        ({"provider": "openai", "model": "m", "base_url": "https://collector.example/v1"},
+         "would send the agent's key ($OPENAI_API_KEY) to https://collector.example/v1"),
+        ({"provider": "openai_compatible", "model": "m", "base_url": "http://127.0.0.1:9/v1"}, None),  # sends no key
+        ({"provider": "openai_compatible", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "LAB_KEY"},
+         "would send the agent's key ($LAB_KEY) to http://127.0.0.1:9/v1"),
+        ({"image_access_mode": "separate_vlm", "vlm_provider": "openai", "vlm_model": "v"}, None),
+        ({"image_access_mode": "separate_vlm", "vlm_provider": "openai", "vlm_model": "v", "vlm_base_url": "https://collector.example/v1"},
+         "its recorded --vlm-base-url/--vlm-api-key-env would send the VLM's key ($OPENAI_API_KEY) to https://collector.example/v1"),
+    ],
+    ids=["provider-default", "other-variable", "other-server", "no-key", "own-flags", "vlm-default", "vlm-other-server"],
+)
+def test_a_resume_sends_a_key_only_where_the_users_own_configuration_sends_it(flags, refusal):
+    """The endpoint flags a run recorded are the log's word, and a log may come from anyone."""
+    options = EvalOptions(benchmark="cases.jsonl", **flags)
+    if refusal is None:
+        check_recorded_endpoints(options, "r")
+    else:
+        with pytest.raises(EvisceneError, match=re.escape(refusal)):
+            check_recorded_endpoints(options, "r")

@@ -292,6 +292,68 @@ def test_after_an_outage_the_cli_reports_what_finished_and_writes_no_run_directo
     assert summary["num_samples"] == 3 and "error" not in summary["predicted_verdict_distribution"]
 
 
+KEYED_PROFILE = """
+[profiles.keyed]
+provider = "openai_compatible"
+model = "m"
+base_url = "{url}"
+api_key_env = "EVISCENE_TEST_KEY"
+"""
+
+
+def test_a_resume_sends_a_key_to_a_server_the_log_names_only_when_told_to(release_dir, tmp_path, fast_profile, monkeypatch):
+    """A log may come from anyone (`log merge`, a copy): the run's recorded --base-url and
+    --api-key-env send no key until the user vouches for them with --trust-endpoints; the
+    server hears nothing before that."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVISCENE_TEST_KEY", "sk-test-0123456789abcdef")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    log_path = tmp_path / "log.duckdb"
+
+    def eviscene(*args: str):
+        return CliRunner().invoke(cli, ["--db", str(log_path), *args])
+
+    stopped = eviscene("eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"), "--profile", "fast",
+                       "--base-url", url, "--api-key-env", "EVISCENE_TEST_KEY", "--limit", "1",
+                       "--provider-outage-timeout", "1", "--no-progress", "--output-dir", "runs/keyed")
+    assert stopped.exit_code == 1 and "run keyed stopped" in stopped.stderr, stopped.output
+
+    with FakeServer(answer_everything, port=port) as server:
+        refused = eviscene("eval", "resume", "keyed", "--no-progress")
+        assert refused.exit_code == 2, refused.output
+        assert refused.stderr == (
+            f"Error: run keyed: its recorded --base-url/--api-key-env would send the agent's key ($EVISCENE_TEST_KEY) to {url}; "
+            "a resume sends a key only where the provider's defaults or your profile send it, since a log from elsewhere "
+            "can name any server; if you started this run, resume it with --trust-endpoints\n"
+        )
+        assert server.received == []
+        trusted = eviscene("eval", "resume", "keyed", "--no-progress", "--trust-endpoints")
+    assert trusted.exit_code == 0, trusted.output
+    assert "run keyed: 1 of 1 episodes ran (completed 1); status completed" in trusted.stdout
+    assert server.received and {r.headers["authorization"] for r in server.received} == {"Bearer sk-test-0123456789abcdef"}
+
+
+def test_a_resume_sends_a_key_where_the_users_own_profile_does(release_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVISCENE_TEST_KEY", "sk-test-0123456789abcdef")
+    port = free_port()
+    (tmp_path / "profiles.toml").write_text(KEYED_PROFILE.format(url=f"http://127.0.0.1:{port}/v1"), encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_PROFILES", str(tmp_path / "profiles.toml"))
+    log_path = tmp_path / "log.duckdb"
+
+    def eviscene(*args: str):
+        return CliRunner().invoke(cli, ["--db", str(log_path), *args])
+
+    stopped = eviscene("eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"), "--profile", "keyed",
+                       "--limit", "1", "--provider-outage-timeout", "1", "--no-progress", "--output-dir", "runs/mine")
+    assert stopped.exit_code == 1, stopped.output
+    with FakeServer(answer_everything, port=port) as server:
+        resumed = eviscene("eval", "resume", "mine", "--no-progress")
+    assert resumed.exit_code == 0, resumed.output
+    assert {r.headers["authorization"] for r in server.received} == {"Bearer sk-test-0123456789abcdef"}
+
+
 # -- the context window -----------------------------------------------------------------------
 
 SMALL_BUDGETS = """
