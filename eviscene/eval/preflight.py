@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Sequence
 
 from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile
@@ -103,11 +103,18 @@ def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
 ENDPOINT_FLAGS = ("base_url", "api_key_env", "vlm_base_url", "vlm_api_key_env")
 
 
-def check_recorded_endpoints(options: EvalOptions, run_id: str) -> None:
-    """A resume takes where to send a key from the log, which may come from anyone (`log merge`,
-    a copied log): a run whose recorded --base-url / --api-key-env (agent or VLM) would send a
-    key anywhere but where the provider's defaults or the user's own profile send that key is
-    refused, naming the variable and the server, until the user vouches for it."""
+def check_recorded_endpoints(options: EvalOptions, run_id: str, *, restated: Collection[str] = ()) -> None:
+    """A resume takes its servers from the log, which may come from anyone (`log merge`, a copied
+    log): a run whose recorded --base-url / --api-key-env (agent or VLM) would send a key
+    anywhere but where the provider's defaults or the user's own profile send that key, or whose
+    recorded --ray-address (not `restated` by this resume) names a cluster, whose results this
+    process unpickles, is refused, naming them, until the user vouches for it."""
+    if options.executor == "ray" and options.ray_address not in (None, "auto") and "ray_address" not in restated:
+        raise EvisceneError(
+            f"run {run_id}: its recorded --ray-address {options.ray_address} would run the episodes on that cluster, "
+            "whose answers this process unpickles, and a log from elsewhere can name any; give --ray-address again, "
+            "or if you started this run, resume it with --trust-endpoints"
+        )
     recorded = resolve_options(options)
     senders = [(role, s) for role, s in (("agent", recorded.agent), ("VLM", recorded.vision)) if s and s.api_key_env]
     if not senders:

@@ -330,8 +330,8 @@ async def resume_run(
     (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
-    (`executor`, `ray_address`, `workers`) overrides where the episodes run. A key goes to a
-    server the run's own flags named only with `trust_endpoints` (`check_recorded_endpoints`).
+    (`executor`, `ray_address`, `workers`) overrides where the episodes run. Only with `trust_endpoints` does a key go to a
+    server, or an episode to a Ray cluster, that the log alone names (`check_recorded_endpoints`).
     A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
     started = log.sql(
@@ -344,7 +344,7 @@ async def resume_run(
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
     if not trust_endpoints:
-        check_recorded_endpoints(options, run_id)
+        check_recorded_endpoints(options, run_id, restated=executor or {})
     recorded = manifest["benchmark"]
     if benchmark is not None:
         options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})

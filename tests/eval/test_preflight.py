@@ -173,3 +173,30 @@ def test_a_resume_sends_a_key_only_where_the_users_own_configuration_sends_it(fl
     else:
         with pytest.raises(EvisceneError, match=re.escape(refusal)):
             check_recorded_endpoints(options, "r")
+
+
+@pytest.mark.parametrize(
+    ("flags", "restated", "refused"),
+    [
+        ({"executor": "ray"}, (), False),  # a local cluster of its own
+        ({"executor": "ray", "ray_address": "auto"}, (), False),  # this machine's cluster
+        ({"executor": "ray", "ray_address": "10.0.0.5:6379"}, (), True),
+        ({"executor": "ray", "ray_address": "10.0.0.5:6379"}, ("ray_address",), False),  # given again by the user
+        ({"executor": "local", "ray_address": "10.0.0.5:6379"}, (), False),  # not used
+    ],
+    ids=["local", "auto", "recorded", "restated", "unused"],
+)
+def test_a_resume_joins_a_ray_cluster_only_the_log_names_only_when_told_to(flags, restated, refused):
+    """A cluster's answers are unpickled in the driver: one that only the log names could run
+    code here."""
+    options = EvalOptions(benchmark="cases.jsonl", **flags)
+    if not refused:
+        check_recorded_endpoints(options, "r", restated=restated)
+        return
+    with pytest.raises(EvisceneError) as refusal:
+        check_recorded_endpoints(options, "r", restated=restated)
+    assert str(refusal.value) == (
+        "run r: its recorded --ray-address 10.0.0.5:6379 would run the episodes on that cluster, whose answers this "
+        "process unpickles, and a log from elsewhere can name any; give --ray-address again, or if you started this "
+        "run, resume it with --trust-endpoints"
+    )
