@@ -368,6 +368,18 @@ def test_a_gate_artifact_linking_out_of_its_directory_is_refused(tmp_path):
     assert not log.exists()
 
 
+def test_a_folder_without_gate_artifacts_is_refused_and_nothing_is_recorded(tmp_path):
+    empty = tmp_path / "gates"
+    (empty / "deep").mkdir(parents=True)
+    (empty / "deep" / "notes.json").write_text("{}", encoding="utf-8")
+    log = EventLog(tmp_path / "log.duckdb")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(empty), "--kind", "gate_artifacts"])
+    assert out.exit_code == 2 and out.output == (
+        f"Error: {empty.resolve()} holds no gate artifacts (*.sft_eligibility.json, *.semantic_reward.json)\n"
+    )
+    assert not log.exists()
+
+
 # Where a named pipe may sit in what is imported: a trace, the manifest, a file of no kind
 # (all in a run directory) and a gate artifact. Opening a pipe for reading waits for a writer,
 # forever here: each is refused before anything is read, or the deadline fails the test.
