@@ -51,3 +51,21 @@ def test_a_score_row_whose_key_is_blank_scores_no_episode(log, tmp_path):
     accepted = {row["episode_id"]: row for row in read_jsonl(tmp_path / "out" / "episode_metadata.jsonl")}
     assert set(accepted) == {"None"} and accepted["None"]["teacher_score"] == 0.9
     assert (manifest["candidate_episode_count"], manifest["accepted_episode_count"]) == (2, 1)
+
+
+def test_short_sft_case_count_counts_the_sft_rows_case_ids(log, tmp_path):
+    # seed 002: len({str(row["case_id"]) for rows in split_rows.values() for row in rows}),
+    # the rows being the SFT trajectories (their own case_id), while accepted_case_count
+    # counts the traces' case ids. Here the traces name cases a, b, c; their SFT rows name x,
+    # x and c, and c's is too long for the short budget (long holdout): one short case, x.
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a"},
+        {"episode_id": "b--r000", "case_id": "b"},
+        {"episode_id": "c--r000", "case_id": "c", "token_count_estimate": 3 * 1000 + 1},
+    ])
+    rows = read_jsonl(run / "trajectory_sft.jsonl")
+    write_jsonl(run / "trajectory_sft.jsonl", [{**r, "case_id": "x"} if r["case_id"] in ("a", "b") else r for r in rows])
+    manifest, _ = export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[run], short_max_tokens=1000))
+    assert {k: manifest[k] for k in ("accepted_case_count", "short_sft_case_count", "episode_count", "long_holdout_episode_count")} == {
+        "accepted_case_count": 3, "short_sft_case_count": 1, "episode_count": 2, "long_holdout_episode_count": 1,
+    }
