@@ -1,7 +1,8 @@
 -- view: candidate_episodes
 -- grain: one row per candidate episode of the export
 -- key: source_id, episode_id
--- Every episode a dataset export considers, with the facts its decisions need. Native runs:
+-- Every episode a dataset export considers, with the facts its decisions need and its
+-- source's position among the export's sources (the order seed 002 reads them). Native runs:
 -- finished episodes (native_dataset_records: families, score, sft_eligibility, trace sha256
 -- and trajectory, filled by the exporter). Imported sources: each trace but an accepted
 -- release's action-only ones; the score is the source's trajectory_scores.jsonl row naming
@@ -25,6 +26,7 @@ CREATE OR REPLACE VIEW candidate_episodes AS
 WITH native AS (
     SELECT
         s.source_id,
+        s.source_position,
         s.source_kind,
         n.episode_id,
         n.case_id,
@@ -68,6 +70,7 @@ scores AS (
 imported AS (
     SELECT
         t.source_id,
+        t.source_position,
         t.source_kind,
         t.episode_id,
         t.case_id,
@@ -122,6 +125,7 @@ LEFT JOIN gate_artifacts sem ON sem.gate = 'semantic_reward' AND sem.episode_id 
 LEFT JOIN fixed_case_splits fx ON fx.case_id = c.case_id;
 CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     source_id VARCHAR,
+    source_position BIGINT,
     source_kind VARCHAR,
     episode_id VARCHAR,
     case_id VARCHAR,

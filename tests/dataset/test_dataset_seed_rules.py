@@ -6,15 +6,91 @@ from __future__ import annotations
 import json
 
 import pytest
-from dataset_builders import read_jsonl, write_jsonl, write_run_dir
+from dataset_builders import (
+    read_jsonl,
+    write_case_split,
+    write_eligibility,
+    write_jsonl,
+    write_run_dir,
+)
 
-from eviscene.exports.dataset import ExportOptions, export_dataset
+from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
 from eviscene.log import EventLog
 
 
 @pytest.fixture
 def log(tmp_path) -> EventLog:
     return EventLog(tmp_path / "log.duckdb")
+
+
+def write_semantic(folder, episode_id, case_id):
+    """A semantic-reward artifact pinning a trace sha256 no trace has: an export error."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{episode_id}.semantic_reward.json").write_text(json.dumps({
+        "artifact_id": f"sem-{episode_id}", "case_id": case_id, "rollout": {"episode_id": episode_id},
+        "source_trace": {"sha256": "0" * 64}, "gates": {"semantic_audit_pass": True},
+    }), encoding="utf-8")
+
+
+def frozen_with_mismatches(log, tmp_path, run_dirs, episodes):
+    """A frozen export whose every episode's semantic artifact mismatches its trace."""
+    split = write_case_split(tmp_path / "split.jsonl", {case: ("train", "g") for _, case in episodes})
+    for episode_id, case_id in episodes:
+        write_semantic(tmp_path / "semantic", episode_id, case_id)
+    return export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out", run_dirs=run_dirs, case_split=split, eligibility_dir=tmp_path / "elig",
+        semantic_reward_dir=tmp_path / "semantic", minimum_accepted_cases=0,
+    ))
+
+
+def test_the_first_semantic_mismatch_is_the_first_trace_file_not_the_smallest_episode_id(log, tmp_path):
+    # seed 002 checks each trace in `sorted((run_dir / "traces").glob("*.json"))` and raises at
+    # the first mismatch: trace 1.json (episode b--r000) comes before 2.json (a--r000)
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"},
+    ])
+    write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    (run / "traces" / "b--r000.json").rename(run / "traces" / "1.json")
+    (run / "traces" / "a--r000.json").rename(run / "traces" / "2.json")
+    with pytest.raises(DatasetExportError, match=r"^semantic diagnostic artifact does not match trace: b--r000$"):
+        frozen_with_mismatches(log, tmp_path, [run], [("a--r000", "a"), ("b--r000", "b")])
+
+
+def test_the_first_semantic_mismatch_is_in_the_first_run_directory_named(log, tmp_path):
+    # seed 002 reads the run directories in the order given: run one's b--r000 fails first
+    one = write_run_dir(tmp_path / "one", "run-one", [{"episode_id": "b--r000", "case_id": "b"}])
+    two = write_run_dir(tmp_path / "two", "run-two", [{"episode_id": "a--r000", "case_id": "a"}])
+    write_eligibility(tmp_path / "elig", one, [("b--r000", "b")])
+    write_eligibility(tmp_path / "elig", two, [("a--r000", "a")])
+    with pytest.raises(DatasetExportError, match=r"^semantic diagnostic artifact does not match trace: b--r000$"):
+        frozen_with_mismatches(log, tmp_path, [one, two], [("a--r000", "a"), ("b--r000", "b")])
+
+
+def test_a_mismatch_in_an_earlier_run_comes_before_a_perception_duplicate_in_a_later_one(log, tmp_path):
+    # seed 002 reads one run directory entirely (its perception rows, then its traces) before
+    # the next: run one's trace a--r000 fails before run two's perception file repeats a--r000
+    one = write_run_dir(tmp_path / "one", "run-one", [{"episode_id": "a--r000", "case_id": "a"}])
+    two = write_run_dir(tmp_path / "two", "run-two", [{"episode_id": "b--r000", "case_id": "b"}])
+    repeated = read_jsonl(one / "perception_trajectories.jsonl")
+    write_jsonl(two / "perception_trajectories.jsonl", read_jsonl(two / "perception_trajectories.jsonl") + repeated)
+    write_eligibility(tmp_path / "elig", one, [("a--r000", "a")])
+    write_eligibility(tmp_path / "elig", two, [("b--r000", "b")])
+    with pytest.raises(DatasetExportError, match=r"^semantic diagnostic artifact does not match trace: a--r000$"):
+        frozen_with_mismatches(log, tmp_path, [one, two], [("a--r000", "a")])
+
+
+def test_the_first_perception_duplicate_is_the_first_repeated_line(log, tmp_path):
+    # run two's perception file repeats q--r000 on line 2 and p--r000 on line 3: seed 002
+    # raises at line 2
+    one = write_run_dir(tmp_path / "one", "run-one", [
+        {"episode_id": "p--r000", "case_id": "p"}, {"episode_id": "q--r000", "case_id": "q"},
+    ])
+    two = write_run_dir(tmp_path / "two", "run-two", [{"episode_id": "r--r000", "case_id": "r"}])
+    first = {row["episode_id"]: row for row in read_jsonl(one / "perception_trajectories.jsonl")}
+    write_jsonl(two / "perception_trajectories.jsonl",
+                read_jsonl(two / "perception_trajectories.jsonl") + [first["q--r000"], first["p--r000"]])
+    with pytest.raises(DatasetExportError, match=r"^duplicate perception episode across source runs: q--r000$"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[one, two]))
 
 
 def test_a_score_row_whose_key_is_blank_scores_no_episode(log, tmp_path):
