@@ -8,10 +8,14 @@
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
 -- fixed split, fewer accepted cases than the minimum, a validation case of the split
 -- without an accepted episode; a fixed split that separates one source-family group; an
--- action-only perception case without a fixed split row; an exported episode whose fixed
--- split row pads its split with white space (the seed's KeyError). The exporter raises the
+-- exported episode whose fixed split row pads its split with white space (the seed's
+-- KeyError); then, action-only episode by episode in trace file order, a case without a
+-- fixed split row or one whose row pads its split. The exporter raises the
 -- first problem's message (by ordinal, position, subject). Reads the export's snapshots of
 -- the staging views.
+CREATE OR REPLACE MACRO unwritable_split_message(case_id, split) AS
+    'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
+    || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file';
 CREATE OR REPLACE VIEW dataset_problems AS
 WITH s AS (SELECT * FROM dataset_settings),
 candidates AS (SELECT * FROM rollout_selection),
@@ -65,23 +69,18 @@ separated AS (
 ),
 -- seed 002 checks a fixed split row's split stripped, then writes it as given: a padded
 -- ' train' names no file, and the seed fails with a KeyError writing its episode
-unwritable_split AS (
+accepted_unwritable_split AS (
     SELECT c.episode_id, c.case_id, f.split
     FROM candidates c
     JOIN splits f USING (case_id)
     WHERE c.accepted AND f.split NOT IN ('train', 'validation')
-    UNION ALL
-    SELECT DISTINCT a.episode_id, a.case_id, f.split
-    FROM action_only a
-    JOIN perception p USING (episode_id)
-    JOIN splits f USING (case_id)
-    WHERE f.split NOT IN ('train', 'validation')
 ),
-action_only_without_split AS (
-    SELECT DISTINCT a.episode_id, a.case_id
+-- the seed's last pass: the action-only episodes with a perception example, in trace file order
+action_only_perception AS (
+    SELECT a.episode_id, a.case_id, a.in_fixed_split, f.split, row_number() OVER (ORDER BY a.source_trace) AS trace_number
     FROM action_only a
-    JOIN perception p USING (episode_id)
-    WHERE NOT a.in_fixed_split
+    LEFT JOIN splits f USING (case_id)
+    WHERE a.episode_id IN (SELECT episode_id FROM perception)
 )
 SELECT 0 AS ordinal, NULL::BIGINT[] AS position, 'duplicate_episode' AS code, episode_id AS subject,
        'duplicate episode across source runs: ' || episode_id AS message
@@ -113,12 +112,15 @@ SELECT 6, NULL, 'fixed_split_separates_group', component_id,
        || ' (cases ' || array_to_string(cases, ', ') || ' share ' || array_to_string(families, ', ') || ')'
 FROM separated
 UNION ALL
-SELECT 7, NULL, 'action_only_case_without_split', episode_id,
+SELECT 7, NULL, 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+FROM accepted_unwritable_split
+UNION ALL
+SELECT 8, [trace_number], 'action_only_case_without_split', episode_id,
        CASE WHEN s.case_split_import IS NULL THEN 'action-only perception export requires a frozen case split'
             ELSE 'fixed case split lacks action-only perception case: ' || case_id END
-FROM action_only_without_split, s
+FROM action_only_perception, s
+WHERE NOT in_fixed_split
 UNION ALL
-SELECT 8, NULL, 'fixed_split_unwritable_split', episode_id,
-       'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
-       || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file'
-FROM unwritable_split;
+SELECT 8, [trace_number], 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+FROM action_only_perception
+WHERE in_fixed_split AND split NOT IN ('train', 'validation');

@@ -8,6 +8,7 @@ import json
 import pytest
 from dataset_builders import (
     read_jsonl,
+    write_accepted_release,
     write_case_split,
     write_eligibility,
     write_jsonl,
@@ -91,6 +92,40 @@ def test_the_first_perception_duplicate_is_the_first_repeated_line(log, tmp_path
                 read_jsonl(two / "perception_trajectories.jsonl") + [first["q--r000"], first["p--r000"]])
     with pytest.raises(DatasetExportError, match=r"^duplicate perception episode across source runs: q--r000$"):
         export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[one, two]))
+
+
+def release_with_action_only(tmp_path):
+    """An accepted release: c--r000 for reasoning SFT, action-only a--r000 in trace file 2.json
+    and b--r000 in 1.json (selected rows pin the traces' bytes, not their names)."""
+    release = write_accepted_release(tmp_path / "release", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"},
+        {"episode_id": "c--r000", "case_id": "c"},
+    ], action_only=("a--r000", "b--r000"))
+    (release / "traces" / "b--r000.json").rename(release / "traces" / "1.json")
+    (release / "traces" / "a--r000.json").rename(release / "traces" / "2.json")
+    return release
+
+
+def test_the_first_action_only_case_without_a_split_is_the_first_trace_file(log, tmp_path):
+    # seed 002's last pass goes over action_only_by_episode, filled in trace file order:
+    # b--r000 (1.json), whose case b the fixed split lacks, fails before a--r000 (2.json)
+    release = release_with_action_only(tmp_path)
+    split = write_case_split(tmp_path / "split.jsonl", {"c": ("train", "g")})
+    with pytest.raises(DatasetExportError, match=r"^fixed case split lacks action-only perception case: b$"):
+        export_dataset(log, ExportOptions(
+            out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0,
+        ))
+
+
+def test_an_accepted_episodes_padded_split_fails_before_any_action_only_episode(log, tmp_path):
+    # seed 002 files the accepted episodes (c--r000 under " train": a KeyError) before its
+    # pass over the action-only ones (cases a and b are missing from the split)
+    release = release_with_action_only(tmp_path)
+    split = write_case_split(tmp_path / "split.jsonl", {"c": (" train", "g")})
+    with pytest.raises(DatasetExportError, match=r"^fixed case split row of case c names split \" train\""):
+        export_dataset(log, ExportOptions(
+            out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0,
+        ))
 
 
 def test_a_score_row_whose_key_is_blank_scores_no_episode(log, tmp_path):
