@@ -181,7 +181,7 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
 
 
 def raise_first_problem(con) -> None:
-    found = con.execute("SELECT message FROM dataset_problems ORDER BY ordinal, subject, message LIMIT 1").fetchall()
+    found = con.execute("SELECT message FROM dataset_problems ORDER BY ordinal, position, subject, message LIMIT 1").fetchall()
     if found:
         raise DatasetExportError(found[0][0])
 

@@ -85,14 +85,15 @@ def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> 
             settings.eligibility_import, settings.semantic_import, settings.accepted_release_import,
         ],
     )
-    con.execute("CREATE TEMP TABLE export_sources (source_id VARCHAR)")
+    con.execute("CREATE TEMP TABLE export_sources (source_id VARCHAR, position INTEGER)")
     if settings.sources:
-        con.executemany("INSERT INTO export_sources VALUES (?)", [[s] for s in settings.sources])
+        con.executemany("INSERT INTO export_sources VALUES (?, ?)", [[s, i] for i, s in enumerate(settings.sources, start=1)])
 
 
 def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Traces (with the sha256 of the file `materialize` writes), SFT trajectories and
-    perception examples of one native run, as eviscene.exports.trajectories builds them."""
+    perception examples of one native run, as eviscene.exports.trajectories builds them, with
+    each example's line in the run's perception_trajectories.jsonl."""
     traces = {episode_id: b"".join(parts) for episode_id, parts in trace_texts(con, run_id)}
     trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id)}
     perception = {r["episode_id"]: canonical_json(r) for r in perception_records(con, run_id)}
@@ -106,7 +107,11 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
         "trajectory": [trajectories.get(e) for e in episodes],
         "perception": [perception.get(e) for e in episodes],
     }
-    return pa.Table.from_arrays([string_column(values) for values in columns.values()], names=list(columns))
+    lines = {episode_id: line for line, episode_id in enumerate(perception, start=1)}
+    return pa.Table.from_arrays(
+        [*(string_column(values) for values in columns.values()), pa.array([lines.get(e) for e in episodes], pa.int64())],
+        names=[*columns, "perception_line"],
+    )
 
 
 def _native_inputs(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> tuple[pa.Table, list[pa.Table]]:
@@ -132,7 +137,7 @@ def _fill_native(con: duckdb.DuckDBPyConnection, candidates: pa.Table, records: 
         con.register("native_records_batch", batch)
         con.execute(
             "INSERT INTO native_record_input SELECT run_id, episode_id, trace::JSON, trace_sha256, trajectory::JSON, "
-            "perception::JSON FROM native_records_batch"
+            "perception::JSON, perception_line FROM native_records_batch"
         )
         con.unregister("native_records_batch")
 

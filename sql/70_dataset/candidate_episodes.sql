@@ -1,12 +1,14 @@
 -- view: candidate_episodes
 -- grain: one row per candidate episode of the export
 -- key: source_id, episode_id
--- Every episode a dataset export considers, with the facts its decisions need. Native runs:
+-- Every episode a dataset export considers, with the facts its decisions need and its
+-- source's position among the export's sources (the order seed 002 reads them). Native runs:
 -- finished episodes (native_dataset_records: families, score, sft_eligibility, trace sha256
 -- and trajectory, filled by the exporter). Imported sources: each trace but an accepted
 -- release's action-only ones; the score is the source's trajectory_scores.jsonl row naming
--- the episode (the last one); an accepted release's selected row stands in for the score
--- (teacher_score, eligible, no reasons). `raw_reasons` is NULL when the score row has no
+-- the episode (the last one; its key is episode_id or else case_id, stripped, never blank);
+-- an accepted release's selected row stands in for the score (teacher_score, eligible, no
+-- reasons). `raw_reasons` is NULL when the score row has no
 -- training_exclusion_reasons key. Each candidate also carries its eligibility and
 -- semantic-reward artifacts and its case's fixed split row. The exporter snapshots this
 -- view into export_snapshot.candidate_episodes for the decision views.
@@ -24,6 +26,7 @@ CREATE OR REPLACE VIEW candidate_episodes AS
 WITH native AS (
     SELECT
         s.source_id,
+        s.source_position,
         s.source_kind,
         n.episode_id,
         n.case_id,
@@ -46,19 +49,28 @@ WITH native AS (
     JOIN native_dataset_records n ON n.run_id = s.source_id
     WHERE s.source_kind = 'run'
 ),
-scores AS (
+score_rows AS (
     SELECT
         r.import_id AS source_id,
         py_strip(coalesce(py_or_text(r.row->'episode_id'), py_get_text(r.row, 'case_id', ''))) AS episode_id,
-        arg_max(r.row, r.line_number) AS score
+        r.line_number,
+        r.row
     FROM imported_rows r
     JOIN dataset_sources s ON s.source_id = r.import_id
     WHERE r.kind = 'trajectory_scores'
-    GROUP BY ALL
+),
+scores AS (
+    SELECT source_id, episode_id, arg_max(row, line_number) AS score
+    FROM score_rows
+    -- seed 002 keeps a row only `if score_key`: a blank key (a null case_id is 'None') scores
+    -- no episode, not even one whose id strips to ''
+    WHERE episode_id <> ''
+    GROUP BY source_id, episode_id
 ),
 imported AS (
     SELECT
         t.source_id,
+        t.source_position,
         t.source_kind,
         t.episode_id,
         t.case_id,
@@ -113,6 +125,7 @@ LEFT JOIN gate_artifacts sem ON sem.gate = 'semantic_reward' AND sem.episode_id 
 LEFT JOIN fixed_case_splits fx ON fx.case_id = c.case_id;
 CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     source_id VARCHAR,
+    source_position BIGINT,
     source_kind VARCHAR,
     episode_id VARCHAR,
     case_id VARCHAR,

@@ -13,7 +13,8 @@
 -- source whose release prohibits training contributes no eligible episode (reason
 -- training_prohibited) unless the export allows it (--allow-training-prohibited).
 -- `semantic_mismatch` marks a semantic-reward artifact that names another case, episode or
--- trace (an export error). Reads the export's snapshot of candidate_episodes.
+-- trace (an export error); `source_position` is its source's place in the order seed 002
+-- reads the sources. Reads the export's snapshot of candidate_episodes.
 CREATE OR REPLACE VIEW dataset_candidates AS
 WITH gated AS (
     SELECT
@@ -73,6 +74,7 @@ prohibited AS (
 )
 SELECT
     source_id,
+    source_position,
     source_kind,
     episode_id,
     case_id,

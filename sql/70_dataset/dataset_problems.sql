@@ -1,14 +1,21 @@
 -- view: dataset_problems
 -- grain: one row per reason the export cannot be written
 -- key: ordinal, code, subject
--- Every error seed 002 raises across its inputs, in the order it raises them (ordinal):
--- an episode or perception example in two sources; a semantic-reward artifact that does
--- not match its trace; mixed decision_policy_version values; in frozen mode a teacher case
--- missing from the fixed split, fewer accepted cases than the minimum, a validation case of
--- the split without an accepted episode; a fixed split that separates one source-family
--- group; an action-only perception case without a fixed split row; an exported episode
--- whose fixed split row pads its split with white space (the seed's KeyError). The exporter raises the
--- first problem's message. Reads the export's snapshots of the staging views.
+-- Every error seed 002 raises across its inputs, in the order it raises them (ordinal, then
+-- position): an episode in two sources; then, reading the sources one by one in the order
+-- given, each source's perception file line by line (an example already read) and then its
+-- trace files in name order (a semantic-reward artifact that does not match the trace);
+-- mixed decision_policy_version values; in frozen mode a teacher case missing from the
+-- fixed split, fewer accepted cases than the minimum, a validation case of the split
+-- without an accepted episode; a fixed split that separates one source-family group; an
+-- exported episode whose fixed split row pads its split with white space (the seed's
+-- KeyError); then, action-only episode by episode in trace file order, a case without a
+-- fixed split row or one whose row pads its split. The exporter raises the
+-- first problem's message (by ordinal, position, subject). Reads the export's snapshots of
+-- the staging views.
+CREATE OR REPLACE MACRO unwritable_split_message(case_id, split) AS
+    'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
+    || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file';
 CREATE OR REPLACE VIEW dataset_problems AS
 WITH s AS (SELECT * FROM dataset_settings),
 candidates AS (SELECT * FROM rollout_selection),
@@ -19,8 +26,16 @@ duplicate_episodes AS (
     SELECT episode_id FROM (SELECT episode_id FROM candidates UNION ALL SELECT episode_id FROM action_only)
     GROUP BY episode_id HAVING count(*) > 1
 ),
+-- the seed raises at an example's second reading
 duplicate_perception AS (
-    SELECT episode_id FROM perception GROUP BY episode_id HAVING count(*) > 1
+    SELECT episode_id, source_position, line_number
+    FROM perception
+    QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY source_position, line_number) = 2
+),
+-- each source's traces in file name order (sorted glob: the files of one traces/ folder)
+trace_order AS (
+    SELECT source_id, episode_id, row_number() OVER (PARTITION BY source_id ORDER BY source_trace) AS trace_number
+    FROM candidates
 ),
 versions AS (
     SELECT list_sort(list_distinct(list(decision_policy_version))) AS versions FROM candidates
@@ -54,57 +69,58 @@ separated AS (
 ),
 -- seed 002 checks a fixed split row's split stripped, then writes it as given: a padded
 -- ' train' names no file, and the seed fails with a KeyError writing its episode
-unwritable_split AS (
+accepted_unwritable_split AS (
     SELECT c.episode_id, c.case_id, f.split
     FROM candidates c
     JOIN splits f USING (case_id)
     WHERE c.accepted AND f.split NOT IN ('train', 'validation')
-    UNION ALL
-    SELECT DISTINCT a.episode_id, a.case_id, f.split
-    FROM action_only a
-    JOIN perception p USING (episode_id)
-    JOIN splits f USING (case_id)
-    WHERE f.split NOT IN ('train', 'validation')
 ),
-action_only_without_split AS (
-    SELECT DISTINCT a.episode_id, a.case_id
+-- the seed's last pass: the action-only episodes with a perception example, in trace file order
+action_only_perception AS (
+    SELECT a.episode_id, a.case_id, a.in_fixed_split, f.split, row_number() OVER (ORDER BY a.source_trace) AS trace_number
     FROM action_only a
-    JOIN perception p USING (episode_id)
-    WHERE NOT a.in_fixed_split
+    LEFT JOIN splits f USING (case_id)
+    WHERE a.episode_id IN (SELECT episode_id FROM perception)
 )
-SELECT 0 AS ordinal, 'duplicate_episode' AS code, episode_id AS subject,
+SELECT 0 AS ordinal, NULL::BIGINT[] AS position, 'duplicate_episode' AS code, episode_id AS subject,
        'duplicate episode across source runs: ' || episode_id AS message
 FROM duplicate_episodes
 UNION ALL
-SELECT 0, 'duplicate_perception_episode', episode_id, 'duplicate perception episode across source runs: ' || episode_id
+SELECT 1, [source_position, 0, line_number], 'duplicate_perception_episode', episode_id,
+       'duplicate perception episode across source runs: ' || episode_id
 FROM duplicate_perception
 UNION ALL
-SELECT 1, 'semantic_artifact_mismatch', episode_id, 'semantic diagnostic artifact does not match trace: ' || episode_id
-FROM candidates WHERE semantic_mismatch
+SELECT 1, [c.source_position, 1, t.trace_number], 'semantic_artifact_mismatch', episode_id,
+       'semantic diagnostic artifact does not match trace: ' || episode_id
+FROM candidates c JOIN trace_order t USING (source_id, episode_id)
+WHERE c.semantic_mismatch
 UNION ALL
-SELECT 2, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
+SELECT 2, NULL, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
 FROM versions WHERE len(versions) > 1
 UNION ALL
-SELECT 3, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks teacher cases: ' || array_to_string(cases[1:10], ', ')
+SELECT 3, NULL, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks teacher cases: ' || array_to_string(cases[1:10], ', ')
 FROM missing_split, s WHERE s.frozen AND len(cases) > 0
 UNION ALL
-SELECT 4, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
+SELECT 4, NULL, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
 FROM accepted_cases a, s WHERE s.frozen AND s.minimum_accepted_cases IS NOT NULL AND a.n < s.minimum_accepted_cases
 UNION ALL
-SELECT 5, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')
+SELECT 5, NULL, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')
 FROM missing_validation, s WHERE s.frozen AND s.require_all_validation_cases AND len(cases) > 0
 UNION ALL
-SELECT 6, 'fixed_split_separates_group', component_id,
+SELECT 6, NULL, 'fixed_split_separates_group', component_id,
        'fixed case split separates one source-family group: ' || array_to_string(splits, ', ')
        || ' (cases ' || array_to_string(cases, ', ') || ' share ' || array_to_string(families, ', ') || ')'
 FROM separated
 UNION ALL
-SELECT 7, 'action_only_case_without_split', episode_id,
+SELECT 7, NULL, 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+FROM accepted_unwritable_split
+UNION ALL
+SELECT 8, [trace_number], 'action_only_case_without_split', episode_id,
        CASE WHEN s.case_split_import IS NULL THEN 'action-only perception export requires a frozen case split'
             ELSE 'fixed case split lacks action-only perception case: ' || case_id END
-FROM action_only_without_split, s
+FROM action_only_perception, s
+WHERE NOT in_fixed_split
 UNION ALL
-SELECT 8, 'fixed_split_unwritable_split', episode_id,
-       'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
-       || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file'
-FROM unwritable_split;
+SELECT 8, [trace_number], 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+FROM action_only_perception
+WHERE in_fixed_split AND split NOT IN ('train', 'validation');

@@ -6,14 +6,16 @@
 -- (`accepted_release`), each with the fields of the seed manifest's `source_runs` entry and
 -- whether its release prohibits training. run_id, git_commit and release_id are JSON: seed 002
 -- copies them from a run manifest as the values they are (a number stays a number). The
--- exporter names the sources in the temporary table `export_sources`; when it is empty
--- (eviscene sql) every native run is a source.
-CREATE TEMP TABLE IF NOT EXISTS export_sources (source_id VARCHAR);
+-- exporter names the sources in the temporary table `export_sources`, each with its
+-- `position` in the user's order (seed 002 reads its run directories in the order given,
+-- which orders the errors it raises); when it is empty (eviscene sql) every native run is a
+-- source, in run id order.
+CREATE TEMP TABLE IF NOT EXISTS export_sources (source_id VARCHAR, position INTEGER);
 CREATE OR REPLACE VIEW dataset_sources AS
 WITH chosen AS (
-    SELECT DISTINCT source_id FROM export_sources
+    SELECT source_id, position FROM export_sources
     UNION ALL
-    SELECT run_id FROM run_manifests WHERE NOT EXISTS (SELECT 1 FROM export_sources)
+    SELECT run_id, row_number() OVER (ORDER BY run_id) FROM run_manifests WHERE NOT EXISTS (SELECT 1 FROM export_sources)
 ),
 imported_manifests AS (
     SELECT f.import_id, decode(b.content)::JSON AS manifest
@@ -24,6 +26,7 @@ imported_manifests AS (
 )
 SELECT
     r.run_id AS source_id,
+    c.position AS source_position,
     'run' AS source_kind,
     to_json(r.run_id) AS source_run_id,
     NULL::VARCHAR AS path,
@@ -35,6 +38,7 @@ JOIN chosen c ON c.source_id = r.run_id
 UNION ALL
 SELECT
     s.import_id,
+    c.position,
     s.source_kind,
     m.manifest->'run_id',
     s.path,
@@ -44,4 +48,5 @@ SELECT
         OR coalesce((m.manifest->'benchmark'->>'release_stage') = 'development_subset', false)
 FROM import_sources s
 JOIN imported_manifests m USING (import_id)
+JOIN chosen c ON c.source_id = s.import_id
 WHERE s.source_kind IN ('run_dir', 'accepted_release');

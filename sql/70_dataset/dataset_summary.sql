@@ -1,9 +1,10 @@
 -- view: dataset_summary
 -- grain: one row per export
 -- key: accepted_episode_count
--- The counts of seed 002's manifest: short SFT rows, accepted episodes and cases, long
--- holdout, candidates, excluded, split groups (components), rows per split, perception
--- examples per split, accepted-release selected cases and action-only rows, and the one
+-- The counts of seed 002's manifest: short SFT rows and their cases (the rows' own case
+-- ids), accepted episodes and cases (the traces' case ids), long holdout, candidates,
+-- excluded, split groups (components), rows per split, perception examples per split,
+-- accepted-release selected cases and action-only rows, and the one
 -- decision_policy_version of the candidates ('' when there are none).
 CREATE OR REPLACE VIEW dataset_summary AS
 WITH candidates AS (
@@ -16,7 +17,9 @@ accepted AS (
         count(*) FILTER (WHERE sft_route = 'short_sft') AS short_rows,
         count(*) FILTER (WHERE sft_route = 'long_holdout') AS long_rows,
         count(DISTINCT case_id) AS cases,
-        count(DISTINCT case_id) FILTER (WHERE sft_route = 'short_sft') AS short_cases,
+        -- seed 002 counts the case ids of the split files' rows: the SFT trajectory's own, which
+        -- may differ from the trace's case id (candidate metadata) that accepted_case_count counts
+        count(DISTINCT py_text(record->'case_id')) FILTER (WHERE sft_route = 'short_sft') AS short_cases,
         count(DISTINCT component_id) AS groups,
         map_from_entries([
             ('train', count(*) FILTER (WHERE sft_route = 'short_sft' AND split = 'train')),

@@ -14,6 +14,7 @@ CREATE OR REPLACE VIEW imported_traces AS
 WITH traces AS (
     SELECT
         s.source_id,
+        s.source_position,
         s.source_kind,
         s.source_run_id,
         s.training_prohibited,
@@ -58,6 +59,7 @@ stores AS (
 )
 SELECT
     t.source_id,
+    t.source_position,
     t.source_kind,
     t.episode_id,
     py_strip(coalesce(

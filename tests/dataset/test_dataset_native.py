@@ -248,3 +248,21 @@ def test_a_run_directory_is_the_same_whatever_other_runs_the_log_holds(native, t
     assert files == sorted(p.relative_to(tmp_path / "beside") for p in (tmp_path / "beside").rglob("*") if p.is_file())
     for name in files:
         assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "beside" / name).read_bytes(), name
+
+
+def test_a_native_runs_reading_order_is_its_materialized_directorys(native, tmp_path):
+    """The order seed 002 reads a run directory in (its perception file's lines, its trace
+    files by name), which orders the errors it raises, is the materialized directory's."""
+    from eviscene.exports.dataset_views import ExportSettings, open_export
+    from eviscene.exports.run_dir import materialize_run
+
+    log, run_id, _ = native
+    materialize_run(log, run_id, tmp_path / "run")
+    con = open_export(log, ExportSettings(sources=(run_id,), native_runs=(run_id,)))
+    try:
+        lines = con.execute("SELECT episode_id FROM dataset_perception ORDER BY source_position, line_number").fetchall()
+        traces = con.execute("SELECT source_trace FROM dataset_candidates ORDER BY source_position, source_trace").fetchall()
+    finally:
+        con.close()
+    assert [e for (e,) in lines] == [r["episode_id"] for r in read_jsonl(tmp_path / "run" / "perception_trajectories.jsonl")]
+    assert [Path(t).name for (t,) in traces] == [p.name for p in sorted((tmp_path / "run" / "traces").glob("*.json"))]
