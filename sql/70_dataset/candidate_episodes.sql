@@ -6,7 +6,8 @@
 -- finished episodes (native_dataset_records: families, score, sft_eligibility, trace sha256
 -- and trajectory, filled by the exporter). Imported sources: each trace but an accepted
 -- release's action-only ones; the score is the source's trajectory_scores.jsonl row naming
--- the episode (the last one; its key is episode_id or else case_id, stripped, never blank);
+-- the episode (its key is episode_id or else case_id, stripped, never blank), the last one
+-- of its source or, where it has none, of the nearest source before it;
 -- an accepted release's selected row stands in for the score (teacher_score, eligible, no
 -- reasons). `raw_reasons` is NULL when the score row has no
 -- training_exclusion_reasons key. Each candidate also carries its eligibility and
@@ -51,7 +52,7 @@ WITH native AS (
 ),
 score_rows AS (
     SELECT
-        r.import_id AS source_id,
+        s.source_position,
         py_strip(coalesce(py_or_text(r.row->'episode_id'), py_get_text(r.row, 'case_id', ''))) AS episode_id,
         r.line_number,
         r.row
@@ -59,13 +60,16 @@ score_rows AS (
     JOIN dataset_sources s ON s.source_id = r.import_id
     WHERE r.kind = 'trajectory_scores'
 ),
+-- seed 002 fills one score_by_episode across its run directories, each one's rows before its
+-- traces: a trace takes the last row naming it in its own source or an earlier one
 scores AS (
-    SELECT source_id, episode_id, arg_max(row, line_number) AS score
-    FROM score_rows
+    SELECT t.source_id, t.episode_id, arg_max(r.row, [r.source_position, r.line_number]) AS score
+    FROM imported_traces t
+    JOIN score_rows r ON r.episode_id = t.episode_id AND r.source_position <= t.source_position
     -- seed 002 keeps a row only `if score_key`: a blank key (a null case_id is 'None') scores
     -- no episode, not even one whose id strips to ''
-    WHERE episode_id <> ''
-    GROUP BY source_id, episode_id
+    WHERE r.episode_id <> '' AND NOT t.action_only
+    GROUP BY t.source_id, t.episode_id
 ),
 imported AS (
     SELECT

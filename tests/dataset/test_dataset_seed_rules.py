@@ -164,6 +164,28 @@ def test_a_score_row_whose_key_is_blank_scores_no_episode(log, tmp_path):
     assert (manifest["candidate_episode_count"], manifest["accepted_episode_count"]) == (2, 1)
 
 
+def test_a_score_row_scores_a_trace_of_its_own_or_a_later_run_directory_never_an_earlier_one(log, tmp_path):
+    # seed 002 fills one score_by_episode across the run directories, loading each one's
+    # trajectory_scores.jsonl before reading its traces. Run one scores b--r000 (0.3), whose
+    # trace is in run two, which has no row for it: read one, two, b--r000 takes one's row.
+    # Run two also scores a--r000 (0.7), whose trace is in run one: read one, two, a--r000 is
+    # read before two's rows load, so it has no score. Read two, one: each is the reverse.
+    one = write_run_dir(tmp_path / "one", "run-one", [{"episode_id": "a--r000", "case_id": "a", "score": None}])
+    two = write_run_dir(tmp_path / "two", "run-two", [{"episode_id": "b--r000", "case_id": "b", "score": None}])
+    score = {"training_eligible": True, "training_exclusion_reasons": []}
+    write_jsonl(one / "trajectory_scores.jsonl", [{"episode_id": "b--r000", "case_id": "b", "total": 0.3, **score}])
+    write_jsonl(two / "trajectory_scores.jsonl", [{"episode_id": "a--r000", "case_id": "a", "total": 0.7, **score}])
+
+    def scores(run_dirs, out):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / out, run_dirs=run_dirs))
+        accepted = {r["episode_id"]: r["teacher_score"] for r in read_jsonl(tmp_path / out / "episode_metadata.jsonl")}
+        excluded = {r["episode_id"]: r["training_exclusion_reasons"] for r in read_jsonl(tmp_path / out / "excluded_episode_metadata.jsonl")}
+        return accepted, excluded
+
+    assert scores([one, two], "forward") == ({"b--r000": 0.3}, {"a--r000": ["missing_training_quality_score"]})
+    assert scores([two, one], "reverse") == ({"a--r000": 0.7}, {"b--r000": ["missing_training_quality_score"]})
+
+
 def test_short_sft_case_count_counts_the_sft_rows_case_ids(log, tmp_path):
     # seed 002: len({str(row["case_id"]) for rows in split_rows.values() for row in rows}),
     # the rows being the SFT trajectories (their own case_id), while accepted_case_count
