@@ -19,11 +19,6 @@ def ep(case: str, index: int = 0) -> str:
     return EP.format(case=case, index=index)
 
 
-@pytest.fixture
-def log(tmp_path) -> EventLog:
-    return EventLog(tmp_path / "log.duckdb")
-
-
 def export(log: EventLog, out, *run_dirs, **options):
     return export_dataset(log, ExportOptions(out_dir=out, run_dirs=list(run_dirs), **options))
 

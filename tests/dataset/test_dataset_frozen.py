@@ -18,12 +18,6 @@ from dataset_builders import (
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
 from eviscene.imports import ArtifactError
-from eviscene.log import EventLog
-
-
-@pytest.fixture
-def log(tmp_path) -> EventLog:
-    return EventLog(tmp_path / "log.duckdb")
 
 
 def frozen(log, tmp_path, run, split, eligibility, **options):

@@ -11,13 +11,7 @@ from dataset_builders import write_case_split, write_eligibility, write_jsonl, w
 
 from eviscene.cli.main import cli
 from eviscene.imports import ArtifactError, import_path
-from eviscene.log import EventLog
 from eviscene.rules import jsonl_parts
-
-
-@pytest.fixture
-def log(tmp_path) -> EventLog:
-    return EventLog(tmp_path / "log.duckdb")
 
 
 def run_dir(tmp_path):

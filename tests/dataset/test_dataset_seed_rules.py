@@ -16,12 +16,6 @@ from dataset_builders import (
 )
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
-from eviscene.log import EventLog
-
-
-@pytest.fixture
-def log(tmp_path) -> EventLog:
-    return EventLog(tmp_path / "log.duckdb")
 
 
 def write_semantic(folder, episode_id, case_id):
@@ -106,26 +100,27 @@ def release_with_action_only(tmp_path):
     return release
 
 
+def export_with_split(log, tmp_path, splits):
+    """A frozen export of release_with_action_only under a fixed split of `splits`."""
+    split = write_case_split(tmp_path / "split.jsonl", splits)
+    return export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out", accepted_release=release_with_action_only(tmp_path), case_split=split,
+        minimum_accepted_cases=0,
+    ))
+
+
 def test_the_first_action_only_case_without_a_split_is_the_first_trace_file(log, tmp_path):
     # seed 002's last pass goes over action_only_by_episode, filled in trace file order:
     # b--r000 (1.json), whose case b the fixed split lacks, fails before a--r000 (2.json)
-    release = release_with_action_only(tmp_path)
-    split = write_case_split(tmp_path / "split.jsonl", {"c": ("train", "g")})
     with pytest.raises(DatasetExportError, match=r"^fixed case split lacks action-only perception case: b$"):
-        export_dataset(log, ExportOptions(
-            out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0,
-        ))
+        export_with_split(log, tmp_path, {"c": ("train", "g")})
 
 
 def test_an_accepted_episodes_padded_split_fails_before_any_action_only_episode(log, tmp_path):
     # seed 002 files the accepted episodes (c--r000 under " train": a KeyError) before its
     # pass over the action-only ones (cases a and b are missing from the split)
-    release = release_with_action_only(tmp_path)
-    split = write_case_split(tmp_path / "split.jsonl", {"c": (" train", "g")})
     with pytest.raises(DatasetExportError, match=r"^fixed case split row of case c names split \" train\""):
-        export_dataset(log, ExportOptions(
-            out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0,
-        ))
+        export_with_split(log, tmp_path, {"c": (" train", "g")})
 
 
 def test_a_score_row_whose_key_is_blank_scores_no_episode(log, tmp_path):
