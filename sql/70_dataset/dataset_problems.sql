@@ -2,7 +2,8 @@
 -- grain: one row per reason the export cannot be written
 -- key: ordinal, code, subject
 -- Every error seed 002 raises across its inputs, in the order it raises them (ordinal, then
--- position): an episode in two sources; then, reading the sources one by one in the order
+-- position), after one of EviScene's own: an episode in two sources (seed 002 would file
+-- both); then, reading the sources one by one in the order
 -- given, each source's perception file line by line (an example already read) and then its
 -- trace files in name order (a semantic-reward artifact that does not match the trace);
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
