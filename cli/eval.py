@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
-from eviscene.eval.run import RunSummary, resume_run, start_run
+from eviscene.eval.run import RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
@@ -219,7 +219,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
     resume` to write (its unfinished episodes would be stand-in error rows). `replace`: the
     run's own earlier directory there is kept until the new one is whole."""
-    resume = f"`eviscene eval resume {summary.run_id} --output-dir {out_dir}`"
+    resume = f"`{resume_command(log, summary.run_id)} --output-dir {out_dir}`"
     if summary.stopped:
         click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
@@ -244,8 +244,8 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
 @click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
 @click.option("--trust-endpoints", is_flag=True,
-              help="Send API keys where the run's recorded --base-url/--api-key-env say, though no profile of yours "
-                   "or provider default does (a run you started with those flags).")
+              help="Use what only the run's recorded flags name: where --base-url/--api-key-env send a key, "
+                   "--ray-address, --allow-private-network (for a run you started with them).")
 @click.pass_obj
 def resume(
     log: EventLog, run_id: str, benchmark: str | None, retry_errors: bool, output_dir: Path | None, materialize: bool,
@@ -295,7 +295,7 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
             raise Interrupted(_interrupted_run(log, summary.run_id))
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
-            click.echo(f"when the server is back: eviscene eval resume {summary.run_id}", err=True)
+            click.echo(f"when the server is back: {resume_command(log, summary.run_id)}", err=True)
         if summary.sealed:
             file_viewer_numbers(log, [summary.run_id])
         _report(log, summary)
@@ -307,7 +307,7 @@ def _interrupted_run(log: EventLog, run_id: str | None) -> str:
     first commit left nothing (`start_run` frees its name)."""
     if run_id is None or not log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
         return "interrupted before the run recorded anything"
-    return f"interrupted; `eviscene eval resume {run_id}` finishes it"
+    return f"interrupted; `{resume_command(log, run_id)}` finishes it"
 
 
 COMMANDS = [eval_group]

@@ -11,7 +11,14 @@ import pyarrow as pa
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
 from eviscene.cli.output import emit, format_option
-from eviscene.imports import SOURCE_KINDS, import_path
+from eviscene.imports import (
+    SOURCE_KINDS,
+    ArtifactError,
+    ImportResult,
+    plan_import,
+    record_import,
+)
+from eviscene.imports.sources import GATE_SUFFIXES
 from eviscene.log import EventLog
 
 
@@ -33,8 +40,17 @@ def import_(log: EventLog, paths: tuple[Path, ...], kind: str | None, fmt: str) 
         eviscene import runs/20261130_141502_offline_offline-react-v1 splits/frozen_cases.jsonl
     """
     with on_interrupt_say(RERUN_FINISHES):
-        results = [asdict(import_path(log, path, kind)) for path in paths]
+        results = [asdict(_import(log, path, kind)) for path in paths]
     emit(pa.Table.from_pylist(results), fmt)
+
+
+def _import(log: EventLog, path: Path, kind: str | None) -> ImportResult:
+    """One PATH imported; a folder named as gate artifacts that holds none is a mistake to say,
+    not an import of nothing (an export's empty gate folder is read as none, as seed 002 does)."""
+    plan = plan_import(path, kind)
+    if plan.source_kind == "gate_artifacts" and not plan.files:
+        raise ArtifactError(f"{plan.root} holds no gate artifacts ({', '.join('*' + suffix for suffix in GATE_SUFFIXES)})")
+    return record_import(log, plan)
 
 
 COMMANDS = [import_]

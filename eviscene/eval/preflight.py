@@ -106,9 +106,16 @@ ENDPOINT_FLAGS = ("base_url", "api_key_env", "vlm_base_url", "vlm_api_key_env")
 def check_recorded_endpoints(options: EvalOptions, run_id: str, *, restated: Collection[str] = ()) -> None:
     """A resume takes its servers from the log, which may come from anyone (`log merge`, a copied
     log): a run whose recorded --base-url / --api-key-env (agent or VLM) would send a key
-    anywhere but where the provider's defaults or the user's own profile send that key, or whose
+    anywhere but where the provider's defaults or the user's own profile send that key, whose
     recorded --ray-address (not `restated` by this resume) names a cluster, whose results this
-    process unpickles, is refused, naming them, until the user vouches for it."""
+    process unpickles, or whose tools may reach private addresses (cloud metadata, whose answer
+    the model's server would read) is refused, naming them, until the user vouches for it."""
+    if options.allow_private_network:
+        raise EvisceneError(
+            f"run {run_id}: its recorded --allow-private-network would let its tools reach this machine's and "
+            "network's private addresses (cloud metadata among them), and a log from elsewhere can ask for that; "
+            "if you started this run, resume it with --trust-endpoints"
+        )
     if options.executor == "ray" and options.ray_address not in (None, "auto") and "ray_address" not in restated:
         raise EvisceneError(
             f"run {run_id}: its recorded --ray-address {options.ray_address} would run the episodes on that cluster, "

@@ -334,13 +334,7 @@ async def resume_run(
     server, or an episode to a Ray cluster, that the log alone names (`check_recorded_endpoints`).
     A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
-    started = log.sql(
-        "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
-        [run_id],
-    ).to_pylist()
-    if not started:
-        raise no_run_error(run_id, log.path)
-    manifest = json.loads(started[0]["payload"])
+    manifest = _run_manifest(log, run_id)
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
     if not trust_endpoints:
@@ -398,6 +392,28 @@ async def resume_run(
     except BaseException:
         _free_unrecorded_claim(claim)
         raise
+
+
+def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
+    """The run's run.started payload: its manifest, with the flags it ran with (`config`)."""
+    started = log.sql(
+        "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
+        [run_id],
+    ).to_pylist()
+    if not started:
+        raise no_run_error(run_id, log.path)
+    return json.loads(started[0]["payload"])
+
+
+def resume_command(log: EventLog, run_id: str) -> str:
+    """The command that finishes a run this process started: with --trust-endpoints where its
+    own flags say where a key (or its episodes) go, which a resume takes from the log only when
+    told to (`check_recorded_endpoints`)."""
+    try:
+        check_recorded_endpoints(EvalOptions.model_validate(_run_manifest(log, run_id)["config"]), run_id)
+    except EvisceneError:
+        return f"eviscene eval resume {run_id} --trust-endpoints"
+    return f"eviscene eval resume {run_id}"
 
 
 def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:

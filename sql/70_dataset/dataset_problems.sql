@@ -2,10 +2,10 @@
 -- grain: one row per reason the export cannot be written
 -- key: ordinal, code, subject
 -- Every error seed 002 raises across its inputs, in the order it raises them (ordinal, then
--- position), after one of EviScene's own: an episode in two sources (seed 002 would file
--- both); then, reading the sources one by one in the order
--- given, each source's perception file line by line (an example already read) and then its
--- trace files in name order (a semantic-reward artifact that does not match the trace);
+-- position), and one of EviScene's own where the seed would meet it: reading the sources one
+-- by one in the order given, each source's perception file line by line (an example already
+-- read) and then its trace files in name order (an episode already read, which seed 002 would
+-- file twice; a semantic-reward artifact that does not match the trace);
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
 -- fixed split, fewer accepted cases than the minimum, a validation case of the split
 -- without an accepted episode; a fixed split that separates one source-family group; an
@@ -23,20 +23,28 @@ candidates AS (SELECT * FROM rollout_selection),
 action_only AS (SELECT * FROM export_snapshot.action_only_episodes),
 perception AS (SELECT * FROM export_snapshot.dataset_perception),
 splits AS (SELECT * FROM export_snapshot.fixed_case_splits),
+-- each source's traces in file name order (sorted glob: the files of one traces/ folder)
+trace_order AS (
+    SELECT source_id, episode_id, row_number() OVER (PARTITION BY source_id ORDER BY source_trace) AS trace_number
+    FROM candidates
+),
+-- EviScene's own refusal, raised where seed 002 would read the second trace (an accepted
+-- release's action-only traces, its one source, come after its candidates)
 duplicate_episodes AS (
-    SELECT episode_id FROM (SELECT episode_id FROM candidates UNION ALL SELECT episode_id FROM action_only)
-    GROUP BY episode_id HAVING count(*) > 1
+    SELECT episode_id, position
+    FROM (
+        SELECT c.episode_id, [c.source_position, 1, t.trace_number] AS position
+        FROM candidates c JOIN trace_order t USING (source_id, episode_id)
+        UNION ALL
+        SELECT episode_id, NULL FROM action_only
+    )
+    QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY position NULLS LAST) = 2
 ),
 -- the seed raises at an example's second reading
 duplicate_perception AS (
     SELECT episode_id, source_position, line_number
     FROM perception
     QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY source_position, line_number) = 2
-),
--- each source's traces in file name order (sorted glob: the files of one traces/ folder)
-trace_order AS (
-    SELECT source_id, episode_id, row_number() OVER (PARTITION BY source_id ORDER BY source_trace) AS trace_number
-    FROM candidates
 ),
 versions AS (
     SELECT list_sort(list_distinct(list(decision_policy_version))) AS versions FROM candidates
@@ -83,7 +91,7 @@ action_only_perception AS (
     LEFT JOIN splits f USING (case_id)
     WHERE a.episode_id IN (SELECT episode_id FROM perception)
 )
-SELECT 0 AS ordinal, NULL::BIGINT[] AS position, 'duplicate_episode' AS code, episode_id AS subject,
+SELECT 1 AS ordinal, position, 'duplicate_episode' AS code, episode_id AS subject,
        'duplicate episode across source runs: ' || episode_id AS message
 FROM duplicate_episodes
 UNION ALL

@@ -74,6 +74,25 @@ def test_a_mismatch_in_an_earlier_run_comes_before_a_perception_duplicate_in_a_l
         frozen_with_mismatches(log, tmp_path, [one, two], [("a--r000", "a")])
 
 
+def test_an_episode_in_two_sources_fails_where_seed_002_would_meet_its_second_trace(log, tmp_path):
+    # seed 002 has no such error (it files both traces); EviScene raises it at the second
+    # trace, so what the seed raises before that comes first. Run two's perception file
+    # repeats a--r000 (read before its traces): the seed's perception error. Without that,
+    # run one's mismatching c--r000 comes before run two's a--r000 trace.
+    one = write_run_dir(tmp_path / "one", "run-one", [{"episode_id": "a--r000", "case_id": "a"}])
+    two = write_run_dir(tmp_path / "two", "run-two", [{"episode_id": "a--r000", "case_id": "a"}])
+    with pytest.raises(DatasetExportError, match=r"^duplicate perception episode across source runs: a--r000$"):
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[one, two]))
+    one = write_run_dir(tmp_path / "one-b", "run-one-b", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "c--r000", "case_id": "c"},
+    ])
+    two = write_run_dir(tmp_path / "two-b", "run-two-b", [{"episode_id": "a--r000", "case_id": "a", "perception": False}])
+    write_eligibility(tmp_path / "elig", one, [("a--r000", "a"), ("c--r000", "c")])
+    write_eligibility(tmp_path / "elig", two, [("a--r000", "a")])
+    with pytest.raises(DatasetExportError, match=r"^semantic diagnostic artifact does not match trace: c--r000$"):
+        frozen_with_mismatches(log, tmp_path, [one, two], [("c--r000", "c")])
+
+
 def test_the_first_perception_duplicate_is_the_first_repeated_line(log, tmp_path):
     # run two's perception file repeats q--r000 on line 2 and p--r000 on line 3: seed 002
     # raises at line 2
@@ -179,6 +198,19 @@ def test_a_score_row_scores_a_trace_of_its_own_or_a_later_run_directory_never_an
 
     assert scores([one, two], "forward") == ({"b--r000": 0.3}, {"a--r000": ["missing_training_quality_score"]})
     assert scores([two, one], "reverse") == ({"a--r000": 0.7}, {"b--r000": ["missing_training_quality_score"]})
+
+
+def test_an_empty_gate_folder_is_read_as_no_artifacts(log, tmp_path):
+    # seed 002's _load_gate_artifacts of a folder holding none is {}: nothing mismatches, the
+    # export goes on (`eviscene import --kind gate_artifacts` of it alone is refused)
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    (tmp_path / "semantic").mkdir()
+    manifest, _ = export_dataset(log, ExportOptions(
+        out_dir=tmp_path / "out", run_dirs=[run], case_split=write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g")}),
+        eligibility_dir=tmp_path / "elig", semantic_reward_dir=tmp_path / "semantic", minimum_accepted_cases=0,
+    ))
+    assert manifest["accepted_episode_count"] == 1
 
 
 def test_short_sft_case_count_counts_the_sft_rows_case_ids(log, tmp_path):

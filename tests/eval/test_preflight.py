@@ -200,3 +200,15 @@ def test_a_resume_joins_a_ray_cluster_only_the_log_names_only_when_told_to(flags
         "process unpickles, and a log from elsewhere can name any; give --ray-address again, or if you started this "
         "run, resume it with --trust-endpoints"
     )
+
+
+def test_a_resume_lets_tools_reach_private_addresses_only_when_told_to():
+    options = EvalOptions(benchmark="cases.jsonl", search_backend="searxng", searxng_url="http://127.0.0.1:8888",
+                          allow_private_network=True)
+    with pytest.raises(EvisceneError, match=re.escape(
+        "run r: its recorded --allow-private-network would let its tools reach this machine's and network's private "
+        "addresses (cloud metadata among them), and a log from elsewhere can ask for that; if you started this run, "
+        "resume it with --trust-endpoints"
+    )):
+        check_recorded_endpoints(options, "r")
+    check_recorded_endpoints(options.model_copy(update={"allow_private_network": False}), "r")

@@ -318,6 +318,8 @@ def test_a_resume_sends_a_key_to_a_server_the_log_names_only_when_told_to(releas
                        "--base-url", url, "--api-key-env", "EVISCENE_TEST_KEY", "--limit", "1",
                        "--provider-outage-timeout", "1", "--no-progress", "--output-dir", "runs/keyed")
     assert stopped.exit_code == 1 and "run keyed stopped" in stopped.stderr, stopped.output
+    assert "when the server is back: eviscene eval resume keyed --trust-endpoints\n" in stopped.stderr  # this process started it
+    assert "`eviscene eval resume keyed --trust-endpoints --output-dir runs/keyed` writes it" in stopped.stderr
 
     with FakeServer(answer_everything, port=port) as server:
         refused = eviscene("eval", "resume", "keyed", "--no-progress")
