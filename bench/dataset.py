@@ -424,6 +424,16 @@ the disk and page cache cost; what stands between is computation (the records' J
 DuckDB for the views and again in orjson for the files, each on one core), as the eleventh
 round found.
 
+Fourteenth round (December 5th, later): the export's error order, score rows across sources
+(two window functions and a join over the candidates in dataset_problems and
+candidate_episodes). 20,000 candidates, the round's starting commit then this one, back to
+back at a load average of ~1.2: export 5.00 s / 4.98 s, baseline 5.57 s / 5.48 s: no change.
+100,000 candidates, one run at a load average of 1.2-1.5 on this session's machine: import
+33.8 s, export 26.9 s, baseline 34.6 s, floor 0.77 s: export / baseline 0.78x, import + export
+1.75x, peak memory 0.62x. The baseline ran in 34.6 s where earlier rounds' quiet runs took
+55-57 s, and the export in about the time it took then (29.5-30.1 s): this machine runs the
+plain-Python loop faster, not the export slower, so the ratio moved with the machine.
+
 """
 
 from __future__ import annotations
