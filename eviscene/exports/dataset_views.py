@@ -20,7 +20,7 @@ import pyarrow as pa
 from eviscene.exports.trajectories import VIEWS_READ, perception_records, trace_texts, trajectory_sft_records
 from eviscene.log import EventLog
 from eviscene.rules.canonical import canonical_json
-from eviscene.store.columns import string_column
+from eviscene.store.columns import int_column, string_column
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.views import (
     KEPT_AS_VIEWS, apply_views, execute_definition, narrow_to_runs, register_functions_named, remove_functions, still_read,
@@ -109,7 +109,7 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     }
     lines = {episode_id: line for line, episode_id in enumerate(perception, start=1)}
     return pa.Table.from_arrays(
-        [*(string_column(values) for values in columns.values()), pa.array([lines.get(e) for e in episodes], pa.int64())],
+        [*(string_column(values) for values in columns.values()), int_column([lines.get(e) for e in episodes], pa.int64())],
         names=[*columns, "perception_line"],
     )
 
