@@ -23,9 +23,11 @@ candidates AS (SELECT * FROM rollout_selection),
 action_only AS (SELECT * FROM export_snapshot.action_only_episodes),
 perception AS (SELECT * FROM export_snapshot.dataset_perception),
 splits AS (SELECT * FROM export_snapshot.fixed_case_splits),
--- each source's traces in file name order (sorted glob: the files of one traces/ folder)
-trace_order AS (
-    SELECT source_id, episode_id, row_number() OVER (PARTITION BY source_id ORDER BY source_trace) AS trace_number
+-- where the seed reads each trace: its source, then its file in name order (sorted glob: the
+-- files of one traces/ folder)
+trace_reads AS (
+    SELECT episode_id, semantic_mismatch,
+           [source_position, 1, row_number() OVER (PARTITION BY source_id ORDER BY source_trace)] AS position
     FROM candidates
 ),
 -- EviScene's own refusal, raised where seed 002 would read the second trace (an accepted
@@ -33,8 +35,7 @@ trace_order AS (
 duplicate_episodes AS (
     SELECT episode_id, position
     FROM (
-        SELECT c.episode_id, [c.source_position, 1, t.trace_number] AS position
-        FROM candidates c JOIN trace_order t USING (source_id, episode_id)
+        SELECT episode_id, position FROM trace_reads
         UNION ALL
         SELECT episode_id, NULL FROM action_only
     )
@@ -99,10 +100,10 @@ SELECT 1, [source_position, 0, line_number], 'duplicate_perception_episode', epi
        'duplicate perception episode across source runs: ' || episode_id
 FROM duplicate_perception
 UNION ALL
-SELECT 1, [c.source_position, 1, t.trace_number], 'semantic_artifact_mismatch', episode_id,
+SELECT 1, position, 'semantic_artifact_mismatch', episode_id,
        'semantic diagnostic artifact does not match trace: ' || episode_id
-FROM candidates c JOIN trace_order t USING (source_id, episode_id)
-WHERE c.semantic_mismatch
+FROM trace_reads
+WHERE semantic_mismatch
 UNION ALL
 SELECT 2, NULL, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
 FROM versions WHERE len(versions) > 1
