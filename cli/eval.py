@@ -19,9 +19,10 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import materialize_run
+from eviscene.rules.commands import command_line
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
-from eviscene.cli.output import say
+from eviscene.cli.output import printable, say
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, check_run_id
 
@@ -99,8 +100,8 @@ def _report(log: EventLog, summary: RunSummary) -> None:
         say(line)
     for line in error_cause_lines(log, summary.run_id):
         say(line)
-    for note in summary.notes:
-        click.echo(note, err=True)
+    for note in summary.notes:  # a model server's or the filesystem's words among them
+        click.echo(printable(note), err=True)
 
 
 def _exit_status(summary: RunSummary) -> None:
@@ -219,12 +220,12 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
     resume` to write (its unfinished episodes would be stand-in error rows). `replace`: the
     run's own earlier directory there is kept until the new one is whole."""
-    resume = f"`{resume_command(log, summary.run_id)} --output-dir {out_dir}`"
+    resume = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
     if summary.stopped:
         click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
     earlier = out_dir.stat() if replace and out_dir.exists() else None
-    finish = resume if replace else f"`eviscene materialize {summary.run_id} --out {out_dir}`"  # it writes only a new or empty folder
+    finish = resume if replace else f"`{command_line('materialize', summary.run_id, '--out', out_dir)}`"  # it writes only a new or empty folder
     with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
         written = materialize_run(log, summary.run_id, out_dir, replace=replace)
         say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
@@ -294,7 +295,7 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
         if summary.interrupted:  # every answered call was committed before this line
             raise Interrupted(_interrupted_run(log, summary.run_id))
         if summary.stopped:
-            click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {summary.stopped}", err=True)
+            click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {printable(summary.stopped)}", err=True)
             click.echo(f"when the server is back: {resume_command(log, summary.run_id)}", err=True)
         if summary.sealed:
             file_viewer_numbers(log, [summary.run_id])

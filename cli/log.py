@@ -41,19 +41,19 @@ def verify(event_log: EventLog) -> None:
 
 
 def _print_report(report: VerifyReport) -> None:
-    for problem in report.problems:
-        click.echo(f"BROKEN {problem}")
+    for problem in report.problems:  # run ids as the log has them: anyone's, control characters and all
+        say(f"BROKEN {problem}")
     for note in report.unfinished:
-        click.echo(f"UNFINISHED {note}")
+        say(f"UNFINISHED {note}")
     for note in report.running:
-        click.echo(f"RUNNING {note}")
+        say(f"RUNNING {note}")
     summary = report.summary
     if report.problems:
         click.echo(f"{len(report.problems)} problem(s) in {summary}", err=True)
     elif report.unfinished:
         click.echo(f"incomplete: {len(report.unfinished)} unfinished run(s) in {summary}; every chain intact", err=True)
     else:
-        click.echo(f"ok: {summary}, every chain intact and complete")
+        say(f"ok: {summary}, every chain intact and complete")
 
 
 @log.command()
@@ -139,7 +139,7 @@ def export_parquet_command(event_log: EventLog, directory: Path) -> None:
         report = export_parquet(event_log.path, target, con)
     finally:
         con.close()
-    click.echo(
+    say(
         f"exported {report.streams} ({report.events} events) and {report.blobs} blob(s) to {directory}; "
         f"{report.unchanged} unchanged"
         + (f"; still being written, not exported: {', '.join(report.running)}" if report.running else "")

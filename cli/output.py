@@ -334,10 +334,11 @@ def mute_stdout() -> None:
 
 def say(line: str) -> None:
     """A line of a command's report on stdout, its control characters written out (its words
-    may be a web page's or a model server's). A reader that stops early (`| head -1`) ends no
-    work still to do (a run's directory, the next log to merge): the rest of the lines go
-    nowhere. Rows of results (`sql`, `runs`) stop at once instead (main.py)."""
+    may be a web page's or a model server's), a newline among them too: an id holding one
+    would print a line of its own making (`outcome: completed`). A reader that stops early
+    (`| head -1`) ends no work still to do (a run's directory, the next log to merge): the rest
+    of the lines go nowhere. Rows of results (`sql`, `runs`) stop at once instead (main.py)."""
     try:
-        click.echo(printable(line))
+        click.echo(printable(line).replace("\n", "\\n"))
     except BrokenPipeError:
         mute_stdout()

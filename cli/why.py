@@ -39,23 +39,27 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         say(f"outcome: {e['termination']}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}")
     else:
         say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
-    say("\ntimeline:")
+    say("")
+    say("timeline:")
     for item in story.timeline:
         say(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")
     if story.metrics:
         m = story.metrics
-        say(f"\nscore: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
-                   f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
+        say("")
+        say(f"score: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
+            f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
     if story.score:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
         say(f"reward {story.score['total']:.3f} = {parts}")
     if story.audit:
-        say(f"\naudit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
+        say("")
+        say(f"audit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
         for failure in story.failures:
             say(f"  {failure['severity']:<6} {failure['code']}: {failure['detail']}")
     if story.eligibility:
         el = story.eligibility
-        say(f"\nSFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
+        say("")
+        say(f"SFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
         for reason in el["exclusion_reasons"]:
             say(f"  - {reason}")
     if story.dataset is not None:
@@ -63,7 +67,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         for line in describe(story.dataset):
             say(line)
     if story.group:
-        say("\nrollout group:")
+        say("")
+        say("rollout group:")
         for member in story.group:
             mark = "*" if member["episode_id"] == e["episode_id"] else " "
             say(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")

@@ -4,6 +4,7 @@ causes of the episodes that count as errors."""
 from __future__ import annotations
 
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 
 _ACCURACY = """
 WITH scored AS (
@@ -56,5 +57,5 @@ def error_cause_lines(log: EventLog, run_id: str, top: int = 3) -> list[str]:
         lines.append(f"  {cause['episodes']} x {message}")
     if len(causes) > top:
         lines.append(f"  ... and {len(causes) - top} other cause(s)")
-    lines.append(f"details: eviscene why {causes[0]['example']} --run {run_id}")
+    lines.append(f"details: {command_line('why', causes[0]['example'], '--run', run_id)}")
     return lines

@@ -54,6 +54,7 @@ from eviscene.release import (
 )
 from eviscene.redaction import redact_data
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
@@ -188,7 +189,7 @@ def _name_taken(log: EventLog, run_id: str) -> str:
     started = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.started'", [run_id])["n"][0].as_py()
     unfinished = log.run_standing(run_id)[1] if started else 0
     if unfinished:
-        return (f"{taken} with {unfinished} unfinished episode(s): `eviscene eval resume {run_id}` finishes them; "
+        return (f"{taken} with {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id)}` finishes them; "
                 "or choose another --output-dir or --run-id")
     return f"{taken}; choose another --output-dir or --run-id"
 
@@ -406,15 +407,15 @@ def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
     return json.loads(started[0]["payload"])
 
 
-def resume_command(log: EventLog, run_id: str) -> str:
-    """The command that finishes a run this process started: with --trust-endpoints where its
-    own flags say where a key (or its episodes) go, which a resume takes from the log only when
-    told to (`check_recorded_endpoints`)."""
+def resume_command(log: EventLog, run_id: str, *more: object) -> str:
+    """The command that finishes a run this process started (`more`: its further words): with
+    --trust-endpoints where its own flags say where a key (or its episodes) go, which a resume
+    takes from the log only when told to (`check_recorded_endpoints`)."""
     try:
         check_recorded_endpoints(EvalOptions.model_validate(_run_manifest(log, run_id)["config"]), run_id)
     except EvisceneError:
-        return f"eviscene eval resume {run_id} --trust-endpoints"
-    return f"eviscene eval resume {run_id}"
+        return command_line("eval", "resume", run_id, "--trust-endpoints", *more)
+    return command_line("eval", "resume", run_id, *more)
 
 
 def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:

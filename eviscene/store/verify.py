@@ -30,6 +30,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
@@ -388,7 +389,7 @@ def verify_log(log_path: Path) -> VerifyReport:
             unfinished.append(RunNote(
                 run_id, tail_seq,
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
-                f"an interrupted run: `eviscene eval resume {run_id}` finishes it",
+                f"an interrupted run: `{command_line('eval', 'resume', run_id)}` finishes it",
             ))
     records = list(walk.record_streams.values())
     return VerifyReport(

@@ -266,6 +266,28 @@ def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):
     assert runs(EventLog(tmp_path / "log.duckdb"))["too-fast"]["status"] == "completed_with_errors"
 
 
+def test_the_details_command_is_one_shell_word_per_id_however_the_release_spells_it(release, tmp_path):
+    """A case id is the release author's text; the printed command, pasted into a shell, must
+    name that id and run nothing of its own."""
+    hostile = tmp_path / "hostile"
+    shutil.copytree(release, hostile)
+    case_id = "demo x $(touch PWNED); echo injected #"
+    for name in ("runtime_input/cases.jsonl", "private/evaluation_gold.jsonl"):
+        rows = [json.loads(line) for line in (hostile / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows[0]["case_id"] = case_id
+        (hostile / name).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", benchmark(hostile), "--limit", "1",
+                    "--timeout", "0.001", "--no-progress", "--no-materialize", "--run-id", "too-fast")
+    assert result.exit_code == 1, result.output
+    (details,) = [line.removeprefix("details: ") for line in result.output.splitlines() if line.startswith("details: ")]
+    (episode_id,) = EventLog(tmp_path / "log.duckdb").sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist()
+    assert case_id in episode_id
+    pasted = subprocess.run(["sh", "-c", f'eviscene() {{ printf "%s\\n" "$@"; }}; {details}'], cwd=tmp_path,
+                            capture_output=True, text=True, check=True)
+    assert pasted.stdout.splitlines() == ["why", episode_id, "--run", "too-fast"]
+    assert not (tmp_path / "PWNED").exists()
+
+
 def test_error_causes_are_the_top_three_messages_with_counts(release, tmp_path, monkeypatch):
     specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=5)).specs
     by_message = {"A down": {specs[0].sampling_seed, specs[1].sampling_seed}, "B down": {specs[2].sampling_seed},

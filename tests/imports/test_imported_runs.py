@@ -224,6 +224,26 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
         assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
 
+def test_a_newline_from_an_imported_run_cannot_make_a_line_of_its_own(tmp_path):
+    """`why` prints a report line by line: a verdict holding a newline would print a line of
+    the run's own making (a fake outcome); `runs compare --cases --format json` writes the
+    bidi override escaped, as every other JSON output does."""
+    views = _views_fixtures()
+    log = views.build_log(tmp_path / "views.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    forged = "manipulated\u202e\noutcome: completed; verdict authentic (0.99)"
+    results = [{**row, "verdict": forged} if row["case_id"] == "case-A" else row for row in RESULTS]
+    (run / "run_results.jsonl").write_bytes(_jsonl(results))
+    imported = import_path(log, run).import_id
+    why = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
+    assert why.exit_code == 0, why.output
+    assert "verdict manipulated\\u202e\\noutcome: completed; verdict authentic (0.99) (" in why.output
+    assert not [line for line in why.output.splitlines() if line.startswith("outcome: completed; verdict authentic")]
+    compared = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "compare", views.DEV_RUN, imported, "--cases", "--format", "json"])
+    assert compared.exit_code == 0 and "\u202e" not in compared.output, compared.output
+    assert json.loads(compared.output)["cases"][0]["verdict_b"] == forged
+
+
 def test_materialize_writes_an_imported_run_back_byte_for_byte(tmp_path):
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")

@@ -120,6 +120,16 @@ def test_cli_verify_exits_1_and_names_the_event(sealed_log):
     assert "BROKEN run r1, seq 5" in result.output
 
 
+def test_verify_writes_a_run_id_from_the_log_out_not_obeyed(sealed_log):
+    """A log from elsewhere names its runs as it likes: `log verify`, run on exactly such a log,
+    shows an escape sequence or bidi override in a run id written out."""
+    tamper(sealed_log, "UPDATE events SET run_id = 'evil\x1b]0;PWNED\x07\u202e' WHERE run_id = 'r1'")
+    result = verify_cli(sealed_log)
+    assert result.exit_code == 1
+    assert "BROKEN run evil\\x1b]0;PWNED\\x07\\u202e" in result.stdout, result.stdout
+    assert not {"\x1b", "\x07", "\u202e"} & set(result.output)
+
+
 def test_cut_off_tail_of_a_sealed_run_is_named(tmp_path):
     log = EventLog(tmp_path / "tail.duckdb")
     log.append("r1", gates(0, 99) + [finished()])
