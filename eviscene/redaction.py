@@ -69,6 +69,28 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
+def secret_named(name: str) -> bool:
+    """Whether a variable's, query parameter's or field's name says it holds a secret, by the
+    rule above (`api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`)."""
+    return bool(_SECRET_NAME.search(_NAME_WORD_GAP.sub("_", name)))
+
+
+def register_secret_fields(data: Any) -> None:
+    """Register every string under a field named as a secret, at any depth: a profile's
+    `extra_body = {api_key = "…"}` goes into every request, and its value must be masked
+    wherever it turns up again (the run's manifest, a server's echo), as a key read from the
+    environment is."""
+    if isinstance(data, dict):
+        for name, value in data.items():
+            if isinstance(value, str) and isinstance(name, str) and secret_named(name):
+                register_secret(value)
+            else:
+                register_secret_fields(value)
+    elif isinstance(data, list):
+        for value in data:
+            register_secret_fields(value)
+
+
 def _secret_values(extra: tuple[str, ...]) -> list[str]:
     from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
@@ -107,7 +129,7 @@ def _masked_parameters(text: str) -> str:
         return text
     parts, done = [], 0
     for name in _QUERY_NAME.finditer(text):
-        if name.start() < done or not _SECRET_NAME.search(_NAME_WORD_GAP.sub("_", unquote(name.group(1)))):
+        if name.start() < done or not secret_named(unquote(name.group(1))):
             continue  # inside a value masked already, or its name says no secret
         end = _QUERY_VALUE_END.search(text, name.end()).start()
         if end > name.end():

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eviscene.errors import EvisceneError
+from eviscene.redaction import register_secret_fields
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES, STAGES
 
 WIRE_APIS = ("chat_completions", "responses", "interactions")
@@ -362,6 +363,7 @@ def resolve_settings(
     settings = replace(settings, **{k: v for k, v in flags.items() if v is not None})
     settings = replace(settings, thinking=_thinking_overrides(settings), max_inflight=_inflight_override(settings))
     _check(settings)
+    register_secret_fields(settings.extra_body)
     return settings
 
 

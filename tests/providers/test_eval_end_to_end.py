@@ -1,9 +1,10 @@
 """`eviscene eval run --provider openai_compatible --base-url …` as a user runs it (a real
 process), against a real HTTP server that replays a short investigation per case — one
 tool call, then a judgment JSON — with faults injected: a 429 before the first answer of
-one case, and an overloaded upstream that echoes the request's Authorization header for the
-other. One episode completes, the other ends `error` with a clear reason, and the API key
-appears nowhere: not in the log file, its live folder, nor any output."""
+one case, and an overloaded upstream that echoes the request's Authorization header (and a
+token the profile's `extra_body` sends) for the other. One episode completes, the other ends
+`error` with a clear reason, and neither the API key nor that token appears anywhere: not in
+the log file, its live folder, nor any output."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ class ScriptedInvestigation:
     def __call__(self, received: Received) -> Reply:
         images = received.image_sha256s()
         if self.failing in images:
-            echoed = received.headers.get("authorization", "")
-            return Reply(503, {"error": {"message": f"upstream overloaded (request carried Authorization: {echoed})"}})
+            echoed, token = received.headers.get("authorization", ""), received.body["metadata"]["access_token"]
+            return Reply(503, {"error": {"message": f"upstream overloaded (request carried Authorization: {echoed}, token {token})"}})
         assert images == {self.completing}, images
         body = received.body
         tool_results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -74,8 +75,9 @@ def end_to_end(release_dir, tmp_path_factory):
     work = tmp_path_factory.mktemp("e2e")
     cases = [json.loads(line) for line in (release_dir / "runtime_input" / "cases.jsonl").read_text().splitlines() if line.strip()][:2]
     completing, failing = cases
-    key = f"sk-test-{secrets.token_hex(16)}"
-    (work / "profiles.toml").write_text(PROFILE, encoding="utf-8")
+    key, token = f"sk-test-{secrets.token_hex(16)}", secrets.token_hex(16)
+    # A credential a gateway reads from the body (metadata): the profile gives it, as no key.
+    (work / "profiles.toml").write_text(PROFILE + f'extra_body = {{ metadata = {{ access_token = "{token}" }} }}\n', encoding="utf-8")
     env = {
         **os.environ,
         "OPENAI_API_KEY": key,
@@ -97,7 +99,7 @@ def end_to_end(release_dir, tmp_path_factory):
             capture_output=True, text=True, env=env, cwd=work, timeout=600,
         )
     return {
-        "result": result, "log_path": log_path, "log": EventLog(log_path), "server": server, "key": key,
+        "result": result, "log_path": log_path, "log": EventLog(log_path), "server": server, "key": key, "token": token,
         "completing": completing["case_id"], "failing": failing["case_id"],
     }
 
@@ -144,23 +146,27 @@ def test_the_log_records_calls_retries_tools_and_the_endpoint(end_to_end):
 
 
 def test_the_key_is_nowhere_in_the_log_or_the_output(end_to_end):
-    key, server, log_path = end_to_end["key"], end_to_end["server"], end_to_end["log_path"]
-    # The key was really in play: every request carried it.
+    key, token, server, log_path = end_to_end["key"], end_to_end["token"], end_to_end["server"], end_to_end["log_path"]
+    # The key and the token were really in play: every request carried them.
     assert server.received and all(r.headers["authorization"] == f"Bearer {key}" for r in server.received)
+    assert all(r.body["metadata"] == {"access_token": token} for r in server.received)
     files = [p for p in log_path.parent.glob(log_path.name + "*") if p.is_file()]
     files += [p for p in Path(str(log_path) + ".live").rglob("*") if p.is_file()]
+    files += [p for p in (log_path.parent / "runs").rglob("*") if p.is_file()]  # the run directory
     assert log_path in files
     for path in files:
         data = path.read_bytes()
-        assert key.encode() not in data and b"Bearer" not in data, path
+        assert key.encode() not in data and token.encode() not in data and b"Bearer" not in data, path
     # Stored data may be compressed on disk: read it back decoded too.
     log = end_to_end["log"]
     texts = log.sql("SELECT payload::VARCHAR AS t FROM events")["t"].to_pylist()
     texts += [bytes(b).decode("utf-8", "replace") for b in log.sql("SELECT content FROM blobs")["content"].to_pylist()]
-    assert texts and not any(key in t or "Bearer" in t for t in texts)
+    assert texts and not any(key in t or token in t or "Bearer" in t for t in texts)
+    manifest = json.loads(log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'run.started'").to_pylist()[0]["p"])
+    assert manifest["agent"]["request_options"] == {"metadata": {"access_token": "[REDACTED]"}}
     result = end_to_end["result"]
     for output in (result.stdout, result.stderr):
-        assert key not in output and "Bearer" not in output
+        assert key not in output and token not in output and "Bearer" not in output
 
 
 @pytest.mark.parametrize(("base_url", "stored"), [
