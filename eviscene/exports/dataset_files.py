@@ -33,6 +33,12 @@ METADATA_KEYS = (
     "semantic_reward_artifact_id", "decision_policy_version", "runtime_store_path", "trajectory_export_error",
 )
 TRAJECTORY_METADATA_KEYS = ("trajectory_token_count_estimate", "tool_call_count")
+# The manifest's counts, as the dataset_summary view has them.
+SUMMARY_COUNTS = (
+    "episode_count", "accepted_episode_count", "selected_release_case_count", "action_only_episode_count",
+    "action_only_perception_count", "long_holdout_episode_count", "accepted_case_count", "short_sft_case_count",
+    "candidate_episode_count", "excluded_episode_count", "group_count",
+)
 # Each metadata file's keys in the seed's order (the trajectory's only where there is one).
 EPISODE_METADATA_KEYS = METADATA_KEYS + TRAJECTORY_METADATA_KEYS + (
     "split", "split_group_id", "sft_route", "short_max_tokens", "trajectory_approx_tokens",
@@ -319,11 +325,7 @@ def write_dataset(
         "rollout_selection": "one_rollout_per_case" if settings.frozen or settings.one_rollout_per_case else "every_eligible_rollout",
         "allow_training_prohibited": settings.allow_training_prohibited,
         "export_concurrency": export_concurrency,
-        **{key: summary[key] for key in (
-            "episode_count", "accepted_episode_count", "selected_release_case_count", "action_only_episode_count",
-            "action_only_perception_count", "long_holdout_episode_count", "accepted_case_count", "short_sft_case_count",
-            "candidate_episode_count", "excluded_episode_count", "group_count",
-        )},
+        **{key: summary[key] for key in SUMMARY_COUNTS},
         # Not in seed 002: excluded candidates by their decisive reason (excluded_episodes.main_reason).
         "excluded_reason_counts": {
             r["main_reason"]: r["episodes"]

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from eviscene.exports.dataset_files import SUMMARY_COUNTS
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
@@ -32,6 +33,9 @@ class DatasetDecision:
     group_case_ids: list[str] = field(default_factory=list)
     # Each family this episode shares with other accepted episodes of its group.
     joining_families: list[dict[str, Any]] = field(default_factory=list)
+    # Set when the replay counts otherwise than the export recorded: the log has changed since
+    # (a shard merged, a run resumed), and this is the decision now, not the one its files hold.
+    changed_since: str | None = None
 
 
 def _sources_of(log: EventLog, episode_id: str) -> set[str]:
@@ -42,17 +46,27 @@ def _sources_of(log: EventLog, episode_id: str) -> set[str]:
     )["source"].to_pylist())
 
 
-def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> tuple[str, ExportSettings] | None:
-    """(out_dir, settings) of the newest dataset export that read this episode's source:
-    `source_id` (a run or an import) where given, else any source holding that episode id."""
+def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> tuple[str, ExportSettings, dict] | None:
+    """(out_dir, settings, manifest) of the newest dataset export that read this episode's
+    source: `source_id` (a run or an import) where given, else any source holding that
+    episode id."""
     sources = {source_id} if source_id else _sources_of(log, episode_id)
     for row in log.sql(
-        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs FROM events "
-        "WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
+        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs, (payload->'manifest')::VARCHAR AS manifest "
+        "FROM events WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
     ).to_pylist():
         inputs = json.loads(row["inputs"] or "{}")
         if sources & set(inputs.get("sources", [])):
-            return row["out_dir"], ExportSettings.from_dict(inputs)
+            return row["out_dir"], ExportSettings.from_dict(inputs), json.loads(row["manifest"] or "{}")
+    return None
+
+
+def _changed_since(con, recorded: dict) -> str | None:
+    """Where the replay's counts differ from the export's manifest: the first count, both ways."""
+    now = rows(con.sql("SELECT * FROM dataset_summary").to_arrow_table())[0]
+    for key in SUMMARY_COUNTS:
+        if key in recorded and recorded[key] != now[key]:
+            return f"{key} was {recorded[key]} at the export, {now[key]} on the log as it is now"
     return None
 
 
@@ -62,14 +76,15 @@ def explain_dataset_decision(
     """The dataset decision about `episode_id` (of `source_id` where given: episode ids repeat
     across runs of one release) under `settings` (default: the newest export that read it);
     None when no export read it."""
-    out_dir = None
+    out_dir, recorded = None, {}
     if settings is None:
         found = latest_export_for(log, episode_id, source_id)
         if found is None:
             return None
-        out_dir, settings = found
+        out_dir, settings, recorded = found
     con = open_export(log, settings)
     try:
+        changed_since = _changed_since(con, recorded)
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "
@@ -77,7 +92,7 @@ def explain_dataset_decision(
             params={"e": episode_id, "s": source_id},
         ).to_arrow_table())
         if not found_rows:
-            return DatasetDecision(episode_id, out_dir, "not_a_candidate")
+            return DatasetDecision(episode_id, out_dir, "not_a_candidate", changed_since=changed_since)
         row = found_rows[0]
         decision = DatasetDecision(
             episode_id=episode_id,
@@ -92,6 +107,7 @@ def explain_dataset_decision(
             case_eligible_rollouts=row["case_eligible_rollouts"],
             one_rollout_per_case=settings.frozen or settings.one_rollout_per_case,
             sft_route=row["sft_route"],
+            changed_since=changed_since,
         )
         group = rows(con.sql(
             "SELECT s.split, s.split_group_id, list(m.episode_id ORDER BY m.episode_id) AS episodes, "
@@ -123,9 +139,11 @@ def explain_dataset_decision(
 def describe(decision: DatasetDecision) -> list[str]:
     """The decision as lines for `eviscene why`."""
     where = f" (export {decision.out_dir})" if decision.out_dir else ""
+    changed = [f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
+               "not the one its files hold"] if decision.changed_since else []
     if decision.status == "not_a_candidate":
-        return [f"dataset{where}: not a candidate (unfinished, or an action-only release episode)"]
-    lines = [f"dataset{where}: {decision.status.upper()}"]
+        return [f"dataset{where}: not a candidate (unfinished, or an action-only release episode)", *changed]
+    lines = [f"dataset{where}: {decision.status.upper()}", *changed]
     if decision.status == "excluded":
         lines.append(f"  because {decision.excluded_because}")
         for reason in decision.training_exclusion_reasons:

@@ -142,7 +142,7 @@ def test_why_explains_the_dataset_decision(native):
     assert describe(decision)[0] == f"dataset (export {out}): ACCEPTED"
     # Derived mode kept every eligible rollout; replayed with --one-rollout-per-case, the
     # lesser rollout of a two-rollout case is excluded in favour of the other.
-    _, settings = latest_export_for(log, accepted["episode_id"])
+    _, settings, _ = latest_export_for(log, accepted["episode_id"])
     rows = read_jsonl(out / "episode_metadata.jsonl")
     case = next(r["case_id"] for r in rows if sum(x["case_id"] == r["case_id"] for x in rows) == 2)
     decisions = [
@@ -266,3 +266,26 @@ def test_a_native_runs_reading_order_is_its_materialized_directorys(native, tmp_
         con.close()
     assert [e for (e,) in lines] == [r["episode_id"] for r in read_jsonl(tmp_path / "run" / "perception_trajectories.jsonl")]
     assert [Path(t).name for (t,) in traces] == [p.name for p in sorted((tmp_path / "run" / "traces").glob("*.json"))]
+
+
+def test_why_says_when_the_log_has_changed_since_the_export_it_replays(tmp_path):
+    """An export of shard 0, then shard 1 merged into its run: `why` replays the export's
+    settings over the log as it is now, which counts otherwise than the export's manifest,
+    and says so rather than pass today's decision off as the one the files hold."""
+    cases = str(BUNDLED / "runtime_input" / "cases.jsonl")
+    logs = [EventLog(tmp_path / f"shard-{index}.duckdb") for index in (0, 1)]
+    for index, log in enumerate(logs):
+        anyio.run(lambda: start_run(log, EvalOptions(benchmark=cases, limit=2, shard_count=2, shard_index=index), run_id="sh"))
+    out = tmp_path / "dataset"
+    exported = CliRunner().invoke(cli, ["--db", str(logs[0].path), "dataset", "export", "--run", "sh", "--out", str(out),
+                                        "--allow-training-prohibited"])
+    assert exported.exit_code == 0, exported.output
+    before, theirs = (log.sql("SELECT episode_id FROM episodes ORDER BY 1")["episode_id"].to_pylist() for log in logs)
+    episode = before[0]
+    assert explain_dataset_decision(logs[0], episode).changed_since is None
+    merged = CliRunner().invoke(cli, ["--db", str(logs[0].path), "log", "merge", str(logs[1].path)])
+    assert merged.exit_code == 0, merged.output
+    decision = explain_dataset_decision(logs[0], episode)
+    assert decision.changed_since == f"episode_count was {len(before)} at the export, {len(before) + len(theirs)} on the log as it is now"
+    assert describe(decision)[1] == (f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
+                                     "not the one its files hold")

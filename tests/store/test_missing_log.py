@@ -45,6 +45,15 @@ def test_a_read_of_a_missing_log_is_one_line_and_creates_nothing(tmp_path, comma
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_view_catalog_is_listed_without_a_log_and_nothing_is_created(tmp_path):
+    """`views` lists what the views mean, which the catalog says, not the log (README)."""
+    missing = tmp_path / "mistyped.duckdb"
+    result = subprocess.run([EVISCENE, "--db", str(missing), "views", "episodes", "--format", "csv"], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("view,grain,key,meaning\nepisodes,"), result
+    assert list(tmp_path.iterdir()) == []
+
+
 # Files a mistyped --db (or log merge SOURCE) may name: a run directory's summary.json (which
 # DuckDB reads by its extension: "Cannot launch in-memory database in read-only mode!"), text,
 # an empty file, bytes.
