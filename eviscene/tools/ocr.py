@@ -34,6 +34,13 @@ OCR_DECODE_SIDE = 1280
 on a 13000-pixel picture is legible at 1280; a 1080p photo is read at 2/3 scale), boxes
 scaled back to the original."""
 
+MAX_READ_ASPECT = 8
+"""A picture longer than this many times its width (or the reverse) is read padded to this
+shape with its own mean colour, past its right or bottom edge. RapidOCR scales a picture up
+until its short side is 30 px, then its detector until it is 736: a 1280 x 1 strip became a
+9600 x 38400 array (4 GiB), and a run over it was killed for memory. Padded, the detector's
+input is at most 736 x 5888; the picture's own pixels keep their coordinates."""
+
 MAX_CHAR_ASPECT = 2.0
 """A detected line is text only when its box is at most this many line heights wide per
 character read. Printed lines measure at most 0.85 (bundled release and tuning variants
@@ -112,18 +119,33 @@ def read_text(image_path: str | Path) -> OcrResult:
             _cache.move_to_end(key)
             return _cache[key]
     image, (width, height) = open_image(Path(image_path), max_side=OCR_DECODE_SIDE)
+    read = _within_read_aspect(image)
     engine = _get_engine()
     with _run_lock:
         # Character boxes let `_restore_spaces` put back the spaces between Latin words
         # that the bundled (Chinese-trained) recognizer often drops: "Harborfire".
-        raw, _ = engine(image, use_cls=False, return_word_box=True)
-    grey = np.asarray(image.convert("L"), dtype=np.uint8)
-    result = _in_original_pixels(_assemble(raw or [], grey), width, height)
+        raw, _ = engine(read, use_cls=False, return_word_box=True)
+    grey = np.asarray(read.convert("L"), dtype=np.uint8)
+    assembled = _assemble(raw or [], grey).model_copy(update={"width": image.width, "height": image.height})
+    result = _in_original_pixels(assembled, width, height)
     with _cache_lock:
         _cache[key] = result
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return result
+
+
+def _within_read_aspect(image: Image.Image) -> Image.Image:
+    """`image` as it is, or padded to `MAX_READ_ASPECT` where it is longer or wider than that."""
+    width, height = image.size
+    padded = (max(width, -(-height // MAX_READ_ASPECT)), max(height, -(-width // MAX_READ_ASPECT)))
+    if padded == (width, height):
+        return image
+    rgb = image.convert("RGB")
+    mean = tuple(int(round(channel)) for channel in np.asarray(rgb, dtype=np.float64).reshape(-1, 3).mean(axis=0))
+    canvas = Image.new("RGB", padded, mean)
+    canvas.paste(rgb, (0, 0))
+    return canvas
 
 
 def _in_original_pixels(result: OcrResult, width: int, height: int) -> OcrResult:

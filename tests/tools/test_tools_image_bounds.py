@@ -75,6 +75,20 @@ def test_a_13000_pixel_png_costs_well_under_1_5_gib_and_prints_no_warning(tmp_pa
     print(f"13000x13000 PNG: peak {result['peak_bytes'] / GIB:.2f} GiB, {result['seconds']:.1f} s")
 
 
+@pytest.mark.parametrize(("width", "height"), [(20000, 1), (1, 300), (800, 1), (5000, 10)])
+def test_a_picture_a_pixel_or_a_few_thin_costs_what_a_small_picture_costs(tmp_path, width, height):
+    """RapidOCR scales a picture up until its short side is 30 px, then its detector until it is
+    736: a 20000 x 1 strip (80 bytes on disk) asked for a 9600 x 38400 array, and a run over it
+    was killed for memory. Read padded to a bounded shape, it costs a few hundred MiB."""
+    image = write_png(tmp_path / "strip.png", width, height, b"\x28\x5a\xa0", b"\xff\xff\xff", banner_from=height)
+    done = subprocess.run([sys.executable, "-c", EPISODE_IMAGE_WORK, str(image)], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["size"] == {"width": width, "height": height} and result["prepared"] == [width, height]
+    assert result["peak_bytes"] < 1 * GIB, result
+
+
 def test_a_picture_above_the_decoding_limit_is_a_clear_error(tmp_path):
     side = int(MAX_DECODE_PIXELS**0.5) + 1
     image = write_png(tmp_path / "bomb.png", side, side, b"\x80", b"\x80", banner_from=side)

@@ -50,6 +50,19 @@ async def test_async_read_is_cached_by_content(tmp_path, anyio_backend):
     assert time.perf_counter() - started < 0.05
 
 
+def test_a_caption_strip_longer_than_the_read_aspect_is_read_where_it_is(tmp_path):
+    """A strip 12 times longer than high is read padded past its bottom edge: its words, in
+    its own pixels."""
+    image = Image.new("RGB", (1200, 100), "white")
+    ImageDraw.Draw(image).text((20, 30), "Flooded streets in Springfield", fill="black", font=font(32))
+    path = tmp_path / "strip.png"
+    image.save(path)
+    result = read_text(path)
+    assert words(result.text) == words("Flooded streets in Springfield")
+    assert (result.width, result.height) == (1200, 100)
+    assert all(0 <= y <= 100 for line in result.lines for _, y in line.box)
+
+
 def test_blank_image_reads_nothing(tmp_path):
     path = tmp_path / "blank.png"
     Image.new("RGB", (200, 100), "white").save(path)
