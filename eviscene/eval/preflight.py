@@ -32,13 +32,22 @@ def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], ben
         )
 
 
+NAME_MAX = 255  # bytes in one file name (ext4, XFS, btrfs, APFS, NTFS in UTF-16 units)
+
+
 def check_trace_file_names(specs: Sequence[RolloutSpec]) -> None:
-    """Each episode's trace file (`traces/<safe episode id>.json`, the seed's name) is its own:
-    ids that differ only in characters a file name cannot hold (`x/1`, `x_1`) are refused
-    before the first episode, not found when the run directory is written."""
+    """Each episode's trace file (`traces/<safe episode id>.json`, the seed's name) is its own
+    and can be made: ids that differ only in characters a file name cannot hold (`x/1`, `x_1`)
+    and ids too long for a file name are refused before the first episode, not found when the
+    run directory is written."""
     first: dict[str, RolloutSpec] = {}
     for spec in specs:
         name = safe_trace_filename(spec.episode_id)
+        if len(name.encode()) > NAME_MAX:
+            raise SelectionError(
+                f"case {spec.case_id[:80]!r}{'...' if len(spec.case_id) > 80 else ''}: its trace file name would be "
+                f"{len(name.encode())} bytes, over the {NAME_MAX} a file name may hold: shorten its id, or leave it out with --case-id"
+            )
         other = first.setdefault(name, spec)
         if other is not spec:
             raise SelectionError(

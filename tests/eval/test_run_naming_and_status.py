@@ -129,6 +129,34 @@ def test_two_episodes_whose_ids_map_to_one_trace_file_are_refused_not_overwritte
     assert not (tmp_path / "runs" / "both").exists() and not log_path.exists()  # refused before the first episode
 
 
+def test_a_case_id_too_long_for_a_trace_file_name_is_refused_before_any_episode(tmp_path):
+    """A 300-character id ran every episode, then its run directory could never be written
+    (`File name too long`)."""
+    release = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1", tmp_path / "release"))
+    long_id = "x" * 300
+    for relative in ("runtime_input/cases.jsonl", "private/evaluation_gold.jsonl"):
+        path = release / relative
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        path.write_text("".join(json.dumps({**r, "case_id": long_id if r["case_id"] == "demo-0001" else r["case_id"]}) + "\n"
+                                for r in rows))
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--no-progress",
+                    "--output-dir", str(tmp_path / "runs" / "long"))
+    assert result.exit_code == 2, result.output
+    episode_bytes = len(f"{long_id}.json")  # one rollout: the episode id is the case id
+    assert result.stderr == (f"Error: case '{'x' * 80}'...: its trace file name would be {episode_bytes} bytes, over the 255 a "
+                             "file name may hold: shorten its id, or leave it out with --case-id\n"), result.stderr
+    assert not (tmp_path / "runs" / "long").exists() and not log_path.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-1"])
+def test_a_timeout_that_is_not_positive_is_refused_before_any_episode(release, tmp_path, value):
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--timeout", value)
+    assert result.exit_code == 2 and result.stderr == "Error: --timeout must be positive\n", result.output
+    assert not log_path.exists()
+
+
 def test_a_run_directory_refuses_two_episodes_whose_trace_files_share_a_name(tmp_path):
     """The last guard, for runs no plan checked (merged shards, each of one of the cases)."""
     traces = [("x/1", (memoryview(b'{"a": 1}'),)), ("x_1", (memoryview(b'{"b": 2}'),))]

@@ -263,6 +263,27 @@ def test_bad_case_rows_name_file_and_line(make_release, row: dict, fragment: str
     assert fragment in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("case_id", "demo-0002\ud800", "'case_id' 'demo-0002\\ud800' holds a lone surrogate ('\\ud800'), which UTF-8 text cannot hold"),
+        ("image_path", "runtime_input/images/\udc00.jpg",
+         "case 'demo-0002' 'image_path' 'runtime_input/images/\\udc00.jpg' holds a lone surrogate ('\\udc00'), which UTF-8 text cannot hold"),
+    ],
+)
+def test_a_lone_surrogate_escape_in_a_case_is_refused_by_file_and_line(make_release, field: str, value: str, message: str) -> None:
+    """`\\ud800` without its pair is valid JSON that reads as text no log, episode id hash or file
+    name can hold: refused where it is written, not by a traceback after the episodes."""
+    cases_path = make_release()
+    rows = [json.loads(line) for line in cases_path.read_text(encoding="utf-8").splitlines()]
+    rows[1][field] = value
+    cases_path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")  # ASCII: the escape as written
+    release = load_release(cases_path)
+    with pytest.raises(ReleaseError) as error:
+        load_cases(release)
+    assert str(error.value) == f"{release.cases_path}:2: {message}"
+
+
 def test_duplicate_case_id_names_it_and_both_lines(make_release) -> None:
     release = load_release(make_release(cases=[_row("dup-1"), _row("other"), _row("dup-1")]))
     with pytest.raises(ReleaseError) as error:
