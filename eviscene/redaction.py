@@ -28,11 +28,11 @@ from urllib.parse import unquote
 
 MASK = "[REDACTED]"
 # A secret's variable or query parameter names it by a whole word (OPENAI_API_KEY, HF_TOKEN,
-# DB_PASSWORD, ?client_secret=), not by a
+# DB_PASSWORD, ?client_secret=, a signed URL's ?sig= or X-Amz-Signature=), not by a
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
 # finds are masked in every event and every model answer, so a developer's name must not be.
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|COOKIE|CREDENTIALS?|CREDS)(?:_|$)", re.IGNORECASE
+    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE)(?:_|$)", re.IGNORECASE
 )
 # ... and its value looks like a credential: one word with a digit in it, or a long one (not
 # `SOME_AUTH=disabled`, which would mask the word everywhere).

@@ -122,9 +122,12 @@ def test_a_query_parameter_named_as_a_secret_is_masked_whatever_its_word():
            "&client.secret=dotted9&model=m1")
     assert redact(url) == (f"https://gw.example/v1?password={MASK}&client_secret={MASK}&auth={MASK}"
                            f"&X-Amz-Security-Token={MASK}&client.secret={MASK}&model=m1")
+    # A signed URL's signature is its credential (Azure SAS `sig`, AWS presigned `X-Amz-Signature`).
+    assert redact("https://acct.example/v1?sv=2024-01-01&sig=Q3x%2Fz9&X-Amz-Signature=ab12cd") == (
+        f"https://acct.example/v1?sv=2024-01-01&sig={MASK}&X-Amz-Signature={MASK}")
     # A word that merely contains one is no secret's name.
-    assert redact("https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list") == (
-        "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list")
+    assert redact("https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x") == (
+        "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x")
 
 
 def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):
