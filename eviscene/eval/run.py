@@ -122,7 +122,7 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     driven from Python)."""
     positive_int(flags.concurrency, "--concurrency")
     rollouts = positive_int(flags.rollouts_per_case, "--rollouts-per-case")
-    if flags.timeout <= 0:
+    if not flags.timeout > 0:  # nan too: every episode's deadline would fail
         raise EvisceneError("--timeout must be positive")
     run = resolve_options(flags)
     options = run.flags
@@ -454,8 +454,10 @@ async def _execute(
     ended: bool = False,
     claim: RunLock | None = None,
 ) -> RunSummary:
-    """Run `todo`, then import `to_import` and record the run's end, unless there was nothing
-    to run or import and the run has `ended` already."""
+    """Import `to_import`, run `todo` and record the run's end, unless there was nothing to run
+    or import and the run has `ended` already. The scoring files go first: the views score a
+    stopped or still running run's finished episodes against them (the agent never reads the
+    log)."""
     summary = RunSummary(run_id=run_id, planned=len(plan.specs))
     options = plan.options.flags
     perceptions = (
@@ -498,6 +500,7 @@ async def _execute(
             planned()  # once the run is this process's: a run another process writes is refused before any progress
         for draft in opening:
             await writer.emit(draft)
+        await import_scoring_files(writer, plan.release, to_import)
 
         async def worker() -> None:
             while queue:
@@ -545,7 +548,6 @@ async def _execute(
             if stop is None:
                 checkpoint("run.episodes_ended")
                 summary.notes += filter(None, (file.change_note(run_id) for file in plan.scoring_files.values()))
-                await import_scoring_files(writer, plan.release, to_import)
                 await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
                 summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
         except Exception as exc:

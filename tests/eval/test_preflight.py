@@ -118,15 +118,16 @@ def test_an_output_directory_that_cannot_be_created_is_refused_before_any_episod
     assert_nothing_ran(result, tmp_path / "log.duckdb", "cannot write /proc/eviscene-run: ")
 
 
-async def full_disk(*args) -> None:
-    raise OSError(28, "No space left on device")
+def full_disk_at_the_end(name: str) -> None:
+    if name == "run.episodes_ended":
+        raise OSError(28, "No space left on device")
 
 
 def test_finished_episodes_survive_a_failure_at_the_end_and_resume_completes_the_run(release, tmp_path, monkeypatch):
-    """The scoring import at the run's end fails (a full disk), after the episodes finished."""
+    """The run's end fails (a full disk), after the episodes finished."""
     log = EventLog(tmp_path / "log.duckdb")
     options = EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), limit=3, concurrency=1)
-    monkeypatch.setattr(run_module, "import_scoring_files", full_disk)
+    monkeypatch.setattr(run_module, "checkpoint", full_disk_at_the_end)
     with pytest.raises(OSError, match="No space left on device"):
         anyio.run(lambda: start_run(log, options, run_id="ends-badly"))
     finished = log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.finished'")["n"][0].as_py()

@@ -496,10 +496,11 @@ def test_resume_finds_a_moved_release_by_id_and_cases_sha256(release, tmp_path):
 
 
 def test_a_crashed_run_is_failed_with_its_error_in_the_manifest(release, tmp_path, monkeypatch):
-    async def full_disk(*args) -> None:  # the crash comes after the episodes, at the scoring import
-        raise OSError(28, "No space left on device")
+    def full_disk(name: str) -> None:  # the crash comes after the episodes
+        if name == "run.episodes_ended":
+            raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(run_module, "import_scoring_files", full_disk)
+    monkeypatch.setattr(run_module, "checkpoint", full_disk)
     log_path = tmp_path / "log.duckdb"
     log = EventLog(log_path)
     options = EvalOptions(benchmark=benchmark(release), limit=1)

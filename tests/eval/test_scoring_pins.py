@@ -221,15 +221,45 @@ class DownAtTheSecondCall(OfflineProvider):
         return await super().complete(request)
 
 
+async def nothing_imported_at_the_start(*args) -> None:
+    """Runs recorded before the scoring files came first imported them at their end only."""
+
+
 def test_a_run_recorded_before_pins_that_stopped_before_importing_resumes(tmp_path, monkeypatch):
-    """It pinned nothing and imported nothing yet: nothing holds it, and its resume imports
-    what it reads."""
+    """It pinned nothing and imported nothing yet (runs then imported their scoring files at
+    their end): nothing holds it, and its resume imports what it reads."""
     release = copy_release(tmp_path / "demo")
     log = EventLog(tmp_path / "log.duckdb")
-    monkeypatch.setattr(run_module, "RunStarted", RunStartedBeforePins)
     options = EvalOptions(benchmark=cases(release), limit=2, concurrency=1)
-    stopped = anyio.run(lambda: start_run(log, options, provider=DownAtTheSecondCall(), run_id="old"))
+    with monkeypatch.context() as then:
+        then.setattr(run_module, "RunStarted", RunStartedBeforePins)
+        then.setattr(run_module, "import_scoring_files", nothing_imported_at_the_start)
+        stopped = anyio.run(lambda: start_run(log, options, provider=DownAtTheSecondCall(), run_id="old"))
     assert stopped.stopped and imports_by_kind(log, "old") == {}
     resumed = invoke_eval(log.path, "resume", "old")
     assert resumed.exit_code == 0, resumed.output
     assert imports_by_kind(log, "old")["evaluation_gold"] == [sha256(gold_file(release))]
+
+
+class DownAtTheTenthCall(DownAtTheSecondCall):
+    """Down once the first episode (~7 calls of the offline agent) has finished."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls >= 10:
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
+        return await OfflineProvider.complete(self, request)
+
+
+def test_a_stopped_runs_finished_episodes_are_scored_against_its_gold(tmp_path):
+    """The scoring files are the run's first import: before, they came at its end, and until
+    then (a stop, a kill, a run still going) every finished episode was scored without gold, as
+    wrong, in every view, run directory and dataset export."""
+    release = copy_release(tmp_path / "demo")
+    log = EventLog(tmp_path / "log.duckdb")
+    options = EvalOptions(benchmark=cases(release), limit=3, concurrency=1)
+    stopped = anyio.run(lambda: start_run(log, options, provider=DownAtTheTenthCall(), run_id="cut"))
+    assert stopped.stopped and imports_by_kind(log, "cut")["evaluation_gold"] == [sha256(gold_file(release))]
+    gold = {row["case_id"]: row["label"] for row in map(json.loads, gold_file(release).read_text().splitlines())}
+    scored = log.sql("SELECT case_id, gold_label FROM episode_metrics WHERE run_id = 'cut'").to_pylist()
+    assert scored and all(row["gold_label"] == gold[row["case_id"]] for row in scored)
