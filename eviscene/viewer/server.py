@@ -42,6 +42,8 @@ PAGE_SIZE = 50
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 # What browsers say of a request another site's page made (an <img>, a form, a fetch):
 # refused, so no site can make the viewer run a filter; curl and a typed URL send none or `none`.
+# A link followed from elsewhere (a chat, a notebook) is a navigation to a page, whose answer
+# that site never reads: answered, as a typed URL is.
 CROSS_SITE_FETCHES = frozenset({"cross-site", "same-site"})
 
 
@@ -176,7 +178,9 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
             if allowed_hosts is not None and host not in allowed_hosts:
                 return f"Host {host!r} refused: a viewer bound to loopback answers to localhost, 127.0.0.1, ::1 and its --host only"
             fetch_site = self.headers.get("Sec-Fetch-Site", "").lower()
-            if fetch_site in CROSS_SITE_FETCHES:
+            followed_link = (self.headers.get("Sec-Fetch-Mode", "").lower(), self.headers.get("Sec-Fetch-Dest", "").lower()) == (
+                "navigate", "document")
+            if fetch_site in CROSS_SITE_FETCHES and not followed_link:
                 return f"a {fetch_site} request refused: the viewer answers its own pages, a typed URL and tools like curl only"
             origin = self.headers.get("Origin")
             if origin is not None and origin != f"http://{self.headers.get('Host', '')}":

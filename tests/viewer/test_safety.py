@@ -247,8 +247,13 @@ def test_a_request_from_another_sites_page_is_refused_on_every_route(small_viewe
     for origin in ("http://evil.example", "null", f"http://localhost:{port}"):
         assert _get(small_viewer + f"/run/{RUN}/episodes?filter=true", {"Origin": origin}) == (
             403, f"a request from origin {origin!r} refused: the viewer answers its own pages only\n"), origin
-    # The viewer's own pages, a typed URL and curl (no header at all) are answered.
-    for headers in ({}, {"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin", "Origin": small_viewer}):
+    # An iframe of another site's page is no link followed.
+    assert _get(small_viewer + "/", {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}) == (
+        403, CROSS_SITE)
+    # The viewer's own pages, a typed URL, curl (no header at all) and a link followed from
+    # another site (a chat, a notebook) are answered.
+    followed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    for headers in ({}, {"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin", "Origin": small_viewer}, followed):
         status, body = _get(small_viewer + f"/run/{RUN}/episodes?filter=true", headers)
         assert status == 200 and '<span data-stat="matching">3</span> episodes' in body, headers
 
