@@ -34,6 +34,7 @@ def view(log: EventLog, port: int, host: str) -> None:
         busy = "; choose another --port (0: any free port)" if exc.errno == errno.EADDRINUSE else ""
         raise EvisceneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{busy}") from None
     bound_host, bound_port = server.server_address[:2]
+    bound_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     if not log.exists():  # started before the first run, or a mistyped --db: either way, say so
         click.echo(f"note: no log at {log.path} yet; its runs appear here once one writes there", err=True)
     click.echo(f"serving {log.path} at http://{bound_host}:{bound_port}/ (read-only; Ctrl-C stops)", err=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,7 +22,7 @@ from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
-from eviscene.viewer.predicate import validate_predicate
+from eviscene.viewer.predicate import filter_time_limit, validate_predicate
 from eviscene.viewer.results_cache import DATASET_EXPORT, ResultCache, RunHead, run_head, run_heads
 from eviscene.views import narrow_to_group, narrow_to_runs
 
@@ -548,8 +549,9 @@ def episode_list(
         else:
             log.add_views(con, materialize=True, for_query=f"events {predicate}")
         con.register("episode_list", table)
-        total = con.execute(f"SELECT count(*) FROM ({filtered})", params).fetchall()[0][0]
-        found = fetch(con, f"{filtered} ORDER BY {order} LIMIT {int(page_size)} OFFSET {(page - 1) * int(page_size)}", params)
+        with filter_time_limit(con) if predicate.strip() else nullcontext():
+            total = con.execute(f"SELECT count(*) FROM ({filtered})", params).fetchall()[0][0]
+            found = fetch(con, f"{filtered} ORDER BY {order} LIMIT {int(page_size)} OFFSET {(page - 1) * int(page_size)}", params)
         return EpisodePage(found, total, page, page_size)
 
     return read(log, "", reader, views=False)

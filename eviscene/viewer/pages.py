@@ -1,11 +1,12 @@
 """The viewer's pages as HTML, for the live server and the one-file report alike. Every
-value from the log goes through `esc` (text) or `embed_json` (data): a caption, a page
+value from the log goes through `esc` (text), `attr` (attributes) or `embed_json` (data): a caption, a page
 title or a tool result that holds markup renders as text."""
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -14,9 +15,22 @@ from eviscene.viewer import charts
 from eviscene.viewer.data import EPISODE_LIST_COLUMNS, EpisodePage
 from eviscene.viewer.images import page_images, walk_dicts
 
+# Text that can reorder what stands beside it: bidi controls (U+202E reverses the rest of
+# the line) and right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko…).
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+                   "\U00010800-\U00010fff\U0001e800-\U0001efff]")
+
+
+def attr(value: Any) -> str:
+    """A value escaped for an attribute (or <title>, where no markup is read)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
 
 def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """A value escaped for text content; text that could reorder its neighbours is isolated
+    in <bdi>, so an id holding U+202E reverses only itself."""
+    text = attr(value)
+    return f"<bdi>{text}</bdi>" if _BIDI.search(text) else text
 
 
 def embed_json(value: Any) -> str:
@@ -80,12 +94,12 @@ class ChartSlot:
 
 def stat(label: str, value: str, key: str, note: str = "") -> str:
     return (f'<div class="stat"><div class="stat-label">{esc(label)}</div>'
-            f'<div class="stat-value" data-stat="{esc(key)}">{esc(value)}</div>'
+            f'<div class="stat-value" data-stat="{attr(key)}">{esc(value)}</div>'
             + (f'<div class="stat-note">{esc(note)}</div>' if note else "") + "</div>")
 
 
 def badge(text: str, kind: str = "") -> str:
-    return f'<span class="badge {esc(kind)}">{esc(text)}</span>'
+    return f'<span class="badge {attr(kind)}">{esc(text)}</span>'
 
 
 def status_badge(status: str | None) -> str:
@@ -114,11 +128,11 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
         )
         rate = f"{r['rate_per_minute']:.1f}/min" if r.get("rate_per_minute") else "–"
         body.append(
-            f'<tr data-run="{esc(r["run_id"])}">'
+            f'<tr data-run="{attr(r["run_id"])}">'
             f'<td>{"<span class=live-dot title=writing></span>" if r.get("writing") else ""}</td>'
-            f'<td><input type="radio" name="a" value="{esc(r["run_id"])}" aria-label="compare as A"></td>'
-            f'<td><input type="radio" name="b" value="{esc(r["run_id"])}" aria-label="compare as B"></td>'
-            f'<td><a href="{esc(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
+            f'<td><input type="radio" name="a" value="{attr(r["run_id"])}" aria-label="compare as A"></td>'
+            f'<td><input type="radio" name="b" value="{attr(r["run_id"])}" aria-label="compare as B"></td>'
+            f'<td><a href="{attr(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
             + (f'<td>{esc(r.get("label"))}</td>' if has_label else "")
             + f'<td>{status_badge(r["status"])}</td><td>{esc(r["provider"])}</td><td>{esc(r["model"])}</td>'
             f'<td class="progress-cell">{progress}</td><td class="num">{esc(rate)}</td>'
@@ -139,8 +153,8 @@ def _computing(seconds: float) -> str:
 
 def _computing_row(r: dict[str, Any], links: Links, columns: int) -> str:
     """A live run whose row is being computed: its id and that, no number yet."""
-    return (f'<tr data-run="{esc(r["run_id"])}" data-computing="1"><td></td><td></td><td></td>'
-            f'<td><a href="{esc(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
+    return (f'<tr data-run="{attr(r["run_id"])}" data-computing="1"><td></td><td></td><td></td>'
+            f'<td><a href="{attr(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
             f'<td colspan="{columns - 4}" class="muted">{esc(_computing(r["computing_s"]))}</td></tr>')
 
 
@@ -165,7 +179,7 @@ def _confusion_values(labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run_header(run: dict[str, Any], links: Links, current: str) -> str:
     tabs = [("dashboard", "Dashboard", links.dashboard(run["run_id"])), ("episodes", "Episodes", links.episodes(run["run_id"]))]
-    nav = "".join(f'<a class="tab{" active" if key == current else ""}" href="{esc(href)}">{esc(text)}</a>' for key, text, href in tabs)
+    nav = "".join(f'<a class="tab{" active" if key == current else ""}" href="{attr(href)}">{esc(text)}</a>' for key, text, href in tabs)
     return (f'<div class="run-head"><h1>{esc(run["run_id"])}</h1>'
             f'<div class="muted">{status_badge(run["status"])} {esc(run["provider"])} · {esc(run["model"])} · release {esc(run["release_id"])}'
             + (f' · label {esc(run["label"])}' if run.get("label") else "") + f'</div><nav class="tabs">{nav}</nav></div>')
@@ -248,7 +262,7 @@ def episodes_table(run_id: str, found: EpisodePage, links: Links, *, predicate: 
         flip = column == sort and not descending
         arrow = (" ▼" if descending else " ▲") if column == sort else ""
         href = links.episodes(run_id, filter=predicate, q=search, sort=column, desc=int(flip) or None)
-        return f'<th><a href="{esc(href)}">{esc(column.replace("_", " "))}{arrow}</a></th>'
+        return f'<th><a href="{attr(href)}">{esc(column.replace("_", " "))}{arrow}</a></th>'
 
     body = []
     for row in found.rows:
@@ -256,7 +270,7 @@ def episodes_table(run_id: str, found: EpisodePage, links: Links, *, predicate: 
         for column in EPISODE_LIST_COLUMNS:
             value = row[column]
             if column == "episode_id":
-                cells.append(f'<td><a href="{esc(links.episode(run_id, value))}">{esc(value)}</a></td>')
+                cells.append(f'<td><a href="{attr(links.episode(run_id, value))}">{esc(value)}</a></td>')
             elif column == "result_correct":
                 cells.append(f'<td>{badge("correct", "ok") if value else badge("wrong", "bad") if value is False else "–"}</td>')
             else:
@@ -271,10 +285,10 @@ def episodes_page(run: dict[str, Any], found: EpisodePage | None, links: Links, 
                   sort: str, descending: bool, error: str | None) -> str:
     run_id = run["run_id"]
     form = (
-        f'<form method="get" class="filters" action="{esc(links.episodes(run_id))}">'
-        f'<label>SQL filter <input name="filter" value="{esc(predicate)}" placeholder="verdict &lt;&gt; gold_label AND total_tool_calls &gt; 5" size="60"></label>'
-        f'<label>Search messages and tool results <input name="q" value="{esc(search)}" placeholder="text"></label>'
-        f'<input type="hidden" name="sort" value="{esc(sort)}">' + ('<input type="hidden" name="desc" value="1">' if descending else "")
+        f'<form method="get" class="filters" action="{attr(links.episodes(run_id))}">'
+        f'<label>SQL filter <input name="filter" value="{attr(predicate)}" placeholder="verdict &lt;&gt; gold_label AND total_tool_calls &gt; 5" size="60"></label>'
+        f'<label>Search messages and tool results <input name="q" value="{attr(search)}" placeholder="text"></label>'
+        f'<input type="hidden" name="sort" value="{attr(sort)}">' + ('<input type="hidden" name="desc" value="1">' if descending else "")
         + '<button type="submit">Apply</button></form>'
     )
     if error:
@@ -284,8 +298,8 @@ def episodes_page(run: dict[str, Any], found: EpisodePage | None, links: Links, 
     nav_query = {"filter": predicate, "q": search, "sort": sort, "desc": int(descending) or None}
     pager = (
         f'<div class="pager"><span data-stat="matching">{found.total}</span> episodes · page {found.page} of {pages} '
-        + (f'<a href="{esc(links.episodes(run_id, **nav_query, page=found.page - 1))}">‹ previous</a> ' if found.page > 1 else "")
-        + (f'<a href="{esc(links.episodes(run_id, **nav_query, page=found.page + 1))}">next ›</a>' if found.page < pages else "")
+        + (f'<a href="{attr(links.episodes(run_id, **nav_query, page=found.page - 1))}">‹ previous</a> ' if found.page > 1 else "")
+        + (f'<a href="{attr(links.episodes(run_id, **nav_query, page=found.page + 1))}">next ›</a>' if found.page < pages else "")
         + "</div>"
     )
     table = episodes_table(run_id, found, links, predicate=predicate, search=search, sort=sort, descending=descending)
@@ -327,7 +341,7 @@ def _evidence_list(payload: dict[str, Any], cited: set[str], image: Callable[[st
     for picture in page_images(payload.get("data")):
         src = image(picture["sha256"])
         figures.append(
-            '<figure class="thumb">' + (f'<img src="{esc(src)}" alt="{esc(picture["alt"])}">' if src else '<div class="no-image">image not available</div>')
+            '<figure class="thumb">' + (f'<img src="{attr(src)}" alt="{attr(picture["alt"])}">' if src else '<div class="no-image">image not available</div>')
             + f'<figcaption>{esc(picture["alt"])}<div class="url">{esc(picture["image_url"])}</div></figcaption></figure>'
         )
     return (f'<ul class="evidence">{"".join(items)}</ul>' if items else "") + (f'<div class="thumbs">{"".join(figures)}</div>' if figures else "")
@@ -366,7 +380,7 @@ def _event(event: dict[str, Any], cited: set[str], image: Callable[[str], str | 
         body = f'attempt {esc(p.get("attempt"))}'
     else:
         body = _json_block(p)
-    return (f'<li class="event t-{esc(kind.replace(".", "-"))}"><div class="event-head"><span class="step">#{esc(event["step"])}</span>'
+    return (f'<li class="event t-{attr(kind.replace(".", "-"))}"><div class="event-head"><span class="step">#{esc(event["step"])}</span>'
             f'<span class="type">{esc(kind)}</span></div><div class="event-body">{body}</div></li>')
 
 
@@ -385,13 +399,13 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
     cited = {b.get("evidence_id") for b in (e.get("verdict_basis") or [])}
     correct = e.get("result_correct")
     head = (
-        f'<p class="crumbs"><a href="{esc(links.runs())}">Runs</a> › <a href="{esc(links.dashboard(run_id))}">{esc(run_id)}</a> › '
-        f'<a href="{esc(links.episodes(run_id))}">Episodes</a></p>'
+        f'<p class="crumbs"><a href="{attr(links.runs())}">Runs</a> › <a href="{attr(links.dashboard(run_id))}">{esc(run_id)}</a> › '
+        f'<a href="{attr(links.episodes(run_id))}">Episodes</a></p>'
         f'<h1>{esc(e["episode_id"])}</h1><p class="muted">case {esc(e["case_id"])} · rollout {esc(e["rollout_index"])} · group {esc(e["prompt_group_id"])} · '
         f'attempts {esc(e["attempts"])}</p>'
     )
     src = image(e.get("image_sha256"))
-    picture = (f'<figure class="case-image"><img src="{esc(src)}" alt="case image {esc(e["case_id"])}"></figure>' if src
+    picture = (f'<figure class="case-image"><img src="{attr(src)}" alt="case image {attr(e["case_id"])}"></figure>' if src
                else '<figure class="case-image"><div class="no-image">case image not available</div></figure>')
     outcome = _kv_table([
         ("verdict", e.get("verdict")), ("gold", e.get("gold_label")), ("correct", correct), ("confidence", e.get("confidence")),
@@ -433,7 +447,7 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
                    + "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in el["exclusion_reasons"] or []) + "</ul>") if el else ""
     siblings = "".join(
         f'<div class="sibling{" current" if m["episode_id"] == e["episode_id"] else ""}">'
-        f'<a href="{esc(links.episode(run_id, m["episode_id"]))}">rollout {esc(m["rollout_index"])}</a>'
+        f'<a href="{attr(links.episode(run_id, m["episode_id"]))}">rollout {esc(m["rollout_index"])}</a>'
         f'<div>{badge(m["verdict"] or "–", "verdict")} {badge("correct", "ok") if m["classification_correct"] else badge("wrong", "bad")}</div>'
         + _kv_table([("confidence", m["confidence"]), ("tool calls", m["total_tool_calls"]), ("reward", m["reward"]),
                      ("GRPO", m["grpo_advantage"]), ("RLOO", m["rloo_advantage"])]) + "</div>"
@@ -500,7 +514,7 @@ def compare_page(data: dict[str, Any], links: Links) -> str:
         for c in data["flipped"]
     )
     return (
-        f'<h1>Compare runs</h1><p>A <a href="{esc(links.dashboard(a))}">{esc(a)}</a><br>B <a href="{esc(links.dashboard(b))}">{esc(b)}</a></p>'
+        f'<h1>Compare runs</h1><p>A <a href="{attr(links.dashboard(a))}">{esc(a)}</a><br>B <a href="{attr(links.dashboard(b))}">{esc(b)}</a></p>'
         f'<p class="muted">Paired by case (rollout 0); interval: percentile bootstrap over cases.</p>'
         f'<div class="stats">{stats}</div><div class="chart-grid">{"".join(plots)}</div>'
         f'<section class="card"><h2>Cases that flipped (<span data-stat="flipped">{len(data["flipped"])}</span>)</h2>'
@@ -519,7 +533,7 @@ def layout(title: str, body: str, *, scripts: str, styles: str) -> str:
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)} · EviScene</title>{styles}</head><body>"
+        f"<title>{attr(title)} · EviScene</title>{styles}</head><body>"
         '<header class="top"><a class="brand" href="/">EviScene</a><nav><a href="/">Runs</a></nav></header>'
         f'<main>{body}</main>{scripts}</body></html>'
     )

@@ -5,12 +5,16 @@ The predicate is parsed by DuckDB itself (`json_serialize_sql`) inside a fixed
 `SELECT * FROM episodes WHERE (…)` and the parse tree must equal the fixed query's
 everywhere but the WHERE clause: a `;`, a second statement, a closing parenthesis that
 smuggles in UNION/ORDER/LIMIT, a comment eating the wrapper, all change the tree or fail to
-parse. Subqueries over the views are allowed (the joins), table functions (files, settings)
-are not. It then runs inside the read-only snapshot."""
+parse. Subqueries over the views are allowed (the joins); table functions (files), the
+settings and variables, and DuckDB's catalogs (what else the process has open) are not. It
+then runs inside the read-only snapshot."""
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -19,7 +23,16 @@ from eviscene.errors import EvisceneError
 from eviscene.store.snapshot import new_connection
 
 _WRAPPER = "SELECT * FROM episodes WHERE ({})"
+# A predicate may join the views into a query that runs for hours (a cross join of `events`):
+# past this it is interrupted, so a filter costs the viewer seconds at most.
+FILTER_TIME_LIMIT_S = 5.0
 _POSITION_FIELDS = {"query_location", "query_location_length"}
+# Scalar functions that read the process's settings, variables or environment.
+_REFUSED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv"})
+# DuckDB's own catalogs: the schemas, and the views named by these prefixes in any schema
+# (duckdb_settings, duckdb_databases, pg_settings, sqlite_master…).
+_CATALOG_SCHEMAS = frozenset({"information_schema", "pg_catalog"})
+_CATALOG_PREFIXES = ("duckdb_", "pg_", "sqlite_")
 
 
 class PredicateError(EvisceneError):
@@ -38,12 +51,20 @@ def _strip_positions(node: Any) -> Any:
     return node
 
 
-def _has_table_function(node: Any) -> bool:
+def _nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every node of a parse tree."""
     if isinstance(node, dict):
-        return node.get("type") == "TABLE_FUNCTION" or any(_has_table_function(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_table_function(v) for v in node)
-    return False
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
+def _is_catalog(table: dict[str, Any]) -> bool:
+    names = [str(table.get(key) or "").lower() for key in ("catalog_name", "schema_name", "table_name")]
+    return bool(_CATALOG_SCHEMAS.intersection(names)) or names[2].startswith(_CATALOG_PREFIXES)
 
 
 def validate_predicate(predicate: str) -> str:
@@ -68,6 +89,26 @@ def validate_predicate(predicate: str) -> str:
     expected.pop("where_clause", None)
     if node != expected or where is None:
         raise PredicateError("the filter is one SQL predicate over the episodes' columns, nothing around it")
-    if _has_table_function(where):
-        raise PredicateError("the filter may read the views, not table functions (files, settings)")
+    for part in _nodes(where):
+        if part.get("type") == "TABLE_FUNCTION":
+            raise PredicateError("the filter may read the views, not table functions (files, settings)")
+        if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in _REFUSED_FUNCTIONS:
+            raise PredicateError(f"the filter may read the views, not settings or variables ({part['function_name']})")
+        if part.get("type") == "BASE_TABLE" and _is_catalog(part):
+            raise PredicateError("the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)")
     return text
+
+
+@contextmanager
+def filter_time_limit(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The queries inside run FILTER_TIME_LIMIT_S at most: then `con` is interrupted (it stays
+    usable) and PredicateError says so."""
+    seconds = FILTER_TIME_LIMIT_S
+    timer = threading.Timer(seconds, con.interrupt)
+    timer.start()
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise PredicateError(f"the filter took longer than {seconds:g} s") from None
+    finally:
+        timer.cancel()

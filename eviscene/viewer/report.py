@@ -114,7 +114,7 @@ def build_report(log: EventLog, run_id: str, out: Path, *, compare_with: str | N
     scripts = "".join("<script>" + static_text(name).replace("</script", "<\\/script") + "</script>" for name in SCRIPTS)
     document = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{pages.esc(run_id)} · EviScene report</title><link rel="icon" href="data:,"><style>{static_text("viewer.css")}</style></head><body>'
+        f'<title>{pages.attr(run_id)} · EviScene report</title><link rel="icon" href="data:,"><style>{static_text("viewer.css")}</style></head><body>'
         f'<header class="top"><span class="brand">EviScene report</span><nav>{nav}</nav></header><main>{body}</main>'
         f"{embedded}{scripts}</body></html>"
     )

@@ -4,6 +4,8 @@ up as it goes, and the server never takes a lock a writer needs nor writes anyth
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import threading
 import traceback
 from http import HTTPStatus
@@ -38,6 +40,28 @@ PAGE_SIZE = 50
 # A loopback viewer answers only to loopback names: a page of another site whose name an
 # attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+# What browsers say of a request another site's page made (an <img>, a form, a fetch):
+# refused, so no site can make the viewer run a filter; curl and a typed URL send none or `none`.
+# A link followed from elsewhere (a chat, a notebook) is a navigation to a page, whose answer
+# that site never reads: answered, as a typed URL is.
+CROSS_SITE_FETCHES = frozenset({"cross-site", "same-site"})
+
+
+def allowed_host_names(host: str, bound_address: str) -> frozenset[str] | None:
+    """The Host names a viewer bound to `bound_address` (as `host` was typed) answers to:
+    loopback names when the socket is on loopback (`127.0.0.2`, `127.1`, `::ffff:127.0.0.1`
+    too), else None, any name (bound elsewhere, it is reached by names it cannot know)."""
+    address = ipaddress.ip_address(bound_address.partition("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    if not address.is_loopback:
+        return None
+    return LOOPBACK_NAMES | {host_name_of(host), bound_address.lower(), str(address)}
+
+
+def host_name_of(host: str) -> str:
+    """`--host` as a Host header names it: lower case, an IPv6 address without brackets."""
+    return host.strip("[]").lower()
 
 
 def host_name(header: str) -> str:
@@ -148,11 +172,25 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
             if not head:
                 self.wfile.write(body)
 
-        def _serve(self, head: bool) -> None:
+        def _refusal(self) -> str | None:
+            """Why this request is refused (one line), or None."""
             host = host_name(self.headers.get("Host", "")).lower()
             if allowed_hosts is not None and host not in allowed_hosts:
-                message = f"Host {host!r} refused: a viewer bound to loopback answers to localhost, 127.0.0.1 and ::1 only\n"
-                self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", message.encode(), head=head)
+                return f"Host {host!r} refused: a viewer bound to loopback answers to localhost, 127.0.0.1, ::1 and its --host only"
+            fetch_site = self.headers.get("Sec-Fetch-Site", "").lower()
+            followed_link = (self.headers.get("Sec-Fetch-Mode", "").lower(), self.headers.get("Sec-Fetch-Dest", "").lower()) == (
+                "navigate", "document")
+            if fetch_site in CROSS_SITE_FETCHES and not followed_link:
+                return f"a {fetch_site} request refused: the viewer answers its own pages, a typed URL and tools like curl only"
+            origin = self.headers.get("Origin")
+            if origin is not None and origin != f"http://{self.headers.get('Host', '')}":
+                return f"a request from origin {origin!r} refused: the viewer answers its own pages only"
+            return None
+
+        def _serve(self, head: bool) -> None:
+            refusal = self._refusal()
+            if refusal is not None:
+                self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", f"{refusal}\n".encode(), head=head)
                 return
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -181,9 +219,17 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 def make_server(log: EventLog, host: str = "127.0.0.1", port: int = 8765, first_look_wait_s: float = data.FIRST_LOOK_WAIT_S) -> ThreadingHTTPServer:
-    # Bound elsewhere (`--host`), the viewer is meant to be reached by names it cannot know.
-    allowed_hosts = LOOPBACK_NAMES if host in LOOPBACK_NAMES else None
-    server = ThreadingHTTPServer((host, port), _handler(Viewer(log, first_look_wait_s), allowed_hosts))
-    server.daemon_threads = True
+    server_class = _Server6 if ":" in host else _Server
+    server = server_class((host_name_of(host), port), BaseHTTPRequestHandler)
+    # Loopback or not is what the socket is bound to, however --host spelled it.
+    server.RequestHandlerClass = _handler(Viewer(log, first_look_wait_s), allowed_host_names(host, server.server_address[0]))
     return server

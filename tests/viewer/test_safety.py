@@ -1,20 +1,29 @@
-"""Hostile content renders as text, the filter box takes only a read-only predicate, the
-server binds loopback by default and refuses to change anything."""
+"""Hostile content renders as text, the filter box takes only a read-only predicate and
+answers within its time limit, the server binds loopback by default, answers no other site's
+page and refuses to change anything."""
 
 from __future__ import annotations
 
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
+import anyio
 import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
+from eviscene.events import EpisodeFinished, EpisodeScheduled, EpisodeStarted, JudgmentMade, RunStarted
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
+from eviscene.viewer import predicate as predicate_module
 from eviscene.viewer.predicate import PredicateError, validate_predicate
-from eviscene.viewer.server import host_name
+from eviscene.viewer.server import allowed_host_names, host_name, make_server
 
 from viewer_harness import HOSTILE, Server
 
@@ -36,6 +45,21 @@ REFUSED = [
 def test_only_a_read_only_predicate_passes_the_filter_check(predicate):
     with pytest.raises(PredicateError):
         validate_predicate(predicate)
+
+
+@pytest.mark.parametrize("predicate, refusal", [
+    ("current_setting('temp_directory') IS NOT NULL", "the filter may read the views, not settings or variables (current_setting)"),
+    ("getvariable('x') IS NULL", "the filter may read the views, not settings or variables (getvariable)"),
+    ("episode_id IN (SELECT database_name FROM duckdb_databases)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM main.DuckDB_Settings)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM information_schema.tables)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM pg_catalog.pg_class)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM pg_settings)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+])
+def test_the_filter_refuses_settings_variables_and_duckdbs_catalogs(predicate, refusal):
+    with pytest.raises(PredicateError) as refused:
+        validate_predicate(predicate)
+    assert str(refused.value) == refusal
 
 
 def test_predicates_over_the_columns_and_the_views_pass():
@@ -103,7 +127,7 @@ def test_a_loopback_viewer_refuses_other_host_names(server):
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 403
     assert refused.value.read().decode() == (
-        "Host 'evil.example' refused: a viewer bound to loopback answers to localhost, 127.0.0.1 and ::1 only\n"
+        "Host 'evil.example' refused: a viewer bound to loopback answers to localhost, 127.0.0.1, ::1 and its --host only\n"
     )
 
 
@@ -128,3 +152,146 @@ def test_a_port_in_use_is_one_line_naming_the_way_past_it(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}: ")
     assert result.stderr.endswith("; choose another --port (0: any free port)\n")
+
+
+# ------------------------------------------------------------- a small log, served in-process
+
+RUN = "safety-run"
+RTL_EPISODE = "case-\u202etxt.exe--r000"  # U+202E: the rest of the line reads right to left
+EPISODES = ("case-0--r000", "case-1--r000", RTL_EPISODE)
+
+
+async def _write_small_run(log: EventLog) -> None:
+    async with log.writer(RUN) as writer:
+        await writer.emit(EventDraft(RunStarted(
+            started_at="2026-11-30T00:00:00+00:00", git_commit="test",
+            benchmark={"release_id": "r", "release_stage": "frozen_eval", "path": "/r/cases.jsonl",
+                       "training_prohibited": False, "runtime_contract_version": "v"},
+            agent={"max_tool_actions": 4, "provider": "offline", "model": "m"},
+            source_access_policy={"active": False}, config={"label_set": ["authentic", "manipulated"]})))
+        for number, episode in enumerate(EPISODES):
+            await writer.emit(EventDraft(EpisodeScheduled(
+                case_id=episode.removesuffix("--r000"), prompt_group_id=f"pg-{number}", rollout_index=0, group_size=1,
+                sampling_seed=number, image_sha256="0" * 64, image_path="runtime_input/images/x.jpg"), episode_id=episode))
+            payloads = [EpisodeStarted(attempt=1, started_at="2026-11-30T00:00:00+00:00"),
+                        JudgmentMade(verdict="authentic" if number == 0 else "manipulated", confidence=0.8, verdict_basis=[]),
+                        EpisodeFinished(termination="completed", time_taken=2.0, total_tool_calls=0, llm_api_calls=1)]
+            for step, payload in enumerate(payloads):
+                await writer.emit(EventDraft(payload, episode_id=episode, attempt=1, step=step))
+
+
+@pytest.fixture
+def small_log(tmp_path: Path, monkeypatch) -> EventLog:
+    monkeypatch.setenv("EVISCENE_RUNTIME_DIR", str(tmp_path / "runtime"))
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_write_small_run, log)
+    return log
+
+
+def _serve(log: EventLog, host: str) -> Iterator[str]:
+    server = make_server(log, host, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def small_viewer(small_log) -> Iterator[str]:
+    yield from _serve(small_log, "127.0.0.1")
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=60) as answered:
+            return answered.status, answered.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
+def test_a_filter_past_its_time_limit_is_refused_and_the_viewer_answers_the_next_one(small_viewer, monkeypatch):
+    """`events` (13 rows) cross-joined ten times: 13^10 rows, minutes of CPU (eight times
+    takes 1.2 s here), interrupted at the limit."""
+    monkeypatch.setattr(predicate_module, "FILTER_TIME_LIMIT_S", 0.5)
+    slow = f"(SELECT count(*) FROM {', '.join(f'events e{n}' for n in range(10))}) > 0"
+    started = time.monotonic()
+    status, body = _get(f"{small_viewer}/run/{RUN}/episodes?filter={quote(slow)}")
+    took = time.monotonic() - started
+    assert status == 200
+    assert '<p class="error" role="alert">Refused: the filter took longer than 0.5 s</p>' in body
+    assert 'class="grid episodes"' not in body
+    assert took < 10, took
+    cpu = time.process_time()  # the query stopped: the viewer idles now
+    time.sleep(1)
+    assert time.process_time() - cpu < 0.3
+    authentic = quote("verdict = 'authentic'")
+    status, body = _get(f"{small_viewer}/run/{RUN}/episodes?filter={authentic}")
+    assert status == 200 and '<span data-stat="matching">1</span> episodes' in body and "case-0--r000" in body
+
+
+CROSS_SITE = "a cross-site request refused: the viewer answers its own pages, a typed URL and tools like curl only\n"
+
+
+def test_a_request_from_another_sites_page_is_refused_on_every_route(small_viewer):
+    """`<img src="http://127.0.0.1:8765/run/…/episodes?filter=…">` on any site sends
+    Sec-Fetch-Site: cross-site (and a fetch an Origin): refused before anything runs."""
+    port = small_viewer.rpartition(":")[2]
+    paths = ["/", "/fragment/runs", f"/run/{RUN}", f"/run/{RUN}/episodes?filter=true", "/static/viewer.css", "/nowhere"]
+    for path in paths:
+        assert _get(small_viewer + path, {"Sec-Fetch-Site": "cross-site"}) == (403, CROSS_SITE), path
+    assert _get(small_viewer + "/", {"Sec-Fetch-Site": "same-site"}) == (
+        403, "a same-site request refused: the viewer answers its own pages, a typed URL and tools like curl only\n")
+    for origin in ("http://evil.example", "null", f"http://localhost:{port}"):
+        assert _get(small_viewer + f"/run/{RUN}/episodes?filter=true", {"Origin": origin}) == (
+            403, f"a request from origin {origin!r} refused: the viewer answers its own pages only\n"), origin
+    # An iframe of another site's page is no link followed.
+    assert _get(small_viewer + "/", {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}) == (
+        403, CROSS_SITE)
+    # The viewer's own pages, a typed URL, curl (no header at all) and a link followed from
+    # another site (a chat, a notebook) are answered.
+    followed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    for headers in ({}, {"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin", "Origin": small_viewer}, followed):
+        status, body = _get(small_viewer + f"/run/{RUN}/episodes?filter=true", headers)
+        assert status == 200 and '<span data-stat="matching">3</span> episodes' in body, headers
+
+
+def test_a_viewer_bound_to_any_loopback_address_refuses_other_host_names(small_log):
+    """`--host 127.0.0.2` binds loopback as 127.0.0.1 does: DNS rebinding is refused there too."""
+    for url in _serve(small_log, "127.0.0.2"):
+        port = url.rpartition(":")[2]
+        assert _get(url + "/", {"Host": f"127.0.0.2:{port}"})[0] == 200
+        assert _get(url + "/", {"Host": f"localhost:{port}"})[0] == 200
+        assert _get(url + "/", {"Host": f"evil.example:{port}"}) == (
+            403, "Host 'evil.example' refused: a viewer bound to loopback answers to localhost, 127.0.0.1, ::1 and its --host only\n")
+
+
+@pytest.mark.parametrize("host, bound, names", [
+    ("127.1", "127.0.0.1", {"127.1", "127.0.0.1", "localhost", "::1"}),
+    ("::ffff:127.0.0.1", "::ffff:127.0.0.1", {"::ffff:127.0.0.1", "127.0.0.1", "localhost", "::1"}),
+    ("[::1]", "::1", {"::1", "127.0.0.1", "localhost"}),
+    ("LocalHost", "127.0.0.1", {"localhost", "127.0.0.1", "::1"}),
+])
+def test_the_host_names_a_loopback_viewer_answers_follow_its_bound_address(host, bound, names):
+    assert allowed_host_names(host, bound) == frozenset(names)
+
+
+@pytest.mark.parametrize("host, bound", [("0.0.0.0", "0.0.0.0"), ("::", "::"), ("192.168.1.5", "192.168.1.5")])
+def test_a_viewer_bound_off_loopback_answers_any_host_name(host, bound):
+    assert allowed_host_names(host, bound) is None
+
+
+def test_an_id_holding_a_bidi_override_reverses_only_itself(small_viewer):
+    """U+202E in an episode id would reverse the text after it; isolated in <bdi>, it cannot,
+    and no attribute (a link, a value) carries the markup."""
+    status, body = _get(f"{small_viewer}/run/{RUN}/episode/{quote(RTL_EPISODE, safe='')}")
+    assert status == 200
+    assert f"<h1><bdi>{RTL_EPISODE}</bdi></h1>" in body
+    assert f'<p class="muted">case <bdi>{RTL_EPISODE.removesuffix("--r000")}</bdi> · rollout 0' in body
+    status, listing = _get(f"{small_viewer}/run/{RUN}/episodes")
+    link = f'<a href="/run/{RUN}/episode/{quote(RTL_EPISODE, safe="")}"><bdi>{RTL_EPISODE}</bdi></a>'
+    assert status == 200 and link in listing
+    assert "case-0--r000</a>" in listing  # text that cannot reorder anything is left as it was
+    assert not any('="<bdi>' in page or "<bdi>\"" in page for page in (body, listing))
