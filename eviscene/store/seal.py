@@ -29,7 +29,7 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, new_connection, open_snapshot
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, _sql_list, attach_archive, new_connection, open_snapshot, segment_moved
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, walk_chains
 
 
@@ -191,12 +191,19 @@ def check_cited_blobs(log_path: Path, run_id: str) -> None:
     """Refuse a run citing a blob the log no longer holds (its segment deleted): sealed, the
     loss would be archived and the folder it could be restored into removed. Looked for in
     the whole log, not the run's folder alone: a writer stores a blob once a log, so a run
-    may cite one that another run stored."""
-    con = open_snapshot(log_path)
-    try:
-        missing = missing_blobs(con, run_id)
-    finally:
-        con.close()
+    may cite one that another run stored. Reading the others' live segments, it may meet one
+    that their own seal or compaction just moved: a newer snapshot finds it where it went."""
+    for attempt in range(SNAPSHOT_RETRIES):
+        try:
+            con = open_snapshot(log_path)
+            try:
+                missing = missing_blobs(con, run_id)
+            finally:
+                con.close()
+            break
+        except duckdb.Error as exc:
+            if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
+                raise
     if missing:
         raise LogIntegrityError(f"run {run_id} not sealed: {missing[0]}; the archive is unchanged")
 

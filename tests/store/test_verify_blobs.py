@@ -140,3 +140,24 @@ def test_seal_refuses_a_run_citing_a_deleted_live_blob_and_writes_nothing(tmp_pa
     assert (result.exit_code, result.output) == (2, f"Error: run gold not sealed: {cited}; the archive is unchanged\n")
     assert file_sha256(log.path) == archive
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == live
+
+
+def test_the_seals_cited_blob_check_reads_a_newer_snapshot_when_a_segment_moved_under_it(tmp_path, monkeypatch):
+    """The check reads every run's live blobs; another run's seal may remove one mid-read
+    (two `eval run`s ending at once): the seal reads again rather than fail."""
+    from eviscene.store import seal as seal_module
+
+    log = EventLog(tmp_path / "live.duckdb")
+    write_gold(log)
+    opened = []
+
+    def moved_once(path):
+        opened.append(path)
+        if len(opened) == 1:
+            raise duckdb.IOException(f'IO Error: No files found that match the pattern "{path}.live/x/blobs-1.parquet"')
+        return real(path)
+
+    real = seal_module.open_snapshot
+    monkeypatch.setattr(seal_module, "open_snapshot", moved_once)
+    assert log.seal(["gold"]) == ["gold"]
+    assert len(opened) == 2 and log.verify().ok
