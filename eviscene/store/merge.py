@@ -2,14 +2,15 @@
 log's archive. The source is verified in full first (chains, segments, records): a broken
 one, or one with a run still being written, is refused before anything moves. Events
 already present (same event_id) are skipped, so merging twice is a no-op; a run present in
-both logs with different events is refused, unless both are shards of one sharded run
-(below). The source's segment records come along, so the target's `log verify` checks the
-merged runs' ranges too.
+both logs with different events is refused, unless both are shards of one sharded run, run
+alike (below). The source's segment records come along, so the target's `log verify`
+checks the merged runs' ranges too.
 
-Shards (`eval run --shard-count N --shard-index I`, one log each, one run id) fold into one
-run: the first shard merged keeps its chain as it is; each further shard's events are
-renumbered and re-chained after the run's last event, behind an `artifact.imported` event
-of kind `log_shard` that records the shard's chain head (hash and last seq) and, for the
+Shards (`eval run --shard-count N --shard-index I`, one log each, one run id, the same
+`run.started` but for the per-machine keys PER_SHARD lists) fold into one run: the first
+shard merged keeps its chain as it is; each further shard's events are renumbered and
+re-chained after the run's last event, behind an `artifact.imported` event of kind
+`log_shard` that records the shard's chain head (hash and last seq) and, for the
 events the run already holds (the same gold and policy imports: same event_id), their seq,
 ts and content. From that record `log verify` rebuilds the shard's own chain over the folded
 events and checks it ends at the recorded head, so both chains verify in the merged log."""
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-
+import orjson
 import pyarrow as pa
 
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError
@@ -129,24 +130,90 @@ def _unmerged_events(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 
 def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source: Path) -> None:
     """Fold only another shard of the same sharded run: same release, cases and shard
-    count, a shard index the run does not hold yet, scored by the same files; anything else
-    is a different run."""
+    count, a shard index the run does not hold yet, scored by the same files, and run alike
+    (`_check_same_settings`); anything else is a different run."""
     shape = (
         "SELECT payload->>'$.benchmark.release_id', payload->>'$.benchmark.sha256', "
-        "(payload->>'$.benchmark.shard_count')::INTEGER, (payload->>'$.benchmark.shard_index')::INTEGER "
-        "FROM {table} WHERE run_id = ? AND type = 'run.started'"
+        "(payload->>'$.benchmark.shard_count')::INTEGER, (payload->>'$.benchmark.shard_index')::INTEGER, "
+        "payload::VARCHAR FROM {table} WHERE run_id = ? AND type = 'run.started'"
     )
     theirs = con.execute(shape.format(table="events"), [run_id]).fetchall()
     ours = con.execute(shape.format(table="merged.events"), [run_id]).fetchall()
     refusal = f"run {run_id} exists in both logs with different events"
     if len(theirs) != 1 or not ours or (theirs[0][2] or 1) < 2:
         raise EvisceneError(f"{refusal}, and {source} is not one shard of it (--shard-count); not merged")
-    release, cases, count, index = theirs[0]
+    release, cases, count, index, started = theirs[0]
     if any((r[0], r[1], r[2]) != (release, cases, count) for r in ours):
         raise EvisceneError(f"{refusal}: {source} ran another release, cases or --shard-count; not merged")
     if index in {r[3] for r in ours}:
         raise EvisceneError(f"{refusal}: shard {index}/{count} is merged already, with other events; not merged")
     _check_same_scoring_files(con, run_id, source, refusal)
+    _check_same_settings(orjson.loads(started), [orjson.loads(r[4]) for r in ours], source, refusal)
+
+
+# What the shards of one run may record differently in `run.started`: what each process did
+# on its own machine, never what its episodes are or how they ran. Everything else must be
+# equal, so a setting added later is compared without being named here. A key named `path`
+# is where that machine keeps a file whose content is pinned (the sha256 beside it).
+PER_SHARD = frozenset({
+    "started_at",
+    "scoring_files",  # each file's sha256 is compared by _check_same_scoring_files, which says which file
+    "config.shard_index", "selection.shard_index", "benchmark.shard_index",
+    "benchmark.sample_count", "benchmark.episode_count",  # the shard's own share of the cases
+    "config.benchmark", "config.source_access_policy",  # paths: the cases' sha256 and the policy's are compared
+    "config.concurrency", "agent.concurrency", "agent.max_inflight_requests",  # how fast it ran
+    "agent.gemini_max_inflight_requests", "agent.gemini_eval_max_concurrency",
+    "config.executor", "config.ray_address", "config.workers",  # where it ran
+    "config.api_key_env", "config.vlm_api_key_env", "agent.api_key_env",  # which variable holds the key there
+})
+
+
+def _check_same_settings(theirs: dict, ours: list[dict], source: Path, refusal: str) -> None:
+    """The shard's `run.started` (`theirs`) agrees with each the run holds (`ours`) on every
+    key but PER_SHARD: the recorded flags (`config`), the resolved agent settings, the
+    release and policy blocks, and the commit. Shards of two commits are refused: the agent
+    may differ, and each episode's prompt_group_id (with several rollouts, its episode id
+    too) derives from the commit, so one run would name two policy revisions. The first
+    difference is named, flags first, as the user typed them."""
+    shard = _settings(theirs)
+    for held in ours:
+        here = _settings(held)
+        for key in [*shard, *(k for k in here if k not in shard)]:
+            if shard.get(key, _UNRECORDED) != here.get(key, _UNRECORDED):
+                raise EvisceneError(
+                    f"{refusal}: {source} ran it with {_named(key)} {_shown(shard.get(key, _UNRECORDED))}, "
+                    f"here {_shown(here.get(key, _UNRECORDED))}; not merged"
+                )
+
+
+_UNRECORDED = "(not recorded)"
+
+
+def _settings(payload: dict, prefix: str = "") -> dict[str, object]:
+    """`run.started`'s leaves by dotted key, `config` and `git_commit` first, less PER_SHARD."""
+    if not prefix:
+        payload = {"config": payload.get("config", {}), "git_commit": payload.get("git_commit"), **payload}
+    leaves: dict[str, object] = {}
+    for key, value in payload.items():
+        name = prefix + key
+        if name in PER_SHARD or key == "path":
+            continue
+        if isinstance(value, dict) and value:
+            leaves.update(_settings(value, name + "."))
+        else:
+            leaves[name] = value
+    return leaves
+
+
+def _named(key: str) -> str:
+    """A recorded flag as typed (`config.rollouts_per_case`: `--rollouts-per-case`), else the key."""
+    if key.startswith("config."):
+        return "--" + key.removeprefix("config.").replace("_", "-")
+    return "git commit" if key == "git_commit" else key
+
+
+def _shown(value: object) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def _check_same_scoring_files(con: duckdb.DuckDBPyConnection, run_id: str, source: Path, refusal: str) -> None:

@@ -3,10 +3,12 @@ transaction, then delete them. Readers see the same events before and after.
 
 A seal checks before it moves anything: every segment against its manifest line (sha256,
 rows), the chain across them (gapless seq, each event's hash and prev_hash, continuing
-the archive's part of the run) and each blob's content against its address. A run that fails is refused with the reason, the archive
-unchanged. The run's folder is removed while the seal still holds the run lock, so a resume
-waiting for the lock finds either the live run or the sealed one, never a half-removed
-folder (`locks.py` explains how the waiting writer sees through the removed lock file).
+the archive's part of the run), each blob's content against its address, and that every blob
+the run's events cite is in the log (`log verify`'s rule). A run that fails is refused with
+the reason, the archive unchanged and its live folder kept. The run's folder is removed
+while the seal still holds the run lock, so a resume waiting for the lock finds either the
+live run or the sealed one, never a half-removed folder (`locks.py` explains how the
+waiting writer sees through the removed lock file).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
-from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, walk_chains
+from eviscene.store.snapshot import SNAPSHOT_RETRIES, _sql_list, attach_archive, new_connection, open_snapshot, segment_moved
+from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -109,6 +111,7 @@ def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
     if not entries:
         return False
     check_segments(run_id, folder, entries, (last[0][0], last[0][1]) if last else (0, GENESIS_HASH))
+    check_cited_blobs(log_path, run_id)
     checkpoint("seal.checked")
     events = [folder / e.file for e in entries if e.is_events]
     blobs = [folder / e.file for e in entries if not e.is_events]
@@ -182,6 +185,27 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
     tail = walk.tails.get(run_id, (start[0],))[0]
     if tail != recorded_end:
         refuse(tail + 1, recorded_end, "events missing from their segments")
+
+
+def check_cited_blobs(log_path: Path, run_id: str) -> None:
+    """Refuse a run citing a blob the log no longer holds (its segment deleted): sealed, the
+    loss would be archived and the folder it could be restored into removed. Looked for in
+    the whole log, not the run's folder alone: a writer stores a blob once a log, so a run
+    may cite one that another run stored. Reading the others' live segments, it may meet one
+    that their own seal or compaction just moved: a newer snapshot finds it where it went."""
+    for attempt in range(SNAPSHOT_RETRIES):
+        try:
+            con = open_snapshot(log_path)
+            try:
+                missing = missing_blobs(con, run_id)
+            finally:
+                con.close()
+            break
+        except duckdb.Error as exc:
+            if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
+                raise
+    if missing:
+        raise LogIntegrityError(f"run {run_id} not sealed: {missing[0]}; the archive is unchanged")
 
 
 def _remove_folder(folder: Path) -> None:

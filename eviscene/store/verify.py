@@ -248,7 +248,7 @@ _CITED_BLOBS = """
         UNION ALL
         SELECT run_id, seq, payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported'
     )
-    WHERE sha256 IS NOT NULL AND sha256 NOT IN (SELECT sha256 FROM blobs)
+    WHERE sha256 IS NOT NULL AND ($run IS NULL OR run_id = $run) AND sha256 NOT IN (SELECT sha256 FROM blobs)
     GROUP BY run_id, sha256 ORDER BY run_id, seq
 """
 
@@ -276,9 +276,16 @@ def blob_problems(con: duckdb.DuckDBPyConnection) -> list[BlobProblem]:
     """Every stored copy of every blob checked against its address, then every blob an event
     cites looked for."""
     problems = altered_blobs(con.sql("SELECT sha256, size, content FROM blob_copies").to_arrow_reader(1_000))
-    for run_id, seq, address, events in con.execute(_CITED_BLOBS).fetchall():
-        problems.append(BlobProblem(address, f"cited by run {run_id} (seq {seq}, {events} event(s)) but not in the log (deleted)"))
-    return problems
+    return problems + missing_blobs(con)
+
+
+def missing_blobs(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> list[BlobProblem]:
+    """Each blob an event cites (of `run_id`, else of any run) that the log's `blobs` lack:
+    the one rule verify, merge (through verify) and seal apply."""
+    return [
+        BlobProblem(address, f"cited by run {run} (seq {seq}, {events} event(s)) but not in the log (deleted)")
+        for run, seq, address, events in con.execute(_CITED_BLOBS, {"run": run_id}).fetchall()
+    ]
 
 
 def segment_records(

@@ -199,3 +199,66 @@ def test_a_shard_scored_by_another_gold_file_is_refused(shard_logs, tmp_path: Pa
         f"(sha256 {theirs}, here {ours}); not merged\n"
     )
     assert EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist() == before
+
+
+def _other_shard_1(tmp_path: Path, *flags: str, env: dict[str, str] | None = None, benchmark: Path = RELEASE) -> Path:
+    """Shard 1 of run `exp` (the fixture's run) in its own log, run with `flags` and `env`."""
+    log = tmp_path / "other-shard-1.duckdb"
+    job = subprocess.run(
+        [EVISCENE, "--db", str(log), "eval", "run", "--benchmark", str(benchmark), "--no-materialize", "--no-progress",
+         "--limit", "4", "--output-dir", str(tmp_path / "runs" / "exp"), *flags],
+        env={**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": str(SHARDS), **(env or {})},
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert job.returncode == 0, job.stdout + job.stderr
+    return log
+
+
+def _refused_and_unchanged(merged: Path, other: Path, reason: str) -> None:
+    """Merging `other` into `merged` is refused for `reason`, and nothing is written."""
+    log = EventLog(merged)
+    state = "SELECT (SELECT list((run_id, seq, hash) ORDER BY run_id, seq) FROM events) AS e, (SELECT count(*) FROM blobs) AS b"
+    before, archive = log.sql(state).to_pylist(), hashlib.sha256(merged.read_bytes()).hexdigest()
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(other)])
+    assert (refused.exit_code, refused.output) == (
+        2, f"Error: run exp exists in both logs with different events: {other} ran it with {reason}; not merged\n"
+    )
+    assert log.sql(state).to_pylist() == before
+    assert hashlib.sha256(merged.read_bytes()).hexdigest() == archive
+
+
+def test_a_shard_run_with_other_settings_is_refused_naming_the_first_flag(shard_logs, tmp_path: Path) -> None:
+    """A shard of 3 rollouts, seed 99, without web search is not half of a 1-rollout run of
+    seed 1729 (`runs` would label the whole run by one of them): refused, its flag named."""
+    _root, shards, _whole = shard_logs
+    other = _other_shard_1(tmp_path, "--rollouts-per-case", "3", "--base-sampling-seed", "99", "--disable-web-search")
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(shards[0])
+    _refused_and_unchanged(merged, other, "--rollouts-per-case 3, here 1")
+
+
+def test_a_shard_built_from_another_commit_is_refused(shard_logs, tmp_path: Path) -> None:
+    """The commit names the agent's policy and goes into every prompt_group_id: two commits
+    are two runs. (GIT_DIR hides the checkout, so the run records GIT_COMMIT as its commit.)"""
+    _root, shards, _whole = shard_logs
+    other = _other_shard_1(tmp_path, env={"GIT_DIR": str(tmp_path / "no-git"), "GIT_COMMIT": "f" * 40})
+    [here] = EventLog(shards[0]).sql("SELECT payload->>'git_commit' AS c FROM events WHERE type = 'run.started'").to_pylist()
+    assert here["c"] != "f" * 40
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(shards[0])
+    _refused_and_unchanged(merged, other, f"git commit {'f' * 40}, here {here['c']}")
+
+
+def test_shards_differing_only_in_per_machine_settings_merge(shard_logs, tmp_path: Path) -> None:
+    """Another copy of the release (other paths, same bytes) and another --concurrency are the
+    shard's machine, not its run: merged."""
+    _root, shards, _whole = shard_logs
+    release = tmp_path / "release"
+    shutil.copytree(RELEASE.parents[1], release)
+    other = _other_shard_1(tmp_path, "--concurrency", "2", benchmark=release / "runtime_input" / "cases.jsonl")
+    merged = tmp_path / "merged.duckdb"
+    result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(shards[0]), str(other)])
+    assert result.exit_code == 0, result.output
+    assert EventLog(merged).sql("SELECT label, episodes_finished FROM runs").to_pylist() == [
+        {"label": "rollouts=1 seed=1729 shards=2/2", "episodes_finished": 8}
+    ]

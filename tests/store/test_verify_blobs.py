@@ -116,3 +116,48 @@ def test_a_forged_copy_of_a_live_blob_beside_the_real_one_is_named(tmp_path):
     with (folder / "segments.jsonl").open("a") as manifest:
         manifest.write(json.dumps({"file": forged.name, "rows": 1, "sha256": file_sha256(forged)}) + "\n")
     assert [str(p) for p in log.verify().problems] == [f"blob {GOLD_SHA}: its content does not hash to its address (edited)"]
+
+
+def test_seal_refuses_a_run_citing_a_deleted_live_blob_and_writes_nothing(tmp_path):
+    """The blob segment of a live run deleted with its manifest line (so every segment still
+    matches the manifest): verify names the cited blob gone, and so does the seal, which
+    leaves the archive and the run's live folder as they were."""
+    log = EventLog(tmp_path / "live.duckdb")
+    log.append("other", [EventDraft(ArtifactImported(kind="note", path="n", sha256="0" * 64, rows=0))])
+    log.seal()  # an archive to keep unchanged
+    write_gold(log)
+    folder = log.path.with_name(log.path.name + ".live") / "gold"
+    [blobs] = folder.glob("blobs-*.parquet")
+    blobs.unlink()
+    manifest = folder / "segments.jsonl"
+    manifest.write_text("".join(line + "\n" for line in manifest.read_text().splitlines() if blobs.name not in line))
+    cited = f"blob {GOLD_SHA}: cited by run gold (seq 1, 1 event(s)) but not in the log (deleted)"
+    assert [str(p) for p in log.verify().problems] == [cited]
+    archive, live = file_sha256(log.path), {p.name: p.read_bytes() for p in folder.iterdir()}
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal", "gold"])
+    assert (result.exit_code, result.output) == (2, f"Error: run gold not sealed: {cited}; the archive is unchanged\n")
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal"])  # every run, as `eval run`'s end and merge seal
+    assert (result.exit_code, result.output) == (2, f"Error: run gold not sealed: {cited}; the archive is unchanged\n")
+    assert file_sha256(log.path) == archive
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == live
+
+
+def test_the_seals_cited_blob_check_reads_a_newer_snapshot_when_a_segment_moved_under_it(tmp_path, monkeypatch):
+    """The check reads every run's live blobs; another run's seal may remove one mid-read
+    (two `eval run`s ending at once): the seal reads again rather than fail."""
+    from eviscene.store import seal as seal_module
+
+    log = EventLog(tmp_path / "live.duckdb")
+    write_gold(log)
+    opened = []
+
+    def moved_once(path):
+        opened.append(path)
+        if len(opened) == 1:
+            raise duckdb.IOException(f'IO Error: No files found that match the pattern "{path}.live/x/blobs-1.parquet"')
+        return real(path)
+
+    real = seal_module.open_snapshot
+    monkeypatch.setattr(seal_module, "open_snapshot", moved_once)
+    assert log.seal(["gold"]) == ["gold"]
+    assert len(opened) == 2 and log.verify().ok
