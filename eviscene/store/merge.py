@@ -205,10 +205,18 @@ def _settings(payload: dict, prefix: str = "") -> dict[str, object]:
     return leaves
 
 
+# Recorded flags whose option is spelled otherwise, and settings no flag sets (the environment's).
+_FLAG_NAMES = {"case_ids": "--case-id", "tool_cache_enabled": "--tool-cache/--no-tool-cache", "tool_cache_ttl_seconds": "--tool-cache-ttl"}
+_FROM_THE_ENVIRONMENT = {"perception_cache_enabled", "perception_cache_version", "ocr_cache_version"}
+
+
 def _named(key: str) -> str:
     """A recorded flag as typed (`config.rollouts_per_case`: `--rollouts-per-case`), else the key."""
     if key.startswith("config."):
-        return "--" + key.removeprefix("config.").replace("_", "-")
+        name = key.removeprefix("config.")
+        if name in _FROM_THE_ENVIRONMENT:
+            return f"{name} (from the environment)"
+        return _FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
     return "git commit" if key == "git_commit" else key
 
 

@@ -21,6 +21,7 @@ from eviscene.events import GateDecided, RunFinished
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.chain import content_digest, event_hash
+from eviscene.store.merge import _named
 
 RELEASE = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -262,3 +263,10 @@ def test_shards_differing_only_in_per_machine_settings_merge(shard_logs, tmp_pat
     assert EventLog(merged).sql("SELECT label, episodes_finished FROM runs").to_pylist() == [
         {"label": "rollouts=1 seed=1729 shards=2/2", "episodes_finished": 8}
     ]
+
+
+def test_a_differing_setting_is_named_as_the_user_sets_it() -> None:
+    keys = ("config.case_ids", "config.rollouts_per_case", "config.tool_cache_ttl_seconds", "config.ocr_cache_version",
+            "git_commit", "agent.model")
+    assert [_named(key) for key in keys] == [
+        "--case-id", "--rollouts-per-case", "--tool-cache-ttl", "ocr_cache_version (from the environment)", "git commit", "agent.model"]
