@@ -176,28 +176,78 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
     return rendered
 
 
-def _parquet(path: Path, records: list[dict[str, Any]]) -> None:
-    """Parquet beside a JSONL file; nested values that Arrow cannot type consistently
-    across rows are stored as canonical JSON text."""
+def _table(records: list[dict[str, Any]]) -> pa.Table:
+    """A file's rows as Arrow (columns in the first row's key order); nested values that Arrow
+    cannot type consistently across rows are stored as canonical JSON text."""
     try:
-        table = pa.Table.from_pylist(records)
+        return pa.Table.from_pylist(records)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-        table = pa.Table.from_pylist([
+        return pa.Table.from_pylist([
             {k: canonical_json(v) if isinstance(v, (dict, list)) else v for k, v in record.items()} for record in records
         ])
-    pq.write_table(table, path, compression="zstd")
+
+
+# Files whose rows are built alike: an empty one takes the columns of the first non-empty one
+# (a zero-column Parquet file is one DuckDB and `datasets` cannot read).
+_SFT_FILES = tuple(f"{split}.jsonl" for split in SPLITS)
+_SIBLINGS = (_SFT_FILES, tuple(SYSTEM_TOOLS_ARTIFACTS.values()), tuple(f"perception.{split}.jsonl" for split in SPLITS))
+# A long-holdout row is an SFT row and these (write_dataset's holdout_fields), so either kind's
+# columns give the other's.
+_HOLDOUT_COLUMNS = pa.schema([("holdout_reason", pa.string()), ("short_max_tokens", pa.int64())])
+# Where no file of a kind has a row, the keys every row of it would have (null typed): the
+# metadata files' keys, an SFT row's messages and the fields the export adds to it, a
+# perception example's episode id and split fields, an action-only row's episode id.
+_SFT_KEYS = ("messages", "token_count_estimate", "tool_call_count", "dataset_version", "split", "split_group_id",
+             "source_family_keys", "teacher_score")
+_KEYS_WITHOUT_ROWS = {
+    **dict.fromkeys(_SFT_FILES + tuple(SYSTEM_TOOLS_ARTIFACTS.values()), _SFT_KEYS),
+    "long_holdout.jsonl": _SFT_KEYS + tuple(_HOLDOUT_COLUMNS.names),
+    **dict.fromkeys((f"perception.{split}.jsonl" for split in SPLITS), ("episode_id", "split", "split_group_id")),
+    "episode_metadata.jsonl": EPISODE_METADATA_KEYS,
+    "accepted_episodes.jsonl": ACCEPTED_EPISODE_KEYS,
+    "excluded_episode_metadata.jsonl": EXCLUDED_METADATA_KEYS,
+    "action_only.jsonl": ("episode_id",),
+}
+
+
+def _empty_schema(name: str, filled: dict[str, pa.Schema]) -> pa.Schema:
+    """The columns of the empty file `name`, given those of the files with rows: a sibling's,
+    else the SFT or long-holdout files' (one derived from the other), else its kind's keys."""
+    for siblings in _SIBLINGS:
+        if name in siblings and (found := next((filled[other] for other in siblings if other in filled), None)):
+            return found
+    sft = next((filled[other] for other in _SFT_FILES if other in filled), None)
+    if name == "long_holdout.jsonl" and sft is not None:
+        return pa.schema(list(sft) + list(_HOLDOUT_COLUMNS))
+    if name in _SFT_FILES and "long_holdout.jsonl" in filled:
+        return pa.schema([column for column in filled["long_holdout.jsonl"] if column.name not in _HOLDOUT_COLUMNS.names])
+    return pa.schema([(key, pa.null()) for key in _KEYS_WITHOUT_ROWS[name]])
 
 
 def _write_parquet(out_dir: Path, files: dict[str, list[dict[str, Any]]], concurrency: int) -> None:
     """Parquet copies of the JSONL files, `concurrency` files at a time (seed 002's
-    export_concurrency): each file by one thread, so the bytes do not depend on it."""
-    work = [(out_dir / name.replace(".jsonl", ".parquet"), records) for name, records in files.items()]
-    if concurrency == 1:
-        for path, records in work:
-            _parquet(path, records)
-    else:
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(work)), thread_name_prefix="dataset-export") as pool:
-            list(pool.map(lambda item: _parquet(*item), work))
+    export_concurrency): each file by one thread, so the bytes do not depend on it. The files
+    with rows go first; an empty one then takes the columns a file of its kind with rows has
+    (_empty_schema)."""
+    filled: dict[str, pa.Schema] = {}
+
+    def write(name: str) -> None:
+        path = out_dir / name.replace(".jsonl", ".parquet")
+        if not files[name]:
+            # no row group at all: `datasets` reads a file's first row group's size as its batch size
+            pq.ParquetWriter(path, _empty_schema(name, filled), compression="zstd").close()
+            return
+        table = _table(files[name])
+        pq.write_table(table, path, compression="zstd")
+        filled[name] = table.schema
+
+    for batch in ([name for name in files if files[name]], [name for name in files if not files[name]]):
+        if concurrency == 1 or len(batch) <= 1:
+            for name in batch:
+                write(name)
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(batch)), thread_name_prefix="dataset-export") as pool:
+                list(pool.map(write, batch))
 
 
 def _frozen_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings, paths: dict[str, Path | None]) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ def float_text(text: str | None) -> float | None:
     """`float(text)` as seed 002 reads a score given as a string (`float(score["total"] or
     0.0)`): Python also takes Unicode digits, Unicode white space and `_` between digits
     (`"\u0663"` -> 3.0, `"\u00a02\u00a0"` -> 2.0, `"1_000"` -> 1000.0); a text it cannot read
-    -> None (the seed stops there; the export reads it as no score, 0.0), as is NULL."""
+    -> None (the seed stops there, and so does a dataset export: see py_float_refuses), as is NULL."""
     if text is None:
         return None
     try:

@@ -2,7 +2,10 @@
 -- grain: one row per scheduled episode
 -- key: run_id, episode_id
 -- The seed's run_results.jsonl row: the episode's verdict, confidence, basis, termination,
--- costs and error, with its rollout identity. Unfinished episodes have NULL outcomes.
+-- costs and error, with its rollout identity. An unfinished episode's row is the stand-in
+-- error row `materialize --unfinished-as-errors` writes: its error text says it did not
+-- finish, so the seed's error rule (_compute_summary, run_summary) counts it; its other
+-- outcomes are NULL (no termination: an import of the directory reads it as unfinished).
 -- stage_timings (seconds, from the final attempt's event times): perception from
 -- episode.started to perception.reported; judgment from the last event before the first
 -- judgment-stage model call to episode.finished; investigation between them (NULL where a stage never began; the whole struct is NULL for an unfinished episode).
@@ -49,7 +52,7 @@ SELECT
     e.total_tool_calls,
     e.llm_api_calls,
     e.token_usage,
-    e.error,
+    CASE WHEN e.finished THEN e.error ELSE 'episode did not finish' END AS error,
     t.stage_timings,
     CASE WHEN e.finished THEN 'traces/' || safe_trace_filename(e.episode_id) END AS trace_path,
     e.prompt_group_id,

@@ -1,7 +1,8 @@
 -- view: run_summary
 -- grain: one row per run
 -- key: run_id
--- The seed's summary.json (_compute_summary): episodes, errors (episode_errors), the
+-- The seed's summary.json (_compute_summary) of the run's run_results rows: episodes, errors
+-- (episode_errors, and each unfinished episode, whose row is a stand-in error row), the
 -- distribution of predicted verdicts as run_results holds them (`str(verdict)`: 'None' for
 -- an episode without one), and mean time, tool calls and model calls as Python computes them
 -- (py_mean_rounded: statistics.mean, exact, then round() to 3 places).
@@ -10,11 +11,12 @@ WITH rows AS (
     SELECT
         run_id,
         coalesce(r.verdict, 'None') AS predicted,
-        x.episode_id IS NOT NULL AS is_error,
+        x.episode_id IS NOT NULL OR NOT e.finished AS is_error,
         r.time_taken,
         r.total_tool_calls,
         r.llm_api_calls
     FROM run_results r
+    JOIN episodes e USING (run_id, episode_id)
     LEFT JOIN episode_errors x USING (run_id, episode_id)
 ),
 distribution AS (

@@ -9,7 +9,7 @@
 -- the episode (its key is episode_id or else case_id, stripped, never blank), the last one
 -- of its source or, where it has none, of the nearest source before it;
 -- an accepted release's selected row stands in for the score (teacher_score, eligible, no
--- reasons). `raw_reasons` is NULL when the score row has no
+-- reasons); `refused_score` is a score float() refuses, `score_origin` its row's file:line. `raw_reasons` is NULL when the score row has no
 -- training_exclusion_reasons key. Each candidate also carries its eligibility and
 -- semantic-reward artifacts and its case's fixed split row. The exporter snapshots this
 -- view into export_snapshot.candidate_episodes for the decision views.
@@ -22,6 +22,15 @@ CREATE OR REPLACE MACRO py_truthy_double(j) AS CASE
     WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CASE WHEN py_truthy(j) THEN j::DOUBLE END
     WHEN is_json_true(j) THEN 1.0
     WHEN json_type(j) = 'VARCHAR' THEN py_float_text(json_extract_string(j, '$'))
+END;
+-- Whether the seed's float(j or 0.0) raises: a truthy value float() cannot read (a text that
+-- is no number, a non-empty list or object: ValueError, TypeError; an integer past a double's
+-- range: OverflowError). `refused_score` keeps such a value (and `score_origin` its file:line)
+-- for dataset_problems, which stops the export there as the seed stops.
+CREATE OR REPLACE MACRO py_float_refuses(j) AS py_truthy(j) AND CASE json_type(j)
+    WHEN 'VARCHAR' THEN py_float_text(json_extract_string(j, '$')) IS NULL
+    WHEN 'DOUBLE' THEN NOT isfinite(j::DOUBLE) AND NOT regexp_matches(j::VARCHAR, '[.eE]')
+    ELSE json_type(j) IN ('ARRAY', 'OBJECT')
 END;
 CREATE OR REPLACE VIEW candidate_episodes AS
 WITH native AS (
@@ -42,6 +51,8 @@ WITH native AS (
         NULL::VARCHAR AS runtime_store_path,
         n.score_present,
         n.teacher_score,
+        NULL::JSON AS refused_score,
+        NULL::VARCHAR AS score_origin,
         n.raw_reasons,
         n.eligible_flag,
         n.native_eligible,
@@ -55,7 +66,8 @@ score_rows AS (
         s.source_position,
         py_strip(coalesce(py_or_text(r.row->'episode_id'), py_get_text(r.row, 'case_id', ''))) AS episode_id,
         r.line_number,
-        r.row
+        r.row,
+        s.path || '/trajectory_scores.jsonl:' || r.line_number AS origin
     FROM imported_rows r
     JOIN dataset_sources s ON s.source_id = r.import_id
     WHERE r.kind = 'trajectory_scores'
@@ -63,7 +75,8 @@ score_rows AS (
 -- seed 002 fills one score_by_episode across its run directories, each one's rows before its
 -- traces: a trace takes the last row naming it in its own source or an earlier one
 scores AS (
-    SELECT t.source_id, t.episode_id, arg_max(r.row, [r.source_position, r.line_number]) AS score
+    SELECT t.source_id, t.episode_id, arg_max(r.row, [r.source_position, r.line_number]) AS score,
+           arg_max(r.origin, [r.source_position, r.line_number]) AS origin
     FROM imported_traces t
     JOIN score_rows r ON r.episode_id = t.episode_id AND r.source_position <= t.source_position
     -- seed 002 keeps a row only `if score_key`: a blank key (a null case_id is 'None') scores
@@ -88,7 +101,9 @@ imported AS (
         t.release_row,
         t.runtime_store_path,
         t.release_row IS NOT NULL OR py_truthy(sc.score) AS score_present,
-        coalesce(py_truthy_double(CASE WHEN t.release_row IS NOT NULL THEN t.release_row->'teacher_score' ELSE sc.score->'total' END), 0.0) AS teacher_score,
+        coalesce(py_truthy_double(sv.score_value), 0.0) AS teacher_score,
+        CASE WHEN py_float_refuses(sv.score_value) THEN sv.score_value END AS refused_score,
+        CASE WHEN py_float_refuses(sv.score_value) THEN sv.score_origin END AS score_origin,
         CASE
             WHEN t.release_row IS NOT NULL THEN []::VARCHAR[]
             WHEN NOT json_exists(sc.score, '$.training_exclusion_reasons') THEN NULL
@@ -100,6 +115,11 @@ imported AS (
         NULL::VARCHAR[] AS native_reasons
     FROM imported_traces t
     LEFT JOIN scores sc USING (source_id, episode_id)
+    CROSS JOIN LATERAL (
+        -- the value the seed reads as the teacher score, and the row it is in
+        SELECT CASE WHEN t.release_row IS NOT NULL THEN t.release_row->'teacher_score' ELSE sc.score->'total' END AS score_value,
+               CASE WHEN t.release_row IS NOT NULL THEN t.release_origin ELSE sc.origin END AS score_origin
+    ) sv
     WHERE NOT t.action_only
 ),
 candidates AS (
@@ -144,6 +164,8 @@ CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     runtime_store_path VARCHAR,
     score_present BOOLEAN,
     teacher_score DOUBLE,
+    refused_score JSON,
+    score_origin VARCHAR,
     raw_reasons VARCHAR[],
     eligible_flag JSON,
     native_eligible BOOLEAN,

@@ -5,7 +5,10 @@
 -- position), and one of EviScene's own where the seed would meet it: reading the sources one
 -- by one in the order given, each source's perception file line by line (an example already
 -- read) and then its trace files in name order (an episode already read, which seed 002 would
--- file twice; a semantic-reward artifact that does not match the trace);
+-- file twice; a semantic-reward artifact that does not match the trace; a teacher score
+-- float() refuses: an accepted release's before that check, a trajectory_scores row's after);
+-- an imported trajectory_sft row that is no SFT record, episode by episode in id order (the
+-- seed builds every trajectory once all sources are read);
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
 -- fixed split, fewer accepted cases than the minimum, a validation case of the split
 -- without an accepted episode; a fixed split that separates one source-family group; an
@@ -26,7 +29,7 @@ splits AS (SELECT * FROM export_snapshot.fixed_case_splits),
 -- where the seed reads each trace: its source, then its file in name order (sorted glob: the
 -- files of one traces/ folder)
 trace_reads AS (
-    SELECT episode_id, semantic_mismatch,
+    SELECT source_id, episode_id, semantic_mismatch,
            [source_position, 1, row_number() OVER (PARTITION BY source_id ORDER BY source_trace)] AS position
     FROM candidates
 ),
@@ -100,37 +103,52 @@ SELECT 1, [source_position, 0, line_number], 'duplicate_perception_episode', epi
        'duplicate perception episode across source runs: ' || episode_id
 FROM duplicate_perception
 UNION ALL
-SELECT 1, position, 'semantic_artifact_mismatch', episode_id,
+-- within one trace (after the duplicate, at the trace's own position): the seed reads a
+-- release row's teacher_score (step 1), checks the semantic artifact (2), then reads a score
+-- row's total (3)
+SELECT 1, t.position || [CASE WHEN c.release_row IS NOT NULL THEN 1 ELSE 3 END], 'refused_teacher_score', t.episode_id,
+       c.score_origin || ': ' || CASE WHEN c.release_row IS NOT NULL THEN 'teacher_score ' ELSE 'total ' END
+       || c.refused_score::VARCHAR || ' is not a number: seed 002''s float() refuses it'
+FROM trace_reads t
+JOIN export_snapshot.candidate_episodes c USING (source_id, episode_id)
+WHERE c.refused_score IS NOT NULL
+UNION ALL
+SELECT 1, position || [2], 'semantic_artifact_mismatch', episode_id,
        'semantic diagnostic artifact does not match trace: ' || episode_id
 FROM trace_reads
 WHERE semantic_mismatch
 UNION ALL
-SELECT 2, NULL, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
+SELECT 2, NULL, 'malformed_trajectory_sft_row', t.episode_id, t.malformed
+FROM export_snapshot.dataset_trajectories t
+JOIN candidates c USING (source_id, episode_id)
+WHERE t.malformed IS NOT NULL
+UNION ALL
+SELECT 3, NULL, 'mixed_decision_policy_versions', '', 'SFT dataset cannot mix decision_policy_version values: ' || array_to_string(versions, ', ')
 FROM versions WHERE len(versions) > 1
 UNION ALL
-SELECT 3, NULL, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks teacher cases: ' || array_to_string(cases[1:10], ', ')
+SELECT 4, NULL, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks teacher cases: ' || array_to_string(cases[1:10], ', ')
 FROM missing_split, s WHERE s.frozen AND len(cases) > 0
 UNION ALL
-SELECT 4, NULL, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
+SELECT 5, NULL, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
 FROM accepted_cases a, s WHERE s.frozen AND s.minimum_accepted_cases IS NOT NULL AND a.n < s.minimum_accepted_cases
 UNION ALL
-SELECT 5, NULL, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')
+SELECT 6, NULL, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')
 FROM missing_validation, s WHERE s.frozen AND s.require_all_validation_cases AND len(cases) > 0
 UNION ALL
-SELECT 6, NULL, 'fixed_split_separates_group', component_id,
+SELECT 7, NULL, 'fixed_split_separates_group', component_id,
        'fixed case split separates one source-family group: ' || array_to_string(splits, ', ')
        || ' (cases ' || array_to_string(cases, ', ') || ' share ' || array_to_string(families, ', ') || ')'
 FROM separated
 UNION ALL
-SELECT 7, NULL, 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+SELECT 8, NULL, 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
 FROM accepted_unwritable_split
 UNION ALL
-SELECT 8, [trace_number], 'action_only_case_without_split', episode_id,
+SELECT 9, [trace_number], 'action_only_case_without_split', episode_id,
        CASE WHEN s.case_split_import IS NULL THEN 'action-only perception export requires a frozen case split'
             ELSE 'fixed case split lacks action-only perception case: ' || case_id END
 FROM action_only_perception, s
 WHERE NOT in_fixed_split
 UNION ALL
-SELECT 8, [trace_number], 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
+SELECT 9, [trace_number], 'fixed_split_unwritable_split', episode_id, unwritable_split_message(case_id, split)
 FROM action_only_perception
 WHERE in_fixed_split AND split NOT IN ('train', 'validation');

@@ -7,7 +7,8 @@
 -- decision policy version (its own, top-level or in its state, else '': as the seed, never
 -- the run manifest's, so a source whose traces lack it exports dataset v2), the runtime ids
 -- it mentions (trace_runtime_ids' rule, computed here: reading every trace document again
--- decompressed the log's blobs a second time), and for an accepted release its selected row,
+-- decompressed the log's blobs a second time), and for an accepted release its selected row
+-- (and that row's file:line),
 -- runtime store and whether it is action-only (its training buckets lack reasoning_sft: no
 -- reasoning SFT row, but a perception example).
 CREATE OR REPLACE VIEW imported_traces AS
@@ -47,9 +48,11 @@ shaped AS (
     FROM parts t
 ),
 selected AS (
-    SELECT py_strip(py_get_text(r.row, 'episode_id', '')) AS episode_id, r.row AS release_row
+    SELECT py_strip(py_get_text(r.row, 'episode_id', '')) AS episode_id, r.row AS release_row,
+           i.path || '/selected_episodes.jsonl:' || r.line_number AS release_origin
     FROM imported_rows r
     JOIN dataset_settings s ON r.import_id = s.accepted_release_import
+    JOIN import_sources i ON i.import_id = r.import_id
     WHERE r.kind = 'selected_episodes'
 ),
 stores AS (
@@ -75,6 +78,7 @@ SELECT
     coalesce(py_or_text(t.trace_policy_version), py_or_text(t.state_policy_version), '') AS decision_policy_version,
     t.training_prohibited,
     sel.release_row,
+    sel.release_origin,
     coalesce(
         json_type(sel.release_row->'training_buckets') = 'ARRAY'
         AND NOT list_contains(from_json(sel.release_row->'training_buckets', '["VARCHAR"]'), 'reasoning_sft'),

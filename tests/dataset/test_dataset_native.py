@@ -289,3 +289,42 @@ def test_why_says_when_the_log_has_changed_since_the_export_it_replays(tmp_path)
     assert decision.changed_since == f"episode_count was {len(before)} at the export, {len(before) + len(theirs)} on the log as it is now"
     assert describe(decision)[1] == (f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
                                      "not the one its files hold")
+
+
+def _parquet_columns(path: Path, cache: Path) -> list[str]:
+    """The file's column names as pyarrow, DuckDB and `datasets` read them (all three must).
+    `datasets` prepares an empty file (its features are the file's columns) but, by its own
+    rule, gives no split of no rows: only a file with rows is loaded whole."""
+    import duckdb
+    import pyarrow.parquet as pq
+    from datasets import load_dataset_builder
+
+    table = pq.read_table(path)
+    assert duckdb.sql(f"SELECT * FROM read_parquet('{path}')").columns == table.column_names
+    builder = load_dataset_builder("parquet", data_files=str(path), cache_dir=str(cache / path.stem))
+    builder.download_and_prepare()
+    assert list(builder.info.features) == table.column_names
+    if table.num_rows:
+        assert builder.as_dataset(split="train").column_names == table.column_names
+    return table.column_names
+
+
+def test_every_parquet_file_of_a_demo_export_reads_with_the_columns_of_its_kind(native, tmp_path):
+    """An empty split's Parquet file was written with no column at all (`pa.Table.from_pylist([])`),
+    which DuckDB ("Need at least one non-root column") and `datasets` refuse: each now has the
+    columns the non-empty file of its kind has (a long-holdout file: an SFT file's and the two
+    holdout fields), and every file reads with pyarrow, DuckDB and `datasets`."""
+    log, run_id, _ = native
+    out = tmp_path / "parquet"
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run", run_id, "--out", str(out), "--format", "parquet"])
+    assert result.exit_code == 0, result.output
+    columns = {path.name: _parquet_columns(path, tmp_path / "cache") for path in sorted(out.glob("*.parquet"))}
+    assert len(columns) == 14
+    counts = {path.stem: len(read_jsonl(path)) for path in out.glob("*.jsonl")}
+    assert counts["train"] and not counts["long_holdout"] and not counts["action_only"]
+    assert min(counts[split] for split in SPLITS) == 0  # an empty split beside a filled one
+    for kind in ("{}", "{}.system_tools", "perception.{}"):
+        filled = next(columns[kind.format(split) + ".parquet"] for split in SPLITS if counts[kind.format(split)])
+        assert all(columns[kind.format(split) + ".parquet"] == filled for split in SPLITS)
+    assert columns["long_holdout.parquet"] == columns["train.parquet"] + ["holdout_reason", "short_max_tokens"]
+    assert columns["action_only.parquet"] == ["episode_id"]

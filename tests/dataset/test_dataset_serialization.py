@@ -164,3 +164,21 @@ def test_the_system_tools_variant_of_a_row_by_hand():
     # no system message: one is added first, its block without the leading blank lines
     got = tools_in_system_message({"messages": [user], "tools": []})
     assert got == {"messages": [{"role": "system", "content": [{"type": "text", "text": (TOOLS_PREAMBLE + TOOLS_EPILOGUE).lstrip()}]}, user]}
+
+
+def test_an_empty_parquet_file_takes_its_kinds_columns_from_the_long_holdout_or_its_keys(tmp_path):
+    """Only long_holdout has rows: the empty SFT splits take its columns less the two holdout
+    fields. No SFT row at all: each SFT file has the keys every SFT row has (null typed)."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a", "padding": 900}])
+    out = tmp_path / "out"
+    export_dataset(EventLog(tmp_path / "log.duckdb"), ExportOptions(out_dir=out, run_dirs=[run], fmt="parquet", short_max_tokens=10))
+    holdout = pq.read_schema(out / "long_holdout.parquet").names
+    assert pq.read_table(out / "long_holdout.parquet").num_rows == 1 and holdout[-2:] == ["holdout_reason", "short_max_tokens"]
+    assert all(pq.read_schema(out / f"{split}.parquet").names == holdout[:-2] for split in ("train", "validation", "test"))
+    bare = write_run_dir(tmp_path / "bare", "run-b", [{"episode_id": "b--r000", "case_id": "b", "trajectory": False}])
+    export_dataset(EventLog(tmp_path / "log2.duckdb"), ExportOptions(out_dir=tmp_path / "bare-out", run_dirs=[bare], fmt="parquet"))
+    assert pq.read_schema(tmp_path / "bare-out" / "train.parquet").names == [
+        "messages", "token_count_estimate", "tool_call_count", "dataset_version", "split", "split_group_id",
+        "source_family_keys", "teacher_score",
+    ]
+    assert pq.read_schema(tmp_path / "bare-out" / "accepted_episodes.parquet").names[:2] == ["case_id", "episode_id"]

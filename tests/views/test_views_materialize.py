@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from eviscene.cli.main import cli
 from eviscene.errors import EvisceneError
 from eviscene.exports.run_dir import materialize_run
+from eviscene.store import EventDraft
 
 MAIN = "views-main"
 GIT_COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -277,7 +278,9 @@ def test_views_materialized_summary_and_manifest(run_dir, fx):
     assert json.loads((out / "summary.json").read_text()) == {
         "run_id": MAIN,
         "num_samples": 15,
-        "num_errors": 3,
+        # 3 finished episodes count as errors, and case-J's stand-in row (its error text) is an
+        # error row to the seed's _compute_summary: 4 (it was 3)
+        "num_errors": 4,
         "predicted_verdict_distribution": {"None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2},
         "avg_time_taken_sec": 6.696,
         "avg_tool_calls": 2.929,
@@ -307,8 +310,8 @@ def test_views_materialized_summary_and_manifest(run_dir, fx):
             "summary": "summary.json",
             "traces": "traces/",
         },
-        # 11 cases, 15 episodes, 3 errors as summary.json counts them
-        "result": {"num_samples": 11, "num_episodes": 15, "num_errors": 3},
+        # 11 cases, 15 episodes, 4 errors as summary.json counts them
+        "result": {"num_samples": 11, "num_episodes": 15, "num_errors": 4},
     }
     # the policy's rules never reach the run directory
     for path in out.rglob("*"):
@@ -476,3 +479,34 @@ def test_episode_rows_keep_the_seeds_rollout_spec_order(run_dir, planned):
     for stem in ("run_results", "rollout_groups", "post_rollout_rewards", "trajectory_scores", "process_metrics"):
         # a stand-in row (the unfinished case-J, one rollout) has only its case_id
         assert [r.get("episode_id", r["case_id"]) for r in _lines(out / f"{stem}.jsonl")] == specs, stem
+
+
+def test_a_killed_runs_unfinished_episodes_are_error_rows_and_its_status_is_the_runs_views(fx, tmp_path):
+    """A run whose writer was killed (no run.finished): one episode finished, one only started.
+    With --unfinished-as-errors the unfinished episode's run_results row is an error row
+    (its error text; no termination, so an import reads it as unfinished), so seed 000's _compute_summary over the file counts it
+    (`pred == "error" or termination == "error" or error text`): num_errors 1 where it was 0,
+    with its verdict None as the seed's str(None). The manifest's status is the `runs` view's,
+    running_or_interrupted, not "running": no writer stands behind a directory written from
+    the log."""
+    import anyio
+
+    from eviscene.log import EventLog
+
+    log = EventLog(tmp_path / "log.duckdb")
+    done, cut = fx.Planned("correct", "case-A", 0, 1), fx.Planned("unfinished", "case-J", 0, 1)
+    opening = [EventDraft(fx.run_started(release_stage="frozen_eval", training_prohibited=False,
+                                         schema_version="ifv-runtime-release-v0.3", episodes=2, cases=2)),
+               fx.scheduled(done), fx.scheduled(cut)]
+    attempts = [fx.correct_episode(done), cut.attempt().start().perceive()]
+    gold = [("evaluation_gold", fx.GOLD_PATH, fx.gold_blob(["case-A", "case-J"]), 2)]
+    anyio.run(fx._write, log, "killed", attempts, opening, [], gold, fx._Clock())
+    out = tmp_path / "run"
+    materialize_run(log, "killed", out, unfinished_as_errors=True)
+    stand_in = next(row for row in _lines(out / "run_results.jsonl") if row["case_id"] == "case-J")
+    assert (stand_in["verdict"], stand_in["termination"], stand_in["error"]) == (None, None, "episode did not finish")
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["num_samples"], summary["num_errors"]) == (2, 1)
+    assert summary["predicted_verdict_distribution"] == {"None": 1, "out_of_context": 1}
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    assert (manifest["status"], manifest["completed_at"], manifest["result"]["num_errors"]) == ("running_or_interrupted", None, 1)

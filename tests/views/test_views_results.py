@@ -25,7 +25,7 @@ RESULTS = {
     "strict": ("out_of_context", 0.7, "completed", 3.0, 1, 2, None),
     "disorder": ("manipulated", 0.5, "completed", 3.5, 1, 3, None),
     "overbudget": ("unverifiable", 0.5, "completed", 20.0, 25, 3, None),
-    "unfinished": (None, None, None, None, None, None, None),
+    "unfinished": (None, None, None, None, None, None, "episode did not finish"),  # the stand-in error row
     "k0": ("authentic", 0.7, "completed", 1.5, 1, 3, None),
     "k1": ("authentic", 0.7, "completed", 1.5, 1, 3, None),
     "k2": ("authentic", 0.7, "completed", 1.5, 1, 3, None),
@@ -151,8 +151,9 @@ def test_views_episode_predictions(rows, ep):
 def test_views_run_summary(rows):
     summary = rows("run_summary", key="run_id")[MAIN]
     assert summary["num_samples"] == 15
-    # timeout (error text), err0, err1; the unfinished episode has neither error nor termination
-    assert summary["num_errors"] == 3
+    # timeout (error text), err0, err1, and the unfinished episode, whose stand-in row's error
+    # text says it did not finish (it was not counted: no error text, no termination)
+    assert summary["num_errors"] == 4
     # str(verdict) of the run_results rows: the 4 finished episodes without a verdict are 'None'
     assert dict(summary["predicted_verdict_distribution"]) == {
         "None": 4, "authentic": 5, "manipulated": 2, "out_of_context": 2, "unverifiable": 2,
