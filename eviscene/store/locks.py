@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ class RunLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.read(fd, 512).decode("utf-8", "replace").strip() or "unknown pid"
+                holder = _recorded_holder(fd)
                 os.close(fd)
                 if time.monotonic() < deadline:
                     time.sleep(0.01)
@@ -90,9 +91,30 @@ def lock_holder(path: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return os.read(fd, 512).decode("utf-8", "replace").strip() or "unknown pid"
+        return _recorded_holder(fd)
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def _recorded_holder(fd: int) -> str:
+    """The holder as the lock file names it ("pid N (…)"). The text outlives its writer: a
+    killed writer's pid stays there while whatever holds the lock now (a `flock` from a shell,
+    say) wrote nothing, so a pid that is not running is not named."""
+    text = os.read(fd, 512).decode("utf-8", "replace").strip()
+    match = re.match(r"pid (\d+)", text)
+    if match is None or not _running(int(match.group(1))):
+        return "an unknown process"
+    return text
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True

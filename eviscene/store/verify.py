@@ -8,9 +8,12 @@
   commit: a cut-off tail shows even when what is left chains perfectly.
 - The end: a run no writer holds ends with `run.finished` (stamped with the chain head it
   closes); one without is reported unfinished. A record stream (`eviscene import`, `dataset
-  export`: it opens with `artifact.imported` or `dataset.exported`) has no end event; its
-  tail recorded at commit is all it owes. A run whose lock is held is verified up to
-  its last commit and reported running.
+  export`: it opens with `artifact.imported` or `dataset.exported`) has no end event: it
+  owes its tail recorded at commit and exactly the events its opener announces (an import's
+  source record counts its files; an export is one event), so a stream cut down together
+  with its commit records still shows. A run whose lock is held is reported running and
+  verified up to its last commit: every committed segment present and intact; only what
+  is past the last commit may be in flight.
 - A folded shard (`log merge`): behind its `log_shard` record, the shard's own chain is
   rebuilt over its events (and those it shared, from the record) and must end at the
   recorded head; the shard's run.finished is checked against that chain.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -34,8 +37,8 @@ from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
-from eviscene.store.snapshot import open_snapshot
-from eviscene.store.streams import RECORD_OPENERS, count_streams
+from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
+from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
 from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
 # A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
@@ -55,15 +58,17 @@ class ChainProblem:
 
 @dataclass(frozen=True)
 class RangeProblem:
-    """Events of a seq range that the log recorded but cannot show as recorded."""
+    """Events of a seq range that the log recorded but cannot show as recorded; no range for
+    a blob segment (it holds no events)."""
 
     run_id: str
-    first_seq: int
-    last_seq: int
+    first_seq: int | None
+    last_seq: int | None
     problem: str
 
     def __str__(self) -> str:
-        return f"run {self.run_id}, seq {self.first_seq}..{self.last_seq}: {self.problem}"
+        where = f", seq {self.first_seq}..{self.last_seq}" if self.first_seq is not None else ""
+        return f"run {self.run_id}{where}: {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,7 @@ class ChainWalk:
     problems: list[ChainProblem] = field(default_factory=list)
     tails: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # run -> (seq, hash, type) of its last event
     record_streams: dict[str, str] = field(default_factory=dict)  # run -> "import"/"export": opens with a record, owes no run.finished
+    announced: dict[str, int] = field(default_factory=dict)  # record stream -> events after its opener, as the opener says
 
 
 _WALK_COLUMNS = (
@@ -177,6 +183,8 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
             last_seq, prev_hash, last_type = seq, row_hash, type_
             if seq == 1 and type_ in RECORD_OPENERS:
                 walk.record_streams[run_id] = RECORD_OPENERS[type_]
+                if (after := announced_after(type_, orjson.loads(payload), run_id)) is not None:
+                    walk.announced[run_id] = after
     if current is not None:
         _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
     return walk
@@ -340,33 +348,33 @@ def verify_log(log_path: Path) -> VerifyReport:
     for run_id in live_run_ids(log_path):
         folder = live_root(log_path) / run_id
         live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
-    con = open_snapshot(log_path)
     try:
-        problems: list[ChainProblem | RangeProblem] = []
+        con = open_snapshot(log_path)  # reads each blob segment's schema already
         try:
+            problems: list[ChainProblem | RangeProblem] = []
             for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES).fetchall():
                 if events == 1:
                     problems.append(ChainProblem(run_id, first, event_id, f"event_id stored {copies} times"))
                 else:
                     problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
             walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
-        except (duckdb.InvalidInputException, duckdb.IOException):
-            # A segment too damaged to read (e.g. truncated): name the damaged files, which
-            # is all that can be said until they are restored.
-            damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
-            if not damaged:
-                raise
-            return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
-        problems += walk.problems
-        blobs = blob_problems(con)
-        has_archive = bool(con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
-        ).fetchone()[0])
-        records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
-        sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()) if has_archive else set()
-        archive_gaps = _archive_disagreements(con) if has_archive else {}
-    finally:
-        con.close()
+            problems += walk.problems
+            blobs = blob_problems(con)
+            has_archive = bool(con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
+            ).fetchone()[0])
+            records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
+            sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()) if has_archive else set()
+            archive_gaps = _archive_disagreements(con) if has_archive else {}
+        finally:
+            con.close()
+    except (duckdb.InvalidInputException, duckdb.IOException):
+        # A segment, of events or blobs, too damaged to read (e.g. truncated): name the
+        # damaged files, which is all that can be said until they are restored.
+        damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
+        if not damaged:
+            raise
+        return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
 
     broken = {p.run_id for p in problems}
     expected_end: dict[str, tuple[int, str | None]] = {}
@@ -378,7 +386,15 @@ def verify_log(log_path: Path) -> VerifyReport:
         tail_seq, tail_hash, tail_type = walk.tails.get(run_id, (0, GENESIS_HASH, ""))
         state = live.get(run_id)
         if state is not None and state.holder is not None:
-            running.append(RunNote(run_id, tail_seq, f"running ({state.holder}), verified up to seq {tail_seq}"))
+            # What the holder committed must be there and intact; only what is past its last
+            # commit may be in flight.
+            held_problem = _segment_problem(run_id, state, sealed)
+            if held_problem:  # the holder may have moved on since: a compaction replaces files, a seal archives them, then deletes them
+                held_problem = _segment_problem(run_id, replace(state, entries=read_manifest(state.folder)), _sealed_now(log_path))
+            if held_problem:
+                problems.append(held_problem)
+            else:
+                running.append(RunNote(run_id, tail_seq, f"running ({state.holder}), verified up to seq {tail_seq}"))
             continue
         live_problem = _live_problem(run_id, state, sealed)  # the cause of a chain break, if any
         if live_problem:
@@ -388,6 +404,7 @@ def verify_log(log_path: Path) -> VerifyReport:
         problem = (
             _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id))
             or archive_gaps.get(run_id)
+            or _announced_problem(run_id, tail_seq, walk)
         )
         if problem:
             problems.append(problem)
@@ -413,20 +430,41 @@ def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, st
         if ranges and not all((run_id, n) in sealed for n in _names(state.folder) if EVENTS_FILE.match(n)):
             return RangeProblem(run_id, ranges[0][0], ranges[-1][1], f"{state.folder.name}/segments.jsonl is missing: its segments are unrecorded")
         return None
-    for entry in committed(state.entries):
-        if (run_id, entry.file) in sealed:
-            continue
-        first, last = (entry.first_seq, entry.last_seq) if entry.is_events else (0, 0)
-        path = state.folder / entry.file
-        if not path.exists():
-            return RangeProblem(run_id, first, last, f"segment {entry.file} is missing")  # type: ignore[arg-type]
-        if file_sha256(path) != entry.sha256:
-            return RangeProblem(run_id, first, last, f"segment {entry.file} was altered (sha256 differs from its manifest line)")  # type: ignore[arg-type]
+    problem = _segment_problem(run_id, state, sealed)
+    if problem:
+        return problem
     unrecorded = unrecorded_tail(state.folder, state.entries)
     if unrecorded.stranded:
         stranded = unrecorded.stranded[0]
-        return RangeProblem(run_id, stranded.first_seq, stranded.last_seq, unrecorded.stranded_problem())  # type: ignore[arg-type]
+        return RangeProblem(run_id, stranded.first_seq, stranded.last_seq, unrecorded.stranded_problem())
     return None
+
+
+def _segment_problem(run_id: str, state: _LiveRun, sealed: set[tuple[str, str]]) -> RangeProblem | None:
+    """The first committed segment not yet sealed that is missing or differs from its manifest line."""
+    for entry in committed(state.entries or []):
+        if (run_id, entry.file) in sealed:
+            continue
+        path = state.folder / entry.file
+        if not path.exists():
+            return RangeProblem(run_id, entry.first_seq, entry.last_seq, f"segment {entry.file} is missing")
+        if file_sha256(path) != entry.sha256:
+            return RangeProblem(run_id, entry.first_seq, entry.last_seq, f"segment {entry.file} was altered (sha256 differs from its manifest line)")
+    return None
+
+
+def _sealed_now(log_path: Path) -> set[tuple[str, str]]:
+    """The archive's sealed segments, read afresh (a seal records them before it deletes the files)."""
+    if not log_path.is_file():
+        return set()
+    con = new_connection()
+    try:
+        attach_archive(con, log_path, read_only=True)
+        return set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall())
+    except duckdb.CatalogException:  # no seal yet
+        return set()
+    finally:
+        con.close()
 
 
 def _tail_problem(run_id: str, tail_seq: int, tail_hash: str, end: tuple[int, str | None] | None) -> RangeProblem | None:
@@ -438,6 +476,20 @@ def _tail_problem(run_id: str, tail_seq: int, tail_hash: str, end: tuple[int, st
     if tail_seq == end_seq and end_hash is not None and tail_hash != end_hash:
         return RangeProblem(run_id, end_seq, end_seq, "the last event's hash differs from the one recorded at commit")
     return None
+
+
+def _announced_problem(run_id: str, tail_seq: int, walk: ChainWalk) -> RangeProblem | None:
+    """A record stream holding other than what its opener announces: cut down (its commit
+    records with it, so no tail check sees it) or grown."""
+    after = walk.announced.get(run_id)
+    if after is None or tail_seq == after + 1:
+        return None
+    noun = "file(s)" if walk.record_streams[run_id] == "import" else "event(s) after it"
+    said = f"its first event announces {after} {noun}, the log holds {tail_seq - 1}"
+    if tail_seq < after + 1:  # only an import announces events after its opener
+        return RangeProblem(run_id, tail_seq + 1, after + 1, f"missing: {said} (cut off after seq {tail_seq}; "
+                            "an interrupted import is finished by importing its source again)")
+    return RangeProblem(run_id, after + 2, tail_seq, f"{said} (events past seq {after + 1})")
 
 
 def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangeProblem]:

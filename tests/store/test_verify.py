@@ -1,19 +1,23 @@
 """`log verify` names each edited, deleted, reordered or cut-off part of a run, and whether a
 run is unfinished or still running; seal and merge refuse what verify would call broken."""
 
+import fcntl
 import json
 import shutil
+import subprocess
 
 import anyio
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.errors import LogIntegrityError
+from eviscene.errors import LogIntegrityError, LogLockedError
 from eviscene.events import ArtifactImported, DatasetExported, GateDecided, RunFinished
+from eviscene.imports import import_path
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.locks import RunLock
@@ -169,6 +173,70 @@ def test_a_cut_off_record_stream_is_still_named(tmp_path):
     assert verify_cli(log).output.splitlines()[0] == (
         "BROKEN run import-1, seq 3..3: missing: cut-off tail (the log committed this run up to seq 3)"
     )
+
+
+def import_run_dir(log: EventLog, root) -> str:
+    """`eviscene import` of a run directory of four files: its source record (seq 1, `rows`: 4)
+    and one event per file (seq 2..5), sealed."""
+    root.mkdir()
+    (root / "run_manifest.json").write_text('{"run_id": "seed"}')
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (root / name).write_text(name)
+    return import_path(log, root).import_id
+
+
+def event_hash_at(log: EventLog, run_id: str, seq: int) -> str:
+    return log.sql("SELECT hash FROM events WHERE run_id = ? AND seq = ?", [run_id, seq])["hash"][0].as_py()
+
+
+def test_an_import_cut_down_with_its_commit_records_is_named_by_its_source_record(tmp_path):
+    """Deleting an import's file events and the stream's sealed records leaves a chain that
+    agrees with every record left; the source record (inside the chain) still counts the files."""
+    log = EventLog(tmp_path / "records.duckdb")
+    stream = import_run_dir(log, tmp_path / "run")
+    assert verify_cli(log).output == "ok: 0 run(s), 1 import stream(s), 5 events, every chain intact and complete\n"
+    tamper(log, f"DELETE FROM events WHERE run_id = '{stream}' AND seq > 1")
+    tamper(log, f"DELETE FROM sealed_segments WHERE run_id = '{stream}'")
+    result = verify_cli(log)
+    assert (result.exit_code, result.output.splitlines()[0]) == (1, (
+        f"BROKEN run {stream}, seq 2..5: missing: its first event announces 4 file(s), the log holds 0 "
+        "(cut off after seq 1; an interrupted import is finished by importing its source again)"
+    ))
+
+
+def test_an_import_whose_sealed_record_was_moved_back_to_its_cut_tail_is_named(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    stream = import_run_dir(log, tmp_path / "run")
+    tamper(log, f"DELETE FROM events WHERE run_id = '{stream}' AND seq > 2")
+    tamper(log, f"UPDATE sealed_segments SET last_seq = 2, last_hash = '{event_hash_at(log, stream, 2)}' WHERE run_id = '{stream}'")
+    assert [str(p) for p in log.verify().problems] == [
+        (f"run {stream}, seq 3..5: missing: its first event announces 4 file(s), the log holds 1 "
+         "(cut off after seq 2; an interrupted import is finished by importing its source again)")
+    ]
+
+
+def test_a_dataset_export_stream_holding_more_than_its_one_event_is_named(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    log.append("dataset-1", [EventDraft(DatasetExported(out_dir="/tmp/ds", manifest={"rows": 3}))] + gates(0, 2))
+    assert [str(p) for p in log.verify().problems] == [
+        "run dataset-1, seq 2..3: its first event announces 0 event(s) after it, the log holds 2 (events past seq 1)"
+    ]
+
+
+def test_an_import_cut_down_in_a_parquet_export_is_named(tmp_path):
+    """A `log export-parquet` folder has no sealed records: the source record is all that counts."""
+    log = EventLog(tmp_path / "records.duckdb")
+    stream = import_run_dir(log, tmp_path / "run")
+    out = tmp_path / "history"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(out)]).exit_code == 0
+    [path] = (out / "events").glob(f"*{stream}*/*.parquet")
+    table = pq.read_table(path)
+    pq.write_table(table.filter(pc.less_equal(table.column("seq"), 3)), path)
+    result = CliRunner().invoke(cli, ["--db", str(out), "log", "verify"])
+    assert (result.exit_code, result.output.splitlines()[0]) == (1, (
+        f"BROKEN run {stream}, seq 4..5: missing: its first event announces 4 file(s), the log holds 2 "
+        "(cut off after seq 3; an interrupted import is finished by importing its source again)"
+    ))
 
 
 def test_an_eval_run_that_stopped_early_is_still_unfinished(tmp_path):
@@ -357,6 +425,41 @@ def test_a_run_whose_writer_holds_the_lock_is_verified_up_to_its_last_commit(tmp
     finally:
         lock.release()
     assert [n.verified_seq for n in log.verify().unfinished] == [5]
+
+
+def test_a_held_run_s_deleted_committed_segment_is_named(tmp_path):
+    """A lock held (by the run's writer or any process) lets only what is past the last commit
+    be in flight: a committed segment that is gone is named, exit 1, not `running … ok`."""
+    log = EventLog(tmp_path / "running.duckdb")
+    write_batches(log, "r1", [gates(0, 4), gates(4, 8)])
+    segments(log)[-1].unlink()
+    lock = RunLock(run_folder(log) / "writer.lock", "r1").acquire()
+    try:
+        result = verify_cli(log)
+        assert (result.exit_code, result.output.splitlines()) == (
+            1, ["BROKEN run r1, seq 5..8: segment events-000000000005-000000000008.parquet is missing", "1 problem(s) in 1 run(s), 4 events"]
+        )
+    finally:
+        lock.release()
+
+
+def test_a_lock_held_by_another_process_than_the_dead_pid_its_file_names_is_not_named_by_that_pid(tmp_path):
+    """A killed writer's pid stays in the lock file; a `flock` from a shell holding the lock
+    now writes nothing there."""
+    log = EventLog(tmp_path / "running.duckdb")
+    write_batches(log, "r1", [gates(0, 4)])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    path = run_folder(log) / "writer.lock"
+    path.write_text(f"pid {dead.pid} (eviscene eval)")
+    with path.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = verify_cli(log)
+        with pytest.raises(LogLockedError, match="run r1 is being written by an unknown process; wait for it"):
+            RunLock(path, "r1").acquire()
+    assert (result.exit_code, result.output) == (
+        0, "RUNNING run r1: running (an unknown process), verified up to seq 4\nok: 1 run(s), 4 events, every chain intact and complete\n"
+    )
 
 
 def archive_state(log: EventLog):

@@ -161,3 +161,30 @@ def test_the_seals_cited_blob_check_reads_a_newer_snapshot_when_a_segment_moved_
     monkeypatch.setattr(seal_module, "open_snapshot", moved_once)
     assert log.seal(["gold"]) == ["gold"]
     assert len(opened) == 2 and log.verify().ok
+
+
+def live_blob_segment(log: EventLog):
+    [path] = (log.path.with_name(log.path.name + ".live") / "gold").glob("blobs-*.parquet")
+    return path
+
+
+def test_a_truncated_live_blob_segment_is_named_and_the_cli_exits_1(tmp_path):
+    """It used to stop verify with DuckDB's `No magic bytes found at end of file` (exit 2)."""
+    log = EventLog(tmp_path / "live.duckdb")
+    write_gold(log)
+    path = live_blob_segment(log)
+    path.write_bytes(path.read_bytes()[:-200])
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
+    assert (result.exit_code, result.output.splitlines()[0]) == (
+        1, f"BROKEN run gold: segment {path.name} was altered (sha256 differs from its manifest line)"
+    )
+
+
+def test_an_altered_live_blob_segment_is_named_without_a_seq_range(tmp_path):
+    log = EventLog(tmp_path / "live.duckdb")
+    write_gold(log)
+    path = live_blob_segment(log)
+    pq.write_table(pq.read_table(path), path, compression="snappy")  # the same blob, other bytes
+    assert [str(p) for p in log.verify().problems] == [
+        f"run gold: segment {path.name} was altered (sha256 differs from its manifest line)"
+    ]
