@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -275,7 +276,8 @@ def test_why_says_when_the_log_has_changed_since_the_export_it_replays(tmp_path)
     cases = str(BUNDLED / "runtime_input" / "cases.jsonl")
     logs = [EventLog(tmp_path / f"shard-{index}.duckdb") for index in (0, 1)]
     for index, log in enumerate(logs):
-        anyio.run(lambda: start_run(log, EvalOptions(benchmark=cases, limit=2, shard_count=2, shard_index=index), run_id="sh"))
+        options = EvalOptions(benchmark=cases, limit=2, shard_count=2, shard_index=index)
+        anyio.run(partial(start_run, log, options, run_id="sh"))
     out = tmp_path / "dataset"
     exported = CliRunner().invoke(cli, ["--db", str(logs[0].path), "dataset", "export", "--run", "sh", "--out", str(out),
                                         "--allow-training-prohibited"])
