@@ -78,6 +78,10 @@ class _ProgressBar:
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 
+    def warning(self, message: str) -> None:
+        """A run-start warning (`RunPlan.warnings`), one line on stderr."""
+        click.echo(f"Warning: {message}", err=True)
+
     def provider_waiting(self, message: str | None) -> None:
         """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")

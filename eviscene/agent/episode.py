@@ -48,6 +48,7 @@ from eviscene.events import (
     ToolReturned,
 )
 from eviscene.redaction import KnownSecrets, redact
+from eviscene.release.case_image import CaseImage, read_case_image
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.timestamps import utc_now_millis_iso
 from eviscene.store.writer import EventDraft
@@ -95,7 +96,7 @@ class AgentSettings:
     max_tool_actions: int = MAX_TOOL_ACTIONS
 
 
-Perceive = Callable[[Path, str, CallModel], Awaitable[PerceptionReported]]
+Perceive = Callable[[CaseImage, CallModel], Awaitable[PerceptionReported]]
 
 
 class EventSink(Protocol):
@@ -274,10 +275,14 @@ class Episode:
         return finished
 
     async def _investigate_and_judge(self) -> str:
-        report = await self.perceive(self.spec.image_file, self.spec.image_sha256, self.call_model)
+        # Read once and checked against the hash the run recorded: perception and the tools use
+        # these bytes, so a file swapped since preflight ends the episode as an error instead of
+        # being analysed (and its report cached) under the old hash.
+        case_image = await anyio.to_thread.run_sync(read_case_image, self.spec.image_file, self.spec.image_sha256)
+        report = await self.perceive(case_image, self.call_model)
         await self.recorder.emit(report)
         # Printed captions are masked out of image comparisons.
-        self.tools = self.toolbox.episode(self.spec.image_file, text_boxes=[line["box"] for line in report.ocr_lines])
+        self.tools = self.toolbox.episode(case_image, text_boxes=[line["box"] for line in report.ocr_lines])
         direct = self.settings.image_access_mode == "direct_multimodal"
         messages = [
             prompts.system_message(self.settings.label_set, self.settings.max_tool_actions),

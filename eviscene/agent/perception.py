@@ -5,21 +5,21 @@ backend version), in-process and from earlier runs in the log."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import anyio
 import imagehash
 
 from eviscene.events import PerceptionReported
+from eviscene.release.case_image import CaseImage
 from eviscene.tools.images import open_image
 from eviscene.tools.ocr import OCR_DECODE_SIDE, aread_text
 
 PERCEPTION_BACKEND = "embedded-rapidocr-phash-v1"
 
 
-def _phash(path: Path) -> str:
+def _phash(case_image: CaseImage) -> str:
     # Decoded within bounds (a picture this large is reduced first; smaller ones unchanged).
-    image, _ = open_image(path, max_side=OCR_DECODE_SIDE)
+    image, _ = open_image(case_image.open(), max_side=OCR_DECODE_SIDE)
     return str(imagehash.phash(image))
 
 
@@ -31,16 +31,17 @@ class EmbeddedPerception:
         self._reports: dict[str, PerceptionReported] = dict(cached or {}) if enabled else {}
         self._locks: dict[str, anyio.Lock] = {}
 
-    async def __call__(self, image_file: Path, image_sha256: str, call_model: object = None) -> PerceptionReported:
-        """The report of one image; `call_model` is unused (the embedded step calls no model)."""
-        lock = self._locks.setdefault(image_sha256, anyio.Lock())
+    async def __call__(self, case_image: CaseImage, call_model: object = None) -> PerceptionReported:
+        """The report of one image, from its checked bytes (so it is cached under the hash of
+        what was read); `call_model` is unused (the embedded step calls no model)."""
+        lock = self._locks.setdefault(case_image.sha256, anyio.Lock())
         async with lock:  # rollouts of one case wait for the first OCR instead of repeating it
-            cached = self._reports.get(image_sha256)
+            cached = self._reports.get(case_image.sha256)
             if cached is not None:
                 return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
             clock = time.monotonic()
-            ocr = await aread_text(image_file)
-            phash = await anyio.to_thread.run_sync(_phash, image_file)
+            ocr = await aread_text(case_image)
+            phash = await anyio.to_thread.run_sync(_phash, case_image)
             report = PerceptionReported(
                 backend=PERCEPTION_BACKEND,
                 ocr_text=ocr.text,
@@ -50,5 +51,5 @@ class EmbeddedPerception:
                 latency_ms=round((time.monotonic() - clock) * 1000, 3),
             )
             if self.enabled:
-                self._reports[image_sha256] = report
+                self._reports[case_image.sha256] = report
             return report

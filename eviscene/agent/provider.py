@@ -15,6 +15,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from eviscene.events import TokenUsage, ToolCallRequest
+from eviscene.release.case_image import read_case_image
 from eviscene.rules.canonical import canonical_json_bytes
 from eviscene.rules.stages import Stage
 
@@ -109,7 +110,10 @@ CallModel = Callable[[Provider, ModelRequest], Awaitable[ModelResponse]]
 
 
 class ImageStore:
-    """Case images by sha256, for providers that send the image itself."""
+    """Case images by sha256, for providers that send the image itself. It keeps paths, not
+    bytes (a run may hold thousands of images), and reads each as a checked case image: the
+    model is sent only bytes that hash to the URL's sha256 (CaseImageChanged otherwise, which
+    ends the episode)."""
 
     def __init__(self) -> None:
         self._paths: dict[str, Path] = {}
@@ -119,4 +123,5 @@ class ImageStore:
         return IMAGE_URL_PREFIX + sha256
 
     def read(self, url: str) -> bytes:
-        return self._paths[url.removeprefix(IMAGE_URL_PREFIX)].read_bytes()
+        sha256 = url.removeprefix(IMAGE_URL_PREFIX)
+        return read_case_image(self._paths[sha256], sha256).data

@@ -94,8 +94,8 @@ class _ExitInTool:
     def specs(self) -> list[dict[str, Any]]:
         return self._toolbox.specs()
 
-    def episode(self, case_image_path: Any, *, text_boxes: Any = ()) -> Any:
-        return self._toolbox.episode(case_image_path, text_boxes=text_boxes)
+    def episode(self, case_image: Any, *, text_boxes: Any = ()) -> Any:
+        return self._toolbox.episode(case_image, text_boxes=text_boxes)
 
     async def call(self, *args: Any, **kwargs: Any) -> Any:
         os._exit(17)

@@ -75,6 +75,9 @@ class RunObserver(Protocol):
 
     def finished(self, spec: RolloutSpec, finished: EpisodeFinished) -> None: ...
 
+    # Optional: `warning(message)` hears each of `RunPlan.warnings` as the run starts;
+    # `provider_waiting(message | None)` each endpoint's outage (`provider_session`).
+
 
 @dataclass
 class RunSummary:
@@ -113,6 +116,7 @@ class RunPlan:
     toolbox: Toolbox
     policy_revision: str
     tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
+    warnings: list[str] = field(default_factory=list)  # said once as the run starts (`RunObserver.warning`)
 
 
 def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
@@ -151,7 +155,14 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     )
     policy = load_source_policy(policy_file, scoring_files["source_access_policy"].content) if policy_file else None
     toolbox, tool_backend = make_toolbox(options, release, policy)
-    return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend)
+    warnings = []
+    if policy is not None and not policy.active:
+        # Seed 000 runs under a policy that blocks nothing (enforcing nothing, `active: false` in
+        # its manifest), so this is no error; but such a file is more likely a mistake than a
+        # choice, and leaves the benchmark's own answer pages open to the agent.
+        warnings.append(f"{policy_file}: the source access policy blocks nothing (no blocked_domains, "
+                        "blocked_url_prefixes or blocked_content_sha256); the agent may read the benchmark's answer pages")
+    return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend, warnings)
 
 
 class _NameTaken(EvisceneError):
@@ -459,6 +470,9 @@ async def _execute(
     stopped or still running run's finished episodes against them (the agent never reads the
     log)."""
     summary = RunSummary(run_id=run_id, planned=len(plan.specs))
+    warn = getattr(observer, "warning", None)
+    for message in plan.warnings if warn is not None else ():
+        warn(message)
     options = plan.options.flags
     perceptions = (
         _cached_perception(log, options.perception_cache_version or PERCEPTION_BACKEND, options.ocr_cache_version or DEFAULT_OCR_CACHE_VERSION)

@@ -12,13 +12,13 @@ event (stage `perception`) of the episode that made it, failed or not.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Awaitable, Callable
 
 import anyio
 
 from eviscene.agent.provider import CallModel, ImageStore, ModelRequest, ModelResponse, Provider
 from eviscene.events import PerceptionReported
+from eviscene.release.case_image import CaseImage
 
 DESCRIBE_SYSTEM = "You describe images for a fact-checking team. Report only what is visible; do not judge the claim."
 DESCRIBE_PROMPT = """Describe this image for a fact-checker who cannot see it:
@@ -57,16 +57,16 @@ class VlmPerception:
         self._reports: dict[str, PerceptionReported] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
-    async def __call__(self, image_file: Path, image_sha256: str, call_model: CallModel | None = None) -> PerceptionReported:
-        lock = self._locks.setdefault(image_sha256, anyio.Lock())
+    async def __call__(self, case_image: CaseImage, call_model: CallModel | None = None) -> PerceptionReported:
+        lock = self._locks.setdefault(case_image.sha256, anyio.Lock())
         async with lock:
-            cached = self._reports.get(image_sha256)
+            cached = self._reports.get(case_image.sha256)
             if cached is not None:
                 return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
             clock = time.monotonic()
-            base = await self.inner(image_file, image_sha256)
-            url = self.images.add(image_sha256, image_file)
-            described = await describe_image(self.vlm, url, sampling_seed=perception_seed(image_sha256), call_model=call_model)
+            base = await self.inner(case_image)
+            url = self.images.add(case_image.sha256, case_image.path)
+            described = await describe_image(self.vlm, url, sampling_seed=perception_seed(case_image.sha256), call_model=call_model)
             report = base.model_copy(
                 update={
                     "backend": f"{base.backend}+vlm:{self.vlm.name}/{self.vlm.model}",
@@ -75,5 +75,5 @@ class VlmPerception:
                     "latency_ms": round((time.monotonic() - clock) * 1000, 3),
                 }
             )
-            self._reports[image_sha256] = report
+            self._reports[case_image.sha256] = report
             return report

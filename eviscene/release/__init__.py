@@ -4,6 +4,7 @@ The private gold lives in `eviscene.release.gold` and is deliberately not re-exp
 here: only scoring code imports it, by that name.
 """
 
+from eviscene.release.case_image import CaseImage, CaseImageChanged, read_case_image
 from eviscene.release.jsonl import read_jsonl, read_jsonl_numbered
 from eviscene.release.loader import (
     ACCEPTED_SCHEMA_VERSIONS,
@@ -32,6 +33,8 @@ __all__ = [
     "RUNTIME_RELEASE_SCHEMA_VERSION",
     "SCORING_PACKAGE_SCHEMA_VERSION",
     "Case",
+    "CaseImage",
+    "CaseImageChanged",
     "Release",
     "ReleaseArtifacts",
     "RolloutSpec",
@@ -40,6 +43,7 @@ __all__ = [
     "load_release",
     "positive_int",
     "prompt_group_id",
+    "read_case_image",
     "read_jsonl",
     "read_jsonl_numbered",
     "rollout_specs",

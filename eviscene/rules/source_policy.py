@@ -29,6 +29,7 @@ scoring compares URLs by, keeps the one reading as written.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
 import json
@@ -37,7 +38,7 @@ import re
 import socket
 import unicodedata
 from typing import Any, Iterable, Literal, Optional
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -189,6 +190,49 @@ def policy_from_fields(data: dict[str, Any]) -> SourceAccessPolicy:
         raise ValueError(f"source access policy is malformed: {first['msg']} "
                          f"at {'.'.join(map(str, first['loc']))}") from None
     return SourceAccessPolicy(**parsed.model_dump())
+
+
+def checked_policy_from_fields(data: dict[str, Any]) -> SourceAccessPolicy:
+    """`policy_from_fields` for a policy file a run is to be guarded by, which also refuses
+    (ValueError, one line) what would quietly weaken it: a key no policy has (a misspelled
+    `blocked_domain` would block nothing, and the run's own audit, by the same file, would see
+    no violation) and a `blocked_domains` entry that is not a bare domain (a URL matches no
+    host). The audit reads a recorded policy with `policy_from_fields` alone: a log made
+    before this check still reads as it did."""
+    known = list(_PolicyFile.model_fields)
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        named = ", ".join(f"{key!r}" + "".join(f" (did you mean {close!r}?)" for close in difflib.get_close_matches(key, known, n=1))
+                          for key in unknown)
+        raise ValueError(f"source access policy has unknown key(s) {named}; known keys: {', '.join(known)}")
+    policy = policy_from_fields(data)
+    for entry in data.get("blocked_domains", ()):
+        if not _bare_domain(entry):
+            host = _host_in(entry)
+            hint = f"; write {host!r}" if host and _bare_domain(host) else ""
+            raise ValueError(f"source access policy's blocked_domains entry {entry!r} is not a bare domain "
+                             f"(it has a scheme, path, port or space){hint}")
+    return policy
+
+
+def _bare_domain(entry: str) -> bool:
+    """A domain, subdomain wildcard (`*.a.org`, `.a.org`) or IP address, as `SourceAccessPolicy` reads it."""
+    name = entry.removeprefix("*.").lstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        ipaddress.IPv6Address(name.split("%", 1)[0])
+        return True
+    except ValueError:
+        return not re.search(r"[\s/\\:?#@]", name)
+
+
+def _host_in(entry: str) -> str | None:
+    """The host a URL or `host:port` written as a domain names, if any."""
+    try:
+        return urlsplit(entry.strip() if "//" in entry else "//" + entry.strip()).hostname
+    except ValueError:
+        return None
 
 
 @functools.lru_cache(maxsize=64)

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
+from eviscene.release.case_image import CaseImage
 from eviscene.events import GateDecided, ToolReturned
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy, cache_partition_name
@@ -160,8 +161,8 @@ class CachedToolbox:
     def specs(self) -> list[dict[str, Any]]:
         return self.inner.specs()
 
-    def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> Any:
-        return self.inner.episode(case_image_path, text_boxes=text_boxes)
+    def episode(self, case_image: str | Path | CaseImage, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> Any:
+        return self.inner.episode(case_image, text_boxes=text_boxes)
 
     async def call(self, name: str, arguments: Any, episode: Any) -> ToolOutcome:
         cacheable = (name in CACHED_TOOLS and name in ALL_TOOLS and name in self.enabled_tools

@@ -114,7 +114,8 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
         with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
             width, height = opened.size
             if width * height > MAX_DECODE_PIXELS:
-                name = "" if hasattr(source, "read") else f"{source}: "
+                named = getattr(source, "name", None) if hasattr(source, "read") else source
+                name = f"{named}: " if isinstance(named, (str, Path)) else ""
                 raise ImageTooLarge(f"{name}image is {width}x{height} pixels, above the decoding limit of "
                                     f"{MAX_DECODE_PIXELS:,} pixels")
             original = _oriented_size(opened)
@@ -141,10 +142,14 @@ def _working_copy(source: ImageInput, opened: Image.Image) -> Image.Image:
     next reader of the same file (OCR, perception hash and matching each open it): its
     decode is the costly part. Two copies at most are kept."""
     if hasattr(source, "read"):
-        return _reduced(opened, WORKING_SIDE)
-    path = Path(source).resolve()
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+        sha256 = getattr(source, "sha256", None)  # a case image's checked bytes: keyed by their hash
+        if sha256 is None:
+            return _reduced(opened, WORKING_SIDE)
+        key: tuple = ("sha256", sha256)
+    else:
+        path = Path(source).resolve()
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
     with _working_lock:
         if key in _working_copies:
             return _working_copies[key]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
+from eviscene.release.case_image import CaseImage
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.tools.results import ToolOutcome
 
@@ -24,7 +25,7 @@ class Toolbox(Protocol):
         """Function specs of the enabled tools, in a fixed order."""
         ...
 
-    def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> EpisodeTools:
+    def episode(self, case_image: str | Path | CaseImage, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> EpisodeTools:
         """Fresh per-episode state: the case image and the evidence ids handed out so far."""
         ...
 

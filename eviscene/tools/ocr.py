@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, Field
 
+from eviscene.release.case_image import CaseImage
 from eviscene.tools.images import open_image
 
 BACKEND = "rapidocr-onnxruntime"
@@ -109,16 +110,16 @@ def _boost_spaces(engine: Any) -> None:
         engine.text_rec.postprocess_op = _SpaceBoostedDecode(decoder, characters.index(" "))
 
 
-def read_text(image_path: str | Path) -> OcrResult:
-    """OCR of one image file (blocking). Lines are grouped into visual rows top to bottom,
-    each row read left to right."""
-    data = Path(image_path).read_bytes()
-    key = hashlib.sha256(data).hexdigest()
+def read_text(source: str | Path | CaseImage) -> OcrResult:
+    """OCR of one image (blocking): a case image's checked bytes, or a file read once. Lines
+    are grouped into visual rows top to bottom, each row read left to right."""
+    case_image = source if isinstance(source, CaseImage) else CaseImage.of_file(source)
+    key = case_image.sha256
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    image, (width, height) = open_image(Path(image_path), max_side=OCR_DECODE_SIDE)
+    image, (width, height) = open_image(case_image.open(), max_side=OCR_DECODE_SIDE)
     read = _within_read_aspect(image)
     engine = _get_engine()
     with _run_lock:
@@ -169,8 +170,8 @@ def has_text(rgb: np.ndarray, min_confidence: float = 0.6) -> bool:
     return any(sum(c.isalnum() for c in str(text)) >= 2 and float(score) >= min_confidence for text, score, *_ in raw or [])
 
 
-async def aread_text(image_path: str | Path) -> OcrResult:
-    return await anyio.to_thread.run_sync(read_text, image_path)
+async def aread_text(source: str | Path | CaseImage) -> OcrResult:
+    return await anyio.to_thread.run_sync(read_text, source)
 
 
 def cached_text(image_path: str | Path) -> Optional[OcrResult]:

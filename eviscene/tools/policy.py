@@ -8,13 +8,14 @@ from typing import Any
 
 from eviscene.errors import ReleaseError
 from eviscene.rules.paths import special_file_kind
-from eviscene.rules.source_policy import SourceAccessPolicy, policy_from_fields
+from eviscene.rules.source_policy import SourceAccessPolicy, checked_policy_from_fields
 
 
 def source_policy_from_dict(data: dict[str, Any]) -> SourceAccessPolicy:
-    """The policy of a policy file's JSON object; ReleaseError when a field is malformed."""
+    """The policy of a policy file's JSON object; ReleaseError when a field is malformed or
+    unknown, or a domain is not a bare domain (`checked_policy_from_fields`)."""
     try:
-        return policy_from_fields(data)
+        return checked_policy_from_fields(data)
     except ValueError as exc:
         raise ReleaseError(str(exc)) from None
 
@@ -40,6 +41,6 @@ def load_source_policy(path: str | Path, content: bytes | None = None) -> Source
     if not isinstance(data, dict):
         raise ReleaseError(f"{path}: source access policy must be a JSON object")
     try:
-        return policy_from_fields(data)
+        return checked_policy_from_fields(data)
     except ValueError as exc:
         raise ReleaseError(f"{path}: {exc}") from None

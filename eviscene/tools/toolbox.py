@@ -18,7 +18,6 @@ which the agent awaits its calls.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -28,6 +27,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import anyio.to_thread
 
 from eviscene.events import GateDecided, SourceSeen
+from eviscene.release.case_image import CaseImage
 from eviscene.tools.corpus import Corpus
 from eviscene.tools.pages import CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
@@ -50,9 +50,10 @@ Render = Callable[["EpisodeTools"], ToolOutcome]
 class EpisodeTools:
     """Per-episode tool state: the case image and the evidence ids handed out so far."""
 
-    def __init__(self, toolbox: "CorpusToolbox", case_image_path: str | Path, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> None:
+    def __init__(self, toolbox: "CorpusToolbox", case_image: str | Path | CaseImage, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> None:
         self.toolbox = toolbox
-        self.case_image_path = Path(case_image_path)
+        # An episode's case image is its checked bytes; a path (the tools on their own) is read lazily.
+        self._case_image = case_image
         self.text_boxes = tuple(tuple(tuple(p) for p in box) for box in text_boxes)
         self._ids: dict[str, str] = {}
         self._sources: dict[str, SourceSeen] = {}
@@ -79,10 +80,12 @@ class EpisodeTools:
         return dict(self._sources)
 
     def case_image(self) -> PreparedImage:
+        if not isinstance(self._case_image, CaseImage):
+            self._case_image = CaseImage.of_file(self._case_image)
         boxes = self.text_boxes
         if not boxes and self.toolbox.read_case_text:
-            boxes = tuple(tuple(tuple(p) for p in line.box) for line in read_text(self.case_image_path).lines)
-        return self.toolbox.prepared_case_image(self.case_image_path, boxes)
+            boxes = tuple(tuple(tuple(p) for p in line.box) for line in read_text(self._case_image).lines)
+        return self.toolbox.prepared_case_image(self._case_image, boxes)
 
 
 class CorpusToolbox:
@@ -128,11 +131,12 @@ class CorpusToolbox:
         """Function specs of the enabled tools, in a fixed order."""
         return [tool_spec(name) for name in self.enabled_tools]
 
-    def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> EpisodeTools:
-        """Fresh per-episode state. Image comparisons ignore text printed over the case
-        picture (badges, caption bands): its OCR boxes are given as `text_boxes` or, with
-        `read_case_text`, read once per case image with the shared OCR cache."""
-        return EpisodeTools(self, case_image_path, text_boxes)
+    def episode(self, case_image: str | Path | CaseImage, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> EpisodeTools:
+        """Fresh per-episode state over the case image (an episode's checked bytes, or a file).
+        Image comparisons ignore text printed over the case picture (badges, caption bands):
+        its OCR boxes are given as `text_boxes` or, with `read_case_text`, read once per case
+        image with the shared OCR cache."""
+        return EpisodeTools(self, case_image, text_boxes)
 
     async def call(self, name: str, arguments: Any, episode: EpisodeTools) -> ToolOutcome:
         """Run one tool call; never raises for a bad call or a failing tool."""
@@ -151,19 +155,19 @@ class CorpusToolbox:
             error = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(status="error", observation=f"The tool failed: {error}", error=error)
 
-    def prepared_case_image(self, path: Path, text_boxes: tuple = ()) -> PreparedImage:
-        """The case image decoded and trimmed once per distinct file (rollouts share it)."""
-        key = (hashlib.sha256(path.read_bytes()).hexdigest(), text_boxes)
+    def prepared_case_image(self, image: CaseImage, text_boxes: tuple = ()) -> PreparedImage:
+        """The case image decoded and trimmed once per distinct picture (rollouts share it)."""
+        key = (image.sha256, text_boxes)
         with self._case_lock:
             if key in self._case_cache:
                 self._case_cache.move_to_end(key)
                 return self._case_cache[key]
-        image = prepare(path, text_boxes=text_boxes)
+        prepared = prepare(image.open(), text_boxes=text_boxes)
         with self._case_lock:
-            self._case_cache[key] = image
+            self._case_cache[key] = prepared
             while len(self._case_cache) > _CASE_CACHE:
                 self._case_cache.popitem(last=False)
-        return image
+        return prepared
 
     # -- policy ------------------------------------------------------------------------------
 

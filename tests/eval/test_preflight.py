@@ -91,6 +91,29 @@ def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):
     assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}: malformed JSON: nested too deeply")
 
 
+def test_a_policy_with_a_misspelled_key_stops_the_run_before_any_episode(broken_release, tmp_path):
+    # Ignored, the misspelled keys would leave the run unguarded, and its audit by the same file blind to it.
+    policy = broken_release / "private" / "source_access_policy.json"
+    policy.write_text(json.dumps({"policy_id": "x", "blocked_domain": ["truthmeter.example"]}), encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb",
+                       f"{policy}: source access policy has unknown key(s) 'blocked_domain' (did you mean 'blocked_domains'?); "
+                       "known keys: policy_id, blocked_domains, blocked_url_prefixes, blocked_content_sha256, cache_partition")
+
+
+def test_a_policy_that_blocks_nothing_runs_as_the_seed_does_with_one_warning_at_the_start(broken_release, tmp_path):
+    policy = broken_release / "private" / "source_access_policy.json"
+    policy.write_text("{}", encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1", "--no-materialize")
+    assert result.exit_code == 0, result.output
+    warning = (f"Warning: {policy}: the source access policy blocks nothing (no blocked_domains, blocked_url_prefixes "
+               "or blocked_content_sha256); the agent may read the benchmark's answer pages\n")
+    assert result.stderr.startswith(warning) and result.stderr.count("Warning:") == 1, result.stderr
+    active = EventLog(tmp_path / "log.duckdb").sql("SELECT payload->'source_access_policy'->>'active' AS a FROM events "
+                                                   "WHERE type = 'run.started'")["a"][0].as_py()
+    assert active == "false"  # recorded as seed 000 records it
+
+
 @pytest.mark.parametrize("flags", [("--limit", "0"), ("--shard-count", "40", "--shard-index", "39")])
 def test_an_empty_selection_is_an_error(release, tmp_path, flags):
     result = run_cli(tmp_path / "log.duckdb", release, *flags)

@@ -48,11 +48,12 @@ import json, re, sys, time
 from pathlib import Path
 import anyio
 from eviscene.agent.perception import EmbeddedPerception
+from eviscene.release import CaseImage
 from eviscene.tools.images import prepare
-path = Path(sys.argv[1])
 clock = time.perf_counter()
-report = anyio.run(EmbeddedPerception(), path, "0" * 64)
-prepared = prepare(path)
+case_image = CaseImage.of_file(Path(sys.argv[1]))  # read once, as an episode reads it
+report = anyio.run(EmbeddedPerception(), case_image)
+prepared = prepare(case_image.open())
 print(json.dumps({"size": report.report, "prepared": list(prepared.size), "shape": list(prepared.rgb.shape),
                   "trimmed": prepared.trimmed, "seconds": time.perf_counter() - clock,
                   "peak_bytes": int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024}))

@@ -190,3 +190,42 @@ def test_load_rejects_malformed_files(tmp_path, content, message):
 def test_load_reports_a_missing_file(tmp_path):
     with pytest.raises(ReleaseError, match="not found"):
         load_source_policy(tmp_path / "nope.json")
+
+
+KNOWN_KEYS = "policy_id, blocked_domains, blocked_url_prefixes, blocked_content_sha256, cache_partition"
+
+
+def test_a_policy_file_with_an_unknown_key_is_refused_naming_it_a_close_match_and_the_known_keys(tmp_path):
+    # Ignored, the misspelled keys would block nothing, and the run's audit (by the same file) would see no leak.
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"policy_id": "x", "blocked_domain": ["a.com"], "blocked_urls_prefixes": ["https://b.com/"],
+                                "notes": "?"}))
+    with pytest.raises(ReleaseError) as refused:
+        load_source_policy(path)
+    assert str(refused.value) == (
+        f"{path}: source access policy has unknown key(s) 'blocked_domain' (did you mean 'blocked_domains'?), "
+        f"'blocked_urls_prefixes' (did you mean 'blocked_url_prefixes'?), 'notes'; known keys: {KNOWN_KEYS}"
+    )
+
+
+@pytest.mark.parametrize(("entry", "hint"), [
+    ("https://truthmeter.example/", "; write 'truthmeter.example'"),
+    ("truthmeter.example/fact-check", "; write 'truthmeter.example'"),
+    ("truthmeter.example:443", "; write 'truthmeter.example'"),
+    ("[2001:db8::1]:8080", "; write '2001:db8::1'"),
+    (" truthmeter.example", "; write 'truthmeter.example'"),
+    ("truth meter.example", ""),
+])
+def test_a_blocked_domain_that_is_not_a_bare_domain_is_refused_naming_it(tmp_path, entry, hint):
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"blocked_domains": ["ok.example", entry]}))
+    with pytest.raises(ReleaseError) as refused:
+        load_source_policy(path)
+    assert str(refused.value) == (f"{path}: source access policy's blocked_domains entry {entry!r} is not a bare domain "
+                                  f"(it has a scheme, path, port or space){hint}")
+
+
+def test_every_form_of_a_bare_domain_is_accepted():
+    forms = ["a.example", "*.b.example", ".c.example", "FactCheck.example", "bücher.example", "XN--BCHER-KVA.example.",
+             "10.0.0.1", "[2001:db8::1]", "::1", "fe80::1%eth0"]
+    assert source_policy_from_dict({"blocked_domains": forms}).check("https://www.b.example/x") == "blocked_domain"

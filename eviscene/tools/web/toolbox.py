@@ -25,6 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Optional, Sequence
 
+from eviscene.release.case_image import CaseImage
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.results import ToolOutcome, policy_block
@@ -120,8 +121,8 @@ class WebToolbox:
     def specs(self) -> list[dict[str, Any]]:
         return [tool_spec(name) for name in self.enabled_tools]
 
-    def episode(self, case_image_path: str | Path, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> WebEpisodeTools:
-        return WebEpisodeTools(self, case_image_path, text_boxes)  # type: ignore[arg-type]
+    def episode(self, case_image: str | Path | CaseImage, *, text_boxes: Sequence[Sequence[Sequence[float]]] = ()) -> WebEpisodeTools:
+        return WebEpisodeTools(self, case_image, text_boxes)  # type: ignore[arg-type]
 
     async def call(self, name: str, arguments: Any, episode: EpisodeTools) -> ToolOutcome:
         """Run one tool call; never raises for a bad call or a failing backend."""
