@@ -139,8 +139,8 @@ def explain_dataset_decision(
 def describe(decision: DatasetDecision) -> list[str]:
     """The decision as lines for `eviscene why`."""
     where = f" (export {decision.out_dir})" if decision.out_dir else ""
-    changed = [f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
-               "not the one its files hold"] if decision.changed_since else []
+    changed = [(f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
+                "not the one its files hold")] if decision.changed_since else []
     if decision.status == "not_a_candidate":
         return [f"dataset{where}: not a candidate (unfinished, or an action-only release episode)", *changed]
     lines = [f"dataset{where}: {decision.status.upper()}", *changed]

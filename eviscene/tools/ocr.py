@@ -143,7 +143,7 @@ def _within_read_aspect(image: Image.Image) -> Image.Image:
     if padded == (width, height):
         return image
     rgb = image.convert("RGB")
-    mean = tuple(int(round(channel)) for channel in np.asarray(rgb, dtype=np.float64).reshape(-1, 3).mean(axis=0))
+    mean = tuple(round(channel) for channel in np.asarray(rgb, dtype=np.float64).reshape(-1, 3).mean(axis=0))
     canvas = Image.new("RGB", padded, mean)
     canvas.paste(rgb, (0, 0))
     return canvas

@@ -135,7 +135,7 @@ def test_a_killed_driver_leaves_a_run_that_resume_finishes_on_ray(cluster, tmp_p
     assert before < 20
     # The cluster is named only by the log: a resume goes there only when the user says so again.
     refused = eviscene(db, "eval", "resume", run_id, "--no-progress")
-    out, err = refused.communicate(timeout=120)
+    _, err = refused.communicate(timeout=120)
     assert refused.returncode == 2 and "Traceback" not in err, err
     assert f"its recorded --ray-address {cluster.address} would run the episodes on that cluster" in err
     assert query(db, "SELECT count(*) FROM events WHERE type = 'episode.finished'")[0][0] == before
