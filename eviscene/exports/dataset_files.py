@@ -177,14 +177,19 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table(records: list[dict[str, Any]]) -> pa.Table:
-    """A file's rows as Arrow (columns in the first row's key order); nested values that Arrow
-    cannot type consistently across rows are stored as canonical JSON text."""
+    """A file's rows as Arrow: a column for every key a row has, in the order keys first appear
+    (null where a row lacks it: from_pylist took the first row's keys alone, and a metadata
+    file whose first episode had no trajectory lost its trajectory columns); nested values
+    that Arrow cannot type consistently across rows are stored as canonical JSON text."""
+    columns = list(dict.fromkeys(key for record in records for key in record))
+
+    def table(rows: list[dict[str, Any]]) -> pa.Table:
+        return pa.Table.from_pydict({column: [row.get(column) for row in rows] for column in columns})
+
     try:
-        return pa.Table.from_pylist(records)
+        return table(records)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-        return pa.Table.from_pylist([
-            {k: canonical_json(v) if isinstance(v, (dict, list)) else v for k, v in record.items()} for record in records
-        ])
+        return table([{k: canonical_json(v) if isinstance(v, (dict, list)) else v for k, v in record.items()} for record in records])
 
 
 # Files whose rows are built alike: an empty one takes the columns of the first non-empty one

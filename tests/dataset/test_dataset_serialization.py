@@ -182,3 +182,20 @@ def test_an_empty_parquet_file_takes_its_kinds_columns_from_the_long_holdout_or_
         "source_family_keys", "teacher_score",
     ]
     assert pq.read_schema(tmp_path / "bare-out" / "accepted_episodes.parquet").names[:2] == ["case_id", "episode_id"]
+
+
+def test_a_parquet_metadata_file_has_every_rows_columns_when_its_first_row_lacks_some(tmp_path):
+    """Excluded episodes by id: a--r000 has no trajectory (no trajectory fields in its row),
+    b--r000 has one but is not eligible. The Parquet copy has b's trajectory columns, null for a;
+    from the first row's keys alone it had dropped them for every row."""
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a", "trajectory": False},
+        {"episode_id": "b--r000", "case_id": "b", "score": {"training_eligible": False}},
+    ])
+    out = tmp_path / "out"
+    export_dataset(EventLog(tmp_path / "log.duckdb"), ExportOptions(out_dir=out, run_dirs=[run], fmt="parquet"))
+    rows = read_jsonl(out / "excluded_episode_metadata.jsonl")
+    assert [("tool_call_count" in row) for row in rows] == [False, True]
+    table = pq.read_table(out / "excluded_episode_metadata.parquet")
+    assert set(table.column_names) == {key for row in rows for key in row}
+    assert table.column("tool_call_count").to_pylist() == [None, rows[1]["tool_call_count"]]
