@@ -69,20 +69,30 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
-def secret_named(name: str) -> bool:
-    """Whether a variable's, query parameter's or field's name says it holds a secret, by the
-    rule above (`api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`)."""
+def _secret_named(name: str) -> bool:
+    """Whether a query parameter's name says it holds a secret, by the rule for environment
+    variables' names (`api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`)."""
     return bool(_SECRET_NAME.search(_NAME_WORD_GAP.sub("_", name)))
 
 
+# A request body's credential field, by its whole name's last word: `api_key`, `access_token`,
+# `client_secret`, `password`, a bare `key` or `token`. Narrower than _SECRET_NAME: a body holds
+# fields such as `prompt_cache_key` whose value (often a model's name) must not be masked
+# wherever it appears, as a registered value would be.
+_BODY_CREDENTIAL = re.compile(
+    r"(?:^|[_.-])(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret|password|passwd|authorization|credentials?)$|^key$",
+    re.IGNORECASE,
+)
+
+
 def register_secret_fields(data: Any) -> None:
-    """Register every string under a field named as a secret, at any depth: a profile's
-    `extra_body = {api_key = "…"}` goes into every request, and its value must be masked
-    wherever it turns up again (the run's manifest, a server's echo), as a key read from the
-    environment is."""
+    """Register every credential-looking string under a body's credential field, at any depth:
+    a profile's `extra_body = {api_key = "…"}` goes into every request, and its value must be
+    masked wherever it turns up again (the run's manifest, a server's echo), as a key read
+    from the environment is."""
     if isinstance(data, dict):
         for name, value in data.items():
-            if isinstance(value, str) and isinstance(name, str) and secret_named(name):
+            if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(name) and _CREDENTIAL_VALUE.match(value):
                 register_secret(value)
             else:
                 register_secret_fields(value)
@@ -129,7 +139,7 @@ def _masked_parameters(text: str) -> str:
         return text
     parts, done = [], 0
     for name in _QUERY_NAME.finditer(text):
-        if name.start() < done or not secret_named(unquote(name.group(1))):
+        if name.start() < done or not _secret_named(unquote(name.group(1))):
             continue  # inside a value masked already, or its name says no secret
         end = _QUERY_VALUE_END.search(text, name.end()).start()
         if end > name.end():

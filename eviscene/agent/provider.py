@@ -111,9 +111,9 @@ CallModel = Callable[[Provider, ModelRequest], Awaitable[ModelResponse]]
 
 class ImageStore:
     """Case images by sha256, for providers that send the image itself. It keeps paths, not
-    bytes (a run may hold thousands of images), and reads each as a checked case image: the
-    model is sent only bytes that hash to the URL's sha256 (CaseImageChanged otherwise, which
-    ends the episode)."""
+    bytes (a run may hold thousands of images), and reads each as a checked case image (the
+    one its episode holds: read_case_image): the model is sent only bytes that hash to the
+    URL's sha256 (CaseImageChanged otherwise, which ends the episode)."""
 
     def __init__(self) -> None:
         self._paths: dict[str, Path] = {}

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from weakref import WeakValueDictionary
 
 from eviscene.errors import ReleaseError
 
@@ -44,9 +46,22 @@ class CaseImage:
         return cls(Path(path), hashlib.sha256(data).hexdigest(), data)
 
 
+# Checked images some episode still holds, by sha256: the rollouts of a case in flight and the
+# copies their model requests send share one, where each read its own (256 episodes in flight
+# held 256 copies, and a model request read and hashed the file again on the event loop).
+_held: WeakValueDictionary[str, CaseImage] = WeakValueDictionary()
+_held_lock = threading.Lock()
+
+
 def read_case_image(path: str | Path, sha256: str) -> CaseImage:
-    """The image's bytes, read once; CaseImageChanged when they no longer hash to `sha256`."""
+    """The image's bytes, read once while any episode holds them; CaseImageChanged when they
+    no longer hash to `sha256`."""
+    with _held_lock:
+        held = _held.get(sha256)
+    if held is not None:
+        return held
     image = CaseImage.of_file(path)
     if image.sha256 != sha256:
         raise CaseImageChanged(f"image {path} changed since the run started: sha256 {image.sha256}, expected {sha256}")
-    return image
+    with _held_lock:
+        return _held.setdefault(sha256, image)

@@ -3,6 +3,7 @@ reads the file's bytes once, checks them against the case's `image_sha256`, and 
 with no perception report (which the log would otherwise serve to later runs as that image's).
 Real offline runs on a few cases of a copy of the bundled release."""
 
+import gc
 import hashlib
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ from eviscene.agent.provider import ImageStore
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.log import EventLog
-from eviscene.release import CaseImageChanged
+from eviscene.release import CaseImageChanged, read_case_image
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 
@@ -80,3 +81,20 @@ def test_the_model_is_sent_only_an_image_that_still_hashes_to_its_url(tmp_path):
     shutil.copyfile(BUNDLED / "runtime_input" / "images" / "demo-0002.jpg", image)
     with pytest.raises(CaseImageChanged, match=f"^image {image} changed since the run started: sha256 [0-9a-f]{{64}}, expected {recorded}$"):
         images.read(url)
+
+
+def test_episodes_holding_one_image_share_its_checked_bytes_and_the_next_reads_it_again(tmp_path):
+    """The rollouts of a case in flight, and the copy their model requests send, share one
+    checked read of the picture (256 episodes in flight held 256 copies); once none holds it,
+    the next episode reads the file again, and a swapped file ends that one."""
+    image = Path(shutil.copyfile(BUNDLED / "runtime_input" / "images" / "demo-0001.jpg", tmp_path / "case.jpg"))
+    recorded = hashlib.sha256(image.read_bytes()).hexdigest()
+    first = read_case_image(image, recorded)
+    images = ImageStore()
+    url = images.add(recorded, image)
+    shutil.copyfile(BUNDLED / "runtime_input" / "images" / "demo-0002.jpg", image)  # a swap while it is held
+    assert read_case_image(image, recorded) is first and images.read(url) is first.data
+    del first
+    gc.collect()
+    with pytest.raises(CaseImageChanged):
+        read_case_image(image, recorded)

@@ -33,7 +33,7 @@ from eviscene.providers import (
     ResponsesProvider,
     wire,
 )
-from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret
+from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret, register_secret_fields
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 KEY_SHAPED = "sk-proj-" + "A1b2C3d4" * 3  # a key no one registered, in the shape of one
@@ -128,6 +128,14 @@ def test_a_query_parameter_named_as_a_secret_is_masked_whatever_its_word():
     # A word that merely contains one is no secret's name.
     assert redact("https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x") == (
         "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x")
+
+
+def test_a_profiles_body_credential_is_registered_and_its_other_fields_are_not():
+    """`extra_body` goes into every request: its credential field's value is masked wherever it
+    turns up again; a `prompt_cache_key` (often a model's name) or a token count is no secret."""
+    register_secret_fields({"prompt_cache_key": "qwen2.5-vl-72b", "max_tokens": 4096, "note": "tok-body-55aa77",
+                            "metadata": {"access_token": "tok-body-55aa77", "user_key_hint": "hint-0099x"}})
+    assert redact("qwen2.5-vl-72b said tok-body-55aa77, hint-0099x") == f"qwen2.5-vl-72b said {MASK}, hint-0099x"
 
 
 def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):
