@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,18 @@ from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, check_run_id
 
 _stderr = Console(stderr=True)
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds in a range (inf: no limit). Not nan, which every comparison calls
+    false: it passes a FloatRange, and then an outage is never declared (or a page always
+    times out)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
 
 
 def _default(field: str) -> Any:
@@ -129,7 +142,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
-@click.option("--provider-outage-timeout", type=click.FloatRange(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
+@click.option("--provider-outage-timeout", type=Seconds(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
               help="Seconds calls wait for a model endpoint that stopped answering (3 connection failures in a row) "
                    "before the run stops cleanly for `eval resume`, e.g. --provider-outage-timeout 60.")
 @click.option("--context-window", type=click.IntRange(min=256), default=None,
@@ -158,7 +171,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--searxng-url", default=None, help="SearXNG base URL for --search-backend searxng, e.g. http://127.0.0.1:8888.")
 @click.option("--web-visit/--no-web-visit", default=None,
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
-@click.option("--web-timeout", type=float, default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
+@click.option("--web-timeout", type=Seconds(min=0, min_open=True), default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
 @click.option("--web-max-bytes", type=int, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
@@ -166,7 +179,7 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--web-max-redirects", type=int, default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
-@click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=float, default=None,
+@click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=Seconds(min=0), default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
 @click.option("--executor", type=_choice("executor"), default=_default("executor"), show_default=True,
               help="Run episodes in this process, or on Ray actors (pip install '.[ray]' in the checkout); this process still writes the log.")

@@ -157,6 +157,15 @@ def test_a_timeout_that_is_not_positive_is_refused_before_any_episode(release, t
     assert not log_path.exists()
 
 
+@pytest.mark.parametrize("flag", ["--provider-outage-timeout", "--web-timeout", "--tool-cache-ttl"])
+def test_nan_seconds_are_refused_before_any_episode(release, tmp_path, flag):
+    """nan passes every range (its comparisons are all false): an outage was never declared."""
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", flag, "nan")
+    assert result.exit_code == 2 and f"Invalid value for '{flag}': 'nan' is not a number of seconds" in result.stderr, result.output
+    assert not log_path.exists()
+
+
 def test_a_run_directory_refuses_two_episodes_whose_trace_files_share_a_name(tmp_path):
     """The last guard, for runs no plan checked (merged shards, each of one of the cases)."""
     traces = [("x/1", (memoryview(b'{"a": 1}'),)), ("x_1", (memoryview(b'{"b": 2}'),))]
