@@ -162,6 +162,7 @@ PER_SHARD = frozenset({
     "benchmark.sample_count", "benchmark.episode_count",  # the shard's own share of the cases
     "config.benchmark", "config.source_access_policy",  # paths: the cases' sha256 and the policy's are compared
     "config.concurrency", "agent.concurrency", "agent.max_inflight_requests",  # how fast it ran
+    "config.provider_outage_timeout", "agent.provider_outage_timeout_seconds",  # how long it waited for a down server
     "agent.gemini_max_inflight_requests", "agent.gemini_eval_max_concurrency",
     "config.executor", "config.ray_address", "config.workers",  # where it ran
     "config.api_key_env", "config.vlm_api_key_env", "agent.api_key_env",  # which variable holds the key there

@@ -251,12 +251,13 @@ def test_a_shard_built_from_another_commit_is_refused(shard_logs, tmp_path: Path
 
 
 def test_shards_differing_only_in_per_machine_settings_merge(shard_logs, tmp_path: Path) -> None:
-    """Another copy of the release (other paths, same bytes) and another --concurrency are the
-    shard's machine, not its run: merged."""
+    """Another copy of the release (other paths, same bytes), another --concurrency and another
+    --provider-outage-timeout are the shard's machine, not its run: merged."""
     _root, shards, _whole = shard_logs
     release = tmp_path / "release"
     shutil.copytree(RELEASE.parents[1], release)
-    other = _other_shard_1(tmp_path, "--concurrency", "2", benchmark=release / "runtime_input" / "cases.jsonl")
+    other = _other_shard_1(tmp_path, "--concurrency", "2", "--provider-outage-timeout", "45",
+                           benchmark=release / "runtime_input" / "cases.jsonl")
     merged = tmp_path / "merged.duckdb"
     result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(shards[0]), str(other)])
     assert result.exit_code == 0, result.output
