@@ -250,13 +250,15 @@ def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:
 
 
 # The events that cite a blob by its address, and the field that holds it.
+# {run}: nothing, or a filter on one run inside each branch, where the scans take it (a seal
+# checks its own run's citations, not the whole log's).
 _CITED_BLOBS = """
     SELECT run_id, min(seq) AS seq, sha256, count(*) AS events FROM (
-        SELECT run_id, seq, payload->>'request_sha256' AS sha256 FROM events WHERE type = 'model.called'
+        SELECT run_id, seq, payload->>'request_sha256' AS sha256 FROM events WHERE type = 'model.called' {run}
         UNION ALL
-        SELECT run_id, seq, payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported'
+        SELECT run_id, seq, payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported' {run}
     )
-    WHERE sha256 IS NOT NULL AND ($run IS NULL OR run_id = $run) AND sha256 NOT IN (SELECT sha256 FROM blobs)
+    WHERE sha256 IS NOT NULL AND sha256 NOT IN (SELECT sha256 FROM blobs)
     GROUP BY run_id, sha256 ORDER BY run_id, seq
 """
 
@@ -292,7 +294,10 @@ def missing_blobs(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> 
     the one rule verify, merge (through verify) and seal apply."""
     return [
         BlobProblem(address, f"cited by run {run} (seq {seq}, {events} event(s)) but not in the log (deleted)")
-        for run, seq, address, events in con.execute(_CITED_BLOBS, {"run": run_id}).fetchall()
+        for run, seq, address, events in (
+            con.execute(_CITED_BLOBS.format(run="AND run_id = ?"), [run_id, run_id]) if run_id is not None
+            else con.execute(_CITED_BLOBS.format(run=""))
+        ).fetchall()
     ]
 
 
