@@ -41,9 +41,11 @@ PAGE_SIZE = 50
 # attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 # What browsers say of a request another site's page made (an <img>, a form, a fetch):
-# refused, so no site can make the viewer run a filter; curl and a typed URL send none or `none`.
+# refused; curl and a typed URL send none or `none`.
 # A link followed from elsewhere (a chat, a notebook) is a navigation to a page, whose answer
-# that site never reads: answered, as a typed URL is.
+# that site never reads: answered, as a typed URL is, but without the filter or search it may
+# carry (another site's script can navigate too, and would have the viewer run its query).
+FROM_ELSEWHERE_IGNORED = ("filter", "q")
 CROSS_SITE_FETCHES = frozenset({"cross-site", "same-site"})
 
 
@@ -177,15 +179,18 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
             host = host_name(self.headers.get("Host", "")).lower()
             if allowed_hosts is not None and host not in allowed_hosts:
                 return f"Host {host!r} refused: a viewer bound to loopback answers to localhost, 127.0.0.1, ::1 and its --host only"
-            fetch_site = self.headers.get("Sec-Fetch-Site", "").lower()
             followed_link = (self.headers.get("Sec-Fetch-Mode", "").lower(), self.headers.get("Sec-Fetch-Dest", "").lower()) == (
                 "navigate", "document")
-            if fetch_site in CROSS_SITE_FETCHES and not followed_link:
-                return f"a {fetch_site} request refused: the viewer answers its own pages, a typed URL and tools like curl only"
+            if self._from_another_site() and not followed_link:
+                return (f"a {self.headers['Sec-Fetch-Site'].lower()} request refused: the viewer answers its own pages, "
+                        "a typed URL and tools like curl only")
             origin = self.headers.get("Origin")
             if origin is not None and origin != f"http://{self.headers.get('Host', '')}":
                 return f"a request from origin {origin!r} refused: the viewer answers its own pages only"
             return None
+
+        def _from_another_site(self) -> bool:
+            return self.headers.get("Sec-Fetch-Site", "").lower() in CROSS_SITE_FETCHES
 
         def _serve(self, head: bool) -> None:
             refusal = self._refusal()
@@ -193,7 +198,8 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
                 self._send(HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", f"{refusal}\n".encode(), head=head)
                 return
             url = urlsplit(self.path)
-            query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+            query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()
+                     if not (k in FROM_ELSEWHERE_IGNORED and self._from_another_site())}
             try:
                 status, media_type, body = viewer.route(url.path, query)
             except NotFound as exc:

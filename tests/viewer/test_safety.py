@@ -256,6 +256,10 @@ def test_a_request_from_another_sites_page_is_refused_on_every_route(small_viewe
     for headers in ({}, {"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin", "Origin": small_viewer}, followed):
         status, body = _get(small_viewer + f"/run/{RUN}/episodes?filter=true", headers)
         assert status == 200 and '<span data-stat="matching">3</span> episodes' in body, headers
+    # A followed link opens its page without the filter it carries: another site's script can
+    # navigate too, and would have the viewer run its query.
+    assert '<span data-stat="matching">0</span> episodes' in _get(small_viewer + f"/run/{RUN}/episodes?filter=false", {})[1]
+    assert '<span data-stat="matching">3</span> episodes' in _get(small_viewer + f"/run/{RUN}/episodes?filter=false", followed)[1]
 
 
 def test_a_viewer_bound_to_any_loopback_address_refuses_other_host_names(small_log):
