@@ -299,7 +299,7 @@ def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):
     assert "2 episode(s) count as errors; top causes:" in result.output
     assert "  2 x episode exceeded its 0.001 s timeout" in result.output
     first = sorted(EventLog(tmp_path / "log.duckdb").sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist())[0]
-    assert f"details: eviscene why {first} --run too-fast" in result.output
+    assert f"details: eviscene why --run too-fast -- {first}" in result.output
     assert runs(EventLog(tmp_path / "log.duckdb"))["too-fast"]["status"] == "completed_with_errors"
 
 
@@ -321,8 +321,11 @@ def test_the_details_command_is_one_shell_word_per_id_however_the_release_spells
     assert case_id in episode_id
     pasted = subprocess.run(["sh", "-c", f'eviscene() {{ printf "%s\\n" "$@"; }}; {details}'], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
-    assert pasted.stdout.splitlines() == ["why", episode_id, "--run", "too-fast"]
+    assert pasted.stdout.splitlines() == ["why", "--run", "too-fast", "--", episode_id]
     assert not (tmp_path / "PWNED").exists()
+    # ... and those words are a command that tells the episode's story.
+    story = invoke(tmp_path / "log.duckdb", *pasted.stdout.splitlines())
+    assert story.exit_code == 0 and f"episode {episode_id}" in story.output, story.output
 
 
 def test_error_causes_are_the_top_three_messages_with_counts(release, tmp_path, monkeypatch):
