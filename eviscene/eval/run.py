@@ -514,7 +514,6 @@ async def _execute(
             planned()  # once the run is this process's: a run another process writes is refused before any progress
         for draft in opening:
             await writer.emit(draft)
-        await import_scoring_files(writer, plan.release, to_import)
 
         async def worker() -> None:
             while queue:
@@ -550,6 +549,7 @@ async def _execute(
                             group.start_soon(worker)
 
         async def episodes_committed() -> None:
+            await import_scoring_files(writer, plan.release, to_import)
             await workers()
             # Still inside until_stopped: past this, an interrupt (a plain KeyboardInterrupt, whose
             # writer commits nothing more) costs only what `eval resume` redoes without a model.

@@ -84,7 +84,7 @@ def explain_dataset_decision(
         out_dir, settings, recorded = found
     con = open_export(log, settings)
     try:
-        changed_since = _changed_since(con, recorded)
+        changed_since = _changed_since(con, recorded) if recorded else None  # settings given: no export to hold it to
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "
