@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import socket
 import sys
 import time
 from pathlib import Path
@@ -62,7 +63,7 @@ class RunLock:
                 break
             os.close(fd)  # locked a file a seal has just removed: take the new one
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])})".encode())
+        os.write(fd, f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])} on {socket.gethostname()})".encode())
         self._fd = fd
         return None
 
@@ -100,14 +101,17 @@ def lock_holder(path: Path) -> str | None:
 
 
 def _recorded_holder(fd: int) -> str:
-    """The holder as the lock file names it ("pid N (…)"). The text outlives its writer: a
-    killed writer's pid stays there while whatever holds the lock now (a `flock` from a shell,
-    say) wrote nothing, so a pid that is not running is not named."""
+    """The holder as the lock file names it ("pid N (… on HOST)"). The text outlives its
+    writer: a killed writer's pid stays there while whatever holds the lock now (a `flock` from
+    a shell, say) wrote nothing, so a pid not running here is not named. A pid on another host
+    (a log on a shared filesystem, shards on a cluster) cannot be looked up from here: named."""
     text = os.read(fd, 512).decode("utf-8", "replace").strip()
-    match = re.match(r"pid (\d+)", text)
-    if match is None or not _running(int(match.group(1))):
+    match = re.match(r"pid (\d+)(?: \(.* on ([^ ()]+)\))?$", text)
+    if match is None:
         return "an unknown process"
-    return text
+    if match.group(2) not in (None, socket.gethostname()) or _running(int(match.group(1))):
+        return text
+    return "an unknown process"
 
 
 def _running(pid: int) -> bool:

@@ -460,6 +460,12 @@ def test_a_lock_held_by_another_process_than_the_dead_pid_its_file_names_is_not_
     assert (result.exit_code, result.output) == (
         0, "RUNNING run r1: running (an unknown process), verified up to seq 4\nok: 1 run(s), 4 events, every chain intact and complete\n"
     )
+    # A pid on another host (a log on a shared filesystem) is named: it cannot be looked up here.
+    path.write_text(f"pid {dead.pid} (eviscene eval on node-17.cluster)")
+    with path.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(LogLockedError, match=rf"run r1 is being written by pid {dead.pid} \(eviscene eval on node-17.cluster\)"):
+            RunLock(path, "r1").acquire()
 
 
 def archive_state(log: EventLog):
