@@ -434,6 +434,15 @@ back at a load average of ~1.2: export 5.00 s / 4.98 s, baseline 5.57 s / 5.48 s
 55-57 s, and the export in about the time it took then (29.5-30.1 s): this machine runs the
 plain-Python loop faster, not the export slower, so the ratio moved with the machine.
 
+Fifteenth round (December 5th, evening): what a hostile review's fixes cost. The export now
+refuses a trajectory_sft row that is no SFT record (dataset_trajectories reads each message's
+type and its content's type: two more parses of every record's messages) and a score float()
+refuses. 20,000 candidates, the round's starting commit then this one, back to back while the
+test suite ran on the other core (load ~3.3): import 8.12 s and 8.17 s, export 6.68 s and 7.02 s
+(+5%), baselines 7.34 s and 6.45 s (their spread is the load's). An earlier pair at a higher
+load gave 0.97x and 1.08x export / baseline. The import's seal now also looks for the blobs
+its events cite (its own run's, by a filter inside each branch): no change measurable here.
+
 """
 
 from __future__ import annotations
