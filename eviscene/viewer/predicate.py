@@ -21,6 +21,7 @@ import duckdb
 
 from eviscene.errors import EvisceneError
 from eviscene.store.snapshot import new_connection
+from eviscene.viewer.images import walk_dicts
 
 _WRAPPER = "SELECT * FROM episodes WHERE ({})"
 # A predicate may join the views into a query that runs for hours (a cross join of `events`):
@@ -51,17 +52,6 @@ def _strip_positions(node: Any) -> Any:
     return node
 
 
-def _nodes(node: Any) -> Iterator[dict[str, Any]]:
-    """Every node of a parse tree."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _nodes(value)
-
-
 def _is_catalog(table: dict[str, Any]) -> bool:
     names = [str(table.get(key) or "").lower() for key in ("catalog_name", "schema_name", "table_name")]
     return bool(_CATALOG_SCHEMAS.intersection(names)) or names[2].startswith(_CATALOG_PREFIXES)
@@ -89,7 +79,7 @@ def validate_predicate(predicate: str) -> str:
     expected.pop("where_clause", None)
     if node != expected or where is None:
         raise PredicateError("the filter is one SQL predicate over the episodes' columns, nothing around it")
-    for part in _nodes(where):
+    for part in walk_dicts(where):  # every node of the parse tree
         if part.get("type") == "TABLE_FUNCTION":
             raise PredicateError("the filter may read the views, not table functions (files, settings)")
         if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in _REFUSED_FUNCTIONS:

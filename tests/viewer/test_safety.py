@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -184,7 +185,10 @@ async def _write_small_run(log: EventLog) -> None:
 def small_log(tmp_path: Path, monkeypatch) -> EventLog:
     monkeypatch.setenv("EVISCENE_RUNTIME_DIR", str(tmp_path / "runtime"))
     log = EventLog(tmp_path / "log.duckdb")
-    anyio.run(_write_small_run, log)
+    # In a thread of its own: this module's browser (Playwright's sync API) marks an asyncio
+    # loop as running in the main thread while it is open.
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(anyio.run, _write_small_run, log).result()
     return log
 
 
