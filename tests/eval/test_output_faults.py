@@ -133,9 +133,11 @@ def test_dataset_export_past_the_file_size_limit(run_log, tmp_path):
 
 def test_eval_run_on_a_full_disk_is_one_line_the_log_verifies_and_resume_finishes(release, tmp_path):
     cases = str(release / "runtime_input" / "cases.jsonl")
-    with mounted(tmp_path / "small", "size=48k") as small:  # room for the first segments only
+    # Room for the first commit (the run's opening and its gold, ~50 KiB on disk), not for
+    # eight episodes' (~165 KiB).
+    with mounted(tmp_path / "small", "size=96k") as small:
         log_path = small / "log.duckdb"
-        result = eviscene(log_path, "eval", "run", "--benchmark", cases, "--limit", "2", "--no-progress", "--no-materialize")
+        result = eviscene(log_path, "eval", "run", "--benchmark", cases, "--limit", "8", "--no-progress", "--no-materialize")
         one_error_line(result, f"cannot write {log_path}.live/", ".parquet: No space left on device")
         assert not list(small.rglob(".*.tmp"))  # no half-written segment
         verified = eviscene(log_path, "log", "verify")  # intact, and the run named as unfinished
@@ -149,7 +151,7 @@ def test_eval_run_on_a_full_disk_is_one_line_the_log_verifies_and_resume_finishe
         assert log.verify().ok
         counts = log.sql("SELECT count(DISTINCT episode_id) FILTER (type = 'episode.finished') AS finished, "
                          "count(*) FILTER (type = 'run.finished') AS ended FROM events").to_pylist()
-        assert counts == [{"finished": 2, "ended": 1}]
+        assert counts == [{"finished": 8, "ended": 1}]
 
 
 def test_eval_run_with_a_read_only_log_folder(release, tmp_path):

@@ -8,6 +8,7 @@ and, for this run, hand-computed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -32,6 +33,12 @@ RUN = "live-rows-run"
 GOLD = {0: "authentic", 1: "out_of_context", 2: "manipulated"}  # three cases, two rollouts each
 
 
+# The model request every call cites, stored as the run's writer stores one (a seal refuses a
+# run citing a blob the log lacks).
+REQUEST = b'{"messages": []}'
+REQUEST_SHA256 = hashlib.sha256(REQUEST).hexdigest()
+
+
 def _episode_id(case: int, rollout: int) -> str:
     return f"case-{case}--r{rollout:03d}"
 
@@ -42,11 +49,11 @@ def _attempt(case: int, rollout: int, attempt: int, verdict: str | None) -> list
     call = ToolCallRequest(id=f"call-{attempt}", name="visit", arguments={"url": f"https://site.example/{case}"})
     payloads = [
         EpisodeStarted(attempt=attempt, started_at="2026-11-30T00:00:00+00:00"),
-        ModelCalled(stage="unified_react", provider="offline", model="m", request_sha256="0" * 64, tool_calls=[call],
+        ModelCalled(stage="unified_react", provider="offline", model="m", request_sha256=REQUEST_SHA256, tool_calls=[call],
                     usage=TokenUsage(prompt_tokens=10, completion_tokens=2, total_tokens=12), latency_ms=50.0),
         ToolCalled(call_id=call.id, tool="visit", arguments=call.arguments, arguments_sha256=f"{case}"),
         ToolReturned(call_id=call.id, tool="visit", status="ok", observation="page", latency_ms=100.0 * (case + 1)),
-        ModelCalled(stage="unified_judgment", provider="offline", model="m", request_sha256="0" * 64, content="{}",
+        ModelCalled(stage="unified_judgment", provider="offline", model="m", request_sha256=REQUEST_SHA256, content="{}",
                     usage=TokenUsage(prompt_tokens=10, completion_tokens=2, total_tokens=12), latency_ms=50.0),
     ]
     if verdict is None:
@@ -72,6 +79,7 @@ async def _start(log: EventLog) -> None:
                        "training_prohibited": False, "runtime_contract_version": "v"},
             agent={"max_tool_actions": 4, "provider": "offline", "model": "m", "rollouts_per_case": 2},
             source_access_policy={"active": False}, config={"label_set": LABELS})))
+        await writer.put_blob(REQUEST, "application/json")
         sha = await writer.put_blob(gold.encode(), "application/jsonl")
         await writer.emit(EventDraft(ArtifactImported(kind="evaluation_gold", path="/r/gold.jsonl", sha256=sha, blob_sha256=sha, rows=3)))
         for case in GOLD:
