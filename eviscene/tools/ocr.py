@@ -35,14 +35,14 @@ OCR_DECODE_SIDE = 1280
 on a 13000-pixel picture is legible at 1280; a 1080p photo is read at 2/3 scale), boxes
 scaled back to the original."""
 
-MAX_READ_ASPECT = 3
+MAX_READ_ASPECT = 2
 """A picture longer than this many times its width (or the reverse) is read padded to this
 shape with its own mean colour, past its right or bottom edge. RapidOCR scales a picture up
 until its short side is 30 px, then its detector until it is 736: a 1280 x 1 strip became a
 9600 x 38400 array (4 GiB), and a run over it was killed for memory. Padded, the detector's
-input is at most 736 x 2208, about what a photo's is (at 8:1, 736 x 5888 cost ~600 MB more
-than a small picture); the picture's own pixels keep their coordinates. The bundled release's
-pictures are all within 2:1."""
+input is at most 1472 x 736, a 2:1 panorama's (a 1080p photo's is 1308 x 736); at 3:1
+(2208 x 736) a strip cost 110 to 330 MB more than a small picture, by machine. The picture's
+own pixels keep their coordinates. The bundled release's pictures are all within 2:1."""
 
 MAX_CHAR_ASPECT = 2.0
 """A detected line is text only when its box is at most this many line heights wide per

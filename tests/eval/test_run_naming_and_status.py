@@ -539,7 +539,7 @@ def test_manifest_records_the_decision_policy_and_ocr_cache_version(release, tmp
         row["run_id"]: json.loads(row["agent"])
         for row in log.sql("SELECT run_id, payload->'agent' AS agent FROM events WHERE type = 'run.started'").to_pylist()
     }
-    assert agent["ocr-default"]["ocr_cache_version"] == "rapidocr-v2"
+    assert agent["ocr-default"]["ocr_cache_version"] == "rapidocr-v3"
     assert agent["ocr-bumped"]["ocr_cache_version"] == "ocr-2026-12"
     assert agent["ocr-default"]["decision_policy_version"] == "unified-react-v1"
     # a new OCR cache version never reuses perception reports made under the old one; the same one does

@@ -84,21 +84,24 @@ def _image_work(image: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def small_picture_peak(tmp_path_factory) -> int:
-    """What one episode's image work costs on a 64 x 48 picture: the OCR engine and its models."""
-    return _image_work(write_png(tmp_path_factory.mktemp("small") / "small.png", 64, 48, b"\x28\x5a\xa0", b"\xff\xff\xff",
-                                 banner_from=40))["peak_bytes"]
+def panorama_peak(tmp_path_factory) -> int:
+    """What one episode's image work costs on a 2560 x 1280 panorama photo: the OCR engine
+    and its models, and a detector input of 1472 x 736."""
+    return _image_work(write_png(tmp_path_factory.mktemp("panorama") / "panorama.png", 2560, 1280, b"\x28\x5a\xa0",
+                                 b"\xff\xff\xff", banner_from=1100))["peak_bytes"]
 
 
 @pytest.mark.parametrize(("width", "height"), [(20000, 1), (1, 300), (800, 1), (5000, 10)])
-def test_a_picture_a_pixel_or_a_few_thin_costs_what_a_small_picture_costs(tmp_path, width, height, small_picture_peak):
+def test_a_picture_a_pixel_or_a_few_thin_costs_what_a_panorama_costs(tmp_path, width, height, panorama_peak):
     """RapidOCR scales a picture up until its short side is 30 px, then its detector until it is
     736: a 20000 x 1 strip (80 bytes on disk) asked for a 9600 x 38400 array (4 GiB), and a run
-    over it was killed for memory. Read padded to a bounded shape, it costs what a 64 x 48
-    picture costs, give or take a detector input of at most 736 x 5888."""
+    over it was killed for memory. Read padded to 2:1, its detector input is at most a 2:1
+    panorama's, and so is its cost, give or take what one process's peak varies by from run to
+    run (tens of MB here; more on other machines). The bound is that panorama measured on the
+    machine running the test, not a figure."""
     result = _image_work(write_png(tmp_path / "strip.png", width, height, b"\x28\x5a\xa0", b"\xff\xff\xff", banner_from=height))
     assert result["size"] == {"width": width, "height": height} and result["prepared"] == [width, height]
-    assert result["peak_bytes"] < small_picture_peak + 256 * 1024**2, (result, small_picture_peak)
+    assert result["peak_bytes"] < panorama_peak + 256 * 1024**2, (result, panorama_peak)
 
 
 def test_a_picture_above_the_decoding_limit_is_a_clear_error(tmp_path):

@@ -63,6 +63,25 @@ def test_a_caption_strip_longer_than_the_read_aspect_is_read_where_it_is(tmp_pat
     assert all(0 <= y <= 100 for line in result.lines for _, y in line.box)
 
 
+@pytest.mark.parametrize(("size", "handed"), [((20000, 1), (1280, 640)), ((1, 300), (150, 300)), ((5000, 10), (1280, 640)),
+                                             ((640, 320), (640, 320)), ((1200, 100), (1200, 600))])
+def test_the_engine_is_handed_at_most_two_to_one(tmp_path, monkeypatch, size, handed):
+    """What RapidOCR is handed: a picture past 2:1 padded to it (after the reduction of its
+    long side to 1280), one within it as it is. Its detector then sees at most 1472 x 736."""
+    from eviscene.tools import ocr
+
+    engine, seen = ocr._get_engine(), []
+
+    def spy(image, **kwargs):
+        seen.append(image.size)
+        return engine(image, **kwargs)
+
+    monkeypatch.setattr(ocr, "_get_engine", lambda: spy)
+    path = tmp_path / f"{size[0]}x{size[1]}.png"
+    Image.new("RGB", size, (40, 90, 160)).save(path)
+    assert read_text(path).lines == [] and seen == [handed]
+
+
 def test_blank_image_reads_nothing(tmp_path):
     path = tmp_path / "blank.png"
     Image.new("RGB", (200, 100), "white").save(path)
