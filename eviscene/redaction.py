@@ -18,15 +18,17 @@ credential is left to grep for.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import threading
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 MASK = "[REDACTED]"
+_URL_SAFE = str.maketrans("+/", "-_")
 # A secret's variable or query parameter names it by a whole word (OPENAI_API_KEY, HF_TOKEN,
 # DB_PASSWORD, ?client_secret=, a signed URL's ?sig= or X-Amz-Signature=), not by a
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
@@ -105,8 +107,27 @@ def _secret_values(extra: tuple[str, ...]) -> list[str]:
     from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
         values = {*extra, *_registered, *from_env}
+    values = {form for value in values if value and len(value) >= _MIN_SECRET for form in (value, *_encoded_forms(value))}
     # Longest first, so a secret containing another is masked whole.
-    return sorted((v for v in values if v and len(v) >= _MIN_SECRET), key=len, reverse=True)
+    return sorted(values, key=len, reverse=True)
+
+
+def _encoded_forms(value: str) -> set[str]:
+    """How a server may echo `value` encoded as HTTP carries credentials: percent-encoded (a
+    query string) and in base64 (a `Basic` credential, `user:KEY` encoded whole). Base64 of
+    text that holds the value depends on where the value starts (three alignments) and on the
+    bytes around it: each alignment's characters that hold the value's bits alone are a form,
+    in the standard and the URL-safe alphabets."""
+    forms = {quote(value, safe="")}
+    data = value.encode()
+    for lead in range(3):
+        encoded = base64.b64encode(bytes(lead) + data).decode().rstrip("=")
+        start = -(-lead * 4 // 3) if lead else 0  # characters holding bits of the bytes before
+        end = len(encoded) - (1 if (lead + len(data)) % 3 else 0)  # ... and of the bytes after
+        core = encoded[start:end]
+        forms |= {core, core.translate(_URL_SAFE)}
+    forms.discard(value)
+    return {form for form in forms if len(form) >= _MIN_SECRET}
 
 
 def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:

@@ -5,12 +5,14 @@ past that: the key is in no event, blob, run-directory file or printed line."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -147,6 +149,23 @@ def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(mon
     assert json.loads(known.mask_json(data)) == {"text": f"said {MASK} twice: {MASK}", MASK: [2**70, "x"]}
 
 
+def test_a_registered_key_is_masked_percent_encoded_and_inside_base64_at_any_alignment():
+    """A server may echo a key as HTTP carried it: in a query string, or in a `Basic`
+    credential (`user:KEY`, encoded whole). Each alignment of the key within the base64 text
+    is masked, in both alphabets; what is left holds none of its bits."""
+    key = "creds+/x9-" + secrets.token_hex(6)
+    register_secret(key)
+    assert redact(f"GET /v1?x={key.replace('+', '%2B').replace('/', '%2F')}&y=2") == f"GET /v1?x={MASK}&y=2"
+    for before in ("", "u", "us", "user:"):
+        for after in ("", "!", "!!"):
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                encoded = encode(f"{before}{key}{after}".encode()).decode()
+                head, tail = redact(f"echoed {encoded}.").removeprefix("echoed ").removesuffix(".").split(MASK)
+                # Left: the characters of the bytes around the key, and of a group it shares with them.
+                assert len(head) <= len(before) * 4 // 3 + 2 and len(tail) <= len(after) * 4 // 3 + 4, (before, after, head, tail)
+    assert redact("an ordinary sentence with base64 aGVsbG8gd29ybGQ= in it") == "an ordinary sentence with base64 aGVsbG8gd29ybGQ= in it"
+
+
 # -- a model server that echoes the keys in a successful answer ----------------------------
 
 
@@ -236,6 +255,30 @@ def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_p
         assert not any(key in t for t in texts)
         assert not any(key.encode() in p.read_bytes() for p in files)
         assert key not in result.stdout and key not in result.stderr
+
+
+def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monkeypatch):
+    """The echoing server says the key percent-encoded and inside a `Basic` credential."""
+    api_key = "creds+/" + secrets.token_hex(12)
+    monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
+    echoes = (quote(api_key, safe=""), base64.b64encode(f"user:{api_key}".encode()).decode())
+    log_path = tmp_path / "log.duckdb"
+    with FakeServer(EchoingModel(*echoes)) as server:
+        result = subprocess.run(
+            [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
+             "--limit", "1", "--provider", "openai_compatible", "--base-url", f"{server.url}/v1", "--model", "m",
+             "--api-key-env", "MODEL_SERVER_CREDS", "--output-dir", "run", "--timeout", "30"],
+            capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=600, check=False,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert server.mismatches == [] and all(r.headers["authorization"] == f"Bearer {api_key}" for r in server.received)
+    texts = stored_texts(EventLog(log_path))
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(MASK in t for t in texts)
+    for echoed in (api_key, *echoes, echoes[1][8:]):  # the credential's tail, past `user:`, holds the key alone
+        assert not any(echoed in t for t in texts), echoed
+        assert not any(echoed.encode() in p.read_bytes() for p in files), echoed
+        assert echoed not in result.stdout + result.stderr
 
 
 class Unmasked:
