@@ -107,8 +107,24 @@ class RunProvider:
                 if isinstance(provider, WireProvider):
                     await provider.aclose()
         finally:
-            for guard in self.guards:
-                guard.release()
+            self.release_quota()
+
+    def release_quota(self) -> None:
+        for guard in self.guards:
+            guard.release()
+
+
+@contextmanager
+def quota_released_on_failure(provider: Provider) -> Iterator[None]:
+    """Until a run's session holds `provider` (and releases its guards as it closes), a failure
+    releases them at once, not when the provider is collected: a refused resume would
+    otherwise keep its quota from the next run this process starts."""
+    try:
+        yield
+    except BaseException:
+        if isinstance(provider, RunProvider):
+            provider.release_quota()
+        raise
 
 
 def make_provider(run: RunOptions, *, guarded: bool = True) -> Provider:

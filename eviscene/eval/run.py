@@ -38,7 +38,7 @@ from eviscene.eval.options import (
     resolve_options,
 )
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
-from eviscene.eval.providers import make_provider, provider_session, until_stopped
+from eviscene.eval.providers import make_provider, provider_session, quota_released_on_failure, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
 from eviscene.eval.toolboxes import make_toolbox, policy_path
 from eviscene.release import (
@@ -255,60 +255,61 @@ async def start_run(
     generated `<timestamp>_<provider>_<model>` id."""
     log.require_writable()
     plan = plan_run(options, provider=provider)
-    check_trace_file_names(plan.specs)  # a new run only: a run made before this check still resumes
-    options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
-    pins = {kind: file.descriptor() for kind, file in plan.scoring_files.items()}
-    blocks = manifest_blocks(
-        plan.options,
-        plan.release,
-        model=str(plan.provider.model),
-        sample_count=plan.sample_count,
-        episode_count=len(plan.specs),
-        policy=plan.policy,
-        scoring_files=pins,
-        tool_backend=plan.tool_backend,
-    )
-    started = RunStarted(
-        schema_version=RUN_SCHEMA_VERSION,
-        started_at=local_now_seconds_iso(),
-        git_commit=plan.policy_revision,
-        selection={
-            "case_ids": options.case_ids,
-            "limit": options.limit,
-            "shard_count": options.shard_count,
-            "shard_index": options.shard_index,
-        },
-        config=redact_data({
-            **options.model_dump(mode="json"),
-            "release_schema_version": plan.release.schema_version,
-            "label_set": list(plan.release.label_set),
-        }),
-        scoring_files=pins,
-        **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
-    )
-    scheduled = [
-        EventDraft(
-            EpisodeScheduled(
-                case_id=spec.case_id,
-                prompt_group_id=spec.prompt_group_id,
-                rollout_index=spec.rollout_index,
-                group_size=spec.group_size,
-                sampling_seed=spec.sampling_seed,
-                image_sha256=spec.case.image_sha256,
-                image_path=spec.case.image_path,
-            ),
-            episode_id=spec.episode_id,
+    with quota_released_on_failure(plan.provider):
+        check_trace_file_names(plan.specs)  # a new run only: a run made before this check still resumes
+        options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
+        pins = {kind: file.descriptor() for kind, file in plan.scoring_files.items()}
+        blocks = manifest_blocks(
+            plan.options,
+            plan.release,
+            model=str(plan.provider.model),
+            sample_count=plan.sample_count,
+            episode_count=len(plan.specs),
+            policy=plan.policy,
+            scoring_files=pins,
+            tool_backend=plan.tool_backend,
         )
-        for spec in plan.specs
-    ]
-    claim = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
-    todo = [(spec, 1) for spec in plan.specs]
-    try:
-        return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer,
-                              claim=claim, to_import=list(plan.scoring_files.values()))
-    except BaseException:
-        _free_unrecorded_claim(claim)
-        raise
+        started = RunStarted(
+            schema_version=RUN_SCHEMA_VERSION,
+            started_at=local_now_seconds_iso(),
+            git_commit=plan.policy_revision,
+            selection={
+                "case_ids": options.case_ids,
+                "limit": options.limit,
+                "shard_count": options.shard_count,
+                "shard_index": options.shard_index,
+            },
+            config=redact_data({
+                **options.model_dump(mode="json"),
+                "release_schema_version": plan.release.schema_version,
+                "label_set": list(plan.release.label_set),
+            }),
+            scoring_files=pins,
+            **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
+        )
+        scheduled = [
+            EventDraft(
+                EpisodeScheduled(
+                    case_id=spec.case_id,
+                    prompt_group_id=spec.prompt_group_id,
+                    rollout_index=spec.rollout_index,
+                    group_size=spec.group_size,
+                    sampling_seed=spec.sampling_seed,
+                    image_sha256=spec.case.image_sha256,
+                    image_path=spec.case.image_path,
+                ),
+                episode_id=spec.episode_id,
+            )
+            for spec in plan.specs
+        ]
+        claim = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
+        todo = [(spec, 1) for spec in plan.specs]
+        try:
+            return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer,
+                                  claim=claim, to_import=list(plan.scoring_files.values()))
+        except BaseException:
+            _free_unrecorded_claim(claim)
+            raise
 
 
 def _free_unrecorded_claim(claim: RunLock) -> None:
@@ -344,14 +345,12 @@ async def resume_run(
     (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
     (`executor`, `ray_address`, `workers`) overrides where the episodes run. Only with
     `trust_endpoints` does a key go to a server, an episode to a Ray cluster or a tool to a
-    private address that the log alone names (`check_recorded_endpoints`). A resume with
-    nothing left to run, import or end records nothing."""
+    private address that the log alone names (`check_recorded_endpoints`, asked only where
+    episodes are left to run). A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
     manifest = _run_manifest(log, run_id)
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
-    if not trust_endpoints:
-        check_recorded_endpoints(options, run_id, restated=executor or {})
     recorded = manifest["benchmark"]
     if benchmark is not None:
         options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})
@@ -366,45 +365,48 @@ async def resume_run(
         raise EvisceneError(f"{options.benchmark} differs from the cases.jsonl run {run_id} started with (sha256); resume refused")
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
-    imported = _imported_scoring_files(log, run_id)
-    if "scoring_files" in manifest:
-        check_scoring_files_unchanged(run_id, manifest["scoring_files"], plan.scoring_files)
-    else:  # recorded before files were pinned: held to what it imported, if anything yet
-        check_scoring_files_unchanged(run_id, imported, {k: f for k, f in plan.scoring_files.items() if k in imported})
-    # The run's lock first, and a killed writer's last batch recorded under it: planned before
-    # that batch is seen, a resume would run its finished episodes again, reusing their attempts.
-    claim = RunLock(run_folder(log.path, run_id) / "writer.lock", run_id).acquire()
-    try:
-        recover_folder(claim.path.parent)
-        state = log.sql(
-            """
-            SELECT s.episode_id,
-                   bool_or(e.type = 'episode.finished') AS finished,
-                   coalesce(max(e.attempt), 0) AS last_attempt
-            FROM events s
-            LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
-            WHERE s.run_id = ? AND s.type = 'episode.scheduled'
-            GROUP BY s.episode_id
-            """,
-            [run_id],
-        ).to_pylist()
-        by_episode = {row["episode_id"]: row for row in state}
-        missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
-        if missing or len(by_episode) != len(plan.specs):
-            raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
-        retry = set()
-        if retry_errors:
-            retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
-        todo = [
-            (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
-            for spec in plan.specs
-            if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
-        ]
-        to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
-        return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id), claim=claim)
-    except BaseException:
-        _free_unrecorded_claim(claim)
-        raise
+    with quota_released_on_failure(plan.provider):
+        imported = _imported_scoring_files(log, run_id)
+        if "scoring_files" in manifest:
+            check_scoring_files_unchanged(run_id, manifest["scoring_files"], plan.scoring_files)
+        else:  # recorded before files were pinned: held to what it imported, if anything yet
+            check_scoring_files_unchanged(run_id, imported, {k: f for k, f in plan.scoring_files.items() if k in imported})
+        # The run's lock first, and a killed writer's last batch recorded under it: planned before
+        # that batch is seen, a resume would run its finished episodes again, reusing their attempts.
+        claim = RunLock(run_folder(log.path, run_id) / "writer.lock", run_id).acquire()
+        try:
+            recover_folder(claim.path.parent)
+            state = log.sql(
+                """
+                SELECT s.episode_id,
+                       bool_or(e.type = 'episode.finished') AS finished,
+                       coalesce(max(e.attempt), 0) AS last_attempt
+                FROM events s
+                LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
+                WHERE s.run_id = ? AND s.type = 'episode.scheduled'
+                GROUP BY s.episode_id
+                """,
+                [run_id],
+            ).to_pylist()
+            by_episode = {row["episode_id"]: row for row in state}
+            missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
+            if missing or len(by_episode) != len(plan.specs):
+                raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
+            retry = set()
+            if retry_errors:
+                retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
+            todo = [
+                (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
+                for spec in plan.specs
+                if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
+            ]
+            if todo and not trust_endpoints:  # with nothing to run, no key, episode or tool goes anywhere
+                check_recorded_endpoints(options, run_id, restated=executor or {})
+            to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
+            return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id), claim=claim)
+        except BaseException:
+            _free_unrecorded_claim(claim)
+            raise
 
 
 def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
@@ -480,7 +482,7 @@ async def _execute(
     )
     perceive = EmbeddedPerception(perceptions, enabled=bool(options.perception_cache_enabled))
     ray = None
-    if options.executor == "ray":
+    if options.executor == "ray" and todo:  # joining a cluster only for episodes to run there
         ray = RayExecutor(address=options.ray_address, workers=options.workers, concurrency=options.concurrency)
     toolbox = plan.toolbox
     cache = None

@@ -334,6 +334,11 @@ def test_a_resume_sends_a_key_to_a_server_the_log_names_only_when_told_to(releas
     assert trusted.exit_code == 0, trusted.output
     assert "run keyed: 1 of 1 episodes ran (completed 1); status completed" in trusted.stdout
     assert server.received and {r.headers["authorization"] for r in server.received} == {"Bearer sk-test-0123456789abcdef"}
+    # Nothing left to run: nothing goes anywhere, so nothing needs vouching for.
+    with FakeServer(answer_everything, port=port) as server:
+        again = eviscene("eval", "resume", "keyed", "--no-progress")
+    assert again.exit_code == 0 and server.received == [], again.output
+    assert "run keyed: 0 of 1 episodes ran" in again.stdout
 
 
 def test_a_resume_sends_a_key_where_the_users_own_profile_does(release_dir, tmp_path, monkeypatch):
