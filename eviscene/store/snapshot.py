@@ -135,10 +135,26 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
                 raise
             if time.monotonic() > deadline:
                 match = _HOLDER_PID.search(str(exc))
-                holder = f"pid {match.group(1)}" if match else "another process"
-                raise LogLockedError(f"log {log_path} is held for writing by {holder}") from None
+                holder = _process_named(int(match.group(1))) if match else "another process"
+                # Readers share the archive: a reader is kept out only by a writer (a seal, a
+                # merge), a writer by anyone (a long `eviscene sql` too).
+                held = "held for writing by" if read_only else "in use by"
+                raise LogLockedError(f"log {log_path} is {held} {holder}") from None
             time.sleep(0.1)
     _refuse_other_database(con, log_path, alias)
+
+
+def _process_named(pid: int) -> str:
+    """`pid N (eviscene sql)`: the pid DuckDB names as a lock's holder (always one on this
+    machine: the lock is the kernel's), with the command it runs where this process may read it."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return f"pid {pid}"
+    words = [os.path.basename(word) for word in argv if word]
+    if words and words[0].startswith("python"):
+        words = words[1:]
+    return f"pid {pid} ({shlex.join(words[:2])})" if words else f"pid {pid}"
 
 
 def check_archive_file(log_path: Path) -> None:

@@ -251,3 +251,37 @@ def test_a_writer_that_opened_the_lock_file_before_the_seal_removed_it_locks_the
     assert events_of(log, "r1") == (total + added, total + added)
     assert log.verify().ok
     assert log.seal() == ["r1"] and events_of(log, "r1") == (total + added, total + added) and log.verify().ok
+
+
+HOLD_A_SNAPSHOT = """
+import sys, time
+from eviscene.log import EventLog
+con = EventLog(sys.argv[1]).connect(views=False)  # a reader, as a long `eviscene sql` is
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_seal_kept_out_by_a_reader_names_the_reader_and_does_not_call_it_a_writer(tmp_path, monkeypatch):
+    """A reader shares the archive with other readers and keeps a writer (a seal) out: the
+    seal's refusal named it "held for writing by pid N", sending the user after a writer that
+    was not there."""
+    from eviscene.store import snapshot
+
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", 1, 3)
+    log.seal(["r1"])
+    write_run(log, "r2", 1, 3)
+    script = tmp_path / "long_query.py"
+    script.write_text(HOLD_A_SNAPSHOT)
+    reader = subprocess.Popen([sys.executable, str(script), str(log.path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline() == "ready\n"
+        monkeypatch.setattr(snapshot, "LOCK_WAIT_SECONDS", 0.3)
+        with pytest.raises(LogLockedError) as refused:
+            log.seal(["r2"])
+        assert str(refused.value) == f"log {log.path} is in use by pid {reader.pid} (long_query.py log.duckdb)"
+    finally:
+        reader.kill()
+        reader.wait()
+    assert log.seal(["r2"]) == ["r2"] and log.verify().ok
