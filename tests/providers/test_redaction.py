@@ -232,36 +232,9 @@ def stored_texts(log: EventLog) -> list[str]:
     return texts + [bytes(b).decode("utf-8", "replace") for b in log.sql("SELECT content FROM blobs")["content"].to_pylist()]
 
 
-def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_path):
-    """The hostile tester's run: `eviscene eval run` against a server that echoes the keys."""
-    api_key, other = keys
-    log_path = tmp_path / "log.duckdb"
-    with FakeServer(EchoingModel(api_key, other)) as server:
-        result = subprocess.run(
-            [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
-             "--limit", "1", "--provider", "openai_compatible", "--base-url", f"{server.url}/v1", "--model", "m",
-             "--api-key-env", "MODEL_SERVER_CREDS", "--output-dir", "run", "--timeout", "30"],
-            capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=600, check=False,
-        )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert server.mismatches == [] and all(r.headers["authorization"] == f"Bearer {api_key}" for r in server.received)
-    log = EventLog(log_path)
-    [called] = [json.loads(p) for p in log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'tool.called'")["p"].to_pylist()]
-    assert called["arguments"] == {"query": f"{MASK} {MASK}"}  # the agent went on with the keys masked
-    texts = stored_texts(log)
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.parent.name == "traces" for p in files)
-    for key in (api_key, other):
-        assert not any(key in t for t in texts)
-        assert not any(key.encode() in p.read_bytes() for p in files)
-        assert key not in result.stdout and key not in result.stderr
-
-
-def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monkeypatch):
-    """The echoing server says the key percent-encoded and inside a `Basic` credential."""
-    api_key = "creds+/" + secrets.token_hex(12)
-    monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
-    echoes = (quote(api_key, safe=""), base64.b64encode(f"user:{api_key}".encode()).decode())
+def run_against_an_echoing_server(release_dir: Path, tmp_path: Path, api_key: str, *echoes: str) -> tuple[subprocess.CompletedProcess, EventLog]:
+    """`eviscene eval run` of one case against a server that echoes `echoes` in all it writes,
+    the key read from MODEL_SERVER_CREDS: the run completes and sends the key as it is."""
     log_path = tmp_path / "log.duckdb"
     with FakeServer(EchoingModel(*echoes)) as server:
         result = subprocess.run(
@@ -272,13 +245,37 @@ def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monk
         )
     assert result.returncode == 0, result.stdout + result.stderr
     assert server.mismatches == [] and all(r.headers["authorization"] == f"Bearer {api_key}" for r in server.received)
-    texts = stored_texts(EventLog(log_path))
+    return result, EventLog(log_path)
+
+
+def assert_nowhere(texts: list[str], tmp_path: Path, result: subprocess.CompletedProcess, *secret_texts: str) -> None:
+    """None of `secret_texts` in the log's events and blobs, a file the run wrote, or its output."""
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "traces" for p in files)
+    for secret in secret_texts:
+        assert not any(secret in t for t in texts), secret
+        assert not any(secret.encode() in p.read_bytes() for p in files), secret
+        assert secret not in result.stdout + result.stderr, secret
+
+
+def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_path):
+    """The hostile tester's run: `eviscene eval run` against a server that echoes the keys."""
+    api_key, other = keys
+    result, log = run_against_an_echoing_server(release_dir, tmp_path, api_key, api_key, other)
+    [called] = [json.loads(p) for p in log.sql("SELECT payload::VARCHAR AS p FROM events WHERE type = 'tool.called'")["p"].to_pylist()]
+    assert called["arguments"] == {"query": f"{MASK} {MASK}"}  # the agent went on with the keys masked
+    assert_nowhere(stored_texts(log), tmp_path, result, api_key, other)
+
+
+def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monkeypatch):
+    """The echoing server says the key percent-encoded and inside a `Basic` credential."""
+    api_key = "creds+/" + secrets.token_hex(12)
+    monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
+    echoes = (quote(api_key, safe=""), base64.b64encode(f"user:{api_key}".encode()).decode())
+    result, log = run_against_an_echoing_server(release_dir, tmp_path, api_key, *echoes)
+    texts = stored_texts(log)
     assert any(MASK in t for t in texts)
-    for echoed in (api_key, *echoes, echoes[1][8:]):  # the credential's tail, past `user:`, holds the key alone
-        assert not any(echoed in t for t in texts), echoed
-        assert not any(echoed.encode() in p.read_bytes() for p in files), echoed
-        assert echoed not in result.stdout + result.stderr
+    assert_nowhere(texts, tmp_path, result, api_key, *echoes, echoes[1][8:])  # past `user:`, the key's bits alone
 
 
 class Unmasked:
