@@ -258,6 +258,8 @@ def manifest_blocks(
             "release_stage": release.release_stage,
             "release_manifest": file_descriptor(release.manifest_path),
             "runtime_contract_version": release.runtime_contract_version,
+            # seed 000 writes it into each SFT row's source_metadata (trajectories.py)
+            "process_reference_protocol_version": release.manifest.get("process_reference_protocol_version", ""),
             "input_mode": release.input_mode,
             "decision_policy_version": release.decision_policy_version,
             "classification_protocol": _seed_descriptor(scoring_files.get("classification_protocol")),

@@ -95,7 +95,9 @@ def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     perception examples of one native run, as eviscene.exports.trajectories builds them, with
     each example's line in the run's perception_trajectories.jsonl."""
     traces = {episode_id: b"".join(parts) for episode_id, parts in trace_texts(con, run_id)}
-    trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id)}
+    # seed 002 takes process_reference_protocol_version from the run manifest's top level,
+    # where seed 000 (and `materialize`) never write it: ""
+    trajectories = {r["episode_id"]: canonical_json(r) for r in trajectory_sft_records(con, run_id, process_reference_protocol_version="")}
     perception = {r["episode_id"]: canonical_json(r) for r in perception_records(con, run_id)}
     episodes = sorted(traces)
     # columns built from buffers: `pa.table` of Python lists imports pandas where it is installed

@@ -151,11 +151,22 @@ def _sft_messages(request: dict[str, Any], final: dict[str, Any]) -> list[dict[s
     return messages
 
 
-def trajectory_sft_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
+def trajectory_sft_records(
+    con: duckdb.DuckDBPyConnection, run_id: str, *, process_reference_protocol_version: Any = None
+) -> Iterator[dict[str, Any]]:
     """One SFT row per judged episode whose trajectory the export accepts (sft_export_rejections):
     the full transcript up to and including the judgment, read from the policy's model calls
-    (a separate VLM's perception request has no tools and is not the transcript)."""
+    (a separate VLM's perception request has no tools and is not the transcript). Its
+    source_metadata's `process_reference_protocol_version` is, as seed 000 writes it, the
+    release manifest's (recorded in the run's manifest; "" for a run recorded before it was),
+    unless given."""
     metadata = _source_metadata(con, run_id)
+    if process_reference_protocol_version is None:
+        recorded = con.execute(
+            "SELECT manifest->'benchmark'->'process_reference_protocol_version' FROM run_manifests WHERE run_id = ?", [run_id]
+        ).fetchall()[0][0]
+        process_reference_protocol_version = "" if recorded is None else json.loads(recorded)
+    metadata["process_reference_protocol_version"] = process_reference_protocol_version
     image_location = _image_locations(con, run_id)
     for row in batch_rows(con.sql(
         f"""

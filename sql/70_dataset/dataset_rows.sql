@@ -5,11 +5,14 @@
 -- split, split_group_id and route. The route is short_sft when the trajectory's
 -- approximate token count, ceil(UTF-8 bytes / 3), fits short_max_tokens, else
 -- long_holdout. `record` is the SFT trajectory the split files are built from.
+-- Python's a // b for b > 0, which rounds down: DuckDB's // rounds toward zero, and an
+-- imported row's estimate may be negative (seed 002: (-4 + 2) // 3 = -1, not 0).
+CREATE OR REPLACE MACRO py_floordiv(a, b) AS (a - ((a % b) + b) % b) // b;
 CREATE OR REPLACE VIEW dataset_rows AS
 SELECT
     sp.* EXCLUDE (selected, case_rank, case_best_episode_id, case_eligible_rollouts, accepted, eligible_before_selection),
-    (sp.trajectory_token_count_estimate + 2) // 3 AS trajectory_approx_tokens,
-    CASE WHEN (sp.trajectory_token_count_estimate + 2) // 3 <= s.short_max_tokens THEN 'short_sft' ELSE 'long_holdout' END AS sft_route,
+    py_floordiv(sp.trajectory_token_count_estimate + 2, 3) AS trajectory_approx_tokens,
+    CASE WHEN py_floordiv(sp.trajectory_token_count_estimate + 2, 3) <= s.short_max_tokens THEN 'short_sft' ELSE 'long_holdout' END AS sft_route,
     s.short_max_tokens,
     t.record
 FROM dataset_splits sp

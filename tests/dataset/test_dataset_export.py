@@ -226,6 +226,17 @@ def test_a_long_trajectory_goes_to_the_long_holdout(log, tmp_path):
     assert manifest["long_holdout_episode_count"] == 1 and manifest["episode_count"] == 1
 
 
+def test_a_negative_token_estimate_rounds_down_as_python_does(log, tmp_path):
+    """Seed 002's (estimate + 2) // 3 is Python's floor division: -4 -> -1, -3 -> -1, -2 -> 0."""
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": ep(f"n{-estimate}"), "case_id": f"n{-estimate}", "token_count_estimate": estimate} for estimate in (-4, -3, -2, 7)
+    ])
+    export(log, tmp_path / "out", run)
+    rows = by_episode(tmp_path / "out" / "episode_metadata.jsonl")
+    assert {episode: row["trajectory_approx_tokens"] for episode, row in rows.items()} == {
+        ep("n4"): -1, ep("n3"): -1, ep("n2"): 0, ep("n-7"): 3}
+
+
 def test_token_estimate_defaults_to_the_utf8_bytes_of_the_messages(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("p"), "case_id": "p", "padding": 300}])
     export(log, tmp_path / "out", run)

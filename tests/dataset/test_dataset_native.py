@@ -32,6 +32,7 @@ def native(tmp_path_factory):
     shutil.copytree(BUNDLED, release)
     manifest = json.loads((release / "manifest.json").read_text())
     manifest["release_stage"] = "frozen_eval"  # the bundled release is a development subset: no training
+    manifest["process_reference_protocol_version"] = "ifv-process-reference-v0.3"
     (release / "manifest.json").write_text(json.dumps(manifest))
     log = EventLog(root / "log.duckdb")
     options = EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), rollouts_per_case=2, concurrency=4, limit=3)
@@ -117,6 +118,18 @@ def test_sft_rows_load_with_datasets_in_trl_conversational_format(native):
         assert len(row["images"]) == 1 and Path(row["images"][0]).is_file()
     images = ds.cast_column("images", datasets.Sequence(datasets.Image()))
     assert images[0]["images"][0].size[0] > 0
+
+
+def test_the_process_reference_protocol_version_is_the_release_manifests_in_the_run_directory_and_empty_in_the_dataset(native, tmp_path):
+    """Seed 000 writes the release manifest's version into each SFT row of the run directory;
+    seed 002 rebuilds the rows with the run manifest's top-level one, which seed 000 never
+    writes: ""."""
+    from eviscene.exports.run_dir import materialize_run
+    log, run_id, out = native
+    materialize_run(log, run_id, tmp_path / "run")
+    assert {row["source_metadata"]["process_reference_protocol_version"] for row in read_jsonl(tmp_path / "run" / "trajectory_sft.jsonl")} == {
+        "ifv-process-reference-v0.3"}
+    assert {row["source_metadata"]["process_reference_protocol_version"] for row in sft_rows(out)} == {""}
 
 
 def test_the_system_tools_variant_has_the_schemas_in_the_system_message(native):

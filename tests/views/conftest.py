@@ -513,6 +513,7 @@ def run_started(*, release_stage: str, training_prohibited: bool, schema_version
             "release_id": "views-demo-v1",
             "release_stage": release_stage,
             "runtime_contract_version": "ifv-runtime-contract-v1",
+            "process_reference_protocol_version": "ifv-process-reference-v0.3",
             "input_mode": "image_only",
             "decision_policy_version": "unified-react-v1",
             "evaluation_gold": None,

@@ -361,7 +361,12 @@ def test_views_materialized_sft_and_perception(run_dir, planned):
         "prompt_group_id": p.prompt_group_id, "rollout_index": 0, "verdict": "out_of_context",
         "images": [f"{ROOT}/runtime_input/images/case-A.jpg"],
     }
+    # seed 000's five keys: the release manifest's process_reference_protocol_version too
     assert sft["source_metadata"] == {
+        "source_run_id": MAIN, "runtime_commit": GIT_COMMIT, "release_id": "views-demo-v1",
+        "runtime_contract_version": "ifv-runtime-contract-v1", "process_reference_protocol_version": "ifv-process-reference-v0.3",
+    }
+    assert _first(out, "perception_trajectories")["source_metadata"] == {  # and its perception examples four
         "source_run_id": MAIN, "runtime_commit": GIT_COMMIT, "release_id": "views-demo-v1",
         "runtime_contract_version": "ifv-runtime-contract-v1",
     }
