@@ -91,9 +91,15 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _finite_or_none(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
 def _json_without_non_finite(text: str) -> Any:
-    """A JSON column's value for JSON output: DuckDB's JSON may hold NaN and Infinity, null there."""
-    return json.loads(text, parse_constant=lambda _: None)
+    """A JSON column's value for JSON output: DuckDB's JSON may hold NaN and Infinity, and a
+    number past a double's range (`1e400`, which Python reads as inf): null there."""
+    return json.loads(text, parse_constant=lambda _: None, parse_float=_finite_or_none)
 
 
 def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str], for_json: bool = False,
@@ -116,6 +122,13 @@ def _arrow_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[Any, ...]]:
 
 
 def _arrow_values(column: pa.Array) -> list[Any]:
+    try:
+        return _python_values(column)
+    except (OverflowError, ValueError):  # a date or time past Python's years 1-9999
+        return [_python_value(column.slice(index, 1)) for index in range(len(column))]
+
+
+def _python_values(column: pa.Array) -> list[Any]:
     import pyarrow as pa
 
     kind = column.type
@@ -125,6 +138,30 @@ def _arrow_values(column: pa.Array) -> list[Any]:
         naive = column.cast(pa.timestamp(kind.unit)).to_pylist()
         return [None if v is None else v.replace(tzinfo=timezone.utc) for v in naive]
     return column.to_pylist()
+
+
+# DuckDB's infinite DATE and TIMESTAMP values, as the integers Arrow holds them in.
+_INFINITIES = {2**31 - 1: "infinity", -(2**31 - 1): "-infinity", 2**63 - 1: "infinity", -(2**63 - 1): "-infinity"}
+
+
+def _python_value(one: pa.Array) -> Any:
+    """The value of a one-row column, as text where Python cannot hold it: DuckDB's
+    `infinity`, or Arrow's rendering of a date past year 9999 (`20000-01-01`)."""
+    import pyarrow as pa
+
+    try:
+        return _python_values(one)[0]
+    except (OverflowError, ValueError):
+        pass
+    kind = one.type
+    if pa.types.is_date32(kind) or pa.types.is_timestamp(kind):
+        stored = one.view(pa.int32() if pa.types.is_date32(kind) else pa.int64())[0].as_py()
+        if stored in _INFINITIES:
+            return _INFINITIES[stored]
+    try:
+        return one.cast(pa.string())[0].as_py()
+    except (pa.ArrowException, OverflowError, ValueError):
+        raise EvisceneError(f"a {kind} value Python cannot hold (past year 9999?); cast that column to VARCHAR in the query") from None
 
 
 def write_rows(
@@ -205,7 +242,8 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
         preview.append([_table_cell(row[n]) for n in names])
         if len(preview) == TABLE_PREVIEW_ROWS:
             break
-    natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(names)]
+    header = [_table_cell(name) for name in names]  # a column's name is the query's (or a file's) text
+    natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(header)]
     widths = _fit(natural, width)
 
     def emit_row(cells: list[str]) -> None:
@@ -213,7 +251,7 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
         for line in range(max(len(parts) for parts in wrapped) if wrapped else 1):
             out.write(_COLUMN_GAP.join((parts[line] if line < len(parts) else "").ljust(w) for parts, w in zip(wrapped, widths)).rstrip() + "\n")
 
-    emit_row(names)
+    emit_row(header)
     out.write(_COLUMN_GAP.join("-" * w for w in widths) + "\n")
     for cells in preview:
         emit_row(cells)

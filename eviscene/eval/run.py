@@ -447,12 +447,13 @@ def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:
 
 
 def _has_ended(log: EventLog, run_id: str) -> bool:
-    """Whether the run's last invocation recorded its end and did not fail."""
-    row = log.sql(
-        "SELECT arg_max(payload->>'status', seq) AS status FROM events WHERE run_id = ? AND type = 'run.finished'",
-        [run_id],
+    """Whether the run's last event is the end its last invocation recorded, not a failure. A
+    resume killed after it ran episodes past an earlier end (`--retry-errors`) left them after
+    that end: the next resume, with nothing left to run, records the end again."""
+    last = log.sql(
+        "SELECT type, payload->>'status' AS status FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]
     ).to_pylist()
-    return row[0]["status"] in ("completed", "completed_with_errors")
+    return bool(last) and last[0]["type"] == "run.finished" and last[0]["status"] in ("completed", "completed_with_errors")
 
 
 async def _execute(

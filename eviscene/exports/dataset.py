@@ -11,6 +11,7 @@ records a `dataset.exported` event.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,8 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
         raise DatasetExportError("minimum_accepted_cases must be non-negative")
     if frozen and minimum is None:
         minimum = DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES
+    if not (math.isfinite(options.train_ratio) and math.isfinite(options.validation_ratio)):
+        raise DatasetExportError("split ratios must be numbers (not nan or inf)")  # seed 002 puts every group in test
     if options.train_ratio <= 0 or options.validation_ratio < 0:
         raise DatasetExportError("split ratios must be non-negative (and train_ratio positive)")
     if options.train_ratio + options.validation_ratio >= 1:
@@ -203,6 +206,7 @@ def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: Ex
 
 def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any], dict[str, int]]:
     """Write the dataset; returns (manifest, rows written per file)."""
+    log.require_writable()  # the export is recorded in the log: refused before any file is written
     out_dir = check_not_the_log("dataset output directory", Path(options.out_dir), log.path)
     resolved = resolve_inputs(log, options)
     con = open_export(log, resolved.settings)

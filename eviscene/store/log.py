@@ -153,6 +153,8 @@ class EventStore:
         >>> with log.query("SELECT * FROM events") as result:
         ...     for batch in result.batches: ...
         """
+        if not isinstance(batch_rows, int) or batch_rows < 1:
+            raise ValueError(f"batch_rows must be a positive number of rows, got {batch_rows!r}")
         for attempt in range(SNAPSHOT_RETRIES):
             con = None
             try:

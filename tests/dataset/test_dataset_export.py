@@ -318,6 +318,9 @@ def test_allow_training_prohibited_exports_them_and_says_so(log, tmp_path):
         ({"short_max_tokens": 0}, "short_max_tokens must be positive"),
         ({"minimum_accepted_cases": -1}, "minimum_accepted_cases must be non-negative"),
         ({"export_concurrency": 0}, "export_concurrency must be at least 1"),
+        # seed 002 takes a nan ratio and puts every group in test
+        ({"train_ratio": float("nan")}, "split ratios must be numbers (not nan or inf)"),
+        ({"validation_ratio": float("inf")}, "split ratios must be numbers (not nan or inf)"),
     ],
 )
 def test_bad_options_fail_with_the_seed_messages(log, tmp_path, options, message):
@@ -332,6 +335,22 @@ def test_the_output_directory_must_be_new_or_empty(log, tmp_path):
     (tmp_path / "out" / "x").write_text("x")
     with pytest.raises(DatasetExportError, match="must be new or empty"):
         export(log, tmp_path / "out", run)
+
+
+def test_an_export_from_a_read_only_parquet_history_is_refused_before_it_writes_a_file(log, tmp_path):
+    """The export is recorded in the log it reads: from a `log export-parquet` folder it wrote
+    every file, then failed to record them (exit 2), leaving a dataset no log accounts for."""
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("a"), "case_id": "a"}])
+    export(log, tmp_path / "first", run)
+    history = tmp_path / "history"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(history)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["--db", str(history), "dataset", "export", "--run-dir", str(run), "--out", str(tmp_path / "out")])
+    assert (result.exit_code, result.stderr) == (2, f"Error: {history} is a folder (a `log export-parquet` export is read only); name a .duckdb log\n")
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_episode_in_two_sources_is_an_error(log, tmp_path):

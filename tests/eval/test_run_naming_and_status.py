@@ -385,6 +385,29 @@ def test_a_no_op_resume_keeps_the_errors_and_retry_errors_reruns_them(release, t
     assert invoke(log_path, "log", "verify").exit_code == 0
 
 
+def test_a_plain_resume_finishes_a_retry_errors_resume_that_was_killed(release, tmp_path, monkeypatch):
+    """A `--retry-errors` resume killed after its first commit left a retried attempt after the
+    run's earlier end. The plain resume `log verify` names ran nothing ("every episode has
+    finished") and recorded no end: the run stayed unfinished, unsealed, for good."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=2)).specs
+    monkeypatch.setattr(run_module, "make_provider", lambda _: FailsOnSeeds({specs[0].sampling_seed}))
+    assert invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--no-progress",
+                  "--no-materialize", "--run-id", "k").exit_code == 1
+    killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", "k", "--retry-errors", "--no-progress", "--no-materialize"],
+                            env={**os.environ, "EVISCENE_FAULT": "writer.committed@1"}, cwd=tmp_path, capture_output=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL
+    assert [n.run_id for n in EventLog(log_path).verify().unfinished] == ["k"]
+    resumed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", "k", "--no-progress", "--no-materialize"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "0 of 2 episodes ran (nothing left to run)" in resumed.stdout, resumed.stdout + resumed.stderr
+    log = EventLog(log_path)
+    assert log.verify().ok
+    assert log.sql("SELECT type FROM events WHERE run_id = 'k' ORDER BY seq DESC LIMIT 1")["type"].to_pylist() == ["run.finished"]
+    assert not (tmp_path / "log.duckdb.live" / "k").exists()  # sealed
+
+
 def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only_its_own(release, tmp_path, monkeypatch):
     """A taken --output-dir is refused before any episode runs again; the run's own earlier
     directory is replaced whether named by --output-dir or by default."""

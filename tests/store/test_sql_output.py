@@ -249,3 +249,32 @@ def test_a_large_result_streams_in_bounded_memory(log_path, tmp_path):
     csv = (peak(one_row, "--format", "csv"), peak(query, "--format", "csv"))
     for floor, large in (parquet, csv):
         assert large < 400 and large - floor < 150, (parquet, csv)
+
+
+def test_a_date_or_time_python_cannot_hold_prints_as_duckdb_names_it(log_path, tmp_path):
+    """Python's dates end at year 9999 and have no infinity: such a value stopped the command
+    with an OverflowError traceback (after a json format's opening `[`)."""
+    query = ("SELECT 'infinity'::DATE AS d, DATE '20000-01-01' AS far, '-infinity'::TIMESTAMPTZ AS t, "
+             "DATE '2020-01-02' AS near, INTERVAL 1 DAY AS i")  # the interval reads the rows as Arrow
+    result = eviscene("--db", str(log_path), "sql", query, "--format", "jsonl", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    row = json.loads(result.stdout)
+    assert (row["d"], row["far"], row["t"], row["near"]) == ("infinity", "20000-01-01", "-infinity", "2020-01-02")
+
+
+def test_a_json_number_past_a_doubles_range_is_null_in_json_output(log_path, tmp_path):
+    result = eviscene("--db", str(log_path), "sql", """SELECT '{"x": 1e400, "y": 1.5}'::JSON AS j""", "--format", "jsonl", cwd=tmp_path)
+    assert result.stdout == '{"j":{"x":null,"y":1.5}}\n'  # not `Infinity`, which no JSON reader takes
+
+
+def test_a_tables_column_names_are_written_out_not_obeyed(log_path, tmp_path):
+    """A name comes from the query or from a file's header (`--read`): its escape sequences
+    recoloured or retitled the terminal; cells were escaped already."""
+    result = eviscene("--db", str(log_path), "sql", 'SELECT 1 AS "\x1b]0;TITLE\x07name"', cwd=tmp_path)
+    assert result.stdout.splitlines()[0] == "\\x1b]0;TITLE\\x07name"
+
+
+def test_a_batch_of_no_rows_is_refused(log_path):
+    with pytest.raises(ValueError, match="batch_rows must be a positive number of rows, got 0"):
+        with EventLog(log_path).query("SELECT 1", batch_rows=0, as_rows=True):
+            pass
