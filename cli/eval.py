@@ -295,11 +295,27 @@ def resume(
 
 
 def _is_run_directory_of(folder: Path, run_id: str) -> bool:
-    """Only a directory materialized for this very run is ever replaced."""
+    """Only a directory materialized for this very run is ever replaced, and only while it
+    holds nothing but what its manifest lists: it is replaced whole, and a file someone put
+    there (notes, a copy of a thesis beside a hand-written manifest) would go with it."""
     try:
-        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8")).get("run_id") == run_id
-    except (OSError, ValueError, AttributeError):
+        manifest = json.loads((folder / "run_manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("run_id") != run_id:
+            return False
+        listed = {"run_manifest.json", *(str(name).rstrip("/") for name in manifest["artifacts"].values())}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return False
+    others = sorted(entry.name for entry in folder.iterdir() if entry.name not in listed)
+    traces = folder / "traces"
+    if traces.is_dir() and not traces.is_symlink():
+        others += sorted(f"traces/{entry.name}" for entry in traces.iterdir() if not (entry.suffix == ".json" and entry.is_file()))
+    if others:
+        raise EvisceneError(
+            f"--output-dir {folder} is run {run_id}'s earlier directory, and it also holds what its manifest does not list "
+            f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}): writing it again would delete that; "
+            "move it out, or name another --output-dir"
+        )
+    return True
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:

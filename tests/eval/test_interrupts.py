@@ -136,7 +136,7 @@ def test_a_resume_interrupted_while_it_replaces_the_run_directory_keeps_the_earl
     log_path = tmp_path / "log.duckdb"
     assert eviscene(log_path, *eval_run(release, "r")).returncode == 0
     out = tmp_path / "runs" / "r"
-    (out / "notes.txt").write_text("the user's own notes")  # marks the earlier directory
+    (out / "summary.json").write_text('{"marked": "the earlier directory"}')
     earlier = files_of(out)
     result = interrupted_at(point, signal.SIGINT, log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
     assert_interrupted(result, "interrupted while writing runs/r (the earlier one kept as it was); "
@@ -145,7 +145,7 @@ def test_a_resume_interrupted_while_it_replaces_the_run_directory_keeps_the_earl
     assert os.listdir(tmp_path / "runs") == ["r"]  # no temporary folder beside it
     resumed = eviscene(log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
     assert resumed.returncode == 0, resumed.stderr
-    assert (out / "run_manifest.json").is_file() and not (out / "notes.txt").exists()
+    assert (out / "run_manifest.json").is_file() and "marked" not in (out / "summary.json").read_text()
 
 
 EXPORTS = {

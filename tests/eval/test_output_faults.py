@@ -210,7 +210,7 @@ def test_a_resume_killed_while_it_replaces_the_run_directory_leaves_the_earlier_
                    "--no-progress", "--output-dir", "runs/r", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     out = tmp_path / "runs" / "r"
-    (out / "notes.txt").write_text("the user's own notes")  # marks the earlier directory
+    (out / "summary.json").write_text('{"marked": "the earlier directory"}')
     earlier = files_of(out)
     resume = [EVISCENE, "--db", str(log_path), "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r"]
     killed = subprocess.run(resume, env={**os.environ, "EVISCENE_FAULT": "staging.filled"}, cwd=tmp_path, capture_output=True, timeout=600)
@@ -219,7 +219,7 @@ def test_a_resume_killed_while_it_replaces_the_run_directory_leaves_the_earlier_
 
     assert eviscene(log_path, *resume[3:], cwd=tmp_path).returncode == 0
     assert eviscene(log_path, "materialize", "r", "--out", str(tmp_path / "fresh")).returncode == 0
-    assert files_of(out) == files_of(tmp_path / "fresh")  # replaced whole: notes.txt went with the earlier one
+    assert files_of(out) == files_of(tmp_path / "fresh")  # replaced whole
 
 
 def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_path):

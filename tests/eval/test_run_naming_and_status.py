@@ -431,6 +431,19 @@ def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only
     assert refused.exit_code == 2 and refused.stderr == f"Error: output directory must be new or empty: {taken}\n"
     assert attempts() == [1, 1] and [p.name for p in taken.iterdir()] == ["notes.txt"]
 
+    # Its own earlier directory, but holding a file the run did not write: that would go with it.
+    (tmp_path / "runs" / "int" / "notes.txt").write_text("mine")
+    kept = invoke(log_path, "eval", "resume", "int", "--retry-errors", "--no-progress", "--output-dir", "runs/int")
+    assert kept.exit_code == 2 and kept.stderr == (
+        "Error: --output-dir runs/int is run int's earlier directory, and it also holds what its manifest does not list "
+        "(notes.txt): writing it again would delete that; move it out, or name another --output-dir\n")
+    assert attempts() == [1, 1] and (tmp_path / "runs" / "int" / "notes.txt").read_text() == "mine"
+    # A manifest naming the run, written by hand into a folder of one's own, is no licence either.
+    (taken / "run_manifest.json").write_text('{"run_id": "int"}')
+    assert invoke(log_path, "eval", "resume", "int", "--no-progress", "--output-dir", str(taken)).exit_code == 2
+    assert sorted(p.name for p in taken.iterdir()) == ["notes.txt", "run_manifest.json"]
+
+    (tmp_path / "runs" / "int" / "notes.txt").unlink()
     named = invoke(log_path, "eval", "resume", "int", "--retry-errors", "--no-progress", "--output-dir", "runs/int")
     assert named.exit_code == 0, named.output
     assert attempts() == [1, 1, 2]
