@@ -173,7 +173,7 @@ class JudgmentMade(_Payload):
 
     type: Literal["judgment.made"] = "judgment.made"
     verdict: str = Field(description="One of the release's label_set.")
-    confidence: float = Field(ge=0.0, le=1.0, description="Probability the verdict is right.")
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Probability the verdict is right.")
     verdict_basis: list[VerdictBasisItem] = Field(default_factory=list, description="Citations of evidence returned in this episode.")
     rationale: str = Field("", description="Short free-text rationale.")
 

@@ -67,7 +67,8 @@ def parse_judgment(text: str, label_set: tuple[str, ...], evidence_ids: set[str]
     if not isinstance(data, dict):
         return None, ["not_an_object"]
     try:
-        judgment = JudgmentMade.model_validate({**data, "type": "judgment.made"})
+        # strict: the schema the model was given says a number, so `true` or "0.7" is no confidence
+        judgment = JudgmentMade.model_validate({**data, "type": "judgment.made"}, strict=True)
     except ValidationError as exc:
         return None, [f"schema: {e['loc'][0] if e['loc'] else ''} {e['msg']}" for e in exc.errors()]
     reasons = []

@@ -34,6 +34,18 @@ def test_each_defect_is_named():
     assert reasons == ["basis_cites_unknown_evidence: ev-9"]
 
 
+def test_a_confidence_that_is_no_number_is_refused_not_coerced():
+    """`true` was read as 1.0 and "0.7" as 0.7, and calibration then scored confidences the
+    model never gave; NaN was refused as "less than or equal to 1"."""
+    for given, reason in (("true", "schema: confidence Input should be a valid number"),
+                          ('"0.7"', "schema: confidence Input should be a valid number"),
+                          ("NaN", "schema: confidence Input should be a finite number")):
+        judgment, reasons = parse_judgment(f'{{"verdict": "authentic", "confidence": {given}, "verdict_basis": []}}', LABELS, set())
+        assert (judgment, reasons) == (None, [reason]), given
+    judgment, reasons = parse_judgment('{"verdict": 1, "confidence": 0.5, "verdict_basis": []}', LABELS, set())
+    assert reasons == ["schema: verdict Input should be a valid string"]
+
+
 def test_schema_lists_the_release_labels():
     assert judgment_schema(("real", "fake"))["properties"]["verdict"]["enum"] == ["real", "fake"]
 
