@@ -87,10 +87,15 @@ class ToolCallRequest(_Payload):
     arguments: dict[str, Any] = Field(description="Arguments as a JSON object.")
 
 
+# A server's count of tokens: a BIGINT in the views (one past it read as NULL there while the
+# run directory carried it), never negative (it would be summed, and read as context left).
+TokenCount = Annotated[int, Field(ge=0, le=2**63 - 1)]
+
+
 class TokenUsage(_Payload):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    prompt_tokens: TokenCount = 0
+    completion_tokens: TokenCount = 0
+    total_tokens: TokenCount = 0
 
 
 class ModelCalled(_Payload):

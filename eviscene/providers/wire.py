@@ -20,6 +20,8 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected
 from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
@@ -85,6 +87,9 @@ class WireProvider:
         try:
             # A server may echo the key it was sent in any field: none is read unmasked.
             response = self.parse(self.secrets.mask(answer), set(tool_names_by_call_id(request.messages)))
+        except ValidationError as exc:  # a field out of its range (a negative token count)
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))} {e['input']!r}: {e['msg']}" for e in exc.errors())
+            raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({problems})")) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({type(exc).__name__}: {exc})")) from None
         return response.model_copy(update={

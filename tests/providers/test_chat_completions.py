@@ -147,6 +147,20 @@ async def test_an_answer_without_choices_is_a_clear_provider_error(images, case_
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("usage, named", [((-1000, 5), "prompt_tokens -1000: Input should be greater than or equal to 0"),
+                                          ((2**63 + 5, 5), f"prompt_tokens {2**63 + 5}: Input should be less than or equal to {2**63 - 1}")])
+async def test_a_token_count_that_is_no_count_is_a_clear_provider_error(usage, named, images, case_image):
+    """A negative count was summed into the run's usage and read as context left; one past a
+    BIGINT was NULL in the views while the run directory carried it."""
+    from eviscene.agent.provider import ProviderError
+
+    with FakeServer(lambda r: Reply(body=chat_completion("Done.", usage=usage))) as server:
+        with pytest.raises(ProviderError) as refused:
+            await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    assert f"unexpected response shape ({named}" in str(refused.value)  # then total_tokens, the two summed
+
+
+@pytest.mark.anyio
 async def test_a_reused_or_missing_call_id_gets_a_fresh_one(images, case_image):
     """Some servers number calls per turn: ids stay unique within the episode."""
     answer = chat_completion(None, tool_calls=[("call-1", "visit", '{"url": "https://example.org/b"}'), ("", "text_search", '{"query": "q"}')])
