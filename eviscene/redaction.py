@@ -39,7 +39,7 @@ _SECRET_NAME = re.compile(
 # ... and its value looks like a credential: one word with a digit in it, or a long one (not
 # `SOME_AUTH=disabled`, which would mask the word everywhere).
 _CREDENTIAL_VALUE = re.compile(r"^(?=\S*\d)\S+$|^\S{16,}$")
-_MIN_SECRET = 8  # shorter values would mask ordinary words
+MIN_SECRET = 8  # shorter values would mask ordinary words (a run warns of a key this short)
 
 _HEADER = re.compile(
     r"(?i)((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key)"
@@ -66,7 +66,7 @@ _lock = threading.Lock()
 def register_secret(value: str | None) -> None:
     """Mask `value` in everything redacted from now on (providers register the keys they read,
     whatever the environment variable holding them is called)."""
-    if value and len(value) >= _MIN_SECRET:
+    if value and len(value) >= MIN_SECRET:
         with _lock:
             _registered.add(value)
 
@@ -107,7 +107,7 @@ def _secret_values(extra: tuple[str, ...]) -> list[str]:
     from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
         values = {*extra, *_registered, *from_env}
-    values = {form for value in values if value and len(value) >= _MIN_SECRET for form in (value, *_encoded_forms(value))}
+    values = {form for value in values if value and len(value) >= MIN_SECRET for form in (value, *_encoded_forms(value))}
     # Longest first, so a secret containing another is masked whole.
     return sorted(values, key=len, reverse=True)
 
@@ -127,7 +127,7 @@ def _encoded_forms(value: str) -> set[str]:
         core = encoded[start:end]
         forms |= {core, core.translate(_URL_SAFE)}
     forms.discard(value)
-    return {form for form in forms if len(form) >= _MIN_SECRET}
+    return {form for form in forms if len(form) >= MIN_SECRET}
 
 
 def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:

@@ -4,6 +4,7 @@ resume an interrupted run without repeating or losing an episode."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -52,7 +53,7 @@ from eviscene.release import (
     sha256_file,
     verify_case_images,
 )
-from eviscene.redaction import redact_data
+from eviscene.redaction import MIN_SECRET, redact_data
 from eviscene.log import EventLog
 from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
@@ -155,7 +156,13 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     )
     policy = load_source_policy(policy_file, scoring_files["source_access_policy"].content) if policy_file else None
     toolbox, tool_backend = make_toolbox(options, release, policy)
-    warnings = []
+    warnings = [
+        f"the {role}'s API key (${settings.api_key_env}) is {len(key)} characters: too short to be found and masked in "
+        "what its server writes back (words like it would be masked everywhere), so a server that echoes it puts it in the log"
+        for role, settings in (("agent", run.agent), ("VLM", run.vision))
+        if settings is not None and settings.provider != "offline" and settings.api_key_env
+        and 0 < len(key := os.environ.get(settings.api_key_env, "").strip()) < MIN_SECRET
+    ]
     if policy is not None and not policy.active:
         # Seed 000 runs under a policy that blocks nothing (enforcing nothing, `active: false` in
         # its manifest), so this is no error; but such a file is more likely a mistake than a

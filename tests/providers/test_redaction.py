@@ -278,6 +278,17 @@ def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monk
     assert_nowhere(texts, tmp_path, result, api_key, *echoes, echoes[1][8:])  # past `user:`, the key's bits alone
 
 
+def test_a_key_too_short_to_mask_is_warned_about_as_the_run_starts(release_dir, tmp_path, monkeypatch):
+    """Masking a 7-character key wherever it turns up would mask words like it everywhere
+    (`register_secret` ignores it): the run says so before its first call, not after a
+    server echoed the key into the log."""
+    monkeypatch.setenv("MODEL_SERVER_CREDS", "hunter2")
+    result, _ = run_against_an_echoing_server(release_dir, tmp_path, "hunter2", "nothing")
+    assert result.stderr.startswith(
+        "Warning: the agent's API key ($MODEL_SERVER_CREDS) is 7 characters: too short to be found and masked in what its "
+        "server writes back (words like it would be masked everywhere), so a server that echoes it puts it in the log\n")
+
+
 class Unmasked:
     """A provider boundary that masks nothing."""
 
