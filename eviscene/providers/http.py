@@ -43,6 +43,9 @@ from eviscene.redaction import redact, register_secret
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
+MAX_ANSWER_BYTES = 32 * 1024**2
+"""A model server's answer is read up to this size: a whole turn with its reasoning is
+rarely over a megabyte, and a 60 MB body, read whole and stored, cost a run ~860 MB."""
 # What a 500 says when the server refused the request itself (llama.cpp's server answers a
 # request-validation failure with 500): a field name and a validation phrase.
 _INVALID_REQUEST = re.compile(
@@ -260,8 +263,13 @@ class JsonClient:
         session = self._open_session()
         try:
             async with session.post(url, data=content, allow_redirects=False, proxy=self._proxy) as answer:
-                body = await answer.read()
-                response = _Response(answer.status, answer.reason or "", answer.headers.get("retry-after"), answer.charset, body)
+                read = bytearray()
+                async for chunk in answer.content.iter_chunked(1024**2):
+                    read += chunk
+                    if len(read) > MAX_ANSWER_BYTES:
+                        raise ProviderError(self.redact(f"{self.label}: HTTP {answer.status}: the answer is over "
+                                                        f"{MAX_ANSWER_BYTES // 1024**2} MiB; not read"))
+                response = _Response(answer.status, answer.reason or "", answer.headers.get("retry-after"), answer.charset, bytes(read))
         except aiohttp.ConnectionTimeoutError:
             raise _Unreachable(None, f"connect timeout: no connection within {e.connect_timeout_seconds:g} s") from None
         except TimeoutError:  # a read, or the whole answer, past its timeout

@@ -161,6 +161,18 @@ async def test_a_token_count_that_is_no_count_is_a_clear_provider_error(usage, n
 
 
 @pytest.mark.anyio
+async def test_an_answer_over_the_size_limit_is_refused_unread(images, case_image):
+    """A 60 MB answer was read whole (and then stored): ~860 MB for one call."""
+    from eviscene.agent.provider import ProviderError
+    from eviscene.providers.http import MAX_ANSWER_BYTES
+
+    with FakeServer(lambda r: Reply(body=chat_completion("x" * (MAX_ANSWER_BYTES + 1)))) as server:
+        with pytest.raises(ProviderError, match=r"HTTP 200: the answer is over 32 MiB; not read$"):
+            await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    assert len(server.received) == 1  # not asked again: the next answer would be as large
+
+
+@pytest.mark.anyio
 async def test_a_reused_or_missing_call_id_gets_a_fresh_one(images, case_image):
     """Some servers number calls per turn: ids stay unique within the episode."""
     answer = chat_completion(None, tool_calls=[("call-1", "visit", '{"url": "https://example.org/b"}'), ("", "text_search", '{"query": "q"}')])
