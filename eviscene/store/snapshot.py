@@ -442,6 +442,11 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
         raise QueryRefusedError("no SQL given: pass one SELECT statement (the text holds only comments)")
     if len(statements) > 1:
         raise QueryRefusedError(f"one statement at a time: the SQL holds {len(statements)}")
+    if _statement_type(statements[0]) == duckdb.StatementType.MULTI:
+        raise QueryRefusedError(
+            "a PIVOT runs over the log only with its values listed (`PIVOT … ON type IN ('run.started', 'run.finished')`): "
+            "without them DuckDB first runs a statement of its own to find them, which the read-only sandbox refuses"
+        )
     if not _is_select(statements[0]):
         raise QueryRefusedError(
             f"only a SELECT statement runs over the log; {_statement_name(statements[0])} is refused "
@@ -450,10 +455,14 @@ def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
 
 
 def _is_select(statement: duckdb.Statement) -> bool:
+    return _statement_type(statement) == duckdb.StatementType.SELECT
+
+
+def _statement_type(statement: duckdb.Statement) -> duckdb.StatementType | None:
     try:
-        return statement.type == duckdb.StatementType.SELECT
-    except ValueError:  # a type this duckdb's Python enum does not name (UPDATE EXTENSIONS): not a SELECT
-        return False
+        return statement.type
+    except ValueError:  # a type this duckdb's Python enum does not name (UPDATE EXTENSIONS)
+        return None
 
 
 # A statement's first keyword, past FORCE (FORCE INSTALL, FORCE CHECKPOINT); the parser has

@@ -35,6 +35,18 @@ def test_a_missing_relation_suggests_one_of_the_logs_own(log_path, tmp_path, que
     assert result.returncode == 2 and result.stderr == error
 
 
+def test_a_pivot_without_its_values_is_told_to_list_them(log_path, tmp_path):
+    """DuckDB files such a PIVOT as several statements: it was refused as "only a SELECT
+    statement runs over the log; SELECT is refused"."""
+    result = sql(log_path, "SELECT * FROM (PIVOT (SELECT run_id, type FROM events) ON type USING count(*))", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == (
+        "Error: a PIVOT runs over the log only with its values listed (`PIVOT … ON type IN ('run.started', 'run.finished')`): "
+        "without them DuckDB first runs a statement of its own to find them, which the read-only sandbox refuses\n")
+    listed = sql(log_path, "SELECT * FROM (PIVOT (SELECT run_id, type FROM events) ON type IN ('gate.decided') USING count(*)) "
+                 "ORDER BY run_id", "--format", "csv", cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0] == "run_id,gate.decided", listed.stderr
+
+
 def test_view_names_match_in_any_case(log_path, tmp_path):
     result = sql(log_path, "SELECT run_id FROM RUNS ORDER BY run_id", "--format", "csv", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -198,7 +198,6 @@ NAMED_AS_WRITTEN = [
     ("IMPORT DATABASE 'exported'", "IMPORT"),  # PRAGMA
     ("ANALYZE archive.events", "ANALYZE"),  # VACUUM
     ("BEGIN TRANSACTION", "BEGIN"),  # TRANSACTION
-    ("PIVOT events ON type", "PIVOT"),  # MULTI
     ("WITH doomed AS (SELECT 5 AS seq) DELETE FROM archive.events WHERE seq IN (SELECT seq FROM doomed)", "DELETE"),
     ("DETACH archive", "DETACH"),
     ("VACUUM", "VACUUM"),
