@@ -108,7 +108,12 @@ UNION ALL
 -- row's total (3)
 SELECT 1, t.position || [CASE WHEN c.release_row IS NOT NULL THEN 1 ELSE 3 END], 'refused_teacher_score', t.episode_id,
        c.score_origin || ': ' || CASE WHEN c.release_row IS NOT NULL THEN 'teacher_score ' ELSE 'total ' END
-       || c.refused_score::VARCHAR || ' is not a number: seed 002''s float() refuses it'
+       || c.refused_score::VARCHAR || CASE
+           -- float() reads "nan", which DuckDB then holds as NULL: refused here, with what it is
+           WHEN regexp_matches(lower(c.refused_score->>'$'), '^\s*[+-]?nan\s*$')
+               THEN ' is NaN: seed 002''s float() reads it, but a NaN score ranks nowhere among a case''s rollouts; EviScene refuses it'
+           ELSE ' is not a number: seed 002''s float() refuses it'
+       END
 FROM trace_reads t
 JOIN export_snapshot.candidate_episodes c USING (source_id, episode_id)
 WHERE c.refused_score IS NOT NULL

@@ -93,6 +93,16 @@ def test_a_teacher_score_float_refuses_fails_naming_file_line_and_value(log, tmp
     )
 
 
+def test_a_nan_teacher_score_is_refused_as_what_it_is(log, tmp_path):
+    """float("nan") reads, so "not a number: float() refuses it" was untrue of it."""
+    run = run_with(tmp_path, "a", [{"episode_id": "a--r000", "case_id": "a", "score": {"total": " -NaN "}}])
+    with pytest.raises(DatasetExportError) as raised:
+        export(log, tmp_path, [run])
+    assert str(raised.value) == (
+        f'{run.resolve()}/trajectory_scores.jsonl:1: total " -NaN " is NaN: seed 002\'s float() reads it, but a NaN score '
+        "ranks nowhere among a case's rollouts; EviScene refuses it")
+
+
 @pytest.mark.parametrize(("total", "score"), [
     ("1e3", 1000.0), (" 12 ", 12.0), ("inf", None), ("1_000", 1000.0), (True, 1.0), (7, 7.0),
     ("", 0.0), ([], 0.0), ({}, 0.0), (None, 0.0), (False, 0.0), (0, 0.0), ("-0.5", -0.5),
