@@ -396,11 +396,11 @@ def test_a_plain_resume_finishes_a_retry_errors_resume_that_was_killed(release, 
     assert invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--no-progress",
                   "--no-materialize", "--run-id", "k").exit_code == 1
     killed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", "k", "--retry-errors", "--no-progress", "--no-materialize"],
-                            env={**os.environ, "EVISCENE_FAULT": "writer.committed@1"}, cwd=tmp_path, capture_output=True, timeout=600)
+                            env={**os.environ, "EVISCENE_FAULT": "writer.committed@1"}, cwd=tmp_path, capture_output=True, timeout=600, check=False)
     assert killed.returncode == -signal.SIGKILL
     assert [n.run_id for n in EventLog(log_path).verify().unfinished] == ["k"]
     resumed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", "k", "--no-progress", "--no-materialize"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
     assert "0 of 2 episodes ran (nothing left to run)" in resumed.stdout, resumed.stdout + resumed.stderr
     log = EventLog(log_path)
     assert log.verify().ok

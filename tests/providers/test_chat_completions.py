@@ -154,9 +154,8 @@ async def test_a_token_count_that_is_no_count_is_a_clear_provider_error(usage, n
     BIGINT was NULL in the views while the run directory carried it."""
     from eviscene.agent.provider import ProviderError
 
-    with FakeServer(lambda r: Reply(body=chat_completion("Done.", usage=usage))) as server:
-        with pytest.raises(ProviderError) as refused:
-            await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    with FakeServer(lambda r: Reply(body=chat_completion("Done.", usage=usage))) as server, pytest.raises(ProviderError) as refused:
+        await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
     assert f"unexpected response shape ({named}" in str(refused.value)  # then total_tokens, the two summed
 
 
@@ -166,9 +165,9 @@ async def test_an_answer_over_the_size_limit_is_refused_unread(images, case_imag
     from eviscene.agent.provider import ProviderError
     from eviscene.providers.http import MAX_ANSWER_BYTES
 
-    with FakeServer(lambda r: Reply(body=chat_completion("x" * (MAX_ANSWER_BYTES + 1)))) as server:
-        with pytest.raises(ProviderError, match=r"HTTP 200: the answer is over 32 MiB; not read$"):
-            await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
+    with (FakeServer(lambda r: Reply(body=chat_completion("x" * (MAX_ANSWER_BYTES + 1)))) as server,
+          pytest.raises(ProviderError, match=r"HTTP 200: the answer is over 32 MiB; not read$")):
+        await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
     assert len(server.received) == 1  # not asked again: the next answer would be as large
 
 

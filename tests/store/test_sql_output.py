@@ -275,6 +275,6 @@ def test_a_tables_column_names_are_written_out_not_obeyed(log_path, tmp_path):
 
 
 def test_a_batch_of_no_rows_is_refused(log_path):
-    with pytest.raises(ValueError, match="batch_rows must be a positive number of rows, got 0"):
-        with EventLog(log_path).query("SELECT 1", batch_rows=0, as_rows=True):
-            pass
+    with pytest.raises(ValueError, match="batch_rows must be a positive number of rows, got 0"), \
+            EventLog(log_path).query("SELECT 1", batch_rows=0, as_rows=True):
+        pass
