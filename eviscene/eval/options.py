@@ -32,7 +32,7 @@ from eviscene.rules.tool_families import TOOL_FAMILIES
 RUN_SCHEMA_VERSION = "ifv-eval-run-v2"
 SAMPLING_SEED_DERIVATION = "sha256(base_seed:case_id:rollout_index)-31bit-v1"
 OCR_BACKEND = "rapidocr"
-OCR_CACHE_REVISION = "v3"  # v2: boxes wider than their text dropped (ocr.MAX_CHAR_ASPECT); v3: past 2:1 read padded (ocr.MAX_READ_ASPECT)
+OCR_CACHE_REVISION = "v3"  # v2: boxes wider than their text dropped (ocr.MAX_CHAR_ASPECT); v3: past 2:1 read padded (ocr.MAX_READ_ASPECT), 16-bit grey and transparency read as shown (images._as_rgb)
 DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-{OCR_CACHE_REVISION}"
 
 

@@ -41,7 +41,7 @@ from typing import BinaryIO, Optional, Sequence, Union
 
 import imagehash
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
 DECODE_SIDE = 512  # long side kept in memory for matching; finer detail does not change decisions
 COLOR_TOLERANCE = 12  # a JPEG'd flat banner stays within this of its median colour
@@ -103,6 +103,21 @@ class ImageTooLarge(ValueError):
     """An image with more pixels than MAX_DECODE_PIXELS."""
 
 
+class UndecodableImage(ValueError):
+    """Bytes Pillow cannot read as a picture (empty, another kind of file, broken data)."""
+
+
+# A picture cut short by its last bytes (a scraped JPEG without its end marker) decodes as
+# far as it goes, as viewers show it, rest grey; an episode over it no longer ends in an error.
+ImageFile.LOAD_TRUNCATED_IMAGES = True
+
+
+def _source_name(source: ImageInput) -> str:
+    """`NAME: ` for an error about `source` (a path, or a stream that carries one), else ``."""
+    named = getattr(source, "name", None) if hasattr(source, "read") else source
+    return f"{named}: " if isinstance(named, (str, Path)) else ""
+
+
 def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.Image, tuple[int, int]]:
     """Decoded RGB image (EXIF orientation applied), reduced so its long side is about
     `max_side`, and the original size. JPEGs are decoded directly at reduced scale; other
@@ -111,25 +126,52 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
         image = ImageOps.exif_transpose(source)
         original = image.size
     else:
-        with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
-            width, height = opened.size
-            if width * height > MAX_DECODE_PIXELS:
-                named = getattr(source, "name", None) if hasattr(source, "read") else source
-                name = f"{named}: " if isinstance(named, (str, Path)) else ""
-                raise ImageTooLarge(f"{name}image is {width}x{height} pixels, above the decoding limit of "
-                                    f"{MAX_DECODE_PIXELS:,} pixels")
-            original = _oriented_size(opened)
-            opened.draft("RGB", (max_side, max_side))
-            if opened.width * opened.height > REDUCE_ABOVE_PIXELS:
-                image = _working_copy(source, opened)
-            else:
-                image = ImageOps.exif_transpose(opened)
-                image.load()
-    image = image.convert("RGB")
+        try:
+            image, original = _decoded(source, max_side)
+        except (UnidentifiedImageError, SyntaxError, OSError) as exc:  # Pillow's words for bytes it cannot read
+            if isinstance(exc, FileNotFoundError | PermissionError):
+                raise
+            # Pillow names a stream by its repr (an address that differs every run): the file's name instead.
+            detail = "not a picture Pillow can read" if isinstance(exc, UnidentifiedImageError) else str(exc)
+            raise UndecodableImage(f"{_source_name(source)}{detail}") from None
+    image = _as_rgb(image)
     if max(image.size) > max_side:
         ratio = max_side / max(image.size)
         image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.Resampling.BOX)
     return image, original
+
+
+def _decoded(source: ImageInput, max_side: int) -> tuple[Image.Image, tuple[int, int]]:
+    with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
+        width, height = opened.size
+        if width * height > MAX_DECODE_PIXELS:
+            raise ImageTooLarge(f"{_source_name(source)}image is {width}x{height} pixels, above the decoding limit of "
+                                f"{MAX_DECODE_PIXELS:,} pixels")
+        original = _oriented_size(opened)
+        opened.draft("RGB", (max_side, max_side))
+        if opened.width * opened.height > REDUCE_ABOVE_PIXELS:
+            return _working_copy(source, opened), original
+        image = ImageOps.exif_transpose(opened)
+        image.load()
+        return image, original
+
+
+_WIDE_GREY = {"I", "I;16", "I;16L", "I;16B", "I;16N"}
+
+
+def _as_rgb(image: Image.Image) -> Image.Image:
+    """The picture in RGB as a viewer shows it. Pillow's convert clips 16-bit greyscale to
+    255 (a 16-bit scan read as a white page) and drops transparency, leaving the colour under
+    it (a caption on a transparent ground, black there, read as black on black): 16 bits are
+    scaled to 8, and a transparent picture is laid over white."""
+    if image.mode in _WIDE_GREY:
+        values = np.asarray(image).astype(np.float64)
+        if values.max(initial=0) > 255:
+            values = values / 257.0
+        image = Image.fromarray(np.clip(np.rint(values), 0, 255).astype(np.uint8), "L")
+    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info:
+        image = Image.alpha_composite(Image.new("RGBA", image.size, (255, 255, 255, 255)), image.convert("RGBA"))
+    return image.convert("RGB")
 
 
 WORKING_SIDE = 2048  # at least every caller's max_side (matching 512, OCR 1280)

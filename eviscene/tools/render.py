@@ -35,6 +35,8 @@ def image_fields(entry: CorpusImage, source: SourceSeen) -> dict[str, Any]:
 def comparison_summary(comparison: Comparison) -> str:
     """One line for a reverse-search match."""
     text = f"Same picture (similarity {comparison.similarity:.2f})"
+    if comparison.mirrored:
+        text += ", flipped left to right"
     if comparison.edited:
         text += f", but the case image differs locally: {_differences(comparison)}"
     return text + "."
@@ -47,6 +49,8 @@ def comparison_detail(comparison: Comparison) -> str:
                 f"the reference covers {comparison.overlap:.0%} of the case picture).")
     lines = [f"Same picture: yes (similarity {comparison.similarity:.2f}, threshold {comparison.threshold:.2f}; "
              f"the reference covers {comparison.overlap:.0%} of the case picture)."]
+    if comparison.mirrored:  # a common re-post change, and one that makes a scene's left its right
+        lines.append("Mirrored: the case image is the reference flipped left to right.")
     if comparison.edited:
         lines.append(f"Local differences: {_differences(comparison)}; {comparison.changed_blocks} of "
                      f"{comparison.total_blocks} grid blocks differ. The case image shows a locally altered version of this picture.")
