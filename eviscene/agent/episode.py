@@ -475,11 +475,11 @@ class Episode:
                 with anyio.CancelScope(shield=True):
                     await self.recorder.emit(failed("timeout", []))
             raise
-        usage = response.usage
+        usage, most = response.usage, 2**63 - 1  # each count is within a BIGINT; their sum is kept there
         self.tally.usage = TokenUsage(
-            prompt_tokens=self.tally.usage.prompt_tokens + usage.prompt_tokens,
-            completion_tokens=self.tally.usage.completion_tokens + usage.completion_tokens,
-            total_tokens=self.tally.usage.total_tokens + usage.total_tokens,
+            prompt_tokens=min(most, self.tally.usage.prompt_tokens + usage.prompt_tokens),
+            completion_tokens=min(most, self.tally.usage.completion_tokens + usage.completion_tokens),
+            total_tokens=min(most, self.tally.usage.total_tokens + usage.total_tokens),
         )
         await self.recorder.emit(
             ModelCalled(

@@ -43,6 +43,7 @@ from eviscene.eval.providers import make_provider, provider_session, quota_relea
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
 from eviscene.eval.toolboxes import make_toolbox, policy_path
 from eviscene.release import (
+    Case,
     Release,
     RolloutSpec,
     load_cases,
@@ -145,7 +146,18 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     scoring_files = read_scoring_files(release, policy_file)
     check_scoring_inputs(release, cases, scoring_files)
     verify_case_images(cases)
-    provider = provider or make_provider(run)
+    if provider is None:
+        provider = make_provider(run)
+        with quota_released_on_failure(provider):
+            return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision)
+    return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision)
+
+
+def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int, policy_file: Path | None,
+             scoring_files: dict[str, ScoringFile], provider: Provider, revision: str | None) -> RunPlan:
+    """The rest of `plan_run`, once its provider is made (and holds its quota guard): the
+    rollouts, the policy, the tools."""
+    options = run.flags
     revision = git_commit() if revision is None else revision
     specs = rollout_specs(
         cases,
@@ -358,6 +370,8 @@ async def resume_run(
     manifest = _run_manifest(log, run_id)
     options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
+    if not trust_endpoints and _episodes_left(log, run_id, retry_errors):  # with none, no key, episode or tool goes anywhere
+        check_recorded_endpoints(options, run_id, restated=executor or {})
     recorded = manifest["benchmark"]
     if benchmark is not None:
         options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})
@@ -407,13 +421,28 @@ async def resume_run(
                 for spec in plan.specs
                 if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
             ]
-            if todo and not trust_endpoints:  # with nothing to run, no key, episode or tool goes anywhere
-                check_recorded_endpoints(options, run_id, restated=executor or {})
             to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
             return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id), claim=claim)
         except BaseException:
             _free_unrecorded_claim(claim)
             raise
+
+
+def _episodes_left(log: EventLog, run_id: str, retry_errors: bool) -> bool:
+    """Whether a resume would run any episode: one scheduled and never finished, or with
+    `retry_errors` one whose last attempt counts as an error. Read before the run's lock, it
+    may count one a killed writer's last batch finished (recovered under the lock), never miss one."""
+    left = log.sql(
+        """
+        SELECT count(*) AS n FROM events s
+        WHERE s.run_id = $run AND s.type = 'episode.scheduled' AND NOT EXISTS (
+            SELECT 1 FROM events e WHERE e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type = 'episode.finished')
+        """,
+        {"run": run_id},
+    )["n"][0].as_py()
+    if left or not retry_errors:
+        return bool(left)
+    return bool(log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id])["n"][0].as_py())
 
 
 def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ records a `dataset.exported` event.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,6 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
         raise DatasetExportError("minimum_accepted_cases must be non-negative")
     if frozen and minimum is None:
         minimum = DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES
-    if not (math.isfinite(options.train_ratio) and math.isfinite(options.validation_ratio)):
-        raise DatasetExportError("split ratios must be numbers (not nan or inf)")  # seed 002 puts every group in test
     if options.train_ratio <= 0 or options.validation_ratio < 0:
         raise DatasetExportError("split ratios must be non-negative (and train_ratio positive)")
     if options.train_ratio + options.validation_ratio >= 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import reprlib
 import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
@@ -88,7 +89,7 @@ class WireProvider:
             # A server may echo the key it was sent in any field: none is read unmasked.
             response = self.parse(self.secrets.mask(answer), set(tool_names_by_call_id(request.messages)))
         except ValidationError as exc:  # a field out of its range (a negative token count)
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))} {e['input']!r}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))} {reprlib.repr(e['input'])}: {e['msg']}" for e in exc.errors())
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({problems})")) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ProviderError(self.client.redact(f"{self.client.label}: unexpected response shape ({type(exc).__name__}: {exc})")) from None

@@ -84,3 +84,35 @@ def test_make_provider_takes_the_guard_and_the_session_releases_it(monkeypatch):
     assert second.guards and second.guards[0].held
     del second  # dropped without a session: the guard goes with the object
     make_provider(options).guards[0].release()
+
+
+@pytest.mark.parametrize("refused_in", ["plan", "resume"])
+def test_a_run_refused_after_its_provider_took_the_quota_releases_it_at_once(refused_in, release_dir, tmp_path, monkeypatch):
+    """A refusal kept (a notebook keeps the last exception and its frames) kept the provider
+    and its guard: the next run in that process was refused as "another run is using" it."""
+    import json
+    import shutil
+
+    from eviscene.errors import EvisceneError
+    from eviscene.eval.run import plan_run, resume_run, start_run
+    from eviscene.log import EventLog
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    release = tmp_path / "release"
+    shutil.copytree(release_dir, release)
+    options = EvalOptions(benchmark=str(release / "runtime_input" / "cases.jsonl"), provider="openai_compatible", model="m",
+                          base_url=QUOTA["base_url"], api_key_env=QUOTA["api_key_env"], limit=1, provider_outage_timeout=0.5)
+    policy = release / "private" / "source_access_policy.json"
+    if refused_in == "plan":  # the policy is read after the provider is made
+        policy.write_text(json.dumps({"policy_id": "x", "blocked_domain": ["truthmeter.example"]}), encoding="utf-8")
+        with pytest.raises(EvisceneError, match="unknown key") as refused:
+            plan_run(options)
+    else:  # a resume refused after its plan: the release changed under the run (nothing listens at the URL)
+        log = EventLog(tmp_path / "log.duckdb")
+        anyio.run(lambda: start_run(log, options, run_id="r"))
+        gold = release / "private" / "evaluation_gold.jsonl"
+        gold.write_bytes(gold.read_bytes() + b"\n")  # the same rows, other bytes: checked after the plan
+        with pytest.raises(EvisceneError, match="resume refused|differs") as refused:
+            anyio.run(lambda: resume_run(log, "r", trust_endpoints=True))
+    RunGuard.acquire(**QUOTA).release()
+    assert refused.value.__traceback__ is not None  # kept, with its frames, to here
