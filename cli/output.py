@@ -21,7 +21,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Iterable, Iterator
-from datetime import date, datetime, timezone
+from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TextIO
@@ -63,7 +63,7 @@ def _plain(value: Any, for_json: bool = False) -> Any:
         return None if for_json and not math.isfinite(value) else value
     if isinstance(value, datetime):
         return format_ts(value) if value.tzinfo else value.isoformat()
-    if isinstance(value, date):
+    if isinstance(value, (date, time)):
         return value.isoformat()
     if isinstance(value, Decimal):
         # HUGEINT (every sum() of integers) and DECIMAL(p, 0) arrive as Decimal: integers stay integers.

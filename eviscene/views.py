@@ -212,6 +212,8 @@ _FUNCTIONS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "py_mean_rounded": ("eviscene.rules.python_numbers", "mean_rounded", ("DOUBLE[]", "INTEGER"), "DOUBLE", False),
     # py_float_text(text) -> float(text), NULL where Python's float() refuses it
     "py_float_text": ("eviscene.rules.python_numbers", "float_text", ("VARCHAR",), "DOUBLE", True),
+    # py_float_is_nan(text) -> whether float(text) is NaN (which py_float_text returns as NULL)
+    "py_float_is_nan": ("eviscene.rules.python_numbers", "float_is_nan", ("VARCHAR",), "BOOLEAN", True),
     # verdict_correct(termination, verdict, gold label) -> never NULL
     "verdict_correct": ("eviscene.rules.verdicts", "verdict_correct", ("VARCHAR", "VARCHAR", "VARCHAR"), "BOOLEAN", True),
 }

@@ -274,6 +274,7 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
     finished_payload = json.loads(finished[0]) if finished else None
     status = _first(con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]))
     benchmark = dict(started["benchmark"])
+    benchmark.pop("process_reference_protocol_version", None)  # for the SFT rows (trajectories.py); seed 000's block has no such key
     benchmark["evaluation_gold"] = {"path": gold[0], "sha256": gold[1]} if gold else None
     extension = "parquet" if fmt == "parquet" else "jsonl"
     stems = list(TABULAR_FILES) + ["trajectory_sft", "perception_trajectories"]

@@ -28,11 +28,15 @@ EPISODE_ORDER = "e.spec_order, e.case_id, e.rollout_index, e.episode_id"
 _TRACE_SLICE = 5_000
 
 
-def _source_metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+def _source_metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any], Any]:
+    """A record's source_metadata (seed 000's four keys), and the release manifest's
+    process_reference_protocol_version the run recorded ("" for a run recorded before it was)."""
     row = con.execute(
-        "SELECT git_commit, release_id, runtime_contract_version FROM run_manifests WHERE run_id = ?", [run_id]
+        "SELECT git_commit, release_id, runtime_contract_version, manifest->'benchmark'->'process_reference_protocol_version' "
+        "FROM run_manifests WHERE run_id = ?", [run_id]
     ).fetchall()[0]
-    return {"source_run_id": run_id, "runtime_commit": row[0], "release_id": row[1], "runtime_contract_version": row[2]}
+    metadata = {"source_run_id": run_id, "runtime_commit": row[0], "release_id": row[1], "runtime_contract_version": row[2]}
+    return metadata, "" if row[3] is None else json.loads(row[3])
 
 
 def _image_locations(con: duckdb.DuckDBPyConnection, run_id: str) -> Callable[[str], str]:
@@ -160,13 +164,8 @@ def trajectory_sft_records(
     source_metadata's `process_reference_protocol_version` is, as seed 000 writes it, the
     release manifest's (recorded in the run's manifest; "" for a run recorded before it was),
     unless given."""
-    metadata = _source_metadata(con, run_id)
-    if process_reference_protocol_version is None:
-        recorded = con.execute(
-            "SELECT manifest->'benchmark'->'process_reference_protocol_version' FROM run_manifests WHERE run_id = ?", [run_id]
-        ).fetchall()[0][0]
-        process_reference_protocol_version = "" if recorded is None else json.loads(recorded)
-    metadata["process_reference_protocol_version"] = process_reference_protocol_version
+    metadata, recorded = _source_metadata(con, run_id)
+    metadata["process_reference_protocol_version"] = recorded if process_reference_protocol_version is None else process_reference_protocol_version
     image_location = _image_locations(con, run_id)
     for row in batch_rows(con.sql(
         f"""
@@ -205,7 +204,7 @@ def trajectory_sft_records(
 
 def perception_records(con: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[dict[str, Any]]:
     """One perception example per finished episode that perceived its image."""
-    metadata = _source_metadata(con, run_id)
+    metadata, _ = _source_metadata(con, run_id)
     image_location = _image_locations(con, run_id)
     for row in batch_rows(
         con.sql(

@@ -25,3 +25,10 @@ def float_text(text: str | None) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def float_is_nan(text: str | None) -> bool:
+    """Whether `float(text)` reads NaN (" -NaN ", "\u00a0nan"): DuckDB holds the NaN a Python
+    function returns as NULL, so `float_text` cannot tell it from a refusal."""
+    value = float_text(text)
+    return value is not None and value != value

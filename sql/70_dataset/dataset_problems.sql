@@ -110,7 +110,7 @@ SELECT 1, t.position || [CASE WHEN c.release_row IS NOT NULL THEN 1 ELSE 3 END],
        c.score_origin || ': ' || CASE WHEN c.release_row IS NOT NULL THEN 'teacher_score ' ELSE 'total ' END
        || c.refused_score::VARCHAR || CASE
            -- float() reads "nan", which DuckDB then holds as NULL: refused here, with what it is
-           WHEN regexp_matches(lower(c.refused_score->>'$'), '^\s*[+-]?nan\s*$')
+           WHEN py_float_is_nan(c.refused_score->>'$')
                THEN ' is NaN: seed 002''s float() reads it, but a NaN score ranks nowhere among a case''s rollouts; EviScene refuses it'
            ELSE ' is not a number: seed 002''s float() refuses it'
        END

@@ -130,6 +130,8 @@ def test_the_process_reference_protocol_version_is_the_release_manifests_in_the_
     assert {row["source_metadata"]["process_reference_protocol_version"] for row in read_jsonl(tmp_path / "run" / "trajectory_sft.jsonl")} == {
         "ifv-process-reference-v0.3"}
     assert {row["source_metadata"]["process_reference_protocol_version"] for row in sft_rows(out)} == {""}
+    # recorded for the rows, not written into run_manifest.json, whose benchmark block is seed 000's
+    assert "process_reference_protocol_version" not in json.loads((tmp_path / "run" / "run_manifest.json").read_text())["benchmark"]
 
 
 def test_the_system_tools_variant_has_the_schemas_in_the_system_message(native):

@@ -93,14 +93,15 @@ def test_a_teacher_score_float_refuses_fails_naming_file_line_and_value(log, tmp
     )
 
 
-def test_a_nan_teacher_score_is_refused_as_what_it_is(log, tmp_path):
+@pytest.mark.parametrize("total", [" -NaN ", "\u00a0nan", "nan\u000b"], ids=["spaces", "no-break-space", "vertical-tab"])
+def test_a_nan_teacher_score_is_refused_as_what_it_is(log, tmp_path, total):
     """float("nan") reads, so "not a number: float() refuses it" was untrue of it."""
-    run = run_with(tmp_path, "a", [{"episode_id": "a--r000", "case_id": "a", "score": {"total": " -NaN "}}])
+    run = run_with(tmp_path, "a", [{"episode_id": "a--r000", "case_id": "a", "score": {"total": total}}])
     with pytest.raises(DatasetExportError) as raised:
         export(log, tmp_path, [run])
-    assert str(raised.value) == (
-        f'{run.resolve()}/trajectory_scores.jsonl:1: total " -NaN " is NaN: seed 002\'s float() reads it, but a NaN score '
-        "ranks nowhere among a case's rollouts; EviScene refuses it")
+    message = str(raised.value)  # the value as DuckDB writes JSON text
+    assert message.startswith(f"{run.resolve()}/trajectory_scores.jsonl:1: total \"") and message.endswith(
+        "\" is NaN: seed 002's float() reads it, but a NaN score ranks nowhere among a case's rollouts; EviScene refuses it")
 
 
 @pytest.mark.parametrize(("total", "score"), [

@@ -45,6 +45,9 @@ def test_a_pivot_without_its_values_is_told_to_list_them(log_path, tmp_path):
     listed = sql(log_path, "SELECT * FROM (PIVOT (SELECT run_id, type FROM events) ON type IN ('gate.decided') USING count(*)) "
                  "ORDER BY run_id", "--format", "csv", cwd=tmp_path)
     assert listed.returncode == 0 and listed.stdout.splitlines()[0] == "run_id,gate.decided", listed.stderr
+    # A write around one is refused by its own name, listed values or not.
+    copied = sql(log_path, "COPY (PIVOT events ON type) TO 'x.csv'", cwd=tmp_path)
+    assert copied.returncode == 2 and copied.stderr.startswith("Error: only a SELECT statement runs over the log; COPY is refused")
 
 
 def test_view_names_match_in_any_case(log_path, tmp_path):

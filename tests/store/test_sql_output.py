@@ -260,6 +260,8 @@ def test_a_date_or_time_python_cannot_hold_prints_as_duckdb_names_it(log_path, t
     assert result.returncode == 0 and result.stderr == "", result.stderr
     row = json.loads(result.stdout)
     assert (row["d"], row["far"], row["t"], row["near"]) == ("infinity", "20000-01-01", "-infinity", "2020-01-02")
+    # a time of day, which json could not write (a TypeError traceback)
+    assert eviscene("--db", str(log_path), "sql", "SELECT TIME '23:00' AS t", "--format", "jsonl", cwd=tmp_path).stdout == '{"t":"23:00:00"}\n'
 
 
 def test_a_json_number_past_a_doubles_range_is_null_in_json_output(log_path, tmp_path):
