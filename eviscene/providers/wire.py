@@ -64,7 +64,7 @@ class WireProvider:
         self._forms: dict[str, str] = {}  # stage -> the form this server took
         self.images = images or ImageStore()
         self.client = JsonClient(endpoint, label=f"{name} ({self.wire_api}, model {model})")
-        self.secrets = KnownSecrets()  # after the client registered the key: it is one of them
+        self.secrets = KnownSecrets(encoded=True)  # after the client registered the key: it is one of them
         self._data_urls: OrderedDict[str, str] = OrderedDict()
 
     def __repr__(self) -> str:

@@ -292,6 +292,9 @@ def test_a_key_too_short_to_mask_is_warned_about_as_the_run_starts(release_dir, 
 class Unmasked:
     """A provider boundary that masks nothing."""
 
+    def __init__(self, **_):
+        pass
+
     def mask(self, value):
         return value
 
