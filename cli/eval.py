@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
-from eviscene.exports.run_dir import materialize_run
+from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.rules.commands import command_line
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
@@ -241,6 +242,8 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     if summary.stopped:
         click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
+    if replace:
+        _check_holds_only_run_files(out_dir, summary.run_id)  # one that gained a file of someone's meanwhile
     earlier = out_dir.stat() if replace and out_dir.exists() else None
     finish = resume if replace else f"`{command_line('materialize', summary.run_id, '--out', out_dir)}`"  # it writes only a new or empty folder
     with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
@@ -282,6 +285,8 @@ def resume(
     replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
     if materialize:
         check_not_the_log("--output-dir", out_dir, log.path, replacing=replaces)
+    if replaces:
+        _check_holds_only_run_files(out_dir, run_id)
     check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,
@@ -295,27 +300,35 @@ def resume(
 
 
 def _is_run_directory_of(folder: Path, run_id: str) -> bool:
-    """Only a directory materialized for this very run is ever replaced, and only while it
-    holds nothing but what its manifest lists: it is replaced whole, and a file someone put
-    there (notes, a copy of a thesis beside a hand-written manifest) would go with it."""
+    """Only a directory materialized for this very run is ever replaced (and only while it
+    holds nothing else: `_check_holds_only_run_files`)."""
     try:
-        manifest = json.loads((folder / "run_manifest.json").read_text(encoding="utf-8"))
-        if manifest.get("run_id") != run_id:
-            return False
-        listed = {"run_manifest.json", *(str(name).rstrip("/") for name in manifest["artifacts"].values())}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return json.loads((folder / "run_manifest.json").read_text(encoding="utf-8")).get("run_id") == run_id
+    except (OSError, ValueError, AttributeError):
         return False
-    others = sorted(entry.name for entry in folder.iterdir() if entry.name not in listed)
-    traces = folder / "traces"
-    if traces.is_dir() and not traces.is_symlink():
-        others += sorted(f"traces/{entry.name}" for entry in traces.iterdir() if not (entry.suffix == ".json" and entry.is_file()))
+
+
+def _check_holds_only_run_files(folder: Path, run_id: str) -> None:
+    """Refuse to replace a run directory holding what a run directory does not
+    (RUN_DIRECTORY_NAMES, trace files in traces/): it is replaced whole, and a file someone
+    put there would go with it. Asked before the first episode and again just before the
+    replacement (a long resume leaves time to add one)."""
+    try:
+        with os.scandir(folder) as entries:
+            others = sorted(entry.name for entry in entries if entry.name not in RUN_DIRECTORY_NAMES)
+        traces = folder / "traces"
+        if traces.is_dir() and not traces.is_symlink():
+            with os.scandir(traces) as entries:
+                others += sorted(f"traces/{entry.name}" for entry in entries
+                                 if not (entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)))
+    except FileNotFoundError:
+        return  # gone meanwhile: nothing to lose
     if others:
         raise EvisceneError(
-            f"--output-dir {folder} is run {run_id}'s earlier directory, and it also holds what its manifest does not list "
+            f"--output-dir {folder} is run {run_id}'s earlier directory, and it also holds what a run directory does not "
             f"({', '.join(others[:3])}{', …' if len(others) > 3 else ''}): writing it again would delete that; "
             "move it out, or name another --output-dir"
         )
-    return True
 
 
 def _drive(log: EventLog, start, progress: bool) -> RunSummary:

@@ -76,6 +76,11 @@ NOT_APPLICABLE_KEYS: dict[str, tuple[str, ...]] = {
 # (file stem, key) -> the seed's JSON text: no components is {} to the seed, NULL in the view
 STAND_IN_VALUES: dict[tuple[str, str], str] = {("post_rollout_rewards", "process_components"): "{}"}
 FORMATS = ("jsonl", "parquet")
+RECORD_STEMS = (*TABULAR_FILES, "trajectory_sft", "perception_trajectories")
+RUN_DIRECTORY_NAMES = frozenset(
+    {f"{stem}.{extension}" for stem in RECORD_STEMS for extension in FORMATS} | {"summary.json", "run_manifest.json", "traces"}
+)
+"""Every name a run directory's top level may hold (in either format): what replacing one may delete."""
 MANIFEST_VIEWS_READ = "episodes run_summary runs"  # run_manifest's (and summary.json's)
 RUN_DIR_VIEWS = (
     *(view for view, _ in TABULAR_FILES.values()),
@@ -277,7 +282,6 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
     benchmark.pop("process_reference_protocol_version", None)  # for the SFT rows (trajectories.py); seed 000's block has no such key
     benchmark["evaluation_gold"] = {"path": gold[0], "sha256": gold[1]} if gold else None
     extension = "parquet" if fmt == "parquet" else "jsonl"
-    stems = list(TABULAR_FILES) + ["trajectory_sft", "perception_trajectories"]
     manifest = {
         "schema_version": started["schema_version"],
         "run_id": run_id,
@@ -290,7 +294,7 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
         "benchmark": benchmark,
         "agent": started["agent"],
         "source_access_policy": started["source_access_policy"],
-        "artifacts": {**{stem: f"{stem}.{extension}" for stem in stems}, "summary": "summary.json", "traces": "traces/"},
+        "artifacts": {**{stem: f"{stem}.{extension}" for stem in RECORD_STEMS}, "summary": "summary.json", "traces": "traces/"},
         "result": {"num_samples": counts[0], "num_episodes": counts[1], "num_errors": counts[2]},
     }
     if finished_payload and finished_payload.get("status") == "failed":

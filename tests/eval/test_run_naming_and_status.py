@@ -435,11 +435,12 @@ def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only
     (tmp_path / "runs" / "int" / "notes.txt").write_text("mine")
     kept = invoke(log_path, "eval", "resume", "int", "--retry-errors", "--no-progress", "--output-dir", "runs/int")
     assert kept.exit_code == 2 and kept.stderr == (
-        "Error: --output-dir runs/int is run int's earlier directory, and it also holds what its manifest does not list "
+        "Error: --output-dir runs/int is run int's earlier directory, and it also holds what a run directory does not "
         "(notes.txt): writing it again would delete that; move it out, or name another --output-dir\n")
     assert attempts() == [1, 1] and (tmp_path / "runs" / "int" / "notes.txt").read_text() == "mine"
-    # A manifest naming the run, written by hand into a folder of one's own, is no licence either.
-    (taken / "run_manifest.json").write_text('{"run_id": "int"}')
+    # A manifest naming the run, written by hand into a folder of one's own, is no licence either,
+    # whatever it lists as the run's files.
+    (taken / "run_manifest.json").write_text('{"run_id": "int", "artifacts": {"notes": "notes.txt"}}')
     assert invoke(log_path, "eval", "resume", "int", "--no-progress", "--output-dir", str(taken)).exit_code == 2
     assert sorted(p.name for p in taken.iterdir()) == ["notes.txt", "run_manifest.json"]
 
