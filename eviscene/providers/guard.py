@@ -20,6 +20,7 @@ from pathlib import Path
 
 from eviscene.errors import EvisceneError
 from eviscene.redaction import redact
+from eviscene.rules.processes import command_name
 from eviscene.rules.runtime import runtime_dir
 from eviscene.rules.timestamps import local_now_seconds_iso
 
@@ -59,7 +60,7 @@ class RunGuard:
             "pid": os.getpid(),
             "since": local_now_seconds_iso(),
             "quota": quota,
-            "command": " ".join(os.path.basename(a) for a in sys.argv[:3]),
+            "command": command_name(sys.argv),
         }
         os.write(fd, json.dumps(note).encode("utf-8"))
         return cls(path, fd)

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from eviscene.errors import LogLockedError
+from eviscene.rules.processes import command_name
 from eviscene.store.faults import checkpoint
 
 # `lock_holder` takes the lock for an instant to see whether it is free; a writer starting
@@ -63,7 +64,7 @@ class RunLock:
                 break
             os.close(fd)  # locked a file a seal has just removed: take the new one
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])} on {socket.gethostname()})".encode())
+        os.write(fd, f"pid {os.getpid()} ({command_name(sys.argv)} on {socket.gethostname()})".encode())
         self._fd = fd
         return None
 

@@ -16,7 +16,9 @@ import duckdb
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, resolve_log_path
-from eviscene.store.snapshot import SNAPSHOT_RETRIES, Sandbox, check_log_file, check_query, explain_error, open_snapshot, segment_moved
+from eviscene.store.snapshot import (
+    SNAPSHOT_RETRIES, Sandbox, check_log_file, check_query, explain_error, open_snapshot, read_a_snapshot, segment_moved,
+)
 
 if TYPE_CHECKING:
     # Loaded by the methods that need them: a read loads neither pyarrow (unless it asks for
@@ -110,17 +112,7 @@ class EventStore:
         `materialize`, each computed once into a temporary table: many questions of one
         snapshot bind and compute the views once), again over a newer snapshot if a live
         segment moved under it."""
-        for attempt in range(SNAPSHOT_RETRIES):
-            try:
-                con = self.connect(views=views, materialize=materialize, for_query=for_query)
-                try:
-                    return reader(con)
-                finally:
-                    con.close()
-            except duckdb.Error as exc:
-                if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
-                    raise
-        raise AssertionError("unreachable")
+        return read_a_snapshot(lambda: self.connect(views=views, materialize=materialize, for_query=for_query), reader)
 
     def relation_names(self) -> tuple[str, ...]:
         """What a query may read by name: `events` and `blobs` (an `EventLog` adds its views)."""

@@ -24,13 +24,12 @@ from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_run_ids, run_folder
 from eviscene.store.locks import RunLock
-from eviscene.store.log import EventStore
 from eviscene.store.manifest import (
     BLOBS_FILE, EVENTS_FILE, MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder,
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, new_connection
+from eviscene.store.snapshot import _sql_list, attach_archive, new_connection, open_snapshot, read_a_snapshot
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, walk_chains
 
 
@@ -194,7 +193,7 @@ def check_cited_blobs(log_path: Path, run_id: str) -> None:
     the whole log, not the run's folder alone: a writer stores a blob once a log, so a run
     may cite one that another run stored. Reading the others' live segments, it may meet one
     that their own seal or compaction just moved: a newer snapshot finds it where it went."""
-    missing = EventStore(log_path).read(lambda con: missing_blobs(con, run_id), views=False)
+    missing = read_a_snapshot(lambda: open_snapshot(log_path), lambda con: missing_blobs(con, run_id))
     if missing:
         raise LogIntegrityError(f"run {run_id} not sealed: {missing[0]}; the archive is unchanged")
 

@@ -18,13 +18,15 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import TypeVar
 
 import duckdb
 
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
+from eviscene.rules.processes import command_name
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.migrate import latest_version, migrations
@@ -37,6 +39,7 @@ DUCKDB_CONFIG = {
     "autoload_known_extensions": False,
 }
 LOCK_WAIT_SECONDS = 10.0
+T = TypeVar("T")
 _HOLDER_PID = re.compile(r"PID (\d+)")
 # A DuckDB database file opens with an 8-byte checksum, then these bytes.
 _DUCKDB_MAGIC = b"DUCK"
@@ -151,10 +154,8 @@ def _process_named(pid: int) -> str:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
     except OSError:
         return f"pid {pid}"
-    words = [os.path.basename(word) for word in argv if word]
-    if words and words[0].startswith("python"):
-        words = words[1:]
-    return f"pid {pid} ({shlex.join(words[:2])})" if words else f"pid {pid}"
+    name = command_name(argv)
+    return f"pid {pid} ({name})" if name else f"pid {pid}"
 
 
 def check_archive_file(log_path: Path) -> None:
@@ -322,6 +323,22 @@ def segment_moved(exc: duckdb.Error) -> bool:
         return "No files found" in str(exc) or "No such file" in str(exc)
     globbed = _GLOBBED_MISSING_FILE.search(str(exc)) if isinstance(exc, duckdb.PermissionException) else None
     return globbed is not None and not Path(globbed.group(1)).exists()
+
+
+def read_a_snapshot(connect: Callable[[], duckdb.DuckDBPyConnection], reader: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """`reader` over one snapshot `connect` opens (and this closes), again over a newer one
+    where a live segment moved under it (`segment_moved`)."""
+    for attempt in range(SNAPSHOT_RETRIES):
+        try:
+            con = connect()
+            try:
+                return reader(con)
+            finally:
+                con.close()
+        except duckdb.Error as exc:
+            if attempt == SNAPSHOT_RETRIES - 1 or not segment_moved(exc):
+                raise
+    raise AssertionError("unreachable")
 
 
 @dataclass

@@ -280,7 +280,7 @@ def test_a_seal_kept_out_by_a_reader_names_the_reader_and_does_not_call_it_a_wri
         monkeypatch.setattr(snapshot, "LOCK_WAIT_SECONDS", 0.3)
         with pytest.raises(LogLockedError) as refused:
             log.seal(["r2"])
-        assert str(refused.value) == f"log {log.path} is in use by pid {reader.pid} (long_query.py log.duckdb)"
+        assert str(refused.value) == f"log {log.path} is in use by pid {reader.pid} (long_query.py)"
     finally:
         reader.kill()
         reader.wait()

@@ -145,20 +145,20 @@ def test_seal_refuses_a_run_citing_a_deleted_live_blob_and_writes_nothing(tmp_pa
 def test_the_seals_cited_blob_check_reads_a_newer_snapshot_when_a_segment_moved_under_it(tmp_path, monkeypatch):
     """The check reads every run's live blobs; another run's seal may remove one mid-read
     (two `eval run`s ending at once): the seal reads again rather than fail."""
-    from eviscene.store import log as store_log
+    from eviscene.store import seal as seal_module
 
     log = EventLog(tmp_path / "live.duckdb")
     write_gold(log)
     opened = []
 
-    def moved_once(path, **options):
+    def moved_once(path):
         opened.append(path)
         if len(opened) == 1:
             raise duckdb.IOException(f'IO Error: No files found that match the pattern "{path}.live/x/blobs-1.parquet"')
-        return real(path, **options)
+        return real(path)
 
-    real = store_log.open_snapshot
-    monkeypatch.setattr(store_log, "open_snapshot", moved_once)
+    real = seal_module.open_snapshot
+    monkeypatch.setattr(seal_module, "open_snapshot", moved_once)
     assert log.seal(["gold"]) == ["gold"]
     assert len(opened) == 2 and log.verify().ok
 
