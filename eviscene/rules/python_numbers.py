@@ -3,6 +3,7 @@ never approximate it)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 
@@ -31,4 +32,4 @@ def float_is_nan(text: str | None) -> bool:
     """Whether `float(text)` reads NaN (" -NaN ", "\u00a0nan"): DuckDB holds the NaN a Python
     function returns as NULL, so `float_text` cannot tell it from a refusal."""
     value = float_text(text)
-    return value is not None and value != value
+    return value is not None and math.isnan(value)
