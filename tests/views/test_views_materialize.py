@@ -299,8 +299,8 @@ def test_views_materialized_summary_and_manifest(run_dir, fx):
         "started_at": "2026-01-01T00:00:00+00:00",
         "completed_at": "2026-01-01T01:00:00+00:00",
         "git_commit": GIT_COMMIT,
-        "benchmark": {
-            **started.benchmark,
+        "benchmark": {  # seed 000's block: the protocol version is recorded for the SFT rows only
+            **{k: v for k, v in started.benchmark.items() if k != "process_reference_protocol_version"},
             "evaluation_gold": {"path": f"{ROOT}/private/evaluation_gold.jsonl", "sha256": hashlib.sha256(gold).hexdigest()},
         },
         "agent": started.agent,
