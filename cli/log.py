@@ -76,8 +76,10 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     """
     with on_interrupt_say(RERUN_FINISHES):
         sealed = event_log.seal(list(run_ids) or None)
-    say(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else ""))
-    file_viewer_numbers(event_log, [*sealed, *(run_id for run_id in run_ids if run_id not in sealed)])
+    earlier = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in sealed]
+    say(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else "")
+        + (f"; sealed already: {', '.join(earlier)}" if earlier else ""))
+    file_viewer_numbers(event_log, [*sealed, *earlier])
 
 
 def file_viewer_numbers(event_log: EventLog, run_ids: list[str]) -> None:

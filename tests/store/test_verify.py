@@ -515,7 +515,7 @@ def test_seal_of_an_unknown_run_is_an_error(sealed_log):
         result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
         assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in {sealed_log.path}; `eviscene runs` lists the runs\n"
     result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r1"])  # sealed already
-    assert result.exit_code == 0 and result.output == "sealed 0 run(s)\n"
+    assert result.exit_code == 0 and result.output == "sealed 0 run(s); sealed already: r1\n"
 
 
 def test_merge_refuses_a_tampered_shard_before_taking_anything_in(live_log, tmp_path):

@@ -158,7 +158,7 @@ def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_no
     assert ResultCache(moved.path, tmp_path / "rt-moved").get("dashboard", head)["labels"][0]["accuracy"] == 0.75
     # Sealed before results were filed (an older log): naming the run to `seal` files them.
     shutil.rmtree(beside_log(moved.path))
-    assert seal(moved, RUN) == "sealed 0 run(s)\n" and _filed(moved.path) == ["dashboard", "run"]
+    assert seal(moved, RUN) == f"sealed 0 run(s); sealed already: {RUN}\n" and _filed(moved.path) == ["dashboard", "run"]
     # A results folder others may write is not read: the numbers are computed again.
     beside_log(log.path).chmod(0o777)
     try:
