@@ -8,15 +8,17 @@ lock checks that the file it locked is still the one at the path, and tries agai
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
 
-from eviscene.errors import LogLockedError
+from eviscene.errors import LogIntegrityError, LogLockedError
 from eviscene.rules.processes import command_name
 from eviscene.store.faults import checkpoint
 
@@ -46,8 +48,9 @@ class RunLock:
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_linked_folder(self.path.parent)
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = _open_lock_file(self.path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:
                 continue  # a seal removed the folder between the two calls: make it again
             checkpoint("lock.opened")
@@ -84,10 +87,34 @@ def _same_file(fd: int, path: Path) -> bool:
     return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
+def _refuse_linked_folder(folder: Path) -> None:
+    """A run folder is the log's own: one that is a link leads into another log's (or any)
+    folder, whose files a seal would delete and a writer would add to."""
+    if folder.is_symlink():
+        raise LogIntegrityError(f"run folder {folder} is a link (to {os.readlink(folder)}); a log's run folders are its "
+                                "own: remove the link")
+
+
+def _open_lock_file(path: Path, flags: int) -> int:
+    """The lock file opened neither through a link (the writer's pid would overwrite the file
+    it leads to) nor when it is no plain file (a FIFO would block the opener for good)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise LogIntegrityError(f"lock file {path} is a link; a run's lock is a plain file: remove the link") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LogIntegrityError(f"lock file {path} is not a plain file; remove it")
+    return fd
+
+
 def lock_holder(path: Path) -> str | None:
     """Who holds a run lock ("pid N (…)"), or None when nobody does; creates nothing."""
+    _refuse_linked_folder(path.parent)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_lock_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:

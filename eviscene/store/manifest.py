@@ -162,10 +162,22 @@ def file_sha256(path: Path) -> str:
 
 
 def describe_events_file(path: Path) -> ManifestEntry:
-    """The manifest line of an events segment, computed from the file itself."""
+    """The manifest line of an events segment no manifest line lists, computed from the file
+    itself; `LogIntegrityError` when it cannot be read (a writer renames only whole files
+    into place, so such a file is no batch a killed writer left)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=["seq", "prev_hash", "hash"])
+    try:
+        table = pq.read_table(path, columns=["seq", "prev_hash", "hash"])
+        if not table.num_rows:
+            raise ValueError("no events in it")
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LogIntegrityError(
+            f"segment {path.name} is on disk but in no manifest line, and unreadable ({reason}): no writer leaves "
+            f"such a file; move it out of {path.parent}"
+        ) from None
     seqs, hashes = table.column("seq").to_pylist(), table.column("hash").to_pylist()
     return ManifestEntry(
         file=path.name, rows=table.num_rows, sha256=file_sha256(path), first_seq=seqs[0], last_seq=seqs[-1],

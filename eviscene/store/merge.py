@@ -54,6 +54,9 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         raise LogIntegrityError(f"{source} not merged: {report.problems[0]}; nothing was taken in")
     if report.running:
         raise LogLockedError(f"{source} not merged: {report.running[0]}; merge it when it ends")
+    cut_short = [note for note in report.unfinished if note.unrecorded]
+    if cut_short:  # merged now, that batch would be left behind: in no copy of the log
+        raise EvisceneError(f"{source} not merged: {cut_short[0]}; then merge it")
     checkpoint("merge.verified")
     seal_runs(target)  # this log's finished runs first, so the archive holds all of them
     con = open_snapshot(source)  # the source's events and blobs, sealed and live

@@ -248,6 +248,7 @@ def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: 
     newest = con.execute(f"SELECT max(version) FROM {alias}.schema_migrations").fetchone()[0]
     if newest is None:
         return
+    _refuse_missing_tables(con, log_path, alias)
     known = latest_version()
     problem = None
     if newest > known:
@@ -258,6 +259,28 @@ def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: 
     if problem:
         con.execute(f"DETACH {alias}")
         raise NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read")
+
+
+def _refuse_missing_tables(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
+    """The first migration makes events, blobs and sealed_segments together: an archive past
+    it without one of them was edited. Without sealed_segments, say, every archived event
+    would read as absent (readers take a missing one for a log not yet sealed) and `log
+    verify` would call the log empty and intact."""
+    missing = [name for name in ("events", "blobs", "sealed_segments") if not _has_table(con, alias, name)]
+    if missing:
+        con.execute(f"DETACH {alias}")
+        raise LogIntegrityError(
+            f"{log_path} is damaged: its archive lacks the table{'s' if len(missing) > 1 else ''} {', '.join(missing)}, "
+            "which every log has from its first migration (dropped?); restore the log from a copy; nothing was read"
+        )
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, database: str, table: str) -> bool:
+    try:  # not duckdb_tables(), which costs a CLI command ~25 ms
+        con.execute(f"SELECT 1 FROM {database}.{table} LIMIT 0")
+    except duckdb.CatalogException:
+        return False
+    return True
 
 
 _LOG_TABLES = ("events", "blobs")
@@ -394,7 +417,10 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     copies = list(parts_blobs)
     if files.blobs:
         live_blobs = f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
-        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs})")
+        # one row an address: a live run holds the gold and policy files a sealed one put
+        # in the archive already (every join on `blobs` would count them twice)
+        archived = " WHERE sha256 NOT IN (SELECT sha256 FROM archive.blobs)" if parts_blobs else ""
+        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs}){archived}")
         copies.append(live_blobs)
     if not parts_events:
         parts_events.append(_empty_events())

@@ -33,6 +33,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from eviscene.errors import LogIntegrityError
 from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.layout import live_root, live_run_ids
@@ -81,10 +82,21 @@ class BlobProblem:
 
 
 @dataclass(frozen=True)
+class ArchiveProblem:
+    """The archive itself damaged past reading (a table of the log dropped)."""
+
+    problem: str
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+@dataclass(frozen=True)
 class RunNote:
     run_id: str
     verified_seq: int
     note: str
+    unrecorded: bool = False  # a batch on disk whose commit was cut short: no copy of the log holds it yet
 
     def __str__(self) -> str:
         return f"run {self.run_id}: {self.note}"
@@ -94,7 +106,7 @@ class RunNote:
 class VerifyReport:
     runs: int  # streams that are runs (`eval run`, merged shards), each owing a run.finished
     events: int
-    problems: list[ChainProblem | RangeProblem | BlobProblem]
+    problems: list[ChainProblem | RangeProblem | BlobProblem | ArchiveProblem]
     unfinished: list[RunNote] = field(default_factory=list)
     running: list[RunNote] = field(default_factory=list)
     imports: int = 0  # record streams of `eviscene import`
@@ -349,12 +361,20 @@ FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 def verify_log(log_path: Path) -> VerifyReport:
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
-    live = {}
+    live, unsafe = {}, []
     for run_id in live_run_ids(log_path):
         folder = live_root(log_path) / run_id
-        live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
+        try:
+            live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
+        except LogIntegrityError as exc:  # a linked run folder or lock: nothing of it is read
+            unsafe.append(RangeProblem(run_id, None, None, str(exc)))
+    if unsafe:
+        return VerifyReport(len(live) + len(unsafe), 0, unsafe)  # type: ignore[arg-type]
     try:
-        con = open_snapshot(log_path)  # reads each blob segment's schema already
+        try:
+            con = open_snapshot(log_path)  # reads each blob segment's schema already
+        except LogIntegrityError as exc:
+            return VerifyReport(len(live), 0, [ArchiveProblem(str(exc))])
         try:
             problems: list[ChainProblem | RangeProblem] = []
             for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES).fetchall():
@@ -419,6 +439,16 @@ def verify_log(log_path: Path) -> VerifyReport:
                 run_id, tail_seq,
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
                 f"an interrupted run: `{command_line('eval', 'resume', run_id)}` finishes it",
+                unrecorded=bool(pending),
+            ))
+        elif not tail_seq and (cut := _unrecorded_events(state, run_id, sealed)):
+            # killed before its first commit was recorded: nothing to read yet (a resume finds
+            # no run), all of it on disk
+            unfinished.append(RunNote(
+                run_id, 0,
+                f"unfinished: seq {cut[0].first_seq}..{cut[-1].last_seq} reached the disk but its first commit was cut short "
+                "and no writer holds it; `eviscene log seal` records it (then `eviscene log verify` says how to finish it)",
+                unrecorded=True,
             ))
     records = list(walk.record_streams.values())
     return VerifyReport(
@@ -438,7 +468,10 @@ def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, st
     problem = _segment_problem(run_id, state, sealed)
     if problem:
         return problem
-    unrecorded = unrecorded_tail(state.folder, state.entries)
+    try:
+        unrecorded = unrecorded_tail(state.folder, state.entries)
+    except LogIntegrityError as exc:  # an unlisted segment that cannot be read
+        return RangeProblem(run_id, None, None, str(exc))
     if unrecorded.stranded:
         stranded = unrecorded.stranded[0]
         return RangeProblem(run_id, stranded.first_seq, stranded.last_seq, unrecorded.stranded_problem())
@@ -498,8 +531,11 @@ def _announced_problem(run_id: str, tail_seq: int, walk: ChainWalk) -> RangeProb
 
 
 def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangeProblem]:
-    """Per run, archived rows that no sealed-segment record covers (records that claim rows
-    the archive lacks show as a cut-off tail or a chain break)."""
+    """Per run, archived rows that no sealed-segment record covers: outside every range its
+    records give, or of a run with no record at all (its records deleted, which would
+    otherwise leave its rows unchecked). Records that claim rows the archive lacks show as a
+    cut-off tail or a chain break. A run whose records all lack ranges was sealed before
+    they were recorded (migration 002): nothing to check its rows against."""
     if not con.execute(
         "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'archive' AND table_name = 'sealed_segments' AND column_name = 'first_seq'"
     ).fetchone()[0]:
@@ -507,9 +543,10 @@ def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangePro
     found: dict[str, RangeProblem] = {}
     stray = con.execute(
         """
-        WITH r AS (SELECT run_id, first_seq, last_seq FROM archive.sealed_segments WHERE first_seq IS NOT NULL)
+        WITH r AS (SELECT run_id, first_seq, last_seq FROM archive.sealed_segments WHERE first_seq IS NOT NULL),
+        rangeless AS (SELECT run_id FROM archive.sealed_segments EXCEPT SELECT run_id FROM r)
         SELECT e.run_id, min(e.seq), max(e.seq) FROM archive.events e
-        WHERE e.run_id IN (SELECT run_id FROM r)
+        WHERE e.run_id NOT IN (SELECT run_id FROM rangeless)
           AND NOT EXISTS (SELECT 1 FROM r WHERE r.run_id = e.run_id AND e.seq BETWEEN r.first_seq AND r.last_seq)
         GROUP BY 1 ORDER BY 1
         """
@@ -522,13 +559,17 @@ def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangePro
 def _unrecorded(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]]) -> str:
     """A writer killed between renaming a segment and recording it leaves the batch on disk,
     unseen; the next resume or seal records it."""
-    if state is None or state.entries is None:
-        return ""
-    events = [e for e in unrecorded_tail(state.folder, state.entries).events if (run_id, e.file) not in sealed]
+    events = _unrecorded_events(state, run_id, sealed)
     if not events:
         return ""
     return (f" (seq {events[0].first_seq}..{events[-1].last_seq} reached the disk but its commit was cut short; "
             "a resume or `eviscene log seal` records it)")
+
+
+def _unrecorded_events(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]]) -> list[ManifestEntry]:
+    if state is None or state.entries is None:
+        return []
+    return [e for e in unrecorded_tail(state.folder, state.entries).events if (run_id, e.file) not in sealed]
 
 
 def _names(folder: Path) -> list[str]:

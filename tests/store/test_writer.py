@@ -351,3 +351,24 @@ def test_a_run_that_differs_between_logs_is_not_merged(tmp_path):
     second.append("same-run", drafts(2, episode="other"))
     with pytest.raises(EvisceneError, match="same-run exists in both logs with different events"):
         first.merge(second.path)
+
+
+def test_a_blob_two_runs_wrote_at_once_reads_as_one_row_once_one_of_them_is_sealed(tmp_path):
+    """Two runs at once each store the release's gold file; when one is sealed, the archive
+    holds it and the other's live segment too: `blobs` still shows it once, or every join on
+    it (the SFT rows, the scores) counts it twice."""
+    log = EventLog(tmp_path / "log.duckdb")
+
+    async def write_both() -> None:
+        async with log.writer("a", flush_seconds=30) as first, log.writer("b", flush_seconds=30) as second:
+            for writer in (first, second):
+                await writer.put_blob(b"gold", "text/plain")
+                await writer.emit(EventDraft(GateDecided(gate="g", subject="s", passed=True)))
+                await writer.sync()
+
+    anyio.run(write_both)
+    assert log.seal(["a"]) == ["a"]
+    gold = hashlib.sha256(b"gold").hexdigest()
+    assert log.sql("SELECT sha256, decode(content) AS content FROM blobs").to_pylist() == [{"sha256": gold, "content": "gold"}]
+    assert log.sql("SELECT count(*) AS n FROM blob_copies").to_pylist() == [{"n": 2}]  # verify still sees both copies
+    assert not log.verify().problems

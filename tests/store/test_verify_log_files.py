@@ -1,0 +1,163 @@
+"""A log's own files tampered with outside its events: a table of the archive dropped, a run's
+sealed records deleted, a run folder or lock file made a link (or a FIFO), an unreadable
+segment dropped beside a run's, a run killed before its first commit was recorded. `log
+verify` names each (BROKEN or UNFINISHED, exit 1, one line), and seal and merge neither
+follow nor take in what it names."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import anyio
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from eviscene.cli.main import cli
+from eviscene.errors import EvisceneError, LogIntegrityError
+from eviscene.events import GateDecided, RunFinished
+from eviscene.log import EventLog
+from eviscene.store import EventDraft
+
+
+def gates(first: int, last: int) -> list[EventDraft]:
+    return [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(first, last)]
+
+
+def finished() -> EventDraft:
+    return EventDraft(RunFinished(status="completed", completed_at="2026-11-30T01:00:00+00:00", num_episodes=1, num_errors=0))
+
+
+def live_log(path, run_id: str = "r1") -> EventLog:
+    """`run_id` in two committed segments (seq 1..4, 5..8, the last ending the run), not sealed."""
+    log = EventLog(path)
+
+    async def write() -> None:
+        async with log.writer(run_id, flush_seconds=30) as writer:
+            for batch in (gates(0, 4), gates(4, 7) + [finished()]):
+                for draft in batch:
+                    await writer.emit(draft)
+                await writer.sync()
+
+    anyio.run(write)
+    return log
+
+
+def folder_of(log: EventLog, run_id: str = "r1"):
+    return log.path.with_name(log.path.name + ".live") / run_id
+
+
+def verify_cli(log: EventLog):
+    return CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
+
+
+def tamper(log: EventLog, *statements: str) -> None:
+    con = duckdb.connect(str(log.path))
+    for sql in statements:
+        con.execute(sql)
+    con.close()
+
+
+@pytest.fixture
+def sealed(tmp_path) -> EventLog:
+    log = live_log(tmp_path / "sealed.duckdb")
+    log.seal()
+    return log
+
+
+def test_an_archive_without_its_sealed_segments_table_is_damaged_not_empty(sealed):
+    # Readers take an archive without that table for one never sealed: its 8 events would vanish.
+    tamper(sealed, "DROP TABLE sealed_segments")
+    result = verify_cli(sealed)
+    message = (f"{sealed.path} is damaged: its archive lacks the table sealed_segments, which every log has from its first "
+               "migration (dropped?); restore the log from a copy; nothing was read")
+    assert result.exit_code == 1 and result.stdout == f"BROKEN {message}\n"
+    with pytest.raises(LogIntegrityError, match="lacks the table sealed_segments"):
+        sealed.sql("SELECT count(*) FROM events")
+    with pytest.raises(LogIntegrityError, match="lacks the table sealed_segments"):
+        live_log(sealed.path, "r2")  # nothing is written beside it either
+
+
+def test_archived_rows_of_a_run_whose_records_were_all_deleted_are_named(sealed):
+    tamper(sealed, "DELETE FROM sealed_segments")
+    assert [str(p) for p in sealed.verify().problems] == ["run r1, seq 1..8: in the archive but in no sealed-segment record"]
+
+
+def test_a_run_folder_that_is_a_link_is_named_and_the_folder_it_leads_to_is_left_alone(tmp_path):
+    victim = live_log(tmp_path / "victim.duckdb")
+    files = sorted(os.listdir(folder_of(victim)))
+    other = EventLog(tmp_path / "other.duckdb")
+    folder_of(other).parent.mkdir()
+    folder_of(other).symlink_to(folder_of(victim))
+    assert [str(p) for p in other.verify().problems] == [
+        f"run r1: run folder {folder_of(other)} is a link (to {folder_of(victim)}); a log's run folders are its own: remove the link"
+    ]
+    with pytest.raises(LogIntegrityError, match="is a link"):
+        other.seal()
+    assert sorted(os.listdir(folder_of(victim))) == files and victim.verify().ok
+
+
+def test_a_lock_file_that_is_a_link_is_named_and_the_file_it_leads_to_is_never_written(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious\n")
+    lock = folder_of(log) / "writer.lock"
+    lock.unlink()
+    lock.symlink_to(precious)
+    assert [str(p) for p in log.verify().problems] == [f"run r1: lock file {lock} is a link; a run's lock is a plain file: remove the link"]
+    with pytest.raises(LogIntegrityError, match="is a link"):
+        log.seal()
+    assert precious.read_text() == "precious\n"
+
+
+def test_a_lock_file_that_is_a_fifo_is_named_at_once(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    lock = folder_of(log) / "writer.lock"
+    lock.unlink()
+    os.mkfifo(lock)  # opened for reading as a plain file is, it would block with no writer
+    # in a process of its own, so that a verify that blocks fails this test instead of hanging the suite
+    result = subprocess.run([sys.executable, "-m", "eviscene", "--db", str(log.path), "log", "verify"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == f"BROKEN run r1: lock file {lock} is not a plain file; remove it\n"
+    with pytest.raises(LogIntegrityError, match="not a plain file"):
+        log.seal()
+
+
+def test_an_unreadable_segment_no_manifest_line_lists_is_named_in_one_line(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    (folder_of(log) / "events-000000000009-000000000010.parquet").write_bytes(b"not parquet" * 300)
+    result = verify_cli(log)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("BROKEN run r1: segment events-000000000009-000000000010.parquet is on disk but in no manifest "
+                                    "line, and unreadable (") and "Traceback" not in result.output
+    assert result.stdout.endswith(f"): no writer leaves such a file; move it out of {folder_of(log)}\n")
+    with pytest.raises(LogIntegrityError, match="is on disk but in no manifest line, and unreadable"):
+        log.seal()
+
+
+def test_a_run_killed_before_its_first_commit_was_recorded_is_unfinished_not_absent(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    (folder_of(log) / "segments.jsonl").write_text("")  # the writer renamed its first batches, then died
+    report = log.verify()
+    assert not report.ok and not report.problems
+    assert [str(n) for n in report.unfinished] == [
+        "run r1: unfinished: seq 1..8 reached the disk but its first commit was cut short and no writer holds it; "
+        "`eviscene log seal` records it (then `eviscene log verify` says how to finish it)"
+    ]
+    # merged now, seq 1..8 would be in neither log: refused, nothing taken in
+    target = EventLog(tmp_path / "target.duckdb")
+    with pytest.raises(EvisceneError, match=r"^.*log.duckdb not merged: run r1: unfinished: seq 1..8 reached the disk"):
+        target.merge(log.path)
+    assert not target.path.exists() or target.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+    assert log.seal() == ["r1"] and log.verify().ok
+    target.merge(log.path)
+    assert target.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 8}]
+
+
+def test_a_copied_log_s_files_stay_its_own(tmp_path):
+    """The checks above refuse links, not copies: a run folder copied whole is a log's own."""
+    log = live_log(tmp_path / "a.duckdb")
+    copy = EventLog(tmp_path / "b.duckdb")
+    shutil.copytree(folder_of(log).parent, folder_of(copy).parent)
+    assert copy.verify().ok and copy.seal() == ["r1"] and copy.verify().ok
