@@ -20,6 +20,7 @@ credential is left to grep for.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -35,7 +36,8 @@ _URL_SAFE = str.maketrans("+/", "-_")
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
 # finds are masked in every event and every model answer, so a developer's name must not be.
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE)(?:_|$)", re.IGNORECASE
+    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|BEARER|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE)(?:_|$)",
+    re.IGNORECASE,
 )
 # ... and its value looks like a credential: one word with a digit in it, or a long one (not
 # `SOME_AUTH=disabled`, which would mask the word everywhere).
@@ -52,9 +54,12 @@ _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 # A query parameter's name, to be judged as the server reads it (`api%5Fkey` is `api_key`),
 # and where a value ends. Only a secret's value is taken: another's (`redirect=…/?token=…`)
 # may hold further parameters.
-_QUERY_NAME = re.compile(r"[?&]([^=&#?\s\"']+)=")
+# A fragment holds parameters too (OAuth's implicit flow: `#access_token=…`).
+_QUERY_NAME = re.compile(r"[?&#]([^=&#?\s\"']+)=")
 _QUERY_VALUE_END = re.compile(r"[&\s\"']|$")
-_NAME_WORD_GAP = re.compile(r"[-.]")  # `x-amz-security-token`, `client.secret`: words as `_` parts them
+# Where a name's words meet, to be parted by `_` as a variable's are: `x-amz-security-token`,
+# `client.secret`, `api_key[]` and `auth[token]` (PHP arrays), `clientSecret` and `AccessKeyId`.
+_NAME_WORD_GAP = re.compile(r"[-.\[\]]|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # `scheme://user:password@host`: the whole user-info part (a bare `token@host` too), up to the
 # authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]+)@")
@@ -72,18 +77,25 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
+def _name_words(name: str) -> str:
+    """`name`'s words parted by single `_`s: `clientSecret` -> `client_Secret`, `api_key[]` -> `api_key`."""
+    return re.sub(r"_{2,}", "_", _NAME_WORD_GAP.sub("_", name)).strip("_")
+
+
+@functools.lru_cache(maxsize=1024)  # every redaction judges the environment's names again
 def _secret_named(name: str) -> bool:
-    """Whether a query parameter's name says it holds a secret, by the rule for environment
-    variables' names (`api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`)."""
-    return bool(_SECRET_NAME.search(_NAME_WORD_GAP.sub("_", name)))
+    """Whether a variable's or query parameter's name says it holds a secret by one of its words
+    (`HF_TOKEN`, `api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`, `accessToken`)."""
+    return bool(_SECRET_NAME.search(_name_words(name)))
 
 
-# A request body's credential field, by its whole name's last word: `api_key`, `access_token`,
-# `client_secret`, `password`, a bare `key` or `token`. Narrower than _SECRET_NAME: a body holds
-# fields such as `prompt_cache_key` whose value (often a model's name) must not be masked
-# wherever it appears, as a registered value would be.
+# A request body's credential field, by its whole name's last word (`_name_words`): `api_key`,
+# `accessToken`, `clientSecret`, `subscriptionKey`, `password`, `bearer` (as in `auth = {bearer =
+# …}`), a bare `key` or `token`. Narrower than _SECRET_NAME: a body holds fields such as
+# `prompt_cache_key` or `api_key_env` whose value (a model's name, a variable's name) must not
+# be masked wherever it appears, as a registered value would be.
 _BODY_CREDENTIAL = re.compile(
-    r"(?:^|[_.-])(?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|secret|password|passwd|authorization|credentials?)$|^key$",
+    r"(?:^|_)(?:(?:api_?|subscription_|access_|secret_|private_)key|token|secret|password|passwd|auth|authorization|bearer|credentials?)$|^key$",
     re.IGNORECASE,
 )
 
@@ -95,7 +107,7 @@ def register_secret_fields(data: Any) -> None:
     from the environment is."""
     if isinstance(data, dict):
         for name, value in data.items():
-            if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(name) and _CREDENTIAL_VALUE.match(value):
+            if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(_name_words(name)) and _CREDENTIAL_VALUE.match(value):
                 register_secret(value)
             else:
                 register_secret_fields(value)
@@ -105,7 +117,7 @@ def register_secret_fields(data: Any) -> None:
 
 
 def _secret_values(extra: tuple[str, ...], encoded: bool = True) -> list[str]:
-    from_env = (v for k, v in os.environ.items() if _SECRET_NAME.search(k) and _CREDENTIAL_VALUE.match(v))
+    from_env = (v for k, v in os.environ.items() if _secret_named(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
         values = {*extra, *_registered, *from_env}
     values = {form for value in values if value and len(value) >= MIN_SECRET

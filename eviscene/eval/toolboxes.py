@@ -52,9 +52,8 @@ def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPol
         raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
     if release.artifacts.corpus is None:
         raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
-    corpus_path = Path(release.artifacts.corpus)
-    pages = corpus_path if corpus_path.is_file() else corpus_path / "pages.jsonl"
-    toolbox = CorpusToolbox(Corpus.load(release.artifacts.corpus), policy, **families)
-    backend_id = f"corpus:{sha256_file(pages)}" if pages.is_file() else f"corpus:{release.release_id}"
+    corpus = Corpus.load(release.artifacts.corpus)
+    toolbox = CorpusToolbox(corpus, policy, **families)
+    backend_id = f"corpus:{sha256_file(corpus.source)}"
     return toolbox, {"kind": "corpus", "search_backend": "corpus", "web_visit": False,
                      "enabled_tools": list(toolbox.enabled_tools), "backend_id": backend_id}

@@ -9,7 +9,10 @@ Matching:
 - `blocked_url_prefixes`: compared after `normalize_url`, ignoring the scheme (a leak over
   http is still a leak); the prefix must end at a path boundary (`/a/story` blocks
   `/a/story`, `/a/story/2`, `/a/story?x`, not `/a/story-2`) unless the prefix itself ends
-  in `/`, `?`, `&` or `=`, in which case any continuation matches.
+  in `/`, `?`, `&` or `=`, in which case any continuation matches. A prefix with a query
+  (`/story.php?id=42`) names one page: the path must be the same, and the query must hold
+  each of its parameters, in any order among others (`?utm_source=x&id=42&p=1`), its last
+  one continued when it is open-ended (`?id=` blocks `?x=1&id=42`).
 - `blocked_content_sha256`: any content hash known for the source (page text, image bytes).
 
 A URL is blocked when any way a server may read it is blocked, not only the way it is
@@ -21,8 +24,8 @@ slashes, repeated slashes merged, the path's case folded (case-insensitive file 
 `.` and `..` segments resolved and not, the host in its IDNA form (`bücher.example` is
 `xn--bcher-kva.example`), a numeric IPv4 host dotted (`127.1` is `127.0.0.1`), an IPv6 one
 in its one spelling (an IPv4-mapped one as its IPv4 address), a segment's `;` parameters
-dropped (Java servers serve `/fact-check;jsessionid=1/story` as `/fact-check/story`), and
-ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
+dropped (Java servers serve `/fact-check;jsessionid=1/story` and `/;x/fact-check/story` as
+`/fact-check/story`: slashes are merged again once they are dropped), and ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
 URL one server would not read as a blocked page may be refused too. `normalize_url`, which
 scoring compares URLs by, keeps the one reading as written.
 """
@@ -37,7 +40,7 @@ import posixpath
 import re
 import socket
 import unicodedata
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Iterable, Literal, NamedTuple, Optional
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -88,7 +91,7 @@ class SourceAccessPolicy:
                 continue
             last = prefix.strip()[-1]
             open_ended = not last.isalnum() and last != "/"
-            prefixes += [(key, open_ended) for key in _readings(prefix)]
+            prefixes += [_Prefix.of(key, open_ended) for key in _readings(prefix)]
         self._prefixes = tuple(dict.fromkeys(prefixes))
         self._hashes = frozenset(h.strip().lower() for h in blocked_content_sha256 if h.strip())
 
@@ -104,9 +107,8 @@ class SourceAccessPolicy:
             if host and any(host == d or host.endswith("." + d) for d in self._domains):
                 return "blocked_domain"
         for key in keys:
-            for prefix, open_ended in self._prefixes:
-                if key == prefix or (key.startswith(prefix) and (open_ended or key[len(prefix)] in "/?")):
-                    return "blocked_url_prefix"
+            if any(prefix.matches(key) for prefix in self._prefixes):
+                return "blocked_url_prefix"
         hashes = [content_sha256, *other_sha256]
         if any(h and h.lower() in self._hashes for h in hashes):
             return "blocked_content_sha256"
@@ -114,6 +116,35 @@ class SourceAccessPolicy:
 
 
 ALLOW_ALL = SourceAccessPolicy(policy_id="")
+
+
+class _Prefix(NamedTuple):
+    """One reading (`_readings`) of a blocked URL prefix."""
+
+    key: str
+    open_ended: bool
+    # Its query's `name=value` parts, when it has a query; the key's authority and path then
+    # name the page exactly, and the parameters may come in any order among others
+    # (`?utm_source=x&id=42` is `?id=42` to the server).
+    parameters: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, key: str, open_ended: bool) -> _Prefix:
+        page, has_query, query = key.partition("?")
+        return cls(page, open_ended, tuple(query.split("&"))) if has_query else cls(key, open_ended)
+
+    def matches(self, key: str) -> bool:
+        if not self.parameters:
+            return key == self.key or (key.startswith(self.key) and (self.open_ended or key[len(self.key)] in "/?"))
+        page, _, query = key.partition("?")
+        if page != self.key:
+            return False
+        parameters = query.split("&")
+        *whole, last = self.parameters
+        # An open-ended prefix's last parameter may go on (`?id=` blocks `?id=42`).
+        return (all(p in parameters for p in whole)
+                and any(p == last or (self.open_ended and p.startswith(last)) for p in parameters))
+
 
 # Once the scheme is ignored, both default ports name the host itself.
 _DEFAULT_PORTS = frozenset({"80", "443"})
@@ -137,10 +168,12 @@ def _readings(url: str) -> frozenset[str]:
         host, port = split_authority(authority)
         host = _server_host(host)
         authority = bracketed(host) + (f":{port}" if port and port not in _DEFAULT_PORTS else "")
-        path = re.sub(r"/{2,}", "/", _percent_decoded(path).replace("\\", "/"))
+        path = _percent_decoded(path).replace("\\", "/")
         query = _percent_decoded(query)
         keys.add(key)
-        paths = {path, re.sub(r";[^/]*", "", path)} if ";" in path else {path}
+        # Slashes are merged after the `;` parameters go (`/;x/fact-check` is `//fact-check`,
+        # then `/fact-check`), and before `normpath`, which keeps a leading `//`.
+        paths = {re.sub(r"/{2,}", "/", p) for p in {path, re.sub(r";[^/]*", "", path)}}
         for server_path in paths | {posixpath.normpath(p) for p in paths if p}:
             keys.add(authority + server_path.rstrip("/").lower() + query)
     return frozenset(keys)

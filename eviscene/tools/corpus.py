@@ -59,10 +59,15 @@ class Corpus:
 
     @classmethod
     def load(cls, corpus_dir: str | Path) -> "Corpus":
-        """Read `<corpus_dir>/pages.jsonl` (or the given pages.jsonl), validating every row."""
+        """Read `<corpus_dir>/pages.jsonl` (or the given pages.jsonl), validating every row. The
+        file stays inside its corpus directory as its images do: a link leading out is refused."""
         path = Path(corpus_dir)
         pages_file = path if path.is_file() else path / "pages.jsonl"
         root = pages_file.parent.resolve()
+        try:
+            resolve_inside(root, pages_file.name, root_name="corpus directory")
+        except PathEscapeError as exc:
+            raise ReleaseError(f"{pages_file}: corpus pages file {exc}") from None
         if not pages_file.is_file():
             raise ReleaseError(f"{pages_file}: corpus pages file not found")
         pages: list[Page] = []

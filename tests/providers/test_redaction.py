@@ -132,12 +132,49 @@ def test_a_query_parameter_named_as_a_secret_is_masked_whatever_its_word():
         "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x")
 
 
+def test_a_query_parameter_is_judged_by_its_words_in_camel_case_as_an_array_and_in_the_fragment():
+    """`--base-url ...?accessToken=...` went into run.started as written: a name's words are
+    parted at a camelCase boundary and at PHP's array brackets too, and a fragment
+    (`#access_token=`, OAuth's implicit flow) holds parameters as a query does."""
+    url = ("https://gw.example/v1?accessToken=at-0001&clientSecret=cs-0002&authToken=au-0003&api_key[]=ak-0004"
+           "&AccessKeyId=AKIA0005&auth[token]=tk-0006&UpstreamBearer=br-0007&x=bearer#access_token=fr-0008&state=s1")
+    assert redact(url) == (f"https://gw.example/v1?accessToken={MASK}&clientSecret={MASK}&authToken={MASK}&api_key[]={MASK}"
+                           f"&AccessKeyId={MASK}&auth[token]={MASK}&UpstreamBearer={MASK}&x=bearer#access_token={MASK}&state=s1")
+    ordinary = "https://s.example/?tokenizer=bpe-v2&keyword=k1&monkey=1&authors=me2&hotkeys=3&authorId=9&page=2#section=4"
+    assert redact(ordinary) == ordinary
+
+
+def test_a_camel_case_variable_named_as_a_secret_is_masked(monkeypatch):
+    monkeypatch.setenv("upstreamAccessToken", "camel-env-value-0042")
+    monkeypatch.setenv("authorName", "Grace Hopper 1906")
+    assert redact("said camel-env-value-0042 to Grace Hopper 1906") == f"said {MASK} to Grace Hopper 1906"
+
+
 def test_a_profiles_body_credential_is_registered_and_its_other_fields_are_not():
     """`extra_body` goes into every request: its credential field's value is masked wherever it
     turns up again; a `prompt_cache_key` (often a model's name) or a token count is no secret."""
     register_secret_fields({"prompt_cache_key": "qwen2.5-vl-72b", "max_tokens": 4096, "note": "tok-body-55aa77",
                             "metadata": {"access_token": "tok-body-55aa77", "user_key_hint": "hint-0099x"}})
     assert redact("qwen2.5-vl-72b said tok-body-55aa77, hint-0099x") == f"qwen2.5-vl-72b said {MASK}, hint-0099x"
+
+
+def test_a_body_credential_named_in_camel_case_or_nested_under_its_scheme_is_registered():
+    """`clientSecret`, `authToken`, `subscriptionKey` and `auth = {bearer = ...}` went into
+    run.started and run_manifest.json unmasked: a field's name is judged by its words, parted
+    at camelCase boundaries as at `_`, and `bearer` and `auth` are credential words."""
+    credentials = {"clientSecret": "body-cs-31a", "authToken": "body-at-31b", "subscriptionKey": "body-sk-31c",
+                   "Ocp-Apim-Subscription-Key": "body-ok-31d", "auth": {"bearer": "body-br-31e"}, "APIKey": "body-ak-31f",
+                   "secretAccessKey": "body-sa-31g", "refreshToken": "body-rt-31h", "auth_header": {"auth": "body-au-31i"}}
+    ordinary = {"max_tokens": "body-mt-32a", "maxTokens": "body-mt-32b", "tokenizer": "body-tz-32c", "keyword": "body-kw-32d",
+                "monkey": "body-mk-32e", "authors": "body-au-32f", "api_key_env": "PROFILE_KEY_VAR_32", "prompt_cache_key": "body-pc-32h",
+                "tokenCount": "body-tc-32i", "authorName": "body-an-32j", "keyPoints": "body-kp-32k"}
+    register_secret_fields({**credentials, "metadata": ordinary})
+    for value in ("body-cs-31a", "body-at-31b", "body-sk-31c", "body-ok-31d", "body-br-31e", "body-ak-31f",
+                  "body-sa-31g", "body-rt-31h", "body-au-31i"):
+        assert redact(f"echo {value}") == f"echo {MASK}", value
+    for value in ("body-mt-32a", "body-mt-32b", "body-tz-32c", "body-kw-32d", "body-mk-32e", "body-au-32f",
+                  "PROFILE_KEY_VAR_32", "body-pc-32h", "body-tc-32i", "body-an-32j", "body-kp-32k"):
+        assert redact(f"echo {value}") == f"echo {value}", value
 
 
 def test_known_secrets_mask_json_raw_and_escaped_and_leave_clean_bytes_alone(monkeypatch):

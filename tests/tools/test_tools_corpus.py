@@ -79,6 +79,22 @@ def test_symlink_escaping_the_corpus_is_rejected(small, tmp_path):
         Corpus.load(small.write())
 
 
+def test_a_pages_file_linked_out_of_the_corpus_is_refused_and_one_linked_inside_is_read(small, tmp_path):
+    """The images were refused through a link leading out and pages.jsonl was read through
+    one: its rows reached the model and the log. It is held to its images' rule."""
+    root = small.write()
+    outside = tmp_path / "outside.jsonl"
+    (root / "pages.jsonl").rename(outside)
+    (root / "pages.jsonl").symlink_to(outside)
+    with pytest.raises(ReleaseError, match=r"corpus/pages\.jsonl: corpus pages file path 'pages\.jsonl' resolves to "
+                                           r".*outside\.jsonl, outside the corpus directory"):
+        Corpus.load(root)
+    (root / "pages.jsonl").unlink()
+    outside.rename(root / "pages-v2.jsonl")
+    (root / "pages.jsonl").symlink_to("pages-v2.jsonl")
+    assert [p.page_id for p in Corpus.load(root).pages] == ["p1", "p2"]
+
+
 def test_duplicate_urls_and_ids_are_rejected(small):
     small.page("https://site.com/one", "Again", "Other text.")
     with pytest.raises(ReleaseError, match=r"pages\.jsonl:3: url .* repeats line 1"):

@@ -126,6 +126,11 @@ PAGE = "http://127.0.0.1:18090"
         (f"{PAGE}/fact-check;jsessionid=1/story.html", "blocked_url_prefix"),  # path parameters
         (f"{PAGE}/fact-check%3Bx=1/story.html", "blocked_url_prefix"),
         (f"{PAGE}/x;y/..;/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/;x/fact-check/story.html", "blocked_url_prefix"),  # a parameter-only segment: `//fact-check`
+        (f"{PAGE}/;jsessionid=1/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}//;x//;y/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/news;x/fact-check/story.html", None),  # `/news/fact-check`
+        (f"{PAGE}/;x/fact-checking/story.html", None),
         (f"{PAGE}/fact-checking;x/story.html", None),
         (f"{PAGE}/fact-checking", None),
         (f"{PAGE}/fact%2Dchecking/story.html", None),
@@ -142,6 +147,38 @@ PAGE = "http://127.0.0.1:18090"
 )
 def test_a_blocked_source_is_blocked_however_its_url_is_spelled(url, reason):
     assert policy(**READINGS_POLICY).check(url) == reason
+
+
+QUERY_POLICY = {"blocked_url_prefixes": ["https://news.example/story.php?id=42", "https://news.example/read?a=1&b=2",
+                                         "https://archive.net/q?id="]}
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://news.example/story.php?id=42", "blocked_url_prefix"),
+        ("https://news.example/story.php?id=42&utm_source=x", "blocked_url_prefix"),  # a parameter added after
+        ("https://news.example/story.php?utm_source=x&id=42", "blocked_url_prefix"),  # or before
+        ("https://news.example/story.php?a=1&id=42&b=2", "blocked_url_prefix"),
+        ("https://news.example/story.php?id=1&id=42", "blocked_url_prefix"),  # PHP reads the last `id`
+        ("https://news.example/story.php?utm_source=x&%69d=42", "blocked_url_prefix"),  # an escaped name
+        ("https://news.example/read?b=2&a=1", "blocked_url_prefix"),  # two parameters, swapped
+        ("https://news.example/read?b=2&x=0&a=1", "blocked_url_prefix"),
+        ("https://archive.net/q?lang=en&id=42", "blocked_url_prefix"),  # open-ended: `id=` goes on
+        ("https://news.example/story.php?id=420", None),  # another value
+        ("https://news.example/story.php?id=4", None),
+        ("https://news.example/story.php?xid=42&utm=id", None),
+        ("https://news.example/story.php", None),  # no query
+        ("https://news.example/story.php?utm_source=x", None),
+        ("https://news.example/other.php?id=42", None),  # another path
+        ("https://news.example/story.php2?id=42", None),
+        ("https://news.example/read?a=1", None),  # one of two parameters
+        ("https://news.example/read?a=1&b=20", None),
+        ("https://archive.net/q?lang=en&idx=1", None),
+    ],
+)
+def test_a_prefix_with_a_query_blocks_its_page_with_its_parameters_in_any_order_among_others(url, reason):
+    assert policy(**QUERY_POLICY).check(url) == reason
 
 
 def test_prefixes_and_domains_are_read_as_urls_are():

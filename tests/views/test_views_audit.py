@@ -104,10 +104,13 @@ RULES_URLS = {
     "https://mirror.org/answers-key": False,  # no path boundary after the prefix
     "https://archive.net/q?id=42": True,  # the prefix ends in `=`: any continuation
     "https://archive.net/q?idx=1": False,
+    "https://archive.net/q?lang=en&id=42": True,  # a query's parameters in any order
+    "https://archive.net/q?lang=en&idx=1": False,
     # Spellings a server reads as a blocked page are blocked as the page is (percent escapes
     # decoded, `//` merged), in the audit as in the tools.
     "https://mirror.org/%61nswers/case-2": True,
     "https://mirror.org//answers/case-3": True,
+    "https://mirror.org/;x/answers/case-5": True,  # `;` parameters dropped, then `//` merged
     "https://news.ex%61mple.com/y": True,
     "https://mirror.org/answers%2Dkey": False,  # `/answers-key`: still no path boundary
 }
