@@ -12,6 +12,7 @@ wrapping cells that are wider.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -20,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 from uuid import UUID
 
 import click
+from click.core import ParameterSource
 
 from eviscene.errors import EvisceneError
 from eviscene.rules.timestamps import format_ts
@@ -44,9 +46,28 @@ TABLE_PREVIEW_ROWS = 1000
 _COLUMN_GAP = "  "
 _MIN_COLUMN_WIDTH = 8
 
-format_option = click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
-)
+def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--format table|csv|json|jsonl`, and `--table`, `--csv`, `--json`, `--jsonl` as its
+    shorthands (sqlite-utils' spelling); two that disagree are a usage error."""
+
+    @functools.wraps(command)  # keeps the options declared below this one
+    def with_format(*args: Any, **kwargs: Any) -> Any:
+        chosen = [name for name in FORMATS if kwargs.pop(f"format_{name}")]
+        if chosen:
+            ctx = click.get_current_context()
+            named = ctx.get_parameter_source("fmt") is ParameterSource.COMMANDLINE
+            asked = sorted({*chosen, *([kwargs["fmt"]] if named else [])})
+            if len(asked) > 1:
+                raise click.UsageError(f"choose one output format, not {' and '.join(asked)}")
+            kwargs["fmt"] = chosen[0]
+            ctx.set_parameter_source("fmt", ParameterSource.COMMANDLINE)  # as if --format named it (`sql --output` checks)
+        return command(*args, **kwargs)
+
+    options = [click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")]
+    options += [click.option(f"--{name}", f"format_{name}", is_flag=True, help=f"Same as --format {name}.") for name in FORMATS]
+    for option in reversed(options):
+        with_format = option(with_format)
+    return with_format
 
 
 # One encoder for every row: json.dumps with options builds a new one per call.

@@ -29,6 +29,11 @@ class LogIntegrityError(EvisceneError):
     """The log's hash chain or order is broken."""
 
 
+class ArchiveDamagedError(LogIntegrityError):
+    """The log's archive lacks a table every log has (dropped): `log verify` reports it, every
+    other command refuses the log."""
+
+
 class DuplicateEventError(EvisceneError):
     """An event_id was appended with content that differs from the stored event."""
 

@@ -64,6 +64,8 @@ _NAME_WORD_GAP = re.compile(r"[-.\[\]]|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z]
 # authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]+)@")
 _KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
+_KEY_SHAPES_BYTES = re.compile(_KEY_SHAPES.pattern.encode())
+_KEY_SHAPE_STARTS = (b"sk-", b"AIza")
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -188,6 +190,37 @@ def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
     environment is read once, not once a string (a run's manifest has ~200)."""
     secrets = _secret_values(tuple(extra_secrets))
     return _each_string(value, lambda text: _masked(text, secrets))
+
+
+class CredentialFinder:
+    """Where a file's bytes first hold a credential: a known secret as written (a registered
+    value, an environment variable's, read once when made) or an OpenAI or Google key's
+    shape, the nets that take almost nothing else; with `every_net`, all of `redact`'s (auth
+    headers, bearer tokens, secret query parameters, URL user-info), which a configuration
+    document (a run manifest) can take but a trajectory's prose would trip ("basic
+    principles" reads as a credential)."""
+
+    def __init__(self) -> None:
+        self._secrets = _secret_values(())
+        self._plain = [secret.encode() for secret in _secret_values((), encoded=False)]
+
+    def first(self, data: bytes, *, every_net: bool = False) -> int | None:
+        """The byte offset of the first credential in `data`, or None."""
+        if every_net:
+            text = data.decode("utf-8", "replace")
+            masked = _masked(text, self._secrets)
+            if masked == text:
+                return None
+            first = next((i for i, (a, b) in enumerate(zip(text, masked)) if a != b), min(len(text), len(masked)))
+            return len(text[:first].encode("utf-8", "replace"))
+        found = [at for secret in self._plain if (at := data.find(secret)) >= 0]
+        for start in _KEY_SHAPE_STARTS:  # found by bytes.find first: the regex alone reads 1.4 GB slowly
+            at = data.find(start)
+            while at >= 0 and not _KEY_SHAPES_BYTES.match(data, at):
+                at = data.find(start, at + 1)
+            if at >= 0:
+                found.append(at)
+        return min(found, default=None)
 
 
 def mask_key_shapes(value: Any) -> Any:

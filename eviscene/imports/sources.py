@@ -10,7 +10,8 @@ import orjson
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import (
-    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_special_files, text,
+    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_credentials, refuse_special_files,
+    text,
 )
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
@@ -61,7 +62,9 @@ def plan_import(path: Path, kind: str | None = None) -> ImportPlan:
     }.get(kind)
     if collect is None:
         raise ArtifactError(f"unknown import kind {kind!r}")
-    return collect(path)
+    plan = collect(path)
+    refuse_credentials(plan.files)
+    return plan
 
 
 def _path_order(path: Path) -> tuple[str, ...]:

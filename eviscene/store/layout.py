@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, LogIntegrityError
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
 
 DEFAULT_LOG = "eviscene.duckdb"
@@ -142,4 +142,16 @@ def live_run_ids(log_path: Path) -> list[str]:
     root = live_root(log_path)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and _is_run_id(p.name))
+    runs = sorted(p for p in root.iterdir() if p.is_dir() and _is_run_id(p.name))
+    for folder in runs:
+        refuse_linked_run_folder(folder)
+    return [folder.name for folder in runs]
+
+
+def refuse_linked_run_folder(folder: Path) -> None:
+    """A run folder is the log's own: one that is a link leads into another log's (or any)
+    folder, whose events every read would show as this log's, whose files a seal would delete
+    and a writer add to. Refused by every command, as a manifest naming a file elsewhere is."""
+    if folder.is_symlink():
+        raise LogIntegrityError(f"run folder {folder} is a link (to {os.readlink(folder)}); a log's run folders are its "
+                                "own: remove the link")

@@ -21,6 +21,7 @@ from pathlib import Path
 from eviscene.errors import LogIntegrityError, LogLockedError
 from eviscene.rules.processes import command_name
 from eviscene.store.faults import checkpoint
+from eviscene.store.layout import refuse_linked_run_folder
 
 # `lock_holder` takes the lock for an instant to see whether it is free; a writer starting
 # in that instant tries again for this long before reporting the run busy.
@@ -48,7 +49,7 @@ class RunLock:
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         while True:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _refuse_linked_folder(self.path.parent)
+            refuse_linked_run_folder(self.path.parent)
             try:
                 fd = _open_lock_file(self.path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:
@@ -87,14 +88,6 @@ def _same_file(fd: int, path: Path) -> bool:
     return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
-def _refuse_linked_folder(folder: Path) -> None:
-    """A run folder is the log's own: one that is a link leads into another log's (or any)
-    folder, whose files a seal would delete and a writer would add to."""
-    if folder.is_symlink():
-        raise LogIntegrityError(f"run folder {folder} is a link (to {os.readlink(folder)}); a log's run folders are its "
-                                "own: remove the link")
-
-
 def _open_lock_file(path: Path, flags: int) -> int:
     """The lock file opened neither through a link (the writer's pid would overwrite the file
     it leads to) nor when it is no plain file (a FIFO would block the opener for good)."""
@@ -112,7 +105,7 @@ def _open_lock_file(path: Path, flags: int) -> int:
 
 def lock_holder(path: Path) -> str | None:
     """Who holds a run lock ("pid N (…)"), or None when nobody does; creates nothing."""
-    _refuse_linked_folder(path.parent)
+    refuse_linked_run_folder(path.parent)
     try:
         fd = _open_lock_file(path, os.O_RDONLY)
     except FileNotFoundError:

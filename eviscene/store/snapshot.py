@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import duckdb
 
-from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
+from eviscene.errors import ArchiveDamagedError, EvisceneError, LogIntegrityError, LogLockedError, NotALogError, QueryRefusedError
 from eviscene.rules.processes import command_name
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
@@ -269,7 +269,7 @@ def _refuse_missing_tables(con: duckdb.DuckDBPyConnection, log_path: Path, alias
     missing = [name for name in ("events", "blobs", "sealed_segments") if not _has_table(con, alias, name)]
     if missing:
         con.execute(f"DETACH {alias}")
-        raise LogIntegrityError(
+        raise ArchiveDamagedError(
             f"{log_path} is damaged: its archive lacks the table{'s' if len(missing) > 1 else ''} {', '.join(missing)}, "
             "which every log has from its first migration (dropped?); restore the log from a copy; nothing was read"
         )
@@ -555,11 +555,16 @@ def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error
     outside = _OUTSIDE_THE_SANDBOX.search(message) if isinstance(exc, duckdb.PermissionException) else None
     if outside is not None and not segment_moved(exc):  # a moved segment is the log's, not a file to --read
         path = outside.group(1)
+        remedy = ("download it and --read the copy" if _URL.match(path)  # --read takes files and folders only
+                  else f"add --read {shlex.quote(_read_target(path))}")
         return duckdb.PermissionException(
             message[: outside.start()] + f'Cannot access file "{path}": a query reads only the log and the files given with '
-            f"--read (read= in Python); add --read {shlex.quote(_read_target(path))}" + message[outside.end():]
+            f"--read (read= in Python); {remedy}" + message[outside.end():]
         )
     return None
+
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
 def _read_target(path: str) -> str:

@@ -33,7 +33,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from eviscene.errors import LogIntegrityError
+from eviscene.errors import ArchiveDamagedError, LogIntegrityError
 from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.layout import live_root, live_run_ids
@@ -361,19 +361,14 @@ FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 def verify_log(log_path: Path) -> VerifyReport:
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
-    live, unsafe = {}, []
+    live = {}
     for run_id in live_run_ids(log_path):
         folder = live_root(log_path) / run_id
-        try:
-            live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
-        except LogIntegrityError as exc:  # a linked run folder or lock: nothing of it is read
-            unsafe.append(RangeProblem(run_id, None, None, str(exc)))
-    if unsafe:
-        return VerifyReport(len(live) + len(unsafe), 0, unsafe)  # type: ignore[arg-type]
+        live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
     try:
         try:
             con = open_snapshot(log_path)  # reads each blob segment's schema already
-        except LogIntegrityError as exc:
+        except ArchiveDamagedError as exc:
             return VerifyReport(len(live), 0, [ArchiveProblem(str(exc))])
         try:
             problems: list[ChainProblem | RangeProblem] = []
@@ -428,8 +423,8 @@ def verify_log(log_path: Path) -> VerifyReport:
             continue
         problem = (
             _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id))
-            or archive_gaps.get(run_id)
             or _announced_problem(run_id, tail_seq, walk)
+            or archive_gaps.get(run_id)
         )
         if problem:
             problems.append(problem)
@@ -438,7 +433,9 @@ def verify_log(log_path: Path) -> VerifyReport:
             unfinished.append(RunNote(
                 run_id, tail_seq,
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
-                f"an interrupted run: `{command_line('eval', 'resume', run_id)}` finishes it",
+                + (f"an interrupted run: `{command_line('eval', 'resume', run_id)}` finishes it" if not log_path.is_dir() else
+                   # a folder is read only: its run was exported unfinished, or the export was cut
+                   "read only here: finish the run in its log, then `eviscene log export-parquet` it again"),
                 unrecorded=bool(pending),
             ))
         elif not tail_seq and (cut := _unrecorded_events(state, run_id, sealed)):

@@ -338,6 +338,53 @@ def test_a_trace_nested_too_deeply_is_refused_by_name_without_a_traceback(tmp_pa
     assert not log.exists()
 
 
+CREDENTIAL_REFUSED = ("holds what looks like a credential (an API key, a token); an import keeps its files as they are, so it "
+                      "would reach the log and every export: remove it from the file (nothing was imported)")
+
+
+@pytest.mark.parametrize("planted, where", [
+    # the manifest, a configuration, through every net `redact` casts
+    ({"api_key": "MODELQKEY_11223344"}, "run_manifest.json:1"),
+    ({"headers": {"Authorization": "Bearer IMPBEARERTOKEN99887766"}}, "run_manifest.json:1"),
+    ({"model": "gpt-x?api_key=MODELQKEY_11223344"}, "run_manifest.json:1"),
+    ({"base_url": "https://user:hunter2hunter2@llm.example/v1"}, "run_manifest.json:1"),
+])
+def test_a_run_manifest_holding_a_credential_is_refused_by_name(tmp_path, planted, where):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    manifest["agent"].update(planted)
+    (run / "run_manifest.json").write_text(json.dumps(manifest))
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert (out.exit_code, out.output) == (2, f"Error: {run.resolve()}/{where}: {CREDENTIAL_REFUSED}\n")
+    assert not log.exists()
+    # nor does `dataset export --run-dir`, which imports first, write it anywhere
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run-dir", str(run), "--out", str(tmp_path / "ds")])
+    assert out.exit_code == 2 and CREDENTIAL_REFUSED in out.output and not (tmp_path / "ds").exists() and not log.exists()
+
+
+def test_a_key_in_a_trajectory_file_or_trace_is_refused_by_line_and_its_prose_is_not(tmp_path, monkeypatch):
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    # prose `redact` would take for a credential ("basic principles", an `Authorization:` in a
+    # quoted page) is a trajectory's business: only a key's shape or a known key is refused
+    scores = run / "trajectory_scores.jsonl"
+    scores.write_bytes(scores.read_bytes() + _jsonl([{"note": "basic principles; Authorization: see the page; task-0123456789abcdefghij"}]))
+    prose = import_path(log, run)
+    assert prose.status == "imported"
+    trace = run / "traces" / "case-B--r000.json"
+    trace.write_text(json.dumps({"image_id": "case-B--r000", "state": {"note": "sk-proj-SFTSKSHAPE1234567890abcdef"}}, indent=1))
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert (out.exit_code, out.output) == (2, f"Error: {trace.resolve()}:4: {CREDENTIAL_REFUSED}\n")
+    # a key this machine holds (an environment variable's), in any shape
+    trace.write_text(json.dumps({"image_id": "case-B--r000", "state": {}}))
+    monkeypatch.setenv("EXAMPLE_SERVICE_TOKEN", "plainword7token")
+    (run / "run_results.jsonl").write_bytes((run / "run_results.jsonl").read_bytes().replace(b'"provider down"', b'"plainword7token"'))
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert (out.exit_code, out.output) == (2, f"Error: {run.resolve()}/run_results.jsonl:3: {CREDENTIAL_REFUSED}\n")
+    assert [r["run_id"] for r in log.sql("SELECT DISTINCT run_id FROM events").to_pylist()] == [prose.import_id]
+
+
 # Each file (or the traces folder) a run directory's import reads, and a file of none of its kinds.
 LINKED_OUT = ["traces/evil.json", "traces/case-A--r000.json", "traces", "run_manifest.json", "trajectory_scores.jsonl",
               "run_results.jsonl", "summary.json", "notes.txt", "logs/secret.txt"]

@@ -70,6 +70,12 @@ def test_a_file_outside_the_log_names_the_read_that_opens_it(log_path, tmp_path)
     assert globbed.returncode == 2 and globbed.stderr.endswith("; add --read 'my data'\n"), globbed.stderr
     read = sql(log_path, "SELECT sum(x) AS s FROM 'my data/*.csv'", "--read", "my data", "--format", "csv", cwd=tmp_path)
     assert read.returncode == 0 and read.stdout == "s\n1\n", read.stderr
+    # a URL is no file --read can name: the hint says what to do instead
+    url = sql(log_path, "SELECT * FROM read_json_auto('http://127.0.0.1:1/x.json')", cwd=tmp_path)
+    assert url.returncode == 2 and url.stderr == (
+        'Error: Permission Error: Cannot access file "http://127.0.0.1:1/x.json": a query reads only the log and the files '
+        "given with --read (read= in Python); download it and --read the copy\n"
+    )
 
 
 def test_the_python_api_gets_the_same_words(log_path):

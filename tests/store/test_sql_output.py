@@ -280,3 +280,20 @@ def test_a_batch_of_no_rows_is_refused(log_path):
     with pytest.raises(ValueError, match="batch_rows must be a positive number of rows, got 0"), \
             EventLog(log_path).query("SELECT 1", batch_rows=0, as_rows=True):
         pass
+
+
+def test_csv_json_jsonl_and_table_are_shorthands_for_format_and_two_that_disagree_are_refused(log_path, tmp_path):
+    query = "SELECT 1 AS n, 'x,y' AS s"
+    for flag, expected in [("--csv", 'n,s\n1,"x,y"\n'), ("--json", '[\n  {\n    "n": 1,\n    "s": "x,y"\n  }\n]\n'),
+                           ("--jsonl", '{"n":1,"s":"x,y"}\n'), ("--table", "n  s\n-  ---\n1  x,y\n")]:
+        result = eviscene("--db", str(log_path), "sql", query, flag, cwd=tmp_path)
+        assert (result.returncode, result.stdout) == (0, expected), flag
+        assert eviscene("--db", str(log_path), "sql", query, "--format", flag[2:], cwd=tmp_path).stdout == expected
+    assert eviscene("--db", str(log_path), "runs", "--jsonl", cwd=tmp_path).stdout == \
+        eviscene("--db", str(log_path), "runs", "--format", "jsonl", cwd=tmp_path).stdout
+    assert eviscene("--db", str(log_path), "sql", query, "--csv", "--format", "csv", cwd=tmp_path).returncode == 0
+    for conflicting in [("--csv", "--json"), ("--csv", "--format", "json")]:
+        result = eviscene("--db", str(log_path), "sql", query, *conflicting, cwd=tmp_path)
+        assert result.returncode == 2 and result.stderr.endswith("Error: choose one output format, not csv and json\n")
+    result = eviscene("--db", str(log_path), "sql", query, "--csv", "--output", str(tmp_path / "rows.jsonl"), cwd=tmp_path)
+    assert result.returncode == 2 and "--format csv and --output" in result.stderr and not (tmp_path / "rows.jsonl").exists()

@@ -249,6 +249,18 @@ def test_an_eval_run_that_stopped_early_is_still_unfinished(tmp_path):
     )
 
 
+def test_an_unfinished_run_in_a_parquet_export_is_not_sent_to_a_resume_the_folder_refuses(tmp_path):
+    log = EventLog(tmp_path / "records.duckdb")
+    log.append("r1", gates(0, 6))
+    out = tmp_path / "history"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(out)]).exit_code == 0
+    result = CliRunner().invoke(cli, ["--db", str(out), "log", "verify"])
+    assert (result.exit_code, result.stdout) == (1, (
+        "UNFINISHED run r1: unfinished: no run.finished after seq 6 (1..6 verified) and no writer holds it; read only here: "
+        "finish the run in its log, then `eviscene log export-parquet` it again\n"
+    ))
+
+
 def test_archive_rows_outside_every_sealed_record_are_named(tmp_path):
     log = EventLog(tmp_path / "records.duckdb")
     write_batches(log, "r1", [gates(0, 4), gates(4, 7) + [finished()]])

@@ -1,8 +1,9 @@
 """A log's own files tampered with outside its events: a table of the archive dropped, a run's
-sealed records deleted, a run folder or lock file made a link (or a FIFO), an unreadable
-segment dropped beside a run's, a run killed before its first commit was recorded. `log
-verify` names each (BROKEN or UNFINISHED, exit 1, one line), and seal and merge neither
-follow nor take in what it names."""
+sealed records deleted, an unreadable segment dropped beside a run's, a run killed before its
+first commit was recorded: `log verify` names each (BROKEN or UNFINISHED, exit 1, one line),
+and merge takes in no batch on disk only. A run folder or lock file made a link (or a FIFO):
+every command refuses the log at once, naming it (exit 2), as it refuses a manifest naming a
+file elsewhere; nothing follows the link."""
 
 import os
 import shutil
@@ -90,11 +91,11 @@ def test_a_run_folder_that_is_a_link_is_named_and_the_folder_it_leads_to_is_left
     other = EventLog(tmp_path / "other.duckdb")
     folder_of(other).parent.mkdir()
     folder_of(other).symlink_to(folder_of(victim))
-    assert [str(p) for p in other.verify().problems] == [
-        f"run r1: run folder {folder_of(other)} is a link (to {folder_of(victim)}); a log's run folders are its own: remove the link"
-    ]
-    with pytest.raises(LogIntegrityError, match="is a link"):
-        other.seal()
+    refused = f"run folder {folder_of(other)} is a link (to {folder_of(victim)}); a log's run folders are its own: remove the link"
+    assert (verify_cli(other).exit_code, verify_cli(other).output) == (2, f"Error: {refused}\n")
+    for refuses in (other.seal, lambda: other.sql("SELECT count(*) FROM events")):  # nor is it read as this log's
+        with pytest.raises(LogIntegrityError, match="is a link"):
+            refuses()
     assert sorted(os.listdir(folder_of(victim))) == files and victim.verify().ok
 
 
@@ -105,7 +106,8 @@ def test_a_lock_file_that_is_a_link_is_named_and_the_file_it_leads_to_is_never_w
     lock = folder_of(log) / "writer.lock"
     lock.unlink()
     lock.symlink_to(precious)
-    assert [str(p) for p in log.verify().problems] == [f"run r1: lock file {lock} is a link; a run's lock is a plain file: remove the link"]
+    result = verify_cli(log)
+    assert (result.exit_code, result.output) == (2, f"Error: lock file {lock} is a link; a run's lock is a plain file: remove the link\n")
     with pytest.raises(LogIntegrityError, match="is a link"):
         log.seal()
     assert precious.read_text() == "precious\n"
@@ -118,8 +120,8 @@ def test_a_lock_file_that_is_a_fifo_is_named_at_once(tmp_path):
     os.mkfifo(lock)  # opened for reading as a plain file is, it would block with no writer
     # in a process of its own, so that a verify that blocks fails this test instead of hanging the suite
     result = subprocess.run([sys.executable, "-m", "eviscene", "--db", str(log.path), "log", "verify"],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and result.stdout == f"BROKEN run r1: lock file {lock} is not a plain file; remove it\n"
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert (result.returncode, result.stderr) == (2, f"Error: lock file {lock} is not a plain file; remove it\n")
     with pytest.raises(LogIntegrityError, match="not a plain file"):
         log.seal()
 
@@ -141,10 +143,10 @@ def test_a_run_killed_before_its_first_commit_was_recorded_is_unfinished_not_abs
     (folder_of(log) / "segments.jsonl").write_text("")  # the writer renamed its first batches, then died
     report = log.verify()
     assert not report.ok and not report.problems
-    assert [str(n) for n in report.unfinished] == [
+    assert [str(n) for n in report.unfinished] == [(
         "run r1: unfinished: seq 1..8 reached the disk but its first commit was cut short and no writer holds it; "
         "`eviscene log seal` records it (then `eviscene log verify` says how to finish it)"
-    ]
+    )]
     # merged now, seq 1..8 would be in neither log: refused, nothing taken in
     target = EventLog(tmp_path / "target.duckdb")
     with pytest.raises(EvisceneError, match=r"^.*log.duckdb not merged: run r1: unfinished: seq 1..8 reached the disk"):
