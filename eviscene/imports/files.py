@@ -5,18 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterator
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.redaction import CredentialFinder
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
 from eviscene.rules.jsonl_parts import iter_jsonl_field
 from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
-
-if TYPE_CHECKING:
-    from eviscene.imports.plan import ImportedFile
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -58,23 +53,6 @@ def refuse_special_files(path: Path) -> None:
     if found:
         relative, kind = min(found)
         raise ArtifactError(f"path {relative!r} in the imported directory {path} is {kind}: only regular files can be imported")
-
-
-def refuse_credentials(files: Iterable[ImportedFile]) -> None:
-    """Refuse files holding what looks like a credential, naming the first by file and line:
-    an import keeps its files byte for byte (`materialize` gives them back so), so a key in
-    one would reach the log, `runs`, reports and every export. A run manifest, a
-    configuration, is read with every net `redact` casts; the rest (trajectories, traces)
-    with those that take nothing but credentials (`CredentialFinder`)."""
-    finder = CredentialFinder()
-    for item in files:
-        at = finder.first(item.content, every_net=item.kind == "run_manifest")
-        if at is not None:
-            line = item.content.count(b"\n", 0, at) + 1
-            raise ArtifactError(
-                f"{item.path}:{line}: holds what looks like a credential (an API key, a token); an import keeps its files "
-                "as they are, so it would reach the log and every export: remove it from the file (nothing was imported)"
-            )
 
 
 def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:

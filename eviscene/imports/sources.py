@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +11,11 @@ import orjson
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import (
-    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_credentials, refuse_special_files,
-    text,
+    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_special_files, text,
 )
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
+from eviscene.redaction import CredentialFinder
 
 ACCEPTED_RELEASE_SCHEMAS = frozenset(
     {"ifv-accepted-teacher-release-v2", "ifv-accepted-teacher-release-v3", "ifv-accepted-teacher-release-v4"}
@@ -182,6 +183,23 @@ def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
         "git_commit": manifest.get("git_commit"),
         "release_id": benchmark.get("release_id"),
     }
+
+
+def refuse_credentials(files: Iterable[ImportedFile]) -> None:
+    """Refuse files holding what looks like a credential, naming the first by file and line:
+    an import keeps its files byte for byte (`materialize` gives them back so), so a key in
+    one would reach the log, `runs`, reports and every export. A run manifest, a
+    configuration, is read with every net `redact` casts; the rest (trajectories, traces)
+    with those that take nothing but credentials (`CredentialFinder`)."""
+    finder = CredentialFinder()
+    for item in files:
+        at = finder.first(item.content, every_net=item.kind == "run_manifest")
+        if at is not None:
+            line = item.content.count(b"\n", 0, at) + 1
+            raise ArtifactError(
+                f"{item.path}:{line}: holds what looks like a credential (an API key, a token); an import keeps its files "
+                "as they are, so it would reach the log and every export: remove it from the file (nothing was imported)"
+            )
 
 
 def collect_run_dir(root: Path) -> ImportPlan:
