@@ -76,9 +76,14 @@ def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
     """
     with on_interrupt_say(RERUN_FINISHES):
         sealed = event_log.seal(list(run_ids) or None)
-    earlier = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in sealed]
+    asked = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in sealed]
+    held = {row["run_id"] for row in event_log.sql(
+        "SELECT DISTINCT run_id FROM events WHERE list_contains(?, run_id)", [asked]).to_pylist()} if asked else set()
+    earlier = [run_id for run_id in asked if run_id in held]
+    empty = [run_id for run_id in asked if run_id not in held]  # a run folder its writer left before its first batch
     say(f"sealed {len(sealed)} run(s)" + (": " + ", ".join(sealed) if sealed else "")
-        + (f"; sealed already: {', '.join(earlier)}" if earlier else ""))
+        + (f"; sealed already: {', '.join(earlier)}" if earlier else "")
+        + (f"; nothing to seal: {', '.join(empty)}" if empty else ""))
     file_viewer_numbers(event_log, [*sealed, *earlier])
 
 

@@ -51,6 +51,7 @@ _HEADER = re.compile(
 )
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\"?'?\s*[:=]\s*\"?'?)[^\r\n\"']+")  # every pair, to the line's end
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+_SCHEME_WORD = re.compile(r"(?i)^(?:bearer|basic|token)\s+")  # before a credential field's value
 # A query parameter's name, to be judged as the server reads it (`api%5Fkey` is `api_key`),
 # and where a value ends. Only a secret's value is taken: another's (`redirect=…/?token=…`)
 # may hold further parameters.
@@ -58,14 +59,15 @@ _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _QUERY_NAME = re.compile(r"[?&#]([^=&#?\s\"']+)=")
 _QUERY_VALUE_END = re.compile(r"[&\s\"']|$")
 # Where a name's words meet, to be parted by `_` as a variable's are: `x-amz-security-token`,
-# `client.secret`, `api_key[]` and `auth[token]` (PHP arrays), `clientSecret` and `AccessKeyId`.
-_NAME_WORD_GAP = re.compile(r"[-.\[\]]|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# `client.secret`, `api_key[]` and `auth[token]` (PHP arrays); and camelCase's (`clientSecret`).
+_NAME_SEPARATOR = re.compile(r"[-.\[\]]")
+_CAMEL_GAP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # `scheme://user:password@host`: the whole user-info part (a bare `token@host` too), up to the
 # authority's last `@`, where HTTP clients end it (`user:p@ss@host` is password `p@ss`).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s\"'<>]+)@")
 _KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})")
 _KEY_SHAPES_BYTES = re.compile(_KEY_SHAPES.pattern.encode())
-_KEY_SHAPE_STARTS = (b"sk-", b"AIza")
+_KEY_SHAPE_STARTS = (b"sk-", b"AIza")  # each alternative's literal start, in _KEY_SHAPES's order
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -79,16 +81,21 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
-def _name_words(name: str) -> str:
+def _name_words(name: str, *, camel: bool = True) -> str:
     """`name`'s words parted by single `_`s: `clientSecret` -> `client_Secret`, `api_key[]` -> `api_key`."""
-    return re.sub(r"_{2,}", "_", _NAME_WORD_GAP.sub("_", name)).strip("_")
+    parted = _NAME_SEPARATOR.sub("_", name)
+    return re.sub(r"_{2,}", "_", _CAMEL_GAP.sub("_", parted) if camel else parted).strip("_")
 
 
 @functools.lru_cache(maxsize=1024)  # every redaction judges the environment's names again
 def _secret_named(name: str) -> bool:
     """Whether a variable's or query parameter's name says it holds a secret by one of its words
-    (`HF_TOKEN`, `api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`, `accessToken`)."""
-    return bool(_SECRET_NAME.search(_name_words(name)))
+    (`HF_TOKEN`, `api_key`, `access_token`, `X-Amz-Security-Token`, `client.secret`), a
+    camelCase name by its last (`accessToken`, `clientSecret`; not `keyWord`, `authMode`,
+    `keyId`, ordinary parameters whose first word alone would say so)."""
+    if _SECRET_NAME.search(_name_words(name, camel=False)):
+        return True
+    return bool(_SECRET_NAME.fullmatch(_name_words(name).rsplit("_", 1)[-1]))
 
 
 # A request body's credential field, by its whole name's last word (`_name_words`): `api_key`,
@@ -97,7 +104,8 @@ def _secret_named(name: str) -> bool:
 # `prompt_cache_key` or `api_key_env` whose value (a model's name, a variable's name) must not
 # be masked wherever it appears, as a registered value would be.
 _BODY_CREDENTIAL = re.compile(
-    r"(?:^|_)(?:(?:api_?|subscription_|access_|secret_|private_)key|token|secret|password|passwd|auth|authorization|bearer|credentials?)$|^key$",
+    r"(?:^|_)(?:(?:api_?|subscription_|access_|secret_|private_)key|(?:access_?|refresh_?)?token|secret|password|passwd|auth|authorization"
+    r"|bearer|credentials?)$|^key$",
     re.IGNORECASE,
 )
 
@@ -158,11 +166,13 @@ def _replaced(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _masked(text: str, secrets: list[str]) -> str:
+def _masked(text: str, secrets: list[str], *, prose: bool = True) -> str:
+    """`text` with every net cast; without `prose`, the bare `Bearer …`/`Basic …` one is not."""
     text = _replaced(text, secrets)
     text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
     text = _COOKIE.sub(lambda m: m.group(1) + MASK, text)
-    text = _BEARER.sub(MASK, text)
+    if prose:
+        text = _BEARER.sub(MASK, text)
     text = _masked_parameters(text)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
     return _KEY_SHAPES.sub(MASK, text)
@@ -193,26 +203,18 @@ def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
 
 
 class CredentialFinder:
-    """Where a file's bytes first hold a credential: a known secret as written (a registered
-    value, an environment variable's, read once when made) or an OpenAI or Google key's
-    shape, the nets that take almost nothing else; with `every_net`, all of `redact`'s (auth
-    headers, bearer tokens, secret query parameters, URL user-info), which a configuration
-    document (a run manifest) can take but a trajectory's prose would trip ("basic
-    principles" reads as a credential)."""
+    """Where imported data holds a credential (a known secret, read once when made). A file's
+    bytes (`first`) by the nets that take almost nothing else: a known secret as written and
+    an OpenAI or Google key's shape; a configuration document, parsed (`in_document`), by
+    its credential fields and every other net but the one for prose ("basic principles"
+    reads as a `Basic` credential)."""
 
     def __init__(self) -> None:
         self._secrets = _secret_values(())
         self._plain = [secret.encode() for secret in _secret_values((), encoded=False)]
 
-    def first(self, data: bytes, *, every_net: bool = False) -> int | None:
+    def first(self, data: bytes) -> int | None:
         """The byte offset of the first credential in `data`, or None."""
-        if every_net:
-            text = data.decode("utf-8", "replace")
-            masked = _masked(text, self._secrets)
-            if masked == text:
-                return None
-            first = next((i for i, (a, b) in enumerate(zip(text, masked)) if a != b), min(len(text), len(masked)))
-            return len(text[:first].encode("utf-8", "replace"))
         found = [at for secret in self._plain if (at := data.find(secret)) >= 0]
         for start in _KEY_SHAPE_STARTS:  # found by bytes.find first: the regex alone reads 1.4 GB slowly
             at = data.find(start)
@@ -221,6 +223,26 @@ class CredentialFinder:
             if at >= 0:
                 found.append(at)
         return min(found, default=None)
+
+    def in_document(self, document: Any) -> str | None:
+        """The first string of a parsed document that is a credential, or None: one under a
+        credential field's name that looks like one once its scheme word is set aside
+        (`Authorization: Bearer …`, `api_key`; not a placeholder such as `EMPTY`), or one
+        holding a URL's `?api_key=` or user-info, a header written out, a key shape, a known key."""
+        if isinstance(document, str):
+            return document if _masked(document, self._secrets, prose=False) != document else None
+        if isinstance(document, dict):
+            for name, value in document.items():
+                if (isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(_name_words(name))
+                        and _CREDENTIAL_VALUE.match(_SCHEME_WORD.sub("", value, count=1))):
+                    return value
+                if (found := self.in_document(value)) is not None:
+                    return found
+        elif isinstance(document, list):
+            for value in document:
+                if (found := self.in_document(value)) is not None:
+                    return found
+        return None
 
 
 def mask_key_shapes(value: Any) -> Any:

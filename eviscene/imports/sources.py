@@ -189,17 +189,32 @@ def refuse_credentials(files: Iterable[ImportedFile]) -> None:
     """Refuse files holding what looks like a credential, naming the first by file and line:
     an import keeps its files byte for byte (`materialize` gives them back so), so a key in
     one would reach the log, `runs`, reports and every export. A run manifest, a
-    configuration, is read with every net `redact` casts; the rest (trajectories, traces)
-    with those that take nothing but credentials (`CredentialFinder`)."""
+    configuration, is read field by field; the rest (trajectories, traces) by the nets that
+    take nothing but credentials (`CredentialFinder`)."""
     finder = CredentialFinder()
     for item in files:
-        at = finder.first(item.content, every_net=item.kind == "run_manifest")
+        at = finder.first(item.content)
+        if at is None and item.kind == "run_manifest":
+            at = _credential_field(finder, item.content)
         if at is not None:
             line = item.content.count(b"\n", 0, at) + 1
             raise ArtifactError(
                 f"{item.path}:{line}: holds what looks like a credential (an API key, a token); an import keeps its files "
                 "as they are, so it would reach the log and every export: remove it from the file (nothing was imported)"
             )
+
+
+def _credential_field(finder: CredentialFinder, content: bytes) -> int | None:
+    """Where a run manifest's first credential is (its value as the file spells it, else the
+    file's start), or None; a manifest that is no JSON is its parser's to report."""
+    try:
+        found = finder.in_document(orjson.loads(content))
+    except orjson.JSONDecodeError:
+        return None
+    if found is None:
+        return None
+    at = content.find(orjson.dumps(found)[1:-1])
+    return at if at >= 0 else 0
 
 
 def collect_run_dir(root: Path) -> ImportPlan:

@@ -137,7 +137,7 @@ class _Prefix(NamedTuple):
         if not self.parameters:
             return key == self.key or (key.startswith(self.key) and (self.open_ended or key[len(self.key)] in "/?"))
         page, _, query = key.partition("?")
-        if page != self.key:
+        if page != self.key and not page.startswith(self.key + "/"):  # PHP serves `story.php/x?id=42` as the page
             return False
         parameters = query.split("&")
         *whole, last = self.parameters

@@ -140,18 +140,24 @@ def live_run_ids(log_path: Path) -> list[str]:
     """The live runs: the live folder's folders named as a run can be. Another there (a backup
     tool's `.snapshot`, `lost+found`) is no run and not the log's to seal or read."""
     root = live_root(log_path)
+    _refuse_link(root, "live folder")
     if not root.is_dir():
         return []
     runs = sorted(p for p in root.iterdir() if p.is_dir() and _is_run_id(p.name))
     for folder in runs:
-        refuse_linked_run_folder(folder)
+        _refuse_link(folder, "run folder")
     return [folder.name for folder in runs]
 
 
 def refuse_linked_run_folder(folder: Path) -> None:
-    """A run folder is the log's own: one that is a link leads into another log's (or any)
-    folder, whose events every read would show as this log's, whose files a seal would delete
-    and a writer add to. Refused by every command, as a manifest naming a file elsewhere is."""
+    """A run folder, and the live folder holding it, are the log's own: one that is a link
+    leads into another log's (or any) folder, whose events every read would show as this log's,
+    whose files a seal would delete and a writer add to. Refused by every command, as a
+    manifest naming a file elsewhere is."""
+    _refuse_link(folder.parent, "live folder")
+    _refuse_link(folder, "run folder")
+
+
+def _refuse_link(folder: Path, what: str) -> None:
     if folder.is_symlink():
-        raise LogIntegrityError(f"run folder {folder} is a link (to {os.readlink(folder)}); a log's run folders are its "
-                                "own: remove the link")
+        raise LogIntegrityError(f"{what} {folder} is a link (to {os.readlink(folder)}); a log's folders are its own: remove the link")

@@ -48,8 +48,8 @@ class RunLock:
             return None
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         while True:
+            refuse_linked_run_folder(self.path.parent)  # before mkdir, which a dangling link fails
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            refuse_linked_run_folder(self.path.parent)
             try:
                 fd = _open_lock_file(self.path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:

@@ -172,6 +172,8 @@ def describe_events_file(path: Path) -> ManifestEntry:
         table = pq.read_table(path, columns=["seq", "prev_hash", "hash"])
         if not table.num_rows:
             raise ValueError("no events in it")
+    except FileNotFoundError:
+        raise  # gone since it was listed (a seal archived it): no damage
     except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LogIntegrityError(
@@ -221,7 +223,10 @@ def unrecorded_tail(folder: Path, entries: list[ManifestEntry]) -> UnrecordedFil
     for first_seq, name in candidates:
         if tail_seq is not None and first_seq <= tail_seq:
             continue  # inside the recorded seqs: a compaction's file, killed before its line
-        entry = describe_events_file(folder / name)
+        try:
+            entry = describe_events_file(folder / name)
+        except FileNotFoundError:
+            continue  # archived and removed by a seal since the listing
         if stranded or (tail_seq is not None and first_seq != tail_seq + 1) or (
             tail_hash is not None and entry.first_prev_hash != tail_hash
         ):

@@ -49,6 +49,8 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         raise EvisceneError(f"cannot merge {source} into itself")
     if not source.exists() and not live_root(source).exists():
         raise EvisceneError(f"no log at {source}")
+    if source.is_dir():  # it keeps no sealed records, which the merged runs would then lack
+        raise EvisceneError(f"{source} is a folder (a `log export-parquet` export); merge the log it was exported from")
     report = verify_log(source)
     if report.problems:
         raise LogIntegrityError(f"{source} not merged: {report.problems[0]}; nothing was taken in")
@@ -56,7 +58,7 @@ def merge_log(target: Path, source: Path) -> MergeReport:
         raise LogLockedError(f"{source} not merged: {report.running[0]}; merge it when it ends")
     cut_short = [note for note in report.unfinished if note.unrecorded]
     if cut_short:  # merged now, that batch would be left behind: in no copy of the log
-        raise EvisceneError(f"{source} not merged: {cut_short[0]}; then merge it")
+        raise EvisceneError(f"{source} not merged: {cut_short[0]} (on a copy, if {source} is not yours to write); then merge it")
     checkpoint("merge.verified")
     seal_runs(target)  # this log's finished runs first, so the archive holds all of them
     con = open_snapshot(source)  # the source's events and blobs, sealed and live

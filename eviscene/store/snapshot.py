@@ -248,12 +248,12 @@ def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: 
     newest = con.execute(f"SELECT max(version) FROM {alias}.schema_migrations").fetchone()[0]
     if newest is None:
         return
-    _refuse_missing_tables(con, log_path, alias)
     known = latest_version()
     problem = None
     if newest > known:
         problem = f"its schema version is {newest}, newer than this EviScene's ({known}): upgrade EviScene to read it"
     else:
+        _refuse_missing_tables(con, log_path, alias)
         problem = next(filter(None, (_column_difference(con, alias, table, expected)
                                      for table, expected in _log_tables(con).items())), None)
     if problem:
@@ -419,8 +419,8 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
         live_blobs = f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
         # one row an address: a live run holds the gold and policy files a sealed one put
         # in the archive already (every join on `blobs` would count them twice)
-        archived = " WHERE sha256 NOT IN (SELECT sha256 FROM archive.blobs)" if parts_blobs else ""
-        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs}){archived}")
+        archived = " WHERE NOT EXISTS (SELECT 1 FROM archive.blobs a WHERE a.sha256 = l.sha256)" if parts_blobs else ""
+        parts_blobs.append(f"SELECT DISTINCT ON (sha256) * FROM ({live_blobs}) l{archived}")
         copies.append(live_blobs)
     if not parts_events:
         parts_events.append(_empty_events())

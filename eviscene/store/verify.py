@@ -541,7 +541,8 @@ def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangePro
     stray = con.execute(
         """
         WITH r AS (SELECT run_id, first_seq, last_seq FROM archive.sealed_segments WHERE first_seq IS NOT NULL),
-        rangeless AS (SELECT run_id FROM archive.sealed_segments EXCEPT SELECT run_id FROM r)
+        -- blob segments' records have no range ever: only events segments' tell an old seal
+        rangeless AS (SELECT run_id FROM archive.sealed_segments WHERE starts_with(file_name, 'events-') EXCEPT SELECT run_id FROM r)
         SELECT e.run_id, min(e.seq), max(e.seq) FROM archive.events e
         WHERE e.run_id NOT IN (SELECT run_id FROM rangeless)
           AND NOT EXISTS (SELECT 1 FROM r WHERE r.run_id = e.run_id AND e.seq BETWEEN r.first_seq AND r.last_seq)

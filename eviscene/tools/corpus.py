@@ -65,7 +65,7 @@ class Corpus:
         pages_file = path if path.is_file() else path / "pages.jsonl"
         root = pages_file.parent.resolve()
         try:
-            resolve_inside(root, pages_file.name, root_name="corpus directory")
+            inside = resolve_inside(root, pages_file.name, root_name="corpus directory")  # read as checked
         except PathEscapeError as exc:
             raise ReleaseError(f"{pages_file}: corpus pages file {exc}") from None
         if not pages_file.is_file():
@@ -74,7 +74,7 @@ class Corpus:
         seen_urls: dict[str, int] = {}
         seen_ids: dict[str, int] = {}
         try:
-            rows = list(iter_jsonl_bytes(read_file_bytes(pages_file), pages_file))
+            rows = list(iter_jsonl_bytes(read_file_bytes(inside), pages_file))
         except JsonlError as exc:
             raise ReleaseError(_corpus_message(exc)) from None
         for lineno, row in rows:

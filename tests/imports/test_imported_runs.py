@@ -346,6 +346,7 @@ CREDENTIAL_REFUSED = ("holds what looks like a credential (an API key, a token);
     # the manifest, a configuration, through every net `redact` casts
     ({"api_key": "MODELQKEY_11223344"}, "run_manifest.json:1"),
     ({"headers": {"Authorization": "Bearer IMPBEARERTOKEN99887766"}}, "run_manifest.json:1"),
+    ({"extra_body": {"metadata": {"clientSecret": "cs-manifest-0042"}}}, "run_manifest.json:1"),
     ({"model": "gpt-x?api_key=MODELQKEY_11223344"}, "run_manifest.json:1"),
     ({"base_url": "https://user:hunter2hunter2@llm.example/v1"}, "run_manifest.json:1"),
 ])
@@ -361,6 +362,15 @@ def test_a_run_manifest_holding_a_credential_is_refused_by_name(tmp_path, plante
     # nor does `dataset export --run-dir`, which imports first, write it anywhere
     out = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run-dir", str(run), "--out", str(tmp_path / "ds")])
     assert out.exit_code == 2 and CREDENTIAL_REFUSED in out.output and not (tmp_path / "ds").exists() and not log.exists()
+
+
+def test_a_run_manifest_s_placeholders_and_prose_are_no_credential(tmp_path):
+    run = write_seed_run_dir(tmp_path / "run")
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    manifest["agent"].update({"api_key": "EMPTY", "api_key_env": "OPENAI_API_KEY", "auth": None,
+                              "system_prompt": "Basic principles first; the bearer instrument is no key."})
+    (run / "run_manifest.json").write_text(json.dumps(manifest, indent=2))
+    assert import_path(EventLog(tmp_path / "log.duckdb"), run).status == "imported"
 
 
 def test_a_key_in_a_trajectory_file_or_trace_is_refused_by_line_and_its_prose_is_not(tmp_path, monkeypatch):

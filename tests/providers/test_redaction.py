@@ -137,10 +137,12 @@ def test_a_query_parameter_is_judged_by_its_words_in_camel_case_as_an_array_and_
     parted at a camelCase boundary and at PHP's array brackets too, and a fragment
     (`#access_token=`, OAuth's implicit flow) holds parameters as a query does."""
     url = ("https://gw.example/v1?accessToken=at-0001&clientSecret=cs-0002&authToken=au-0003&api_key[]=ak-0004"
-           "&AccessKeyId=AKIA0005&auth[token]=tk-0006&UpstreamBearer=br-0007&x=bearer#access_token=fr-0008&state=s1")
+           "&SecretAccessKey=AKIA0005&auth[token]=tk-0006&UpstreamBearer=br-0007&x=bearer#access_token=fr-0008&state=s1")
     assert redact(url) == (f"https://gw.example/v1?accessToken={MASK}&clientSecret={MASK}&authToken={MASK}&api_key[]={MASK}"
-                           f"&AccessKeyId={MASK}&auth[token]={MASK}&UpstreamBearer={MASK}&x=bearer#access_token={MASK}&state=s1")
-    ordinary = "https://s.example/?tokenizer=bpe-v2&keyword=k1&monkey=1&authors=me2&hotkeys=3&authorId=9&page=2#section=4"
+                           f"&SecretAccessKey={MASK}&auth[token]={MASK}&UpstreamBearer={MASK}&x=bearer#access_token={MASK}&state=s1")
+    # a camelCase name is judged by its last word: its first alone names no secret
+    ordinary = ("https://s.example/?tokenizer=bpe-v2&keyword=k1&monkey=1&authors=me2&hotkeys=3&authorId=9&page=2"
+                "&keyWord=hi&authMode=none&keyId=k7&tokenCount=12#section=4")
     assert redact(ordinary) == ordinary
 
 
@@ -164,13 +166,14 @@ def test_a_body_credential_named_in_camel_case_or_nested_under_its_scheme_is_reg
     at camelCase boundaries as at `_`, and `bearer` and `auth` are credential words."""
     credentials = {"clientSecret": "body-cs-31a", "authToken": "body-at-31b", "subscriptionKey": "body-sk-31c",
                    "Ocp-Apim-Subscription-Key": "body-ok-31d", "auth": {"bearer": "body-br-31e"}, "APIKey": "body-ak-31f",
-                   "secretAccessKey": "body-sa-31g", "refreshToken": "body-rt-31h", "auth_header": {"auth": "body-au-31i"}}
+                   "secretAccessKey": "body-sa-31g", "refreshToken": "body-rt-31h", "auth_header": {"auth": "body-au-31i"},
+                   "accesstoken": "body-at-31j", "refreshtoken": "body-rt-31k"}
     ordinary = {"max_tokens": "body-mt-32a", "maxTokens": "body-mt-32b", "tokenizer": "body-tz-32c", "keyword": "body-kw-32d",
                 "monkey": "body-mk-32e", "authors": "body-au-32f", "api_key_env": "PROFILE_KEY_VAR_32", "prompt_cache_key": "body-pc-32h",
                 "tokenCount": "body-tc-32i", "authorName": "body-an-32j", "keyPoints": "body-kp-32k"}
     register_secret_fields({**credentials, "metadata": ordinary})
     for value in ("body-cs-31a", "body-at-31b", "body-sk-31c", "body-ok-31d", "body-br-31e", "body-ak-31f",
-                  "body-sa-31g", "body-rt-31h", "body-au-31i"):
+                  "body-sa-31g", "body-rt-31h", "body-au-31i", "body-at-31j", "body-rt-31k"):
         assert redact(f"echo {value}") == f"echo {MASK}", value
     for value in ("body-mt-32a", "body-mt-32b", "body-tz-32c", "body-kw-32d", "body-mk-32e", "body-au-32f",
                   "PROFILE_KEY_VAR_32", "body-pc-32h", "body-tc-32i", "body-an-32j", "body-kp-32k"):

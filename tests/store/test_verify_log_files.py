@@ -6,6 +6,7 @@ every command refuses the log at once, naming it (exit 2), as it refuses a manif
 file elsewhere; nothing follows the link."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,11 +32,13 @@ def finished() -> EventDraft:
 
 
 def live_log(path, run_id: str = "r1") -> EventLog:
-    """`run_id` in two committed segments (seq 1..4, 5..8, the last ending the run), not sealed."""
+    """`run_id` in two committed segments (seq 1..4, 5..8, the last ending the run) and a blob
+    segment, not sealed."""
     log = EventLog(path)
 
     async def write() -> None:
         async with log.writer(run_id, flush_seconds=30) as writer:
+            await writer.put_blob(b"gold", "text/plain")
             for batch in (gates(0, 4), gates(4, 7) + [finished()]):
                 for draft in batch:
                     await writer.emit(draft)
@@ -80,9 +83,16 @@ def test_an_archive_without_its_sealed_segments_table_is_damaged_not_empty(seale
         live_log(sealed.path, "r2")  # nothing is written beside it either
 
 
-def test_archived_rows_of_a_run_whose_records_were_all_deleted_are_named(sealed):
-    tamper(sealed, "DELETE FROM sealed_segments")
+@pytest.mark.parametrize("deleted", ["", " WHERE starts_with(file_name, 'events-')"])  # all, or the events segments' (blobs' have no range)
+def test_archived_rows_of_a_run_whose_records_were_all_deleted_are_named(sealed, deleted):
+    tamper(sealed, "DELETE FROM sealed_segments" + deleted)
     assert [str(p) for p in sealed.verify().problems] == ["run r1, seq 1..8: in the archive but in no sealed-segment record"]
+
+
+def test_an_archive_of_a_newer_schema_is_named_newer_not_damaged(sealed):
+    tamper(sealed, "INSERT INTO schema_migrations VALUES (999, '999_renamed.sql', now())", "DROP TABLE sealed_segments")
+    with pytest.raises(EvisceneError, match="its schema version is 999, newer than this EviScene's .*: upgrade EviScene to read it"):
+        sealed.verify()
 
 
 def test_a_run_folder_that_is_a_link_is_named_and_the_folder_it_leads_to_is_left_alone(tmp_path):
@@ -91,12 +101,30 @@ def test_a_run_folder_that_is_a_link_is_named_and_the_folder_it_leads_to_is_left
     other = EventLog(tmp_path / "other.duckdb")
     folder_of(other).parent.mkdir()
     folder_of(other).symlink_to(folder_of(victim))
-    refused = f"run folder {folder_of(other)} is a link (to {folder_of(victim)}); a log's run folders are its own: remove the link"
+    refused = f"run folder {folder_of(other)} is a link (to {folder_of(victim)}); a log's folders are its own: remove the link"
     assert (verify_cli(other).exit_code, verify_cli(other).output) == (2, f"Error: {refused}\n")
     for refuses in (other.seal, lambda: other.sql("SELECT count(*) FROM events")):  # nor is it read as this log's
         with pytest.raises(LogIntegrityError, match="is a link"):
             refuses()
     assert sorted(os.listdir(folder_of(victim))) == files and victim.verify().ok
+
+
+def test_a_live_folder_that_is_a_link_is_refused_and_the_log_it_leads_to_is_left_alone(tmp_path):
+    victim = live_log(tmp_path / "victim.duckdb")
+    other = EventLog(tmp_path / "other.duckdb")
+    folder_of(other).parent.symlink_to(folder_of(victim).parent)
+    refused = f"live folder {folder_of(other).parent} is a link (to {folder_of(victim).parent}); a log's folders are its own: remove the link"
+    for refuses in (other.seal, other.verify, lambda: other.sql("SELECT count(*) FROM events"), lambda: live_log(other.path, "r2")):
+        with pytest.raises(LogIntegrityError, match=re.escape(refused)):
+            refuses()
+    assert victim.verify().ok and victim.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 8}]
+
+
+def test_a_dangling_link_in_place_of_a_run_folder_is_named_not_an_os_error(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    (folder_of(log).parent / "r2").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(LogIntegrityError, match=r"run folder .*/r2 is a link \(to .*/nowhere\)"):
+        live_log(log.path, "r2")
 
 
 def test_a_lock_file_that_is_a_link_is_named_and_the_file_it_leads_to_is_never_written(tmp_path):
@@ -155,6 +183,24 @@ def test_a_run_killed_before_its_first_commit_was_recorded_is_unfinished_not_abs
     assert log.seal() == ["r1"] and log.verify().ok
     target.merge(log.path)
     assert target.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 8}]
+
+
+def test_an_export_folder_is_not_merged_its_runs_would_lack_their_records(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    log.seal()
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(tmp_path / "history")]).exit_code == 0
+    target = EventLog(tmp_path / "target.duckdb")
+    with pytest.raises(EvisceneError, match="is a folder .*; merge the log it was exported from"):
+        target.merge(tmp_path / "history")
+    assert not target.path.exists()
+
+
+def test_seal_of_a_run_folder_its_writer_left_empty_says_there_was_nothing_to_seal(tmp_path):
+    log = live_log(tmp_path / "log.duckdb")
+    log.seal()
+    (folder_of(log, "ghost")).mkdir()  # a writer killed before its first batch
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal", "ghost", "r1"])
+    assert (result.exit_code, result.output) == (0, "sealed 0 run(s); sealed already: r1; nothing to seal: ghost\n")
 
 
 def test_a_copied_log_s_files_stay_its_own(tmp_path):

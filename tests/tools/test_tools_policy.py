@@ -165,6 +165,7 @@ QUERY_POLICY = {"blocked_url_prefixes": ["https://news.example/story.php?id=42",
         ("https://news.example/read?b=2&a=1", "blocked_url_prefix"),  # two parameters, swapped
         ("https://news.example/read?b=2&x=0&a=1", "blocked_url_prefix"),
         ("https://archive.net/q?lang=en&id=42", "blocked_url_prefix"),  # open-ended: `id=` goes on
+        ("https://news.example/story.php/x?id=42", "blocked_url_prefix"),  # PHP's PATH_INFO: the same script
         ("https://news.example/story.php?id=420", None),  # another value
         ("https://news.example/story.php?id=4", None),
         ("https://news.example/story.php?xid=42&utm=id", None),
