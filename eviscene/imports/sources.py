@@ -214,7 +214,7 @@ def _credential_field(finder: CredentialFinder, content: bytes) -> int | None:
     if found is None:
         return None
     at = content.find(orjson.dumps(found)[1:-1])
-    return at if at >= 0 else 0
+    return max(at, 0)
 
 
 def collect_run_dir(root: Path) -> ImportPlan:
