@@ -104,8 +104,8 @@ def _open_lock_file(path: Path, flags: int) -> int:
 
 
 def lock_holder(path: Path) -> str | None:
-    """Who holds a run lock ("pid N (…)"), or None when nobody does; creates nothing."""
-    refuse_linked_run_folder(path.parent)
+    """Who holds a run lock ("pid N (…)"), or None when nobody does; creates nothing. The run
+    folder holding it is one `live_run_ids` listed, which refuses a linked one."""
     try:
         fd = _open_lock_file(path, os.O_RDONLY)
     except FileNotFoundError:

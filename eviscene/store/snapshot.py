@@ -212,16 +212,22 @@ def _refuse_other_database(con: duckdb.DuckDBPyConnection, log_path: Path, alias
     contents = con.execute(_DATABASE_CONTENTS, {"db": alias}).fetchall()
     if not contents:
         return
-    con.execute(f"DETACH {alias}")
     named: dict[str, list[str]] = {}
     for kind, schema, name in contents[:_NAMES_SHOWN]:
         named.setdefault(kind, []).append(name if schema in (None, "main") else f"{schema}.{name}")
     held = ", ".join(f"{kind}{'s' if len(names) > 1 else ''} {', '.join(names)}" for kind, names in named.items())
     more = f" and {len(contents) - _NAMES_SHOWN} more" if len(contents) > _NAMES_SHOWN else ""
-    raise NotALogError(
+    raise _detached(con, alias, NotALogError(
         f"{log_path} is a DuckDB database but not an EviScene log (it holds {held}{more}; "
         "a log holds the tables events, blobs, sealed_segments and schema_migrations)"
-    )
+    ))
+
+
+def _detached(con: duckdb.DuckDBPyConnection, alias: str, error: EvisceneError) -> EvisceneError:
+    """`error`, to raise once the archive it refuses is detached: nothing of it stays open to a
+    reader, a writer or a further query."""
+    con.execute(f"DETACH {alias}")
+    return error
 
 
 def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
@@ -232,11 +238,10 @@ def _refuse_views(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) ->
         "SELECT view_name FROM duckdb_views() WHERE database_name = $db AND NOT internal ORDER BY view_name", {"db": alias}
     ).fetchall()
     if views:
-        con.execute(f"DETACH {alias}")
-        raise NotALogError(
+        raise _detached(con, alias, NotALogError(
             f"{log_path} is not an EviScene log: it holds view {', '.join(v[0] for v in views[:_NAMES_SHOWN])} "
             "(a log's archive holds tables only, and a view's SQL would run as you); nothing was read"
-        )
+        ))
 
 
 def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
@@ -257,8 +262,7 @@ def _refuse_other_schema(con: duckdb.DuckDBPyConnection, log_path: Path, alias: 
         problem = next(filter(None, (_column_difference(con, alias, table, expected)
                                      for table, expected in _log_tables(con).items())), None)
     if problem:
-        con.execute(f"DETACH {alias}")
-        raise NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read")
+        raise _detached(con, alias, NotALogError(f"{log_path} is not an EviScene log this version reads: {problem}; nothing was read"))
 
 
 def _refuse_missing_tables(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str) -> None:
@@ -266,21 +270,12 @@ def _refuse_missing_tables(con: duckdb.DuckDBPyConnection, log_path: Path, alias
     it without one of them was edited. Without sealed_segments, say, every archived event
     would read as absent (readers take a missing one for a log not yet sealed) and `log
     verify` would call the log empty and intact."""
-    missing = [name for name in ("events", "blobs", "sealed_segments") if not _has_table(con, alias, name)]
+    missing = [name for name in ("events", "blobs", "sealed_segments") if not _columns(con, alias, name)]
     if missing:
-        con.execute(f"DETACH {alias}")
-        raise ArchiveDamagedError(
+        raise _detached(con, alias, ArchiveDamagedError(
             f"{log_path} is damaged: its archive lacks the table{'s' if len(missing) > 1 else ''} {', '.join(missing)}, "
             "which every log has from its first migration (dropped?); restore the log from a copy; nothing was read"
-        )
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, database: str, table: str) -> bool:
-    try:  # not duckdb_tables(), which costs a CLI command ~25 ms
-        con.execute(f"SELECT 1 FROM {database}.{table} LIMIT 0")
-    except duckdb.CatalogException:
-        return False
-    return True
+        ))
 
 
 _LOG_TABLES = ("events", "blobs")
