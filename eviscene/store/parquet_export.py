@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import duckdb
 import pyarrow as pa
@@ -36,6 +37,7 @@ from eviscene.store.streams import count_streams, stream_kind
 
 EVENTS_DIR = "events"
 BLOBS_DIR = "blobs"
+_EVENTS_FILE = re.compile(r"events-(\d{12})-([0-9a-f]{16})\.parquet")
 _FILE_COLUMNS = [name for name in EVENT_SCHEMA.names if name != "run_id"]
 _FILE_SCHEMA = pa.schema([EVENT_SCHEMA.field(name) for name in _FILE_COLUMNS])
 
@@ -74,6 +76,17 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
     return events_sql, blobs_sql, events + blobs
 
 
+def exported_ends(directory: Path) -> dict[str, tuple[int, str]]:
+    """Each run's last seq and hash prefix as its events file's name records them: what the
+    file must end at (a file cut down after the export keeps its name)."""
+    ends = {}
+    for path in (directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"):
+        if match := _EVENTS_FILE.fullmatch(path.name):
+            run_id = unquote(path.parent.name.removeprefix("run_id="))
+            ends[run_id] = max(ends.get(run_id, (0, "")), (int(match.group(1)), match.group(2)))
+    return ends
+
+
 def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
     """Export the log read through `con` (a snapshot of `log_path`) into `directory`."""
     check_not_the_log("export folder", directory, log_path)
@@ -88,7 +101,7 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
         if run_id in running:
             continue
         partition = directory / EVENTS_DIR / f"run_id={quote(run_id, safe='._-')}"
-        name = f"events-{last_seq:012d}-{last_hash[:16]}.parquet"
+        name = f"events-{last_seq:012d}-{last_hash[:16]}.parquet"  # read back by exported_ends
         if (partition / name).exists():
             unchanged += 1
             continue

@@ -40,6 +40,7 @@ from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
 from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
+from eviscene.store.parquet_export import exported_ends
 from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
 # A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
@@ -401,6 +402,8 @@ def verify_log(log_path: Path) -> VerifyReport:
     for run_id, _file, _rows, _sha, _first, last_seq, _prev, last_hash in records:
         if last_seq is not None and last_seq > expected_end.get(run_id, (0, None))[0]:
             expected_end[run_id] = (last_seq, last_hash)
+    if log_path.is_dir():  # an export folder keeps no records; its file names hold each run's end
+        expected_end.update(exported_ends(log_path))
     unfinished, running = [], []
     for run_id in sorted(set(walk.tails) | set(live) | set(expected_end)):
         tail_seq, tail_hash, tail_type = walk.tails.get(run_id, (0, GENESIS_HASH, ""))
@@ -422,7 +425,7 @@ def verify_log(log_path: Path) -> VerifyReport:
         if run_id in broken or live_problem:
             continue
         problem = (
-            _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id))
+            _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id), exported=log_path.is_dir())
             or _announced_problem(run_id, tail_seq, walk)
             or archive_gaps.get(run_id)
         )
@@ -448,8 +451,11 @@ def verify_log(log_path: Path) -> VerifyReport:
                 unrecorded=True,
             ))
     records = list(walk.record_streams.values())
+    # a stream the walk found no event of (killed before its first commit, or all of it cut
+    # off) counts as the run it was named for
+    unread = {note.run_id for note in [*unfinished, *running, *problems] if note.run_id not in walk.tails}
     return VerifyReport(
-        walk.streams - len(records), walk.events, [*problems, *blobs], unfinished, running,
+        walk.streams - len(records) + len(unread), walk.events, [*problems, *blobs], unfinished, running,
         imports=records.count("import"), exports=records.count("export"),
     )
 
@@ -502,14 +508,20 @@ def _sealed_now(log_path: Path) -> set[tuple[str, str]]:
         con.close()
 
 
-def _tail_problem(run_id: str, tail_seq: int, tail_hash: str, end: tuple[int, str | None] | None) -> RangeProblem | None:
+def _tail_problem(run_id: str, tail_seq: int, tail_hash: str, end: tuple[int, str | None] | None, exported: bool) -> RangeProblem | None:
+    """The run's events against the end recorded for it: by its commits, or by the name of its
+    `log export-parquet` file (`exported`), which holds a hash's first 16 characters only."""
     if end is None:
         return None
     end_seq, end_hash = end
     if tail_seq < end_seq:
-        return RangeProblem(run_id, tail_seq + 1, end_seq, f"missing: cut-off tail (the log committed this run up to seq {end_seq})")
-    if tail_seq == end_seq and end_hash is not None and tail_hash != end_hash:
-        return RangeProblem(run_id, end_seq, end_seq, "the last event's hash differs from the one recorded at commit")
+        recorded = f"its export file's name says it ends at seq {end_seq}" if exported else f"the log committed this run up to seq {end_seq}"
+        return RangeProblem(run_id, tail_seq + 1, end_seq, f"missing: cut-off tail ({recorded})")
+    if exported and tail_seq > end_seq:
+        return RangeProblem(run_id, end_seq + 1, tail_seq, f"events past the end its export file's name holds (seq {end_seq})")
+    if tail_seq == end_seq and end_hash is not None and not tail_hash.startswith(end_hash):
+        recorder = "its export file's name holds" if exported else "recorded at commit"
+        return RangeProblem(run_id, end_seq, end_seq, f"the last event's hash differs from the one {recorder}")
     return None
 
 

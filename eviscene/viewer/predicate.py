@@ -30,10 +30,15 @@ FILTER_TIME_LIMIT_S = 5.0
 _POSITION_FIELDS = {"query_location", "query_location_length"}
 # Scalar functions that read the process's settings, variables or environment.
 _REFUSED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv"})
-# DuckDB's own catalogs: the schemas, and the views named by these prefixes in any schema
-# (duckdb_settings, duckdb_databases, pg_settings, sqlite_master…).
+# DuckDB's own catalogs: these schemas, and by name in any schema every view DuckDB itself
+# defines and every table function, which a FROM names without parentheses
+# (duckdb_databases, pragma_database_list, duckdb_settings…: asked of DuckDB, so a newer
+# version's are refused too).
 _CATALOG_SCHEMAS = frozenset({"information_schema", "pg_catalog"})
-_CATALOG_PREFIXES = ("duckdb_", "pg_", "sqlite_")
+_CATALOG_NAMES = """
+SELECT lower(view_name) FROM duckdb_views() WHERE internal
+UNION SELECT lower(function_name) FROM duckdb_functions() WHERE function_type IN ('table', 'table_macro')
+"""
 
 
 class PredicateError(EvisceneError):
@@ -52,9 +57,9 @@ def _strip_positions(node: Any) -> Any:
     return node
 
 
-def _is_catalog(table: dict[str, Any]) -> bool:
+def _is_catalog(table: dict[str, Any], catalogs: set[str]) -> bool:
     names = [str(table.get(key) or "").lower() for key in ("catalog_name", "schema_name", "table_name")]
-    return bool(_CATALOG_SCHEMAS.intersection(names)) or names[2].startswith(_CATALOG_PREFIXES)
+    return bool(_CATALOG_SCHEMAS.intersection(names)) or names[2] in catalogs
 
 
 def validate_predicate(predicate: str) -> str:
@@ -68,6 +73,7 @@ def validate_predicate(predicate: str) -> str:
         if parsed.get("error"):
             raise PredicateError(f"the filter is not a SQL predicate: {parsed.get('error_message', 'syntax error')}")
         baseline = _parse(con, _WRAPPER.format("true"))
+        catalogs = {name for (name,) in con.execute(_CATALOG_NAMES).fetchall()}
     finally:
         con.close()
     statements = parsed["statements"]
@@ -84,7 +90,7 @@ def validate_predicate(predicate: str) -> str:
             raise PredicateError("the filter may read the views, not table functions (files, settings)")
         if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in _REFUSED_FUNCTIONS:
             raise PredicateError(f"the filter may read the views, not settings or variables ({part['function_name']})")
-        if part.get("type") == "BASE_TABLE" and _is_catalog(part):
+        if part.get("type") == "BASE_TABLE" and _is_catalog(part, catalogs):
             raise PredicateError("the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)")
     return text
 

@@ -224,7 +224,7 @@ def test_a_dataset_export_stream_holding_more_than_its_one_event_is_named(tmp_pa
 
 
 def test_an_import_cut_down_in_a_parquet_export_is_named(tmp_path):
-    """A `log export-parquet` folder has no sealed records: the source record is all that counts."""
+    """A `log export-parquet` folder has no sealed records: its file names hold each stream's end."""
     log = EventLog(tmp_path / "records.duckdb")
     stream = import_run_dir(log, tmp_path / "run")
     out = tmp_path / "history"
@@ -234,8 +234,7 @@ def test_an_import_cut_down_in_a_parquet_export_is_named(tmp_path):
     pq.write_table(table.filter(pc.less_equal(table.column("seq"), 3)), path)
     result = CliRunner().invoke(cli, ["--db", str(out), "log", "verify"])
     assert (result.exit_code, result.output.splitlines()[0]) == (1, (
-        f"BROKEN run {stream}, seq 4..5: missing: its first event announces 4 file(s), the log holds 2 "
-        "(cut off after seq 3; an interrupted import is finished by importing its source again)"
+        f"BROKEN run {stream}, seq 4..5: missing: cut-off tail (its export file's name says it ends at seq 5)"
     ))
 
 
@@ -258,6 +257,54 @@ def test_an_unfinished_run_in_a_parquet_export_is_not_sent_to_a_resume_the_folde
     assert (result.exit_code, result.stdout) == (1, (
         "UNFINISHED run r1: unfinished: no run.finished after seq 6 (1..6 verified) and no writer holds it; read only here: "
         "finish the run in its log, then `eviscene log export-parquet` it again\n"
+    ))
+
+
+def exported_run(tmp_path, run_id: str = "r1"):
+    """`run_id` (seq 1..7, the last run.finished) exported by `log export-parquet`; its file's path."""
+    log = EventLog(tmp_path / "records.duckdb")
+    log.append(run_id, gates(0, 6) + [finished()])
+    out = tmp_path / "history"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(out)]).exit_code == 0
+    [path] = (out / "events").glob("run_id=*/events-*.parquet")
+    return out, path
+
+
+@pytest.mark.parametrize("run_id", ["r1", "shard:1+a=b@c"])  # the folder name percent-encodes the last one
+def test_a_run_cut_short_in_a_parquet_export_is_broken_by_its_file_name_not_unfinished(tmp_path, run_id):
+    out, path = exported_run(tmp_path, run_id)
+    assert path.name.startswith("events-000000000007-")
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 4), path)  # the file keeps its name: it ends at seq 7
+    result = CliRunner().invoke(cli, ["--db", str(out), "log", "verify"])
+    assert (result.exit_code, result.output) == (1, (
+        f"BROKEN run {run_id}, seq 5..7: missing: cut-off tail (its export file's name says it ends at seq 7)\n"
+        "1 problem(s) in 1 run(s), 4 events\n"
+    ))
+
+
+def test_a_parquet_export_s_last_event_must_carry_the_hash_its_file_name_holds(tmp_path):
+    out, path = exported_run(tmp_path)
+    path.rename(path.with_name("events-000000000007-0123456789abcdef.parquet"))  # another chain's head
+    problems = [str(p) for p in EventLog(out).verify().problems]
+    assert problems == ["run r1, seq 7..7: the last event's hash differs from the one its export file's name holds"]
+
+
+def test_a_parquet_export_file_grown_past_its_name_is_named(tmp_path):
+    out, path = exported_run(tmp_path)
+    path.rename(path.with_name("events-000000000005-" + path.name.split("-")[2]))
+    problems = [str(p) for p in EventLog(out).verify().problems]
+    assert problems == ["run r1, seq 6..7: events past the end its export file's name holds (seq 5)"]
+
+
+def test_a_parquet_export_emptied_of_a_run_s_events_is_named(tmp_path):
+    out, path = exported_run(tmp_path)
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, 0), path)
+    result = CliRunner().invoke(cli, ["--db", str(out), "log", "verify"])
+    assert (result.exit_code, result.output) == (1, (
+        "BROKEN run r1, seq 1..7: missing: cut-off tail (its export file's name says it ends at seq 7)\n"
+        "1 problem(s) in 1 run(s), 0 events\n"
     ))
 
 

@@ -56,6 +56,11 @@ def test_only_a_read_only_predicate_passes_the_filter_check(predicate):
     ("EXISTS (SELECT * FROM information_schema.tables)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
     ("EXISTS (SELECT * FROM pg_catalog.pg_class)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
     ("EXISTS (SELECT * FROM pg_settings)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    # the log's path, read from a catalog view no prefix names
+    ("(SELECT count(*) FROM pragma_database_list WHERE file LIKE '/tmp%') > 0",
+     "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM system.main.Sqlite_Master)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (SELECT * FROM duckdb_extensions)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
 ])
 def test_the_filter_refuses_settings_variables_and_duckdbs_catalogs(predicate, refusal):
     with pytest.raises(PredicateError) as refused:
