@@ -193,7 +193,10 @@ def write_rows(
     *,
     json_columns: frozenset[str] = frozenset(),
     width: int | None = None,
+    terminal: bool = False,
 ) -> None:
+    """`values` in `fmt` on `out`; csv for a `terminal` has its control characters written
+    out, as a table's have (csv into a pipe or a file keeps every character: it is data)."""
     rows = _rows(names, values, json_columns, for_json=fmt in ("json", "jsonl"))
     if fmt == "jsonl":
         for row in rows:
@@ -208,7 +211,7 @@ def write_rows(
             written += 1
         out.write("\n]\n" if written else "]\n")
     elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csv.writer(_Printable(out) if terminal else out, lineterminator="\n")
         writer.writerow(names)
         cells = [_json_cell if name in json_columns else _text_cell for name in names]
         writer.writerows([cell(value) for cell, value in zip(cells, row)] for row in values)
@@ -236,6 +239,16 @@ _JSON_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def json_printable(text: str) -> str:
     """JSON text for a terminal: the same JSON, no character a terminal would obey."""
     return _JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _Printable:
+    """A text stream that writes `printable` text."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(printable(text))
 
 
 _TEXT_CELL_BY_TYPE = {str: str, int: str, bool: str, float: repr, type(None): lambda _: ""}
@@ -327,7 +340,7 @@ def emit_rows(
 ) -> None:
     # sys.stdout itself: block-buffered into a pipe or file (click's text stream is line-buffered,
     # a system call per row, three quarters of a large CSV's time).
-    write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width())
+    write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width(), terminal=sys.stdout.isatty())
 
 
 def check_output_file(option: str, path: Path, log_path: Path) -> Path:

@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -196,6 +197,38 @@ def test_tables_wrap_to_the_terminal_width_and_lose_nothing(log_path, tmp_path):
     assert views.returncode == 0 and max(len(line) for line in views.stdout.splitlines()) <= 40
     from eviscene.views import view_definitions  # nothing cut at 60 characters: only the meanings' own ellipses
     assert eviscene("views", cwd=tmp_path, env=piped).stdout.count("…") == sum(d.meaning.count("…") for d in view_definitions())
+
+
+def on_a_terminal(*args: str, cwd: Path) -> bytes:
+    """What the command writes to a pseudo-terminal as its stdout."""
+    controller, terminal = pty.openpty()
+    try:
+        subprocess.run([EVISCENE, *args], stdout=terminal, stderr=subprocess.DEVNULL, cwd=cwd, timeout=300, check=True)
+        os.close(terminal)
+        terminal = -1
+        written = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            written += chunk
+        return written
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+
+
+def test_csv_on_a_terminal_writes_control_characters_out_and_keeps_them_in_a_pipe(log_path, tmp_path):
+    """A case id from a hostile release set a terminal's title and cleared it through `--csv`."""
+    query = "SELECT chr(27) || ']0;PWNED' || chr(7) || chr(27) || '[2J' || chr(8238) || 'x' AS case_id"
+    shown = on_a_terminal("--db", str(log_path), "sql", query, "--csv", cwd=tmp_path)
+    assert shown == b"case_id\r\n\\x1b]0;PWNED\\x07\\x1b[2J\\u202ex\r\n"  # the terminal turns \n into \r\n
+    piped = eviscene("--db", str(log_path), "sql", query, "--csv", cwd=tmp_path)
+    assert piped.stdout == "case_id\n\x1b]0;PWNED\x07\x1b[2J\u202ex\n"
 
 
 def test_db_is_accepted_after_the_subcommand(log_path, tmp_path):
