@@ -153,7 +153,7 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
     walk = ChainWalk()
     start = start or {}
     current, broken = None, False
-    last_seq, prev_hash, last_type = 0, GENESIS_HASH, ""
+    last_seq, opening_seq, prev_hash, last_type = 0, 0, GENESIS_HASH, ""
     shard: ShardChain | None = None
     for batch in batches:
         c = batch.to_pydict()
@@ -166,6 +166,7 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                     _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
                 walk.streams += 1
                 last_seq, prev_hash = start.get(run_id, (0, GENESIS_HASH))
+                opening_seq = last_seq
                 current, broken, last_type, shard = run_id, False, "", None
             if broken:
                 continue
@@ -173,7 +174,8 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
             if seq != last_seq + 1:
                 problem = (
                     f"seq {last_seq + 1}..{seq - 1} missing (deleted events)" if seq > last_seq + 1
-                    else "seq repeated (reordered or duplicated events)"
+                    else "seq repeated (reordered or duplicated events)" if last_seq > opening_seq
+                    else f"seq {seq} comes before the run's first, seq {last_seq + 1} (an inserted event)"
                 )
             elif row_prev != prev_hash:
                 problem = "prev_hash does not match the previous event (reordered, inserted or deleted events)"

@@ -110,6 +110,11 @@ def test_reordered_events_are_named(sealed_log):
     assert len(problems) == 1 and problems[0].seq == 2
 
 
+def test_an_event_inserted_before_the_first_is_named_so(sealed_log):
+    tamper(sealed_log, "INSERT INTO events SELECT * REPLACE (0 AS seq, 'ev-forged' AS event_id) FROM events WHERE seq = 1")
+    assert [str(p) for p in sealed_log.verify().problems] == ["run r1, seq 0 (ev-forged): seq 0 comes before the run's first, seq 1 (an inserted event)"]
+
+
 def test_renumbered_deletion_is_caught_by_the_chain(sealed_log):
     tamper(sealed_log, "DELETE FROM events WHERE seq = 2")
     tamper(sealed_log, "UPDATE events SET seq = seq - 1 WHERE seq > 2")
