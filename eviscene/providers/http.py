@@ -19,7 +19,6 @@ breaker's listener, e.g. the progress bar, is told), and once the outage has las
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
 import os
@@ -269,23 +268,30 @@ class JsonClient:
                     if len(read) > MAX_ANSWER_BYTES:
                         raise ProviderError(self.redact(f"{self.label}: HTTP {answer.status}: the answer is over "
                                                         f"{MAX_ANSWER_BYTES // 1024**2} MiB; not read"))
-                response = _Response(answer.status, answer.reason or "", answer.headers.get("retry-after"), answer.charset, bytes(read))
+                response = _Response(answer.status, answer.reason or "", answer.headers.get("retry-after"), answer.charset,
+                                     answer.headers.get("location"), bytes(read))
         except aiohttp.ConnectionTimeoutError:
             raise _Unreachable(None, f"connect timeout: no connection within {e.connect_timeout_seconds:g} s") from None
         except TimeoutError:  # a read, or the whole answer, past its timeout
             raise _Retryable(None, f"read timeout: no complete response within {e.timeout_seconds:g} s") from None
         except aiohttp.ClientConnectorError as exc:
-            raise _Unreachable(None, "connection refused" if _refused(exc) else f"connection failed: {type(exc).__name__}: {_quote(str(exc))}") from None
+            raise _Unreachable(None, "connection refused" if _refused(exc) else f"connection failed: {type(exc).__name__}: {self._quote(str(exc))}") from None
         except aiohttp.ClientError as exc:  # dropped connection, truncated body, garbled HTTP
-            raise _Retryable(None, f"connection failed: {type(exc).__name__}: {_quote(str(exc))}") from None
+            raise _Retryable(None, f"connection failed: {type(exc).__name__}: {self._quote(str(exc))}") from None
         status = response.status
+        if 300 <= status < 400:  # not followed: the request and its key go to the endpoint named, nowhere else
+            self.breaker.answered()
+            where = f"set the base URL to where it points: {self._quote(response.location)}" if response.location else "(it names no Location)"
+            raise ProviderError(self.redact(
+                f"{self.label}: HTTP {status}: a redirect, not followed, so a request and its key reach the base URL only; {where}"
+            ))
         if status >= 400:  # every retryable status is an error status
             message = _error_message(response)
             deterministic = status in (400, 404, 422) or (status == 500 and bool(_INVALID_REQUEST.search(message)))
             if not deterministic and (status in RETRYABLE_STATUS or status >= 500):
-                raise _Retryable(status, _status_reason(response), retry_after(response.retry_after))
+                raise _Retryable(status, self._status_reason(response), retry_after(response.retry_after))
             self.breaker.answered()
-            reason = self.redact(f"{self.label}: {_status_reason(response)}{_auth_hint(status)}")
+            reason = self.redact(f"{self.label}: {self._status_reason(response)}{_auth_hint(status)}")
             context = _CONTEXT_LENGTH.search(message)
             if context:
                 window = next((int(g) for g in context.groups() if g and g.isdigit()), None)
@@ -294,10 +300,20 @@ class JsonClient:
         try:
             decoded = orjson.loads(response.body)
         except orjson.JSONDecodeError as exc:  # a cut-off or garbled body: the next try may arrive whole
-            raise _Retryable(status, f"HTTP {status}: body is not valid JSON ({exc}): {_quote(response.text)}") from None
+            raise _Retryable(status, f"HTTP {status}: body is not valid JSON ({exc}): {self._quote(response.text)}") from None
         if not isinstance(decoded, dict):
-            raise ProviderError(self.redact(f"{self.label}: HTTP {status}: body is JSON but not an object: {_quote(response.text)}"))
+            raise ProviderError(self.redact(f"{self.label}: HTTP {status}: body is JSON but not an object: {self._quote(response.text)}"))
         return decoded
+
+    def _quote(self, text: str) -> str:
+        """A server's text for a reason: redacted whole, then cut (a key cut first would no
+        longer be the key redaction looks for)."""
+        text = " ".join(self.redact(text).split())
+        return text if len(text) <= _BODY_QUOTE else text[: _BODY_QUOTE - 1] + "…"
+
+    def _status_reason(self, response: _Response) -> str:
+        message = _error_message(response)
+        return f"HTTP {response.status} {response.reason_phrase}".rstrip() + (f": {self._quote(message)}" if message else "")
 
     def _gave_up(self, url: str, retries: list[dict[str, Any]], why: str | None = None) -> ProviderError:
         tries = f"{len(retries)} {'try' if len(retries) == 1 else 'tries'}"
@@ -330,18 +346,18 @@ class _Response:
     reason_phrase: str
     retry_after: str | None
     charset: str | None
+    location: str | None
     body: bytes
 
     @property
     def text(self) -> str:
-        """The body as text: its declared charset if Python knows it, else UTF-8; bad bytes replaced."""
-        encoding = "utf-8"
-        if self.charset:
-            try:
-                encoding = codecs.lookup(self.charset).name
-            except LookupError:
-                pass
-        return self.body.decode(encoding, errors="replace")
+        """The body as text: its declared charset if Python reads text in it, else UTF-8; bad
+        bytes replaced. (A server names the charset: Python's codecs include ones that are no
+        text encoding, `rot13`, `base64`, which refuse to decode.)"""
+        try:
+            return self.body.decode(self.charset or "utf-8", errors="replace")
+        except (LookupError, ValueError):
+            return self.body.decode("utf-8", errors="replace")
 
 
 def _tls_context() -> ssl.SSLContext:
@@ -381,11 +397,6 @@ def _error_message(response: _Response) -> str:
     return message
 
 
-def _status_reason(response: _Response) -> str:
-    message = _error_message(response)
-    return f"HTTP {response.status} {response.reason_phrase}".rstrip() + (f": {_quote(message)}" if message else "")
-
-
 def _refused(exc: BaseException | None, depth: int = 0) -> bool:
     """Whether a connect error comes from a refused connection (nothing listening), in the
     cause chain or a group (one error for each address of the host)."""
@@ -402,7 +413,3 @@ def _auth_hint(status: int) -> str:
         return " (check the API key in the environment variable the profile or --api-key-env names)"
     return ""
 
-
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _BODY_QUOTE else text[: _BODY_QUOTE - 1] + "…"

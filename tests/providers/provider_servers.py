@@ -119,7 +119,8 @@ class FakeServer:
                 body = reply.body
                 data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body.encode() if isinstance(body, str) else body or b"")
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                if "content-type" not in {name.lower() for name in reply.headers}:
+                    self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -112,6 +112,46 @@ async def test_malformed_json_every_time_ends_as_a_provider_error(images, case_i
             await call(server, images, case_image)
 
 
+@pytest.mark.parametrize("status", [403, 503])
+@pytest.mark.anyio
+async def test_a_key_echoed_where_a_quoted_error_is_cut_is_redacted_whole_first(images, case_image, status):
+    """A server quoting the key at the 300th character: cut first, its first characters were
+    no key to redaction (too short for the key-shape net as well) and reached the log."""
+    message = "a" * 275 + f" you sent {API_KEY} (check the key)"  # the cut at 300 falls inside the key
+    with FakeServer(lambda r: Reply(status, {"error": {"message": message}})) as server:
+        with pytest.raises(ProviderError) as refused:
+            await call(server, images, case_image)
+    reasons = [str(refused.value), *(retry["error"] for retry in getattr(refused.value, "retries", None) or [])]
+    assert len(reasons) == (4 if status == 503 else 1)
+    for reason in reasons:
+        assert "you sent [REDACTED]" in reason and API_KEY[:6] not in reason, reason
+
+
+@pytest.mark.parametrize("charset", ["rot13", "base64", "no-such-codec"])
+@pytest.mark.anyio
+async def test_a_charset_that_is_no_text_encoding_is_read_as_utf8(images, case_image, charset):
+    """The server names the charset; one of Python's codecs that decodes no text (`rot13`)
+    crashed the call: not retried, no `model.called`."""
+    headers = {"Content-Type": f"application/json; charset={charset}"}
+    with FakeServer(Script(Reply(500, "upstream exploded \u00e9", headers=headers), OK)) as server:
+        response = await call(server, images, case_image)
+    assert response.content == "fine" and len(server.received) == 2
+    assert [retry["error"] for retry in response.retries] == ["HTTP 500 Internal Server Error: upstream exploded \u00e9"]
+
+
+@pytest.mark.anyio
+async def test_a_redirect_ends_the_call_at_once_naming_where_it_points(images, case_image):
+    moved = Reply(307, b"", headers={"Location": f"http://127.0.0.1:9/v1/chat/completions?key={API_KEY}"})
+    with FakeServer(lambda r: moved) as server:
+        with pytest.raises(ProviderError) as refused:
+            await call(server, images, case_image)
+    assert len(server.received) == 1 and not getattr(refused.value, "retries", None)
+    assert str(refused.value) == (
+        "openai_compatible (chat_completions, model m): HTTP 307: a redirect, not followed, so a request and its key reach the "
+        "base URL only; set the base URL to where it points: http://127.0.0.1:9/v1/chat/completions?key=[REDACTED]"
+    )
+
+
 @pytest.mark.anyio
 async def test_a_connection_cut_mid_body_is_retried(images, case_image):
     with FakeServer(Script(Reply(body=chat_completion("cut"), cut_short=True), OK)) as server:
