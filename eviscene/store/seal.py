@@ -29,14 +29,15 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, new_connection, open_snapshot, read_a_snapshot
+from eviscene.store.snapshot import _sql_list, attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
     con = new_connection()
-    attach_archive(con, log_path, read_only=False)
-    apply_migrations(con)
+    with closed_on_failure(con):
+        attach_archive(con, log_path, read_only=False)
+        apply_migrations(con)
     return con
 
 

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TypeVar
@@ -104,6 +104,17 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     # time (`post_rollout_rewards` on the bundled release's log: 13.6 s with it, 5.9 s without).
     con.execute("SET disabled_optimizers = 'projection_pullup'")
     return con
+
+
+@contextlib.contextmanager
+def closed_on_failure(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`con`, closed if the block fails, a Ctrl-C included: left to the traceback, it would keep
+    the archive attached, and this process could attach it no more (DuckDB: "already attached")."""
+    try:
+        yield con
+    except BaseException:
+        con.close()
+        raise
 
 
 def interrupt_queries() -> None:
@@ -391,6 +402,13 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     if log_path.is_dir():
         return open_parquet_export(log_path, sandbox)
     con = new_connection()
+    with closed_on_failure(con):
+        _cover_the_log(con, log_path, sandbox)
+    return con
+
+
+def _cover_the_log(con: duckdb.DuckDBPyConnection, log_path: Path, sandbox: Sandbox | None) -> None:
+    """`open_snapshot`'s views over the archive and the live segments, on `con`."""
     sealed: set[tuple[str, str]] = set()
     parts_events, parts_blobs = [], []
     if log_path.exists():
@@ -433,7 +451,6 @@ def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.D
     con.execute("CREATE VIEW blob_copies AS " + " UNION ALL ".join(copies))
     if sandbox is not None:
         _lock_down(con, [*files.events, *files.blobs], sandbox)
-    return con
 
 
 _MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
@@ -575,17 +592,18 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
     """A folder written by `log export-parquet`: its Parquet files are the log, read only."""
     from eviscene.store.parquet_export import export_sources  # pyarrow: only for an export folder
 
-    con = new_connection()
     events, blobs, files = export_sources(directory)
-    try:
-        con.execute("CREATE VIEW events AS " + (events or _empty_events()))
-        con.execute("CREATE VIEW blobs AS " + blobs)
-    except duckdb.BinderException:
-        _name_foreign_segment(con, list(files))
-        raise
-    con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
-    if sandbox is not None:
-        _lock_down(con, list(files), sandbox)
+    con = new_connection()
+    with closed_on_failure(con):
+        try:
+            con.execute("CREATE VIEW events AS " + (events or _empty_events()))
+            con.execute("CREATE VIEW blobs AS " + blobs)
+        except duckdb.BinderException:
+            _name_foreign_segment(con, list(files))
+            raise
+        con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
+        if sandbox is not None:
+            _lock_down(con, list(files), sandbox)
     return con
 
 

@@ -285,3 +285,27 @@ def test_a_seal_kept_out_by_a_reader_names_the_reader_and_does_not_call_it_a_wri
         reader.kill()
         reader.wait()
     assert log.seal(["r2"]) == ["r2"] and log.verify().ok
+
+
+@pytest.mark.parametrize("step", ["attach_archive", "apply_migrations"])
+def test_a_ctrl_c_in_the_first_seal_leaves_the_log_readable_by_the_same_process(tmp_path, monkeypatch, step):
+    """`eval run` interrupted while its seal made the archive file: the seal's connection,
+    left open to the traceback, kept the archive attached, and the interrupt's own report
+    (which reads the log) failed with DuckDB's "already attached", exit 2."""
+    from eviscene.store import seal
+
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", 1, 3)
+    real = getattr(seal, step)
+
+    def interrupted(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(seal, step, interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        log.seal(["r1"])
+    assert log.sql("SELECT count(*) AS n FROM events WHERE run_id = 'r1'").to_pylist() == [{"n": 4}]
+    del caught  # the traceback, and whatever its frames hold
+    monkeypatch.undo()
+    assert log.seal(["r1"]) == ["r1"] and log.verify().ok
