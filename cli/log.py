@@ -10,6 +10,7 @@ import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
 from eviscene.cli.output import say
+from eviscene.errors import is_interruption
 from eviscene.log import EventLog
 
 from eviscene.store import VerifyReport
@@ -99,6 +100,8 @@ def file_viewer_numbers(event_log: EventLog, run_ids: list[str]) -> None:
     try:
         precompute(event_log, run_ids)
     except (duckdb.Error, OSError) as exc:
+        if is_interruption(exc):  # a Ctrl-C stopping the query is the user's, not a failure
+            raise
         click.echo(f"note: viewer numbers not filed beside {event_log.path}: {exc}", err=True)
 
 

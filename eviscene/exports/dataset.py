@@ -187,8 +187,12 @@ def raise_first_problem(con) -> None:
 
 
 def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: ExportSettings) -> None:
+    """The export's `dataset.exported` event, once: a rerun of an export recorded before it
+    was cut short records the same event, under the same stream id, which the log holds."""
     payload = DatasetExported(out_dir=str(out_dir), manifest=manifest, inputs=settings.as_dict())
     run_id = "dataset-" + sha256_bytes(canonical_json(payload.model_dump(mode="json")).encode("utf-8"))[:32]
+    if log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
+        return
 
     async def append() -> None:
         async with log.writer(run_id) as writer:
@@ -213,7 +217,11 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
         with staged_directory(out_dir, "dataset output directory") as staging:
             manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt,
                                               export_concurrency=options.export_concurrency)
+            con.close()  # its snapshot holds the archive, which the record's seal writes
+            # Recorded before the folder is in place: a folder is never there unrecorded (a
+            # rerun could not record it: the folder must be new), and a record whose folder a
+            # kill kept out is recorded again, once, by the rerun that writes the folder.
+            _record(log, out_dir, manifest, resolved.settings)
     finally:
         con.close()
-    _record(log, out_dir, manifest, resolved.settings)
     return manifest, written

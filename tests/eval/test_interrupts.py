@@ -171,6 +171,25 @@ def test_an_export_interrupted_once_written_says_it_is_whole(command, run_log):
     result = interrupted_at("staging.renamed", signal.SIGINT, log_path, *EXPORTS[command](run_id, "out"))
     assert_interrupted(result, "interrupted; out was written whole")
     assert os.listdir(log_path.parent / "out")
+    if command == "dataset export":  # and recorded: a rerun could not record it, the folder is not new
+        assert exports_recorded(log_path) == [str(log_path.parent / "out")]
+
+
+def exports_recorded(log_path: Path) -> list[str]:
+    query = "SELECT payload->>'out_dir' AS out FROM events WHERE type = 'dataset.exported' ORDER BY run_id"
+    return [row["out"] for row in EventLog(log_path).sql(query).to_pylist()]
+
+
+def test_a_dataset_export_cut_short_after_its_record_is_recorded_once_by_the_rerun(run_log):
+    log_path, run_id = run_log
+    args = EXPORTS["dataset export"](run_id, "out")
+    result = interrupted_at("staging.filled", signal.SIGKILL, log_path, *args)
+    assert result.returncode == -signal.SIGKILL
+    out = log_path.parent / "out"
+    assert exports_recorded(log_path) == [str(out)] and not out.exists()
+    rerun = eviscene(log_path, *args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert exports_recorded(log_path) == [str(out)] and EventLog(log_path).verify().ok
 
 
 @SIGNALS

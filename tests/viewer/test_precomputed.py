@@ -208,3 +208,20 @@ def test_a_filed_result_edited_moved_or_signed_by_another_key_is_not_read_but_co
     [filed] = beside_log(log.path).glob("run-*.json")
     filed.write_bytes(dashboard.read_bytes())
     assert ResultCache(log.path, tmp_path / "rt-3").get("run", head) is None
+
+
+def test_a_ctrl_c_while_the_numbers_are_filed_ends_the_seal_as_interrupted_not_as_a_note(tmp_path, monkeypatch):
+    """Filing them may fail and leave the seal standing (a note); a Ctrl-C stopping its query
+    is no such failure: it was swallowed, and `log seal` went on and exited 0."""
+    import duckdb
+
+    log = EventLog(tmp_path / "log.duckdb")
+    anyio.run(_write_first, log)
+    anyio.run(_finish, log)
+
+    def stopped(*args, **kwargs):
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+    monkeypatch.setattr(data, "precompute", stopped)
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal"])
+    assert (result.exit_code, result.output) == (130, f"sealed 1 run(s): {RUN}\ninterrupted\n")
