@@ -43,6 +43,7 @@ FAULT_ENV = "EVISCENE_RAY_FAULT"
 ACTOR_RESTARTS = 8
 _STREAM_SECONDS = 0.2  # how often a worker hands an episode's new events to the driver
 _RESTART_WAIT_SECONDS = 1.0
+_IDLE_POLL_SECONDS = 0.2  # a free slot's look at the queue while other slots' episodes are in flight
 _START_SECONDS = 600.0  # for every worker to load the release and its tools
 
 
@@ -214,10 +215,17 @@ class RayExecutor:
             raise EvisceneError(f"the Ray workers could not start: {_cause(exc)}") from None
         on_ready()
         queue = list(todo)
+        unfinished = len(todo)
         losses: dict[str, int] = {}
 
         async def slot(actor: Any) -> None:
-            while queue:
+            # A slot stays while any episode is unfinished: one its actor's loss gives back is
+            # taken by whichever slot is free, though the queue was empty when it came back.
+            nonlocal unfinished
+            while unfinished:
+                if not queue:
+                    await anyio.sleep(_IDLE_POLL_SECONDS)
+                    continue
                 spec, attempt = queue.pop(0)
                 committed = False
                 try:
@@ -237,24 +245,48 @@ class RayExecutor:
                     if finished is None:  # the stream ended without the episode's end: its worker died
                         raise ray.exceptions.RayActorError()
                     on_finished(spec, finished)
-                except ray.exceptions.ActorUnavailableError:  # restarting: wait, same attempt unless it started
+                    unfinished -= 1
+                except ray.exceptions.ActorUnavailableError:  # restarting: same attempt unless it started
                     queue.append((spec, attempt + 1 if committed else attempt))
-                    await anyio.sleep(_RESTART_WAIT_SECONDS)
+                    if not await restarted(actor):
+                        return
                 except ray.exceptions.RayActorError as exc:
                     losses[spec.episode_id] = losses.get(spec.episode_id, 0) + 1
                     if losses[spec.episode_id] > ACTOR_RESTARTS:
                         raise EvisceneError(f"episode {spec.episode_id} lost its worker {ACTOR_RESTARTS + 1} times: {_cause(exc)}") from None
                     # Partial events on the log make the rerun the next attempt, as on resume.
                     queue.append((spec, attempt + 1 if committed else attempt))
-                    await anyio.sleep(_RESTART_WAIT_SECONDS)  # Ray is restarting the actor
+                    if not await restarted(actor):
+                        return
                 except ray.exceptions.RayTaskError as exc:
                     raise EvisceneError(f"Ray worker failed on {spec.episode_id}: {_cause(exc)}") from None
 
-        try:
+        async def restarted(actor: Any) -> bool:
+            """Wait, taking no episode, until the lost actor answers again: its node gone, Ray
+            may find no place to restart it, and an episode handed to it would wait forever.
+            False when it is dead for good, or every episode finished meanwhile."""
+            ready = actor.ready.remote()
+            while unfinished:
+                done, _ = await anyio.to_thread.run_sync(lambda: ray.wait([ready], timeout=_RESTART_WAIT_SECONDS))
+                if done:
+                    try:
+                        await anyio.to_thread.run_sync(ray.get, ready)
+                    except ray.exceptions.RayActorError:  # its restarts spent
+                        return False
+                    return True
+            return False
+
+        async def slots() -> None:
             async with anyio.create_task_group() as group:
                 for actor in actors:
                     for _ in range(self.concurrency):
                         group.start_soon(slot, actor)
+            if unfinished:  # every actor dead for good
+                raise EvisceneError(f"every Ray worker was lost for good, {unfinished} episode(s) unfinished; "
+                                    "`eviscene eval resume` finishes them once the cluster has room")
+
+        try:
+            await slots()
         finally:
             for actor in actors:
                 ray.kill(actor, no_restart=True)

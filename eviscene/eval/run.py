@@ -607,12 +607,16 @@ async def _execute(
             if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run
                 raise
             # A crash (not one episode's failure, which stays in its episode) fails the run, as the seed does.
-            crash = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1 else exc
+            crash = exc
+            while isinstance(crash, BaseExceptionGroup) and len(crash.exceptions) == 1:  # task groups' wrapping
+                crash = crash.exceptions[0]
             await writer.emit(EventDraft(RunFinished(
                 status="failed", completed_at=local_now_seconds_iso(), num_episodes=sum(summary.terminations.values()),
                 num_errors=summary.errored, error=f"{type(crash).__name__}: {crash}",
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
+            if isinstance(crash, EvisceneError):  # said in one line, as every EvisceneError is
+                raise crash from None
             raise
         if stop is None and (todo or to_import or not ended):
             await writer.emit(

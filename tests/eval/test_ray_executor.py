@@ -122,6 +122,23 @@ def test_a_node_removed_mid_run_costs_only_its_episodes(cluster, tmp_path):
     assert_each_episode_finished_once(db)
 
 
+def test_a_worker_whose_node_is_gone_for_good_leaves_its_episodes_to_the_others(cluster, tmp_path):
+    """Two actors and, after the removal, one one-CPU node: a lost actor has nowhere to
+    restart. Its episodes waited for it forever while the other worker sat idle."""
+    db = tmp_path / "log.duckdb"
+    process = eviscene(db, *run_args(tmp_path / "out", "--executor", "ray", "--ray-address", cluster.address, "--workers", "2",
+                                     cases=6))
+    try:
+        _wait_for_finished(db, process, at_least=1)
+        for node in cluster.worker_nodes_list[:2]:
+            cluster.remove_node(node)
+        finish(process, timeout=300)
+    finally:
+        process.kill()
+        cluster.worker_nodes_list = cluster.worker_nodes_list[2:] + [cluster.add_node(num_cpus=1) for _ in range(2)]
+    assert_each_episode_finished_once(db)
+
+
 def test_a_killed_driver_leaves_a_run_that_resume_finishes_on_ray(cluster, tmp_path):
     db = tmp_path / "log.duckdb"
     # 20 episodes: the kill lands mid-run (with 6, a quick run had finished them all by then).

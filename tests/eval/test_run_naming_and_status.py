@@ -645,3 +645,19 @@ def test_cases_and_gold_as_json_lists_score_as_their_jsonl_twins(release, tmp_pa
     (bad / "runtime_input" / "cases.json").write_text('{"case_id": "not a list"}')
     result = invoke(tmp_path / "log.duckdb", "eval", "run", "--benchmark", str(bad / "runtime_input" / "cases.json"), "--no-progress")
     assert result.exit_code == 2 and "must be a JSON list of rows or a .jsonl file, got an object" in result.output
+
+
+def test_an_error_inside_the_episodes_task_groups_fails_the_run_in_one_line(release, tmp_path, monkeypatch):
+    """An EvisceneError raised among the episodes (the Ray workers that could not start) came
+    out wrapped in the task groups' ExceptionGroups: a 70-line traceback, exit 1."""
+    async def unreadable(*args, **kwargs):
+        raise EvisceneError("the Ray workers could not start: The actor is dead")
+
+    monkeypatch.setattr(run_module, "import_scoring_files", unreadable)
+    log_path = tmp_path / "log.duckdb"
+    result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                    "--no-materialize", "--run-id", "r")
+    assert (result.exit_code, result.stderr) == (2, "Error: the Ray workers could not start: The actor is dead\n")
+    finished = EventLog(log_path).sql("SELECT payload->>'status' AS status, payload->>'error' AS error FROM events "
+                                      "WHERE type = 'run.finished'").to_pylist()
+    assert finished == [{"status": "failed", "error": "EvisceneError: the Ray workers could not start: The actor is dead"}]
