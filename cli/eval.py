@@ -295,6 +295,9 @@ def resume(
         progress,
     )
     if materialize:
+        if not replaces and _is_run_directory_of(out_dir, run_id):  # another resume of the run wrote it meanwhile
+            _check_holds_only_run_files(out_dir, run_id)
+            replaces = True
         _materialize(log, summary, out_dir, replace=replaces)
     _exit_status(summary)
 

@@ -22,7 +22,7 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.errors import EvisceneError, LogLockedError
-from eviscene.exports.run_dir import _write_traces
+from eviscene.exports.run_dir import _write_traces, materialize_run
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
@@ -661,3 +661,27 @@ def test_an_error_inside_the_episodes_task_groups_fails_the_run_in_one_line(rele
     finished = EventLog(log_path).sql("SELECT payload->>'status' AS status, payload->>'error' AS error FROM events "
                                       "WHERE type = 'run.finished'").to_pylist()
     assert finished == [{"status": "failed", "error": "EvisceneError: the Ray workers could not start: The actor is dead"}]
+
+
+def test_a_resume_replaces_the_run_directory_another_resume_of_the_run_wrote_meanwhile(release, tmp_path, monkeypatch):
+    """Two resumes at once: the second waits for the first to end, which writes `runs/r`; then
+    the second, having found no directory there as it started, refused the run's own: "output
+    directory must be new or empty", exit 2."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--run-id", "r", "--no-materialize")
+    assert first.exit_code == 0, first.output
+    from eviscene.cli import eval as eval_cli
+
+    resume_run = eval_cli.resume_run
+
+    async def resumed_while_the_other_wrote(log, run_id, **options):
+        summary = await resume_run(log, run_id, **options)
+        materialize_run(log, run_id, tmp_path / "runs" / "r")  # the first resume, ending as this one waited
+        return summary
+
+    monkeypatch.setattr(eval_cli, "resume_run", resumed_while_the_other_wrote)
+    second = invoke(log_path, "eval", "resume", "r", "--no-progress")
+    assert second.exit_code == 0, second.output
+    assert "run directory: runs/r" in second.stdout and json.loads((tmp_path / "runs" / "r" / "run_manifest.json").read_text())["run_id"] == "r"
