@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
+from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, resolve_log_path
 from eviscene.store.snapshot import (
@@ -318,4 +319,23 @@ def _readable(path: str | os.PathLike[str]) -> Path:
     resolved = Path(path).expanduser().resolve()
     if not resolved.exists():
         raise QueryRefusedError(f"nothing to read at {path}: no such file or folder")
+    if resolved.is_dir():
+        _refuse_links_out(path, resolved)
     return resolved
+
+
+def _refuse_links_out(named: str | os.PathLike[str], folder: Path) -> None:
+    """A folder given to read is read with nothing outside it: DuckDB refuses a read through a
+    link that leads out, but a glob (`glob('DIR/*/*')`) still listed the names behind one."""
+    for parent, folders, files in os.walk(folder):
+        folders.sort()
+        for name in sorted(folders + files):
+            link = Path(parent, name)
+            if link.is_symlink():
+                try:
+                    resolve_inside(folder, str(link.relative_to(folder)), root_name="folder")
+                except PathEscapeError as exc:
+                    raise QueryRefusedError(
+                        f"cannot read {named}: {exc} (a link leading out); give what it points to its own --read "
+                        "(read= in Python), or move the link out"
+                    ) from None
