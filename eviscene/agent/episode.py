@@ -45,6 +45,7 @@ from eviscene.events import (
     PerceptionReported,
     TokenUsage,
     ToolCalled,
+    ToolCallRequest,
     ToolReturned,
 )
 from eviscene.redaction import KnownSecrets, redact
@@ -125,10 +126,6 @@ class _Tally:
     tool_calls: int = 0
     model_calls: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
-
-
-class _JudgmentRefused(Exception):
-    pass
 
 
 def _cut_off(response: ModelResponse) -> str:
@@ -214,6 +211,12 @@ def tool_message(call_id: str, outcome: ToolOutcome) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": outcome.observation, "data": outcome.data}
 
 
+def _declined(calls: list[ToolCallRequest], answer: str) -> list[dict[str, Any]]:
+    """An answer to each call that no tool ran: every call the model made gets one, so the
+    transcript stays well formed (servers refuse tool calls left unanswered)."""
+    return [{"role": "tool", "tool_call_id": call.id, "content": answer} for call in calls]
+
+
 def assistant_message(response: ModelResponse) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": response.content}
     if response.reasoning:
@@ -259,8 +262,6 @@ class Episode:
             raise  # not this episode's failure: the run stops and the episode stays unfinished
         except TimeoutError:
             termination, error = "timeout", f"episode exceeded its {self.settings.timeout_seconds:g} s timeout"
-        except _JudgmentRefused as exc:
-            termination, error = "error", f"judgment failed validation: {exc}"
         except Exception as exc:  # one episode's failure never stops the run
             termination, error = "error", redact(f"{type(exc).__name__}: {exc}")
         finished = EpisodeFinished(
@@ -317,9 +318,7 @@ class Episode:
                 await self.recorder.emit(
                     GateDecided(gate="tool_budget", subject=call.id, passed=False, reasons=["max_tool_actions_reached"])
                 )
-                # Every call the model made gets an answer, so the transcript stays well formed.
-                for unanswered in response.tool_calls[response.tool_calls.index(call):]:
-                    messages.append({"role": "tool", "tool_call_id": unanswered.id, "content": "Tool budget exhausted; give your judgment."})
+                messages.extend(_declined(response.tool_calls[response.tool_calls.index(call):], "Tool budget exhausted; give your judgment."))
                 return False
             self.tally.tool_calls += 1
             await self.recorder.emit(
@@ -352,6 +351,9 @@ class Episode:
         return True
 
     async def _judge(self, messages: list[dict[str, Any]]) -> None:
+        """Ask for the judgment, and again after a refusal. A judgment refused every time is
+        the policy's failure, not the run's: the episode ends as it stands, without a
+        verdict (the audit's missing_judgment), each refusal on the record."""
         label_set = self.settings.label_set
         messages.append(prompts.judgment_message(label_set))
         for attempt in range(JUDGMENT_RETRIES + 1):
@@ -363,6 +365,9 @@ class Episode:
             judgment, reasons = parse_judgment(response.content, label_set, evidence_ids)
             if judgment is None and response.finish_reason == "length" and reasons[0].startswith("not_json"):
                 reasons = [_cut_off(response)]  # the cause, not its symptom; the retry asks for a shorter answer
+            elif judgment is None and response.tool_calls and not response.content.strip():
+                names = ", ".join(sorted({call.name for call in response.tool_calls}))
+                reasons = [f"tool_call_not_judgment: the judgment runs no tools ({names}); answer with the JSON judgment"]
             await self.recorder.emit(
                 GateDecided(gate="judgment_schema", subject=self.spec.episode_id, passed=judgment is not None, reasons=reasons)
             )
@@ -370,8 +375,8 @@ class Episode:
                 await self.recorder.emit(judgment)
                 return
             if attempt < JUDGMENT_RETRIES:
+                messages.extend(_declined(response.tool_calls, "No tool runs at the judgment."))
                 messages.append(prompts.judgment_retry_message(reasons))
-        raise _JudgmentRefused("; ".join(reasons))
 
     # -- the context window -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eviscene.events import JudgmentMade
+from eviscene.rules.jsonl import parse_json
 
 
 # Keys that document a schema rather than constrain it: the prompt says what each field means.
@@ -61,9 +62,11 @@ def parse_judgment(text: str, label_set: tuple[str, ...], evidence_ids: set[str]
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(body)
+        data = parse_json(body)
     except json.JSONDecodeError as exc:
         return None, [f"not_json: {exc.msg} at char {exc.pos}"]
+    except ValueError as exc:  # NaN or Infinity, a repeated key, nesting deeper than Python reads
+        return None, [f"not_json: {exc}"]
     if not isinstance(data, dict):
         return None, ["not_an_object"]
     try:

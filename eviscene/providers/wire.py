@@ -21,6 +21,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
+import orjson
 from pydantic import ValidationError
 
 from eviscene.agent.provider import IMAGE_URL_PREFIX, ImageStore, ModelRequest, ModelResponse, ProviderError, RequestRejected
@@ -28,7 +29,8 @@ from eviscene.events import ToolCallRequest
 from eviscene.providers.http import Endpoint, JsonClient
 from eviscene.providers.profiles import STRUCTURED_OUTPUT_FORMS
 from eviscene.redaction import KnownSecrets, mask_key_shapes
-from eviscene.rules.canonical import readable_json
+from eviscene.rules.canonical import canonical_json_bytes, readable_json
+from eviscene.rules.jsonl import parse_json
 from eviscene.tools.specs import RAW_ARGUMENTS
 
 SCHEMA_IN_PROMPT = "Answer with one JSON object and nothing else. It must follow this JSON Schema:\n{schema}"
@@ -189,18 +191,36 @@ def media_type(raw: bytes) -> str:
 def tool_arguments(raw: Any) -> dict[str, Any]:
     """Arguments as the model wrote them: a JSON object string (or an object) becomes a dict;
     anything else is kept verbatim under `_raw`, which the toolbox refuses as "the arguments
-    are not valid JSON", so the model is told and the episode goes on."""
+    are not valid JSON", so the model is told and the episode goes on. Strict JSON only (no
+    NaN or Infinity, no repeated key), and only what the log's canonical JSON keeps exactly:
+    an integer past 64 bits, an infinite float or nesting past 254 levels is kept as text."""
     if isinstance(raw, dict):
-        return raw
+        return raw if _kept_exactly(raw) else {RAW_ARGUMENTS: _as_text(raw)}
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
+            parsed = parse_json(raw)
         except ValueError:
             return {RAW_ARGUMENTS: raw}
-        return parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS: raw}
-    return {RAW_ARGUMENTS: json.dumps(raw, ensure_ascii=False)}
+        return parsed if isinstance(parsed, dict) and _kept_exactly(parsed) else {RAW_ARGUMENTS: raw}
+    return {RAW_ARGUMENTS: _as_text(raw)}
+
+
+def _kept_exactly(value: dict[str, Any]) -> bool:
+    """Whether `canonical_json` writes `value` and reads back the same: orjson refuses
+    integers past 64 bits and nesting past 254 levels, and writes an infinite float as null."""
+    try:
+        return orjson.loads(canonical_json_bytes(value)) == value
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+
+
+def _as_text(raw: Any) -> str:
+    try:
+        return json.dumps(raw, ensure_ascii=False)
+    except (RecursionError, TypeError, ValueError):
+        return reprlib.repr(raw)
 
 
 def tool_call(call_id: Any, name: Any, arguments: Any, taken_ids: set[str]) -> ToolCallRequest:

@@ -3,8 +3,10 @@ all compare URLs through `normalize_url`, so a page is the same page everywhere.
 
 Rules: scheme and host lowercased; `www.` and a trailing dot dropped from the host;
 userinfo and default ports (http 80, https 443) dropped; the fragment dropped; trailing
-slashes of the path dropped (the bare root becomes no path); path case and the query are
-kept as written, since servers may treat them as significant. An IPv6 host keeps its brackets
+slashes of the path dropped (the bare root becomes no path); `utm_*` parameters dropped from
+the query (campaign tags: the bundled releases' process_reference_protocol.json lists the rule),
+the rest of the query and the path's case kept as written, since servers may treat them as
+significant. An IPv6 host keeps its brackets
 (`http://[::1]:8080/x`), so its colons never read as a port's.
 """
 
@@ -46,7 +48,8 @@ def normalize_url(url: str) -> str:
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         netloc = f"{netloc}:{port}"
     path = parts.path.rstrip("/")
-    query = f"?{parts.query}" if parts.query else ""
+    kept = "&".join(field for field in parts.query.split("&") if not field.lower().startswith("utm_"))
+    query = f"?{kept}" if kept else ""
     prefix = f"{scheme}://" if scheme else "//"
     return f"{prefix}{netloc}{path}{query}"
 

@@ -7,7 +7,9 @@
 -- and is_std_zero true for a zero-variance or single-member group. Its step_ids name the
 -- policy's model calls (the agent model's stages; a separate VLM's perception call is not
 -- one). Group sums are left folds over the members in episode_id order, so they never
--- depend on aggregation order. An
+-- depend on aggregation order; a group whose rewards are all equal has that reward as its
+-- mean and a spread of exactly 0 (seven equal rewards' rounded sum ÷ 7 need not be the
+-- reward, and would leave a spread of ~1e-16 that trainers read as signal). An
 -- episode that never finished gets the seed's stand-in row (a fatal engineering error, no
 -- steps, no components, reward 0) and takes no part in its group's statistics; its
 -- materialized file row holds the seed's keys alone (run_dir.py's STAND_IN_KEYS).
@@ -31,7 +33,7 @@ WITH members AS MATERIALIZED (
     ) p USING (run_id, episode_id)
 ),
 groups AS (
-    SELECT run_id, prompt_group_id, count(*) AS n,
+    SELECT run_id, prompt_group_id, count(*) AS n, min(reward) = max(reward) AS all_equal, min(reward) AS lowest,
            list_reduce(list(reward ORDER BY episode_id), lambda a, b: a + b) AS reward_sum
     FROM members GROUP BY ALL
 ),
@@ -44,8 +46,8 @@ spread AS (
 stats AS (
     SELECT g.run_id, g.prompt_group_id, g.n,
            g.reward_sum,
-           g.reward_sum / g.n AS reward_mean,
-           CASE WHEN g.n > 1 THEN sqrt(s.squares / (g.n - 1)) END AS reward_std
+           CASE WHEN g.all_equal THEN g.lowest ELSE g.reward_sum / g.n END AS reward_mean,
+           CASE WHEN g.n > 1 THEN CASE WHEN g.all_equal THEN 0.0 ELSE sqrt(s.squares / (g.n - 1)) END END AS reward_std
     FROM groups g JOIN spread s USING (run_id, prompt_group_id)
 )
 SELECT

@@ -568,3 +568,101 @@ def test_a_signal_commits_every_answered_call_before_the_process_exits(signum, r
     assert [c["name"] for c in called["tool_calls"]] == ["text_search"]
     assert [e["tool"] for e in events(log, "tool.returned")] == ["text_search"]
     assert events(log, "episode.finished") == []
+
+
+# -- a model that misbehaves in the conversation --------------------------------------------------
+
+
+def answered_in_order(messages: list[dict]) -> bool:
+    """OpenAI's rule, which strict servers enforce: an assistant message with tool calls is
+    followed by one tool message for each of its calls, before anything else."""
+    for index, message in enumerate(messages):
+        wanted = {call["id"] for call in message.get("tool_calls") or []}
+        following = messages[index + 1:index + 1 + len(wanted)]
+        if wanted and {m.get("tool_call_id") for m in following if m["role"] == "tool"} != wanted:
+            return False
+    return True
+
+
+def strictly(respond):
+    def checked(received: Received) -> Reply:
+        if not answered_in_order(received.body["messages"]):
+            return Reply(400, {"error": {"message": "An assistant message with 'tool_calls' must be followed by tool messages "
+                                                    "responding to each 'tool_call_id'.", "type": "invalid_request_error"}})
+        return respond(received)
+    return checked
+
+
+def test_a_judgment_refused_every_time_is_the_policy_s_failure_not_an_engineering_error(release_dir, tmp_path, fast_profile):
+    """DESIGN's `engineering_error` is a provider, tool or runtime failure. A model whose every
+    judgment names a verdict outside the label set failed as a policy: the episode completes
+    without a verdict (missing_judgment), scored and kept for RL, and the run did not fail."""
+    outside = json.dumps({"verdict": "fake", "confidence": 0.9, "verdict_basis": [], "rationale": "Looks off."})
+    with FakeServer(lambda r: Reply(body=chat_completion(outside if judging(r) else "Nothing to search."))) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url))
+    assert summary.terminations == {"completed": 1} and summary.status == "completed" and summary.run_errors == 0
+    [finished] = events(log, "episode.finished")
+    assert (finished["termination"], finished["error"]) == ("completed", "")
+    gates = [g for g in events(log, "gate.decided") if g["gate"] == "judgment_schema"]
+    assert [(g["passed"], g["reasons"]) for g in gates] == [
+        (False, ["verdict_not_in_label_set: 'fake' not in ['authentic', 'out_of_context', 'manipulated', 'unverifiable']"])] * 2
+    assert events(log, "judgment.made") == []
+    [row] = log.sql("SELECT m.engineering_error, m.result_correct, r.fatal_engineering_error, el.exclusion_reasons, "
+                    "list(f.code ORDER BY f.code) AS codes FROM episode_metrics m JOIN post_rollout_rewards r USING (run_id, episode_id) "
+                    "JOIN sft_eligibility el USING (run_id, episode_id) JOIN trace_audit_failures f USING (run_id, episode_id) "
+                    "GROUP BY ALL").to_pylist()
+    assert row == {"engineering_error": False, "result_correct": False, "fatal_engineering_error": False, "codes": ["missing_judgment"],
+                   "exclusion_reasons": ["training_prohibited", "no_exportable_trajectory", "trace_audit:missing_judgment", "incorrect_result"]}
+
+
+def test_a_judgment_answered_with_a_tool_call_is_asked_again_on_a_well_formed_transcript(release_dir, tmp_path, fast_profile):
+    """The judgment runs no tools: the call gets an answer (a strict server refuses a tool call
+    left unanswered), the gate names what the model did, and the retry is judged."""
+    judgments = iter([chat_completion(None, tool_calls=[("call_j", "visit", json.dumps({"url": "https://a.example"}))]),
+                      chat_completion(JUDGMENT)])
+
+    def respond(received: Received) -> Reply:
+        return Reply(body=next(judgments)) if judging(received) else answer_everything(received)
+
+    with FakeServer(strictly(respond)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url))
+    assert summary.terminations == {"completed": 1}
+    assert [c["error"] for c in events(log, "model.called")] == [""] * 3
+    gates = [g["reasons"] for g in events(log, "gate.decided") if g["gate"] == "judgment_schema"]
+    assert gates == [["tool_call_not_judgment: the judgment runs no tools (visit); answer with the JSON judgment"], []]
+    retry = [r.body["messages"] for r in server.received if judging(r)][-1]
+    assert retry[-2] == {"role": "tool", "tool_call_id": "call_j", "content": "No tool runs at the judgment."}
+    assert [j["verdict"] for j in events(log, "judgment.made")] == ["unverifiable"]
+
+
+NOT_KEPT_EXACTLY = {
+    "call_big": '{"query": "hail", "max_results": 100000000000000000000000000000}',  # past 64 bits
+    "call_nan": '{"query": "hail", "max_results": NaN}',  # not JSON
+    "call_inf": '{"query": "hail", "max_results": 1e400}',  # read as an infinite float
+    "call_deep": "[" * 5000 + "]" * 5000,  # deeper than Python's reader goes
+    "call_deep_object": '{"a": ' * 600 + "1" + "}" * 600,  # deeper than orjson writes
+}
+
+
+def test_tool_arguments_the_log_cannot_keep_exactly_reach_the_model_as_not_json(release_dir, tmp_path, fast_profile):
+    """Each of these ended the episode as an error (orjson's TypeError, a RecursionError before
+    any model.called), or was logged as null. Now each is kept as the model wrote it, under
+    `_raw`, the tool answers that the arguments are not valid JSON, and the episode goes on."""
+    turns = iter([chat_completion(None, tool_calls=[(i, "text_search", a) for i, a in NOT_KEPT_EXACTLY.items()])])
+
+    def respond(received: Received) -> Reply:
+        return answer_everything(received) if judging(received) else Reply(body=next(turns, chat_completion("Enough.")))
+
+    with FakeServer(strictly(respond)) as server:
+        log = EventLog(tmp_path / "log.duckdb")
+        summary = anyio.run(start_run, log, options(release_dir, server.url))
+    assert summary.terminations == {"completed": 1}
+    called = events(log, "tool.called")
+    assert {c["call_id"]: c["arguments"] for c in called} == {i: {"_raw": a} for i, a in NOT_KEPT_EXACTLY.items()}
+    assert len({c["arguments_sha256"] for c in called}) == len(NOT_KEPT_EXACTLY)
+    returned = events(log, "tool.returned")
+    assert [r["status"] for r in returned] == ["invalid"] * len(NOT_KEPT_EXACTLY)
+    assert all("the arguments are not valid JSON" in r["observation"] for r in returned)
+    assert [j["verdict"] for j in events(log, "judgment.made")] == ["unverifiable"]

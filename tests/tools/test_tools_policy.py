@@ -20,6 +20,10 @@ from eviscene.tools.policy import load_source_policy, source_policy_from_dict
         ("https://user:pw@www.example.com./x", "https://example.com/x"),
         ("https://example.com/page#image=images/a.jpg", "https://example.com/page"),
         ("  example.com/a/  ", "//example.com/a"),
+        # campaign tags are dropped (the releases' process_reference_protocol.json), the rest kept in order
+        ("https://example.com/a?utm_source=x&id=1&UTM_Medium=y&b=2#f", "https://example.com/a?id=1&b=2"),
+        ("https://example.com/a/?utm_source=newsletter&utm_medium=email", "https://example.com/a"),
+        ("https://example.com/a?utmost=1&utm=2", "https://example.com/a?utmost=1&utm=2"),
     ],
 )
 def test_normalize_url(raw, expected):

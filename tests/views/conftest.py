@@ -117,7 +117,8 @@ GOLD = {
         "out_of_context",
         sources=[
             ("S1", "https://origin.example/2019/flood", H("S1"), "origin"),
-            ("S2", "https://bridge.example/post/42", H("S2"), "bridge"),
+            # campaign tags the visited URL lacks: the page still matches (normalize_url drops utm_*)
+            ("S2", "https://bridge.example/post/42?utm_source=feed&utm_medium=social", H("S2"), "bridge"),
             ("S3", "https://context.example/report", H("S3"), "context"),
         ],
         facts=[("F1", ["S1"]), ("F2", ["S2"]), ("F3", ["S2", "S3"])],

@@ -9,7 +9,10 @@ Rewards are the trajectory totals worked out in test_views_scores.py. Groups of 
 
 import math
 
+import duckdb
 import pytest
+
+from eviscene.views import register_functions, view_definitions
 
 MAIN, DEV, PROHIBITED = "views-main", "views-dev", "views-prohibited"
 GIT_COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -216,3 +219,41 @@ def test_views_rollout_groups(rows, ep, planned):
     assert len({row["prompt_group_id"] for row in members.values()}) == 11
     assert members[ep["correct"]]["prompt_group_id"] == members[ep["wrong"]]["prompt_group_id"]
     assert members[ep["correct"]]["sampling_seed"] != members[ep["wrong"]]["sampling_seed"]
+
+
+def test_views_a_group_of_equal_rewards_has_their_reward_as_mean_and_no_spread():
+    """Seven rewards of 1.7711666666666668 (a bundled-release case's seven rollouts): their
+    rounded left-fold sum / 7 is 1.7711666666666663, which left a spread of ~5e-16, so
+    is_std_zero read false and the advantages were not 0. By hand: mean = the reward, sample
+    std = 0, both advantages 0. The view's own inputs are stubbed as tables."""
+    reward = 1.7711666666666668
+    total = 0.0
+    for _ in range(7):
+        total += reward
+    assert total / 7 != reward  # the premise: the rounded sum does not give the reward back
+    con = duckdb.connect()
+    register_functions(con)
+    members = [(f"ep-{i}", reward) for i in range(7)] + [("ep-x", 1.0), ("ep-y", 2.0)]
+    groups = {f"ep-{i}": "g-equal" for i in range(7)} | {"ep-x": "g-spread", "ep-y": "g-spread"}
+    con.execute("CREATE TABLE trajectory_scores (run_id VARCHAR, episode_id VARCHAR, case_id VARCHAR, prompt_group_id VARCHAR, "
+                "total DOUBLE, components JSON)")
+    con.executemany("INSERT INTO trajectory_scores VALUES ('r', ?, ?, ?, ?, '{}')",
+                    [(e, groups[e], groups[e], r) for e, r in members])
+    con.execute("CREATE TABLE episode_metrics AS SELECT run_id, episode_id, false AS result_correct, "
+                "false AS engineering_error FROM trajectory_scores")
+    con.execute("CREATE TABLE trace_audit AS SELECT run_id, episode_id, true AS strict_trace_audit_pass, "
+                "true AS hard_trace_audit_pass, []::STRUCT(code VARCHAR)[] AS strict_trace_audit_failures FROM trajectory_scores")
+    con.execute("CREATE TABLE sft_eligibility AS SELECT run_id, episode_id, false AS training_prohibited, "
+                "true AS rl_reward_eligible FROM trajectory_scores")
+    con.execute("CREATE TABLE model_calls AS SELECT run_id, episode_id, 2 AS step, 'unified_react' AS stage FROM trajectory_scores")
+    con.execute("CREATE TABLE episodes AS SELECT run_id, episode_id, case_id, prompt_group_id, true AS finished FROM trajectory_scores")
+    [view] = [d for d in view_definitions() if d.name == "post_rollout_rewards"]
+    con.execute(view.sql)
+    found = {row[0]: row[1:] for row in con.sql(
+        "SELECT episode_id, reward_mean, reward_std, is_std_zero, grpo_advantage, rloo_advantage FROM post_rollout_rewards").fetchall()}
+    for i in range(7):
+        assert found[f"ep-{i}"] == (reward, 0.0, True, 0.0, 0.0)
+    # a group with a spread is as before: mean 1.5, sample std sqrt(0.5), GRPO -+0.5 / (std + 1e-6), RLOO -+1
+    std = math.sqrt(0.5)
+    assert found["ep-x"] == (1.5, approx(std), False, approx(-0.5 / (std + 1e-6)), -1.0)
+    assert found["ep-y"] == (1.5, approx(std), False, approx(0.5 / (std + 1e-6)), 1.0)
