@@ -447,10 +447,7 @@ def _episodes_left(log: EventLog, run_id: str, retry_errors: bool) -> bool:
 
 def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
     """The run's run.started payload: its manifest, with the flags it ran with (`config`)."""
-    started = log.sql(
-        "SELECT payload::VARCHAR AS payload FROM events WHERE run_id = ? AND type = 'run.started' ORDER BY seq LIMIT 1",
-        [run_id],
-    ).to_pylist()
+    started = log.sql("SELECT manifest::VARCHAR AS payload FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
     if not started:
         raise no_run_error(run_id, log.path)
     return json.loads(started[0]["payload"])

@@ -264,7 +264,8 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
     (the `runs` view; a crashed run's error with it), the gold descriptor and the artifact
     file names."""
     finished = _first(con.execute(
-        "SELECT payload::VARCHAR FROM events WHERE run_id = ? AND type = 'run.finished' ORDER BY seq DESC LIMIT 1", [run_id]
+        # the last to finish, as the `runs` view's status reads it (by time: merged shards are renumbered)
+        "SELECT payload::VARCHAR FROM events WHERE run_id = ? AND type = 'run.finished' ORDER BY ts DESC, seq DESC LIMIT 1", [run_id]
     ))
     gold = _first(con.execute(
         "SELECT payload->>'path', payload->>'sha256' FROM events WHERE run_id = ? AND type = 'artifact.imported' "

@@ -17,8 +17,9 @@ WITH started AS (
     SELECT
         run_id,
         min(ts) AS started_at,
-        arg_min(payload, seq) AS payload,
-        count(*) AS shards  -- a merged sharded run has one run.started per shard
+        -- a merged sharded run has one run.started per shard: the lowest shard's (run_manifests)
+        arg_min(payload, (coalesce((payload->'benchmark'->>'shard_index')::INTEGER, 0), seq)) AS payload,
+        count(*) AS shards
     FROM events
     WHERE type = 'run.started'
     GROUP BY run_id
@@ -26,7 +27,8 @@ WITH started AS (
     SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest, 1 FROM imported_runs
 ),
 finished_runs AS (
-    SELECT run_id, max(ts) AS finished_at, arg_max(payload->>'status', seq) AS status
+    -- the last to finish: by time, since merging renumbers a later shard's events whenever it finished
+    SELECT run_id, max(ts) AS finished_at, arg_max(payload->>'status', (ts, seq)) AS status
     FROM events
     WHERE type = 'run.finished'
     GROUP BY run_id

@@ -186,7 +186,8 @@ def test_the_judgment_goes_through_the_fallback_chain(llama_up, release_dir, tmp
     # The schema held the answer (the completion budget may cut a long rationale short).
     verdict = re.search(r'"verdict"\s*:\s*"([^"]*)"', judged[0]["content"])
     assert verdict and verdict.group(1) in labels, judged[0]["content"]
-    assert all(f["termination"] != "error" or f["error"].startswith("judgment failed validation") for f in events(db, "episode.finished"))
+    # a refused judgment is the model's failure, not an error: every episode ran to its end
+    assert all(f["termination"] != "error" for f in events(db, "episode.finished"))
 
 
 def test_its_function_calling_template_drops_tool_messages_and_user_ones_reach_the_model(llama_up):
@@ -243,7 +244,7 @@ def test_a_server_killed_mid_run_and_restarted_costs_nothing(llama_up, release_d
     out, err = process.communicate(timeout=900)
     finished = events(db, "episode.finished")
     assert len(finished) == 2 and len(events(db, "run.finished")) == 1, err
-    assert not [f for f in finished if f["termination"] == "error" and not f["error"].startswith("judgment failed validation")]
+    assert not [f for f in finished if f["termination"] == "error"]
     waited = [r for c in events(db, "model.called") for r in c["retries"] if r["error"] == "connection refused"]
     assert waited  # the calls waited through the outage instead of failing
 

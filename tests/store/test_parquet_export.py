@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import duckdb
+import pyarrow as pa
 import pyarrow.dataset as ds
 from click.testing import CliRunner
 
@@ -39,6 +40,10 @@ def write_run(log: EventLog, run_id: str, drafts: list[EventDraft], blob: bytes 
     anyio.run(write)
 
 
+# How the README reads an export with pyarrow: run_id typed, as a hive path does not say
+RUN_PARTITIONS = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
+
+
 def files(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -65,12 +70,13 @@ def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_pat
     invoke("--db", str(log.path), "log", "export-parquet", str(tmp_path / "again"))
     assert files(tmp_path / "again") == layout
 
-    # Plain DuckDB and pyarrow read the partitions.
+    # Plain DuckDB and pyarrow read the partitions, run_id typed as the README says.
     counts = duckdb.sql(
-        f"SELECT run_id, count(*), max(seq) FROM read_parquet('{out}/events/*/*.parquet', hive_partitioning = true) GROUP BY 1 ORDER BY 1"
+        f"SELECT run_id, count(*), max(seq) FROM read_parquet('{out}/events/*/*.parquet', hive_partitioning = true, "
+        "hive_types = {'run_id': VARCHAR}) GROUP BY 1 ORDER BY 1"
     ).fetchall()
     assert counts == [("r1", 3, 3), ("r:2", 2, 2)]
-    table = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()
+    table = ds.dataset(out / "events", format="parquet", partitioning=RUN_PARTITIONS).to_table()
     assert sorted(table.column("run_id").to_pylist()) == ["r1", "r1", "r1", "r:2", "r:2"]
     assert sorted(ds.dataset(out / "blobs", format="parquet").to_table().column("content").to_pylist()) == [b"evidence one", b"evidence two"]
 
@@ -82,6 +88,20 @@ def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_pat
     assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 3}]
     assert EventLog(out).sql("SELECT count(*) AS n FROM blobs").to_pylist() == [{"n": 2}]
     assert "ok: 2 run(s), 5 events, every chain intact and complete" in invoke("--db", str(out), "log", "verify")
+
+
+def test_run_ids_that_look_like_numbers_read_back_as_written_with_the_readme_s_types(tmp_path: Path) -> None:
+    """A hive path carries no types: read untyped, `007` and `10` come back as the numbers 7
+    and 10 (pyarrow: int32), which no longer name the log's runs. The README's reads type them."""
+    log = EventLog(tmp_path / "log.duckdb")
+    for run_id in ("007", "10"):
+        write_run(log, run_id, [scheduled("c1"), finished()])
+    out = tmp_path / "history"
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    assert duckdb.sql(f"SELECT DISTINCT run_id FROM read_parquet('{out}/events/*/*.parquet', hive_partitioning = true, "
+                      "hive_types = {'run_id': VARCHAR}) ORDER BY 1").fetchall() == [("007",), ("10",)]
+    table = ds.dataset(out / "events", format="parquet", partitioning=RUN_PARTITIONS).to_table()
+    assert sorted(set(table.column("run_id").to_pylist())) == ["007", "10"]
 
 
 def test_a_run_that_grows_is_re_exported_and_one_being_written_waits(tmp_path: Path) -> None:

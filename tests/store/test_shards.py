@@ -94,7 +94,9 @@ def test_slurm_array_shards_merge_into_one_run_with_the_unsharded_results(shard_
 
 def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_merge_order(shard_logs, tmp_path: Path) -> None:
     """A sharded run's cases are sorted by case_id (each shard's run directory is): so are its
-    merged shards', the same bytes whichever shard was merged first."""
+    merged shards', the same bytes whichever shard was merged first, its manifest included:
+    shard 0's run.started blocks and start, the finish of the shard that finished last (merging
+    renumbers the later shard, so "first by seq" was whichever was merged first)."""
     _root, shards, _whole = shard_logs
     files = {}
     for name, order in (("ab", shards), ("ba", list(reversed(shards)))):
@@ -103,10 +105,17 @@ def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_mer
         out = tmp_path / name
         result = CliRunner().invoke(cli, ["--db", str(merged), "materialize", "exp", "--out", str(out)])
         assert result.exit_code == 0, result.output
-        files[name] = {p.name: p.read_bytes() for p in out.glob("*.jsonl")}
-    assert files["ab"] == files["ba"] and len(files["ab"]) > 5
+        files[name] = {p.name: p.read_bytes() for p in out.glob("*.json*")}
+    assert files["ab"] == files["ba"] and len(files["ab"]) > 5 and "run_manifest.json" in files["ab"]
     predicted = [json.loads(line)["case_id"] for line in files["ab"]["predictions.jsonl"].splitlines()]
     assert predicted == sorted(c for i in range(SHARDS) for c in _sharded_cases(i))
+    own = [EventLog(shard).sql("SELECT type, ts, payload::VARCHAR AS p FROM events WHERE type IN ('run.started', 'run.finished')")
+           .to_pylist() for shard in shards]
+    starts = [json.loads(e["p"]) for events in own for e in events if e["type"] == "run.started"]
+    last_finish = max((e for events in own for e in events if e["type"] == "run.finished"), key=lambda e: e["ts"])
+    manifest = json.loads(files["ab"]["run_manifest.json"])
+    assert manifest["benchmark"]["shard_index"] == 0 and manifest["started_at"] == starts[0]["started_at"]
+    assert manifest["completed_at"] == json.loads(last_finish["p"])["completed_at"]
 
 
 def test_a_merge_whose_reader_stops_early_still_takes_in_every_shard(shard_logs, tmp_path: Path) -> None:
