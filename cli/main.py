@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 
@@ -67,9 +68,25 @@ def main() -> None:
     why not; a stop signal in the interpreter's exit that follows (a fifth of a second of
     teardown) could only end the process with 130 and no word, so from there on it is ignored."""
     try:
+        _refuse_undecodable_words()
         cli()
     finally:
         ignore_stop_signals()
+
+
+def _refuse_undecodable_words() -> None:
+    """Under a C locale with PYTHONUTF8=0 Python reads arguments and the environment as
+    ASCII, so a non-ASCII path arrives as text no library can take (DuckDB, orjson): say so
+    before anything starts, not in a traceback halfway through."""
+    words = [*sys.argv[1:], *(value for name, value in os.environ.items() if name.startswith("EVISCENE_"))]
+    for word in words:
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            click.echo(f"Error: {ascii(word)} is not text this Python can read: it reads arguments as "
+                       f"{sys.getfilesystemencoding()} here (a C locale with PYTHONUTF8=0); "
+                       "set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)", err=True)
+            sys.exit(2)
 
 
 def one_line(message: str) -> str:

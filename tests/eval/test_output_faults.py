@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from eviscene.events import RunFinished
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 
@@ -242,3 +244,21 @@ def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_p
         assert eviscene(log.path, "log", "seal").stdout == "sealed 1 run(s): r1\n"
         assert not (small / "log.duckdb.live" / "r1").exists()
         assert log.sql("SELECT count(*) AS n, max(seq) AS last FROM events").to_pylist() == [{"n": 3000, "last": 3000}]
+
+
+def test_a_path_python_reads_as_ascii_is_one_line_naming_the_cure(tmp_path):
+    """Under LC_ALL=C with PYTHONUTF8=0 (and no locale coercion) a non-ASCII path reaches the
+    program as undecodable text: reading a log there failed in DuckDB's ATTACH with
+    `std::bad_cast`, a dataset export in orjson, each a traceback. Now one line says what to
+    set, before anything is read or written."""
+    folder = tmp_path / "n\u00f6"
+    folder.mkdir()
+    log = EventLog(folder / "log.duckdb")
+    log.append("r1", [EventDraft(RunFinished(status="completed", completed_at="2026-12-06T08:00:00+00:00", num_episodes=0, num_errors=0))])
+    assert log.seal() == ["r1"]  # an archive file to attach
+    before = sorted(p.name for p in folder.iterdir())
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    for args in (["runs"], ["dataset", "export", "--run", "r1", "--out", str(folder / "out")]):
+        result = subprocess.run([EVISCENE, "--db", str(log.path), *args], capture_output=True, text=True, env=env, timeout=120)
+        one_error_line(result, "is not text this Python can read", "PYTHONUTF8=1")
+    assert sorted(p.name for p in folder.iterdir()) == before
