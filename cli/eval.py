@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
-from eviscene.eval.run import RunSummary, resume_command, resume_run, start_run
+from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.rules.commands import command_line
@@ -339,10 +339,10 @@ def _drive(log: EventLog, start, progress: bool) -> RunSummary:
     with on_interrupt_say(lambda: _interrupted_run(log, bar.run_id)):
         try:
             summary = anyio.run(start, bar)
+        except RunInterrupted as stop:  # every answered call was committed before it was raised
+            raise Interrupted(_interrupted_run(log, stop.summary.run_id)) from None
         finally:
             bar.stop()
-        if summary.interrupted:  # every answered call was committed before this line
-            raise Interrupted(_interrupted_run(log, summary.run_id))
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {printable(summary.stopped)}", err=True)
             click.echo(f"when the server is back: {resume_command(log, summary.run_id)}", err=True)

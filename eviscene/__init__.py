@@ -13,7 +13,7 @@ its tools and their image and OCR libraries.
 
 import os
 
-from eviscene.rules.lazy_exports import lazy_getattr
+from eviscene.rules.lazy_exports import lazy_exports
 
 # pyarrow's default allocator, mimalloc, backs its arenas with transparent huge pages; where the
 # kernel compacts memory to find them (THP defrag "madvise", as on the machines this was measured
@@ -32,6 +32,7 @@ _EXPORTS = {
         "eviscene.errors",
     ),
     "EvalOptions": "eviscene.eval.options",
+    "RunInterrupted": "eviscene.eval.run",
     "RunSummary": "eviscene.eval.run",
     "resume_run": "eviscene.eval.run",
     "start_run": "eviscene.eval.run",
@@ -43,4 +44,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -91,7 +91,7 @@ class RunSummary:
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
-    interrupted: bool = False  # stopped by SIGINT/SIGTERM
+    interrupted: bool = False  # stopped by SIGINT/SIGTERM (start_run and resume_run then raise RunInterrupted)
     # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
     status: str = ""  # e.g. completed, completed_with_errors, running_or_interrupted after a stop
     unfinished: int = 0  # episodes of the run that have not finished, for `eval resume`
@@ -104,6 +104,16 @@ class RunSummary:
     @property
     def errored(self) -> int:
         return self.terminations["error"]
+
+
+class RunInterrupted(EvisceneError):
+    """SIGINT or SIGTERM stopped the run: every answered call is committed, the episodes in
+    flight are left for `eval resume`. `summary` says how far the run got."""
+
+    def __init__(self, summary: RunSummary, resume: str):
+        super().__init__(f"run {summary.run_id} {summary.stopped}: {summary.ran} episode(s) ran, "
+                         f"{summary.unfinished} unfinished; `{resume}` finishes it")
+        self.summary = summary
 
 
 @dataclass
@@ -636,4 +646,6 @@ async def _execute(
     else:
         summary.stopped, summary.interrupted = stop.reason, stop.signal
     summary.status, summary.unfinished = log.run_standing(run_id)
+    if summary.interrupted:  # a Ctrl-C stops the caller too (a sweep's next run), its work kept
+        raise RunInterrupted(summary, resume_command(log, run_id))
     return summary

@@ -4,7 +4,7 @@
 Names are imported on first use: a command that only reads the log loads neither the writer
 (pydantic event models, pyarrow) nor verification."""
 
-from eviscene.rules.lazy_exports import lazy_getattr
+from eviscene.rules.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ChainProblem": "eviscene.store.verify",
@@ -17,4 +17,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -144,12 +144,16 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
         try:
             con.execute(f"ATTACH '{_quote(log_path)}' AS {alias}{mode}")
             break
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+        except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
+            # Another process's lock (the kernel's), or this process's own other attachment of
+            # the file in the other mode (a query still read, a `log.connect()` kept open).
+            in_this_process = isinstance(exc, duckdb.ResourceInUseException)
+            if not in_this_process and "lock" not in str(exc).lower():
                 raise
             if time.monotonic() > deadline:
                 match = _HOLDER_PID.search(str(exc))
-                holder = _process_named(int(match.group(1))) if match else "another process"
+                holder = (f"this process (pid {os.getpid()}: a query or connection of its own still open on it; close it first)"
+                          if in_this_process else _process_named(int(match.group(1))) if match else "another process")
                 # Readers share the archive: a reader is kept out only by a writer (a seal, a
                 # merge), a writer by anyone (a long `eviscene sql` too).
                 held = "held for writing by" if read_only else "in use by"

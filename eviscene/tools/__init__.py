@@ -6,7 +6,7 @@ OpenCV, Pillow and the OCR engine. URL normalization and the source-access polic
 are rules other layers share: `eviscene.rules.urls`, `eviscene.rules.source_policy`.
 """
 
-from eviscene.rules.lazy_exports import lazy_getattr
+from eviscene.rules.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ALL_TOOLS": "eviscene.tools.specs",
@@ -42,4 +42,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -570,6 +570,47 @@ def test_a_signal_commits_every_answered_call_before_the_process_exits(signum, r
     assert events(log, "episode.finished") == []
 
 
+SWEEP = """
+import sys, anyio, eviscene
+log = eviscene.open_log(sys.argv[1], create=True)
+for seed in (1, 2):
+    options = eviscene.EvalOptions(benchmark=sys.argv[2], profile="fast", base_url=sys.argv[3], limit=1, base_sampling_seed=seed)
+    try:
+        summary = anyio.run(eviscene.start_run, log, options)
+    except eviscene.RunInterrupted as stop:
+        print("stopped:", stop.summary.run_id, stop.summary.ran, stop.summary.unfinished, stop.summary.status, flush=True)
+        print("message:", stop, flush=True)
+        raise SystemExit(130)
+    print("ran:", summary.run_id, flush=True)
+"""
+
+
+def test_a_signal_stops_a_library_caller_too_with_the_run_s_summary(release_dir, tmp_path, fast_profile):
+    """A sweep of runs from Python: Ctrl-C stopped the run (its answered calls kept) and
+    start_run returned as if it had ended, so the sweep went on to its next run. Now it raises
+    RunInterrupted, which carries the summary and names the command that finishes the run."""
+    query = json.dumps({"query": "flood photo"})
+    script = Script(Reply(body=chat_completion(None, tool_calls=[("call_1", "text_search", query)])), Reply(body=chat_completion("late"), delay=60))
+    (tmp_path / "sweep.py").write_text(SWEEP)
+    db = tmp_path / "log.duckdb"
+    with FakeServer(script) as server:
+        process = subprocess.Popen([sys.executable, str(tmp_path / "sweep.py"), str(db), str(release_dir / "runtime_input" / "cases.jsonl"),
+                                    server.url + "/v1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while len(server.received) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.01)
+        assert len(server.received) == 2
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
+    assert out.splitlines() == [
+        f"stopped: {run_id} 0 1 running_or_interrupted",
+        f"message: run {run_id} interrupted by SIGINT: 0 episode(s) ran, 1 unfinished; `eviscene eval resume {run_id}` finishes it",
+    ]
+    assert [e["tool"] for e in events(EventLog(db), "tool.returned")] == ["text_search"]
+
+
 # -- a model that misbehaves in the conversation --------------------------------------------------
 
 

@@ -287,6 +287,31 @@ def test_a_seal_kept_out_by_a_reader_names_the_reader_and_does_not_call_it_a_wri
     assert log.seal(["r2"]) == ["r2"] and log.verify().ok
 
 
+def test_a_seal_kept_out_by_this_process_s_own_open_query_says_so(tmp_path, monkeypatch):
+    """A notebook iterating a query (or keeping `log.connect()`) and sealing in the same
+    process: DuckDB's own "Unique file handle conflict" came out raw, naming no holder, and
+    `start_run` lost its summary to it. Now it is a LogLockedError naming this process."""
+    import os
+
+    from eviscene.store import snapshot
+
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", 1, 3)
+    log.seal(["r1"])
+    write_run(log, "r2", 1, 3)
+    monkeypatch.setattr(snapshot, "LOCK_WAIT_SECONDS", 0.3)
+    con = log.connect()
+    try:
+        assert con.sql("SELECT count(*) FROM events").fetchall() == [(8,)]
+        with pytest.raises(LogLockedError) as refused:
+            log.seal(["r2"])
+        assert str(refused.value) == (f"log {log.path} is in use by this process (pid {os.getpid()}: a query or connection "
+                                      "of its own still open on it; close it first)")
+    finally:
+        con.close()
+    assert log.seal(["r2"]) == ["r2"] and log.verify().ok
+
+
 @pytest.mark.parametrize("step", ["attach_archive", "apply_migrations"])
 def test_a_ctrl_c_in_the_first_seal_leaves_the_log_readable_by_the_same_process(tmp_path, monkeypatch, step):
     """`eval run` interrupted while its seal made the archive file: the seal's connection,

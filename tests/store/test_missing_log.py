@@ -294,6 +294,22 @@ def test_every_error_a_caller_may_catch_is_exported_from_the_package():
     assert all(getattr(eviscene, name) is getattr(eviscene.errors, name) for name in errors)
 
 
+def test_the_public_names_are_listed_by_dir_and_help_without_importing_them():
+    """A notebook's tab completion and `help(eviscene)` read `dir()`: the lazily imported names
+    were missing from it (a module `__getattr__` without its `__dir__`)."""
+    import pydoc
+
+    import eviscene.store
+    import eviscene.tools
+
+    for package in (eviscene, eviscene.store, eviscene.tools):
+        assert set(package.__all__) <= set(dir(package)), package.__name__
+    listed = "import sys, eviscene; assert set(eviscene.__all__) <= set(dir(eviscene)); print('eviscene.eval.run' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", listed], capture_output=True, text=True, check=True).stdout == "False\n"
+    page = pydoc.render_doc(eviscene)
+    assert all(name in page for name in ("open_log", "EventLog", "start_run", "LogLockedError"))
+
+
 def test_a_merge_into_a_new_archive_still_creates_it(tmp_path):
     source = sandbox_log.build(tmp_path)
     target = tmp_path / "merged.duckdb"
