@@ -83,7 +83,7 @@ def _refuse_undecodable_words() -> None:
         try:
             word.encode("utf-8")
         except UnicodeEncodeError:
-            click.echo(f"Error: {ascii(word)} is not text this Python can read: it reads arguments as "
+            click.echo(f"Error: {word!a} is not text this Python can read: it reads arguments as "
                        f"{sys.getfilesystemencoding()} here (a C locale with PYTHONUTF8=0); "
                        "set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)", err=True)
             sys.exit(2)

@@ -17,6 +17,10 @@ class ReleaseError(EvisceneError):
     """A benchmark release is malformed, incomplete or unsafe (paths escaping its root)."""
 
 
+class OptionsError(EvisceneError, ValueError):
+    """`EvalOptions` given a name it does not know or a value of the wrong type."""
+
+
 class SelectionError(EvisceneError):
     """Case selection or rollout flags do not fit the release."""
 

@@ -11,17 +11,18 @@ Everything after that (the plan, the provider, the manifest, the Ray workers) re
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIONS
 from eviscene.agent.perception import PERCEPTION_BACKEND
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, OptionsError
 from eviscene.events import FileDescriptor
 from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings
 from eviscene.redaction import redact_data
@@ -37,9 +38,23 @@ DEFAULT_OCR_CACHE_VERSION = f"{OCR_BACKEND}-{OCR_CACHE_REVISION}"
 
 
 class EvalOptions(BaseModel):
-    """`eviscene eval run` flags; stored in the run's manifest so `eval resume` can rebuild the run."""
+    """`eviscene eval run` flags; stored in the run's manifest so `eval resume` can rebuild the
+    run. A name it does not know (`case_id` for `case_ids`) or a value of the wrong type is an
+    `OptionsError` naming it, never silently the default."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, **flags: Any) -> None:
+        try:
+            super().__init__(**flags)
+        except ValidationError as exc:
+            raise OptionsError(f"EvalOptions: {'; '.join(_problem(e) for e in exc.errors())}") from None
+
+    @classmethod
+    def recorded(cls, config: dict[str, Any]) -> EvalOptions:
+        """The options a run's manifest recorded (its `config`, which also holds what the run
+        resolved, such as the label set); names this version no longer has are left out."""
+        return cls(**{name: value for name, value in config.items() if name in cls.model_fields})
 
     benchmark: str = Field(description="Path to <release>/runtime_input/cases.jsonl.")
     profile: str | None = None
@@ -96,6 +111,16 @@ class EvalOptions(BaseModel):
     def enabled_tool_families(self) -> dict[str, bool]:
         """Each tool family, on unless its `disable_<family>` flag is set."""
         return {family: not getattr(self, f"disable_{family}") for family in TOOL_FAMILIES}
+
+
+def _problem(error: Any) -> str:
+    name = ".".join(map(str, error["loc"]))
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(name, EvalOptions.model_fields, n=1)
+        return f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    if error["type"] == "missing":
+        return f"{name} is required"
+    return f"{name}: {error['msg']} (got {error['input']!r})"
 
 
 @dataclass(frozen=True)

@@ -378,7 +378,7 @@ async def resume_run(
     episodes are left to run). A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
     manifest = _run_manifest(log, run_id)
-    options = EvalOptions.model_validate({**manifest["config"], **(executor or {})})
+    options = EvalOptions.recorded({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
     if not trust_endpoints and _episodes_left(log, run_id, retry_errors):  # with none, no key, episode or tool goes anywhere
         check_recorded_endpoints(options, run_id, restated=executor or {})
@@ -468,7 +468,7 @@ def resume_command(log: EventLog, run_id: str, *more: object) -> str:
     --trust-endpoints where its own flags say where a key (or its episodes) go, which a resume
     takes from the log only when told to (`check_recorded_endpoints`)."""
     try:
-        check_recorded_endpoints(EvalOptions.model_validate(_run_manifest(log, run_id)["config"]), run_id)
+        check_recorded_endpoints(EvalOptions.recorded(_run_manifest(log, run_id)["config"]), run_id)
     except EvisceneError:
         return command_line("eval", "resume", run_id, "--trust-endpoints", *more)
     return command_line("eval", "resume", run_id, *more)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
@@ -25,6 +24,7 @@ from eviscene.exports.dataset_views import ExportSettings, open_export, release_
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
+from eviscene.rules.blocking import run_blocking
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store import EventDraft
@@ -198,7 +198,7 @@ def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: Ex
         async with log.writer(run_id) as writer:
             await writer.emit(EventDraft(payload))
 
-    anyio.run(append)
+    run_blocking(append)
     try:
         log.seal([run_id])
     except LogLockedError:

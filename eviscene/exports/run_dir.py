@@ -128,7 +128,7 @@ def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
 
 
 def materialize_run(
-    log: EventLog, run_id: str, out_dir: Path, *, fmt: str = "jsonl", replace: bool = False, unfinished_as_errors: bool = False
+    log: EventLog, run_id: str, out_dir: str | os.PathLike[str], *, fmt: str = "jsonl", replace: bool = False, unfinished_as_errors: bool = False
 ) -> dict[str, int]:
     """Write the run directory (whole, or not at all: see `staged_directory`); returns rows
     written per file. An imported run directory is written back as it was imported, file
@@ -138,6 +138,7 @@ def materialize_run(
     `unfinished_as_errors`: its files would show each of them as an `error` row."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    out_dir = Path(out_dir)
     check_not_the_log("run directory", out_dir, log.path, replacing=replace)
     imported = _imported_files(log, run_id)
     if imported:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 
 from eviscene.events import ArtifactImported
 from eviscene.errors import LogLockedError
 from eviscene.imports.plan import ImportPlan
 from eviscene.imports.sources import plan_import
+from eviscene.rules.blocking import run_blocking
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
@@ -79,7 +79,7 @@ def record_import(log: EventLog, plan: ImportPlan) -> ImportResult:
     if imported_whole(log, plan):
         return result
     with settled_heap():  # the plan holds every file's content and metadata until the write ends
-        anyio.run(_write, log, plan)
+        run_blocking(_write, log, plan)
     try:
         log.seal([plan.import_id])
     except LogLockedError:

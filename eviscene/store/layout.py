@@ -33,14 +33,14 @@ def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
 
 
-def check_not_the_log(name: str, path: Path, log_path: Path, *, replacing: bool = False) -> Path:
+def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *, replacing: bool = False) -> Path:
     """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
     inside them, or, when `replacing` (the folder there is removed to make way for the
     output), a folder holding any of them: no output overwrites the log. The one check for
     every writer, the library's functions as well as the commands (`name` says what the
     caller called the path: `--out`, `run directory`)."""
-    target = path.expanduser().resolve()
-    log_path = log_path.resolve()
+    target = Path(path).expanduser().resolve()
+    log_path = Path(log_path).resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")

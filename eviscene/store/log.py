@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import duckdb
 
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
+from eviscene.rules.blocking import run_blocking
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, resolve_log_path
@@ -223,8 +224,8 @@ class EventStore:
         return RunWriter(self.path, run_id, **options)
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
-        """Append events to a run from synchronous code; returns how many were new."""
-        import anyio
+        """Append events to a run from synchronous code (a notebook cell too); returns how many
+        were new."""
 
         async def _append() -> int:
             async with self.writer(run_id) as writer:
@@ -232,7 +233,7 @@ class EventStore:
                     await writer.emit(draft)
             return writer.committed_events
 
-        return anyio.run(_append)
+        return run_blocking(_append)
 
     def verify(self) -> VerifyReport:
         from eviscene.store.verify import verify_log

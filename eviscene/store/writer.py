@@ -11,6 +11,7 @@ segments are sealed into the DuckDB archive (`seal.py`).
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -84,7 +85,7 @@ class RunWriter:
 
     def __init__(
         self,
-        log_path: Path,
+        log_path: str | os.PathLike[str],
         run_id: str,
         *,
         batch_rows: int = 10_000,
@@ -92,9 +93,9 @@ class RunWriter:
         queue_size: int = 32_768,
         lock: RunLock | None = None,
     ):
-        self.log_path = log_path
+        self.log_path = Path(log_path)
         self.run_id = run_id
-        self.folder = run_folder(log_path, run_id)
+        self.folder = run_folder(self.log_path, run_id)
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.queue_size = queue_size

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,10 @@ def _chunk(pages_by_id: dict[str, str]) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
-def build_report(log: EventLog, run_id: str, out: Path, *, compare_with: str | None = None,
+def build_report(log: EventLog, run_id: str, out: str | os.PathLike[str], *, compare_with: str | None = None,
                  progress: Callable[[int, int], None] = lambda done, total: None) -> dict[str, int]:
     """Write the report; `progress(done, total)` is told as episode pages are rendered."""
+    out = Path(out)
     check_not_the_log("report", out, log.path)
     run = data.known_run(log, run_id)
     if compare_with:

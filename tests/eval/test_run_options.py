@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from eviscene.cli.eval import eval_group
+from eviscene.errors import OptionsError
 from eviscene.eval.options import EvalOptions, provider_manifest, resolve_options, tool_families
 from eviscene.eval.providers import make_provider
 from eviscene.rules.tool_families import TOOL_FAMILIES
@@ -90,6 +91,22 @@ def test_resolved_options_are_complete_and_immutable(monkeypatch, tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.agent = run.agent
     assert pickle.loads(pickle.dumps(run)) == run  # what a Ray worker receives
+
+
+def test_a_misspelled_or_mistyped_option_is_named_not_run_with_its_default():
+    """`case_id` for `case_ids` was dropped without a word, and the run went over every case."""
+    with pytest.raises(OptionsError) as unknown:
+        EvalOptions(benchmark="cases.jsonl", case_id=["demo-0004"], rollout_per_case=2)
+    assert str(unknown.value) == ("EvalOptions: unknown option 'case_id' (did you mean 'case_ids'?); "
+                                  "unknown option 'rollout_per_case' (did you mean 'rollouts_per_case'?)")
+    with pytest.raises(OptionsError, match=r"^EvalOptions: concurrency: Input should be a valid integer.*\(got 'many'\)$"):
+        EvalOptions(benchmark="cases.jsonl", concurrency="many")
+    with pytest.raises(OptionsError, match="^EvalOptions: benchmark is required$"):
+        EvalOptions()
+    # What a run's manifest recorded beside its flags (the label set) and names an older
+    # version had are not options to refuse: a resume rebuilds the run from the rest.
+    recorded = EvalOptions.recorded({"benchmark": "cases.jsonl", "limit": 2, "label_set": ["a"], "release_schema_version": "v"})
+    assert recorded == EvalOptions(benchmark="cases.jsonl", limit=2)
 
 
 PROFILE = """

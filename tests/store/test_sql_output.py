@@ -130,7 +130,7 @@ def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path,
         "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
     }
     for name, write in writers.items():
-        for target in (copy, work / "log.duckdb.wal", live, live / "live" / "out"):
+        for target in (copy, str(copy), work / "log.duckdb.wal", live, live / "live" / "out"):  # str as Path
             with pytest.raises(EvisceneError) as refused:
                 write(target)
             assert str(refused.value) == f"{name} {target}: that is the log's own file; results never overwrite the log"

@@ -372,3 +372,17 @@ def test_a_blob_two_runs_wrote_at_once_reads_as_one_row_once_one_of_them_is_seal
     assert log.sql("SELECT sha256, decode(content) AS content FROM blobs").to_pylist() == [{"sha256": gold, "content": "gold"}]
     assert log.sql("SELECT count(*) AS n FROM blob_copies").to_pylist() == [{"n": 2}]  # verify still sees both copies
     assert not log.verify().problems
+
+
+def test_append_from_synchronous_code_inside_a_running_event_loop(tmp_path):
+    """A notebook cell runs inside an event loop: `log.append` there failed with anyio's
+    "Already running asyncio in this thread"."""
+    import asyncio
+
+    log = EventLog(tmp_path / "log.duckdb")
+
+    async def cell() -> int:
+        return log.append("notes", [EventDraft(GateDecided(gate="review", subject="s", passed=True, reasons=[]))])
+
+    assert asyncio.run(cell()) == 1
+    assert log.sql("SELECT type FROM events WHERE run_id = 'notes'").to_pylist() == [{"type": "gate.decided"}]

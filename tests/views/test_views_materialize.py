@@ -402,6 +402,10 @@ def test_views_materialize_is_byte_identical(views_log, run_dir, tmp_path):
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for relative in files:
         assert (first / relative).read_bytes() == (second / relative).read_bytes(), relative
+    # a path as a str, as open_log and export_dataset take one (it failed: no `expanduser`)
+    third = str(tmp_path / "as-text")
+    materialize_run(views_log, MAIN, third, unfinished_as_errors=True)
+    assert all((first / relative).read_bytes() == (Path(third) / relative).read_bytes() for relative in files)
 
 
 def test_views_materialize_refuses_a_non_empty_directory(views_log, tmp_path):
