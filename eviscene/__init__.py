@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # The errors a caller may catch (eviscene.errors; every one is an EvisceneError).
     **dict.fromkeys(
-        ("EvisceneError", "LogNotFoundError", "NotALogError", "LogLockedError", "LogIntegrityError", "ArchiveDamagedError", "QueryRefusedError", "ReleaseError", "OptionsError",
+        ("EvisceneError", "LogNotFoundError", "NotALogError", "LogLockedError", "LogIntegrityError", "ArchiveDamagedError", "QueryRefusedError", "ReleaseError", "OptionsError", "InvalidRunIdError",
          "SelectionError", "DuplicateEventError", "ImportConflictError"),
         "eviscene.errors",
     ),

@@ -1,4 +1,5 @@
-"""The project's error types. Every user mistake raises one of these; the CLI prints its
+"""The project's error types. Every user mistake raises one of these (SQL a query gets wrong
+raises DuckDB's own `duckdb.Error`, its message given the sandbox's hints); the CLI prints its
 message on one line and exits 2, never a traceback."""
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ class ReleaseError(EvisceneError):
 
 class OptionsError(EvisceneError, ValueError):
     """`EvalOptions` given a name it does not know or a value of the wrong type."""
+
+
+class InvalidRunIdError(EvisceneError, ValueError):
+    """A run id that cannot name a folder of the log (`a/b`, `..`, a space)."""
 
 
 class SelectionError(EvisceneError):

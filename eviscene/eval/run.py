@@ -204,10 +204,7 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     the name meanwhile. A run of that name in the log is an error, never a second run under
     one id, and so is one another process holds (named). A folder left by a run killed before
     its first commit (nothing committed, nobody holding its lock) is taken over."""
-    try:
-        folder = run_folder(log.path, run_id)
-    except ValueError as exc:
-        raise EvisceneError(str(exc)) from None
+    folder = run_folder(log.path, run_id)
     claim = RunLock(folder / "writer.lock", run_id)
     holder = claim.try_acquire()
     if holder is not None:

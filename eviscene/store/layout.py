@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eviscene.errors import EvisceneError, LogIntegrityError
+from eviscene.errors import EvisceneError, InvalidRunIdError, LogIntegrityError
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
 
 DEFAULT_LOG = "eviscene.duckdb"
@@ -54,9 +54,9 @@ def _is_run_id(name: str) -> bool:
 
 
 def check_run_id(run_id: str) -> str:
-    """`run_id`, which names a folder of the log: ValueError unless it is a safe name."""
+    """`run_id`, which names a folder of the log: InvalidRunIdError unless it is a safe name."""
     if not _is_run_id(run_id):
-        raise ValueError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
+        raise InvalidRunIdError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
     return run_id
 
 

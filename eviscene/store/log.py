@@ -87,13 +87,15 @@ class EventStore:
         views: bool = True,
         materialize: bool = False,
         for_query: str | None = None,
-        read: Sequence[str | os.PathLike[str]] = (),
+        read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     ) -> duckdb.DuckDBPyConnection:
         """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every
         view (computed once into temporary tables with `materialize`, for exports; only those
         `for_query` reads, when given). It reads the log's files and the files or folders in
         `read`, nothing else, and writes no file (large intermediate results spill to a
         temporary folder)."""
+        if isinstance(read, (str, os.PathLike)):  # one path, not its characters
+            read = [read]
         readable = tuple(_readable(path) for path in read)
         # Temporary tables of a large log spill to disk rather than grow the process.
         sandbox = Sandbox(readable=readable, memory_limit=MATERIALIZE_MEMORY_LIMIT if materialize else None)
@@ -134,7 +136,7 @@ class EventStore:
         query: str,
         params: list[Any] | dict[str, Any] | None = None,
         *,
-        read: Sequence[str | os.PathLike[str]] = (),
+        read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
         batch_rows: int = BATCH_ROWS,
         as_rows: bool = False,
         inline_views: bool = False,
@@ -194,7 +196,7 @@ class EventStore:
         query: str,
         params: list[Any] | dict[str, Any] | None = None,
         *,
-        read: Sequence[str | os.PathLike[str]] = (),
+        read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     ) -> pa.Table:
         """Run one SELECT over a fresh sandboxed snapshot and return an Arrow table (`?`
         parameters from a list, `$name` parameters from a dict; `read` names files or

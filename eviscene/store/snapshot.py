@@ -558,10 +558,11 @@ def closest_name(name: str, names: Collection[str]) -> str | None:
     return close[0] if close else None
 
 
-def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error | None:
+def explain_error(exc: duckdb.Error, relations: Collection[str]) -> Exception | None:
     """DuckDB's error in the sandbox's terms, or None when it needs none: a relation that is
     not there gets the closest of `relations` (what the sandbox exposes) as its suggestion,
-    and a file outside the log gets the `--read` that opens it (for a glob, its folder)."""
+    and a file outside the log is refused (`QueryRefusedError`) naming the `--read` that opens
+    it (for a glob, its folder)."""
     message = str(exc)
     missing = _MISSING_TABLE.search(message) if isinstance(exc, duckdb.CatalogException) else None
     if missing is not None:
@@ -573,7 +574,7 @@ def explain_error(exc: duckdb.Error, relations: Collection[str]) -> duckdb.Error
         path = outside.group(1)
         remedy = ("download it and --read the copy" if _URL.match(path)  # --read takes files and folders only
                   else f"add --read {shlex.quote(_read_target(path))}")
-        return duckdb.PermissionException(
+        return QueryRefusedError(
             message[: outside.start()] + f'Cannot access file "{path}": a query reads only the log and the files given with '
             f"--read (read= in Python); {remedy}" + message[outside.end():]
         )

@@ -8,7 +8,7 @@ import anyio
 import pyarrow.parquet as pq
 import pytest
 
-from eviscene.errors import DuplicateEventError, LogIntegrityError
+from eviscene.errors import DuplicateEventError, InvalidRunIdError, LogIntegrityError
 from eviscene.events import GateDecided, JudgmentMade
 from eviscene.log import EventLog
 from eviscene.redaction import MASK
@@ -386,3 +386,6 @@ def test_append_from_synchronous_code_inside_a_running_event_loop(tmp_path):
 
     assert asyncio.run(cell()) == 1
     assert log.sql("SELECT type FROM events WHERE run_id = 'notes'").to_pylist() == [{"type": "gate.decided"}]
+    # a run id that cannot name a folder is the user's mistake, as start_run says (it was a bare ValueError)
+    with pytest.raises(InvalidRunIdError, match="invalid run id 'a/b'"):
+        log.append("a/b", [])
