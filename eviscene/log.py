@@ -13,9 +13,11 @@ from eviscene.views import apply_views, inline_views, view_definitions
 
 
 class EventLog(EventStore):
-    """A log on disk: the DuckDB archive plus its live runs, and every view over them.
+    """A log on disk: the DuckDB archive plus its live runs, and every view over them. Made
+    from a path whether or not a log is there (a writer's first run creates it); `open_log`
+    refuses a path holding none, so a mistyped path is not read as an empty log.
 
-    >>> log = EventLog("eviscene.duckdb")
+    >>> log = open_log("eviscene.duckdb")
     >>> log.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
     """
 

@@ -31,7 +31,8 @@ from eviscene.exports.trajectories import (
     EPISODE_ORDER, TRACE_VIEWS_READ, VIEWS_READ, perception_records, trace_texts, trajectory_sft_records,
 )
 from eviscene.log import EventLog
-from eviscene.store.layout import check_not_the_log
+from eviscene.store.layout import check_not_the_log, run_folder
+from eviscene.store.locks import lock_holder
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
 _TRACE_CHUNK = 256
@@ -149,6 +150,12 @@ def materialize_run(
     started = _known_run(log, run_id)
     if not unfinished_as_errors:
         _, unfinished = log.run_standing(run_id)
+        writing = lock_holder(run_folder(log.path, run_id) / "writer.lock") if unfinished else None
+        if writing:  # a resume would be refused: the run is not stopped, it is going on
+            raise EvisceneError(
+                f"run {run_id} is still being written by {writing} ({unfinished} episode(s) to go): materialize it when it "
+                "ends (--unfinished-as-errors writes them as error rows now)"
+            )
         if unfinished:
             raise EvisceneError(
                 f"run {run_id} has {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id)}` finishes them "

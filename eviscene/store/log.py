@@ -17,7 +17,7 @@ from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.rules.blocking import run_blocking
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.store.faults import checkpoint
-from eviscene.store.layout import live_root, resolve_log_path
+from eviscene.store.layout import check_run_id, live_root, resolve_log_path
 from eviscene.store.snapshot import (
     SNAPSHOT_RETRIES, Sandbox, check_log_file, check_query, explain_error, open_snapshot, read_a_snapshot, segment_moved,
 )
@@ -58,6 +58,8 @@ class QueryResult:
 
 class EventStore:
     """A log on disk: the DuckDB archive plus its live runs, read through `events` and `blobs`.
+    Made from a path whether or not a log is there (a writer's first run creates it), so a
+    read of a mistyped path answers as an empty log: `open_log` refuses a path holding none.
 
     >>> store = EventStore("eviscene.duckdb")
     >>> store.sql("SELECT type, count(*) FROM events GROUP BY type").to_pandas()
@@ -227,7 +229,12 @@ class EventStore:
 
     def append(self, run_id: str, drafts: Iterable[EventDraft]) -> int:
         """Append events to a run from synchronous code (a notebook cell too); returns how many
-        were new."""
+        were new. A run that has finished (`eval run`'s, an import's) takes no more: its
+        chain would no longer end at its run.finished, and `log verify` would call it unfinished."""
+        if self.exists() and self.sql(
+            "SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.finished'", [check_run_id(run_id)]
+        )["n"][0].as_py():
+            raise EvisceneError(f"run {run_id!r} has finished, so it takes no more events; append to a run of your own")
 
         async def _append() -> int:
             async with self.writer(run_id) as writer:

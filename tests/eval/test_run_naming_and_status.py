@@ -24,6 +24,7 @@ from eviscene.providers import OfflineProvider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.exports.run_dir import _write_traces, materialize_run
 from eviscene.log import EventLog
+from eviscene.store.locks import RunLock
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
 
@@ -483,6 +484,15 @@ def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to
         "Error: run cut has 2 unfinished episode(s): `eviscene eval resume cut` finishes them "
         "(--unfinished-as-errors writes them as error rows now)\n"
     ))
+    assert not (tmp_path / "runs").exists()
+    # While a writer holds the run, it is not stopped: the resume it was offered would be refused.
+    lock = RunLock(tmp_path / "log.duckdb.live" / "cut" / "writer.lock", "cut").acquire()
+    try:
+        writing = invoke(log_path, "materialize", "cut", "--out", "runs/cut")
+    finally:
+        lock.release()
+    assert writing.exit_code == 2 and writing.stderr.startswith(f"Error: run cut is still being written by pid {os.getpid()} ")
+    assert writing.stderr.endswith("(2 episode(s) to go): materialize it when it ends (--unfinished-as-errors writes them as error rows now)\n")
     assert not (tmp_path / "runs").exists()
 
     asked = invoke(log_path, "materialize", "cut", "--out", "runs/cut", "--unfinished-as-errors")

@@ -8,8 +8,8 @@ import anyio
 import pyarrow.parquet as pq
 import pytest
 
-from eviscene.errors import DuplicateEventError, InvalidRunIdError, LogIntegrityError
-from eviscene.events import GateDecided, JudgmentMade
+from eviscene.errors import DuplicateEventError, EvisceneError, InvalidRunIdError, LogIntegrityError
+from eviscene.events import GateDecided, JudgmentMade, RunFinished
 from eviscene.log import EventLog
 from eviscene.redaction import MASK
 from eviscene.store import EventDraft
@@ -389,3 +389,16 @@ def test_append_from_synchronous_code_inside_a_running_event_loop(tmp_path):
     # a run id that cannot name a folder is the user's mistake, as start_run says (it was a bare ValueError)
     with pytest.raises(InvalidRunIdError, match="invalid run id 'a/b'"):
         log.append("a/b", [])
+
+
+def test_append_refuses_a_run_that_has_finished(tmp_path):
+    """Events after a run's run.finished left `runs` saying completed and `log verify` saying
+    UNFINISHED, exit 1."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(RunFinished(status="completed", completed_at="2026-12-06T08:00:00+00:00", num_episodes=0, num_errors=0))])
+    note = EventDraft(GateDecided(gate="review", subject="s", passed=True, reasons=[]))
+    with pytest.raises(EvisceneError, match="^run 'r1' has finished, so it takes no more events; append to a run of your own$"):
+        log.append("r1", [note])
+    assert log.append("r1-notes", [note]) == 1
+    report = log.verify()  # r1 still ends at its run.finished; the notes run, with none, reads as unfinished
+    assert not report.problems and [n.run_id for n in report.unfinished] == ["r1-notes"]
