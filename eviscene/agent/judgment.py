@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from eviscene.events import JudgmentMade
-from eviscene.rules.jsonl import parse_json
 
 
 # Keys that document a schema rather than constrain it: the prompt says what each field means.
@@ -62,11 +61,11 @@ def parse_judgment(text: str, label_set: tuple[str, ...], evidence_ids: set[str]
     if body.startswith("```"):
         body = body.strip("`").removeprefix("json").strip()
     try:
-        data = parse_json(body)
+        data = json.loads(body)
     except json.JSONDecodeError as exc:
         return None, [f"not_json: {exc.msg} at char {exc.pos}"]
-    except ValueError as exc:  # NaN or Infinity, a repeated key, nesting deeper than Python reads
-        return None, [f"not_json: {exc}"]
+    except RecursionError:  # `[[[…` thousands deep: the model's malformed answer, not a crash
+        return None, ["not_json: nested too deeply"]
     if not isinstance(data, dict):
         return None, ["not_an_object"]
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from eviscene.events import ArtifactImported
 from eviscene.errors import LogLockedError
 from eviscene.imports.plan import ImportPlan

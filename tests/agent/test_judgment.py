@@ -75,3 +75,9 @@ def test_schema_is_the_judgment_model_in_the_strict_form_providers_take():
     # Each call is its own copy: a request that changes its schema changes no other.
     judgment_schema(LABELS)["properties"]["verdict"]["enum"].append("x")
     assert judgment_schema(LABELS)["properties"]["verdict"]["enum"] == list(LABELS)
+
+
+def test_a_judgment_nested_too_deeply_is_refused_not_a_crash():
+    """Python's reader gives up past ~1,000 levels with a RecursionError, which ended the
+    episode as an engineering error."""
+    assert parse_judgment("[" * 5000 + "]" * 5000, LABELS, set()) == (None, ["not_json: nested too deeply"])
