@@ -36,7 +36,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     if story.imported_from:
         source = story.imported_from
         say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")
-        say(f"outcome: {e['termination']}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}")
+        say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}"
+            + (f"; error: {e['error']}" if e.get("error") else ""))
     else:
         say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
     say("")
@@ -48,9 +49,9 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         say("")
         say(f"score: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
             f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
-    if story.score:
+    if story.score and story.score["total"] is not None:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
-        say(f"reward {story.score['total']:.3f} = {parts}")
+        say(f"reward {story.score['total']:.3f}, the weighted sum (`reward_weights`, penalties subtracted) of: {parts}")
     if story.audit:
         say("")
         say(f"audit: hard {'pass' if story.audit['hard_trace_audit_pass'] else 'FAIL'}, strict {'pass' if story.audit['strict_trace_audit_pass'] else 'FAIL'}")
@@ -59,7 +60,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     if story.eligibility:
         el = story.eligibility
         say("")
-        say(f"SFT eligible: {el['sft_training_eligible']}; RL reward eligible: {el['rl_reward_eligible']}")
+        rl = "not recorded" if el["rl_reward_eligible"] is None else el["rl_reward_eligible"]  # an imported directory's rows hold none
+        say(f"SFT eligible: {el['sft_training_eligible']}; RL reward eligible: {rl}")
         for reason in el["exclusion_reasons"]:
             say(f"  - {reason}")
     if story.dataset is not None:

@@ -40,15 +40,20 @@ def _all(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], json_colum
     return rows(con.sql(sql, params=params).to_arrow_table(), json_columns)
 
 
+def _cut(text: str, length: int) -> str:
+    """`text`, or its first `length` characters and `…`: a cut value never reads as whole."""
+    return text if len(text) <= length else text[:length] + "…"
+
+
 def _summary(kind: str, payload: dict[str, Any]) -> str:
     if kind == "perception.reported":
-        return "read: " + " / ".join(payload.get("ocr_text", "").splitlines())[:160]
+        return "read: " + _cut(" / ".join(payload.get("ocr_text", "").splitlines()), 160)
     if kind == "model.called":
         calls = ", ".join(c["name"] for c in payload.get("tool_calls", []))
         text = payload.get("reasoning") or payload.get("content") or ""
-        return f"[{payload['stage']}] {text[:120]}" + (f" -> {calls}" if calls else "")
+        return f"[{payload['stage']}] {_cut(text, 120)}" + (f" -> {calls}" if calls else "")
     if kind == "tool.called":
-        return f"{payload['tool']}({json.dumps(payload['arguments'], ensure_ascii=False)[:120]})"
+        return f"{payload['tool']}({_cut(json.dumps(payload['arguments'], ensure_ascii=False), 120)})"
     if kind == "tool.returned":
         ids = ", ".join(s["evidence_id"] for s in payload.get("sources", []))
         return f"{payload['tool']}: {payload['status']}" + (f" [{ids}]" if ids else "") + (f" {payload['error']}" if payload.get("error") else "")
@@ -141,24 +146,39 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
 
 
 def _imported_story(log: EventLog, con: duckdb.DuckDBPyConnection, keys: list[str], imported_from: dict[str, Any]) -> EpisodeStory:
-    """An imported run directory's episode: its run_results.jsonl row and trajectory score as
-    the directory recorded them (it holds no events to make a timeline of)."""
+    """An imported run directory's episode as the directory recorded it: its run_results.jsonl
+    row, its process_metrics.jsonl audit (pass or fail, and each failure) and its
+    trajectory_scores.jsonl score and training eligibility (it holds no events to make a
+    timeline of, nor an RL eligibility of the rows it is read from)."""
     where = "FROM imported_episodes WHERE run_id = ? AND episode_id = ?"
+    recorded = _one(con, "SELECT row FROM imported_run_rows WHERE kind = 'process_metrics' AND run_id = ? AND row->>'episode_id' = ?",
+                    keys, ("row",))
+    metrics = recorded["row"] if recorded and isinstance(recorded["row"], dict) else {}
+    score = _one(
+        con,
+        "SELECT trajectory_score->'components' AS components, TRY_CAST(trajectory_score->>'total' AS DOUBLE) AS total, "
+        "trajectory_score->'training_eligible' AS training_eligible, trajectory_score->'training_exclusion_reasons' AS reasons "
+        f"{where} AND trajectory_score IS NOT NULL",
+        keys,
+        ("components", "training_eligible", "reasons"),
+    )
+    audited = {"hard_trace_audit_pass", "strict_trace_audit_pass"} <= metrics.keys()
     return EpisodeStory(
         run_id=keys[0],
         episode=_one(con, f"SELECT * EXCLUDE (trajectory_score) {where}", keys, ("verdict_basis", "token_usage")),
         timeline=[],
-        audit=None,
-        failures=[],
-        score=_one(
-            con,
-            f"SELECT trajectory_score->'components' AS components, (trajectory_score->>'total')::DOUBLE AS total {where} "
-            "AND trajectory_score IS NOT NULL",
-            keys,
-            ("components",),
+        audit={key: metrics[key] for key in ("hard_trace_audit_pass", "strict_trace_audit_pass")} if audited else None,
+        failures=sorted(
+            ({"code": f.get("code"), "severity": f.get("severity"), "detail": f.get("detail")}
+             for f in metrics.get("strict_trace_audit_failures") or [] if isinstance(f, dict)),
+            key=lambda f: (str(f["code"]), str(f["detail"])),
         ),
+        score={"components": score["components"] or {}, "total": score["total"]} if score else None,
         metrics=None,
-        eligibility=None,
-        dataset=explain_dataset_decision(log, keys[1]),
+        eligibility={
+            "sft_training_eligible": score["training_eligible"], "rl_reward_eligible": None,
+            "exclusion_reasons": list(score["reasons"] or []),
+        } if score and score["training_eligible"] is not None else None,
+        dataset=explain_dataset_decision(log, keys[1], source_id=keys[0]),
         imported_from=imported_from,
     )

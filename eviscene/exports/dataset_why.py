@@ -46,27 +46,43 @@ def _sources_of(log: EventLog, episode_id: str) -> set[str]:
     )["source"].to_pylist())
 
 
-def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> tuple[str, ExportSettings, dict] | None:
-    """(out_dir, settings, manifest) of the newest dataset export that read this episode's
-    source: `source_id` (a run or an import) where given, else any source holding that
-    episode id."""
+@dataclass(frozen=True)
+class _Export:
+    out_dir: str
+    settings: ExportSettings
+    manifest: dict[str, Any]
+    recorded_at: int  # epoch microseconds of its dataset.exported event
+
+
+def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> _Export | None:
+    """The newest dataset export that read this episode's source: `source_id` (a run or an
+    import) where given, else any source holding that episode id."""
     sources = {source_id} if source_id else _sources_of(log, episode_id)
     for row in log.sql(
-        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs, (payload->'manifest')::VARCHAR AS manifest "
-        "FROM events WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
+        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs, (payload->'manifest')::VARCHAR AS manifest, "
+        "epoch_us(ts) AS recorded_at FROM events WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
     ).to_pylist():
         inputs = json.loads(row["inputs"] or "{}")
         if sources & set(inputs.get("sources", [])):
-            return row["out_dir"], ExportSettings.from_dict(inputs), json.loads(row["manifest"] or "{}")
+            return _Export(row["out_dir"], ExportSettings.from_dict(inputs), json.loads(row["manifest"] or "{}"), row["recorded_at"])
     return None
 
 
-def _changed_since(con, recorded: dict) -> str | None:
-    """Where the replay's counts differ from the export's manifest: the first count, both ways."""
+def _changed_since(log: EventLog, con, export: _Export) -> str | None:
+    """How the log differs from what the export read: the first of the replay's counts that
+    differs from its manifest, else a source run with events recorded after it (a resume
+    retrying an error changes an episode's reasons, not a count). A shard merged in later
+    keeps its own older times: its counts tell."""
     now = rows(con.sql("SELECT * FROM dataset_summary").to_arrow_table())[0]
     for key in SUMMARY_COUNTS:
-        if key in recorded and recorded[key] != now[key]:
-            return f"{key} was {recorded[key]} at the export, {now[key]} on the log as it is now"
+        if key in export.manifest and export.manifest[key] != now[key]:
+            return f"{key} was {export.manifest[key]} at the export, {now[key]} on the log as it is now"
+    later = log.sql(
+        "SELECT run_id, count(*) AS n FROM events WHERE list_contains(?, run_id) AND epoch_us(ts) > ? GROUP BY run_id ORDER BY run_id LIMIT 1",
+        [list(export.settings.sources), export.recorded_at],
+    ).to_pylist()
+    if later:
+        return f"run {later[0]['run_id']} has {later[0]['n']} event(s) recorded after the export"
     return None
 
 
@@ -76,15 +92,16 @@ def explain_dataset_decision(
     """The dataset decision about `episode_id` (of `source_id` where given: episode ids repeat
     across runs of one release) under `settings` (default: the newest export that read it);
     None when no export read it."""
-    out_dir, recorded = None, {}
+    export = None
     if settings is None:
-        found = latest_export_for(log, episode_id, source_id)
-        if found is None:
+        export = latest_export_for(log, episode_id, source_id)
+        if export is None:
             return None
-        out_dir, settings, recorded = found
+        settings = export.settings
+    out_dir = export.out_dir if export else None
     con = open_export(log, settings)
     try:
-        changed_since = _changed_since(con, recorded) if recorded else None  # settings given: no export to hold it to
+        changed_since = _changed_since(log, con, export) if export else None  # settings given: no export to hold it to
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "

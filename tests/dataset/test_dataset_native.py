@@ -17,8 +17,10 @@ from dataset_builders import read_jsonl
 from eviscene.cli.main import cli
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
+from eviscene.events import GateDecided
 from eviscene.exports.dataset_why import describe, explain_dataset_decision, latest_export_for
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.views import apply_views
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
@@ -158,7 +160,7 @@ def test_why_explains_the_dataset_decision(native):
     assert describe(decision)[0] == f"dataset (export {out}): ACCEPTED"
     # Derived mode kept every eligible rollout; replayed with --one-rollout-per-case, the
     # lesser rollout of a two-rollout case is excluded in favour of the other.
-    _, settings, _ = latest_export_for(log, accepted["episode_id"])
+    settings = latest_export_for(log, accepted["episode_id"]).settings
     rows = read_jsonl(out / "episode_metadata.jsonl")
     case = next(r["case_id"] for r in rows if sum(x["case_id"] == r["case_id"] for x in rows) == 2)
     decisions = [
@@ -300,12 +302,20 @@ def test_why_says_when_the_log_has_changed_since_the_export_it_replays(tmp_path)
     before, theirs = (log.sql("SELECT episode_id FROM episodes ORDER BY 1")["episode_id"].to_pylist() for log in logs)
     episode = before[0]
     assert explain_dataset_decision(logs[0], episode).changed_since is None
+    # An event recorded after the export (as a resume retrying an error records), no count changed:
+    anyio.run(_record_later, logs[0], "sh")
+    assert explain_dataset_decision(logs[0], episode).changed_since == "run sh has 1 event(s) recorded after the export"
     merged = CliRunner().invoke(cli, ["--db", str(logs[0].path), "log", "merge", str(logs[1].path)])
     assert merged.exit_code == 0, merged.output
     decision = explain_dataset_decision(logs[0], episode)
     assert decision.changed_since == f"episode_count was {len(before)} at the export, {len(before) + len(theirs)} on the log as it is now"
     assert describe(decision)[1] == (f"  the log has changed since that export ({decision.changed_since}): this is the decision now, "
                                      "not the one its files hold")
+
+
+async def _record_later(log: EventLog, run_id: str) -> None:
+    async with log.writer(run_id) as writer:
+        await writer.emit(EventDraft(GateDecided(gate="review", subject=run_id, passed=True, reasons=[])))
 
 
 def _parquet_columns(path: Path, cache: Path) -> list[str]:

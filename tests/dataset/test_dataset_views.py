@@ -115,7 +115,7 @@ def test_every_dataset_view_key_is_unique_and_not_null_in_an_export(tmp_path):
     ], action_only=("c--r000",))
     split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g"), "b": ("train", "g"), "c": ("validation", "h")})
     export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
-    _, settings, _ = latest_export_for(log, "a--r000")
+    settings = latest_export_for(log, "a--r000").settings
     con = open_export(log, settings)
     try:
         for definition in view_definitions():

@@ -192,8 +192,35 @@ def test_why_shows_an_imported_episode(tmp_path):
     assert story.score == {"components": {"result_reward": 0.75}, "total": 0.75}
     out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported])
     assert out.exit_code == 0, out.output
-    assert "outcome: error; verdict error (0.0); correct False" in out.output
-    assert "reward 0.000 = result_reward 0.000" in out.output
+    assert "outcome: error; verdict error (0.0); correct False; error: provider down" in out.output
+    assert "reward 0.000, the weighted sum (`reward_weights`, penalties subtracted) of: result_reward 0.000" in out.output
+
+
+def test_why_shows_the_audit_and_eligibility_an_imported_directory_recorded(tmp_path):
+    """`why` of an imported episode printed no audit and no eligibility (`failures: []` read as
+    "no failures") though the directory's process_metrics.jsonl and trajectory_scores.jsonl hold them."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    failures = [{"code": "missing_judgment", "detail": "the episode ended without a validated judgment", "severity": "hard"},
+                {"code": "empty_reasoning", "detail": "model call 1 acted with no reasoning or text", "severity": "strict"}]
+    (run / "process_metrics.jsonl").write_bytes(_jsonl([
+        {"episode_id": e, "case_id": e.split("--")[0], "result_correct": c, "hard_trace_audit_pass": e != "case-A--r000",
+         "strict_trace_audit_pass": e != "case-A--r000", "strict_trace_audit_failures": failures if e == "case-A--r000" else []}
+        for e, c in CORRECT.items()]))
+    (run / "trajectory_scores.jsonl").write_bytes(_jsonl([
+        {"episode_id": e, "case_id": e.split("--")[0], "components": {"result_reward": t}, "total": t, "training_eligible": False,
+         "training_exclusion_reasons": ["incorrect_result", "trace_audit:missing_judgment"]} for e, t in TOTALS.items()]))
+    imported = import_path(log, run).import_id
+    story = explain_episode(log, "case-A--r000", imported)
+    assert story.audit == {"hard_trace_audit_pass": False, "strict_trace_audit_pass": False}
+    assert [f["code"] for f in story.failures] == ["empty_reasoning", "missing_judgment"]
+    assert story.eligibility == {"sft_training_eligible": False, "rl_reward_eligible": None,
+                                 "exclusion_reasons": ["incorrect_result", "trace_audit:missing_judgment"]}
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
+    assert out.exit_code == 0, out.output
+    assert ("audit: hard FAIL, strict FAIL\n  strict empty_reasoning: model call 1 acted with no reasoning or text\n"
+            "  hard   missing_judgment: the episode ended without a validated judgment") in out.output
+    assert "SFT eligible: False; RL reward eligible: not recorded\n  - incorrect_result\n  - trace_audit:missing_judgment" in out.output
 
 
 def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(tmp_path):
