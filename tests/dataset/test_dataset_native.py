@@ -236,6 +236,24 @@ def test_why_shows_the_dataset_decision_of_the_episodes_own_run(native, two_runs
     assert explain_episode(two_runs, accepted, "second").dataset is None
 
 
+def test_why_of_an_imported_copy_of_the_run_shows_no_decision_of_an_export_that_read_only_the_run(native, tmp_path):
+    """The run's directory imported into its own log holds the same episode ids: `why` of the
+    imported copy showed the native run's export decision, though that export never read it."""
+    from eviscene.analysis.why import explain_episode
+    from eviscene.exports.run_dir import materialize_run
+    from eviscene.imports import import_path
+
+    log, run_id, out = native
+    for path in log.path.parent.glob("log.duckdb*"):
+        (shutil.copytree if path.is_dir() else shutil.copy)(path, tmp_path / path.name)
+    copy = EventLog(tmp_path / "log.duckdb")
+    materialize_run(copy, run_id, tmp_path / "run")
+    imported = import_path(copy, tmp_path / "run").import_id
+    accepted = read_jsonl(out / "episode_metadata.jsonl")[0]["episode_id"]
+    assert explain_episode(copy, accepted, run_id).dataset.status == "accepted"
+    assert explain_episode(copy, accepted, imported).dataset is None
+
+
 def test_a_runs_export_inputs_come_from_its_own_events_as_the_whole_logs_views_give_them(two_runs):
     """The exporter computes a native run's candidates and records with `events` narrowed to
     that run; they equal what the views over the whole two-run log give for it."""
