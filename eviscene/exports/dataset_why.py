@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from eviscene.exports.dataset_files import SUMMARY_COUNTS
@@ -33,8 +34,9 @@ class DatasetDecision:
     group_case_ids: list[str] = field(default_factory=list)
     # Each family this episode shares with other accepted episodes of its group.
     joining_families: list[dict[str, Any]] = field(default_factory=list)
-    # Set when the replay counts otherwise than the export recorded: the log has changed since
-    # (a shard merged, a run resumed), and this is the decision now, not the one its files hold.
+    # Set when the replay counts otherwise than the export recorded, or a source it read has
+    # events recorded after it: the log has changed since (a shard merged, a run resumed, an
+    # error retried), and this is the decision now, not the one its files hold.
     changed_since: str | None = None
 
 
@@ -68,21 +70,22 @@ def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = No
     return None
 
 
-def _changed_since(log: EventLog, con, export: _Export) -> str | None:
-    """How the log differs from what the export read: the first of the replay's counts that
-    differs from its manifest, else a source run with events recorded after it (a resume
-    retrying an error changes an episode's reasons, not a count). A shard merged in later
-    keeps its own older times: its counts tell."""
+def changed_since(con, manifest: dict[str, Any], sources: Sequence[str], recorded_at: int) -> str | None:
+    """How the log in `con` (an export's replay) differs from what the export read: the first
+    of the replay's counts that differs from its manifest, else a source run with events
+    recorded after it (`recorded_at`, epoch microseconds: a resume retrying an error changes an
+    episode's reasons, not a count). A shard merged in later keeps its own older times: its
+    counts tell."""
     now = rows(con.sql("SELECT * FROM dataset_summary").to_arrow_table())[0]
     for key in SUMMARY_COUNTS:
-        if key in export.manifest and export.manifest[key] != now[key]:
-            return f"{key} was {export.manifest[key]} at the export, {now[key]} on the log as it is now"
-    later = log.sql(
-        "SELECT run_id, count(*) AS n FROM events WHERE list_contains(?, run_id) AND epoch_us(ts) > ? GROUP BY run_id ORDER BY run_id LIMIT 1",
-        [list(export.settings.sources), export.recorded_at],
-    ).to_pylist()
+        if key in manifest and manifest[key] != now[key]:
+            return f"{key} was {manifest[key]} at the export, {now[key]} on the log as it is now"
+    later = con.execute(
+        "SELECT run_id, count(*) FROM events WHERE list_contains(?, run_id) AND epoch_us(ts) > ? GROUP BY run_id ORDER BY run_id LIMIT 1",
+        [list(sources), recorded_at],
+    ).fetchall()
     if later:
-        return f"run {later[0]['run_id']} has {later[0]['n']} event(s) recorded after the export"
+        return f"run {later[0][0]} has {later[0][1]} event(s) recorded after the export"
     return None
 
 
@@ -101,7 +104,8 @@ def explain_dataset_decision(
     out_dir = export.out_dir if export else None
     con = open_export(log, settings)
     try:
-        changed_since = _changed_since(log, con, export) if export else None  # settings given: no export to hold it to
+        # settings given: no export to hold the replay to
+        changed = changed_since(con, export.manifest, settings.sources, export.recorded_at) if export else None
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "
@@ -109,7 +113,7 @@ def explain_dataset_decision(
             params={"e": episode_id, "s": source_id},
         ).to_arrow_table())
         if not found_rows:
-            return DatasetDecision(episode_id, out_dir, "not_a_candidate", changed_since=changed_since)
+            return DatasetDecision(episode_id, out_dir, "not_a_candidate", changed_since=changed)
         row = found_rows[0]
         decision = DatasetDecision(
             episode_id=episode_id,
@@ -124,7 +128,7 @@ def explain_dataset_decision(
             case_eligible_rollouts=row["case_eligible_rollouts"],
             one_rollout_per_case=settings.frozen or settings.one_rollout_per_case,
             sft_route=row["sft_route"],
-            changed_since=changed_since,
+            changed_since=changed,
         )
         group = rows(con.sql(
             "SELECT s.split, s.split_group_id, list(m.episode_id ORDER BY m.episode_id) AS episodes, "

@@ -19,6 +19,7 @@ import numpy as np
 
 from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.dataset_why import changed_since
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
@@ -398,15 +399,19 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
 # ------------------------------------------------------------------------------- dataset
 
 _LATEST_EXPORT_SQL = """
-SELECT ts, run_id, seq, hash, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payload->'inputs' AS inputs
+SELECT ts, epoch_us(ts) AS recorded_at, run_id, seq, hash, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest,
+       payload->'inputs' AS inputs
 FROM events WHERE type = 'dataset.exported' AND list_contains((payload->'inputs'->'sources')::VARCHAR[], $run)
 ORDER BY ts DESC, run_id LIMIT 1
 """
 # What the viewer shows of one export, for every source it read: computed over a replay of it.
 _EXPORT_NUMBERS_SQL = {
+    # by decisive reason: the first ineligibility reason, or a better rollout (whose id each text names)
     "excluded": """
-        SELECT source_id, excluded_because AS reason, count(*) AS episodes FROM excluded_episodes
+        SELECT source_id, CASE WHEN starts_with(excluded_because, 'a better rollout') THEN 'a better rollout of the case was selected'
+                               ELSE main_reason END AS reason, count(*) AS episodes FROM excluded_episodes
         GROUP BY ALL ORDER BY source_id, episodes DESC, reason""",
+    "accepted": "SELECT source_id, count(*) AS episodes FROM rollout_selection WHERE accepted GROUP BY ALL ORDER BY source_id",
     "group_sizes": """
         SELECT members, count(*) AS groups FROM (SELECT component_id, count(*) AS members FROM split_components GROUP BY ALL)
         GROUP BY ALL ORDER BY members""",
@@ -463,13 +468,15 @@ def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, An
     numbers = cache.get(DATASET_EXPORT, head)
     if numbers is not None:
         return numbers
-    open_export(log, ExportSettings.from_dict(event["inputs"]), con)
+    settings = ExportSettings.from_dict(event["inputs"])
+    open_export(log, settings, con)
     found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
-    by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
-    for kind in ("excluded", "fates"):
+    by_source: dict[str, Any] = {"excluded": {}, "fates": {}, "accepted": {}}
+    for kind in by_source:
         for row in found_rows[kind]:
             by_source[kind].setdefault(row.pop("source_id"), []).append(row)
-    return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"]})
+    changed = changed_since(con, event["manifest"] or {}, settings.sources, event["recorded_at"])
+    return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"], "changed_since": changed})
 
 
 def latest_dataset_export(
@@ -486,18 +493,23 @@ def latest_dataset_export(
         "ts": event["ts"],
         "out_dir": event["out_dir"],
         "manifest": event["manifest"],
+        "accepted": sum(r["episodes"] for r in numbers["accepted"].get(run_id, [])),
         "excluded": numbers["excluded"].get(run_id, []),
         "group_sizes": numbers["group_sizes"],
+        "changed_since": numbers["changed_since"],
     }
 
 
-def dataset_fates(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, dict[str, Any]]:
-    """Each episode's fate in the newest export that read the run (empty without one)."""
+def dataset_fates(log: EventLog, run_id: str, cache: ResultCache | None = None) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """The newest export that read the run (its folder and whether the log has changed since;
+    None without one) and each candidate episode's fate in it (an episode without one was no
+    candidate: unfinished, or an action-only release episode)."""
     found = _export_numbers(log, run_id, cache)
     if found is None:
-        return {}
+        return None, {}
     event, numbers = found
-    return {r["episode_id"]: {**r, "out_dir": event["out_dir"]} for r in numbers["fates"].get(run_id, [])}
+    export = {"out_dir": event["out_dir"], "changed_since": numbers["changed_since"]}
+    return export, {r["episode_id"]: {**r, **export} for r in numbers["fates"].get(run_id, [])}
 
 
 # ------------------------------------------------------------------------------ episodes
@@ -632,7 +644,7 @@ def episode_stories(
     groups: dict[str, list[dict[str, Any]]] = {}
     for member in data["group"]:
         groups.setdefault(member["prompt_group_id"], []).append(member)
-    fates = dataset_fates(log, run_id, cache)
+    export, fates = dataset_fates(log, run_id, cache)
     return [
         {
             "run_id": run_id,
@@ -644,7 +656,8 @@ def episode_stories(
             "score": scores.get(episode["episode_id"]),
             "eligibility": eligibility.get(episode["episode_id"]),
             "group": groups.get(episode["prompt_group_id"], []),
-            "dataset": fates.get(episode["episode_id"]),
+            # an export that read the run without this episode among its candidates: not a candidate
+            "dataset": fates.get(episode["episode_id"]) or (export and {**export, "not_a_candidate": True}),
         }
         for episode in data["episodes"]
     ]

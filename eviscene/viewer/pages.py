@@ -232,24 +232,39 @@ def dashboard_page(data: dict[str, Any], links: Links) -> str:
     for name, bins in data["histograms"].items():
         if bins:
             plots.append(chart(charts.histogram(titles[name][0], bins, titles[name][1])))
-    plots.append(chart(charts.bars("Audit failures by code", data["audit_failures"], "code", "failures", color="severity"))
-                 if data["audit_failures"] else '<figure class="chart-card empty"><h3>Audit failures</h3><p>None: every trace passed.</p></figure>')
-    plots.append(chart(charts.bars("Source-policy blocks by rule", data["policy_blocks"], "rule", "blocks"))
-                 if data["policy_blocks"] else '<figure class="chart-card empty"><h3>Source-policy blocks</h3><p>No result was blocked.</p></figure>')
+    if run.get("source") == "imported":  # no events: an empty plot would read as "nothing failed"
+        unread = (f"<p>Not in the log: an imported run directory records them in its files (`eviscene why EPISODE --run "
+                  f"{esc(run['run_id'])}` shows each episode's).</p>")
+        plots.append(f'<figure class="chart-card empty"><h3>Audit failures</h3>{unread}</figure>')
+        plots.append(f'<figure class="chart-card empty"><h3>Source-policy blocks</h3>{unread}</figure>')
+    else:
+        plots.append(chart(charts.bars("Audit failures by code", data["audit_failures"], "code", "failures", color="severity"))
+                     if data["audit_failures"] else '<figure class="chart-card empty"><h3>Audit failures</h3><p>None: every trace passed.</p></figure>')
+        plots.append(chart(charts.bars("Source-policy blocks by rule", data["policy_blocks"], "rule", "blocks"))
+                     if data["policy_blocks"] else '<figure class="chart-card empty"><h3>Source-policy blocks</h3><p>No result was blocked.</p></figure>')
     plots.append(_dataset_section(data["dataset"], chart))
     return run_header(run, links, "dashboard") + f'<div class="stats">{stats}</div><div class="chart-grid">{"".join(plots)}</div>'
 
 
+def _changed_note(changed: str) -> str:
+    return (f'<p class="warn">The log has changed since that export ({esc(changed)}): this is its decision over the log as it '
+            "is now, not the one its files hold.</p>")
+
+
 def _dataset_section(dataset: dict[str, Any] | None, chart: ChartSlot) -> str:
+    """The newest export that read the run: its run's episodes, accepted or excluded by decisive
+    reason, replayed over the log as it is now (with a note where that differs from what the
+    export read); its rows by split as its files hold them."""
     if dataset is None:
         return '<figure class="chart-card empty"><h3>Dataset export</h3><p>No dataset export has read this run.</p></figure>'
     manifest = dataset["manifest"]
-    outcome = [{"outcome": "accepted", "episodes": manifest.get("accepted_episode_count", 0)}] + [
+    outcome = [{"outcome": "accepted", "episodes": dataset["accepted"]}] + [
         {"outcome": f"excluded: {r['reason']}", "episodes": r["episodes"]} for r in dataset["excluded"]]
     splits = [{"split": k, "rows": v} for k, v in (manifest.get("example_counts") or {}).items()]
-    parts = [chart(charts.bars(f"Latest dataset export ({dataset['out_dir']})", outcome, "outcome", "episodes"))]
+    parts = [_changed_note(dataset["changed_since"])] if dataset["changed_since"] else []
+    parts.append(chart(charts.bars(f"Latest dataset export ({dataset['out_dir']}): this run's episodes", outcome, "outcome", "episodes")))
     if splits:
-        parts.append(chart(charts.bars("Dataset rows by split", splits, "split", "rows", horizontal=False)))
+        parts.append(chart(charts.bars("Dataset rows by split, as its files hold them", splits, "split", "rows", horizontal=False)))
     if dataset["group_sizes"]:
         parts.append(chart(charts.bars("Split groups by size", dataset["group_sizes"], "members", "groups", horizontal=False)))
     return "".join(parts)
@@ -457,12 +472,17 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
     group_note = (f'<p class="muted">group mean {fmt(group["reward_mean"])}, std {fmt(group["reward_std"])}'
                   + (" · zero variance: no learning signal" if group["is_std_zero"] else "") + "</p>") if group else ""
     fate = story["dataset"]
-    if fate:
+    if fate is None:
+        dataset = '<p class="muted">No dataset export has read this run.</p>'
+    elif fate.get("not_a_candidate"):
+        dataset = (f'<p>Not a candidate of the export {esc(fate["out_dir"])} that read this run '
+                   "(unfinished, or an action-only release episode).</p>")
+    else:
         dataset = _kv_table([("export", fate["out_dir"]), ("accepted", fate["accepted"]), ("selected", fate["selected"]),
                              ("excluded because", fate["excluded_because"]), ("best rollout of the case", fate["case_best_episode_id"]),
                              ("split", fate["split"]), ("split group", fate["split_group_id"]), ("SFT route", fate["sft_route"])])
-    else:
-        dataset = '<p class="muted">No dataset export has read this run.</p>'
+    if fate and fate["changed_since"]:
+        dataset = _changed_note(fate["changed_since"]) + dataset
     return (
         head
         + f'<div class="episode-top">{picture}<section class="card"><h2>Outcome</h2>{outcome}</section>'

@@ -567,3 +567,17 @@ def test_an_import_cut_short_is_finished_by_the_next_import(tmp_path):
     assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == sorted(
         p.relative_to(run) for p in run.rglob("*") if p.is_file()
     )
+
+
+def test_the_report_of_an_imported_run_does_not_say_every_trace_passed(tmp_path):
+    """The dashboard's audit and policy plots read the log's events, which an imported run has
+    none of: empty, they said "None: every trace passed" of a run whose directory records
+    failures. Now they say where its audit is."""
+    from eviscene.viewer.report import build_report
+
+    log = EventLog(tmp_path / "log.duckdb")
+    imported = import_path(log, write_seed_run_dir(tmp_path / "run")).import_id
+    build_report(log, imported, tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "every trace passed" not in html and "No result was blocked" not in html
+    assert html.count(f"Not in the log: an imported run directory records them in its files (`eviscene why EPISODE --run {imported}`") == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import anyio
 import pytest
 
 from eviscene.errors import EvisceneError
@@ -62,14 +63,17 @@ def test_a_dataset_export_is_replayed_once_per_state_of_what_it_read(logs, tmp_p
     log = EventLog(db)
     runtime = tmp_path / "runtime"
     first = data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime))
-    fates = data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))
+    export, fates = data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))
+    assert export == {"out_dir": str(tmp_path / "dataset"), "changed_since": None}
 
     # What the replay's views say, asked directly.
     event = log.sql("SELECT payload->'inputs' AS inputs FROM events WHERE type = 'dataset.exported'").to_pylist()[0]
     con = dataset_views.open_export(log, dataset_views.ExportSettings.from_dict(json.loads(event["inputs"])))
     try:
-        excluded = con.execute("SELECT excluded_because, count(*) FROM excluded_episodes WHERE source_id = ? GROUP BY ALL ORDER BY 2 DESC, 1",
-                               [logs.run_a]).fetchall()
+        # by decisive reason: a better rollout (each text names its id) or the first ineligibility reason
+        excluded = con.execute("SELECT CASE WHEN starts_with(excluded_because, 'a better rollout') THEN 'a better rollout of the case "
+                               "was selected' ELSE main_reason END AS reason, count(*) FROM excluded_episodes "
+                               "WHERE source_id = ? GROUP BY ALL ORDER BY 2 DESC, 1", [logs.run_a]).fetchall()
         accepted = dict(con.execute("SELECT episode_id, accepted FROM rollout_selection WHERE source_id = ?", [logs.run_a]).fetchall())
     finally:
         con.close()
@@ -84,7 +88,7 @@ def test_a_dataset_export_is_replayed_once_per_state_of_what_it_read(logs, tmp_p
     with monkeypatch.context() as patched:
         patched.setattr(data, "open_export", no_replay)
         assert data.latest_dataset_export(log, logs.run_a, ResultCache(log.path, runtime)) == first
-        assert data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime)) == fates
+        assert data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime)) == (export, fates)
 
     # Another export is another event: it is replayed, and the newest is shown.
     eviscene(db, "dataset", "export", "--run", logs.run_a, "--one-rollout-per-case", "--out", str(tmp_path / "dataset-one"))
@@ -105,7 +109,11 @@ def test_a_dataset_exports_numbers_are_filed_under_the_state_they_were_replayed_
                         [logs.run_a]).to_pylist()[0]
     payload = {k: v for k, v in json.loads(scheduled["payload"]).items() if k != "type"}
     grown = scheduled["episode_id"].rsplit("--r", 1)[0] + "--r099"
-    log.append(logs.run_a, [EventDraft(EpisodeScheduled(**{**payload, "rollout_index": 99}), episode_id=grown)])
+    async def grow() -> None:  # past the run's end, as a resume does (`append` refuses a finished run)
+        async with log.writer(logs.run_a) as writer:
+            await writer.emit(EventDraft(EpisodeScheduled(**{**payload, "rollout_index": 99}), episode_id=grown))
+
+    anyio.run(grow)
     newer = latest()
     assert newer[0]["hash"] == older[0]["hash"] and newer[1] != older[1]  # the same export; its source grew
 
@@ -127,7 +135,13 @@ def test_a_dataset_exports_numbers_are_filed_under_the_state_they_were_replayed_
         raise AssertionError("replayed again")
 
     monkeypatch.setattr(data, "open_export", no_replay)  # a new viewer reads the state's key and finds the numbers
-    assert set(data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))) == selected
+    export, fates = data.dataset_fates(log, logs.run_a, ResultCache(log.path, runtime))
+    assert set(fates) == selected
+    # The episode page of the rollout added after the export: read by it, yet no candidate (never
+    # finished), and the log has changed since (it said "No dataset export has read this run").
+    assert export["changed_since"] == numbers["changed_since"] and export["changed_since"]
+    [story] = data.episode_stories(log, logs.run_a, grown, ResultCache(log.path, runtime))
+    assert story["dataset"] == {"out_dir": str(tmp_path / "dataset"), "changed_since": export["changed_since"], "not_a_candidate": True}
 
 
 def test_sorting_and_paging_query_the_runs_table_computed_once_per_state_of_the_run(logs, tmp_path, monkeypatch):
