@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from eviscene.errors import LogLockedError
@@ -192,6 +193,18 @@ def paused_seal(log: EventLog, point: str, barrier: Path) -> subprocess.Popen:
     return process
 
 
+def resume_like(log: EventLog, run_id: str) -> int:
+    """What a resume writes after the run's end: an event of a new attempt (through the
+    writer, as `eval resume` does: `append` refuses a finished run)."""
+
+    async def write() -> int:
+        async with log.writer(run_id) as writer:
+            await writer.emit(EventDraft(GateDecided(gate="g", subject="late", passed=True), episode_id="e", attempt=2, step=0))
+        return writer.committed_events
+
+    return anyio.run(write)
+
+
 def test_a_resume_during_the_seal_waits_until_the_folder_is_gone(tmp_path):
     """Between the archive commit and the removal of the run folder the seal still holds the
     lock: a resume is refused (naming the seal), then runs once the seal is done."""
@@ -199,10 +212,10 @@ def test_a_resume_during_the_seal_waits_until_the_folder_is_gone(tmp_path):
     total = write_run(log, "r1", 3, 10)
     seal = paused_seal(log, "seal.copied", tmp_path / "barrier")
     with pytest.raises(LogLockedError, match=f"run r1 is being written by pid {seal.pid}"):
-        log.append("r1", [EventDraft(GateDecided(gate="g", subject="late", passed=True), episode_id="e", attempt=2, step=0)])
+        resume_like(log, "r1")
     (tmp_path / "barrier" / "go").touch()
     assert seal.wait(timeout=60) == 0
-    assert log.append("r1", [EventDraft(GateDecided(gate="g", subject="late", passed=True), episode_id="e", attempt=2, step=0)]) == 1
+    assert resume_like(log, "r1") == 1
     assert events_of(log, "r1") == (total + 1, total + 1)
     assert log.verify().intact
     log.seal()
@@ -217,7 +230,7 @@ def test_a_resume_right_after_the_folder_is_removed_keeps_its_segments(tmp_path)
     seal = paused_seal(log, "seal.removed", tmp_path / "barrier")
     folder = tmp_path / "race.duckdb.live" / "r1"
     assert not folder.exists()
-    assert log.append("r1", [EventDraft(GateDecided(gate="g", subject="late", passed=True), episode_id="e", attempt=2, step=0)]) == 1
+    assert resume_like(log, "r1") == 1
     (tmp_path / "barrier" / "go").touch()
     assert seal.wait(timeout=60) == 0
     assert sorted(p.name for p in folder.iterdir()) == ["events-000000000032-000000000032.parquet", "segments.jsonl", "writer.lock"]
