@@ -4,8 +4,8 @@ from the `dataset.exported` event of the export that read it."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from eviscene.exports.dataset_files import SUMMARY_COUNTS

@@ -472,9 +472,9 @@ def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, An
     open_export(log, settings, con)
     found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
     by_source: dict[str, Any] = {"excluded": {}, "fates": {}, "accepted": {}}
-    for kind in by_source:
+    for kind, grouped in by_source.items():
         for row in found_rows[kind]:
-            by_source[kind].setdefault(row.pop("source_id"), []).append(row)
+            grouped.setdefault(row.pop("source_id"), []).append(row)
     changed = changed_since(con, event["manifest"] or {}, settings.sources, event["recorded_at"])
     return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"], "changed_since": changed})
 

@@ -24,7 +24,6 @@ from eviscene.providers import OfflineProvider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.exports.run_dir import _write_traces, materialize_run
 from eviscene.log import EventLog
-from eviscene.store.locks import RunLock
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
 
