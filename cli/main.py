@@ -78,7 +78,8 @@ def _refuse_undecodable_words() -> None:
     """Under a C locale with PYTHONUTF8=0 Python reads arguments and the environment as
     ASCII, so a non-ASCII path arrives as text no library can take (DuckDB, orjson): say so
     before anything starts, not in a traceback halfway through."""
-    words = [*sys.argv[1:], *(value for name, value in os.environ.items() if name.startswith("EVISCENE_"))]
+    # the working directory too: the default log and relative paths are read through it
+    words = [*sys.argv[1:], *(value for name, value in os.environ.items() if name.startswith("EVISCENE_")), os.getcwd()]
     for word in words:
         try:
             word.encode("utf-8")

@@ -365,9 +365,10 @@ class Episode:
             judgment, reasons = parse_judgment(response.content, label_set, evidence_ids)
             if judgment is None and response.finish_reason == "length" and reasons[0].startswith("not_json"):
                 reasons = [_cut_off(response)]  # the cause, not its symptom; the retry asks for a shorter answer
-            elif judgment is None and response.tool_calls and not response.content.strip():
+            elif judgment is None and response.tool_calls:  # the call is the cause; text beside it, if any, another
                 names = ", ".join(sorted({call.name for call in response.tool_calls}))
-                reasons = [f"tool_call_not_judgment: the judgment runs no tools ({names}); answer with the JSON judgment"]
+                called = f"tool_call_not_judgment: the judgment runs no tools ({names}); answer with the JSON judgment"
+                reasons = [called, *(reasons if response.content.strip() else [])]
             await self.recorder.emit(
                 GateDecided(gate="judgment_schema", subject=self.spec.episode_id, passed=judgment is not None, reasons=reasons)
             )

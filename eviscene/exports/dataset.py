@@ -19,7 +19,7 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
 from eviscene.exports.staging import staged_directory
-from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread
+from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread, source_heads
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
@@ -185,10 +185,11 @@ def raise_first_problem(con) -> None:
         raise DatasetExportError(found[0][0])
 
 
-def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: ExportSettings) -> None:
+def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: ExportSettings, heads: dict[str, list[Any]]) -> None:
     """The export's `dataset.exported` event, once: a rerun of an export recorded before it
-    was cut short records the same event, under the same stream id, which the log holds."""
-    payload = DatasetExported(out_dir=str(out_dir), manifest=manifest, inputs=settings.as_dict())
+    was cut short records the same event, under the same stream id, which the log holds (the
+    same sources' heads: the same payload; a source that changed since makes another)."""
+    payload = DatasetExported(out_dir=str(out_dir), manifest=manifest, inputs={**settings.as_dict(), "source_heads": heads})
     run_id = "dataset-" + sha256_bytes(canonical_json(payload.model_dump(mode="json")).encode("utf-8"))[:32]
     if log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
         return
@@ -212,6 +213,7 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     con = open_export(log, resolved.settings)
     try:
         raise_first_problem(con)
+        heads = source_heads(con, resolved.settings.sources)
         release_unread(con, FILES_READ)
         with staged_directory(out_dir, "dataset output directory") as staging:
             manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt,
@@ -220,7 +222,7 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
             # Recorded before the folder is in place: a folder is never there unrecorded (a
             # rerun could not record it: the folder must be new), and a record whose folder a
             # kill kept out is recorded again, once, by the rerun that writes the folder.
-            _record(log, out_dir, manifest, resolved.settings)
+            _record(log, out_dir, manifest, resolved.settings, heads)
     finally:
         con.close()
     return manifest, written

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,16 @@ class ExportSettings:
     def from_dict(cls, data: dict[str, Any]) -> "ExportSettings":
         known = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+def source_heads(con: duckdb.DuckDBPyConnection, sources: Sequence[str]) -> dict[str, list[Any]]:
+    """Each source's chain head in `con`'s snapshot, `{run_id: [last seq, its hash]}`: what an
+    export read, recorded with it so that a replay can tell whether a source has changed since."""
+    found = con.execute(
+        "SELECT run_id, max(seq), arg_max(hash, seq) FROM events WHERE list_contains(?, run_id) GROUP BY run_id ORDER BY run_id",
+        [list(sources)],
+    ).fetchall()
+    return {run_id: [seq, head] for run_id, seq, head in found}
 
 
 def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> None:

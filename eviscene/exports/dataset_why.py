@@ -4,12 +4,11 @@ from the `dataset.exported` event of the export that read it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from eviscene.exports.dataset_files import SUMMARY_COUNTS
-from eviscene.exports.dataset_views import ExportSettings, open_export
+from eviscene.exports.dataset_views import ExportSettings, open_export, source_heads
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
 
@@ -35,8 +34,8 @@ class DatasetDecision:
     # Each family this episode shares with other accepted episodes of its group.
     joining_families: list[dict[str, Any]] = field(default_factory=list)
     # Set when the replay counts otherwise than the export recorded, or a source it read has
-    # events recorded after it: the log has changed since (a shard merged, a run resumed, an
-    # error retried), and this is the decision now, not the one its files hold.
+    # another chain head: the log has changed since (a shard merged, a run resumed, an error
+    # retried), and this is the decision now, not the one its files hold.
     changed_since: str | None = None
 
 
@@ -53,7 +52,7 @@ class _Export:
     out_dir: str
     settings: ExportSettings
     manifest: dict[str, Any]
-    recorded_at: int  # epoch microseconds of its dataset.exported event
+    inputs: dict[str, Any]  # its settings and the heads of the sources it read
 
 
 def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = None) -> _Export | None:
@@ -61,31 +60,30 @@ def latest_export_for(log: EventLog, episode_id: str, source_id: str | None = No
     import) where given, else any source holding that episode id."""
     sources = {source_id} if source_id else _sources_of(log, episode_id)
     for row in log.sql(
-        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs, (payload->'manifest')::VARCHAR AS manifest, "
-        "epoch_us(ts) AS recorded_at FROM events WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
+        "SELECT payload->>'out_dir' AS out_dir, (payload->'inputs')::VARCHAR AS inputs, (payload->'manifest')::VARCHAR AS manifest "
+        "FROM events WHERE type = 'dataset.exported' ORDER BY ts DESC, run_id"
     ).to_pylist():
         inputs = json.loads(row["inputs"] or "{}")
         if sources & set(inputs.get("sources", [])):
-            return _Export(row["out_dir"], ExportSettings.from_dict(inputs), json.loads(row["manifest"] or "{}"), row["recorded_at"])
+            return _Export(row["out_dir"], ExportSettings.from_dict(inputs), json.loads(row["manifest"] or "{}"), inputs)
     return None
 
 
-def changed_since(con, manifest: dict[str, Any], sources: Sequence[str], recorded_at: int) -> str | None:
+def changed_since(con, manifest: dict[str, Any], inputs: dict[str, Any]) -> str | None:
     """How the log in `con` (an export's replay) differs from what the export read: the first
-    of the replay's counts that differs from its manifest, else a source run with events
-    recorded after it (`recorded_at`, epoch microseconds: a resume retrying an error changes an
-    episode's reasons, not a count). A shard merged in later keeps its own older times: its
-    counts tell."""
+    of the replay's counts that differs from its manifest, else a source whose chain head is
+    not the one the export recorded (a resume retrying an error changes an episode's reasons,
+    not a count). An export recorded before heads were is held to its counts alone."""
     now = rows(con.sql("SELECT * FROM dataset_summary").to_arrow_table())[0]
     for key in SUMMARY_COUNTS:
         if key in manifest and manifest[key] != now[key]:
             return f"{key} was {manifest[key]} at the export, {now[key]} on the log as it is now"
-    later = con.execute(
-        "SELECT run_id, count(*) FROM events WHERE list_contains(?, run_id) AND epoch_us(ts) > ? GROUP BY run_id ORDER BY run_id LIMIT 1",
-        [list(sources), recorded_at],
-    ).fetchall()
-    if later:
-        return f"run {later[0][0]} has {later[0][1]} event(s) recorded after the export"
+    recorded = inputs.get("source_heads") or {}
+    heads = source_heads(con, sorted(recorded))
+    for run_id, (seq, _) in sorted(recorded.items()):
+        if heads.get(run_id) != recorded[run_id]:
+            now_seq = heads[run_id][0] if run_id in heads else "none"
+            return f"{run_id} has changed since the export (its last event seq {seq} then, {now_seq} now)"
     return None
 
 
@@ -105,7 +103,7 @@ def explain_dataset_decision(
     con = open_export(log, settings)
     try:
         # settings given: no export to hold the replay to
-        changed = changed_since(con, export.manifest, settings.sources, export.recorded_at) if export else None
+        changed = changed_since(con, export.manifest, export.inputs) if export else None
         found_rows = rows(con.sql(
             "SELECT r.*, x.excluded_because, d.sft_route FROM rollout_selection r "
             "LEFT JOIN excluded_episodes x USING (source_id, episode_id) LEFT JOIN dataset_rows d USING (episode_id) "

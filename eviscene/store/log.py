@@ -234,7 +234,8 @@ class EventStore:
         if self.exists() and self.sql(
             "SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.finished'", [check_run_id(run_id)]
         )["n"][0].as_py():
-            raise EvisceneError(f"run {run_id!r} has finished, so it takes no more events; append to a run of your own")
+            raise EvisceneError(f"run {run_id!r} has finished, so it takes no more events; append to a run of your own "
+                                "(`log verify` lists a run without run.finished as unfinished)")
 
         async def _append() -> int:
             async with self.writer(run_id) as writer:

@@ -47,10 +47,7 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
     candidates = live_run_ids(log_path) if run_ids is None else run_ids
     sealed = []
     for run_id in candidates:
-        try:
-            folder = run_folder(log_path, run_id)
-        except ValueError as exc:
-            raise EvisceneError(str(exc)) from None
+        folder = run_folder(log_path, run_id)  # InvalidRunIdError for a name no run can have
         if not folder.is_dir():
             if not _archived_tail(log_path, run_id)[0]:
                 raise no_run_error(run_id, log_path)

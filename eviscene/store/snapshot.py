@@ -152,7 +152,8 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
                 raise
             if time.monotonic() > deadline:
                 match = _HOLDER_PID.search(str(exc))
-                holder = (f"this process (pid {os.getpid()}: a query or connection of its own still open on it; close it first)"
+                holder = (f"this process (pid {os.getpid()}: another of its connections, a query still being read or a "
+                          "`log.connect()` kept open, or its seal in another thread)"
                           if in_this_process else _process_named(int(match.group(1))) if match else "another process")
                 # Readers share the archive: a reader is kept out only by a writer (a seal, a
                 # merge), a writer by anyone (a long `eviscene sql` too).

@@ -399,17 +399,15 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
 # ------------------------------------------------------------------------------- dataset
 
 _LATEST_EXPORT_SQL = """
-SELECT ts, epoch_us(ts) AS recorded_at, run_id, seq, hash, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest,
-       payload->'inputs' AS inputs
+SELECT ts, run_id, seq, hash, payload->>'out_dir' AS out_dir, payload->'manifest' AS manifest, payload->'inputs' AS inputs
 FROM events WHERE type = 'dataset.exported' AND list_contains((payload->'inputs'->'sources')::VARCHAR[], $run)
 ORDER BY ts DESC, run_id LIMIT 1
 """
 # What the viewer shows of one export, for every source it read: computed over a replay of it.
 _EXPORT_NUMBERS_SQL = {
-    # by decisive reason: the first ineligibility reason, or a better rollout (whose id each text names)
+    # by decisive reason, as the export's manifest counts them (its excluded_reason_counts)
     "excluded": """
-        SELECT source_id, CASE WHEN starts_with(excluded_because, 'a better rollout') THEN 'a better rollout of the case was selected'
-                               ELSE main_reason END AS reason, count(*) AS episodes FROM excluded_episodes
+        SELECT source_id, main_reason AS reason, count(*) AS episodes FROM excluded_episodes
         GROUP BY ALL ORDER BY source_id, episodes DESC, reason""",
     "accepted": "SELECT source_id, count(*) AS episodes FROM rollout_selection WHERE accepted GROUP BY ALL ORDER BY source_id",
     "group_sizes": """
@@ -468,14 +466,13 @@ def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, An
     numbers = cache.get(DATASET_EXPORT, head)
     if numbers is not None:
         return numbers
-    settings = ExportSettings.from_dict(event["inputs"])
-    open_export(log, settings, con)
+    open_export(log, ExportSettings.from_dict(event["inputs"]), con)
     found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
     by_source: dict[str, Any] = {"excluded": {}, "fates": {}, "accepted": {}}
     for kind, grouped in by_source.items():
         for row in found_rows[kind]:
             grouped.setdefault(row.pop("source_id"), []).append(row)
-    changed = changed_since(con, event["manifest"] or {}, settings.sources, event["recorded_at"])
+    changed = changed_since(con, event["manifest"] or {}, event["inputs"])
     return cache.put(DATASET_EXPORT, head, {**by_source, "group_sizes": found_rows["group_sizes"], "changed_since": changed})
 
 

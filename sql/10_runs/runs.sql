@@ -14,15 +14,10 @@
 -- `completed_with_errors` when an episode counts as an error, else `completed`.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
-    SELECT
-        run_id,
-        min(ts) AS started_at,
-        -- a merged sharded run has one run.started per shard: the lowest shard's (run_manifests)
-        arg_min(payload, (coalesce((payload->'benchmark'->>'shard_index')::INTEGER, 0), seq)) AS payload,
-        count(*) AS shards
-    FROM events
-    WHERE type = 'run.started'
-    GROUP BY run_id
+    -- a merged sharded run has one run.started per shard: run_manifests says which is the run's
+    SELECT s.run_id, s.started_at, m.manifest AS payload, s.shards
+    FROM (SELECT run_id, min(ts) AS started_at, count(*) AS shards FROM events WHERE type = 'run.started' GROUP BY run_id) s
+    JOIN run_manifests m USING (run_id)
     UNION ALL
     SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest, 1 FROM imported_runs
 ),

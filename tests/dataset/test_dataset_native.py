@@ -320,9 +320,11 @@ def test_why_says_when_the_log_has_changed_since_the_export_it_replays(tmp_path)
     before, theirs = (log.sql("SELECT episode_id FROM episodes ORDER BY 1")["episode_id"].to_pylist() for log in logs)
     episode = before[0]
     assert explain_dataset_decision(logs[0], episode).changed_since is None
-    # An event recorded after the export (as a resume retrying an error records), no count changed:
+    # An event after the export's (as a resume retrying an error writes), no count changed:
+    last_seq = logs[0].sql("SELECT max(seq) AS n FROM events WHERE run_id = 'sh'")["n"][0].as_py()
     anyio.run(_record_later, logs[0], "sh")
-    assert explain_dataset_decision(logs[0], episode).changed_since == "run sh has 1 event(s) recorded after the export"
+    assert explain_dataset_decision(logs[0], episode).changed_since == (
+        f"sh has changed since the export (its last event seq {last_seq} then, {last_seq + 1} now)")
     merged = CliRunner().invoke(cli, ["--db", str(logs[0].path), "log", "merge", str(logs[1].path)])
     assert merged.exit_code == 0, merged.output
     decision = explain_dataset_decision(logs[0], episode)

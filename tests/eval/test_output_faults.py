@@ -262,4 +262,7 @@ def test_a_path_python_reads_as_ascii_is_one_line_naming_the_cure(tmp_path):
         result = subprocess.run([EVISCENE, "--db", str(log.path), *args], capture_output=True, text=True, env=env, timeout=120,
                                 check=False)
         one_error_line(result, "is not text this Python can read", "PYTHONUTF8=1")
+    # the default log, in a working directory of that name
+    result = subprocess.run([EVISCENE, "runs"], capture_output=True, text=True, env=env, timeout=120, cwd=folder, check=False)
+    one_error_line(result, "is not text this Python can read", "PYTHONUTF8=1")
     assert sorted(p.name for p in folder.iterdir()) == before

@@ -657,10 +657,12 @@ def test_a_judgment_refused_every_time_is_the_policy_s_failure_not_an_engineerin
                    "exclusion_reasons": ["training_prohibited", "no_exportable_trajectory", "trace_audit:missing_judgment", "incorrect_result"]}
 
 
-def test_a_judgment_answered_with_a_tool_call_is_asked_again_on_a_well_formed_transcript(release_dir, tmp_path, fast_profile):
+@pytest.mark.parametrize("text", [None, "Let me check that page first."], ids=["call-alone", "call-with-text"])
+def test_a_judgment_answered_with_a_tool_call_is_asked_again_on_a_well_formed_transcript(text, release_dir, tmp_path, fast_profile):
     """The judgment runs no tools: the call gets an answer (a strict server refuses a tool call
-    left unanswered), the gate names what the model did, and the retry is judged."""
-    judgments = iter([chat_completion(None, tool_calls=[("call_j", "visit", json.dumps({"url": "https://a.example"}))]),
+    left unanswered), the gate names what the model did (and what its text was not), and the
+    retry is judged."""
+    judgments = iter([chat_completion(text, tool_calls=[("call_j", "visit", json.dumps({"url": "https://a.example"}))]),
                       chat_completion(JUDGMENT)])
 
     def respond(received: Received) -> Reply:
@@ -672,7 +674,8 @@ def test_a_judgment_answered_with_a_tool_call_is_asked_again_on_a_well_formed_tr
     assert summary.terminations == {"completed": 1}
     assert [c["error"] for c in events(log, "model.called")] == [""] * 3
     gates = [g["reasons"] for g in events(log, "gate.decided") if g["gate"] == "judgment_schema"]
-    assert gates == [["tool_call_not_judgment: the judgment runs no tools (visit); answer with the JSON judgment"], []]
+    called = "tool_call_not_judgment: the judgment runs no tools (visit); answer with the JSON judgment"
+    assert gates == [[called] if text is None else [called, "not_json: Expecting value at char 0"], []]
     retry = [r.body["messages"] for r in server.received if judging(r)][-1]
     assert retry[-2] == {"role": "tool", "tool_call_id": "call_j", "content": "No tool runs at the judgment."}
     assert [j["verdict"] for j in events(log, "judgment.made")] == ["unverifiable"]

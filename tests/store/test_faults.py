@@ -318,8 +318,8 @@ def test_a_seal_kept_out_by_this_process_s_own_open_query_says_so(tmp_path, monk
         assert con.sql("SELECT count(*) FROM events").fetchall() == [(8,)]
         with pytest.raises(LogLockedError) as refused:
             log.seal(["r2"])
-        assert str(refused.value) == (f"log {log.path} is in use by this process (pid {os.getpid()}: a query or connection "
-                                      "of its own still open on it; close it first)")
+        assert str(refused.value) == (f"log {log.path} is in use by this process (pid {os.getpid()}: another of its connections, "
+                                      "a query still being read or a `log.connect()` kept open, or its seal in another thread)")
     finally:
         con.close()
     assert log.seal(["r2"]) == ["r2"] and log.verify().ok

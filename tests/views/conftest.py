@@ -412,6 +412,8 @@ def main_attempts() -> list[Attempt]:
     out.append(a.finish("error", time_taken=0.4, tool_calls=0, llm_calls=1,
                         error="ProviderError: HTTP 503 Service Unavailable after 3 retries"))
 
+    # A refused judgment as EviScene ended it before December 2026 (termination error): the views
+    # read logs written then too, and score it as any engineering error.
     a = by["err1"].attempt().start().perceive()
     a.model(content="Nothing to search.")
     a.messages.append({"role": "user", "content": "Give your judgment now as one JSON object."})
