@@ -409,7 +409,6 @@ _EXPORT_NUMBERS_SQL = {
     "excluded": """
         SELECT source_id, main_reason AS reason, count(*) AS episodes FROM excluded_episodes
         GROUP BY ALL ORDER BY source_id, episodes DESC, reason""",
-    "accepted": "SELECT source_id, count(*) AS episodes FROM rollout_selection WHERE accepted GROUP BY ALL ORDER BY source_id",
     "group_sizes": """
         SELECT members, count(*) AS groups FROM (SELECT component_id, count(*) AS members FROM split_components GROUP BY ALL)
         GROUP BY ALL ORDER BY members""",
@@ -468,7 +467,7 @@ def _replayed(con: duckdb.DuckDBPyConnection, log: EventLog, event: dict[str, An
         return numbers
     open_export(log, ExportSettings.from_dict(event["inputs"]), con)
     found_rows = {name: fetch(con, sql) for name, sql in _EXPORT_NUMBERS_SQL.items()}
-    by_source: dict[str, Any] = {"excluded": {}, "fates": {}, "accepted": {}}
+    by_source: dict[str, Any] = {"excluded": {}, "fates": {}}
     for kind, grouped in by_source.items():
         for row in found_rows[kind]:
             grouped.setdefault(row.pop("source_id"), []).append(row)
@@ -490,7 +489,7 @@ def latest_dataset_export(
         "ts": event["ts"],
         "out_dir": event["out_dir"],
         "manifest": event["manifest"],
-        "accepted": sum(r["episodes"] for r in numbers["accepted"].get(run_id, [])),
+        "accepted": sum(bool(fate["accepted"]) for fate in numbers["fates"].get(run_id, [])),
         "excluded": numbers["excluded"].get(run_id, []),
         "group_sizes": numbers["group_sizes"],
         "changed_since": numbers["changed_since"],
