@@ -38,8 +38,10 @@ def dataset() -> None:
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
 @click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
-@click.option("--train-ratio", type=float, default=TRAIN_RATIO, show_default=True)
-@click.option("--validation-ratio", type=float, default=VALIDATION_RATIO, show_default=True)
+@click.option("--train-ratio", type=float, default=TRAIN_RATIO, show_default=True,
+              help="Derived mode: the share of split groups in train (each group's place is its seeded hash).")
+@click.option("--validation-ratio", type=float, default=VALIDATION_RATIO, show_default=True,
+              help="Derived mode: the share of split groups in validation; the rest is test.")
 @click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
 @click.option("--short-max-tokens", type=int, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")

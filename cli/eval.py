@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 import anyio
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -136,9 +137,13 @@ def _exit_status(summary: RunSummary) -> None:
 @click.option("--model", default=None, help="Model name for the agent.")
 @click.option("--vlm-provider", default=None, help="VLM provider for --image-access-mode separate_vlm.")
 @click.option("--vlm-model", default=None, help="VLM model for --image-access-mode separate_vlm.")
-@click.option("--image-access-mode", type=click.Choice(["direct_multimodal", "separate_vlm"]), default=_default("image_access_mode"), show_default=True)
-@click.option("--llm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
-@click.option("--vlm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None)
+@click.option("--image-access-mode", type=click.Choice(["direct_multimodal", "separate_vlm"]), default=_default("image_access_mode"), show_default=True,
+              help="direct_multimodal: the agent's model sees the picture; separate_vlm: a second model (--vlm-*) describes it "
+                   "to a text-only agent.")
+@click.option("--llm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None,
+              help="The API the agent's model is called through (default: the profile's, else the provider's first).")
+@click.option("--vlm-wire-api", type=click.Choice(["interactions", "responses", "chat_completions"]), default=None,
+              help="The API the VLM is called through with --image-access-mode separate_vlm.")
 @click.option("--base-url", default=None, help="Provider endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama).")
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
@@ -154,7 +159,8 @@ def _exit_status(summary: RunSummary) -> None:
                    "user for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling.")
 @click.option("--concurrency", type=int, default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
 @click.option("--rollouts-per-case", type=int, default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
-@click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True)
+@click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True,
+              help="Each episode's sampling seed derives from it, its case and its rollout index (the same run again samples the same).")
 @click.option("--timeout", type=float, default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
 @click.option("--limit", type=int, default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
@@ -207,6 +213,7 @@ def run(
         eviscene eval run --benchmark examples/eviscene-demo-v1/runtime_input/cases.jsonl \\
             --rollouts-per-case 4 --concurrency 4 --output-dir runs/demo-r4
     """
+    _check_slurm_shard(flags["shard_index"], flags["shard_count"])
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
     name = _run_name(run_id, output_dir)
     if materialize and output_dir is not None:
@@ -216,6 +223,16 @@ def run(
     if materialize:
         _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
+
+
+def _check_slurm_shard(index: int, count: int) -> None:
+    """A shard index read from SLURM_ARRAY_TASK_ID that is no shard: an array numbered from 1
+    (`--array=1-4`), most likely. Said in SLURM's words: the user passed no --shard-index."""
+    if click.get_current_context().get_parameter_source("shard_index") is ParameterSource.ENVIRONMENT and not 0 <= index < count:
+        raise EvisceneError(
+            f"SLURM_ARRAY_TASK_ID={index} is no shard of {count} (shards are numbered 0 to {count - 1}): "
+            f"submit the array as --array=0-{count - 1}, or pass --shard-index"
+        )
 
 
 def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:

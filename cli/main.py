@@ -12,7 +12,7 @@ import duckdb
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
 from eviscene.cli.output import mute_stdout, printable
-from eviscene.errors import EvisceneError, is_interruption, os_fault
+from eviscene.errors import EvisceneError, is_interruption, is_write_fault, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
 from eviscene.store.layout import DEFAULT_LOG
@@ -55,21 +55,47 @@ class _Eviscene(click.Group):
         except (EvisceneError, duckdb.Error) as exc:
             click.echo(f"Error: {printable(redact(one_line(str(exc))))}", err=True)  # it may quote input
             sys.exit(2)
-        except BrokenPipeError:  # the reader stopped early (`| head`): end quietly, as Unix tools do
-            mute_stdout()
-            sys.exit(1)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
-            click.echo(f"Error: {printable(redact(str(os_fault(exc))))}", err=True)
-            sys.exit(2)
+            _os_fault_exit(exc)
+
+
+# The exit of a command whose reader stopped early (`| head`): a Unix tool's killed by SIGPIPE
+# (128 + 13), which `set -o pipefail` scripts know, not 1 (a problem found, as `log verify`'s).
+EXIT_BROKEN_PIPE = 141
+
+
+def _os_fault_exit(exc: OSError) -> None:
+    """End on a failed write or read: quietly for a reader gone (`| head`), else one line naming
+    the path and the cause, standard output when that is what failed (`> /dev/full`)."""
+    if isinstance(exc, BrokenPipeError):
+        mute_stdout()
+        sys.exit(EXIT_BROKEN_PIPE)
+    # Every file the commands write names itself in its fault (`os_fault`): a full disk with no
+    # name is standard output's (`> /dev/full`), whose exit flush must not fail again.
+    on_stdout = exc.filename is None and is_write_fault(exc)
+    if on_stdout:
+        mute_stdout()
+    click.echo(f"Error: {printable(redact(str(os_fault(exc, path='standard output' if on_stdout else None))))}", err=True)
+    sys.exit(2)
 
 
 def main() -> None:
     """The `eviscene` program. By the time click exits, the command has done its work or said
     why not; a stop signal in the interpreter's exit that follows (a fifth of a second of
-    teardown) could only end the process with 130 and no word, so from there on it is ignored."""
+    teardown) could only end the process with 130 and no word, so from there on it is ignored.
+    Output still buffered is flushed before that exit, so a failed write is said, not lost."""
+    if sys.stdout is None:  # started with `>&-`: a command's answer would go nowhere, unsaid
+        if sys.stderr is not None:
+            print("Error: standard output is closed; send it somewhere (`> FILE`, `> /dev/null`)", file=sys.stderr)
+        sys.exit(2)
     try:
         _refuse_undecodable_words()
-        cli()
+        try:
+            cli()
+        finally:
+            sys.stdout.flush()
+    except OSError as exc:  # --help and --version print outside `invoke`, and the last flush
+        _os_fault_exit(exc)
     finally:
         ignore_stop_signals()
 
@@ -121,21 +147,34 @@ def cli(ctx: click.Context, db: str) -> None:
         eviscene eval run --benchmark examples/eviscene-demo-v1/runtime_input/cases.jsonl
         eviscene runs
         eviscene sql "SELECT type, count(*) AS n FROM events GROUP BY type ORDER BY n DESC"
+
+    \b
+    Exit status: 0 done; 1 a problem found (an episode that errored, a log
+    that does not verify); 2 a mistake in the command or its input, said in one
+    line; 130 interrupted (Ctrl-C, SIGTERM); 141 the reader of the output
+    stopped early (`| head`).
     """
-    ctx.obj = EventLog(db)
+    ctx.obj = EventLog(_given_log(db))
 
 
 # Commands that read a log (or, as `log seal`, tidy one) and never start one: on a path holding
 # no log they fail (a mistyped --db never answers from an empty log, nor creates one). Writers
-# (eval run, import, log merge) create it; `sql`, `views --columns` and `dataset export` (which
-# imports path inputs first) check for themselves; `view` may start before the first run writes,
+# (eval run, import, log merge) create it; `sql`, `views --columns`, `runs` (whose `compare`
+# takes its own --db) and `dataset export` (which imports path inputs first) check for themselves; `view` may start before the first run writes,
 # shows runs as they appear, and says that there is no log yet.
-READERS = {"runs", "runs compare", "why", "log verify", "log seal", "log export-parquet", "materialize", "report"}
+READERS = {"runs compare", "why", "log verify", "log seal", "log export-parquet", "materialize", "report"}
+
+
+def _given_log(db: str) -> str:
+    """--db as given: an empty one names no log (it is no way to say the default)."""
+    if not db.strip():
+        raise click.BadParameter("an empty path names no log", param_hint="'--db'")
+    return db
 
 
 def _use_log(ctx: click.Context, _param: click.Parameter, db: str | None) -> None:
     if db is not None:
-        ctx.obj = EventLog(db)
+        ctx.obj = EventLog(_given_log(db))
     names, context = [], ctx
     while context.parent is not None:
         names.append(context.info_name)

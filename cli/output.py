@@ -5,8 +5,8 @@ Rows arrive as a stream of tuples of Python values (a query's DuckDB rows, or Ar
 read into them) and leave as they arrive, so a result of any size prints in bounded memory;
 a query printed as text never imports pyarrow (a third of `eviscene runs`'s start-up). csv,
 json and jsonl stream row by row; the table format buffers only a preview (the first
-`TABLE_PREVIEW_ROWS` rows) to size its columns, then streams every row with those widths,
-wrapping cells that are wider.
+`TABLE_PREVIEW_ROWS` rows) to size its columns, then streams every row with those widths: on
+a terminal a wider cell wraps; into a pipe or a file it overflows (a line is a whole row).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
@@ -87,19 +88,45 @@ def _plain(value: Any, for_json: bool = False) -> Any:
     if isinstance(value, (date, time)):
         return value.isoformat()
     if isinstance(value, Decimal):
-        # HUGEINT (every sum() of integers) and DECIMAL(p, 0) arrive as Decimal: integers stay integers.
-        return int(value) if value.as_tuple().exponent >= 0 else float(value)
+        # HUGEINT (every sum() of integers) and DECIMAL(p, 0) arrive as Decimal: integers stay
+        # integers; other decimals keep every digit (a double keeps ~16), a number in JSON.
+        if value.as_tuple().exponent >= 0:
+            return int(value)
+        return _NUMBER_MARK + format(value, "f") if for_json else format(value, "f")
+    if type(value).__name__ == "MonthDayNano":  # an INTERVAL read from Arrow (pyarrow need not be loaded)
+        return _interval_text(value.months, value.days, value.nanoseconds // 1000)
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, dict):
         return {k: _plain(v, for_json) for k, v in value.items()}
-    # DuckDB hands fixed-size ARRAY values over as plain tuples (Arrow's named tuples, such
-    # as an INTERVAL's MonthDayNano, print as before).
+    # DuckDB hands fixed-size ARRAY values over as plain tuples.
     if isinstance(value, list) or type(value) is tuple:
         return [_plain(v, for_json) for v in value]
     return value
+
+
+# A decimal's digits in JSON text are a number's: its string is marked so (a mark no text of the
+# data can hold: random per process) and written without quotes (`_exact_numbers`).
+_NUMBER_MARK = f"\ue000{os.urandom(8).hex()}:"
+_MARKED_NUMBER = re.compile(f'"{re.escape(_NUMBER_MARK)}(-?[0-9.]+)"')
+
+
+def _exact_numbers(json_text: str) -> str:
+    return _MARKED_NUMBER.sub(r"\1", json_text) if _NUMBER_MARK in json_text else json_text
+
+
+def _interval_text(months: int, days: int, micros: int) -> str:
+    """An INTERVAL as DuckDB writes it: `1 year 2 months 3 days 04:05:06.789`, `-00:00:01`,
+    `00:00:00` for none. (Intervals arrive from Arrow: DuckDB's rows would make months days.)"""
+    years, months = int(months / 12), months - int(months / 12) * 12  # both toward zero, as DuckDB
+    words = [f"{n} {unit}{'' if abs(n) == 1 else 's'}" for n, unit in ((years, "year"), (months, "month"), (days, "day")) if n]
+    if micros or not words:
+        seconds, fraction = divmod(abs(micros), 1_000_000)
+        clock = f"{'-' if micros < 0 else ''}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        words.append(clock + (f".{fraction:06d}".rstrip("0") if fraction else ""))
+    return " ".join(words)
 
 
 def _cell(value: Any) -> str:
@@ -200,13 +227,13 @@ def write_rows(
     rows = _rows(names, values, json_columns, for_json=fmt in ("json", "jsonl"))
     if fmt == "jsonl":
         for row in rows:
-            out.write(json_printable(_COMPACT_JSON(row)) + "\n")
+            out.write(_exact_numbers(json_printable(_COMPACT_JSON(row))) + "\n")
     elif fmt == "json":
         # The layout of json.dumps(list_of_rows, indent=2), one row at a time.
         out.write("[")
         written = 0
         for row in rows:
-            body = json_printable(json.dumps(row, ensure_ascii=False, indent=2)).replace("\n", "\n  ")
+            body = _exact_numbers(json_printable(json.dumps(row, ensure_ascii=False, indent=2))).replace("\n", "\n  ")
             out.write(("," if written else "") + "\n  " + body)
             written += 1
         out.write("\n]\n" if written else "]\n")
@@ -277,13 +304,16 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
         if len(preview) == TABLE_PREVIEW_ROWS:
             break
     header = [_table_cell(name) for name in names]  # a column's name is the query's (or a file's) text
-    natural = [max([len(n)] + [len(cells[i]) for cells in preview]) for i, n in enumerate(header)]
+    natural = [max([_columns(n)] + [_columns(cells[i]) for cells in preview]) for i, n in enumerate(header)]
     widths = _fit(natural, width)
 
     def emit_row(cells: list[str]) -> None:
+        if width is None:  # a pipe or a file: a row is one line, a cell wider than the preview's overflows
+            out.write(_COLUMN_GAP.join(_padded(c, w) for c, w in zip(cells, widths)).rstrip() + "\n")
+            return
         wrapped = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] for c, w in zip(cells, widths)]
         for line in range(max(len(parts) for parts in wrapped) if wrapped else 1):
-            out.write(_COLUMN_GAP.join((parts[line] if line < len(parts) else "").ljust(w) for parts, w in zip(wrapped, widths)).rstrip() + "\n")
+            out.write(_COLUMN_GAP.join(_padded(parts[line] if line < len(parts) else "", w) for parts, w in zip(wrapped, widths)).rstrip() + "\n")
 
     emit_row(header)
     out.write(_COLUMN_GAP.join("-" * w for w in widths) + "\n")
@@ -291,6 +321,18 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
         emit_row(cells)
     for row in rows:
         emit_row([_table_cell(row[n]) for n in names])
+
+
+def _columns(text: str) -> int:
+    """How many terminal columns `text` takes: a wide (East Asian, emoji) character two, a
+    combining mark none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _padded(text: str, width: int) -> str:
+    return text + " " * (width - _columns(text))
 
 
 def _table_cell(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 import pyarrow as pa
+from click.core import ParameterSource
 
 from eviscene.cli.output import emit, format_option
 from eviscene.providers.profiles import BUILTIN_PROFILES_TOML, profile_rows
@@ -25,6 +26,8 @@ def profiles(fmt: str, template: bool) -> None:
         eviscene eval run --profile qwen-local --benchmark examples/eviscene-demo-v1/runtime_input/cases.jsonl
     """
     if template:
+        if click.get_current_context().get_parameter_source("fmt") is ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"--template prints TOML; it takes no --format {fmt}")
         click.echo(BUILTIN_PROFILES_TOML, nl=False)
         return
     emit(pa.Table.from_pylist(profile_rows()), fmt)

@@ -31,7 +31,8 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
 
     The query runs in a sandbox: it reads the log and the files named with --read, and
     writes nothing (COPY, ATTACH, INSTALL, SET, CREATE, … are refused). Results stream to
-    stdout in --format, or to --output FILE.
+    stdout in --format, or to --output FILE. A QUERY of `-` is read from standard input (a
+    file of SQL, which may start with a `--` comment).
 
     \b
     Example:
@@ -39,8 +40,11 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
         eviscene sql "SELECT * FROM runs" --format csv
         eviscene sql "SELECT e.episode_id, n.note FROM episodes e JOIN 'notes.csv' n USING (episode_id)" --read notes.csv
         eviscene sql "SELECT * FROM events" --output events.parquet
+        eviscene sql - --csv < query.sql
     """
     log.require()
+    if query == "-":
+        query = click.get_text_stream("stdin").read()
     target = check_output_path(output, log.path) if output is not None else None
     if target is not None and click.get_current_context().get_parameter_source("fmt") is not ParameterSource.DEFAULT \
             and f".{fmt}" != target.suffix:
@@ -74,18 +78,17 @@ def views(log: EventLog, names: tuple[str, ...], columns: bool, fmt: str) -> Non
                 close = closest_name(name, by_name)
                 raise EvisceneError(f"no view {name!r}" + (f'; did you mean "{close}"?' if close else "; `eviscene views` lists them"))
         definitions = tuple(by_name[name.lower()] for name in names)
+    listed = list if fmt in ("json", "jsonl") else ", ".join  # a key's or columns' names: an array in JSON
     data = {
         "view": [d.name for d in definitions],
         "grain": [d.grain for d in definitions],
-        "key": [", ".join(d.key) for d in definitions],
+        "key": [listed(d.key) for d in definitions],
         "meaning": [d.meaning for d in definitions],
     }
     if columns:
         con = log.require().connect()
         try:
-            data["columns"] = [
-                ", ".join(row[0] for row in con.execute(f'DESCRIBE "{d.name}"').fetchall()) for d in definitions
-            ]
+            data["columns"] = [listed(row[0] for row in con.execute(f'DESCRIBE "{d.name}"').fetchall()) for d in definitions]
         finally:
             con.close()
     emit_rows(list(data), zip(*data.values()), fmt)

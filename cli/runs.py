@@ -6,6 +6,7 @@ import json
 import sys
 
 import click
+from click.core import ParameterSource
 
 from eviscene.cli.output import emit_result, emit_rows, format_option, json_printable
 from eviscene.log import EventLog
@@ -21,9 +22,13 @@ def runs(ctx: click.Context, fmt: str) -> None:
     Example:
         eviscene runs --format json
     """
-    if ctx.invoked_subcommand is None:
-        with ctx.obj.query("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id", as_rows=True, inline_views=True) as result:
-            emit_result(result, fmt)
+    if ctx.invoked_subcommand is not None:
+        if ctx.get_parameter_source("fmt") is ParameterSource.COMMANDLINE:  # it would be ignored
+            raise click.UsageError(f"the output format goes after `{ctx.invoked_subcommand}` (`eviscene runs {ctx.invoked_subcommand} … --format {fmt}`)")
+        return  # the subcommand checks for its log itself, after its own --db
+    ctx.obj.require()
+    with ctx.obj.query("SELECT * FROM runs ORDER BY started_at DESC NULLS LAST, run_id", as_rows=True, inline_views=True) as result:
+        emit_result(result, fmt)
 
 
 @runs.command()

@@ -23,9 +23,13 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     rollout group, each reason it is or is not training-eligible, and what the newest
     dataset export decided for it (selected or not, its group, joining families, split).
 
+    An episode id carries its prompt group, which derives from the code's commit: look it up
+    with `sql`. A case id is refused with that case's episode ids.
+
     \b
     Example:
-        eviscene why demo-0004--3b1f2c9a--r001
+        eviscene why "$(eviscene sql "SELECT episode_id FROM episodes WHERE run_id = 'demo' AND case_id = 'demo-0004' AND rollout_index = 0" --csv | tail -n 1)" --run demo
+        eviscene why demo-0004
     """
     story = explain_episode(log, episode_id, run_id)
     if as_json:

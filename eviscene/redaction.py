@@ -27,7 +27,7 @@ import re
 import threading
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 MASK = "[REDACTED]"
 _URL_SAFE = str.maketrans("+/", "-_")
@@ -81,6 +81,24 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
+def register_url_secrets(url: str | None) -> None:
+    """Register the credentials `url` carries, which a server may echo bare, outside any URL:
+    its user-info (an HTTP client sends `user:KEY` as a `Basic` header, base64 that
+    `_encoded_forms` covers; `KEY@host` alone is a key) and its secret-named query or fragment
+    parameters' values."""
+    if not url:
+        return
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo:
+        user, has_password, password = userinfo.partition(":")
+        for value in {userinfo, unquote(userinfo), unquote(password if has_password else user)}:
+            register_secret(value)
+    for name, value in (*parse_qsl(parts.query), *parse_qsl(parts.fragment)):
+        if _secret_named(name):
+            register_secret(value)
+
+
 def _name_words(name: str, *, camel: bool = True) -> str:
     """`name`'s words parted by single `_`s: `clientSecret` -> `client_Secret`, `api_key[]` -> `api_key`."""
     parted = _NAME_SEPARATOR.sub("_", name)
@@ -117,8 +135,8 @@ def register_secret_fields(data: Any) -> None:
     from the environment is."""
     if isinstance(data, dict):
         for name, value in data.items():
-            if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(_name_words(name)) and _CREDENTIAL_VALUE.match(value):
-                register_secret(value)
+            if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(_name_words(name)):
+                register_secret(_SCHEME_WORD.sub("", value, count=1).strip())
             else:
                 register_secret_fields(value)
     elif isinstance(data, list):
@@ -142,8 +160,8 @@ def _encoded_forms(value: str) -> set[str]:
     text that holds the value depends on where the value starts (three alignments) and on the
     bytes around it: each alignment's characters that hold the value's bits alone are a form,
     in the standard and the URL-safe alphabets."""
-    forms = {quote(value, safe="")}
     data = value.encode()
+    forms = {quote(value, safe=""), base64.b64encode(data).decode()}  # the latter: `Basic` of the value alone, whole
     for lead in range(3):
         encoded = base64.b64encode(bytes(lead) + data).decode().rstrip("=")
         start = -(-lead * 4 // 3) if lead else 0  # characters holding bits of the bytes before
@@ -202,6 +220,18 @@ def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
     return _each_string(value, lambda text: _masked(text, secrets))
 
 
+# A printable ASCII character written as a JSON escape, which no JSON writer needs (`\u0073` for
+# `s`; Go escapes `<>&` so): where a credential may hide from a search of the bytes. `\/` too
+# (PHP's writer escapes every slash), searched for only when a known secret holds a slash (no
+# key shape does): it costs as much as the rest over text full of other escapes.
+_ESCAPED_ASCII_BUT_SLASH = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
+_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9A-Fa-f]|\\/")
+
+
+def _unescaped(escape: re.Match[bytes]) -> bytes:
+    return b"/" if escape[0] == b"\\/" else bytes([int(escape[0][2:], 16)])
+
+
 class CredentialFinder:
     """Where imported data holds a credential (a known secret, read once when made). A file's
     bytes (`first`) by the nets that take almost nothing else: a known secret as written and
@@ -223,6 +253,18 @@ class CredentialFinder:
             if at >= 0:
                 found.append(at)
         return min(found, default=None)
+
+    def first_line(self, data: bytes, *, json_text: bool) -> int | None:
+        """The 1-based line of the first credential in `data`, or None; in JSON text (`json_text`)
+        also one written with escapes (`\\u0073k-…`, `\\/`), as a reader decodes it. Escapes
+        decode to characters, never to a newline, so a line's number is the same either way."""
+        at = self.first(data)
+        if at is None and json_text:
+            escape = _ESCAPED_ASCII if any(b"/" in secret for secret in self._plain) else _ESCAPED_ASCII_BUT_SLASH
+            if escape.search(data):
+                data = escape.sub(_unescaped, data)
+                at = self.first(data)
+        return None if at is None else data.count(b"\n", 0, at) + 1
 
     def in_document(self, document: Any) -> str | None:
         """The first string of a parsed document that is a credential, or None: one under a

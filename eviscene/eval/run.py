@@ -353,6 +353,18 @@ def _free_unrecorded_claim(claim: RunLock) -> None:
         claim.release()
 
 
+def _check_same_code(run_id: str, started_by: str) -> None:
+    """A run is one policy: its remaining episodes run by other code would go under its commit's
+    name (run_manifest.json, each rollout group's `policy_revision`), a group mixing two
+    policies unseen. Where either commit is unknown (an installed copy, no git), nothing can be said."""
+    current = git_commit()
+    if started_by and current and current != started_by:
+        raise EvisceneError(
+            f"run {run_id} was started by EviScene at commit {started_by[:12]}, and this is {current[:12]}: its remaining "
+            "episodes would run other code under the first commit's name; resume with that commit checked out, or start a new run"
+        )
+
+
 async def resume_run(
     log: EventLog,
     run_id: str,
@@ -376,7 +388,8 @@ async def resume_run(
     manifest = _run_manifest(log, run_id)
     options = EvalOptions.recorded({**manifest["config"], **(executor or {})})
     check_no_redacted_urls(options, run_id)
-    if not trust_endpoints and _episodes_left(log, run_id, retry_errors):  # with none, no key, episode or tool goes anywhere
+    episodes_left = _episodes_left(log, run_id, retry_errors)
+    if not trust_endpoints and episodes_left:  # with none, no key, episode or tool goes anywhere
         check_recorded_endpoints(options, run_id, restated=executor or {})
     recorded = manifest["benchmark"]
     if benchmark is not None:
@@ -390,6 +403,8 @@ async def resume_run(
         raise EvisceneError(f"{options.benchmark} is gone; point `--benchmark` at the release's new cases.jsonl")
     if sha256_file(options.benchmark) != recorded["sha256"]:
         raise EvisceneError(f"{options.benchmark} differs from the cases.jsonl run {run_id} started with (sha256); resume refused")
+    if episodes_left:  # with none, only the run's directory is written again
+        _check_same_code(run_id, manifest["git_commit"])
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
     with quota_released_on_failure(plan.provider):

@@ -193,11 +193,10 @@ def refuse_credentials(files: Iterable[ImportedFile]) -> None:
     take nothing but credentials (`CredentialFinder`)."""
     finder = CredentialFinder()
     for item in files:
-        at = finder.first(item.content)
-        if at is None and item.kind == "run_manifest":
-            at = _credential_field(finder, item.content)
-        if at is not None:
+        line = finder.first_line(item.content, json_text=item.relative_path.endswith((".json", ".jsonl")))
+        if line is None and item.kind == "run_manifest" and (at := _credential_field(finder, item.content)) is not None:
             line = item.content.count(b"\n", 0, at) + 1
+        if line is not None:
             raise ArtifactError(
                 f"{item.path}:{line}: holds what looks like a credential (an API key, a token); an import keeps its files "
                 "as they are, so it would reach the log and every export: remove it from the file (nothing was imported)"

@@ -38,7 +38,7 @@ import certifi
 import orjson
 
 from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
-from eviscene.redaction import redact, register_secret
+from eviscene.redaction import redact, register_secret, register_url_secrets
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
@@ -159,6 +159,7 @@ class JsonClient:
     def __init__(self, endpoint: Endpoint, *, label: str):
         self.endpoint, self.label = endpoint, label
         register_secret(endpoint.api_key)
+        register_url_secrets(endpoint.base_url)
         self._secrets = (endpoint.api_key,) if endpoint.api_key else ()
         self._limiter = anyio.CapacityLimiter(max(1, endpoint.max_inflight))
         self._session: aiohttp.ClientSession | None = None

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eviscene.errors import EvisceneError
-from eviscene.redaction import register_secret_fields
+from eviscene.redaction import redact, register_secret_fields
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES, STAGES
 
 WIRE_APIS = ("chat_completions", "responses", "interactions")
@@ -440,7 +440,7 @@ def profile_rows(profiles: dict[str, Profile] | None = None) -> list[dict[str, A
                 "provider": profile.provider,
                 "model": profile.model,
                 "wire_api": profile.wire_api or (kind.wire_apis[0] if kind.wire_apis else None),
-                "base_url": profile.base_url or kind.base_url,
+                "base_url": redact(profile.base_url or kind.base_url),  # a URL may carry a key
                 "api_key_env": key_env,
                 "key_set": None if key_env is None else bool(os.environ.get(key_env, "").strip()),
                 "thinking": ", ".join(f"{stage}={value}" for stage, value in {**kind.thinking, **profile.thinking}.items()) or None,

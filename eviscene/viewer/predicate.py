@@ -28,8 +28,14 @@ _WRAPPER = "SELECT * FROM episodes WHERE ({})"
 # past this it is interrupted, so a filter costs the viewer seconds at most.
 FILTER_TIME_LIMIT_S = 5.0
 _POSITION_FIELDS = {"query_location", "query_location_length"}
-# Scalar functions that read the process's settings, variables or environment.
-_REFUSED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv"})
+# Scalar functions that read the process's settings, variables, environment or catalog (which
+# databases and schemas are open, the session's ids), beside every one DuckDB keeps in
+# pg_catalog (`current_schemas`, `has_table_privilege`, `pg_sleep`…; asked of DuckDB).
+_REFUSED_FUNCTIONS = frozenset({
+    "current_setting", "getvariable", "getenv", "in_search_path", "current_catalog", "current_role", "current_user",
+    "session_user", "user", "current_connection_id", "current_transaction_id", "current_query_id", "txid_current",
+})
+_PG_CATALOG_FUNCTIONS = "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE schema_name = 'pg_catalog'"
 # DuckDB's own catalogs: these schemas, and by name in any schema every view DuckDB itself
 # defines and every table function, which a FROM names without parentheses
 # (duckdb_databases, pragma_database_list, duckdb_settings…: asked of DuckDB, so a newer
@@ -74,6 +80,7 @@ def validate_predicate(predicate: str) -> str:
             raise PredicateError(f"the filter is not a SQL predicate: {parsed.get('error_message', 'syntax error')}")
         baseline = _parse(con, _WRAPPER.format("true"))
         catalogs = {name for (name,) in con.execute(_CATALOG_NAMES).fetchall()}
+        refused_functions = _REFUSED_FUNCTIONS | {name for (name,) in con.execute(_PG_CATALOG_FUNCTIONS).fetchall()}
     finally:
         con.close()
     statements = parsed["statements"]
@@ -88,9 +95,10 @@ def validate_predicate(predicate: str) -> str:
     for part in walk_dicts(where):  # every node of the parse tree
         if part.get("type") == "TABLE_FUNCTION":
             raise PredicateError("the filter may read the views, not table functions (files, settings)")
-        if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in _REFUSED_FUNCTIONS:
-            raise PredicateError(f"the filter may read the views, not settings or variables ({part['function_name']})")
-        if part.get("type") == "BASE_TABLE" and _is_catalog(part, catalogs):
+        if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in refused_functions:
+            raise PredicateError(f"the filter may read the views, not settings, variables or catalogs ({part['function_name']})")
+        # SHOW, DESCRIBE and SUMMARIZE as a subquery's source: the catalog, or any table's columns
+        if part.get("type") == "SHOW_REF" or (part.get("type") == "BASE_TABLE" and _is_catalog(part, catalogs)):
             raise PredicateError("the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)")
     return text
 

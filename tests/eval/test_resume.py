@@ -112,3 +112,38 @@ def test_ctrl_c_names_the_run_to_resume(release, tmp_path):
     resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
     assert resumed.returncode == 0
     assert log.sql("SELECT count(*) FILTER (WHERE finished) AS n FROM episodes").to_pylist() == [{"n": 6}]
+
+
+def test_a_resume_by_other_code_is_refused_while_episodes_are_left(release, tmp_path):
+    """A run resumed after an upgrade ran its remaining episodes with the new agent under the
+    old commit's name (its manifest, each rollout group's policy_revision): a group could mix
+    two policies unseen. Refused while episodes are left; a resume with nothing to run is not.
+    (GIT_DIR hides the checkout, so each process's commit is its GIT_COMMIT.)"""
+    log_path = tmp_path / "code.duckdb"
+    log = EventLog(log_path)
+    first = {**os.environ, "GIT_DIR": str(tmp_path / "no-git"), "GIT_COMMIT": "a" * 40}
+    other = {**first, "GIT_COMMIT": "b" * 40}
+    process = subprocess.Popen(
+        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+         "--limit", "6", "--concurrency", "1", "--no-progress", "--no-materialize"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=first,
+    )
+    deadline = time.monotonic() + 300
+    while not finished_episodes(log):
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the run finished no episode in time"
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
+    before = finished_episodes(log)
+    assert len(before) < 6
+    refused = eviscene(log_path, "eval", "resume", run_id, "--no-progress", env=other)
+    assert refused.returncode == 2 and refused.stderr == (
+        f"Error: run {run_id} was started by EviScene at commit aaaaaaaaaaaa, and this is bbbbbbbbbbbb: its remaining episodes "
+        "would run other code under the first commit's name; resume with that commit checked out, or start a new run\n")
+    assert finished_episodes(log) == before
+    resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress", env=first)
+    assert resumed.returncode == 0, resumed.stderr
+    again = eviscene(log_path, "eval", "resume", run_id, "--no-progress", env=other)  # nothing left to run
+    assert again.returncode == 0 and "0 of 6 episodes ran" in again.stdout, again.stderr

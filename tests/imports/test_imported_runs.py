@@ -422,6 +422,30 @@ def test_a_key_in_a_trajectory_file_or_trace_is_refused_by_line_and_its_prose_is
     assert [r["run_id"] for r in log.sql("SELECT DISTINCT run_id FROM events").to_pylist()] == [prose.import_id]
 
 
+def test_a_key_written_with_json_escapes_is_refused_as_its_reader_decodes_it(tmp_path, monkeypatch):
+    """`\\u0073k-proj-…` is `sk-proj-…` to every JSON reader: the bytes' search missed it, and the
+    key reached the dataset export in plain text. So did a known key with an escaped letter or
+    slash (PHP's writer escapes every `/`)."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    scores = run / "trajectory_scores.jsonl"
+    original = scores.read_bytes()
+    scores.write_bytes(original + b'{"note": "\\u0073k-proj-A1b2C3d4A1b2C3d4A1b2C3d4"}\n')
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    line = original.count(b"\n") + 1
+    assert (out.exit_code, out.output) == (2, f"Error: {scores.resolve()}:{line}: {CREDENTIAL_REFUSED}\n")
+    monkeypatch.setenv("EXAMPLE_SERVICE_TOKEN", "plain/word7token")
+    trace = run / "traces" / "case-B--r000.json"
+    scores.write_bytes(original)
+    for escaped in (b"plain\\/word7token", b"pl\\u0061in/word7token"):
+        trace.write_bytes(b'{"image_id": "case-B--r000",\n "state": {"note": "' + escaped + b'"}}')
+        out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+        assert (out.exit_code, out.output) == (2, f"Error: {trace.resolve()}:2: {CREDENTIAL_REFUSED}\n"), escaped
+    # escapes of other characters, as JSON writers make them (`ensure_ascii`), are no key
+    trace.write_bytes(b'{"image_id": "case-B--r000", "state": {"note": "caf\\u00e9 \\u4e2d sk-\\u00e9"}}')
+    assert import_path(log, run).status == "imported"
+
+
 # Each file (or the traces folder) a run directory's import reads, and a file of none of its kinds.
 LINKED_OUT = ["traces/evil.json", "traces/case-A--r000.json", "traces", "run_manifest.json", "trajectory_scores.jsonl",
               "run_results.jsonl", "summary.json", "notes.txt", "logs/secret.txt"]

@@ -8,6 +8,7 @@ the log file, its live folder, nor any output."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -214,3 +215,42 @@ def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(base_url, store
 
 def manifest_run_id(log: EventLog) -> str:
     return log.sql("SELECT run_id FROM events WHERE type = 'run.started'")["run_id"][0].as_py()
+
+
+def test_credentials_a_server_echoes_bare_from_the_base_url_and_the_body_are_stored_nowhere(release_dir, tmp_path):
+    """A server that answers with the key it was sent, bare (no URL or header around it): the
+    URL's user-info key, the `Basic` header the client made of it, and a profile's
+    `authorization = "Bearer …"` body field. None reaches the log, the run directory or the output."""
+    user_key, body_token = f"ukey-{secrets.token_hex(12)}", f"tok-{secrets.token_hex(12)}"
+    (tmp_path / "profiles.toml").write_text(
+        PROFILE + f'extra_body = {{ metadata = {{ authorization = "Bearer {body_token}" }} }}\n', encoding="utf-8")
+    env = {**os.environ, "EVISCENE_PROFILES": str(tmp_path / "profiles.toml"), "EVISCENE_RUNTIME_DIR": str(tmp_path / "rt")}
+    env.pop("OPENAI_API_KEY", None)
+
+    def echo(received: Received) -> Reply:
+        said = (f"I received credential {user_key}, header {received.headers.get('authorization')}, "
+                f"token {received.body['metadata']['authorization'].split()[-1]}")
+        if "response_format" in received.body:
+            judgment = {"verdict": "unverifiable", "confidence": 0.4, "verdict_basis": [], "rationale": said}
+            return Reply(body=chat_completion(json.dumps(judgment)))
+        return Reply(body=chat_completion(said))
+
+    case_id = json.loads((release_dir / "runtime_input" / "cases.jsonl").read_text().splitlines()[0])["case_id"]
+    with FakeServer(echo) as server:
+        result = subprocess.run(
+            [EVISCENE, "--db", "log.duckdb", "eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"),
+             "--case-id", case_id, "--profile", "e2e", "--provider", "openai_compatible", "--model", "m",
+             "--base-url", server.url.replace("http://", f"http://reader:{user_key}@") + "/v1", "--output-dir", "run"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        )
+    assert result.returncode == 0, result.stderr
+    sent = {r.headers["authorization"].split()[-1] for r in server.received}
+    assert sent == {base64.b64encode(f"reader:{user_key}".encode()).decode()}  # the echo really held them
+    log = EventLog(tmp_path / "log.duckdb")
+    texts = log.sql("SELECT payload::VARCHAR AS t FROM events")["t"].to_pylist()
+    assert any("I received credential [REDACTED], header Basic [REDACTED], token [REDACTED]" in t for t in texts)
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "profiles.toml"]
+    for secret in (user_key, body_token, *sent):
+        assert not any(secret in t for t in texts), secret
+        assert not any(secret.encode() in p.read_bytes() for p in files), secret
+        assert secret not in result.stdout + result.stderr

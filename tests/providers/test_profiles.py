@@ -197,6 +197,21 @@ def test_eviscene_profiles_lists_them_and_prints_the_template(user_file, monkeyp
     assert table.exit_code == 0 and table.output.splitlines()[0].split()[:3] == ["name", "provider", "model"]
 
 
+def test_eviscene_profiles_masks_the_credentials_a_base_url_carries(user_file):
+    """A profile's `base_url` may hold a key (`user:KEY@host`, `?api_key=`): listed masked."""
+    user_file.write_text(USER_FILE + '''
+[profiles.keyed]
+provider = "openai_compatible"
+model = "m"
+base_url = "http://reader:ukey-31e2a9@127.0.0.1:1/v1?api_key=qkey-77c0d4"
+''', encoding="utf-8")
+    for args in (["profiles", "--format", "json"], ["profiles"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "http://[REDACTED]@127.0.0.1:1/v1?api_key=[REDACTED]" in result.output
+        assert "ukey-31e2a9" not in result.output and "qkey-77c0d4" not in result.output
+
+
 LIMITS_FILE = """
 [profiles.small-server]
 provider = "openai_compatible"

@@ -35,7 +35,15 @@ from eviscene.providers import (
     ResponsesProvider,
     wire,
 )
-from eviscene.redaction import MASK, KnownSecrets, redact, redact_data, register_secret, register_secret_fields
+from eviscene.redaction import (
+    MASK,
+    KnownSecrets,
+    redact,
+    redact_data,
+    register_secret,
+    register_secret_fields,
+    register_url_secrets,
+)
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
 KEY_SHAPED = "sk-proj-" + "A1b2C3d4" * 3  # a key no one registered, in the shape of one
@@ -158,6 +166,25 @@ def test_a_profiles_body_credential_is_registered_and_its_other_fields_are_not()
     register_secret_fields({"prompt_cache_key": "qwen2.5-vl-72b", "max_tokens": 4096, "note": "tok-body-55aa77",
                             "metadata": {"access_token": "tok-body-55aa77", "user_key_hint": "hint-0099x"}})
     assert redact("qwen2.5-vl-72b said tok-body-55aa77, hint-0099x") == f"qwen2.5-vl-72b said {MASK}, hint-0099x"
+
+
+def test_a_body_credential_written_with_its_scheme_word_or_spaces_is_registered():
+    """`authorization = "Bearer tok-…"` and a pass phrase went unregistered (the value was
+    judged whole, scheme word and spaces included), so a server's echo of the token was stored."""
+    register_secret_fields({"metadata": {"authorization": "Bearer tok-5e1f0c9a77"}, "password": "correct horse battery staple"})
+    assert redact("echo tok-5e1f0c9a77; correct horse battery staple") == f"echo {MASK}; {MASK}"
+
+
+def test_the_credentials_a_base_url_carries_are_registered_bare_and_as_sent():
+    """An HTTP client sends `http://user:KEY@host`'s user-info as a `Basic` header: a server
+    echoing the key bare, or the header's base64, outside any URL, must find it masked; so with
+    a secret-named query or fragment parameter's value. The user name alone is no secret."""
+    register_url_secrets("http://reader:ukey-8f3a1c55@127.0.0.1:1/v1?api_key=qkey-0b9d7e21&model=m#access_token=fkey-6c2e4a90")
+    basic = base64.b64encode(b"reader:ukey-8f3a1c55").decode()
+    echoed = f"you sent ukey-8f3a1c55 as Authorization {basic}, then qkey-0b9d7e21 and fkey-6c2e4a90 for reader"
+    assert redact(echoed) == f"you sent {MASK} as Authorization {MASK}, then {MASK} and {MASK} for reader"
+    register_url_secrets("http://tkey-2d4f6a8c0e@127.0.0.1:1/v1")  # a token alone as the user-info
+    assert redact("tkey-2d4f6a8c0e") == MASK
 
 
 def test_a_body_credential_named_in_camel_case_or_nested_under_its_scheme_is_registered():

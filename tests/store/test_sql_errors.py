@@ -96,7 +96,8 @@ def test_views_lists_the_views_named_and_a_mistyped_name_gets_the_closest(log_pa
     listed = views("episodes", "TOOL_CALLS", "--columns", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
-    assert [row["view"] for row in rows] == ["episodes", "tool_calls"] and rows[0]["columns"].startswith("run_id, episode_id")
+    assert [row["view"] for row in rows] == ["episodes", "tool_calls"] and rows[0]["columns"][:2] == ["run_id", "episode_id"]
+    assert rows[1]["key"] == ["run_id", "episode_id", "call_index"]  # arrays in JSON, as a table joins them
     assert views("episode").stderr == "Error: no view 'episode'; did you mean \"episodes\"?\n"
     unknown = views("zzqq")
     assert (unknown.returncode, unknown.stderr) == (2, "Error: no view 'zzqq'; `eviscene views` lists them\n")

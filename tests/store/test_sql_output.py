@@ -176,7 +176,7 @@ def test_json_columns_are_json_and_integers_are_integers(log_path, tmp_path):
     as_jsonl = eviscene("--db", str(log_path), "sql", query, "--format", "jsonl", cwd=tmp_path)
     assert json.loads(as_jsonl.stdout) == json.loads(as_json.stdout)[0]
     table = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path)
-    assert table.stdout.splitlines()[2].split()[:4] == ["sealed", "780", "41", "1.5"]
+    assert table.stdout.splitlines()[2].split()[:4] == ["sealed", "780", "41", "1.50"]  # a DECIMAL(4, 2), as DuckDB writes it
 
 
 def test_tables_wrap_to_the_terminal_width_and_lose_nothing(log_path, tmp_path):
@@ -330,3 +330,83 @@ def test_csv_json_jsonl_and_table_are_shorthands_for_format_and_two_that_disagre
         assert result.returncode == 2 and result.stderr.endswith("Error: choose one output format, not csv and json\n")
     result = eviscene("--db", str(log_path), "sql", query, "--csv", "--output", str(tmp_path / "rows.jsonl"), cwd=tmp_path)
     assert result.returncode == 2 and "--format csv and --output" in result.stderr and not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_table_into_a_pipe_keeps_each_row_on_one_line_past_the_preview(log_path, tmp_path):
+    """Columns are sized by the first 1,000 rows: a wider value after them was wrapped, even into
+    a pipe (10000 printed as `1000` and `0` on two lines); now it overflows its column."""
+    piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    table = eviscene("--db", str(log_path), "sql", "SELECT i * 10 AS n, 'x' AS s FROM range(1001) t(i)", cwd=tmp_path, env=piped)
+    assert table.stdout.splitlines()[-2:] == ["9990  x", "10000  x"]
+
+
+def test_wide_characters_take_two_columns_and_combining_marks_none(log_path, tmp_path):
+    query = "SELECT * FROM (VALUES ('日本語', 1), ('abc', 2), ('🔥🔥', 3), ('e' || chr(769), 4)) t(name, n)"
+    piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    table = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path, env=piped)
+    assert table.stdout.splitlines()[2:] == ["日本語  1", "abc     2", "🔥🔥    3", "e\u0301       4"]
+
+
+def test_decimals_keep_every_digit_and_intervals_read_as_duckdb_writes_them_in_every_format(log_path, tmp_path):
+    """A DECIMAL went through a double (12345678901234567.89 printed as 1.2345678901234568e+16);
+    an INTERVAL printed as `MonthDayNano(months=0, …)` or a list of three numbers."""
+    query = ("SELECT 12345678901234567.89::DECIMAL(38,2) AS big, 0.00000001::DECIMAL(18,8) AS small, "
+             "INTERVAL '1 year 2 months 3 days 04:05:06.789' AS span, INTERVAL '-1 second' AS back, INTERVAL 0 SECOND AS none")
+    span = "1 year 2 months 3 days 04:05:06.789"
+
+    piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+    def printed(fmt: str) -> str:
+        result = eviscene("--db", str(log_path), "sql", query, f"--{fmt}", cwd=tmp_path, env=piped)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert printed("csv") == f"big,small,span,back,none\n12345678901234567.89,0.00000001,{span},-00:00:01,00:00:00\n"
+    assert printed("table").splitlines()[2].split("  ") == ["12345678901234567.89", "0.00000001", span, "-00:00:01", "00:00:00"]
+    assert printed("jsonl") == (f'{{"big":12345678901234567.89,"small":0.00000001,"span":"{span}",'
+                                f'"back":"-00:00:01","none":"00:00:00"}}\n')
+    from decimal import Decimal
+    assert json.loads(printed("json"), parse_float=Decimal)[0]["big"] == Decimal("12345678901234567.89")
+    # a text that looks like the mark is text still
+    look_alike = eviscene("--db", str(log_path), "sql", "SELECT chr(57344) || '00:1.5' AS t", "--jsonl", cwd=tmp_path)
+    assert json.loads(look_alike.stdout) == {"t": "\ue00000:1.5"}
+
+
+def test_a_query_of_dash_is_read_from_standard_input(log_path, tmp_path):
+    """A file of SQL starting with a `--` comment could not be passed: click took it for an option."""
+    result = subprocess.run([EVISCENE, "--db", str(log_path), "sql", "-", "--csv"], input="-- how many\nSELECT count(*) AS n FROM events;\n",
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "n\n62\n")
+
+
+def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
+    """`>&-` gave an AttributeError traceback; `> /dev/full` said `cannot write ?`, and for
+    --help or --version a traceback."""
+    closed = subprocess.run(f"'{EVISCENE}' --db '{log_path}' sql 'SELECT 1 AS a' >&-", shell=True, capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path)
+    assert (closed.returncode, closed.stderr) == (2, "Error: standard output is closed; send it somewhere (`> FILE`, `> /dev/null`)\n")
+    for args in (["--db", str(log_path), "sql", "SELECT 1 AS a"], ["--db", str(log_path), "runs"], ["--help"], ["--version"]):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([EVISCENE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path)
+        assert (result.returncode, result.stderr) == (2, "Error: cannot write standard output: No space left on device\n"), args
+
+
+def test_a_reader_that_stops_early_exits_as_a_unix_tool_killed_by_sigpipe(log_path, tmp_path):
+    """Exit 1 said a problem was found (as `log verify`'s); a reader gone is 141, as for `yes | head`."""
+    piped = subprocess.run(["bash", "-c", f"'{EVISCENE}' --db '{log_path}' sql 'SELECT range AS i FROM range(200000)' --csv | head -n 1; "
+                            "echo ${PIPESTATUS[0]}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (piped.stdout, piped.stderr) == ("i\n141\n", "")
+
+
+def test_runs_compare_takes_its_own_db_and_a_format_before_it_is_refused(log_path, tmp_path):
+    """`runs compare A B --db X` and `runs compare --help` failed on a missing ./eviscene.duckdb;
+    `runs --json compare` printed a table."""
+    helped = eviscene("runs", "compare", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "Paired accuracy difference" in helped.stdout
+    compared = eviscene("runs", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
+    assert compared.returncode == 2 and "no log at" not in compared.stderr and "a" in compared.stderr
+    misplaced = eviscene("runs", "--json", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
+    assert misplaced.returncode == 2 and "the output format goes after `compare`" in misplaced.stderr
+    assert eviscene("runs", cwd=tmp_path).stderr.startswith("Error: no log at")  # the listing still checks
+    empty = eviscene("--db", "", "runs", cwd=tmp_path)
+    assert empty.returncode == 2 and "an empty path names no log" in empty.stderr

@@ -49,8 +49,16 @@ def test_only_a_read_only_predicate_passes_the_filter_check(predicate):
 
 
 @pytest.mark.parametrize("predicate, refusal", [
-    ("current_setting('temp_directory') IS NOT NULL", "the filter may read the views, not settings or variables (current_setting)"),
-    ("getvariable('x') IS NULL", "the filter may read the views, not settings or variables (getvariable)"),
+    ("current_setting('temp_directory') IS NOT NULL", "the filter may read the views, not settings, variables or catalogs (current_setting)"),
+    ("getvariable('x') IS NULL", "the filter may read the views, not settings, variables or catalogs (getvariable)"),
+    ("current_schemas(true)::VARCHAR LIKE '%main%'", "the filter may read the views, not settings, variables or catalogs (current_schemas)"),
+    ("in_search_path('archive', 'main')", "the filter may read the views, not settings, variables or catalogs (in_search_path)"),
+    ("has_table_privilege('events', 'select')", "the filter may read the views, not settings, variables or catalogs (has_table_privilege)"),
+    ("pg_sleep(60) IS NULL", "the filter may read the views, not settings, variables or catalogs (pg_sleep)"),
+    ("(SELECT count(*) FROM (SHOW ALL TABLES) WHERE database = 'archive') > 0",
+     "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("EXISTS (FROM (DESCRIBE archive.events))", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
+    ("(SUMMARIZE events) IS NULL", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
     ("episode_id IN (SELECT database_name FROM duckdb_databases)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
     ("EXISTS (SELECT * FROM main.DuckDB_Settings)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
     ("EXISTS (SELECT * FROM information_schema.tables)", "the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)"),
