@@ -393,8 +393,8 @@ def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
 
 def test_a_reader_that_stops_early_exits_as_a_unix_tool_killed_by_sigpipe(log_path, tmp_path):
     """Exit 1 said a problem was found (as `log verify`'s); a reader gone is 141, as for `yes | head`."""
-    piped = subprocess.run(["bash", "-c", f"'{EVISCENE}' --db '{log_path}' sql 'SELECT range AS i FROM range(200000)' --csv | head -n 1; "
-                            "echo ${PIPESTATUS[0]}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    script = f"'{EVISCENE}' --db '{log_path}' sql 'SELECT range AS i FROM range(200000)' --csv | head -n 1; echo ${{PIPESTATUS[0]}}"
+    piped = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert (piped.stdout, piped.stderr) == ("i\n141\n", "")
 
 
