@@ -135,7 +135,8 @@ def export_parquet_command(event_log: EventLog, directory: Path) -> None:
     """Write the log's events and blobs as Parquet under DIRECTORY, partitioned by run (hive
     layout: DIRECTORY/events/run_id=R/…parquet, DIRECTORY/blobs/…parquet), for Spark, Trino,
     Polars or DuckDB. Incremental: runs exported already and unchanged are skipped, a run
-    that grew is rewritten, a run still being written waits for its end. Every read command
+    that grew is rewritten, a run being written (or sealed) is left for a later export, its
+    holder named. Every read command
     reads such a folder as a log: `eviscene --db DIRECTORY sql …`.
 
     \b
@@ -152,7 +153,8 @@ def export_parquet_command(event_log: EventLog, directory: Path) -> None:
     say(
         f"exported {report.streams} ({report.events} events) and {report.blobs} blob(s) to {directory}; "
         f"{report.unchanged} unchanged"
-        + (f"; still being written, not exported: {', '.join(report.running)}" if report.running else "")
+        + (f"; held, not exported (run this again when it ends): {', '.join(f'{run} (by {holder})' for run, holder in report.running.items())}"
+           if report.running else "")
     )
 
 

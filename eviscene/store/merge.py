@@ -30,6 +30,7 @@ from eviscene.rules.timestamps import now_micros
 from eviscene.store.chain import content_digest, derived_event_id, event_hash
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_root, live_run_ids
+from eviscene.store.locks import lock_holder
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.seal import seal_runs
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS, EVENT_SCHEMA
@@ -65,9 +66,9 @@ def merge_log(target: Path, source: Path) -> MergeReport:
     try:
         attach_archive_as(con, target, "merged")
         apply_migrations(con, "merged")
-        writing = set(live_run_ids(target)) & {row[0] for row in con.execute("SELECT DISTINCT run_id FROM events").fetchall()}
-        if writing:
-            raise EvisceneError(f"run {sorted(writing)[0]} is still being written in {target}; merge it when it ends")
+        unsealed = set(live_run_ids(target)) & {row[0] for row in con.execute("SELECT DISTINCT run_id FROM events").fetchall()}
+        if unsealed:
+            _refuse_unsealed_run(target, min(unsealed))
         _check_no_event_id_of_another_run(con, source, target)
         shared = _runs_in_both(con)  # their records here stand; a fold records its own range
         folds = [run_id for run_id in shared if _unmerged_events(con, run_id)]
@@ -103,6 +104,13 @@ def merge_log(target: Path, source: Path) -> MergeReport:
 
 
 SHARD_KIND = "log_shard"
+
+
+def _refuse_unsealed_run(target: Path, run_id: str) -> None:
+    """A run the source holds whose events here are still live after the seal before the merge:
+    its writer held it. Merged now, its live tail would sit beside the merged copy."""
+    holder = lock_holder(live_root(target) / run_id / "writer.lock")
+    raise LogLockedError(f"run {run_id} is being written in {target}" + (f" by {holder}" if holder else "") + "; merge it when it ends")
 
 
 def _check_no_event_id_of_another_run(con: duckdb.DuckDBPyConnection, source: Path, target: Path) -> None:

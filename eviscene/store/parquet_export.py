@@ -47,7 +47,7 @@ class ExportReport:
     exported: dict[str, str]  # stream -> its kind (`store.streams`)
     events: int
     unchanged: int
-    running: list[str]
+    running: dict[str, str]  # a run held by a writer or a seal, not exported -> its holder (`lock_holder`)
     blobs: int
 
     @property
@@ -92,7 +92,8 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
     check_not_the_log("export folder", directory, log_path)
     if directory.exists() and not directory.is_dir():
         raise EvisceneError(f"{directory} is not a directory")
-    running = sorted(r for r in live_run_ids(log_path) if lock_holder(live_root(log_path) / r / "writer.lock") is not None)
+    holders = {run_id: lock_holder(live_root(log_path) / run_id / "writer.lock") for run_id in live_run_ids(log_path)}
+    running = {run_id: holder for run_id, holder in sorted(holders.items()) if holder is not None}
     heads = con.execute(
         "SELECT run_id, max(seq), arg_max(hash, seq), arg_min(type, seq) FROM events GROUP BY run_id ORDER BY run_id"
     ).fetchall()

@@ -22,6 +22,8 @@ from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
+from eviscene.store.layout import run_folder
+from eviscene.store.locks import lock_holder
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
 from eviscene.viewer.predicate import filter_time_limit, validate_predicate
 from eviscene.viewer.results_cache import DATASET_EXPORT, ResultCache, RunHead, run_head, run_heads
@@ -159,12 +161,14 @@ def _seconds(start: Any, end: Any) -> float | None:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def with_progress(run: dict[str, Any]) -> dict[str, Any]:
-    """Add the finishing rate (episodes a minute) and, while the run writes, its ETA."""
+def with_progress(log: EventLog, run: dict[str, Any]) -> dict[str, Any]:
+    """Add the finishing rate (episodes a minute) and, while the run writes, its ETA. The status
+    `running_or_interrupted` says only that `run.finished` is missing: a writer holding the run's
+    lock tells a running run from a killed one (as `log verify` does), which gets no ETA."""
     elapsed = _seconds(run["started_at"], run["last_event_at"])
     rate = run["episodes_finished"] / (elapsed / 60) if elapsed and run["episodes_finished"] else None
     remaining = run["episodes_planned"] - run["episodes_finished"]
-    writing = run["status"] == "running_or_interrupted"
+    writing = run["status"] == "running_or_interrupted" and lock_holder(run_folder(log.path, run["run_id"]) / "writer.lock") is not None
     eta = remaining / rate * 60 if writing and rate and remaining > 0 else None
     return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
 
@@ -178,7 +182,7 @@ def list_runs(log: EventLog, cache: ResultCache | None = None, wait_s: float | N
                  materialize=False, views=False)
     runs = sorted((row for row in found.values() if row is not None), key=lambda r: r["run_id"])
     runs.sort(key=lambda r: r.get("started_at") or "", reverse=True)  # ISO-8601 UTC text sorts as time; NULL last
-    return [r if "computing_s" in r else with_progress(r) for r in runs]
+    return [r if "computing_s" in r else with_progress(log, r) for r in runs]
 
 
 def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
@@ -191,7 +195,7 @@ def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
     found = read(log, "", reader, materialize=False, views=False)
     if found is None:
         raise no_run_error(run_id, log.path)
-    return with_progress(found)
+    return with_progress(log, found)
 
 
 # ----------------------------------------------------------------------------- dashboard
@@ -364,7 +368,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
     head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
         row = cache.get("run", head)
-        run = known_run(log, run_id, cache) if row is None or row["row"] is None else with_progress(row["row"])
+        run = known_run(log, run_id, cache) if row is None or row["row"] is None else with_progress(log, row["row"])
     return {**plotted, "run": run, "dataset": latest_dataset_export(log, run_id, cache, export)}
 
 

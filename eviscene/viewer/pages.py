@@ -102,9 +102,13 @@ def badge(text: str, kind: str = "") -> str:
     return f'<span class="badge {attr(kind)}">{esc(text)}</span>'
 
 
-def status_badge(status: str | None) -> str:
-    kind = {"completed": "ok", "running_or_interrupted": "live", "incomplete": "warn"}.get(status or "", "bad")
-    return badge("running" if status == "running_or_interrupted" else status or "–", kind)
+def status_badge(run: dict[str, Any]) -> str:
+    """The run's status; one without `run.finished` is running while a writer holds it
+    (`with_progress`), else interrupted (`eval resume` finishes it)."""
+    status = run["status"]
+    if status == "running_or_interrupted":
+        return badge("running", "live") if run.get("writing") else badge("interrupted", "warn")
+    return badge(status or "–", {"completed": "ok", "incomplete": "warn"}.get(status or "", "bad"))
 
 
 # ----------------------------------------------------------------------------------- runs
@@ -134,7 +138,7 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
             f'<td><input type="radio" name="b" value="{attr(r["run_id"])}" aria-label="compare as B"></td>'
             f'<td><a href="{attr(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
             + (f'<td>{esc(r.get("label"))}</td>' if has_label else "")
-            + f'<td>{status_badge(r["status"])}</td><td>{esc(r["provider"])}</td><td>{esc(r["model"])}</td>'
+            + f'<td>{status_badge(r)}</td><td>{esc(r["provider"])}</td><td>{esc(r["model"])}</td>'
             f'<td class="progress-cell">{progress}</td><td class="num">{esc(rate)}</td>'
             f'<td class="num">{esc(duration(r.get("eta_seconds")) if r.get("eta_seconds") is not None else "–")}</td>'
             f'<td class="num" data-field="accuracy">{esc(fmt(r.get("accuracy")))}</td>'
@@ -181,8 +185,11 @@ def run_header(run: dict[str, Any], links: Links, current: str) -> str:
     tabs = [("dashboard", "Dashboard", links.dashboard(run["run_id"])), ("episodes", "Episodes", links.episodes(run["run_id"]))]
     nav = "".join(f'<a class="tab{" active" if key == current else ""}" href="{attr(href)}">{esc(text)}</a>' for key, text, href in tabs)
     return (f'<div class="run-head"><h1>{esc(run["run_id"])}</h1>'
-            f'<div class="muted">{status_badge(run["status"])} {esc(run["provider"])} · {esc(run["model"])} · release {esc(run["release_id"])}'
-            + (f' · label {esc(run["label"])}' if run.get("label") else "") + f'</div><nav class="tabs">{nav}</nav></div>')
+            f'<div class="muted">{status_badge(run)} {esc(run["provider"])} · {esc(run["model"])} · release {esc(run["release_id"])}'
+            + (f' · label {esc(run["label"])}' if run.get("label") else "") + "</div>"
+            + (f'<p class="warn">No process writes this run: <code>eviscene eval resume {esc(run["run_id"])}</code> finishes it.</p>'
+               if run["status"] == "running_or_interrupted" and not run.get("writing") else "")
+            + f'<nav class="tabs">{nav}</nav></div>')
 
 
 def computing_page(data: dict[str, Any], links: Links) -> str:

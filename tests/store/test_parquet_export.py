@@ -4,6 +4,7 @@ readable by plain DuckDB and pyarrow and by `eviscene --db DIR`."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import anyio
@@ -104,7 +105,7 @@ def test_run_ids_that_look_like_numbers_read_back_as_written_with_the_readme_s_t
     assert sorted(set(table.column("run_id").to_pylist())) == ["007", "10"]
 
 
-def test_a_run_that_grows_is_re_exported_and_one_being_written_waits(tmp_path: Path) -> None:
+def test_a_run_that_grows_is_re_exported_and_one_being_written_is_left_naming_its_writer(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "log.duckdb")
     write_run(log, "r1", [scheduled("c1"), finished()])
     out = tmp_path / "history"
@@ -117,7 +118,8 @@ def test_a_run_that_grows_is_re_exported_and_one_being_written_waits(tmp_path: P
         output = invoke("--db", str(log.path), "log", "export-parquet", str(out))
     finally:
         lock.release()
-    assert "exported 1 run(s) (4 events)" in output and "still being written, not exported: r2" in output
+    assert "exported 1 run(s) (4 events)" in output
+    assert f"held, not exported (run this again when it ends): r2 (by pid {os.getpid()} " in output
     names = sorted(files(out))
     assert [n for n in names if n.startswith("events/")] == [
         next(n for n in names if n.startswith("events/run_id=r1/events-000000000004-"))
@@ -162,3 +164,19 @@ def test_record_streams_are_counted_as_log_verify_counts_them_not_as_runs(tmp_pa
     assert f"exported 0 run(s) (0 events) and 0 blob(s) to {out}; 2 unchanged" in invoke(
         "--db", str(log.path), "log", "export-parquet", str(out))
     assert "ok: 1 run(s), 1 import stream(s), 3 events" in invoke("--db", str(log.path), "log", "verify")
+
+
+def test_a_merge_into_a_run_being_written_here_names_its_writer(tmp_path: Path) -> None:
+    """It said `run x is still being written in T`, naming no holder (every other refusal does)."""
+    source = EventLog(tmp_path / "source.duckdb")
+    write_run(source, "x", [scheduled("c2"), finished()])
+    target = EventLog(tmp_path / "target.duckdb")
+    write_run(target, "x", [scheduled("c1")])
+    lock = RunLock(target.path.with_name(target.path.name + ".live") / "x" / "writer.lock", "x").acquire()  # its writer at work
+    try:
+        held = CliRunner().invoke(cli, ["--db", str(target.path), "log", "merge", str(source.path)])
+    finally:
+        lock.release()
+    assert held.exit_code == 2 and held.output.startswith(f"Error: run x is being written in {target.path} by pid {os.getpid()} ")
+    assert held.output.endswith("; merge it when it ends\n") and held.output.count("\n") == 1
+    assert target.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]

@@ -255,3 +255,26 @@ def test_the_rows_of_a_run_that_was_sealed_are_let_go(tmp_path):
     assert cache.sealed(RUN)
     cache.keep_live_rows("dashboard", kept)  # any later keep (here these rows again) lets every sealed run's go
     assert cache.live_rows("dashboard", RUN) is None and cache.live_rows("run", RUN) is None
+
+
+def test_a_run_no_process_writes_shows_as_interrupted_with_no_eta(tmp_path):
+    """A killed run (no `run.finished`, nobody holding its lock) showed as `running`, with an ETA
+    that never moved; `log verify` already told the two apart by the run's lock."""
+    from eviscene.store.layout import run_folder
+    from eviscene.store.locks import RunLock
+    from eviscene.viewer.pages import Links, run_header, runs_table
+
+    log = EventLog(tmp_path / "live.duckdb")
+    anyio.run(_start, log)  # six episodes scheduled, three finished; its writer closed, as a killed one is gone
+    [stopped] = data.list_runs(log)
+    assert (stopped["status"], stopped["writing"], stopped["eta_seconds"]) == ("running_or_interrupted", False, None)
+    assert '<span class="badge warn">interrupted</span>' in runs_table([stopped], Links())
+    assert f"eviscene eval resume {RUN}</code> finishes it" in run_header(stopped, Links(), "dashboard")
+    held = RunLock(run_folder(log.path, RUN) / "writer.lock", RUN).acquire()  # a writer at work
+    try:
+        [running] = data.list_runs(log, ResultCache(log.path))
+        assert running["writing"] is True and running["eta_seconds"] is not None
+        assert '<span class="badge live">running</span>' in runs_table([running], Links())
+        assert "eval resume" not in run_header(running, Links(), "dashboard")
+    finally:
+        held.release()
