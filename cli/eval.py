@@ -130,8 +130,19 @@ def _exit_status(summary: RunSummary) -> None:
         sys.exit(1)
 
 
+def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | None) -> str | None:
+    """--benchmark names a release's cases file; its folder, given instead, names its own."""
+    if benchmark is None or not Path(benchmark).is_dir():
+        return benchmark
+    cases = Path(benchmark) / "runtime_input" / "cases.jsonl"
+    if not cases.is_file():
+        raise click.BadParameter(f"{benchmark} is a folder with no runtime_input/cases.jsonl: give a release's cases file")
+    return str(cases)
+
+
 @eval_group.command()
-@click.option("--benchmark", required=True, type=click.Path(exists=True, dir_okay=False), help="<release>/runtime_input/cases.jsonl")
+@click.option("--benchmark", required=True, type=click.Path(exists=True), callback=_cases_file,
+              help="<release>/runtime_input/cases.jsonl (or the release's folder, which names it).")
 @click.option("--profile", default=None, help="Teacher/student provider profile.")
 @click.option("--provider", default=None, help="Model provider (default: offline, the embedded policy).")
 @click.option("--model", default=None, help="Model name for the agent.")
@@ -270,7 +281,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
 
 @eval_group.command()
 @click.argument("run_id")
-@click.option("--benchmark", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--benchmark", type=click.Path(exists=True), default=None, callback=_cases_file,
               help="The run's release where it moved: <release>/runtime_input/cases.jsonl (same release id, same cases sha256).")
 @click.option("--retry-errors", is_flag=True, help="Also re-run the episodes that ended in error, as new attempts.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,

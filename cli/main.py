@@ -12,7 +12,7 @@ import duckdb
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
 from eviscene.cli.output import mute_stdout, printable
-from eviscene.errors import EvisceneError, is_interruption, is_write_fault, os_fault
+from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
 from eviscene.store.layout import DEFAULT_LOG
@@ -56,7 +56,13 @@ class _Eviscene(click.Group):
             click.echo(f"Error: {printable(redact(one_line(str(exc))))}", err=True)  # it may quote input
             sys.exit(2)
         except OSError as exc:  # disk full, permission denied, a read-only folder: the path and the cause
-            _os_fault_exit(exc)
+            _os_fault_exit(exc, on_stdout=False)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra) -> click.Context:
+        try:  # where --help and --version print (click's own handler would exit 1 on a reader gone)
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            _os_fault_exit(exc, on_stdout=True)
 
 
 # The exit of a command whose reader stopped early (`| head`): a Unix tool's killed by SIGPIPE
@@ -64,17 +70,14 @@ class _Eviscene(click.Group):
 EXIT_BROKEN_PIPE = 141
 
 
-def _os_fault_exit(exc: OSError) -> None:
+def _os_fault_exit(exc: OSError, *, on_stdout: bool) -> None:
     """End on a failed write or read: quietly for a reader gone (`| head`), else one line naming
-    the path and the cause, standard output when that is what failed (`> /dev/full`)."""
+    the path (standard output, `> /dev/full`, when that is what failed) and the cause."""
     if isinstance(exc, BrokenPipeError):
         mute_stdout()
         sys.exit(EXIT_BROKEN_PIPE)
-    # Every file the commands write names itself in its fault (`os_fault`): a full disk with no
-    # name is standard output's (`> /dev/full`), whose exit flush must not fail again.
-    on_stdout = exc.filename is None and is_write_fault(exc)
     if on_stdout:
-        mute_stdout()
+        mute_stdout()  # the exit's own flush must not fail again
     click.echo(f"Error: {printable(redact(str(os_fault(exc, path='standard output' if on_stdout else None))))}", err=True)
     sys.exit(2)
 
@@ -94,8 +97,8 @@ def main() -> None:
             cli()
         finally:
             sys.stdout.flush()
-    except OSError as exc:  # --help and --version print outside `invoke`, and the last flush
-        _os_fault_exit(exc)
+    except OSError as exc:  # outside `invoke`: --help, --version, and the last flush, all stdout's
+        _os_fault_exit(exc, on_stdout=True)
     finally:
         ignore_stop_signals()
 

@@ -23,6 +23,7 @@ import tempfile
 import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -32,7 +33,7 @@ from uuid import UUID
 import click
 from click.core import ParameterSource
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, os_fault
 from eviscene.rules.timestamps import format_ts
 from eviscene.store.layout import check_not_the_log
 
@@ -76,7 +77,8 @@ _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).enco
 _AS_IS = frozenset({str, int, bool, type(None)})
 
 
-def _plain(value: Any, for_json: bool = False) -> Any:
+def _plain(value: Any, for_json: bool = False, nested: bool = False) -> Any:
+    """`value` as JSON-like data; `nested`: inside a list or struct, which prints as JSON text."""
     if type(value) in _AS_IS:
         return value
     if type(value) is float:
@@ -92,7 +94,7 @@ def _plain(value: Any, for_json: bool = False) -> Any:
         # integers; other decimals keep every digit (a double keeps ~16), a number in JSON.
         if value.as_tuple().exponent >= 0:
             return int(value)
-        return _NUMBER_MARK + format(value, "f") if for_json else format(value, "f")
+        return _NUMBER_MARK + format(value, "f") if for_json or nested else format(value, "f")
     if type(value).__name__ == "MonthDayNano":  # an INTERVAL read from Arrow (pyarrow need not be loaded)
         return _interval_text(value.months, value.days, value.nanoseconds // 1000)
     if isinstance(value, bytes):
@@ -100,10 +102,10 @@ def _plain(value: Any, for_json: bool = False) -> Any:
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, dict):
-        return {k: _plain(v, for_json) for k, v in value.items()}
+        return {k: _plain(v, for_json, nested=True) for k, v in value.items()}
     # DuckDB hands fixed-size ARRAY values over as plain tuples.
     if isinstance(value, list) or type(value) is tuple:
-        return [_plain(v, for_json) for v in value]
+        return [_plain(v, for_json, nested=True) for v in value]
     return value
 
 
@@ -133,7 +135,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return _COMPACT_JSON(value)
+        return _exact_numbers(_COMPACT_JSON(value))
     if isinstance(value, float):
         return repr(value)
     return str(value)
@@ -311,7 +313,7 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
         if width is None:  # a pipe or a file: a row is one line, a cell wider than the preview's overflows
             out.write(_COLUMN_GAP.join(_padded(c, w) for c, w in zip(cells, widths)).rstrip() + "\n")
             return
-        wrapped = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] for c, w in zip(cells, widths)]
+        wrapped = [_wrapped(c, w) for c, w in zip(cells, widths)]
         for line in range(max(len(parts) for parts in wrapped) if wrapped else 1):
             out.write(_COLUMN_GAP.join(_padded(parts[line] if line < len(parts) else "", w) for parts, w in zip(wrapped, widths)).rstrip() + "\n")
 
@@ -325,10 +327,30 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
 
 def _columns(text: str) -> int:
     """How many terminal columns `text` takes: a wide (East Asian, emoji) character two, a
-    combining mark none."""
-    if text.isascii():
-        return len(text)
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    combining mark or a format character (a zero-width joiner) none."""
+    return len(text) if text.isascii() else sum(map(_character_columns, text))
+
+
+def _character_columns(character: str) -> int:
+    if unicodedata.category(character) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(character) in "WF" else 1
+
+
+def _wrapped(cell: str, width: int) -> list[str]:
+    """`cell`'s lines within `width` columns: at spaces, and a piece still wider (wide characters
+    count two) cut where the columns run out."""
+    lines = []
+    for piece in textwrap.wrap(cell, width, break_on_hyphens=False) or [""]:
+        used, start = 0, 0
+        for at, character in enumerate(piece):
+            columns = _character_columns(character) if not character.isascii() else 1
+            if used + columns > width and at > start:
+                lines.append(piece[start:at])
+                used, start = 0, at
+            used += columns
+        lines.append(piece[start:])
+    return lines
 
 
 def _padded(text: str, width: int) -> str:
@@ -382,7 +404,22 @@ def emit_rows(
 ) -> None:
     # sys.stdout itself: block-buffered into a pipe or file (click's text stream is line-buffered,
     # a system call per row, three quarters of a large CSV's time).
-    write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width(), terminal=sys.stdout.isatty())
+    with writing_stdout():
+        write_rows(names, rows, fmt, sys.stdout, json_columns=json_columns, width=terminal_width(), terminal=sys.stdout.isatty())
+
+
+@contextmanager
+def writing_stdout() -> Iterator[None]:
+    """Writes to stdout whose failure (a full disk, `> /dev/full`) is said naming standard output,
+    which is muted so that the exit's flush does not fail again; a reader gone (`| head`) stays
+    a BrokenPipeError, for the caller to end quietly."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        mute_stdout()
+        raise os_fault(exc, path="standard output") from None
 
 
 def check_output_file(option: str, path: Path, log_path: Path) -> Path:
@@ -424,9 +461,12 @@ def write_output(target: Path, result: QueryResult) -> None:
                 for batch in result.batches:
                     writer.write_batch(batch)
         else:
-            with open(handle, "w", encoding="utf-8", newline="") as out:
-                fmt = "csv" if target.suffix == ".csv" else "jsonl"
-                write_rows(result.columns, _result_rows(result), fmt, out, json_columns=result.json_columns)
+            try:
+                with open(handle, "w", encoding="utf-8", newline="") as out:
+                    fmt = "csv" if target.suffix == ".csv" else "jsonl"
+                    write_rows(result.columns, _result_rows(result), fmt, out, json_columns=result.json_columns)
+            except OSError as exc:  # a full disk: a file object's fault names no file
+                raise os_fault(exc, path=target, verb="write") from None
         os.chmod(pending, 0o644 & ~_umask())
         os.replace(pending, target)
     except BaseException:
@@ -453,6 +493,7 @@ def say(line: str) -> None:
     (`| head -1`) ends no work still to do (a run's directory, the next log to merge): the rest
     of the lines go nowhere. Rows of results (`sql`, `runs`) stop at once instead (main.py)."""
     try:
-        click.echo(printable(line).replace("\n", "\\n"))
+        with writing_stdout():
+            click.echo(printable(line).replace("\n", "\\n"))
     except BrokenPipeError:
         mute_stdout()

@@ -83,16 +83,11 @@ def is_interruption(exc: BaseException) -> bool:
 _WRITE_FAULTS = {"ENOSPC", "EFBIG", "EROFS", "EDQUOT"}
 
 
-def is_write_fault(exc: OSError) -> bool:
-    """Whether `exc` is a write refused for want of room or a writable place (a full disk)."""
-    return errno.errorcode.get(exc.errno or 0) in _WRITE_FAULTS
-
-
 def os_fault(exc: OSError, *, path: object = None, verb: str | None = None) -> EvisceneError:
     """A failed file operation as one line naming the path and the cause
     (`cannot write runs/x/predictions.jsonl: No space left on device`); `verb` is what was
     being done, else read from the cause."""
     where = path if path is not None else (exc.filename if exc.filename is not None else "?")
     cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
-    verb = verb or ("write" if is_write_fault(exc) else "access")
+    verb = verb or ("write" if errno.errorcode.get(exc.errno or 0) in _WRITE_FAULTS else "access")
     return EvisceneError(f"cannot {verb} {where}: {cause}")

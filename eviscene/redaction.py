@@ -42,6 +42,9 @@ _SECRET_NAME = re.compile(
 # ... and its value looks like a credential: one word with a digit in it, or a long one (not
 # `SOME_AUTH=disabled`, which would mask the word everywhere).
 _CREDENTIAL_VALUE = re.compile(r"^(?=\S*\d)\S+$|^\S{16,}$")
+# ... or, under a credential field of a request body, a pass phrase: words, 16 characters or more
+# (`correct horse battery staple`; not `disabled`, nor an `eos_token`'s `<|im_end|>`).
+_PASS_PHRASE = re.compile(r"^(?=.*\s)\S.{14,}\S$")
 MIN_SECRET = 8  # shorter values would mask ordinary words (a run warns of a key this short)
 
 _HEADER = re.compile(
@@ -129,14 +132,17 @@ _BODY_CREDENTIAL = re.compile(
 
 
 def register_secret_fields(data: Any) -> None:
-    """Register every credential-looking string under a body's credential field, at any depth:
+    """Register every credential-looking string (or pass phrase) under a body's credential
+    field, its scheme word set aside, at any depth:
     a profile's `extra_body = {api_key = "…"}` goes into every request, and its value must be
     masked wherever it turns up again (the run's manifest, a server's echo), as a key read
     from the environment is."""
     if isinstance(data, dict):
         for name, value in data.items():
             if isinstance(value, str) and isinstance(name, str) and _BODY_CREDENTIAL.search(_name_words(name)):
-                register_secret(_SCHEME_WORD.sub("", value, count=1).strip())
+                credential = _SCHEME_WORD.sub("", value, count=1).strip()  # `Bearer tok-…`: the token
+                if _CREDENTIAL_VALUE.match(credential) or _PASS_PHRASE.match(credential):
+                    register_secret(credential)
             else:
                 register_secret_fields(value)
     elif isinstance(data, list):
@@ -220,12 +226,25 @@ def redact_data(value: Any, extra_secrets: tuple[str, ...] = ()) -> Any:
     return _each_string(value, lambda text: _masked(text, secrets))
 
 
-# A printable ASCII character written as a JSON escape, which no JSON writer needs (`\u0073` for
-# `s`; Go escapes `<>&` so): where a credential may hide from a search of the bytes. `\/` too
-# (PHP's writer escapes every slash), searched for only when a known secret holds a slash (no
-# key shape does): it costs as much as the rest over text full of other escapes.
-_ESCAPED_ASCII_BUT_SLASH = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
-_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9A-Fa-f]|\\/")
+# What a key shape is made of: a JSON escape of one of these characters (`\u0073` for `s`, which
+# no JSON writer needs) may hide a key from a search of the bytes.
+_KEY_SHAPE_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _escapes_of(characters: frozenset[str]) -> re.Pattern[bytes]:
+    """JSON escapes of the printable ASCII `characters`: `\\u00XX` in either case, and `\\/`
+    (PHP's writer escapes every slash). Other escapes (Go's `\\u003c` for `<`, every non-ASCII
+    letter's) hide no credential made of these, and cost nothing here."""
+    seconds: dict[str, set[str]] = {}  # hex digits: the first -> the seconds that follow it
+    for c in characters:
+        if " " < c < "\x7f" and c != "/":
+            first, second = f"{ord(c):02x}"
+            seconds.setdefault(first, set()).update((second, second.upper()))
+    codes = "|".join(f"{first}[{''.join(sorted(digits))}]" for first, digits in sorted(seconds.items()))
+    alternatives = [rb"\\u00(?:" + codes.encode() + b")"]
+    if "/" in characters:
+        alternatives.append(rb"\\/")
+    return re.compile(b"|".join(alternatives))
 
 
 def _unescaped(escape: re.Match[bytes]) -> bytes:
@@ -242,6 +261,7 @@ class CredentialFinder:
     def __init__(self) -> None:
         self._secrets = _secret_values(())
         self._plain = [secret.encode() for secret in _secret_values((), encoded=False)]
+        self._escapes = _escapes_of(_KEY_SHAPE_CHARACTERS.union(*(secret.decode() for secret in self._plain)))
 
     def first(self, data: bytes) -> int | None:
         """The byte offset of the first credential in `data`, or None."""
@@ -256,15 +276,21 @@ class CredentialFinder:
 
     def first_line(self, data: bytes, *, json_text: bool) -> int | None:
         """The 1-based line of the first credential in `data`, or None; in JSON text (`json_text`)
-        also one written with escapes (`\\u0073k-…`, `\\/`), as a reader decodes it. Escapes
-        decode to characters, never to a newline, so a line's number is the same either way."""
+        also one written with escapes (`\\u0073k-…`), as a reader decodes it: each line holding
+        an escape of a character a credential is made of is decoded and searched (a JSON string
+        holds no raw newline, so a credential never spans two lines)."""
         at = self.first(data)
-        if at is None and json_text:
-            escape = _ESCAPED_ASCII if any(b"/" in secret for secret in self._plain) else _ESCAPED_ASCII_BUT_SLASH
-            if escape.search(data):
-                data = escape.sub(_unescaped, data)
-                at = self.first(data)
-        return None if at is None else data.count(b"\n", 0, at) + 1
+        if at is not None:
+            return data.count(b"\n", 0, at) + 1
+        start = 0
+        while json_text and (escape := self._escapes.search(data, start)):
+            begin = data.rfind(b"\n", 0, escape.start()) + 1
+            end = data.find(b"\n", escape.end())
+            end = len(data) if end < 0 else end
+            if self.first(self._escapes.sub(_unescaped, data[begin:end])) is not None:
+                return data.count(b"\n", 0, begin) + 1
+            start = end
+        return None
 
     def in_document(self, document: Any) -> str | None:
         """The first string of a parsed document that is a credential, or None: one under a
@@ -309,7 +335,7 @@ def _each_string(value: Any, mask: Callable[[str], str]) -> Any:
 class KnownSecrets:
     """The secret values known when it is made (registered, and the environment's), for many
     checks: reading the environment costs ~85 us, checking an event's bytes ~0.4 us a value.
-    With `encoded`, their encoded forms too (`_encoded_forms`, seven a value): where a server's
+    With `encoded`, their encoded forms too (`_encoded_forms`, eight a value): where a server's
     answer comes in. Past that boundary (events, request bodies built from masked answers)
     the values alone are checked, at a quarter of the cost."""
 

@@ -245,6 +245,21 @@ def git_commit() -> str:
     return actual or configured
 
 
+def running_code_commit() -> str:
+    """The commit of the code running, to hold a resumed run to its own: GIT_COMMIT where set
+    (`git_commit` holds it to the checkout's), else the checkout's HEAD when this package's files
+    are tracked there, else "" (an installed copy, perhaps in a venv inside another project,
+    whose HEAD says nothing of this code)."""
+    if os.getenv("GIT_COMMIT", "").strip():
+        return git_commit()
+    try:
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "__init__.py"], cwd=Path(__file__).resolve().parents[1],
+                                 capture_output=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return git_commit() if tracked.returncode == 0 else ""
+
+
 def tool_families(options: EvalOptions) -> dict[str, Any]:
     """The manifest's `agent.tool_families` block: each family, whether its `--disable-*`
     flag left it on, and its tools."""

@@ -51,7 +51,10 @@ def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPol
     if options.web_visit:
         raise EvisceneError("--web-visit needs --search-backend searxng (the corpus tools visit corpus pages)")
     if release.artifacts.corpus is None:
-        raise EvisceneError(f"release {release.release_id} has no corpus for the embedded tools")
+        raise EvisceneError(
+            f"release {release.release_id} has no corpus for the embedded tools: add one ({release.manifest_path}'s "
+            "artifacts.corpus, a folder of pages.jsonl and images), or search the web with --search-backend searxng"
+        )
     corpus = Corpus.load(release.artifacts.corpus)
     toolbox = CorpusToolbox(corpus, policy, **families)
     backend_id = f"corpus:{sha256_file(corpus.source)}"

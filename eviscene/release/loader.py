@@ -209,6 +209,7 @@ def load_release(cases_path: str | Path) -> Release:
             f"accepted: {', '.join(ACCEPTED_SCHEMA_VERSIONS)}"
         )
     strings = {key: _required_string(manifest, key, manifest_path) for key in REQUIRED_MANIFEST_STRINGS}
+    _check_stage_spelling(strings["release_stage"], manifest_path)
     return Release(
         root=root,
         manifest_path=manifest_path,
@@ -220,6 +221,18 @@ def load_release(cases_path: str | Path) -> Release:
         is_scoring_package=schema_version == SCORING_PACKAGE_SCHEMA_VERSION,
         **strings,
     )
+
+
+# The stages rules read by name: `development_subset` keeps a release's episodes out of training.
+KNOWN_STAGES = ("development_subset", "frozen_eval")
+
+
+def _check_stage_spelling(stage: str, manifest_path: Path) -> None:
+    """A stage is free text, but one spelled as a known stage's variant (`Development_Subset`,
+    `development-subset`) would be read as no such stage: a development subset made trainable."""
+    for known in KNOWN_STAGES:
+        if stage != known and stage.strip().lower().replace("-", "_").replace(" ", "_") == known:
+            raise ReleaseError(f"{manifest_path}: release_stage {stage!r} is no stage EviScene knows; write {known!r}")
 
 
 def _private_locations(release: Release) -> list[Path]:

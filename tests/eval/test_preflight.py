@@ -236,3 +236,31 @@ def test_a_resume_lets_tools_reach_private_addresses_only_when_told_to():
     )):
         check_recorded_endpoints(options, "r")
     check_recorded_endpoints(options.model_copy(update={"allow_private_network": False}), "r")
+
+
+def test_the_offline_agent_refuses_a_release_whose_label_set_lacks_one_of_its_verdicts(broken_release, tmp_path):
+    """Over `label_set ["real", "fake"]` it turned every verdict into the last label, silently,
+    and its SFT rows argued the opposite of their verdict."""
+    manifest_path = broken_release / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["label_set"] = ["real", "fake"]
+    manifest_path.write_text(json.dumps(manifest, indent=2))
+    gold = [json.loads(line) for line in gold_path(broken_release).read_text().splitlines() if line.strip()]
+    gold_path(broken_release).write_text("".join(
+        json.dumps({**row, "label": "real" if row["label"] == "authentic" else "fake"}) + "\n" for row in gold))
+    result = run_cli(tmp_path / "log.duckdb", broken_release)
+    assert result.exit_code == 2 and result.output == (
+        "Error: the embedded offline agent decides among authentic, out_of_context, manipulated, unverifiable; release "
+        f"{manifest['release_id']}'s label set (real, fake) lacks authentic, out_of_context, manipulated, unverifiable: "
+        "run it with a model (--provider, --profile)\n")
+    assert not (tmp_path / "log.duckdb").exists()
+
+
+def test_a_release_folder_given_as_the_benchmark_names_its_cases_file(tmp_path):
+    ran = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(BUNDLED),
+                                   "--limit", "1", "--no-progress", "--no-materialize"])
+    assert ran.exit_code == 0, ran.output
+    manifest = EventLog(tmp_path / "log.duckdb").sql("SELECT payload->'benchmark'->>'path' AS p FROM events WHERE type = 'run.started'")
+    assert manifest.to_pylist() == [{"p": str(BUNDLED / "runtime_input" / "cases.jsonl")}]
+    elsewhere = CliRunner().invoke(cli, ["--db", str(tmp_path / "other.duckdb"), "eval", "run", "--benchmark", str(tmp_path)])
+    assert elsewhere.exit_code == 2 and f"{tmp_path} is a folder with no runtime_input/cases.jsonl" in elsewhere.output

@@ -442,7 +442,7 @@ def test_a_key_written_with_json_escapes_is_refused_as_its_reader_decodes_it(tmp
         out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
         assert (out.exit_code, out.output) == (2, f"Error: {trace.resolve()}:2: {CREDENTIAL_REFUSED}\n"), escaped
     # escapes of other characters, as JSON writers make them (`ensure_ascii`), are no key
-    trace.write_bytes(b'{"image_id": "case-B--r000", "state": {"note": "caf\\u00e9 \\u4e2d sk-\\u00e9"}}')
+    trace.write_bytes(b'{"image_id": "case-B--r000", "state": {"note": "caf\\u00e9 \\u4e2d sk-\\u00e9 \\u003cb\\u003e"}}')
     assert import_path(log, run).status == "imported"
 
 

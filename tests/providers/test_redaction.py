@@ -171,8 +171,11 @@ def test_a_profiles_body_credential_is_registered_and_its_other_fields_are_not()
 def test_a_body_credential_written_with_its_scheme_word_or_spaces_is_registered():
     """`authorization = "Bearer tok-…"` and a pass phrase went unregistered (the value was
     judged whole, scheme word and spaces included), so a server's echo of the token was stored."""
-    register_secret_fields({"metadata": {"authorization": "Bearer tok-5e1f0c9a77"}, "password": "correct horse battery staple"})
+    register_secret_fields({"metadata": {"authorization": "Bearer tok-5e1f0c9a77"}, "password": "correct horse battery staple",
+                            "auth": "disabled", "chat_template_kwargs": {"eos_token": "<|im_end|>"}, "api_key": "not-needed"})
     assert redact("echo tok-5e1f0c9a77; correct horse battery staple") == f"echo {MASK}; {MASK}"
+    # a word, a template's token, a placeholder: no credential, and masked nowhere
+    assert redact("auth disabled; stop at <|im_end|>; key not-needed") == "auth disabled; stop at <|im_end|>; key not-needed"
 
 
 def test_the_credentials_a_base_url_carries_are_registered_bare_and_as_sent():

@@ -136,6 +136,17 @@ def test_missing_required_string_field(make_release, base_manifest, field: str) 
         load_release(make_release(manifest=manifest))
 
 
+@pytest.mark.parametrize(("stage", "known"), [("Development_Subset", "development_subset"), ("development-subset", "development_subset"),
+                                             ("frozen-eval", "frozen_eval")])
+def test_a_known_stage_spelled_otherwise_is_refused(make_release, base_manifest, stage: str, known: str) -> None:
+    """`Development_Subset` read as no development subset: its episodes were exported for training."""
+    path = make_release(manifest=base_manifest(release_stage=stage))
+    with pytest.raises(ReleaseError) as refused:
+        load_release(path)
+    assert str(refused.value).endswith(f"release_stage {stage!r} is no stage EviScene knows; write {known!r}")
+    assert load_release(make_release(manifest=base_manifest(release_stage="pilot_batch"))).release_stage == "pilot_batch"
+
+
 @pytest.mark.parametrize("label_set", [None, [], ["authentic", ""], "authentic", ["a", "a"]])
 def test_bad_label_set(make_release, base_manifest, label_set) -> None:
     manifest = base_manifest(label_set=label_set)

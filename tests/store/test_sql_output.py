@@ -341,10 +341,13 @@ def test_a_table_into_a_pipe_keeps_each_row_on_one_line_past_the_preview(log_pat
 
 
 def test_wide_characters_take_two_columns_and_combining_marks_none(log_path, tmp_path):
-    query = "SELECT * FROM (VALUES ('日本語', 1), ('abc', 2), ('🔥🔥', 3), ('e' || chr(769), 4)) t(name, n)"
+    query = ("SELECT * FROM (VALUES ('日本語', 1), ('abc', 2), ('🔥🔥', 3), ('e' || chr(769), 4), ('ที่นี่', 5), "
+             "('a' || chr(8205) || 'b', 6)) t(name, n)")  # Thai vowel and tone marks, a zero-width joiner: none
     piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     table = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path, env=piped)
-    assert table.stdout.splitlines()[2:] == ["日本語  1", "abc     2", "🔥🔥    3", "e\u0301       4"]
+    assert table.stdout.splitlines()[2:] == ["日本語  1", "abc     2", "🔥🔥    3", "e\u0301       4", "ที่นี่      5", "a\u200db      6"]
+    narrow = eviscene("--db", str(log_path), "sql", "SELECT '日本語テキスト' AS t", cwd=tmp_path, env={**piped, "COLUMNS": "8"})
+    assert narrow.stdout.splitlines()[2:] == ["日本語テ", "キスト"]  # wrapped by columns, not characters
 
 
 def test_decimals_keep_every_digit_and_intervals_read_as_duckdb_writes_them_in_every_format(log_path, tmp_path):
@@ -392,10 +395,27 @@ def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
 
 
 def test_a_reader_that_stops_early_exits_as_a_unix_tool_killed_by_sigpipe(log_path, tmp_path):
-    """Exit 1 said a problem was found (as `log verify`'s); a reader gone is 141, as for `yes | head`."""
+    """Exit 1 said a problem was found (as `log verify`'s); a reader gone is 141, as for `yes | head`,
+    --help's reader too."""
     script = f"'{EVISCENE}' --db '{log_path}' sql 'SELECT range AS i FROM range(200000)' --csv | head -n 1; echo ${{PIPESTATUS[0]}}"
     piped = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert (piped.stdout, piped.stderr) == ("i\n141\n", "")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader gone before a word is written
+    try:
+        helped = subprocess.run([EVISCENE, "--help"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path)
+    finally:
+        os.close(write_end)
+    assert (helped.returncode, helped.stderr) == (141, "")
+
+
+def test_a_full_disk_under_an_output_file_names_that_file_not_standard_output(log_path, tmp_path):
+    out = tmp_path / "out.csv"
+    limited = subprocess.run(["bash", "-c", f"trap '' XFSZ; ulimit -f 20; '{EVISCENE}' --db '{log_path}' sql "
+                              f"\"SELECT range, repeat('x', 100) AS s FROM range(200000)\" --output '{out}'"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (limited.returncode, limited.stderr) == (2, f"Error: cannot write {out}: File too large\n")
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # the pending file went too
 
 
 def test_runs_compare_takes_its_own_db_and_a_format_before_it_is_refused(log_path, tmp_path):
@@ -404,7 +424,7 @@ def test_runs_compare_takes_its_own_db_and_a_format_before_it_is_refused(log_pat
     helped = eviscene("runs", "compare", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "Paired accuracy difference" in helped.stdout
     compared = eviscene("runs", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
-    assert compared.returncode == 2 and "no log at" not in compared.stderr and "a" in compared.stderr
+    assert (compared.returncode, compared.stderr) == (2, f"Error: no run 'a' in {log_path}; `eviscene runs` lists the runs\n")
     misplaced = eviscene("runs", "--json", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
     assert misplaced.returncode == 2 and "the output format goes after `compare`" in misplaced.stderr
     assert eviscene("runs", cwd=tmp_path).stderr.startswith("Error: no log at")  # the listing still checks

@@ -11,7 +11,7 @@ import json
 
 from eviscene.agent.provider import ModelRequest, ModelResponse
 from eviscene.events import ToolCallRequest
-from eviscene.providers.offline.investigation import Investigation
+from eviscene.providers.offline.investigation import VERDICTS, Investigation
 
 DEFAULT_MODEL = "offline-react-v1"
 
@@ -36,8 +36,7 @@ class OfflineProvider:
             self._tools = request.tools
         investigation = Investigation.from_messages(request.messages, request.tools, request.sampling_seed)
         if request.stage == "unified_judgment":
-            labels = (request.response_schema or {}).get("properties", {}).get("verdict", {}).get("enum", [])
-            judgment = investigation.verdict(list(labels))
+            judgment = investigation.verdict()
             return ModelResponse(content=json.dumps(judgment, ensure_ascii=False), reasoning=judgment["rationale"])
         actions = investigation.next_actions()
         if not actions:

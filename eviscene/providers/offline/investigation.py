@@ -36,6 +36,10 @@ class Copy:
     compared_directly: bool = False  # confirmed by compare_with_reference, not only by the search
 
 
+# What the embedded policy decides among: the bundled releases' label set.
+VERDICTS = ("authentic", "out_of_context", "manipulated", "unverifiable")
+
+
 @dataclass
 class Investigation:
     claim: Claim
@@ -164,9 +168,9 @@ class Investigation:
 
     # -- judging ----------------------------------------------------------------------------
 
-    def verdict(self, labels: list[str]) -> dict[str, Any]:
-        """The label, a confidence that follows the strength of the evidence, the evidence
-        cited, and a rationale built from that evidence alone."""
+    def verdict(self) -> dict[str, Any]:
+        """The label (one of VERDICTS), a confidence that follows the strength of the evidence,
+        the evidence cited, and a rationale built from that evidence alone."""
         copies = self.copies_by_age()
         basis: list[dict[str, str]] = []
         if not copies:
@@ -221,15 +225,14 @@ class Investigation:
                 label = "authentic"
                 confirmed = bool(self.claim.date and origin.published and origin_text and self.claim.names)
                 confidence = 0.8 if confirmed else 0.7 if self.claim.date and origin.published else 0.6
-                rationale = (f"The earliest copy, \"{title}\" ({origin.url}), published {origin.published or 'on an unknown date'}, "
-                             f"matches the claimed date{' and names ' + ', '.join(self.claim.names[:3]) if confirmed else ''}.")
+                agrees = (f"matches the claimed date{' and names ' + ', '.join(self.claim.names[:3]) if confirmed else ''}"
+                          if self.claim.date else "shows the picture as claimed; the claim names no date to hold it to")
+                rationale = f"The earliest copy, \"{title}\" ({origin.url}), published {origin.published or 'on an unknown date'}, {agrees}."
         for url, page in self.pages.items():
             if len(basis) >= 3:
                 break
             if url not in {c.url for c in copies} and any(mentions(page.get("text", ""), n) for n in self.claim.names):
                 basis.append({"evidence_id": page["evidence_id"], "finding": "coverage of the claimed place or event"})
-        if label not in labels:  # a release with its own label set: keep to what it allows
-            label = labels[-1]
         return {"verdict": label, "confidence": confidence, "verdict_basis": basis, "rationale": rationale}
 
     def _page_text(self, url: str) -> str:
