@@ -56,6 +56,29 @@ def check_trace_file_names(specs: Sequence[RolloutSpec]) -> None:
             )
 
 
+def check_case_pictures(cases: Sequence[Case]) -> None:
+    """Each case's picture is one Pillow reads, within the decoding limit: found from its header
+    now, before any episode, not as an engineering error in each of the case's rollouts."""
+    from PIL import Image, UnidentifiedImageError
+
+    from eviscene.tools.images import MAX_DECODE_PIXELS
+
+    problems = []
+    for case in cases:
+        try:
+            with Image.open(case.image_file) as opened:
+                width, height = opened.size
+        except (UnidentifiedImageError, SyntaxError, OSError):
+            problems.append(f"case {case.case_id!r}: {case.image_path} is not a picture Pillow can read")
+            continue
+        if width * height > MAX_DECODE_PIXELS:
+            problems.append(f"case {case.case_id!r}: {case.image_path} is {width}x{height} pixels, above the decoding "
+                            f"limit of {MAX_DECODE_PIXELS:,}: downscale it")
+    if problems:
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise ReleaseError(f"{len(problems)} case picture(s) cannot be read: {'; '.join(problems[:10])}{more}")
+
+
 def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[str, ScoringFile]) -> None:
     """Gold and protocols, as the run read them, load as its end will load them: a label
     outside the label set or a cut-off line is `FILE:LINE: …` now, and every selected case

@@ -22,6 +22,7 @@ from eviscene.agent.provider import ImageStore, Provider
 from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_run_error
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
+    check_case_pictures,
     check_no_redacted_urls,
     check_recorded_endpoints,
     check_scoring_files_unchanged,
@@ -157,6 +158,7 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     scoring_files = read_scoring_files(release, policy_file)
     check_scoring_inputs(release, cases, scoring_files)
     verify_case_images(cases)
+    check_case_pictures(cases)
     if provider is None:
         provider = make_provider(run)
         with quota_released_on_failure(provider):

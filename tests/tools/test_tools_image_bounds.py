@@ -111,7 +111,8 @@ def test_a_picture_above_the_decoding_limit_is_a_clear_error(tmp_path):
         open_image(image)
 
 
-def test_an_episode_on_a_picture_above_the_limit_ends_in_a_clear_error(tmp_path):
+def test_a_case_picture_above_the_limit_or_not_a_picture_is_refused_before_the_run(tmp_path):
+    """It was found by each rollout's episode, as an engineering error: now from its header, before any."""
     release = tmp_path / "release"
     shutil.copytree(BUNDLED, release)
     cases = release / "runtime_input" / "cases.jsonl"
@@ -123,9 +124,15 @@ def test_an_episode_on_a_picture_above_the_limit_ends_in_a_clear_error(tmp_path)
     done = subprocess.run([EVISCENE, "--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(cases),
                            "--case-id", rows[0]["case_id"], "--no-progress", "--no-materialize"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode == 1, done.stderr  # the episode errored; the run itself completed
-    assert "Warning" not in done.stderr and "Traceback" not in done.stderr, done.stderr
-    from eviscene.log import EventLog
-
-    error = EventLog(tmp_path / "log.duckdb").sql("SELECT error FROM episodes")["error"][0].as_py()
-    assert f"ImageTooLarge: {image}: image is 20000x20000 pixels, above the decoding limit" in error
+    assert (done.returncode, done.stderr) == (2, f"Error: 1 case picture(s) cannot be read: case {rows[0]['case_id']!r}: "
+                                              f"{rows[0]['image_path']} is 20000x20000 pixels, above the decoding limit of "
+                                              "178,956,970: downscale it\n")
+    image.write_bytes(b"GIF89 but no picture")
+    rows[0]["image_sha256"] = sha256_file(image)
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    broken = subprocess.run([EVISCENE, "--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(cases),
+                             "--case-id", rows[0]["case_id"], "--no-progress", "--no-materialize"],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert (broken.returncode, broken.stderr) == (2, f"Error: 1 case picture(s) cannot be read: case {rows[0]['case_id']!r}: "
+                                                  f"{rows[0]['image_path']} is not a picture Pillow can read\n")
+    assert not (tmp_path / "log.duckdb").exists()
