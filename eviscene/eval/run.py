@@ -58,7 +58,8 @@ from eviscene.release import (
 )
 from eviscene.redaction import MIN_SECRET, redact_data
 from eviscene.log import EventLog
-from eviscene.providers.offline import VERDICTS, OfflineProvider
+from eviscene.providers.offline import OfflineProvider
+from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy

@@ -25,6 +25,21 @@ def finished_episodes(log: EventLog) -> set[str]:
     return set(log.sql("SELECT episode_id FROM events WHERE type = 'episode.finished'")["episode_id"].to_pylist())
 
 
+def run_until_an_episode_finished(release: Path, log_path: Path, env: dict | None = None) -> subprocess.Popen:
+    """A real `eval run` of six cases, one at a time, once its first episode has finished."""
+    process = subprocess.Popen(
+        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+         "--limit", "6", "--concurrency", "1", "--no-progress", "--no-materialize"],
+        cwd=log_path.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    deadline = time.monotonic() + 300
+    while not finished_episodes(EventLog(log_path)):
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the run finished no episode in time"
+        time.sleep(0.2)
+    return process
+
+
 def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_path):
     log_path = tmp_path / "resume.duckdb"
     log = EventLog(log_path)
@@ -95,15 +110,7 @@ def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
 def test_ctrl_c_names_the_run_to_resume(release, tmp_path):
     log_path = tmp_path / "interrupted.duckdb"
     log = EventLog(log_path)
-    process = subprocess.Popen(
-        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
-         "--limit", "6", "--concurrency", "1", "--no-progress", "--no-materialize"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 300
-    while not finished_episodes(log):
-        assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.2)
+    process = run_until_an_episode_finished(release, log_path)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
@@ -123,16 +130,7 @@ def test_a_resume_by_other_code_is_refused_while_episodes_are_left(release, tmp_
     log = EventLog(log_path)
     first = {**os.environ, "GIT_DIR": str(tmp_path / "no-git"), "GIT_COMMIT": "a" * 40}
     other = {**first, "GIT_COMMIT": "b" * 40}
-    process = subprocess.Popen(
-        [EVISCENE, "--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
-         "--limit", "6", "--concurrency", "1", "--no-progress", "--no-materialize"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=first,
-    )
-    deadline = time.monotonic() + 300
-    while not finished_episodes(log):
-        assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline, "the run finished no episode in time"
-        time.sleep(0.2)
+    process = run_until_an_episode_finished(release, log_path, env=first)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]

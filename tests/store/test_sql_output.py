@@ -411,9 +411,9 @@ def test_a_reader_that_stops_early_exits_as_a_unix_tool_killed_by_sigpipe(log_pa
 
 def test_a_full_disk_under_an_output_file_names_that_file_not_standard_output(log_path, tmp_path):
     out = tmp_path / "out.csv"
-    limited = subprocess.run(["bash", "-c", f"trap '' XFSZ; ulimit -f 20; '{EVISCENE}' --db '{log_path}' sql "
-                              f"\"SELECT range, repeat('x', 100) AS s FROM range(200000)\" --output '{out}'"],
-                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    query = "SELECT range, repeat('x', 100) AS s FROM range(200000)"
+    script = f"trap '' XFSZ; ulimit -f 20; '{EVISCENE}' --db '{log_path}' sql \"{query}\" --output '{out}'"
+    limited = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert (limited.returncode, limited.stderr) == (2, f"Error: cannot write {out}: File too large\n")
     assert not out.exists() and list(tmp_path.iterdir()) == []  # the pending file went too
 

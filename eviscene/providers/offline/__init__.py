@@ -11,7 +11,7 @@ import json
 
 from eviscene.agent.provider import ModelRequest, ModelResponse
 from eviscene.events import ToolCallRequest
-from eviscene.providers.offline.investigation import VERDICTS, Investigation
+from eviscene.providers.offline.investigation import Investigation
 
 DEFAULT_MODEL = "offline-react-v1"
 
