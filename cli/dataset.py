@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
+from eviscene.cli.output import say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
@@ -77,8 +78,8 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
         manifest, written = export_dataset(log, options)
         for name, count in written.items():
-            click.echo(f"{count:>8}  {out_dir / name}")
-        click.echo(
+            say(f"{count:>8}  {out_dir / name}")
+        say(
             f"{manifest['accepted_episode_count']} accepted of {manifest['candidate_episode_count']} candidates "
             f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
             f"manifest: {out_dir / 'manifest.json'}"
@@ -92,11 +93,11 @@ def _explain_exclusions(manifest: dict) -> None:
     reasons = sorted(manifest["excluded_reason_counts"].items(), key=lambda item: (-item[1], item[0]))
     if not reasons:
         return
-    click.echo(f"excluded {manifest['excluded_episode_count']} candidates, by decisive reason (excluded_episode_metadata.jsonl):")
+    say(f"excluded {manifest['excluded_episode_count']} candidates, by decisive reason (excluded_episode_metadata.jsonl):")
     for reason, count in reasons:
-        click.echo(f"{count:>8}  {reason}")
+        say(f"{count:>8}  {reason}")
     if manifest["accepted_episode_count"] == 0 and "training_prohibited" in manifest["excluded_reason_counts"]:
-        click.echo(
+        say(
             "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "
             "--training-prohibited); to export anyway, rerun with --allow-training-prohibited and a new --out (recorded in the manifest)"
         )

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
+from eviscene.cli.output import say
 from eviscene.exports.run_dir import FORMATS, materialize_run
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log
@@ -34,7 +35,7 @@ def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str, unfinished_
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
         written = materialize_run(log, run_id, out_dir, fmt=fmt, unfinished_as_errors=unfinished_as_errors)
         for name, count in written.items():
-            click.echo(f"{count:>8}  {out_dir / name}")
+            say(f"{count:>8}  {out_dir / name}")
 
 
 COMMANDS = [materialize]

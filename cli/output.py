@@ -486,6 +486,13 @@ def mute_stdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def echo(text: str, *, nl: bool = True) -> None:
+    """`text` on stdout as it is (JSON made printable already, a TOML file); a full disk is said
+    naming standard output (`writing_stdout`)."""
+    with writing_stdout():
+        click.echo(text, nl=nl)
+
+
 def say(line: str) -> None:
     """A line of a command's report on stdout, its control characters written out (its words
     may be a web page's or a model server's), a newline among them too: an id holding one

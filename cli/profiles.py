@@ -6,7 +6,7 @@ import click
 import pyarrow as pa
 from click.core import ParameterSource
 
-from eviscene.cli.output import emit, format_option
+from eviscene.cli.output import echo, emit, format_option
 from eviscene.providers.profiles import BUILTIN_PROFILES_TOML, profile_rows
 
 
@@ -28,7 +28,7 @@ def profiles(fmt: str, template: bool) -> None:
     if template:
         if click.get_current_context().get_parameter_source("fmt") is ParameterSource.COMMANDLINE:
             raise click.UsageError(f"--template prints TOML; it takes no --format {fmt}")
-        click.echo(BUILTIN_PROFILES_TOML, nl=False)
+        echo(BUILTIN_PROFILES_TOML, nl=False)
         return
     emit(pa.Table.from_pylist(profile_rows()), fmt)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from eviscene.cli.output import check_output_file
+from eviscene.cli.output import check_output_file, say
 from eviscene.log import EventLog
 
 
@@ -41,7 +41,7 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
     finally:
         if bars:
             bars[0].__exit__(None, None, None)
-    click.echo(f"wrote {out}: {summary['episodes']} episodes, {summary['images']} images, {summary['bytes'] / 1e6:.1f} MB")
+    say(f"wrote {out}: {summary['episodes']} episodes, {summary['images']} images, {summary['bytes'] / 1e6:.1f} MB")
 
 
 COMMANDS = [report]

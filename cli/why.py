@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 
 from eviscene.analysis.why import explain_episode
-from eviscene.cli.output import json_printable, say
+from eviscene.cli.output import echo, json_printable, say
 from eviscene.exports.dataset_why import describe
 from eviscene.log import EventLog
 
@@ -33,7 +33,7 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     """
     story = explain_episode(log, episode_id, run_id)
     if as_json:
-        click.echo(json_printable(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str)))
+        echo(json_printable(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str)))
         return
     e = story.episode
     say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")

@@ -388,7 +388,8 @@ def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
     closed = subprocess.run(f"'{EVISCENE}' --db '{log_path}' sql 'SELECT 1 AS a' >&-", shell=True, capture_output=True,
                             text=True, timeout=300, cwd=tmp_path)
     assert (closed.returncode, closed.stderr) == (2, "Error: standard output is closed; send it somewhere (`> FILE`, `> /dev/null`)\n")
-    for args in (["--db", str(log_path), "sql", "SELECT 1 AS a"], ["--db", str(log_path), "runs"], ["--help"], ["--version"]):
+    for args in (["--db", str(log_path), "sql", "SELECT 1 AS a"], ["--db", str(log_path), "runs"], ["--help"], ["--version"],
+                 ["profiles", "--template"]):
         with open("/dev/full", "w") as full:
             result = subprocess.run([EVISCENE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path)
         assert (result.returncode, result.stderr) == (2, "Error: cannot write standard output: No space left on device\n"), args
