@@ -10,10 +10,13 @@ import uuid
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from eviscene.agent.provider import Provider
 from eviscene.errors import EvisceneError, ReleaseError, SelectionError, os_fault
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile
-from eviscene.eval.options import EvalOptions, resolve_options
+from eviscene.eval.options import EvalOptions, resolve_options, running_code_commit
 from eviscene.exports.staging import check_new_or_empty
+from eviscene.providers.offline import OfflineProvider
+from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.redaction import MASK
 from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
@@ -191,3 +194,27 @@ def check_scoring_files_unchanged(run_id: str, pinned: dict[str, dict], files: d
         if now.sha256 != was["sha256"]:
             raise EvisceneError(f"{now.path} differs from the {kind} of run {run_id} (sha256 {was['sha256']}; "
                                 f"now {now.sha256}); resume refused")
+
+
+def check_offline_labels(provider: Provider, release: Release) -> None:
+    """The embedded agent decides among the bundled releases' labels: over a release whose label
+    set lacks one, its verdicts would be outside the set (each judgment refused) or, mapped to
+    another label, wrong and argued for by a rationale that says otherwise."""
+    missing = [label for label in VERDICTS if label not in release.label_set]
+    if isinstance(provider, OfflineProvider) and missing:
+        raise EvisceneError(
+            f"the embedded offline agent decides among {', '.join(VERDICTS)}; release {release.release_id}'s label set "
+            f"({', '.join(release.label_set)}) lacks {', '.join(missing)}: run it with a model (--provider, --profile)"
+        )
+
+
+def check_same_code(run_id: str, started_by: str) -> None:
+    """A run is one policy: its remaining episodes run by other code would go under its commit's
+    name (run_manifest.json, each rollout group's `policy_revision`), a group mixing two
+    policies unseen. Where either commit is unknown (an installed copy, no git), nothing can be said."""
+    current = running_code_commit()
+    if started_by and current and current != started_by:
+        raise EvisceneError(
+            f"run {run_id} was started by EviScene at commit {started_by[:12]}, and this is {current[:12]}: its remaining "
+            "episodes would run other code under the first commit's name; resume with that commit checked out, or start a new run"
+        )

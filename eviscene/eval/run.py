@@ -23,8 +23,10 @@ from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_r
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
     check_case_pictures,
+    check_offline_labels,
     check_no_redacted_urls,
     check_recorded_endpoints,
+    check_same_code,
     check_scoring_files_unchanged,
     check_scoring_inputs,
     check_selection,
@@ -38,7 +40,6 @@ from eviscene.eval.options import (
     git_commit,
     manifest_blocks,
     resolve_options,
-    running_code_commit,
 )
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session, quota_released_on_failure, until_stopped
@@ -58,8 +59,6 @@ from eviscene.release import (
 )
 from eviscene.redaction import MIN_SECRET, redact_data
 from eviscene.log import EventLog
-from eviscene.providers.offline import OfflineProvider
-from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
@@ -172,7 +171,7 @@ def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int
     """The rest of `plan_run`, once its provider is made (and holds its quota guard): the
     rollouts, the policy, the tools."""
     options = run.flags
-    _check_offline_labels(provider, release)
+    check_offline_labels(provider, release)
     revision = git_commit() if revision is None else revision
     specs = rollout_specs(
         cases,
@@ -197,18 +196,6 @@ def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int
         warnings.append(f"{policy_file}: the source access policy blocks nothing (no blocked_domains, "
                         "blocked_url_prefixes or blocked_content_sha256); the agent may read the benchmark's answer pages")
     return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend, warnings)
-
-
-def _check_offline_labels(provider: Provider, release: Release) -> None:
-    """The embedded agent decides among the bundled releases' labels: over a release whose label
-    set lacks one, its verdicts would be outside the set (each judgment refused) or, mapped to
-    another label, wrong and argued for by a rationale that says otherwise."""
-    missing = [label for label in VERDICTS if label not in release.label_set]
-    if isinstance(provider, OfflineProvider) and missing:
-        raise EvisceneError(
-            f"the embedded offline agent decides among {', '.join(VERDICTS)}; release {release.release_id}'s label set "
-            f"({', '.join(release.label_set)}) lacks {', '.join(missing)}: run it with a model (--provider, --profile)"
-        )
 
 
 class _NameTaken(EvisceneError):
@@ -371,18 +358,6 @@ def _free_unrecorded_claim(claim: RunLock) -> None:
         claim.release()
 
 
-def _check_same_code(run_id: str, started_by: str) -> None:
-    """A run is one policy: its remaining episodes run by other code would go under its commit's
-    name (run_manifest.json, each rollout group's `policy_revision`), a group mixing two
-    policies unseen. Where either commit is unknown (an installed copy, no git), nothing can be said."""
-    current = running_code_commit()
-    if started_by and current and current != started_by:
-        raise EvisceneError(
-            f"run {run_id} was started by EviScene at commit {started_by[:12]}, and this is {current[:12]}: its remaining "
-            "episodes would run other code under the first commit's name; resume with that commit checked out, or start a new run"
-        )
-
-
 async def resume_run(
     log: EventLog,
     run_id: str,
@@ -422,7 +397,7 @@ async def resume_run(
     if sha256_file(options.benchmark) != recorded["sha256"]:
         raise EvisceneError(f"{options.benchmark} differs from the cases.jsonl run {run_id} started with (sha256); resume refused")
     if episodes_left:  # with none, only the run's directory is written again
-        _check_same_code(run_id, manifest["git_commit"])
+        check_same_code(run_id, manifest["git_commit"])
     # prompt_group_id and episode ids derive from the commit: keep the run's own.
     plan = plan_run(options, revision=manifest["git_commit"], provider=provider)
     with quota_released_on_failure(plan.provider):
