@@ -98,7 +98,8 @@ class _ProgressBar:
         click.echo(f"Warning: {message}", err=True)
 
     def provider_waiting(self, message: str | None) -> None:
-        """A provider endpoint is down ("waiting for http://…: connection refused, retrying in Ns"), or back (None)."""
+        """A model endpoint or the search service is down ("waiting for http://…: connection refused,
+        retrying in Ns"), or back (None)."""
         self.progress.update(self.task, waiting=message or "")
 
     def stop(self) -> None:
@@ -160,8 +161,9 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
 @click.option("--provider-outage-timeout", type=Seconds(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
-              help="Seconds calls wait for a model endpoint that stopped answering (3 connection failures in a row) "
-                   "before the run stops cleanly for `eval resume`, e.g. --provider-outage-timeout 60.")
+              help="Seconds calls wait for a model endpoint, or the SearXNG service, that stopped answering (3 "
+                   "connection failures in a row) before the run stops cleanly for `eval resume`, e.g. "
+                   "--provider-outage-timeout 60.")
 @click.option("--context-window", type=click.IntRange(min=256), default=None,
               help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
                    "learned from the server's first rejection); older observations are shortened to fit.")

@@ -63,6 +63,16 @@ class QueryRefusedError(EvisceneError):
     """A query asked the read-only SQL sandbox to write, or to read outside what it may."""
 
 
+class BackendOutage(Exception):
+    """A backend the run depends on (a model endpoint, the search service) stayed unreachable
+    past the run's outage timeout. Not an episode's failure: the run stops, its in-flight
+    episodes stay unfinished for `eval resume`."""
+
+    def __init__(self, reason: str, *, base_url: str = ""):  # a default: unpickled (a Ray worker's) by its reason alone
+        super().__init__(reason)
+        self.base_url = base_url
+
+
 def no_run_error(run_id: str, log_path: str | os.PathLike[str]) -> EvisceneError:
     """A run name that is not in the log (a typo, another --db): every command says it alike."""
     return EvisceneError(f"no run {run_id!r} in {log_path}; `eviscene runs` lists the runs")

@@ -33,10 +33,10 @@ from eviscene.agent.provider import (
     ModelResponse,
     Provider,
     ProviderError,
-    ProviderOutage,
     Stage,
     text_of,
 )
+from eviscene.errors import BackendOutage
 from eviscene.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -258,7 +258,7 @@ class Episode:
             with anyio.fail_after(self.settings.timeout_seconds) as scope:
                 self._deadline = scope.deadline
                 termination = await self._investigate_and_judge()
-        except ProviderOutage:
+        except BackendOutage:
             raise  # not this episode's failure: the run stops and the episode stays unfinished
         except TimeoutError:
             termination, error = "timeout", f"episode exceeded its {self.settings.timeout_seconds:g} s timeout"

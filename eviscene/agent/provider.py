@@ -14,6 +14,7 @@ from typing import Any, Awaitable, Callable, Protocol
 import orjson
 from pydantic import BaseModel, Field
 
+from eviscene.errors import BackendOutage
 from eviscene.events import TokenUsage, ToolCallRequest
 from eviscene.release.case_image import read_case_image
 from eviscene.rules.canonical import canonical_json_bytes
@@ -80,13 +81,8 @@ class ContextLengthExceeded(RequestRejected):
         self.window = window
 
 
-class ProviderOutage(Exception):
-    """An endpoint stayed unreachable past the run's outage timeout. Not an episode's
-    failure: the run stops, its in-flight episodes stay unfinished for `eval resume`."""
-
-    def __init__(self, reason: str, *, base_url: str):
-        super().__init__(reason)
-        self.base_url = base_url
+class ProviderOutage(BackendOutage):
+    """A model endpoint stayed unreachable past the run's outage timeout."""
 
 
 class Provider(Protocol):

@@ -69,8 +69,8 @@ class EvalOptions(BaseModel):
     api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key; never the key.")
     vlm_base_url: str | None = None
     vlm_api_key_env: str | None = None
-    # Model servers: how long calls wait for a down endpoint before the run stops; the model's
-    # context window in tokens (None: the profile's, else learned from the server).
+    # Model servers: how long calls wait for a down endpoint (or search service) before the run
+    # stops; the model's context window in tokens (None: the profile's, else learned from the server).
     provider_outage_timeout: float = 600.0
     context_window: int | None = None
     tool_results: ToolResults | None = None  # None: the profile's, else `tool`

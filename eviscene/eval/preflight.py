@@ -64,19 +64,18 @@ def check_case_pictures(cases: Sequence[Case]) -> None:
     now, before any episode, not as an engineering error in each of the case's rollouts."""
     from PIL import Image, UnidentifiedImageError
 
-    from eviscene.tools.images import MAX_DECODE_PIXELS
+    from eviscene.tools.images import over_decode_limit
 
     problems = []
     for case in cases:
         try:
             with Image.open(case.image_file) as opened:
-                width, height = opened.size
+                too_large = over_decode_limit(*opened.size)
         except (UnidentifiedImageError, SyntaxError, OSError):
             problems.append(f"case {case.case_id!r}: {case.image_path} is not a picture Pillow can read")
             continue
-        if width * height > MAX_DECODE_PIXELS:
-            problems.append(f"case {case.case_id!r}: {case.image_path} is {width}x{height} pixels, above the decoding "
-                            f"limit of {MAX_DECODE_PIXELS:,}: downscale it")
+        if too_large:
+            problems.append(f"case {case.case_id!r}: {case.image_path} is {too_large}: downscale it")
     if problems:
         more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise ReleaseError(f"{len(problems)} case picture(s) cannot be read: {'; '.join(problems[:10])}{more}")

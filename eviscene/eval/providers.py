@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import signal
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
-from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider, ProviderOutage
+from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
+from eviscene.errors import BackendOutage
 from eviscene.providers import OfflineProvider
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.gemini import GeminiProvider
@@ -30,6 +31,7 @@ from eviscene.providers.profiles import PROVIDER_KINDS, ProviderSettings, api_ke
 from eviscene.providers.responses import ResponsesProvider
 from eviscene.providers.vlm import Perceive, VlmPerception
 from eviscene.providers.wire import WireProvider
+from eviscene.rules.circuit_breaker import CircuitBreaker
 
 if TYPE_CHECKING:
     from eviscene.eval.options import RunOptions
@@ -150,20 +152,22 @@ def make_provider(run: RunOptions, *, guarded: bool = True) -> Provider:
 
 @asynccontextmanager
 async def provider_session(
-    provider: Provider, images: ImageStore, perceive: Perceive, observer: Any = None
+    provider: Provider, images: ImageStore, perceive: Perceive, observer: Any = None,
+    tool_breakers: Sequence[CircuitBreaker] = (),
 ) -> AsyncIterator[Perceive]:
     """Bind the run's images, wrap perception for `separate_vlm`; close and release at the end.
-    An observer with a `provider_waiting(message | None)` method hears each endpoint's outage.
-    Yields the perception step the episodes use."""
-    breakers = []
+    An observer with a `provider_waiting(message | None)` method hears each endpoint's outage,
+    and each of `tool_breakers`' (the search service's). Yields the perception step the
+    episodes use."""
+    breakers = list(tool_breakers)
     if isinstance(provider, RunProvider):
         provider.bind_images(images)
         if provider.vision is not None:
             perceive = VlmPerception(perceive, provider.vision, images)
-        breakers = provider.breakers()
+        breakers += provider.breakers()
     elif isinstance(provider, WireProvider):  # a provider handed to the run from Python
         provider.images = images
-        breakers = [provider.client.breaker]
+        breakers.append(provider.client.breaker)
     listener = getattr(observer, "provider_waiting", None)
     for breaker in breakers:
         breaker.listener = listener
@@ -178,7 +182,7 @@ async def provider_session(
 @dataclass(frozen=True)
 class Stop:
     reason: str
-    signal: bool  # SIGINT/SIGTERM, else a provider outage
+    signal: bool  # SIGINT/SIGTERM, else a backend outage (a model endpoint, the search service)
 
 
 @contextmanager
@@ -200,7 +204,7 @@ def _signal_handling_kept(*signums: int) -> Iterator[None]:
 
 
 async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
-    """Run `work` (the run's episodes); None when it ends by itself. A `ProviderOutage`
+    """Run `work` (the run's episodes); None when it ends by itself. A `BackendOutage`
     raised in it, or SIGINT/SIGTERM, cancels it and says why: the episodes in flight stay
     unfinished (never `error`) and the caller's writer, still open, commits every event
     already emitted, so an answered call is never lost or paid for again."""
@@ -221,7 +225,7 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
         nonlocal stop
         try:
             await work()
-        except* ProviderOutage as outage:
+        except* BackendOutage as outage:
             stop = Stop(str(outage.exceptions[0]), False)
         scope.cancel()
 

@@ -44,7 +44,7 @@ from eviscene.eval.options import (
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
 from eviscene.eval.providers import make_provider, provider_session, quota_released_on_failure, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
-from eviscene.eval.toolboxes import make_toolbox, policy_path
+from eviscene.eval.toolboxes import backend_breakers, make_toolbox, policy_path
 from eviscene.release import (
     Case,
     Release,
@@ -93,7 +93,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)  # one line each, for stderr: a seal left for later, a file changed mid-run
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
-    stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a provider outage
+    stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a backend outage
     # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
     status: str = ""  # e.g. completed, completed_with_errors, running_or_interrupted after a stop
     unfinished: int = 0  # episodes of the run that have not finished, for `eval resume`
@@ -559,7 +559,7 @@ async def _execute(
         if observer is not None:
             observer.finished(spec, finished)
 
-    async with provider_session(plan.provider, images, perceive, observer) as perceive, log.writer(run_id, lock=claim) as writer:
+    async with provider_session(plan.provider, images, perceive, observer, backend_breakers(plan.toolbox)) as perceive, log.writer(run_id, lock=claim) as writer:
         if ray is None:
             planned()  # once the run is this process's: a run another process writes is refused before any progress
         for draft in opening:

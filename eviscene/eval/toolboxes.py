@@ -8,6 +8,7 @@ from pathlib import Path
 from eviscene.errors import EvisceneError
 from eviscene.eval.options import EvalOptions
 from eviscene.release import Release, sha256_file
+from eviscene.rules.circuit_breaker import CircuitBreaker
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.tools import Corpus, CorpusToolbox, Toolbox
 from eviscene.tools.cache import CachedToolbox, ToolCache
@@ -30,6 +31,13 @@ def worker_toolbox(options: EvalOptions, release: Release, policy: SourceAccessP
     return CachedToolbox(toolbox, cache, policy) if cache is not None else toolbox
 
 
+def backend_breakers(toolbox: Toolbox) -> list[CircuitBreaker]:
+    """The circuit breakers of the backends the tools reach over the network (the search
+    service's), for the run's observer to hear their outages."""
+    search = toolbox.search if isinstance(toolbox, WebToolbox) else None
+    return [search.breaker] if search is not None else []
+
+
 def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPolicy | None) -> tuple[Toolbox, dict]:
     """The corpus tools (default) or the web backends (`--search-backend searxng`), and the
     manifest block naming them (its `backend_id` keys the tool cache)."""
@@ -38,7 +46,7 @@ def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPol
         if not options.searxng_url:
             raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
         try:
-            search = SearxngClient(options.searxng_url, timeout=options.web_timeout)
+            search = SearxngClient(options.searxng_url, timeout=options.web_timeout, outage_timeout=options.provider_outage_timeout)
         except ValueError as exc:
             raise EvisceneError(f"--searxng-url: {exc}") from None
         fetcher = None

@@ -20,7 +20,6 @@ breaker's listener, e.g. the progress bar, is told), and once the outage has las
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import re
@@ -30,7 +29,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 import anyio
@@ -39,6 +38,7 @@ import orjson
 
 from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
 from eviscene.redaction import redact, register_secret, register_url_secrets
+from eviscene.rules.circuit_breaker import CircuitBreaker
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
@@ -105,50 +105,6 @@ class _Unreachable(_Retryable):
     """No connection at all: the breaker's business, not the call's retry budget."""
 
 
-OutageListener = Callable[[str | None], None]
-
-
-class CircuitBreaker:
-    """Consecutive connection failures of one endpoint, shared by all its calls. Open after
-    `threshold` of them; closed by any answer. `listener` hears "waiting for …" while open
-    and None when the endpoint answers again."""
-
-    PROBE_CEILING_SECONDS = 30.0
-
-    def __init__(self, base_url: str, *, threshold: int = 3, outage_timeout: float = 600.0):
-        self.base_url, self.threshold, self.outage_timeout = base_url, max(1, threshold), outage_timeout
-        self.failures = 0
-        self.down_since: float | None = None
-        self.listener: OutageListener | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.failures >= self.threshold
-
-    def answered(self) -> None:
-        was_open = self.open
-        self.failures, self.down_since = 0, None
-        if was_open and self.listener is not None:
-            self.listener(None)
-
-    def failed(self) -> None:
-        self.failures += 1
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-
-    def outage_seconds(self) -> float:
-        return 0.0 if self.down_since is None else time.monotonic() - self.down_since
-
-    def probe_wait(self) -> float:
-        """Seconds until the next try while open: 1, 2, 4 … up to 30, never past the timeout."""
-        doubling = min(self.PROBE_CEILING_SECONDS, 2.0 ** max(0, self.failures - self.threshold))
-        return max(0.0, min(doubling, self.outage_timeout - self.outage_seconds()))
-
-    def waiting(self, why: str, wait: float) -> None:
-        if self.listener is not None:
-            self.listener(redact(f"waiting for {self.base_url}: {why}, retrying in {math.ceil(wait)}s"))
-
-
 class JsonClient:
     """POSTs JSON bodies to one endpoint; one per provider, shared by all its episodes.
 
@@ -165,7 +121,7 @@ class JsonClient:
         self._session: aiohttp.ClientSession | None = None
         self._proxy: str | None = None
         self.breaker = CircuitBreaker(
-            endpoint.base_url, threshold=endpoint.outage_after_failures, outage_timeout=endpoint.outage_timeout_seconds
+            redact(endpoint.base_url), threshold=endpoint.outage_after_failures, outage_timeout=endpoint.outage_timeout_seconds
         )
 
     def _open_session(self) -> aiohttp.ClientSession:

@@ -103,6 +103,14 @@ class ImageTooLarge(ValueError):
     """An image with more pixels than MAX_DECODE_PIXELS."""
 
 
+def over_decode_limit(width: int, height: int) -> str | None:
+    """Why a picture of this size is never decoded ("WxH pixels, above the decoding limit of N
+    pixels"), or None: the one test, for the tools and for a run's preflight of its cases."""
+    if width * height > MAX_DECODE_PIXELS:
+        return f"{width}x{height} pixels, above the decoding limit of {MAX_DECODE_PIXELS:,} pixels"
+    return None
+
+
 class UndecodableImage(ValueError):
     """Bytes Pillow cannot read as a picture (empty, another kind of file, broken data)."""
 
@@ -143,10 +151,9 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
 
 def _decoded(source: ImageInput, max_side: int) -> tuple[Image.Image, tuple[int, int]]:
     with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
-        width, height = opened.size
-        if width * height > MAX_DECODE_PIXELS:
-            raise ImageTooLarge(f"{_source_name(source)}image is {width}x{height} pixels, above the decoding limit of "
-                                f"{MAX_DECODE_PIXELS:,} pixels")
+        too_large = over_decode_limit(*opened.size)
+        if too_large:
+            raise ImageTooLarge(f"{_source_name(source)}image is {too_large}")
         original = _oriented_size(opened)
         opened.draft("RGB", (max_side, max_side))
         if opened.width * opened.height > REDUCE_ABOVE_PIXELS:

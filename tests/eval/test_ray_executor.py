@@ -6,6 +6,7 @@ episodes in flight, which run again as new attempts; every planned episode finis
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -159,3 +160,22 @@ def test_a_killed_driver_leaves_a_run_that_resume_finishes_on_ray(cluster, tmp_p
     finish(eviscene(db, "eval", "resume", run_id, "--no-progress", "--executor", "ray", "--ray-address", cluster.address,
                     "--workers", "2"))
     assert_each_episode_finished_once(db)
+
+
+def test_a_search_service_down_for_every_worker_stops_the_run_on_ray(cluster, tmp_path):
+    """A worker's `BackendOutage` reaches the driver as itself, not as a failed worker: the run
+    stops as a local run does, every episode unfinished for `eval resume`, none finished on
+    searches that never ran."""
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    db = tmp_path / "log.duckdb"
+    process = eviscene(db, *run_args(tmp_path / "out", "--executor", "ray", "--ray-address", cluster.address, "--workers", "2",
+                                     "--search-backend", "searxng", "--searxng-url", dead, "--allow-private-network",
+                                     "--provider-outage-timeout", "1", cases=2))
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert (f"stopped, its unfinished episodes kept for later: the search service {dead}/ unreachable for 1 s "
+            "(no connection: ConnectError), the outage timeout") in err
+    assert query(db, "SELECT count(*) FROM events WHERE type = 'episode.finished'") == [(0,)]
+    assert query(db, "SELECT count(*) FROM events WHERE type = 'episode.scheduled'") == [(4,)]

@@ -128,7 +128,7 @@ def test_a_case_picture_above_the_limit_or_not_a_picture_is_refused_before_the_r
         return done.returncode, done.stderr.removeprefix(f"Error: 1 case picture(s) cannot be read: case {rows[0]['case_id']!r}: ")
 
     write_png(image, 20000, 20000, b"\x80", b"\xff", banner_from=18000)
-    too_large = f"{rows[0]['image_path']} is 20000x20000 pixels, above the decoding limit of 178,956,970: downscale it\n"
+    too_large = f"{rows[0]['image_path']} is 20000x20000 pixels, above the decoding limit of 178,956,970 pixels: downscale it\n"
     assert refusal_of_a_run_over(image) == (2, too_large)
     image.write_bytes(b"GIF89 but no picture")
     assert refusal_of_a_run_over(image) == (2, f"{rows[0]['image_path']} is not a picture Pillow can read\n")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from web_servers import SECRET
+from web_servers import SECRET, start_gateway
 
 from eviscene.eval.options import EvalOptions
-from eviscene.eval.run import _cached_perception, start_run
+from eviscene.eval.run import _cached_perception, resume_run, start_run
 from eviscene.log import EventLog
 from eviscene.tools.cache import ToolCache
 
@@ -165,3 +165,31 @@ def test_default_run_keeps_corpus_tools(log, tmp_path):
     summary = anyio.run(start_run, log, options)
     backend = _manifest(log, summary.run_id)["agent"]["tool_backend"]
     assert backend["kind"] == "corpus" and backend["backend_id"].startswith("corpus:")
+
+
+def test_a_search_service_that_stays_down_stops_the_run_and_resume_finishes_it(log, site, policy_file):
+    """A dead SearXNG gives no episode a verdict argued from searches that never ran: the run
+    stops once the outage timeout is spent, its episodes unfinished, and `eval resume` with
+    the service back runs each of them once, every search answered."""
+    gateway = start_gateway(site, down_for=10**9)
+    try:
+        options = EvalOptions(benchmark=str(BENCHMARK), case_ids=["demo-0001", "demo-0002"], search_backend="searxng",
+                              searxng_url=gateway.base, web_timeout=2.0, source_access_policy=str(policy_file()),
+                              allow_private_network=True, provider_outage_timeout=1.5, concurrency=2)
+        stopped = anyio.run(start_run, log, options)
+        assert stopped.stopped == (f"the search service {gateway.base}/ unreachable for 1.5 s "
+                                   "(HTTP 503 from a gateway), the outage timeout")
+        assert stopped.ran == 0 and stopped.unfinished == 2 and stopped.status == "running_or_interrupted"
+        assert log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type IN ('episode.finished', 'tool.returned')",
+                       [stopped.run_id])["n"].to_pylist() == [0]
+
+        gateway.down_for = 0  # the service is back
+        resumed = anyio.run(lambda: resume_run(log, stopped.run_id, trust_endpoints=True))  # its own private-network run
+    finally:
+        gateway.close()
+    assert resumed.stopped == "" and resumed.terminations["error"] == 0 and resumed.unfinished == 0
+    finished = log.sql("SELECT episode_id, count(*) AS n FROM events WHERE run_id = ? AND type = 'episode.finished' "
+                       "GROUP BY episode_id", [stopped.run_id]).to_pylist()
+    assert len(finished) == 2 and all(row["n"] == 1 for row in finished)
+    searches = [r for r in _returned(log, stopped.run_id) if r["tool"] == "text_search"]
+    assert searches and all(r["status"] == "ok" for r in searches)

@@ -8,8 +8,9 @@ import hashlib
 import time
 
 import pytest
-from web_servers import SECRET, start_file_server
+from web_servers import SECRET, start_file_server, start_gateway
 
+from eviscene.errors import BackendOutage
 from eviscene.events import GateDecided
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.cache import CachedToolbox, CacheEntry, ToolCache, cache_key
@@ -236,13 +237,51 @@ async def test_bad_calls_and_ablation(site, policy):
     assert outcome.status == "invalid" and "not available in this run" in outcome.error
 
 
-async def test_search_service_failures_are_errors(site, policy):
-    down = WebToolbox(policy, search=SearxngClient("http://127.0.0.1:9", timeout=1.0), network=LOOPBACK_ALLOWED)
-    outcome = await down.call("text_search", {"query": "flood"}, down.episode("case.jpg"))
-    assert outcome.status == "error" and "unreachable" in outcome.error
+async def test_a_search_service_answering_with_an_error_is_the_agents_observation(site, policy):
     wrong = WebToolbox(policy, search=SearxngClient(site.url("/missing-prefix"), timeout=1.0), network=LOOPBACK_ALLOWED)
     outcome = await wrong.call("text_search", {"query": "flood"}, wrong.episode("case.jpg"))
     assert outcome.status == "error" and "HTTP 404" in outcome.error
+    assert wrong.search.breaker.failures == 0  # it answered: the service is there
+
+
+async def test_a_search_service_nobody_answers_stops_the_run_after_the_outage_timeout(site, policy):
+    """No connection is no search result for the agent to read: the call waits (0.5 s, 1 s, then
+    probes while the breaker is open) and, the outage timeout spent, raises `BackendOutage`,
+    which the toolbox lets through to stop the run."""
+    gone = start_gateway(site, down_for=0)
+    gone.close()  # its port now has nobody listening
+    port = gone.server.server_address[1]
+    client = SearxngClient(gone.base, timeout=1.0, outage_timeout=2.5)
+    heard = []
+    client.breaker.listener = heard.append
+    down = WebToolbox(policy, search=client, network=LOOPBACK_ALLOWED)
+    started = time.monotonic()
+    with pytest.raises(BackendOutage, match=rf"^the search service http://127.0.0.1:{port}/ unreachable for 2.5 s "
+                                            r"\(no connection: ConnectError\), the outage timeout$"):
+        await down.call("text_search", {"query": "flood"}, down.episode("case.jpg"))
+    assert 2.5 <= time.monotonic() - started < 6
+    assert heard and heard[0].startswith(f"waiting for http://127.0.0.1:{port}/: no connection: ConnectError, retrying in ")
+
+
+async def test_a_gateway_answering_503_is_waited_for_and_the_search_runs_when_the_service_is_back(site, policy):
+    gateway = start_gateway(site, down_for=3)  # the first 3 searches turned away: the breaker opens on the third
+    try:
+        client = SearxngClient(gateway.base, timeout=2.0, outage_timeout=30)
+        heard = []
+        client.breaker.listener = heard.append
+        toolbox = WebToolbox(policy, search=client, network=LOOPBACK_ALLOWED)
+        outcome = await toolbox.call("text_search", {"query": "flood"}, toolbox.episode("case.jpg"))
+    finally:
+        gateway.close()
+    assert outcome.status == "ok" and "Flood waters rise in Riverton" in outcome.observation
+    assert gateway.turned_away == 3 and client.breaker.failures == 0
+    assert heard == [f"waiting for {gateway.base}/: HTTP 503 from a gateway, retrying in 1s", None]
+
+
+def test_credentials_in_the_search_url_are_masked_in_its_identity_and_messages():
+    client = SearxngClient("http://searcher:hunter2-long-pass@127.0.0.1:9/")
+    assert "hunter2" not in client.identity() and "hunter2" not in client.breaker.endpoint
+    assert client.identity() == "searxng-json-v1(http://[REDACTED]@127.0.0.1:9/)"
 
 
 def test_extract_meta_variants():

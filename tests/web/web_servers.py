@@ -163,6 +163,39 @@ def _handler(site: Site):
     return Handler
 
 
+@dataclass
+class Gateway:
+    """A proxy in front of the site's search that answers 503 to its first `down_for` requests,
+    as a gateway does while the service behind it is not running."""
+
+    base: str = ""
+    down_for: int = 0
+    turned_away: int = 0
+    server: ThreadingHTTPServer | None = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def start_gateway(site: Site, *, down_for: int) -> Gateway:
+    gateway = Gateway(down_for=down_for)
+
+    class Handler(_handler(site)):
+        def do_GET(self) -> None:
+            if gateway.turned_away < gateway.down_for:
+                gateway.turned_away += 1
+                return self._send(503, b"service unavailable", "text/plain")
+            return super().do_GET()
+
+    gateway.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    gateway.server.daemon_threads = True
+    threading.Thread(target=gateway.server.serve_forever, daemon=True).start()
+    gateway.base = f"http://127.0.0.1:{gateway.server.server_address[1]}"
+    return gateway
+
+
 def start_site() -> Site:
     """The site on 127.0.0.1 and a copy on 127.0.0.2 (the blocked domain)."""
     site = Site(base="")

@@ -1,7 +1,8 @@
 """`WebToolbox`: the agent's tools over the real web, behind the same interface as the
 corpus tools (the `Toolbox` protocol: `specs()`, `episode()`, `async call()` → `ToolOutcome`).
 
-- `text_search`, `text_image_search`: a self-hosted SearXNG instance (`SearxngClient`).
+- `text_search`, `text_image_search`: a self-hosted SearXNG instance (`SearxngClient`); a
+  service that stays unreachable stops the run (`BackendOutage`) instead of failing searches.
 - `visit`: real pages over HTTP (`PageFetcher`: size, time, redirect and content-type limits).
 - `reverse_image_search`, `compare_with_reference`: not offered (no self-hostable reverse
   image search API is supported); a call answers `invalid` saying so.
@@ -25,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Optional, Sequence
 
+from eviscene.errors import BackendOutage
 from eviscene.release.case_image import CaseImage
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
@@ -125,7 +127,8 @@ class WebToolbox:
         return WebEpisodeTools(self, case_image, text_boxes)  # type: ignore[arg-type]
 
     async def call(self, name: str, arguments: Any, episode: EpisodeTools) -> ToolOutcome:
-        """Run one tool call; never raises for a bad call or a failing backend."""
+        """Run one tool call; never raises for a bad call or a failing backend, only
+        `BackendOutage` for a search service that stayed unreachable (`SearxngClient`)."""
         available = ", ".join(self.enabled_tools) or "none"
         if name not in ALL_TOOLS:
             return _invalid(f"unknown tool {name!r}; available tools: {available}")
@@ -139,6 +142,8 @@ class WebToolbox:
             if name == "visit":
                 return await self._visit(arguments, episode)
             return await self._search(arguments, episode, images=name == "text_image_search")
+        except BackendOutage:
+            raise  # the search service is gone: the run stops, the episode stays unfinished
         except Exception as exc:  # a failing tool is an observation, not a crash of the episode
             error = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(status="error", observation=f"The tool failed: {error}", error=error)
