@@ -297,10 +297,12 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
 @click.option("--trust-endpoints", is_flag=True,
               help="Use what only the run's recorded flags name: where --base-url/--api-key-env send a key, "
                    "--ray-address, --allow-private-network (for a run you started with them).")
+@click.option("--searxng-url", default=None,
+              help="The run's --searxng-url in full, where it held credentials (the log keeps them masked).")
 @click.pass_obj
 def resume(
     log: EventLog, run_id: str, benchmark: str | None, retry_errors: bool, output_dir: Path | None, materialize: bool,
-    progress: bool, trust_endpoints: bool, **executor,
+    progress: bool, trust_endpoints: bool, searxng_url: str | None, **executor,
 ) -> None:
     """Finish the episodes of RUN_ID that never finished (never repeats a finished one), then
     materialize the run directory; the status covers every episode of the run.
@@ -321,7 +323,7 @@ def resume(
     summary = _drive(
         log,
         lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
-                                      executor=overrides, trust_endpoints=trust_endpoints),
+                                      executor=overrides, trust_endpoints=trust_endpoints, searxng_url=searxng_url),
         progress,
     )
     if materialize:

@@ -91,13 +91,17 @@ def register_url_secrets(url: str | None) -> None:
     parameters' values."""
     if not url:
         return
-    parts = urlsplit(url)
-    userinfo = parts.netloc.rpartition("@")[0]
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a host it refuses (`[oops`): the user-info before it is still a secret
+        parts = None
+    netloc = parts.netloc if parts else url.partition("//")[2].partition("/")[0]
+    userinfo = netloc.rpartition("@")[0]
     if userinfo:
         user, has_password, password = userinfo.partition(":")
         for value in {userinfo, unquote(userinfo), unquote(password if has_password else user)}:
             register_secret(value)
-    for name, value in (*parse_qsl(parts.query), *parse_qsl(parts.fragment)):
+    for name, value in (*parse_qsl(parts.query), *parse_qsl(parts.fragment)) if parts else ():
         if _secret_named(name):
             register_secret(value)
 

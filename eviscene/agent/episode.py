@@ -51,6 +51,7 @@ from eviscene.events import (
 from eviscene.redaction import KnownSecrets, redact
 from eviscene.release.case_image import CaseImage, read_case_image
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.circuit_breaker import outage_waits_excluded
 from eviscene.rules.timestamps import utc_now_millis_iso
 from eviscene.store.writer import EventDraft
 from eviscene.tools import EpisodeTools, Toolbox, ToolOutcome
@@ -246,7 +247,7 @@ class Episode:
         self.recorder = EpisodeRecorder(writer, spec.episode_id, spec.attempt)
         self.tally = _Tally()
         self.tools: EpisodeTools | None = None  # made once perception has found the caption text
-        self._deadline: float | None = None
+        self._deadline: anyio.CancelScope | None = None  # its deadline moves on while a backend is down
         self.chars_per_token: dict[Stage, float] = {}  # by stage, from the server's prompt token counts
         self.secrets = KnownSecrets()
 
@@ -255,8 +256,8 @@ class Episode:
         await self.recorder.emit(EpisodeStarted(attempt=self.spec.attempt, started_at=utc_now_millis_iso()))
         termination, error = "completed", ""
         try:
-            with anyio.fail_after(self.settings.timeout_seconds) as scope:
-                self._deadline = scope.deadline
+            with anyio.fail_after(self.settings.timeout_seconds) as scope, outage_waits_excluded(scope):
+                self._deadline = scope
                 termination = await self._investigate_and_judge()
         except BackendOutage:
             raise  # not this episode's failure: the run stops and the episode stays unfinished
@@ -477,7 +478,7 @@ class Episode:
             await self.recorder.emit(failed(str(exc), exc.retries))
             raise
         except anyio.get_cancelled_exc_class():
-            if self._deadline is not None and anyio.current_time() >= self._deadline:
+            if self._deadline is not None and anyio.current_time() >= self._deadline.deadline:
                 with anyio.CancelScope(shield=True):
                     await self.recorder.emit(failed("timeout", []))
             raise

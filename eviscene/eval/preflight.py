@@ -17,7 +17,7 @@ from eviscene.eval.options import EvalOptions, resolve_options, running_code_com
 from eviscene.exports.staging import check_new_or_empty
 from eviscene.providers.offline import OfflineProvider
 from eviscene.providers.offline.investigation import VERDICTS
-from eviscene.redaction import MASK
+from eviscene.redaction import MASK, redact, register_url_secrets
 from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
 from eviscene.release.selection import RolloutSpec
@@ -123,14 +123,31 @@ def check_output_dir(out_dir: Path | None) -> None:
 
 def check_no_redacted_urls(options: EvalOptions, run_id: str) -> None:
     """A run started with a key inside a URL stored that URL redacted: resuming it would
-    send the mask as the credential."""
-    for flag, url in (("--base-url", options.base_url), ("--vlm-base-url", options.vlm_base_url),
-                      ("--searxng-url", options.searxng_url)):
+    send the mask as the credential. A model's key belongs in --api-key-env; the search
+    service's URL is given again in full (`restate_searxng_url`)."""
+    for flag, url in (("--base-url", options.base_url), ("--vlm-base-url", options.vlm_base_url)):
         if url and MASK in url:
             raise EvisceneError(
                 f"run {run_id} was started with a credential inside {flag}, which is never stored; it cannot be "
                 "resumed: pass keys through --api-key-env instead"
             )
+    if options.searxng_url and MASK in options.searxng_url:
+        raise EvisceneError(
+            f"run {run_id} was started with a credential inside --searxng-url, which is never stored: resume it with "
+            f"--searxng-url and the URL in full ({options.searxng_url}, the credentials in place of {MASK})"
+        )
+
+
+def restate_searxng_url(options: EvalOptions, url: str, run_id: str) -> EvalOptions:
+    """`eval resume --searxng-url URL`: the run's search service given again in full, with the
+    credentials its log masks. Only the run's own service: the URL masked must be the recorded one."""
+    if MASK in url:
+        raise EvisceneError(f"--searxng-url: put the URL's credentials in place of {MASK}")
+    register_url_secrets(url)
+    if redact(url).rstrip("/") != (options.searxng_url or "").rstrip("/"):
+        raise EvisceneError(f"--searxng-url {redact(url)} is not the search service run {run_id} used "
+                            f"({options.searxng_url or 'none: it ran the corpus tools'})")
+    return options.model_copy(update={"searxng_url": url})
 
 
 # The flags that say where a key goes; a run's manifest records them as given.

@@ -26,6 +26,7 @@ from eviscene.eval.preflight import (
     check_offline_labels,
     check_no_redacted_urls,
     check_recorded_endpoints,
+    restate_searxng_url,
     check_same_code,
     check_scoring_files_unchanged,
     check_scoring_inputs,
@@ -57,7 +58,7 @@ from eviscene.release import (
     sha256_file,
     verify_case_images,
 )
-from eviscene.redaction import MIN_SECRET, redact_data
+from eviscene.redaction import MASK, MIN_SECRET, redact_data
 from eviscene.log import EventLog
 from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
@@ -368,6 +369,7 @@ async def resume_run(
     retry_errors: bool = False,
     executor: dict[str, Any] | None = None,
     trust_endpoints: bool = False,
+    searxng_url: str | None = None,
 ) -> RunSummary:
     """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished
     (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
@@ -376,10 +378,13 @@ async def resume_run(
     (`executor`, `ray_address`, `workers`) overrides where the episodes run. Only with
     `trust_endpoints` does a key go to a server, an episode to a Ray cluster or a tool to a
     private address that the log alone names (`check_recorded_endpoints`, asked only where
-    episodes are left to run). A resume with nothing left to run, import or end records nothing."""
+    episodes are left to run). `searxng_url` gives the run's search service again with the
+    credentials its log masks. A resume with nothing left to run, import or end records nothing."""
     log.require_writable()
     manifest = _run_manifest(log, run_id)
     options = EvalOptions.recorded({**manifest["config"], **(executor or {})})
+    if searxng_url is not None:
+        options = restate_searxng_url(options, searxng_url, run_id)
     check_no_redacted_urls(options, run_id)
     episodes_left = _episodes_left(log, run_id, retry_errors)
     if not trust_endpoints and episodes_left:  # with none, no key, episode or tool goes anywhere
@@ -471,8 +476,11 @@ def resume_command(log: EventLog, run_id: str, *more: object) -> str:
     """The command that finishes a run this process started (`more`: its further words): with
     --trust-endpoints where its own flags say where a key (or its episodes) go, which a resume
     takes from the log only when told to (`check_recorded_endpoints`)."""
+    options = EvalOptions.recorded(_run_manifest(log, run_id)["config"])
+    if options.searxng_url and MASK in options.searxng_url:  # to be given again, its credentials in place of the mask
+        more = ("--searxng-url", options.searxng_url, *more)
     try:
-        check_recorded_endpoints(EvalOptions.recorded(_run_manifest(log, run_id)["config"]), run_id)
+        check_recorded_endpoints(options, run_id)
     except EvisceneError:
         return command_line("eval", "resume", run_id, "--trust-endpoints", *more)
     return command_line("eval", "resume", run_id, *more)

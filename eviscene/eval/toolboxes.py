@@ -46,7 +46,8 @@ def make_toolbox(options: EvalOptions, release: Release, policy: SourceAccessPol
         if not options.searxng_url:
             raise EvisceneError("--search-backend searxng needs --searxng-url (e.g. http://127.0.0.1:8888)")
         try:
-            search = SearxngClient(options.searxng_url, timeout=options.web_timeout, outage_timeout=options.provider_outage_timeout)
+            search = SearxngClient(options.searxng_url, timeout=options.web_timeout, max_bytes=options.web_max_bytes,
+                                   outage_timeout=options.provider_outage_timeout)
         except ValueError as exc:
             raise EvisceneError(f"--searxng-url: {exc}") from None
         fetcher = None

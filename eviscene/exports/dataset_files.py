@@ -176,20 +176,60 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
     return rendered
 
 
+# A file's columns whose values are JSON objects (a message, a tool's schema, a call's
+# arguments) of no one shape: Arrow infers one struct for them all, each object gaining every
+# other's keys as nulls (a tool call then shows every tool's arguments), or gives up for the
+# whole column, which then differs from file to file. Each such value is stored as its
+# canonical JSON text, typed JSON (Parquet's JSON logical type, which DuckDB reads as JSON and
+# `datasets` as its `Json` feature: the objects as the JSONL line has them), and a list of them
+# (`messages`, `tools`) as a list of such texts. A column no row gives a value takes its key's
+# declared type, so a file's schema does not follow what its rows happen to hold.
+_JSON_LIST = pa.list_(pa.json_())
+_LIST_OF_TEXTS = pa.list_(pa.string())
+_DECLARED_TYPES = {
+    "messages": _JSON_LIST, "tools": _JSON_LIST,
+    **dict.fromkeys(("training_eligible", "deterministic_hard_gate_pass", "structured_eligibility_pass",
+                     "semantic_audit_pass"), pa.bool_()),
+    **dict.fromkeys(("token_count_estimate", "tool_call_count", "trajectory_token_count_estimate", "short_max_tokens",
+                     "trajectory_approx_tokens", "trajectory_sft_rows", "perception_example_count"), pa.int64()),
+    "teacher_score": pa.float64(),
+    **dict.fromkeys(("source_family_keys", "runtime_ids", "training_exclusion_reasons", "deterministic_fatal_reasons",
+                     "deterministic_red_flags"), _LIST_OF_TEXTS),
+}
+
+
+def _declared_type(key: str) -> pa.DataType:
+    return _DECLARED_TYPES.get(key, pa.string())
+
+
+def _json_texts(texts: list[str | None]) -> pa.Array:
+    return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
+
+
+def _column(key: str, values: list[Any]) -> pa.Array:
+    """One column of a dataset Parquet file (see `_DECLARED_TYPES` above)."""
+    if any(isinstance(value, dict) for value in values):
+        return _json_texts([None if value is None else canonical_json(value) for value in values])
+    if _declared_type(key) == _JSON_LIST or any(
+        isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value) for value in values
+    ):
+        texts = pa.array([None if value is None else [canonical_json(item) for item in value] for value in values], _LIST_OF_TEXTS)
+        return pa.ListArray.from_arrays(texts.offsets, _json_texts(texts.values.to_pylist()), mask=texts.is_null())
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # scalars of several types (5 and "5")
+        return _json_texts([None if value is None else canonical_json(value) for value in values])
+    if pa.types.is_null(array.type) or (pa.types.is_list(array.type) and pa.types.is_null(array.type.value_type)):
+        return pa.array(values, _declared_type(key))
+    return array
+
+
 def _table(records: list[dict[str, Any]]) -> pa.Table:
     """A file's rows as Arrow: a column for every key a row has, in the order keys first appear
     (null where a row lacks it: from_pylist took the first row's keys alone, and a metadata
-    file whose first episode had no trajectory lost its trajectory columns); nested values
-    that Arrow cannot type consistently across rows are stored as canonical JSON text."""
+    file whose first episode had no trajectory lost its trajectory columns)."""
     columns = list(dict.fromkeys(key for record in records for key in record))
-
-    def table(rows: list[dict[str, Any]]) -> pa.Table:
-        return pa.Table.from_pydict({column: [row.get(column) for row in rows] for column in columns})
-
-    try:
-        return table(records)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-        return table([{k: canonical_json(v) if isinstance(v, (dict, list)) else v for k, v in record.items()} for record in records])
+    return pa.Table.from_arrays([_column(key, [record.get(key) for record in records]) for key in columns], names=columns)
 
 
 # Files whose rows are built alike: an empty one takes the columns of the first non-empty one
@@ -199,7 +239,7 @@ _SIBLINGS = (_SFT_FILES, tuple(SYSTEM_TOOLS_ARTIFACTS.values()), tuple(f"percept
 # A long-holdout row is an SFT row and these (write_dataset's holdout_fields), so either kind's
 # columns give the other's.
 _HOLDOUT_COLUMNS = pa.schema([("holdout_reason", pa.string()), ("short_max_tokens", pa.int64())])
-# Where no file of a kind has a row, the keys every row of it would have (null typed): the
+# Where no file of a kind has a row, the keys every row of it would have (as declared): the
 # metadata files' keys, an SFT row's messages and the fields the export adds to it, a
 # perception example's episode id and split fields, an action-only row's episode id.
 _SFT_KEYS = ("messages", "token_count_estimate", "tool_call_count", "dataset_version", "split", "split_group_id",
@@ -226,7 +266,7 @@ def _empty_schema(name: str, filled: dict[str, pa.Schema]) -> pa.Schema:
         return pa.schema(list(sft) + list(_HOLDOUT_COLUMNS))
     if name in _SFT_FILES and "long_holdout.jsonl" in filled:
         return pa.schema([column for column in filled["long_holdout.jsonl"] if column.name not in _HOLDOUT_COLUMNS.names])
-    return pa.schema([(key, pa.null()) for key in _KEYS_WITHOUT_ROWS[name]])
+    return pa.schema([(key, _declared_type(key)) for key in _KEYS_WITHOUT_ROWS[name]])
 
 
 def _write_parquet(out_dir: Path, files: dict[str, list[dict[str, Any]]], concurrency: int) -> None:

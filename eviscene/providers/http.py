@@ -212,7 +212,7 @@ class JsonClient:
         else:
             wait = self.endpoint.retry.backoff(breaker.failures)
         retries.append({"status": None, "error": reason, "waited_seconds": round(wait, 3)})
-        await anyio.sleep(wait)
+        await breaker.wait(wait)
 
     async def _try(self, url: str, content: bytes) -> dict[str, Any]:
         e = self.endpoint

@@ -4,15 +4,36 @@
 After `threshold` failures in a row the backend counts as down: each call waits and probes
 again at growing intervals (1, 2, 4 … 30 s) until it answers or the outage has lasted
 `outage_timeout` seconds, when the caller stops the run (`BackendOutage`) rather than record
-episodes that never reached it. Any answer closes the breaker."""
+episodes that never reached it. Any answer closes the breaker.
+
+Time spent waiting for a down backend is not the episode's: `outage_waits_excluded` names the
+episode's deadline (its cancel scope), and each wait moves that deadline on by its length, so
+an outage never ends an episode as a timeout; only the outage timeout stops it."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import anyio
 
 OutageListener = Callable[[str | None], None]
+
+_EPISODE_DEADLINE: ContextVar[anyio.CancelScope | None] = ContextVar("episode_deadline", default=None)
+
+
+@contextmanager
+def outage_waits_excluded(deadline: anyio.CancelScope) -> Iterator[None]:
+    """Within the block, waits for a down backend move `deadline` (the episode's) on by their
+    length. Tasks started inside inherit it (a context variable)."""
+    token = _EPISODE_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _EPISODE_DEADLINE.reset(token)
 
 
 class CircuitBreaker:
@@ -49,6 +70,13 @@ class CircuitBreaker:
         """Seconds until the next try while open: 1, 2, 4 … up to 30, never past the timeout."""
         doubling = min(self.PROBE_CEILING_SECONDS, 2.0 ** max(0, self.failures - self.threshold))
         return max(0.0, min(doubling, self.outage_timeout - self.outage_seconds()))
+
+    async def wait(self, seconds: float) -> None:
+        """Sleep before the next try, off the clock of the episode waiting (if any)."""
+        deadline = _EPISODE_DEADLINE.get()
+        if deadline is not None:
+            deadline.deadline += seconds  # first: a deadline due during the sleep would cancel it
+        await anyio.sleep(seconds)
 
     def waiting(self, why: str, wait: float) -> None:
         """Tell the listener; `why` must already be fit to show (redacted)."""

@@ -389,3 +389,52 @@ def test_every_parquet_file_of_a_demo_export_reads_with_the_columns_of_its_kind(
         assert all(columns[kind.format(split) + ".parquet"] == filled for split in SPLITS)
     assert columns["long_holdout.parquet"] == columns["train.parquet"] + ["holdout_reason", "short_max_tokens"]
     assert columns["action_only.parquet"] == ["episode_id"]
+
+
+def test_parquet_files_hold_the_jsonl_files_values_under_one_schema_per_kind(native, tmp_path):
+    """Arrow inferred one struct for every tool call's arguments (a `reverse_image_search` call's
+    `{}` read back as `{"query": null, "url": null, …}`, every message gained every other's keys),
+    fell back to JSON text for a whole column when one row did not fit (a `max_results` of 5 in
+    one call and "5" in another), and typed a column no row filled `null`. Now objects are JSON
+    values: `datasets` gives the JSONL line's objects back, and every file of a kind, and every
+    split, has one schema, whatever its rows hold."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets import load_dataset
+
+    log, run_id, _ = native
+    folder = tmp_path / "run"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "materialize", run_id, "--out", str(folder)]).exit_code == 0
+    # A model that spells one argument two ways: 5 in one call, "5" in another.
+    lines = (folder / "trajectory_sft.jsonl").read_text(encoding="utf-8").splitlines()
+    spelled = iter((5, "5"))  # then 3, a third spelling's value
+    for index, line in enumerate(lines):
+        record = json.loads(line)
+        for message in record["messages"]:
+            for call in message.get("tool_calls") or []:
+                if call["function"]["name"] == "text_search":
+                    call["function"]["arguments"]["max_results"] = next(spelled, 3)
+        lines[index] = json.dumps(record)
+    (folder / "trajectory_sft.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "parquet"
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "dataset", "export", "--run-dir", str(folder),
+                                      "--out", str(out), "--format", "parquet", "--allow-training-prohibited"])
+    assert result.exit_code == 0, result.output
+
+    for split in SPLITS:
+        jsonl = read_jsonl(out / f"{split}.jsonl")
+        if not jsonl:
+            continue
+        loaded = load_dataset("parquet", data_files=str(out / f"{split}.parquet"), split="train", cache_dir=str(tmp_path / "cache"))
+        assert [row["messages"] for row in loaded] == [row["messages"] for row in jsonl]
+        assert [row["tools"] for row in loaded] == [row["tools"] for row in jsonl]
+    schemas = {path.stem: pq.read_schema(path) for path in out.glob("*.parquet")}
+    for kind in ("{}", "{}.system_tools"):
+        assert {schemas[kind.format(split)].field("messages").type.value_type for split in SPLITS} == {pa.json_()}
+        assert len({schemas[kind.format(split)].remove_metadata() for split in SPLITS}) == 1
+    pa.concat_tables([pq.read_table(out / f"{split}.parquet") for split in SPLITS])  # one schema: they stack
+    for name in ("episode_metadata", "excluded_episode_metadata", "accepted_episodes"):
+        schema = schemas[name]
+        assert pa.null() not in {field.type for field in schema} and pa.list_(pa.null()) not in {field.type for field in schema}
+    assert schemas["episode_metadata"].field("training_exclusion_reasons").type == pa.list_(pa.string())
+    assert schemas["episode_metadata"].field("structured_eligibility_pass").type == pa.bool_()

@@ -24,6 +24,7 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.log import EventLog
+from eviscene.rules.circuit_breaker import outage_waits_excluded
 
 from provider_requests import endpoint, judgment_request
 from provider_servers import FakeServer, Received, Reply, Script, chat_completion
@@ -168,7 +169,7 @@ def test_a_run_judges_through_the_fallback_and_records_the_form(release_dir, tmp
 
 
 @pytest.mark.anyio
-async def test_calls_wait_for_an_endpoint_that_comes_back(images, case_image):
+async def test_calls_wait_for_an_endpoint_that_comes_back_off_the_episodes_clock(images, case_image):
     port = free_port()
     heard: list[str | None] = []
     provider = ChatCompletionsProvider(name="openai_compatible", model="m", endpoint=endpoint(f"http://127.0.0.1:{port}/v1", max_retries=0),
@@ -179,7 +180,9 @@ async def test_calls_wait_for_an_endpoint_that_comes_back(images, case_image):
         answers = []
 
         async def call() -> None:
-            answers.append(await provider.complete(request))
+            # Within an episode's 2 s deadline: the waits for the endpoint are not the episode's time.
+            with anyio.fail_after(2.0) as deadline, outage_waits_excluded(deadline):
+                answers.append(await provider.complete(request))
 
         group.start_soon(call)
         await anyio.sleep(3.5)  # 2 short backoffs, then the breaker opens and probes at 1, 2 s

@@ -188,6 +188,8 @@ def test_the_credentials_a_base_url_carries_are_registered_bare_and_as_sent():
     assert redact(echoed) == f"you sent {MASK} as Authorization {MASK}, then {MASK} and {MASK} for reader"
     register_url_secrets("http://tkey-2d4f6a8c0e@127.0.0.1:1/v1")  # a token alone as the user-info
     assert redact("tkey-2d4f6a8c0e") == MASK
+    register_url_secrets("http://reader:bkey-5e7a9c1d@[oops/v1")  # a host urlsplit refuses raised instead
+    assert redact("bkey-5e7a9c1d") == MASK
 
 
 def test_a_body_credential_named_in_camel_case_or_nested_under_its_scheme_is_registered():

@@ -12,7 +12,8 @@ import pytest
 from web_servers import SECRET, start_gateway
 
 from eviscene.eval.options import EvalOptions
-from eviscene.eval.run import _cached_perception, resume_run, start_run
+from eviscene.errors import EvisceneError
+from eviscene.eval.run import _cached_perception, resume_command, resume_run, start_run
 from eviscene.log import EventLog
 from eviscene.tools.cache import ToolCache
 
@@ -193,3 +194,53 @@ def test_a_search_service_that_stays_down_stops_the_run_and_resume_finishes_it(l
     assert len(finished) == 2 and all(row["n"] == 1 for row in finished)
     searches = [r for r in _returned(log, stopped.run_id) if r["tool"] == "text_search"]
     assert searches and all(r["status"] == "ok" for r in searches)
+
+
+def test_time_spent_waiting_for_a_down_search_service_is_not_the_episodes(log, site, policy_file):
+    """The episode's --timeout counts its own work: 8.5 s of waiting for the service (five tries,
+    each a search and a look at its health page turned away) does not end a 6 s episode as a timeout."""
+    gateway = start_gateway(site, down_for=10)
+    try:
+        options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES, search_backend="searxng", searxng_url=gateway.base,
+                              web_timeout=2.0, source_access_policy=str(policy_file()), allow_private_network=True,
+                              timeout=6.0)
+        summary = anyio.run(start_run, log, options)
+    finally:
+        gateway.close()
+    assert gateway.turned_away == 10
+    assert summary.terminations == {"completed": 1}
+    (finished,) = log.sql("SELECT payload->>'time_taken' AS t FROM events WHERE run_id = ? AND type = 'episode.finished'",
+                          [summary.run_id])["t"].to_pylist()
+    assert float(finished) > 8.5
+
+
+def test_a_run_whose_search_url_holds_credentials_is_resumed_with_the_url_given_again(log, site, policy_file):
+    """The log keeps the URL masked, so a resume cannot send the credentials by itself: the command
+    the stop prints asks for the URL again, and a resume takes it only for the run's own service."""
+    gateway = start_gateway(site, down_for=10**9)
+    secret_url = gateway.base.replace("http://", "http://searcher:hunter2-long-pass@")
+    masked = gateway.base.replace("http://", "http://[REDACTED]@")
+    try:
+        options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES, search_backend="searxng", searxng_url=secret_url,
+                              web_timeout=2.0, source_access_policy=str(policy_file()), allow_private_network=True,
+                              provider_outage_timeout=1.0)
+        stopped = anyio.run(start_run, log, options)
+        assert stopped.unfinished == 1 and masked in stopped.stopped and "hunter2" not in stopped.stopped
+        assert resume_command(log, stopped.run_id) == (f"eviscene eval resume {stopped.run_id} --trust-endpoints "
+                                                       f"--searxng-url 'http://[REDACTED]@{gateway.base[7:]}'")
+        gateway.down_for = 0  # the service is back
+
+        def resume(**given):
+            return anyio.run(lambda: resume_run(log, stopped.run_id, trust_endpoints=True, **given))
+
+        with pytest.raises(EvisceneError, match=r"resume it with --searxng-url and the URL in full \(http://\[REDACTED\]@"):
+            resume()
+        with pytest.raises(EvisceneError, match=r"put the URL's credentials in place of \[REDACTED\]"):
+            resume(searxng_url=masked)
+        with pytest.raises(EvisceneError, match=r"is not the search service run .* used \(http://\[REDACTED\]@127"):
+            resume(searxng_url=secret_url.replace("127.0.0.1", "localhost"))
+        resumed = resume(searxng_url=secret_url)
+    finally:
+        gateway.close()
+    assert resumed.unfinished == 0 and resumed.terminations == {"completed": 1}
+    assert log.sql("SELECT count(*) AS n FROM events WHERE payload::VARCHAR LIKE '%hunter2%'")["n"].to_pylist() == [0]

@@ -3,15 +3,17 @@ source-access policy at every step."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
+import json
 import time
 
 import pytest
 from web_servers import SECRET, start_file_server, start_gateway
 
 from eviscene.errors import BackendOutage
-from eviscene.events import GateDecided
+from eviscene.events import GateDecided, ToolReturned
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.cache import CachedToolbox, CacheEntry, ToolCache, cache_key
 from eviscene.tools.results import POLICY_GATE, ToolOutcome
@@ -264,7 +266,8 @@ async def test_a_search_service_nobody_answers_stops_the_run_after_the_outage_ti
 
 
 async def test_a_gateway_answering_503_is_waited_for_and_the_search_runs_when_the_service_is_back(site, policy):
-    gateway = start_gateway(site, down_for=3)  # the first 3 searches turned away: the breaker opens on the third
+    # Each try a search and a look at the health page, both turned away: the breaker opens on the third.
+    gateway = start_gateway(site, down_for=6)
     try:
         client = SearxngClient(gateway.base, timeout=2.0, outage_timeout=30)
         heard = []
@@ -274,14 +277,77 @@ async def test_a_gateway_answering_503_is_waited_for_and_the_search_runs_when_th
     finally:
         gateway.close()
     assert outcome.status == "ok" and "Flood waters rise in Riverton" in outcome.observation
-    assert gateway.turned_away == 3 and client.breaker.failures == 0
+    assert gateway.turned_away == 6 and client.breaker.failures == 0
     assert heard == [f"waiting for {gateway.base}/: HTTP 503 from a gateway, retrying in 1s", None]
+
+
+async def test_a_failure_only_one_search_meets_is_its_observation_while_the_service_answers(site, policy):
+    """A gateway's 502 for one query, while the service answers its health page, is no outage:
+    waiting would never end it (other searches keep the breaker closed), and a resume would meet it again."""
+    gateway = start_gateway(site, failing_query="Madrid")
+    try:
+        client = SearxngClient(gateway.base, timeout=2.0, outage_timeout=30)
+        toolbox = WebToolbox(policy, search=client, network=LOOPBACK_ALLOWED)
+        started = time.monotonic()
+        outcome = await toolbox.call("text_search", {"query": "Madrid flood"}, toolbox.episode("case.jpg"))
+        assert time.monotonic() - started < 2  # no backoff
+        fine = await toolbox.call("text_search", {"query": "Lisbon flood"}, toolbox.episode("case.jpg"))
+    finally:
+        gateway.close()
+    assert outcome.status == "error" and outcome.error == "the search service failed this search (HTTP 502 from a gateway)"
+    assert fine.status == "ok" and client.breaker.failures == 0
+
+
+async def test_a_hostile_answer_becomes_text_fit_for_the_log_and_keeps_no_credential(site, policy):
+    """A lone surrogate (which UTF-8 cannot hold: the log's writer refused the whole batch, and
+    the run died), the Basic credential the client made of the URL's password echoed back, a
+    title of megabytes: each result field is text the log can hold, masked and cut."""
+    results = [{"url": site.url("/article"), "title": "Flood \\ud800 warning", "content": "echo {authorization}"},
+               {"url": site.url("/other"), "title": "T" * 100_000, "content": "x" * 100_000}]
+    answer = json.dumps({"results": results}).replace("\\\\ud800", "\\ud800").encode()
+    gateway = start_gateway(site, answer=answer)
+    try:
+        client = SearxngClient(gateway.base.replace("http://", "http://searcher:hunter2-long-pass@"), timeout=2.0)
+        toolbox = WebToolbox(policy, search=client, network=LOOPBACK_ALLOWED)
+        outcome = await toolbox.call("text_search", {"query": "flood"}, toolbox.episode("case.jpg"))
+    finally:
+        gateway.close()
+    assert outcome.status == "ok"
+    event = ToolReturned(call_id="c", tool="text_search", status=outcome.status, observation=outcome.observation,
+                         sources=outcome.sources, data=outcome.data).model_dump_json()  # the writer's serialization
+    assert "Flood \ufffd warning" in outcome.observation
+    basic = base64.b64encode(b"searcher:hunter2-long-pass").decode()
+    assert "hunter2" not in event and basic not in event and "[REDACTED]" in outcome.observation
+    titles = [r["title"] for r in outcome.data["results"]]
+    assert titles[1] == "T" * 299 + "…" and len(outcome.data["results"][1]["snippet"]) == 1_000
+
+
+@pytest.mark.parametrize("behaviour, error", [
+    ({"answer": b'{"results": []}', "trickle": 0.3}, "the search service did not answer within 1 s"),
+    ({"answer": b'{"results": [' + b'{"url": "http://a.example/", "title": "t"},' * 100 + b'{}]}'},
+     "the search service's answer is larger than 1,000 bytes"),
+    ({"answer": b"[1, 2]"}, "the search service's answer holds no list of results"),
+    ({"answer": b"[" * 900}, "the search service did not return JSON"),
+])
+async def test_an_answer_too_slow_too_large_or_of_another_shape_is_the_agents_observation(site, policy, behaviour, error):
+    gateway = start_gateway(site, **behaviour)
+    try:
+        client = SearxngClient(gateway.base, timeout=1.0, max_bytes=1_000)
+        toolbox = WebToolbox(policy, search=client, network=LOOPBACK_ALLOWED)
+        started = time.monotonic()
+        outcome = await toolbox.call("text_search", {"query": "flood"}, toolbox.episode("case.jpg"))
+    finally:
+        gateway.close()
+    assert outcome.status == "error" and outcome.error == error
+    assert time.monotonic() - started < 4  # a trickle ends within twice the timeout
 
 
 def test_credentials_in_the_search_url_are_masked_in_its_identity_and_messages():
     client = SearxngClient("http://searcher:hunter2-long-pass@127.0.0.1:9/")
     assert "hunter2" not in client.identity() and "hunter2" not in client.breaker.endpoint
     assert client.identity() == "searxng-json-v1(http://[REDACTED]@127.0.0.1:9/)"
+    with pytest.raises(ValueError, match=r"without a query or fragment: 'http://127.0.0.1:9/searx\?api_key=\[REDACTED\]'"):
+        SearxngClient("http://127.0.0.1:9/searx?api_key=sk-proj-abcdefghijklmnop")
 
 
 def test_extract_meta_variants():

@@ -165,11 +165,18 @@ def _handler(site: Site):
 
 @dataclass
 class Gateway:
-    """A proxy in front of the site's search that answers 503 to its first `down_for` requests,
-    as a gateway does while the service behind it is not running."""
+    """A proxy in front of the site's search, as SearXNG behind nginx: its first `down_for`
+    requests (searches and `/healthz` alike) answered 503, as while the service behind it is
+    not running; a search holding `failing_query` answered 502 always (one search's failure);
+    `answer` served instead of the site's results (`{authorization}` in it replaced by the
+    request's Authorization header, as a service echoing it would), `trickle` seconds between
+    its bytes."""
 
     base: str = ""
     down_for: int = 0
+    failing_query: str = ""
+    answer: bytes | None = None
+    trickle: float = 0.0
     turned_away: int = 0
     server: ThreadingHTTPServer | None = None
 
@@ -179,14 +186,33 @@ class Gateway:
             self.server.server_close()
 
 
-def start_gateway(site: Site, *, down_for: int) -> Gateway:
-    gateway = Gateway(down_for=down_for)
+def start_gateway(site: Site, *, down_for: int = 0, **behaviour) -> Gateway:
+    gateway = Gateway(down_for=down_for, **behaviour)
 
     class Handler(_handler(site)):
         def do_GET(self) -> None:
             if gateway.turned_away < gateway.down_for:
                 gateway.turned_away += 1
                 return self._send(503, b"service unavailable", "text/plain")
+            parts = urlsplit(self.path)
+            if parts.path == "/healthz":
+                return self._send(200, b"OK", "text/plain")
+            query = parse_qs(parts.query).get("q", [""])[0]
+            if parts.path == "/search" and gateway.failing_query and gateway.failing_query in query:
+                return self._send(502, b"bad gateway", "text/plain")
+            if parts.path == "/search" and gateway.answer is not None:
+                body = gateway.answer.replace(b"{authorization}", self.headers.get("Authorization", "").encode())
+                if not gateway.trickle:
+                    return self._send(200, body, "application/json")
+                self._send(200, b"", "application/json", headers={"Content-Length": str(len(body))}, length=False)
+                for byte in body:
+                    time.sleep(gateway.trickle)
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        return None
+                return None
             return super().do_GET()
 
     gateway.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -106,8 +106,7 @@ class PageFetcher:
         self.network = network or NetworkGuard()
 
     def identity(self) -> str:
-        private = ",private_network" if self.network.allow_private_network else ""
-        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects}{private})"
+        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects})"
 
     async def fetch(self, url: str) -> FetchedPage | FetchRefused | FetchFailed:
         url = url.strip()

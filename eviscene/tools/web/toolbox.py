@@ -102,10 +102,13 @@ class WebToolbox:
 
     @property
     def backend_id(self) -> str:
-        """Identity of the backends (a tool-cache key part)."""
+        """Identity of the backends (a tool-cache key part). A run that lets its tools reach private
+        addresses keeps its results apart: served to one that does not, they would show hits on
+        such addresses its network guard never checked."""
         search = self.search.identity() if self.search else "off"
         visit = self.fetcher.identity() if self.fetcher else "off"
-        return f"web:search={search};visit={visit}"
+        private = ";private_network" if self.network.allow_private_network else ""
+        return f"web:search={search};visit={visit}{private}"
 
     def manifest(self) -> dict[str, Any]:
         return {
