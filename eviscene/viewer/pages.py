@@ -80,14 +80,15 @@ class Links:
 
 
 class ChartSlot:
-    """Collects a page's Vega-Lite specs; each becomes a <div> plus its JSON."""
+    """Collects a page's Vega-Lite specs; each becomes a <div> plus its JSON, under an id of the
+    page's own (`prefix`): the report holds several pages in one document."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, prefix: str) -> None:
+        self.prefix, self.count = prefix, 0
 
     def __call__(self, spec: charts.Spec, *, wide: bool = False) -> str:
         self.count += 1
-        chart_id = f"chart-{self.count}"
+        chart_id = f"{self.prefix}-chart-{self.count}"
         return (f'<figure class="chart-card{" wide" if wide else ""}"><div class="chart" data-spec="{chart_id}"></div>'
                 f'<script type="application/json" id="{chart_id}">{embed_json(spec)}</script></figure>')
 
@@ -199,7 +200,7 @@ def computing_page(data: dict[str, Any], links: Links) -> str:
 
 
 def dashboard_page(data: dict[str, Any], links: Links) -> str:
-    run, labels, chart = data["run"], data["labels"], ChartSlot()
+    run, labels, chart = data["run"], data["labels"], ChartSlot("dashboard")
     first = labels[0] if labels else {}
     intervals = data["intervals"]
     metrics = [
@@ -506,7 +507,7 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
 # -------------------------------------------------------------------------------- compare
 
 def compare_page(data: dict[str, Any], links: Links) -> str:
-    result, chart = data["result"], ChartSlot()
+    result, chart = data["result"], ChartSlot("compare")
     a, b = result.run_a, result.run_b
     stats = "".join([
         stat("shared cases", str(len(result.cases)), "shared_cases"),

@@ -6,8 +6,9 @@ The predicate is parsed by DuckDB itself (`json_serialize_sql`) inside a fixed
 everywhere but the WHERE clause: a `;`, a second statement, a closing parenthesis that
 smuggles in UNION/ORDER/LIMIT, a comment eating the wrapper, all change the tree or fail to
 parse. Subqueries over the views are allowed (the joins); table functions (files), the
-settings and variables, and DuckDB's catalogs (what else the process has open) are not. It
-then runs inside the read-only snapshot."""
+settings and variables, DuckDB's catalogs (what else the process has open) and functions
+that build values of a size they are given are not. It then runs inside the read-only
+snapshot, for FILTER_TIME_LIMIT_S at most."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ _POSITION_FIELDS = {"query_location", "query_location_length"}
 _REFUSED_FUNCTIONS = frozenset({
     "current_setting", "getvariable", "getenv", "in_search_path", "current_catalog", "current_role", "current_user",
     "session_user", "user", "current_connection_id", "current_transaction_id", "current_query_id", "txid_current",
+})
+# Functions that build a value of the size an argument names (`range(0, 200000000)`,
+# `repeat('x', 3000000000)`, `lpad('', n, 'x')`, a `printf` width), and a recursive CTE, which
+# doubles a string each step: one of them fills the machine's memory within the time limit
+# (DuckDB checks an interrupt between chunks, and its memory_limit does not bound such values).
+_SIZED_FUNCTIONS = frozenset({
+    "range", "generate_series", "repeat", "lpad", "rpad", "list_resize", "array_resize", "bar", "printf", "format",
 })
 _PG_CATALOG_FUNCTIONS = "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE schema_name = 'pg_catalog'"
 # DuckDB's own catalogs: these schemas, and by name in any schema every view DuckDB itself
@@ -97,6 +105,10 @@ def validate_predicate(predicate: str) -> str:
             raise PredicateError("the filter may read the views, not table functions (files, settings)")
         if part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in refused_functions:
             raise PredicateError(f"the filter may read the views, not settings, variables or catalogs ({part['function_name']})")
+        if (part.get("class") == "FUNCTION" and str(part.get("function_name", "")).lower() in _SIZED_FUNCTIONS
+                or part.get("type") == "RECURSIVE_CTE_NODE"):
+            name = part.get("function_name") or "WITH RECURSIVE"
+            raise PredicateError(f"the filter may not build values of a size it names, nor recurse ({name})")
         # SHOW, DESCRIBE and SUMMARIZE as a subquery's source: the catalog, or any table's columns
         if part.get("type") == "SHOW_REF" or (part.get("type") == "BASE_TABLE" and _is_catalog(part, catalogs)):
             raise PredicateError("the filter may read the views, not DuckDB's catalogs (settings, databases, schemas)")

@@ -71,11 +71,23 @@ def test_the_report_renders_offline_from_disk(report, logs, browser, artifacts):
         page.locator("header.top a", has_text="Compare").click()
         expect(page.locator("section[data-route=compare]")).to_be_visible(timeout=60_000)
         assert charts_drawn(page) >= 2
+        # The compare page's own plots (its chart ids once shared the dashboard's, which were drawn instead).
+        assert "F1 by label" in page.locator("section[data-route=compare] .chart").first.inner_text()
         page.screenshot(path=artifacts / "report-compare.png", full_page=True)
+        # Hashes no episode has, or no selector takes, are no script error.
+        for hash_ in ("#episode/constructor", "#episode/__proto__", '#"]x'):
+            page.evaluate(f"location.hash = {hash_!r}")
+            page.wait_for_timeout(200)
+        expect(page.locator("#episode-page")).to_have_text('No episode __proto__ in this report.')
         assert not problems, problems
         assert all(url.startswith(("file:", "data:")) for url in requests), requests
     finally:
         context.close()
+
+
+def test_every_element_id_of_a_report_is_its_own(report):
+    ids = re.findall(r'\sid="([^"]+)"', report.read_text(encoding="utf-8"))
+    assert ids and len(ids) == len(set(ids)), sorted(i for i in set(ids) if ids.count(i) > 1)
 
 
 def test_a_report_is_byte_identical_on_rerun(report, logs, tmp_path):

@@ -76,6 +76,22 @@ def test_the_filter_refuses_settings_variables_and_duckdbs_catalogs(predicate, r
     assert str(refused.value) == refusal
 
 
+@pytest.mark.parametrize("predicate, name", [
+    ("len(range(0, 200000000)) > 0", "range"),  # 49.8 s past the 5 s limit, 14 GB: one call is no chunk DuckDB interrupts
+    ("len(generate_series(1, 200000000)) > 0", "generate_series"),
+    ("len(Repeat('x', 3000000000)) > 0", "repeat"),  # named in any case
+    ("length(lpad('', 2000000000, 'x')) > 0", "lpad"),
+    ("len(list_resize([1], 500000000)) > 0", "list_resize"),
+    ("length(printf('%999999999d', 1)) > 0", "printf"),
+    ("(WITH RECURSIVE r(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM r WHERE len(s) < 1e10) SELECT max(len(s)) FROM r) > 0",
+     "WITH RECURSIVE"),
+])
+def test_the_filter_refuses_what_builds_a_value_of_a_size_it_names(predicate, name):
+    with pytest.raises(PredicateError) as refused:
+        validate_predicate(predicate)
+    assert str(refused.value) == f"the filter may not build values of a size it names, nor recurse ({name})"
+
+
 def test_predicates_over_the_columns_and_the_views_pass():
     for predicate in ("verdict <> gold_label AND total_tool_calls > 5", "confidence BETWEEN 0.2 AND 0.9 OR reward IS NULL",
                       "episode_id IN (SELECT episode_id FROM tool_calls WHERE tool = 'visit')", "case_id LIKE 'demo-%'"):

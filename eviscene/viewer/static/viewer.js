@@ -58,7 +58,7 @@
     }
 
     function episode(id) {
-      var where = meta.chunk_of[id];
+      var where = Object.prototype.hasOwnProperty.call(meta.chunk_of, id) ? meta.chunk_of[id] : undefined;  // not `constructor`'s
       var box = document.getElementById("episode-page");
       if (where === undefined) { box.textContent = "No episode " + id + " in this report."; show("episode"); return; }
       var load = chunks[where] || (chunks[where] = gunzipJson(document.getElementById("episode-chunk-" + where).textContent));
@@ -112,7 +112,7 @@
       var hash = decodeURIComponent(location.hash.slice(1)) || "dashboard";
       if (hash.indexOf("episode/") === 0) return episode(hash.slice(8));
       if (hash === "episodes") renderList();
-      var name = document.querySelector('[data-route="' + hash + '"]') ? hash : "dashboard";
+      var name = document.querySelector('[data-route="' + CSS.escape(hash) + '"]') ? hash : "dashboard";
       show(name);
       drawCharts(document.querySelector('[data-route="' + name + '"]'));
     }
