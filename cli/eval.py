@@ -311,6 +311,7 @@ def resume(
     Example:
         eviscene eval resume my-experiment --retry-errors --output-dir runs/my-experiment-resumed
         eviscene eval resume my-experiment --executor ray --ray-address auto
+        eviscene eval resume my-web-run --searxng-url 'https://reader:PASSWORD@search.example'
     """
     overrides = {k: v for k, v in executor.items() if v is not None}
     out_dir = output_dir or Path("runs") / run_id

@@ -66,11 +66,15 @@ class QueryRefusedError(EvisceneError):
 class BackendOutage(Exception):
     """A backend the run depends on (a model endpoint, the search service) stayed unreachable
     past the run's outage timeout. Not an episode's failure: the run stops, its in-flight
-    episodes stay unfinished for `eval resume`."""
+    episodes stay unfinished for `eval resume`. Its message names the backend, masked."""
 
-    def __init__(self, reason: str, *, base_url: str = ""):  # a default: unpickled (a Ray worker's) by its reason alone
-        super().__init__(reason)
-        self.base_url = base_url
+
+def outage_in(exc: BaseException | None) -> BackendOutage | None:
+    """The `BackendOutage` `exc` is or holds: bare, or inside (nested) exception groups, as task
+    groups and Ray's wrapping of a worker's error deliver it."""
+    if isinstance(exc, BaseExceptionGroup):
+        return next(filter(None, map(outage_in, exc.exceptions)), None)
+    return exc if isinstance(exc, BackendOutage) else None
 
 
 def no_run_error(run_id: str, log_path: str | os.PathLike[str]) -> EvisceneError:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 import anyio
 
 from eviscene.agent.provider import ImageStore, ModelRequest, ModelResponse, Provider
-from eviscene.errors import BackendOutage
+from eviscene.errors import BackendOutage, outage_in
 from eviscene.providers import OfflineProvider
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers.gemini import GeminiProvider
@@ -226,7 +226,7 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
         try:
             await work()
         except* BackendOutage as outage:
-            stop = Stop(str(outage.exceptions[0]), False)
+            stop = Stop(str(outage_in(outage)), False)
         scope.cancel()
 
     async with anyio.create_task_group() as group:

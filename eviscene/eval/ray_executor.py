@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 
-from eviscene.errors import BackendOutage, EvisceneError
+from eviscene.errors import EvisceneError, outage_in
 from eviscene.rules.timestamps import now_micros
 from eviscene.store.writer import EventDraft
 
@@ -259,7 +259,7 @@ class RayExecutor:
                     if not await restarted(actor):
                         return
                 except ray.exceptions.RayTaskError as exc:
-                    outage = _outage(exc.cause)
+                    outage = outage_in(exc.cause)
                     if outage is not None:  # every worker's backend is down: the run stops
                         raise outage from None
                     raise EvisceneError(f"Ray worker failed on {spec.episode_id}: {_cause(exc)}") from None
@@ -293,13 +293,6 @@ class RayExecutor:
         finally:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
-
-
-def _outage(cause: BaseException | None) -> BackendOutage | None:
-    """The `BackendOutage` a worker raised, bare or inside its task group's exception group."""
-    if isinstance(cause, BaseExceptionGroup):
-        return next(filter(None, map(_outage, cause.exceptions)), None)
-    return cause if isinstance(cause, BackendOutage) else None
 
 
 def _cause(exc: BaseException) -> str:

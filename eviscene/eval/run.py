@@ -23,15 +23,15 @@ from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_r
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
     check_case_pictures,
-    check_offline_labels,
     check_no_redacted_urls,
+    check_offline_labels,
     check_recorded_endpoints,
-    restate_searxng_url,
     check_same_code,
     check_scoring_files_unchanged,
     check_scoring_inputs,
     check_selection,
     check_trace_file_names,
+    restate_searxng_url,
 )
 from eviscene.eval.options import (
     DEFAULT_OCR_CACHE_VERSION,

@@ -182,8 +182,9 @@ def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
 # whole column, which then differs from file to file. Each such value is stored as its
 # canonical JSON text, typed JSON (Parquet's JSON logical type, which DuckDB reads as JSON and
 # `datasets` as its `Json` feature: the objects as the JSONL line has them), and a list of them
-# (`messages`, `tools`) as a list of such texts. A column no row gives a value takes its key's
-# declared type, so a file's schema does not follow what its rows happen to hold.
+# (`messages`, `tools`) as a list of such texts. The keys the export writes itself have declared
+# types, so a file's schema does not follow what its rows happen to hold (a column no row fills,
+# every score a whole number); a key only an imported row has is inferred.
 _JSON_LIST = pa.list_(pa.json_())
 _LIST_OF_TEXTS = pa.list_(pa.string())
 _DECLARED_TYPES = {
@@ -202,25 +203,38 @@ def _declared_type(key: str) -> pa.DataType:
     return _DECLARED_TYPES.get(key, pa.string())
 
 
-def _json_texts(texts: list[str | None]) -> pa.Array:
+def _json_values(values: list[Any]) -> pa.Array:
+    texts = [None if value is None else canonical_json(value) for value in values]
     return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
 
 
+def _json_lists(values: list[list[Any] | None]) -> pa.Array:
+    texts = pa.array([None if value is None else [canonical_json(item) for item in value] for value in values], _LIST_OF_TEXTS)
+    items = pa.ExtensionArray.from_storage(pa.json_(), texts.values)
+    return pa.ListArray.from_arrays(texts.offsets, items, mask=texts.is_null())
+
+
 def _column(key: str, values: list[Any]) -> pa.Array:
-    """One column of a dataset Parquet file (see `_DECLARED_TYPES` above)."""
-    if any(isinstance(value, dict) for value in values):
-        return _json_texts([None if value is None else canonical_json(value) for value in values])
-    if _declared_type(key) == _JSON_LIST or any(
-        isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value) for value in values
+    """One column of a dataset Parquet file (see `_DECLARED_TYPES` above): lists holding objects
+    as lists of JSON values, other objects as JSON values, a declared key as its type, the rest
+    as Arrow infers them, and whatever fits none of these (5 in one row, "5" in another) as JSON."""
+    declared = _DECLARED_TYPES.get(key)
+    present = [value for value in values if value is not None]
+    if declared == _JSON_LIST or any(
+        isinstance(value, dict) or (isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value))
+        for value in present
     ):
-        texts = pa.array([None if value is None else [canonical_json(item) for item in value] for value in values], _LIST_OF_TEXTS)
-        return pa.ListArray.from_arrays(texts.offsets, _json_texts(texts.values.to_pylist()), mask=texts.is_null())
+        return _json_lists(values) if all(isinstance(value, list) for value in present) else _json_values(values)
     try:
+        if declared is not None:
+            return pa.array(values, declared)
         array = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # scalars of several types (5 and "5")
-        return _json_texts([None if value is None else canonical_json(value) for value in values])
-    if pa.types.is_null(array.type) or (pa.types.is_list(array.type) and pa.types.is_null(array.type.value_type)):
-        return pa.array(values, _declared_type(key))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return _json_values(values)
+    if pa.types.is_null(array.type):  # no row has a value: its kind is unknown, text by default
+        return pa.array(values, pa.string())
+    if pa.types.is_list(array.type) and pa.types.is_null(array.type.value_type):
+        return pa.array(values, _LIST_OF_TEXTS)
     return array
 
 

@@ -195,24 +195,13 @@ class JsonClient:
     async def _wait_for_endpoint(self, url: str, failure: _Unreachable, retries: list[dict[str, Any]]) -> None:
         """A connection failure: back off as for any failure until the breaker opens, then
         wait for the endpoint (probing) until the outage timeout stops the run."""
-        breaker = self.breaker
-        breaker.failed()
         reason = self.redact(failure.reason)
-        if breaker.open:
-            wait = breaker.probe_wait()
-            if wait <= 0:
-                raise ProviderOutage(
-                    self.redact(
-                        f"{self.label}: {self.endpoint.base_url} unreachable for {breaker.outage_timeout:g} s "
-                        f"({reason}), the provider outage timeout"
-                    ),
-                    base_url=self.endpoint.base_url,
-                ) from None
-            breaker.waiting(reason, wait)
-        else:
-            wait = self.endpoint.retry.backoff(breaker.failures)
-        retries.append({"status": None, "error": reason, "waited_seconds": round(wait, 3)})
-        await breaker.wait(wait)
+        outage = ProviderOutage(self.redact(
+            f"{self.label}: {self.endpoint.base_url} unreachable for {self.breaker.outage_timeout:g} s ({reason}), "
+            "the provider outage timeout"
+        ))
+        waited = await self.breaker.after_failure(reason, self.endpoint.retry.backoff, lambda: outage)
+        retries.append({"status": None, "error": reason, "waited_seconds": round(waited, 3)})
 
     async def _try(self, url: str, content: bytes) -> dict[str, Any]:
         e = self.endpoint

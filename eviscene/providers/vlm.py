@@ -19,6 +19,7 @@ import anyio
 from eviscene.agent.provider import CallModel, ImageStore, ModelRequest, ModelResponse, Provider
 from eviscene.events import PerceptionReported
 from eviscene.release.case_image import CaseImage
+from eviscene.rules.circuit_breaker import acquire_off_the_clock
 
 DESCRIBE_SYSTEM = "You describe images for a fact-checking team. Report only what is visible; do not judge the claim."
 DESCRIBE_PROMPT = """Describe this image for a fact-checker who cannot see it:
@@ -59,7 +60,8 @@ class VlmPerception:
 
     async def __call__(self, case_image: CaseImage, call_model: CallModel | None = None) -> PerceptionReported:
         lock = self._locks.setdefault(case_image.sha256, anyio.Lock())
-        async with lock:
+        await acquire_off_the_clock(lock)  # the rollout describing the image may wait for a down VLM
+        try:
             cached = self._reports.get(case_image.sha256)
             if cached is not None:
                 return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
@@ -77,3 +79,5 @@ class VlmPerception:
             )
             self._reports[case_image.sha256] = report
             return report
+        finally:
+            lock.release()

@@ -7,16 +7,19 @@ again at growing intervals (1, 2, 4 … 30 s) until it answers or the outage has
 episodes that never reached it. Any answer closes the breaker.
 
 Time spent waiting for a down backend is not the episode's: `outage_waits_excluded` names the
-episode's deadline (its cancel scope), and each wait moves that deadline on by its length, so
-an outage never ends an episode as a timeout; only the outage timeout stops it."""
+episode's deadline (its cancel scope), and each wait between tries moves that deadline on by
+its length, as does waiting for another episode's shared work (`acquire_off_the_clock`), so an
+outage does not end an episode as a timeout; the outage timeout stops the run instead. (The
+tries themselves, each within its connect timeout, stay on the clock.)"""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 import anyio
 
@@ -67,18 +70,43 @@ class CircuitBreaker:
         return 0.0 if self.down_since is None else time.monotonic() - self.down_since
 
     def probe_wait(self) -> float:
-        """Seconds until the next try while open: 1, 2, 4 … up to 30, never past the timeout."""
-        doubling = min(self.PROBE_CEILING_SECONDS, 2.0 ** max(0, self.failures - self.threshold))
+        """Seconds until the next try while open: 1, 2, 4 … up to 30, never past the timeout.
+        (Every episode's failure counts: hundreds of them in a long outage.)"""
+        doubling = min(self.PROBE_CEILING_SECONDS, 2.0 ** min(8, max(0, self.failures - self.threshold)))
         return max(0.0, min(doubling, self.outage_timeout - self.outage_seconds()))
 
-    async def wait(self, seconds: float) -> None:
-        """Sleep before the next try, off the clock of the episode waiting (if any)."""
-        deadline = _EPISODE_DEADLINE.get()
-        if deadline is not None:
-            deadline.deadline += seconds  # first: a deadline due during the sleep would cancel it
-        await anyio.sleep(seconds)
+    async def after_failure(self, why: str, backoff: Callable[[int], float],
+                            outage: Callable[[], BaseException]) -> float:
+        """One connection failure (`why`, fit to show): a short `backoff(failures)` until the
+        breaker opens, then a probe interval, told to the listener; past the outage timeout,
+        `outage()` is raised instead. Returns the seconds waited, off the episode's clock."""
+        self.failed()
+        if self.open:
+            wait = self.probe_wait()
+            if wait <= 0:
+                raise outage()
+            if self.listener is not None:
+                self.listener(f"waiting for {self.endpoint}: {why}, retrying in {math.ceil(wait)}s")
+        else:
+            wait = backoff(self.failures)
+        await _off_the_clock(anyio.sleep(wait), wait)
+        return wait
 
-    def waiting(self, why: str, wait: float) -> None:
-        """Tell the listener; `why` must already be fit to show (redacted)."""
-        if self.listener is not None:
-            self.listener(f"waiting for {self.endpoint}: {why}, retrying in {math.ceil(wait)}s")
+
+async def _off_the_clock(waiting: Awaitable[Any], seconds: float) -> Any:
+    """Await `waiting`, known to take `seconds` at most, with the episode's deadline moved on
+    by them first (a deadline due during the wait would cancel it)."""
+    deadline = _EPISODE_DEADLINE.get()
+    if deadline is not None and not deadline.cancel_called:
+        deadline.deadline += seconds
+    return await waiting
+
+
+async def acquire_off_the_clock(lock: anyio.Lock) -> None:
+    """Acquire `lock` with the time spent waiting for it off the episode's clock: its holder is
+    another episode doing work they share (one VLM description of a case's image), perhaps
+    waiting for a down backend."""
+    while True:
+        with anyio.move_on_after(1.0):
+            await _off_the_clock(lock.acquire(), 1.0)
+            return

@@ -37,11 +37,14 @@ _REFUSED_FUNCTIONS = frozenset({
     "session_user", "user", "current_connection_id", "current_transaction_id", "current_query_id", "txid_current",
 })
 # Functions that build a value of the size an argument names (`range(0, 200000000)`,
-# `repeat('x', 3000000000)`, `lpad('', n, 'x')`, a `printf` width), and a recursive CTE, which
-# doubles a string each step: one of them fills the machine's memory within the time limit
-# (DuckDB checks an interrupt between chunks, and its memory_limit does not bound such values).
+# `repeat('x', 3000000000)`, `lpad('', n, 'x')`, a `printf` width, `bitstring('1', n)`), and a
+# recursive CTE, which doubles a string each step: one call fills the machine's memory before
+# the time limit can stop it (DuckDB checks an interrupt between chunks of rows, and its
+# memory_limit does not bound such values). Not a proof: nested calls that each multiply
+# their input (`replace`, `||` over subqueries) still grow a value, a factor per level.
 _SIZED_FUNCTIONS = frozenset({
     "range", "generate_series", "repeat", "lpad", "rpad", "list_resize", "array_resize", "bar", "printf", "format",
+    "bitstring", "bitstring_agg",
 })
 _PG_CATALOG_FUNCTIONS = "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE schema_name = 'pg_catalog'"
 # DuckDB's own catalogs: these schemas, and by name in any schema every view DuckDB itself

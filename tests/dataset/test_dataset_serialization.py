@@ -150,6 +150,25 @@ def test_parquet_columns_keep_the_seed_dicts_key_order(tmp_path):
     ]
 
 
+def test_parquet_columns_of_awkward_values_by_hand():
+    """Keys only imported rows have, holding what Arrow cannot type as one: nothing crashes, no
+    value changes (a string is not read as a list of its characters), declared keys keep their type."""
+    import pyarrow as pa
+
+    from eviscene.exports.dataset_files import _column
+
+    assert _column("images", [[], None]).type == pa.list_(pa.string())  # was list<null>, then a crash
+    mixed = _column("extra", [[{"a": 1}], "abc", None])
+    assert mixed.type == pa.json_() and mixed.storage.to_pylist() == ['[{"a":1}]', '"abc"', None]
+    lists = _column("extra", [[{"a": 1}, 2], [], None])
+    assert lists.type.value_type == pa.json_() and lists.to_pylist() == [['{"a":1}', "2"], [], None]
+    assert _column("teacher_score", [1, 2]).type == pa.float64()  # whole numbers in one split, as in the others
+    assert _column("training_eligible", [None, None]).type == pa.bool_()
+    spelled = _column("training_eligible", [True, "yes"])
+    assert spelled.type == pa.json_() and spelled.storage.to_pylist() == ["true", '"yes"']
+    assert _column("max_results", [5, "5"]).storage.to_pylist() == ["5", '"5"']
+
+
 def test_the_system_tools_variant_of_a_row_by_hand():
     from eviscene.exports.dataset_files import TOOLS_EPILOGUE, TOOLS_PREAMBLE, tools_in_system_message
 

@@ -54,7 +54,7 @@ class DownFromSeed(OfflineProvider):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.sampling_seed == self.seed:
-            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections")
         return await super().complete(request)
 
 

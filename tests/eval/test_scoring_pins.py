@@ -217,7 +217,7 @@ class DownAtTheSecondCall(OfflineProvider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.calls += 1
         if self.calls == 2:
-            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections")
         return await super().complete(request)
 
 
@@ -247,7 +247,7 @@ class DownAtTheTenthCall(DownAtTheSecondCall):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.calls += 1
         if self.calls >= 10:
-            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections", base_url="http://127.0.0.1:9/v1")
+            raise ProviderOutage("http://127.0.0.1:9/v1 refused connections")
         return await OfflineProvider.complete(self, request)
 
 

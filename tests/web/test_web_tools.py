@@ -44,6 +44,20 @@ async def test_specs_offer_only_web_tools(toolbox):
     assert toolbox.backend_id.startswith("web:search=searxng-json-v1(")
 
 
+def test_a_private_network_runs_cached_results_are_kept_apart_with_or_without_visits(site, policy):
+    """Search hits on private addresses pass the guard only where the run allows them: served from
+    the tool cache to a run that does not, they would pass unchecked. The fetcher's identity named
+    the permission; a search-only toolbox named it nowhere."""
+    search = SearxngClient(site.base)
+    ids = {(private, visits): WebToolbox(policy, search=search, network=NetworkGuard(allow_private_network=private),
+                                         fetcher=PageFetcher(policy, network=NetworkGuard(allow_private_network=private))
+                                         if visits else None).backend_id
+           for private in (False, True) for visits in (False, True)}
+    assert ids[(True, False)] == ids[(False, False)] + ";private_network"
+    assert ids[(True, True)] == ids[(False, True)][:-1] + ",private_network)"  # as before: earlier runs' keys hold
+    assert len(set(ids.values())) == 4
+
+
 async def test_text_search_filters_blocked_results(toolbox, site):
     episode = toolbox.episode("case.jpg")
     outcome = await toolbox.call("text_search", {"query": "flood  riverton"}, episode)
@@ -323,7 +337,7 @@ async def test_a_hostile_answer_becomes_text_fit_for_the_log_and_keeps_no_creden
 
 
 @pytest.mark.parametrize("behaviour, error", [
-    ({"answer": b'{"results": []}', "trickle": 0.3}, "the search service did not answer within 1 s"),
+    ({"answer": b'{"results": []}', "trickle": 0.3}, "the search service's answer took longer than 2 s"),
     ({"answer": b'{"results": [' + b'{"url": "http://a.example/", "title": "t"},' * 100 + b'{}]}'},
      "the search service's answer is larger than 1,000 bytes"),
     ({"answer": b"[1, 2]"}, "the search service's answer holds no list of results"),

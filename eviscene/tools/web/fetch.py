@@ -106,7 +106,8 @@ class PageFetcher:
         self.network = network or NetworkGuard()
 
     def identity(self) -> str:
-        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects})"
+        private = ",private_network" if self.network.allow_private_network else ""
+        return f"{FETCHER_VERSION}(max_bytes={self.max_bytes},max_redirects={self.max_redirects}{private})"
 
     async def fetch(self, url: str) -> FetchedPage | FetchRefused | FetchFailed:
         url = url.strip()

@@ -9,7 +9,8 @@ made of the URL's password echoed back, say) and cut to a length a result line n
 Nothing here applies the policy: the toolbox checks every result before rendering it.
 
 A search the service fails (an HTTP error, an answer slower than the timeout or larger than
-`max_bytes`, no JSON) is the agent's observation. A service that is not there at all (no
+`max_bytes`, no JSON) is the agent's observation; a result whose URL is longer than
+URL_CHARS is dropped. A service that is not there at all (no
 connection, or a gateway in front of it answering 502, 503 or 504, to the search and to its
 `/healthz` page alike) is not: its searches wait for it, behind a `CircuitBreaker` shared by
 every episode, and once it has been down for the outage timeout the run stops
@@ -110,12 +111,12 @@ class SearxngClient:
         for item in items:
             if not isinstance(item, dict):
                 continue
-            url = text(item.get("url"), URL_CHARS)
-            if unfetchable(url):
+            url = text(item.get("url"))
+            if len(url) > URL_CHARS or unfetchable(url):  # a URL cut short would be another page's
                 continue
-            image_url = text(item.get("img_src"), URL_CHARS) or None
+            image_url = text(item.get("img_src")) or None
             if image_url:
-                image_url = resolve_link(url, image_url)
+                image_url = resolve_link(url, image_url) if len(image_url) <= URL_CHARS else None
             if images and image_url is None:
                 continue
             published = _date(item.get("publishedDate") or item.get("pubdate"))
@@ -143,14 +144,16 @@ class SearxngClient:
                     return response.status_code, bytes(body)
         except httpx.ConnectTimeout:
             raise _Unreachable(f"no connection within {self.timeout:g} s") from None
-        except (httpx.TimeoutException, TimeoutError):
+        except httpx.TimeoutException:
             raise SearxngError(f"the search service did not answer within {self.timeout:g} s") from None
+        except TimeoutError:  # connected and answering, too slowly to end
+            raise SearxngError(f"the search service's answer took longer than {2 * self.timeout:g} s") from None
         except httpx.ConnectError as exc:  # refused, no such host
             raise _Unreachable(f"no connection: {type(exc).__name__}") from None
         except httpx.TransportError as exc:  # reset, closed before answering, not HTTP
             raise _Unreachable(f"the connection broke: {type(exc).__name__}") from None
-        except httpx.HTTPError as exc:
-            raise SearxngError(f"the search service is unreachable ({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:  # it answered, in a form httpx cannot read (a broken gzip)
+            raise SearxngError(f"the search service's answer could not be read ({type(exc).__name__})") from None
 
     async def _answers(self) -> bool:
         """Whether the service answers its health page (whatever it says, but a gateway's 5xx):
@@ -166,34 +169,25 @@ class SearxngClient:
         """A short backoff until the breaker opens, then probes at growing intervals until the
         outage timeout stops the run."""
         breaker = self.breaker
-        breaker.failed()
-        if breaker.open:
-            wait = breaker.probe_wait()
-            if wait <= 0:
-                raise BackendOutage(
-                    f"the search service {breaker.endpoint} unreachable for {breaker.outage_timeout:g} s ({why}), "
-                    "the outage timeout", base_url=breaker.endpoint,
-                )
-            breaker.waiting(why, wait)
-        else:
-            wait = 0.5 * 2 ** (breaker.failures - 1)
-        await breaker.wait(wait)
+        outage = BackendOutage(f"the search service {breaker.endpoint} unreachable for {breaker.outage_timeout:g} s "
+                               f"({why}), the outage timeout")
+        await breaker.after_failure(why, lambda failures: 0.5 * 2 ** (failures - 1), lambda: outage)
 
 
 class _Text:
     """A field of a result as text for the log: a string (else none), each lone surrogate
-    U+FFFD, known secrets masked, stripped, cut to `limit` characters."""
+    U+FFFD, known secrets masked, stripped, cut to `limit` characters (if given)."""
 
     def __init__(self, secrets: KnownSecrets) -> None:
         self.secrets = secrets
 
-    def __call__(self, value: Any, limit: int) -> str:
+    def __call__(self, value: Any, limit: int | None = None) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         elif not isinstance(value, str):
             return ""
         text = self.secrets.mask(_SURROGATE.sub("\ufffd", value)).strip()
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _date(value: Any) -> Optional[str]:

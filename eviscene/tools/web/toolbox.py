@@ -106,8 +106,8 @@ class WebToolbox:
         addresses keeps its results apart: served to one that does not, they would show hits on
         such addresses its network guard never checked."""
         search = self.search.identity() if self.search else "off"
-        visit = self.fetcher.identity() if self.fetcher else "off"
-        private = ";private_network" if self.network.allow_private_network else ""
+        visit = self.fetcher.identity() if self.fetcher else "off"  # it names private_network itself
+        private = ";private_network" if self.network.allow_private_network and self.fetcher is None else ""
         return f"web:search={search};visit={visit}{private}"
 
     def manifest(self) -> dict[str, Any]:
