@@ -106,23 +106,23 @@ class SearxngClient:
         items = payload.get("results") if isinstance(payload, dict) else None
         if not isinstance(items, list):
             raise SearxngError("the search service's answer holds no list of results")
-        text = _Text(KnownSecrets(encoded=True))
+        secrets = KnownSecrets(encoded=True)
         results = []
         for item in items:
             if not isinstance(item, dict):
                 continue
-            url = text(item.get("url"))
+            url = _field_text(item.get("url"), secrets)
             if len(url) > URL_CHARS or unfetchable(url):  # a URL cut short would be another page's
                 continue
-            image_url = text(item.get("img_src")) or None
+            image_url = _field_text(item.get("img_src"), secrets) or None
             if image_url:
                 image_url = resolve_link(url, image_url) if len(image_url) <= URL_CHARS else None
             if images and image_url is None:
                 continue
             published = _date(item.get("publishedDate") or item.get("pubdate"))
-            results.append(SearchResult(url=url, title=text(item.get("title"), TITLE_CHARS),
-                                        snippet=" ".join(text(item.get("content"), SNIPPET_CHARS).split()),
-                                        published=published, engine=text(item.get("engine"), TITLE_CHARS),
+            results.append(SearchResult(url=url, title=_field_text(item.get("title"), secrets, TITLE_CHARS),
+                                        snippet=" ".join(_field_text(item.get("content"), secrets, SNIPPET_CHARS).split()),
+                                        published=published, engine=_field_text(item.get("engine"), secrets, TITLE_CHARS),
                                         image_url=image_url))
         return results
 
@@ -174,20 +174,15 @@ class SearxngClient:
         await breaker.after_failure(why, lambda failures: 0.5 * 2 ** (failures - 1), lambda: outage)
 
 
-class _Text:
-    """A field of a result as text for the log: a string (else none), each lone surrogate
-    U+FFFD, known secrets masked, stripped, cut to `limit` characters (if given)."""
-
-    def __init__(self, secrets: KnownSecrets) -> None:
-        self.secrets = secrets
-
-    def __call__(self, value: Any, limit: int | None = None) -> str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        elif not isinstance(value, str):
-            return ""
-        text = self.secrets.mask(_SURROGATE.sub("\ufffd", value)).strip()
-        return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+def _field_text(value: Any, secrets: KnownSecrets, limit: int | None = None) -> str:
+    """A field of a result as text for the log: a string or number (else none), each lone
+    surrogate U+FFFD, known secrets masked, stripped, cut to `limit` characters (if given)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    elif not isinstance(value, str):
+        return ""
+    text = secrets.mask(_SURROGATE.sub("\ufffd", value)).strip()
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _date(value: Any) -> Optional[str]:
