@@ -4,7 +4,7 @@ read from the views (nothing is re-derived here)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -123,7 +123,8 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     keys = [run, episode_id]
     imported_from = _one(con, _IMPORTED_FROM, [run])
     if imported_from is not None:
-        return _imported_story(log, con, keys, imported_from)
+        story = imported_stories(con, run, imported_from, episode_id)[0]
+        return replace(story, dataset=explain_dataset_decision(log, episode_id, source_id=run))
     narrow_to_group(con, run, episode_id)
     remove_functions(con)  # the views below register the rules' functions they name again
     log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))
@@ -145,40 +146,54 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     )
 
 
-def _imported_story(log: EventLog, con: duckdb.DuckDBPyConnection, keys: list[str], imported_from: dict[str, Any]) -> EpisodeStory:
-    """An imported run directory's episode as the directory recorded it: its run_results.jsonl
-    row, its process_metrics.jsonl audit (pass or fail, and each failure) and its
-    trajectory_scores.jsonl score and training eligibility (it holds no events to make a
-    timeline of, nor an RL eligibility of the rows it is read from)."""
-    where = "FROM imported_episodes WHERE run_id = ? AND episode_id = ?"
-    recorded = _one(con, "SELECT row FROM imported_run_rows WHERE kind = 'process_metrics' AND run_id = ? AND row->>'episode_id' = ?",
-                    keys, ("row",))
-    metrics = recorded["row"] if recorded and isinstance(recorded["row"], dict) else {}
-    score = _one(
-        con,
-        "SELECT trajectory_score->'components' AS components, TRY_CAST(trajectory_score->>'total' AS DOUBLE) AS total, "
-        "trajectory_score->'training_eligible' AS training_eligible, trajectory_score->'training_exclusion_reasons' AS reasons "
-        f"{where} AND trajectory_score IS NOT NULL",
-        keys,
-        ("components", "training_eligible", "reasons"),
-    )
-    audited = {"hard_trace_audit_pass", "strict_trace_audit_pass"} <= metrics.keys()
+# An imported run directory's episodes (all of a run, or one) as the directory recorded them:
+# each run_results.jsonl row with the audit of its process_metrics.jsonl row (and that row's
+# failures) and its trajectory_scores.jsonl score and training eligibility.
+_IMPORTED_EPISODES_SQL = """
+SELECT e.* EXCLUDE (trajectory_score),
+       m.row->'strict_trace_audit_failures' AS audit_failures,
+       e.trajectory_score IS NOT NULL AS scored,
+       e.trajectory_score->'components' AS score_components,
+       TRY_CAST(e.trajectory_score->>'total' AS DOUBLE) AS score_total,
+       e.trajectory_score->'training_eligible' AS training_eligible,
+       e.trajectory_score->'training_exclusion_reasons' AS exclusion_reasons
+FROM imported_episodes e
+LEFT JOIN imported_run_rows m ON m.run_id = e.run_id AND m.kind = 'process_metrics' AND m.row->>'episode_id' = e.episode_id
+WHERE e.run_id = $run AND ($episode IS NULL OR e.episode_id = $episode)
+ORDER BY e.episode_id
+"""
+IMPORTED_STORIES_READ = _IMPORTED_EPISODES_SQL  # the views imported_stories reads: its caller binds them
+_IMPORTED_JSON_COLUMNS = ("verdict_basis", "token_usage", "audit_failures", "score_components", "training_eligible", "exclusion_reasons")
+
+
+def imported_stories(
+    con: duckdb.DuckDBPyConnection, run_id: str, imported_from: dict[str, Any], episode_id: str | None = None
+) -> list[EpisodeStory]:
+    """An imported run's episodes (or one) as its directory recorded them, in one query: no
+    timeline (it holds no events), no RL eligibility (the rows it is read from have none) and
+    no dataset decision (the caller's: it reads an export)."""
+    found = rows(con.sql(_IMPORTED_EPISODES_SQL, params={"run": run_id, "episode": episode_id}).to_arrow_table(), _IMPORTED_JSON_COLUMNS)
+    return [_imported_story(row, imported_from) for row in found]
+
+
+def _imported_story(row: dict[str, Any], imported_from: dict[str, Any]) -> EpisodeStory:
+    failures, scored = row.pop("audit_failures"), row.pop("scored")
+    components, total = row.pop("score_components"), row.pop("score_total")
+    eligible, reasons = row.pop("training_eligible"), row.pop("exclusion_reasons")
+    audit = {key: row.pop(key) for key in ("hard_trace_audit_pass", "strict_trace_audit_pass")}
     return EpisodeStory(
-        run_id=keys[0],
-        episode=_one(con, f"SELECT * EXCLUDE (trajectory_score) {where}", keys, ("verdict_basis", "token_usage")),
+        run_id=row["run_id"],
+        episode=row,
         timeline=[],
-        audit={key: metrics[key] for key in ("hard_trace_audit_pass", "strict_trace_audit_pass")} if audited else None,
+        audit=audit if any(value is not None for value in audit.values()) else None,
         failures=sorted(
             ({"code": f.get("code"), "severity": f.get("severity"), "detail": f.get("detail")}
-             for f in metrics.get("strict_trace_audit_failures") or [] if isinstance(f, dict)),
+             for f in (failures if isinstance(failures, list) else []) if isinstance(f, dict)),
             key=lambda f: (str(f["code"]), str(f["detail"])),
         ),
-        score={"components": score["components"] or {}, "total": score["total"]} if score else None,
+        score={"components": components or {}, "total": total} if scored else None,
         metrics=None,
-        eligibility={
-            "sft_training_eligible": score["training_eligible"], "rl_reward_eligible": None,
-            "exclusion_reasons": list(score["reasons"] or []),
-        } if score and score["training_eligible"] is not None else None,
-        dataset=explain_dataset_decision(log, keys[1], source_id=keys[0]),
+        eligibility={"sft_training_eligible": eligible, "rl_reward_eligible": None, "exclusion_reasons": list(reasons or [])}
+        if eligible is not None else None,
         imported_from=imported_from,
     )

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from eviscene.analysis.why import IMPORTED_STORIES_READ, EpisodeStory, imported_stories
 from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
@@ -48,6 +49,24 @@ LEFT JOIN trajectory_scores s USING (run_id, episode_id)
 LEFT JOIN trace_audit a USING (run_id, episode_id)
 WHERE e.run_id = $run
 """
+# An imported run directory's episodes with the same columns: no gold in the log, the reward its
+# trajectory_scores.jsonl recorded, the audit its process_metrics.jsonl did.
+IMPORTED_EPISODE_LIST_SQL = """
+SELECT episode_id, case_id, rollout_index, prompt_group_id, termination IS NOT NULL AS finished, termination,
+       verdict, NULL::VARCHAR AS gold_label, result_correct, confidence, total_tool_calls, llm_api_calls,
+       time_taken, TRY_CAST(trajectory_score->>'total' AS DOUBLE) AS reward, hard_trace_audit_pass, strict_trace_audit_pass,
+       error, run_id
+FROM imported_episodes
+WHERE run_id = $run
+"""
+# What the text search reads: a native episode's model messages and tool results, an imported
+# one's trace file.
+_SEARCHED_EPISODES_SQL = """
+SELECT episode_id FROM events WHERE run_id = $run
+  AND type IN ('model.called', 'tool.returned', 'perception.reported', 'judgment.made') AND payload::VARCHAR ILIKE $search ESCAPE '\\'"""
+_SEARCHED_IMPORTED_EPISODES_SQL = """
+SELECT f.episode_id FROM imported_files f JOIN blobs b ON b.sha256 = f.blob_sha256
+WHERE f.import_id = $run AND f.kind = 'trace' AND decode(b.content) ILIKE $search ESCAPE '\\'"""
 EPISODE_LIST_COLUMNS = (
     "episode_id", "case_id", "rollout_index", "termination", "verdict", "gold_label", "result_correct",
     "confidence", "total_tool_calls", "llm_api_calls", "time_taken", "reward", "hard_trace_audit_pass",
@@ -70,10 +89,16 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | lis
 # One run's row of the runs view with its accuracy and macro-F1; `run_id = $run` reaches the
 # scans of `events` (the views group and join by run_id), so it reads that run's events only.
 _RUN_ROW_SQL = "SELECT * FROM runs WHERE run_id = $run"
-_RUN_METRICS_SQL = "SELECT DISTINCT accuracy, macro_f1 FROM classification_metrics WHERE run_id = $run"
+# An imported run carries no gold: its accuracy is rollout 0's correctness as its
+# process_metrics.jsonl recorded it (as `runs compare` scores it), and it has no macro-F1.
+_ALL_RUN_METRICS_SQL = """
+SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics
+UNION ALL
+SELECT run_id, avg(coalesce(result_correct, false)::INTEGER), NULL FROM imported_episodes WHERE rollout_index = 0 GROUP BY run_id
+"""
+_RUN_METRICS_SQL = f"SELECT accuracy, macro_f1 FROM ({_ALL_RUN_METRICS_SQL}) WHERE run_id = $run"
 # Every run at once, when none is known yet (one pass over the log beats one per run).
 _ALL_RUN_ROWS_SQL = "SELECT * FROM runs"
-_ALL_RUN_METRICS_SQL = "SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics"
 _RUN_QUERIES = f"{_ALL_RUN_ROWS_SQL} {_ALL_RUN_METRICS_SQL}"
 
 
@@ -164,7 +189,10 @@ def _seconds(start: Any, end: Any) -> float | None:
 def with_progress(log: EventLog, run: dict[str, Any]) -> dict[str, Any]:
     """Add the finishing rate (episodes a minute) and, while the run writes, its ETA. The status
     `running_or_interrupted` says only that `run.finished` is missing: a writer holding the run's
-    lock tells a running run from a killed one (as `log verify` does), which gets no ETA."""
+    lock tells a running run from a killed one (as `log verify` does), which gets no ETA. An
+    imported run has neither: its last event is its import, not an episode finishing."""
+    if run.get("source") == "imported":
+        return {**run, "rate_per_minute": None, "eta_seconds": None, "writing": False}
     elapsed = _seconds(run["started_at"], run["last_event_at"])
     rate = run["episodes_finished"] / (elapsed / 60) if elapsed and run["episodes_finished"] else None
     remaining = run["episodes_planned"] - run["episodes_finished"]
@@ -200,6 +228,20 @@ def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> d
 
 # ----------------------------------------------------------------------------- dashboard
 
+# The plots a native and an imported run share, over `episodes` or `imported_episodes`. DECIMAL
+# mean: the same bytes whatever order the segments are read in; a confidence outside [0, 1]
+# (an imported row's) has no bin.
+_CALIBRATION_SQL = """
+        SELECT least(floor(confidence * 10), 9)::INTEGER AS bin, count(*) AS episodes,
+               avg(confidence::DECIMAL(18, 9))::DOUBLE AS mean_confidence, avg({correct}::INTEGER) AS accuracy
+        FROM {relation} WHERE run_id = $run AND termination = 'completed' AND confidence BETWEEN 0 AND 1
+        GROUP BY ALL ORDER BY bin"""
+_TERMINATIONS_SQL = """
+        SELECT coalesce(termination, '(not finished)') AS termination, count(*) AS episodes
+        FROM {relation} WHERE run_id = $run GROUP BY ALL ORDER BY episodes DESC, termination"""
+_TOOL_CALLS_SQL = """
+        SELECT total_tool_calls AS tool_calls, count(*) AS episodes
+        FROM {relation} WHERE run_id = $run AND {finished} AND total_tool_calls IS NOT NULL GROUP BY ALL ORDER BY tool_calls"""
 _DASHBOARD_SQL = {
     "labels": "SELECT * FROM classification_metrics WHERE run_id = $run ORDER BY label",
     # Rollout 0 of every case as classification_metrics scores it (its bootstrap resamples these).
@@ -207,18 +249,9 @@ _DASHBOARD_SQL = {
         SELECT g.label AS gold, CASE WHEN e.termination = 'completed' THEN e.verdict END AS predicted
         FROM episodes e JOIN gold_labels g ON g.run_id = e.run_id AND g.case_id = e.case_id
         WHERE e.run_id = $run AND e.rollout_index = 0 ORDER BY e.case_id""",
-    # DECIMAL mean: the same bytes whatever order the segments are read in.
-    "calibration": """
-        SELECT least(floor(confidence * 10), 9)::INTEGER AS bin, count(*) AS episodes,
-               avg(confidence::DECIMAL(18, 9))::DOUBLE AS mean_confidence, avg(result_correct::INTEGER) AS accuracy
-        FROM episode_metrics WHERE run_id = $run AND termination = 'completed' AND confidence IS NOT NULL
-        GROUP BY ALL ORDER BY bin""",
-    "terminations": """
-        SELECT coalesce(termination, '(not finished)') AS termination, count(*) AS episodes
-        FROM episodes WHERE run_id = $run GROUP BY ALL ORDER BY episodes DESC, termination""",
-    "tool_calls_per_episode": """
-        SELECT total_tool_calls AS tool_calls, count(*) AS episodes
-        FROM episodes WHERE run_id = $run AND finished GROUP BY ALL ORDER BY tool_calls""",
+    "calibration": _CALIBRATION_SQL.format(relation="episode_metrics", correct="result_correct"),
+    "terminations": _TERMINATIONS_SQL.format(relation="episodes"),
+    "tool_calls_per_episode": _TOOL_CALLS_SQL.format(relation="episodes", finished="finished"),
     "tool_latency": """
         SELECT tool, count(*) AS calls, min(latency_ms) AS min, quantile_cont(latency_ms, 0.25) AS q1,
                median(latency_ms) AS median, quantile_cont(latency_ms, 0.75) AS q3, max(latency_ms) AS max
@@ -243,6 +276,22 @@ _DASHBOARD_SQL = {
                count(DISTINCT prompt_group_id) FILTER (WHERE is_std_zero) AS zero_variance_groups
         FROM post_rollout_rewards WHERE run_id = $run""",
 }
+# An imported run directory holds no events: what its run_results.jsonl, process_metrics.jsonl
+# and trajectory_scores.jsonl recorded (imported_episodes), the rest of the dashboard empty.
+_IMPORTED_DASHBOARD_SQL = {
+    "calibration": _CALIBRATION_SQL.format(relation="imported_episodes", correct="coalesce(result_correct, false)"),
+    "terminations": _TERMINATIONS_SQL.format(relation="imported_episodes"),
+    "tool_calls_per_episode": _TOOL_CALLS_SQL.format(relation="imported_episodes", finished="termination IS NOT NULL"),
+    "imported_from": "SELECT path, source_run_id, imported_at FROM imported_runs WHERE run_id = $run",
+}
+_IMPORTED_HISTOGRAMS = (
+    ("duration", "imported_episodes", "time_taken"),
+    ("reward", "imported_episodes", "TRY_CAST(trajectory_score->>'total' AS DOUBLE)"),
+)
+# The one event that makes a run id an imported run directory (what `import_sources` reads).
+_IMPORTED_RUN_SQL = """
+SELECT 1 FROM events WHERE run_id = $run AND type = 'artifact.imported' AND (payload->>'kind') = 'run_dir'
+  AND (payload->'metadata'->>'import_id') = run_id LIMIT 1"""
 # Distributions drawn as histograms: (name, relation, column), binned in SQL.
 _HISTOGRAMS = (
     ("duration", "episodes", "time_taken"),
@@ -320,6 +369,29 @@ def majority_baseline(scored: list[dict[str, Any]]) -> tuple[str | None, float]:
     return label, counts[label] / len(scored)
 
 
+def _expected_calibration_error(bins: list[dict[str, Any]]) -> float | None:
+    total = sum(b["episodes"] for b in bins)
+    return sum(b["episodes"] / total * abs(b["accuracy"] - b["mean_confidence"]) for b in bins) if total else None
+
+
+def is_imported_run(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    return bool(con.execute(_IMPORTED_RUN_SQL, {"run": run_id}).fetchall())
+
+
+def _plotted_imported(con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str) -> dict[str, Any]:
+    """What the dashboard plots of an imported run directory (`_IMPORTED_DASHBOARD_SQL`)."""
+    queries = " ".join(_IMPORTED_DASHBOARD_SQL.values())
+    narrow_to_runs(con, (run_id,))
+    log.add_views(con, materialize=False, for_query=queries)
+    found: dict[str, Any] = {name: fetch(con, sql, {"run": run_id}) for name, sql in _IMPORTED_DASHBOARD_SQL.items()}
+    found["imported_from"] = found["imported_from"][0] if found["imported_from"] else None
+    found["histograms"] = {name: fetch(con, _histogram_sql(rel, col), {"run": run_id}) for name, rel, col in _IMPORTED_HISTOGRAMS}
+    found["ece"] = _expected_calibration_error(found["calibration"])
+    # no gold, events or rollout groups in the log: no per-label scores, baseline, latencies, audit or groups
+    return {**found, "labels": [], "scored": [], "intervals": {}, "majority_label": None, "majority_accuracy": None,
+            "tool_latency": [], "model_latency": [], "audit_failures": [], "policy_blocks": [], "groups": []}
+
+
 def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache, sealed: bool) -> dict[str, Any]:
     """Every number the dashboard plots but the dataset section, computed in `con`'s snapshot
     over the run's events only (`events` narrowed to the run), each view computed once; a live
@@ -339,9 +411,7 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     labels = [r["label"] for r in found["labels"]]
     found["intervals"] = bootstrap_intervals(found["scored"], labels)
     found["majority_label"], found["majority_accuracy"] = majority_baseline(found["scored"])
-    bins = found["calibration"]
-    total = sum(b["episodes"] for b in bins)
-    found["ece"] = sum(b["episodes"] / total * abs(b["accuracy"] - b["mean_confidence"]) for b in bins) if total else None
+    found["ece"] = _expected_calibration_error(found["calibration"])
     return found
 
 
@@ -363,7 +433,10 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
             raise no_run_error(run_id, log.path)
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         plotted = cache.get("dashboard", head)
-        return head, plotted if plotted is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed)), export
+        if plotted is None:
+            computed = _plotted_imported(con, log, run_id) if is_imported_run(con, run_id) else _plotted(con, log, head, cache, sealed)
+            plotted = cache.put("dashboard", head, computed)
+        return head, plotted, export
 
     head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
@@ -527,39 +600,38 @@ def episode_list(
     descending: bool = False, page: int = 1, page_size: int = 50, cache: ResultCache | None = None,
 ) -> EpisodePage:
     """One page of the run's episodes: filtered by a read-only SQL predicate over
-    EPISODE_LIST_SQL's columns and by text in its model messages and tool results. The run's
+    EPISODE_LIST_SQL's columns and by text in its model messages and tool results (an
+    imported run's: IMPORTED_EPISODE_LIST_SQL's, and its trace files). The run's
     table is computed once per state of the run (its chain head) and kept in memory: sorting
     and paging query that table, the predicate's own views and the search the snapshot."""
     if sort not in EPISODE_LIST_COLUMNS:
         raise EvisceneError(f"cannot sort by {sort!r}; one of: {', '.join(EPISODE_LIST_COLUMNS)}")
-    where = ["run_id = $run"]
     params: dict[str, Any] = {"run": run_id}
     if predicate.strip():
-        where.append(f"({validate_predicate(predicate)})")
+        predicate = validate_predicate(predicate)
     if search.strip():
-        where.append(
-            "episode_id IN (SELECT episode_id FROM events WHERE run_id = $run "
-            "AND type IN ('model.called', 'tool.returned', 'perception.reported', 'judgment.made') "
-            "AND payload::VARCHAR ILIKE $search ESCAPE '\\')"
-        )
-        # Payloads are stored as JSON: match the text as it is written there, then as a literal.
+        # Payloads and traces are stored as JSON: match the text as it is written there, then as a literal.
         as_json = json.dumps(search.strip(), ensure_ascii=False)[1:-1]
         params["search"] = "%" + as_json.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
     page = max(1, page)
     order = f'"{sort}" {"DESC" if descending else "ASC"} NULLS LAST, episode_id'
     cache = cache or ResultCache(log.path)
 
     def reader(con: duckdb.DuckDBPyConnection) -> EpisodePage:
         head = run_head(con, run_id)
+        imported = is_imported_run(con, run_id)
+        listed, searched = (IMPORTED_EPISODE_LIST_SQL, _SEARCHED_IMPORTED_EPISODES_SQL) if imported else (EPISODE_LIST_SQL, _SEARCHED_EPISODES_SQL)
+        where = ["run_id = $run", *([f"({predicate})"] if predicate.strip() else []), *([f"episode_id IN ({searched})"] if search.strip() else [])]
+        filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
+        reads = f"{searched if search.strip() else ''} {predicate}"  # what the filter reads besides the list
         table = None if head is None else cache.get("episode-list", head)
         if table is None:
-            log.add_views(con, materialize=True, for_query=f"{EPISODE_LIST_SQL} events {predicate}")
-            table = con.sql(EPISODE_LIST_SQL, params={"run": run_id}).to_arrow_table()
+            log.add_views(con, materialize=True, for_query=f"{listed} {reads}")
+            table = con.sql(listed, params={"run": run_id}).to_arrow_table()
             if head is not None:
                 cache.remember("episode-list", head, table)
         else:
-            log.add_views(con, materialize=True, for_query=f"events {predicate}")
+            log.add_views(con, materialize=True, for_query=reads)
         con.register("episode_list", table)
         with filter_time_limit(con) if predicate.strip() else nullcontext():
             total = con.execute(f"SELECT count(*) FROM ({filtered})", params).fetchall()[0][0]
@@ -623,7 +695,12 @@ def episode_stories(
     its rollout group and its dataset fate."""
     params = {"run": run_id, "episode": episode_id}
 
-    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]] | list[EpisodeStory]:
+        if is_imported_run(con, run_id):
+            narrow_to_runs(con, (run_id,))
+            log.add_views(con, materialize=False, for_query=f"{_IMPORTED_STORIES_SQL} {IMPORTED_STORIES_READ}")
+            imported_from = fetch(con, _IMPORTED_STORIES_SQL, {"run": run_id})[0]
+            return imported_stories(con, run_id, imported_from, episode_id)
         if episode_id is None:
             narrow_to_runs(con, (run_id,))
         else:
@@ -635,8 +712,10 @@ def episode_stories(
         }
 
     data = read(log, "", reader, views=False)
-    if episode_id is not None and not data["episodes"]:
+    if episode_id is not None and not (data if isinstance(data, list) else data["episodes"]):
         raise EvisceneError(f"no episode {episode_id!r} in run {run_id}")
+    if isinstance(data, list):
+        return _imported_episode_stories(log, run_id, data, cache)
     events, evidence, failures = _by_episode(data["events"]), _by_episode(data["evidence"]), _by_episode(data["failures"])
     audit = {r["episode_id"]: r for r in data["audit"]}
     scores = {r["episode_id"]: r for r in data["scores"]}
@@ -660,6 +739,33 @@ def episode_stories(
             "dataset": fates.get(episode["episode_id"]) or (export and {**export, "not_a_candidate": True}),
         }
         for episode in data["episodes"]
+    ]
+
+
+_IMPORTED_STORIES_SQL = "SELECT path, source_run_id FROM imported_runs WHERE run_id = $run"
+
+
+def _imported_episode_stories(
+    log: EventLog, run_id: str, found: list[EpisodeStory], cache: ResultCache | None
+) -> list[dict[str, Any]]:
+    """The Episode page of an imported run's episodes: what `eviscene why` shows of them (the
+    rows their directory recorded), no events, evidence or rollout group in the log."""
+    export, fates = dataset_fates(log, run_id, cache)
+    return [
+        {
+            "run_id": run_id,
+            "episode": story.episode,
+            "events": [],
+            "evidence": [],
+            "failures": story.failures,
+            "audit": story.audit,
+            "score": story.score and {**story.score, "weights": None},
+            "eligibility": story.eligibility,
+            "group": [],
+            "dataset": fates.get(story.episode["episode_id"]) or (export and {**export, "not_a_candidate": True}),
+            "imported_from": story.imported_from,
+        }
+        for story in found
     ]
 
 
@@ -689,8 +795,8 @@ def compare(log: EventLog, run_a: str, run_b: str) -> dict[str, Any]:
     params = {"a": run_a, "b": run_b}
     data = read(log, " ".join(_COMPARE_SQL.values()), lambda con: {n: fetch(con, s, params) for n, s in _COMPARE_SQL.items()})
     finished = data["finished"][0]
-    for tool in data["tools"]:
-        tool["per_episode_a"] = tool["calls_a"] / finished["finished_a"] if finished["finished_a"] else 0.0
-        tool["per_episode_b"] = tool["calls_b"] / finished["finished_b"] if finished["finished_b"] else 0.0
+    for tool in data["tools"]:  # none for a run without finished episodes in `episodes` (an imported one): unknown, not 0
+        tool["per_episode_a"] = tool["calls_a"] / finished["finished_a"] if finished["finished_a"] else None
+        tool["per_episode_b"] = tool["calls_b"] / finished["finished_b"] if finished["finished_b"] else None
     return {"result": result, "labels": data["labels"], "tools": data["tools"],
             "flipped": [c for c in result.cases if c["correct_a"] != c["correct_b"]]}

@@ -140,7 +140,7 @@ def runs_table(runs: list[dict[str, Any]], links: Links) -> str:
             f'<td><a href="{attr(links.dashboard(r["run_id"]))}">{esc(r["run_id"])}</a></td>'
             + (f'<td>{esc(r.get("label"))}</td>' if has_label else "")
             + f'<td>{status_badge(r)}</td><td>{esc(r["provider"])}</td><td>{esc(r["model"])}</td>'
-            f'<td class="progress-cell">{progress}</td><td class="num">{esc(rate)}</td>'
+            f'<td class="progress-cell">{progress}</td><td class="num" data-field="rate">{esc(rate)}</td>'
             f'<td class="num">{esc(duration(r.get("eta_seconds")) if r.get("eta_seconds") is not None else "–")}</td>'
             f'<td class="num" data-field="accuracy">{esc(fmt(r.get("accuracy")))}</td>'
             f'<td class="num" data-field="macro_f1">{esc(fmt(r.get("macro_f1")))}</td>'
@@ -211,8 +211,10 @@ def dashboard_page(data: dict[str, Any], links: Links) -> str:
     stats = "".join([
         stat("episodes finished", f"{run['episodes_finished']} / {run['episodes_planned']}", "episodes_finished"),
         stat("errored", str(run["episodes_errored"]), "episodes_errored"),
-        stat("accuracy (rollout 0)", fmt(first.get("accuracy")), "accuracy", f"95% CI {acc_ci[0]:.3f}–{acc_ci[1]:.3f}" if acc_ci else ""),
-        stat("macro-F1", fmt(first.get("macro_f1")), "macro_f1"),
+        # an imported run has no per-label scores: its accuracy is its runs row's
+        stat("accuracy (rollout 0)", fmt(first.get("accuracy", run.get("accuracy"))), "accuracy",
+             f"95% CI {acc_ci[0]:.3f}–{acc_ci[1]:.3f}" if acc_ci else ""),
+        stat("macro-F1", fmt(first.get("macro_f1", run.get("macro_f1"))), "macro_f1"),
         stat("majority baseline", fmt(data["majority_accuracy"]), "majority", f"always {data['majority_label']}" if data["majority_label"] else ""),
         stat("ECE", fmt(data["ece"]), "ece"),
         stat("zero-variance groups", f"{data['groups'][0]['zero_variance_groups']} / {data['groups'][0]['groups']}" if data["groups"] else "–", "zero_variance_groups"),
@@ -251,7 +253,18 @@ def dashboard_page(data: dict[str, Any], links: Links) -> str:
         plots.append(chart(charts.bars("Source-policy blocks by rule", data["policy_blocks"], "rule", "blocks"))
                      if data["policy_blocks"] else '<figure class="chart-card empty"><h3>Source-policy blocks</h3><p>No result was blocked.</p></figure>')
     plots.append(_dataset_section(data["dataset"], chart))
-    return run_header(run, links, "dashboard") + f'<div class="stats">{stats}</div><div class="chart-grid">{"".join(plots)}</div>'
+    return (run_header(run, links, "dashboard") + _imported_note(data.get("imported_from"))
+            + f'<div class="stats">{stats}</div><div class="chart-grid">{"".join(plots)}</div>')
+
+
+def _imported_note(imported_from: dict[str, Any] | None) -> str:
+    """What an imported run directory's pages show, and where the rest of it is."""
+    if not imported_from:
+        return ""
+    return (f'<p class="note" data-imported="1">Imported from <code>{esc(imported_from["path"])}</code> (its run id '
+            f'{esc(imported_from["source_run_id"])}). The log holds its files, not its events: these are the numbers its '
+            "run_results.jsonl, process_metrics.jsonl and trajectory_scores.jsonl recorded. It carries no gold, so its "
+            "accuracy is rollout 0's recorded correctness and it has no macro-F1.</p>")
 
 
 def _changed_note(changed: str) -> str:
@@ -419,14 +432,16 @@ def _kv_table(pairs: list[tuple[str, Any]]) -> str:
 
 def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image: Callable[[str], str | None]) -> str:
     e, run_id = story["episode"], story["run_id"]
-    cited = {b.get("evidence_id") for b in (e.get("verdict_basis") or [])}
+    basis = [b for b in e.get("verdict_basis") or [] if isinstance(b, dict)]  # an imported row's may hold anything
+    cited = {b.get("evidence_id") for b in basis}
     correct = e.get("result_correct")
     head = (
         f'<p class="crumbs"><a href="{attr(links.runs())}">Runs</a> › <a href="{attr(links.dashboard(run_id))}">{esc(run_id)}</a> › '
         f'<a href="{attr(links.episodes(run_id))}">Episodes</a></p>'
-        f'<h1>{esc(e["episode_id"])}</h1><p class="muted">case {esc(e["case_id"])} · rollout {esc(e["rollout_index"])} · group {esc(e["prompt_group_id"])} · '
-        f'attempts {esc(e["attempts"])}</p>'
+        f'<h1>{esc(e["episode_id"])}</h1><p class="muted">case {esc(e["case_id"])} · rollout {esc(e["rollout_index"])} · group {esc(e["prompt_group_id"])}'
+        + (f' · attempts {esc(e["attempts"])}' if "attempts" in e else "") + "</p>"
     )
+    imported = story.get("imported_from")
     src = image(e.get("image_sha256"))
     picture = (f'<figure class="case-image"><img src="{attr(src)}" alt="case image {attr(e["case_id"])}"></figure>' if src
                else '<figure class="case-image"><div class="no-image">case image not available</div></figure>')
@@ -438,6 +453,8 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
         ("basis precision", e.get("basis_reference_precision")),
     ])
     judgment = next((ev["payload"] for ev in story["events"] if ev["type"] == "judgment.made"), None)
+    if story.get("imported_from") and e.get("verdict") is not None:  # its run_results.jsonl row holds the judgment
+        judgment = {"verdict": e["verdict"], "confidence": e.get("confidence"), "verdict_basis": basis}
     judgment_html = _judgment(judgment, cited) if judgment else '<p class="muted">No judgment.</p>'
     evidence_rows = "".join(
         f'<tr class="{"cited" if ev["evidence_id"] in cited else ""}"><td>{esc(ev["evidence_id"])}{" ★" if ev["evidence_id"] in cited else ""}</td>'
@@ -447,6 +464,11 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
     evidence = (f'<table class="grid"><thead><tr><th>evidence</th><th>url</th><th>published</th><th>visited</th></tr></thead><tbody>{evidence_rows}</tbody></table>'
                 if evidence_rows else '<p class="muted">No evidence was shown.</p>')
     timeline = f'<ol class="timeline">{"".join(_event(ev, cited, image) for ev in story["events"])}</ol>'
+    if imported:  # no events: say where the episode's steps are rather than show none
+        trace = f'{imported["path"]}/{e.get("trace_path") or "traces/"}'
+        timeline = (f'<p class="note">An imported run directory: the log holds its files, not its events. This episode\'s '
+                    f'steps are in its trace, <code>{esc(trace)}</code>, as imported.</p>')
+        evidence = '<p class="muted">In its trace (see the timeline).</p>'
     score = story["score"]
     if score:
         weights = score.get("weights") or {}
@@ -477,6 +499,8 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
         for m in story["group"]
     )
     group = story["group"][0] if story["group"] else None
+    if imported:
+        siblings = '<p class="muted">Not in the log: its directory\'s post_rollout_rewards.jsonl records the group.</p>'
     group_note = (f'<p class="muted">group mean {fmt(group["reward_mean"])}, std {fmt(group["reward_std"])}'
                   + (" · zero variance: no learning signal" if group["is_std_zero"] else "") + "</p>") if group else ""
     fate = story["dataset"]
@@ -506,6 +530,10 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
 
 # -------------------------------------------------------------------------------- compare
 
+def _difference(a: float | None, b: float | None) -> str:
+    return "–" if a is None or b is None else f"{b - a:+.2f}"
+
+
 def compare_page(data: dict[str, Any], links: Links) -> str:
     result, chart = data["result"], ChartSlot("compare")
     a, b = result.run_a, result.run_b
@@ -533,7 +561,7 @@ def compare_page(data: dict[str, Any], links: Links) -> str:
     tool_rows = "".join(
         f'<tr><td>{esc(r["tool"])}</td><td class="num">{r["calls_a"]}</td><td class="num">{r["calls_b"]}</td>'
         f'<td class="num">{fmt(r["per_episode_a"], 2)}</td><td class="num">{fmt(r["per_episode_b"], 2)}</td>'
-        f'<td class="num delta">{r["per_episode_b"] - r["per_episode_a"]:+.2f}</td></tr>'
+        f'<td class="num delta">{_difference(r["per_episode_a"], r["per_episode_b"])}</td></tr>'
         for r in data["tools"]
     )
     flipped = "".join(

@@ -82,7 +82,7 @@ def build_report(log: EventLog, run_id: str, out: str | os.PathLike[str], *, com
         episode_id = story["episode"]["episode_id"]
         current[episode_id] = pages.episode_page(story, run, links, lambda sha: links.image(run_id, sha))
         chunk_of[episode_id] = len(chunks)
-        wanted.append(story["episode"]["image_sha256"])
+        wanted.append(story["episode"].get("image_sha256"))  # an imported episode names none
         wanted += [p["sha256"] for ev in story["events"] if ev["type"] == "tool.returned" for p in page_images((ev["payload"] or {}).get("data"))]
         if len(current) == EPISODES_PER_CHUNK:
             chunks.append(_chunk(current))

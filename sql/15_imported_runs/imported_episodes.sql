@@ -2,14 +2,17 @@
 -- grain: one row per episode of an imported run directory (a run_results.jsonl row)
 -- key: run_id, episode_id
 -- An imported run's episodes with the columns of `episodes` its run_results.jsonl holds
--- (the seed writes a row only for a finished episode), the correctness its
--- process_metrics.jsonl recorded, its trajectory_scores.jsonl row and its trace's path.
+-- (the seed writes a row only for a finished episode), the correctness and trace audit its
+-- process_metrics.jsonl recorded (NULL where its row has none), its trajectory_scores.jsonl row
+-- and its trace's path.
 CREATE OR REPLACE VIEW imported_episodes AS
 WITH results AS (
     SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows WHERE kind = 'run_results'
 ),
 metrics AS (
-    SELECT run_id, row->>'episode_id' AS episode_id, (row->>'result_correct')::BOOLEAN AS result_correct
+    SELECT run_id, row->>'episode_id' AS episode_id, (row->>'result_correct')::BOOLEAN AS result_correct,
+           (row->>'hard_trace_audit_pass')::BOOLEAN AS hard_trace_audit_pass,
+           (row->>'strict_trace_audit_pass')::BOOLEAN AS strict_trace_audit_pass
     FROM imported_run_rows WHERE kind = 'process_metrics'
 ),
 scores AS (
@@ -34,6 +37,8 @@ SELECT
     r.row->'verdict_basis' AS verdict_basis,
     r.row->>'trace_path' AS trace_path,
     m.result_correct,
+    m.hard_trace_audit_pass,
+    m.strict_trace_audit_pass,
     s.trajectory_score
 FROM results r
 LEFT JOIN metrics m USING (run_id, episode_id)
