@@ -444,5 +444,9 @@ def write_dataset(
         "perception_example_counts": {split: summary["perception_example_counts"][split] for split in SPLITS},
         "artifacts": {**ARTIFACTS, **SYSTEM_TOOLS_ARTIFACTS},
     }
+    if files.records is not None:  # Not in seed 002: `--format parquet`'s copies, by the same keys
+        manifest["parquet_artifacts"] = {
+            key: name.removesuffix(".jsonl") + ".parquet" for key, name in manifest["artifacts"].items() if name in files.records
+        }
     write_json(out_dir / "manifest.json", manifest)
     return manifest, written

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pyarrow.parquet as pq
 import pytest
 from dataset_builders import read_jsonl, seed_group_id, seed_split, write_run_dir
 
@@ -287,6 +288,11 @@ def test_export_concurrency_writes_the_same_bytes_and_is_recorded(log, tmp_path)
     one, _ = export(log, tmp_path / "one", run, fmt="parquet")
     four, written = export(log, tmp_path / "four", run, fmt="parquet", export_concurrency=4)
     assert (one["export_concurrency"], four["export_concurrency"]) == (1, 4)
+    # every JSONL file has its Parquet copy, named in the manifest under the same key
+    assert one["parquet_artifacts"] == {key: name[: -len(".jsonl")] + ".parquet" for key, name in one["artifacts"].items()}
+    assert all(pq.read_table(tmp_path / "one" / name).num_rows == len(read_jsonl(tmp_path / "one" / one["artifacts"][key]))
+               for key, name in one["parquet_artifacts"].items())
+    assert "parquet_artifacts" not in export(log, tmp_path / "jsonl", run)[0]
     assert list(written) == list(export(log, tmp_path / "again", run)[1])  # files listed in one order whatever the threads
     names = sorted(p.name for p in (tmp_path / "one").iterdir() if p.name != "manifest.json")
     assert names == sorted(p.name for p in (tmp_path / "four").iterdir() if p.name != "manifest.json")
