@@ -38,7 +38,7 @@ planned AS (
 errored AS (
     SELECT run_id, count(*) AS episodes_errored FROM episode_errors GROUP BY run_id
     UNION ALL
-    SELECT run_id, coalesce((manifest->'result'->>'num_errors')::BIGINT, 0) FROM imported_runs
+    SELECT run_id, coalesce(TRY_CAST(manifest->'result'->>'num_errors' AS BIGINT), 0) FROM imported_runs
 ),
 sizes AS (
     SELECT run_id, count(*) AS events, max(ts) AS last_event_at FROM events GROUP BY run_id
@@ -52,9 +52,9 @@ labels AS (
             CASE WHEN (payload->'agent'->'tool_families'->'web_search'->>'enabled') = 'false' THEN 'no-web-search' END,
             CASE WHEN (payload->'agent'->'tool_families'->'image_retrieval'->>'enabled') = 'false' THEN 'no-image-retrieval' END,
             CASE WHEN (payload->'agent'->'tool_families'->'evidence_inspection'->>'enabled') = 'false' THEN 'no-evidence-inspection' END,
-            CASE WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1 AND shards = 1
+            CASE WHEN TRY_CAST(payload->'benchmark'->>'shard_count' AS INTEGER) > 1 AND shards = 1
                  THEN 'shard=' || (payload->'benchmark'->>'shard_index') || '/' || (payload->'benchmark'->>'shard_count')
-                 WHEN (payload->'benchmark'->>'shard_count')::INTEGER > 1
+                 WHEN TRY_CAST(payload->'benchmark'->>'shard_count' AS INTEGER) > 1
                  THEN 'shards=' || shards || '/' || (payload->'benchmark'->>'shard_count') END,
             CASE WHEN (payload->'agent'->>'image_access_mode') = 'separate_vlm' THEN 'separate_vlm' END
         ) AS label

@@ -4,15 +4,16 @@
 -- An imported run's episodes with the columns of `episodes` its run_results.jsonl holds
 -- (the seed writes a row only for a finished episode), the correctness and trace audit its
 -- process_metrics.jsonl recorded (NULL where its row has none), its trajectory_scores.jsonl row
--- and its trace's path.
+-- and its trace's path. A value of another type than its column's (a rollout_index "first", say)
+-- reads as NULL: one odd row of one import must not stop every reader of the log's runs.
 CREATE OR REPLACE VIEW imported_episodes AS
 WITH results AS (
     SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows WHERE kind = 'run_results'
 ),
 metrics AS (
-    SELECT run_id, row->>'episode_id' AS episode_id, (row->>'result_correct')::BOOLEAN AS result_correct,
-           (row->>'hard_trace_audit_pass')::BOOLEAN AS hard_trace_audit_pass,
-           (row->>'strict_trace_audit_pass')::BOOLEAN AS strict_trace_audit_pass
+    SELECT run_id, row->>'episode_id' AS episode_id, TRY_CAST(row->>'result_correct' AS BOOLEAN) AS result_correct,
+           TRY_CAST(row->>'hard_trace_audit_pass' AS BOOLEAN) AS hard_trace_audit_pass,
+           TRY_CAST(row->>'strict_trace_audit_pass' AS BOOLEAN) AS strict_trace_audit_pass
     FROM imported_run_rows WHERE kind = 'process_metrics'
 ),
 scores AS (
@@ -24,16 +25,16 @@ SELECT
     r.episode_id,
     r.row->>'case_id' AS case_id,
     r.row->>'prompt_group_id' AS prompt_group_id,
-    (r.row->>'rollout_index')::INTEGER AS rollout_index,
-    (r.row->>'sampling_seed')::BIGINT AS sampling_seed,
+    TRY_CAST(r.row->>'rollout_index' AS INTEGER) AS rollout_index,
+    TRY_CAST(r.row->>'sampling_seed' AS BIGINT) AS sampling_seed,
     r.row->>'termination' AS termination,
     nullif(r.row->>'error', '') AS error,
-    (r.row->>'time_taken')::DOUBLE AS time_taken,
-    (r.row->>'total_tool_calls')::INTEGER AS total_tool_calls,
-    (r.row->>'llm_api_calls')::INTEGER AS llm_api_calls,
+    TRY_CAST(r.row->>'time_taken' AS DOUBLE) AS time_taken,
+    TRY_CAST(r.row->>'total_tool_calls' AS INTEGER) AS total_tool_calls,
+    TRY_CAST(r.row->>'llm_api_calls' AS INTEGER) AS llm_api_calls,
     r.row->'token_usage' AS token_usage,
     r.row->>'verdict' AS verdict,
-    (r.row->>'confidence')::DOUBLE AS confidence,
+    TRY_CAST(r.row->>'confidence' AS DOUBLE) AS confidence,
     r.row->'verdict_basis' AS verdict_basis,
     r.row->>'trace_path' AS trace_path,
     m.result_correct,

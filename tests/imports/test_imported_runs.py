@@ -605,3 +605,43 @@ def test_the_report_of_an_imported_run_does_not_say_every_trace_passed(tmp_path)
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "every trace passed" not in html and "No result was blocked" not in html
     assert html.count(f"Not in the log: an imported run directory records them in its files (`eviscene why EPISODE --run {imported}`") == 2
+
+
+def test_values_of_another_type_in_an_imported_directory_read_as_blanks_not_as_errors(tmp_path):
+    """A rollout_index "first", a time_taken object, a confidence "high", a num_errors "many":
+    the import keeps the files as they are, and every reader of the log's runs still answers
+    (one such row made `runs compare`, `why` and the viewer's runs page fail for every run)."""
+    from eviscene.viewer.server import Viewer
+
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    results = [dict(r) for r in RESULTS]
+    results[0]["rollout_index"], results[1]["time_taken"], results[2]["confidence"] = "first", {"s": 1}, "high"
+    results[1]["verdict_basis"] = ["not an object", 3]
+    (run / "run_results.jsonl").write_bytes(_jsonl(results))
+    manifest = json.loads((run / "run_manifest.json").read_text(encoding="utf-8"))
+    manifest["result"]["num_errors"], manifest["benchmark"]["shard_count"] = "many", "two"
+    (run / "run_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (run / "process_metrics.jsonl").write_bytes(_jsonl([
+        {"episode_id": "case-A--r001", "result_correct": "maybe", "hard_trace_audit_pass": 1, "strict_trace_audit_failures": "none"},
+    ]))
+    imported = import_path(log, run).import_id
+
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "runs", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    [row] = json.loads(out.output)
+    assert (row["episodes_errored"], row["label"]) == (0, "rollouts=2 seed=7")  # neither number reads
+    episodes = log.sql("SELECT episode_id, rollout_index, time_taken, confidence, result_correct FROM imported_episodes "
+                       "ORDER BY episode_id").to_pylist()
+    assert [(e["rollout_index"], e["time_taken"], e["confidence"], e["result_correct"]) for e in episodes] == [
+        (None, 1.5, 0.8, None), (1, None, 0.9, None), (0, 0.1, None, None),
+    ]
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r001", "--run", imported])
+    assert out.exit_code == 0 and "correct None" in out.output, out.output
+    viewer = Viewer(log)
+    for path in ("/", f"/run/{imported}", f"/run/{imported}/episodes", f"/run/{imported}/episode/case-A--r001",
+                 f"/run/{imported}/episode/case-A--r000"):
+        status, _, body = viewer.route(path, {})
+        assert status == 200 and imported.encode() in body, path
+    # the one rollout 0 left (case-B's) was wrong
+    assert b'data-stat="accuracy">0.000<' in viewer.route(f"/run/{imported}", {})[2]
