@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dataset"))
-from dataset_builders import write_accepted_release, write_case_split  # noqa: E402
+from dataset_builders import write_accepted_release, write_case_split
 
 from eviscene.cli.main import cli
 
