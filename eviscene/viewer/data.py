@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -186,19 +188,41 @@ def _seconds(start: Any, end: Any) -> float | None:
     return (parse(end) - parse(start)).total_seconds()
 
 
+# Episodes a run's writer has finished since it took the run (its lock): a resumed run's pace.
+_FINISHED_SINCE_SQL = "SELECT count(*) FROM events WHERE run_id = $run AND type = 'episode.finished' AND epoch_us(ts) >= $since"
+
+
 def with_progress(log: EventLog, run: dict[str, Any]) -> dict[str, Any]:
     """Add the finishing rate (episodes a minute) and, while the run writes, its ETA. The status
     `running_or_interrupted` says only that `run.finished` is missing: a writer holding the run's
-    lock tells a running run from a killed one (as `log verify` does), which gets no ETA. An
-    imported run has neither: its last event is its import, not an episode finishing."""
+    lock tells a running run from a killed one (as `log verify` does), which gets no ETA. A
+    running run's rate is its writer's: the episodes finished since it wrote its pid into the
+    lock file, so a resumed run's earlier invocations, and the hours it lay killed between
+    them, do not slow it. An imported run has neither: its last event is its import, not an
+    episode finishing."""
     if run.get("source") == "imported":
         return {**run, "rate_per_minute": None, "eta_seconds": None, "writing": False}
-    elapsed = _seconds(run["started_at"], run["last_event_at"])
-    rate = run["episodes_finished"] / (elapsed / 60) if elapsed and run["episodes_finished"] else None
+    lock = run_folder(log.path, run["run_id"]) / "writer.lock"
+    writing = run["status"] == "running_or_interrupted" and lock_holder(lock) is not None
+    if writing:
+        since = _taken_at(lock)
+        finished = read(log, "", lambda con: con.execute(_FINISHED_SINCE_SQL, {"run": run["run_id"], "since": int(since * 1e6)}).fetchall()[0][0],
+                        views=False) if since is not None else 0
+        elapsed = time.time() - since if since is not None else None
+    else:
+        finished, elapsed = run["episodes_finished"], _seconds(run["started_at"], run["last_event_at"])
+    rate = finished / (elapsed / 60) if elapsed and finished else None
     remaining = run["episodes_planned"] - run["episodes_finished"]
-    writing = run["status"] == "running_or_interrupted" and lock_holder(run_folder(log.path, run["run_id"]) / "writer.lock") is not None
     eta = remaining / rate * 60 if writing and rate and remaining > 0 else None
     return {**run, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
+
+
+def _taken_at(lock: Path) -> float | None:
+    """When the run's writer took its lock (it writes its pid into the file then), None once the file is gone."""
+    try:
+        return lock.stat().st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def list_runs(log: EventLog, cache: ResultCache | None = None, wait_s: float | None = None) -> list[dict[str, Any]]:

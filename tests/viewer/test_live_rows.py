@@ -273,8 +273,35 @@ def test_a_run_no_process_writes_shows_as_interrupted_with_no_eta(tmp_path):
     held = RunLock(run_folder(log.path, RUN) / "writer.lock", RUN).acquire()  # a writer at work
     try:
         [running] = data.list_runs(log, ResultCache(log.path))
-        assert running["writing"] is True and running["eta_seconds"] is not None
+        # no rate or ETA before the writer at work finishes an episode: the earlier ones say nothing of its pace
+        assert running["writing"] is True and (running["rate_per_minute"], running["eta_seconds"]) == (None, None)
         assert '<span class="badge live">running</span>' in runs_table([running], Links())
         assert "eval resume" not in run_header(running, Links(), "dashboard")
     finally:
         held.release()
+
+
+def test_a_resumed_run_s_rate_and_eta_are_its_writer_s_not_spread_over_the_hours_it_lay_killed(tmp_path, monkeypatch):
+    """A run killed an hour ago after three episodes, resumed now: its rate was the run's six
+    finished episodes over the hour since its start (0.1 a minute, an ETA of ten minutes for
+    the last one); the writer at work has finished two episodes in its first seconds."""
+    from eviscene.store import writer as writer_module
+
+    log = EventLog(tmp_path / "resumed.duckdb")
+    an_hour_ago = writer_module.now_micros() - 3_600_000_000
+    with monkeypatch.context() as patched:
+        patched.setattr(writer_module, "now_micros", lambda: an_hour_ago)
+        anyio.run(_start, log)  # the first invocation: three of six episodes finished, then killed
+
+    async def resume() -> dict:
+        async with log.writer(RUN) as writer:  # the resume: it holds the run's lock
+            for draft in _attempt(1, 0, 2, "out_of_context") + _attempt(1, 1, 1, "out_of_context"):
+                await writer.emit(draft)
+            await writer.sync()
+            [running] = data.list_runs(log, ResultCache(log.path, tmp_path / "runtime"))
+            return running
+
+    running = anyio.run(resume)
+    assert running["writing"] is True and running["episodes_finished"] == 4  # case-1 r000's retry counts once
+    assert running["rate_per_minute"] > 10  # two episodes in the writer's first seconds, not 4 / 60 minutes
+    assert 0 < running["eta_seconds"] < 60  # two left at that pace
