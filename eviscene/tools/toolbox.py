@@ -29,7 +29,7 @@ import anyio.to_thread
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.release.case_image import CaseImage
 from eviscene.tools.corpus import Corpus
-from eviscene.tools.pages import CorpusImage, Page
+from eviscene.tools.pages import CorpusImage, Page, PageImage
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
 from eviscene.tools.ocr import read_text
@@ -175,6 +175,11 @@ class CorpusToolbox:
         reason = self.policy.check(page.url, page.content_sha256, other_sha256=[image_sha256] if image_sha256 else [])
         return policy_block(page.url, reason) if reason else None
 
+    def _blocked_image(self, page: Page, image: PageImage) -> Optional[GateDecided]:
+        url = page.image_url(image)
+        reason = self.policy.check(url, image.sha256)
+        return policy_block(url, reason) if reason else None
+
     # -- tools (the image tools run in a worker thread; each returns a renderer for the caller's task)
 
     def _text_search(self, args: dict[str, Any], _: EpisodeTools) -> Render:
@@ -296,21 +301,25 @@ class CorpusToolbox:
         block = self._blocked(page)
         if block:
             return _fixed(_unavailable([block]))
+        # An image whose content the policy blocks is not listed, nor its caption; each is a block of its own.
+        image_blocks = {page.image_url(im): self._blocked_image(page, im) for im in page.images}
+        images = [im for im in page.images if image_blocks[page.image_url(im)] is None]
 
         def render(episode: EpisodeTools) -> ToolOutcome:
             source = episode.source(page)
             text = page.text if len(page.text) <= PAGE_TEXT_LIMIT else page.text[:PAGE_TEXT_LIMIT] + " […truncated]"
             lines = [f"[{source.evidence_id}] {page.title or '(untitled)'}", f"URL: {page.url}",
                      "Site: " + " · ".join(page_meta(page))]
-            if page.images:
+            if images:
                 lines.append("Images on this page:")
-                for image in page.images:
+                for image in images:
                     lines.append(f"  - {page.image_url(image)}" + (f' "{image.alt}"' if image.alt else ""))
             lines += ["Text:", text]
             data = {**page_fields(page, source), "author": page.author, "text": page.text,
-                    "images": [{"image_url": page.image_url(im), "sha256": im.sha256, "alt": im.alt} for im in page.images],
+                    "images": [{"image_url": page.image_url(im), "sha256": im.sha256, "alt": im.alt} for im in images],
                     "links": _links(page.text)}
-            return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], data=data)
+            blocks = _unique_blocks([b for b in image_blocks.values() if b is not None])
+            return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], blocks=blocks, data=data)
 
         return render
 

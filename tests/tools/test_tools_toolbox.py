@@ -141,6 +141,21 @@ async def test_visit_shows_the_page_and_its_image_urls(toolbox, news_corpus):
     assert outcome.data["links"] == ["https://archive.example.org/photos/harbor-fire-2015"]
 
 
+async def test_a_visit_lists_no_image_whose_content_the_policy_blocks(corpus, news_corpus):
+    """The policy blocks the re-used picture's bytes: the page is shown, but neither that
+    image's URL nor its caption, and the block is logged (before, both reached the model)."""
+    reuse = news_corpus["pages"]["reuse"]
+    [image] = reuse["images"]
+    policy = {**news_corpus["policy"], "blocked_content_sha256": [*news_corpus["policy"]["blocked_content_sha256"], image["sha256"]]}
+    toolbox = CorpusToolbox(corpus, source_policy_from_dict(policy))
+    outcome = await toolbox.call("visit", {"url": reuse["url"]}, toolbox.episode(news_corpus["cases"]["reuse"]))
+    image_url = f"{reuse['url']}#image={image['path']}"
+    assert outcome.status == "ok" and reuse["text"] in outcome.observation
+    assert image_url not in outcome.observation and image["alt"] not in outcome.observation
+    assert "Images on this page" not in outcome.observation and outcome.data["images"] == []
+    assert [(b.subject, b.passed, b.reasons) for b in outcome.blocks] == [(image_url, False, ["blocked_content_sha256"])]
+
+
 async def test_visit_of_an_unknown_url_is_empty(toolbox, news_corpus):
     outcome = await toolbox.call("visit", {"url": "https://nowhere.example/x"}, toolbox.episode(news_corpus["cases"]["reuse"]))
     assert outcome.status == "empty" and "not found" in outcome.observation.lower() and outcome.sources == []

@@ -218,6 +218,11 @@ class WebToolbox:
             return ToolOutcome(status=fetched.status, observation=f"{prefix}: {fetched.message}.", error=fetched.message,
                                data={"url": url})
         page: FetchedPage = fetched
+        # An image the policy blocks is not listed: its URL alone can name the answer (a
+        # fact-check's picture); each is a block of its own.
+        image_blocks = [b for b in (self._blocked(im["image_url"]) for im in page.images) if b]
+        blocked_images = {b.subject for b in image_blocks}
+        images = [im for im in page.images if im["image_url"] not in blocked_images]
         source = episode.source(page)
         text = page.text if len(page.text) <= PAGE_TEXT_LIMIT else page.text[:PAGE_TEXT_LIMIT] + " […truncated]"
         meta = [f"{page.site_name} ({page.domain})" if page.site_name else page.domain,
@@ -225,17 +230,17 @@ class WebToolbox:
         if page.author:
             meta.append(f"by {page.author}")
         lines = [f"[{source.evidence_id}] {page.title or '(untitled)'}", f"URL: {page.url}", "Site: " + " · ".join(meta)]
-        if page.images:
+        if images:
             lines.append("Images on this page:")
-            for image in page.images[:20]:
+            for image in images[:20]:
                 lines.append(f"  - {image['image_url']}" + (f' "{image["alt"]}"' if image["alt"] else ""))
         lines += ["Text:", text or "(no readable text)"]
         data = {"evidence_id": source.evidence_id, "url": page.url, "title": page.title, "site_name": page.site_name,
                 "domain": page.domain, "published": page.published, "content_sha256": page.content_sha256,
                 "author": page.author, "text": page.text,
-                "images": [{"image_url": im["image_url"], "sha256": None, "alt": im["alt"]} for im in page.images],
+                "images": [{"image_url": im["image_url"], "sha256": None, "alt": im["alt"]} for im in images],
                 "links": page.links, "requested_url": page.requested_url, "redirects": page.redirects[1:]}
-        return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], data=data)
+        return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], blocks=_unique_blocks(image_blocks), data=data)
 
     def _blocked(self, url: str, content_sha256: Optional[str] = None) -> Optional[GateDecided]:
         reason = self.policy.check(url, content_sha256)
