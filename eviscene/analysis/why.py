@@ -31,12 +31,12 @@ class EpisodeStory:
     imported_from: dict[str, Any] | None = None  # an imported run directory: its path and own run_id
 
 
-def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
     found = _all(con, sql, params, json_columns)
     return found[0] if found else None
 
 
-def _all(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def _all(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any], json_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     return rows(con.sql(sql, params=params).to_arrow_table(), json_columns)
 
 
@@ -81,7 +81,7 @@ _NATIVE_EPISODES_OF_CASE = (
 )
 _LISTED = 6  # a case's episodes named in the error (one more is fetched to know there are more)
 _IMPORTED_RUNS_OF_EPISODE = "SELECT DISTINCT run_id FROM imported_episodes WHERE episode_id = $episode AND ($run IS NULL OR run_id = $run)"
-_IMPORTED_FROM = "SELECT path, source_run_id FROM imported_runs WHERE run_id = ?"
+IMPORTED_FROM_SQL = "SELECT path, source_run_id FROM imported_runs WHERE run_id = $run"
 _EPISODE_SQL = {
     "episode": "SELECT * FROM episodes WHERE run_id = ? AND episode_id = ?",
     "timeline": "SELECT step, attempt, type, payload FROM events WHERE run_id = ? AND episode_id = ? AND step IS NOT NULL ORDER BY seq",
@@ -107,7 +107,7 @@ def explain_episode(log: EventLog, episode_id: str, run_id: str | None = None) -
 def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: str, run_id: str | None) -> EpisodeStory:
     params = {"episode": episode_id, "run": run_id}
     native = {r[0] for r in con.execute(_NATIVE_RUNS_OF_EPISODE, params).fetchall()}
-    log.add_views(con, materialize=False, for_query=f"{_IMPORTED_RUNS_OF_EPISODE} {_IMPORTED_FROM}")
+    log.add_views(con, materialize=False, for_query=f"{_IMPORTED_RUNS_OF_EPISODE} {IMPORTED_FROM_SQL}")
     candidates = sorted(native | {r[0] for r in con.execute(_IMPORTED_RUNS_OF_EPISODE, params).fetchall()})
     if not candidates:
         if run_id is not None and not con.execute("SELECT 1 FROM events WHERE run_id = ? LIMIT 1", [run_id]).fetchall():
@@ -121,7 +121,7 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
         raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
     run = candidates[0]
     keys = [run, episode_id]
-    imported_from = _one(con, _IMPORTED_FROM, [run])
+    imported_from = _one(con, IMPORTED_FROM_SQL, {"run": run})
     if imported_from is not None:
         story = imported_stories(con, run, imported_from, episode_id)[0]
         return replace(story, dataset=explain_dataset_decision(log, episode_id, source_id=run))

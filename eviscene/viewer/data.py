@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from eviscene.analysis.why import IMPORTED_STORIES_READ, EpisodeStory, imported_stories
+from eviscene.analysis.why import IMPORTED_FROM_SQL, IMPORTED_STORIES_READ, EpisodeStory, imported_stories
 from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
@@ -66,9 +66,12 @@ WHERE run_id = $run
 _SEARCHED_EPISODES_SQL = """
 SELECT episode_id FROM events WHERE run_id = $run
   AND type IN ('model.called', 'tool.returned', 'perception.reported', 'judgment.made') AND payload::VARCHAR ILIKE $search ESCAPE '\\'"""
+# The CASE ties the text test to the trace files: pushed below the join on its own, DuckDB
+# decoded every blob of the log, and one not UTF-8 (any imported file) failed the search.
 _SEARCHED_IMPORTED_EPISODES_SQL = """
 SELECT f.episode_id FROM imported_files f JOIN blobs b ON b.sha256 = f.blob_sha256
-WHERE f.import_id = $run AND f.kind = 'trace' AND decode(b.content) ILIKE $search ESCAPE '\\'"""
+WHERE f.import_id = $run AND f.kind = 'trace'
+  AND CASE WHEN f.kind = 'trace' THEN decode(b.content) ILIKE $search ESCAPE '\\' OR decode(b.content) ILIKE $escaped ESCAPE '\\' END"""
 EPISODE_LIST_COLUMNS = (
     "episode_id", "case_id", "rollout_index", "termination", "verdict", "gold_label", "result_correct",
     "confidence", "total_tool_calls", "llm_api_calls", "time_taken", "reward", "hard_trace_audit_pass",
@@ -92,11 +95,13 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | lis
 # scans of `events` (the views group and join by run_id), so it reads that run's events only.
 _RUN_ROW_SQL = "SELECT * FROM runs WHERE run_id = $run"
 # An imported run carries no gold: its accuracy is rollout 0's correctness as its
-# process_metrics.jsonl recorded it (as `runs compare` scores it), and it has no macro-F1.
+# process_metrics.jsonl recorded it (as `runs compare` scores it; none without a recorded
+# correctness), and it has no macro-F1.
 _ALL_RUN_METRICS_SQL = """
 SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics
 UNION ALL
-SELECT run_id, avg(coalesce(result_correct, false)::INTEGER), NULL FROM imported_episodes WHERE rollout_index = 0 GROUP BY run_id
+SELECT run_id, CASE WHEN count(result_correct) > 0 THEN avg(coalesce(result_correct, false)::INTEGER) END, NULL
+FROM imported_episodes WHERE rollout_index = 0 GROUP BY run_id
 """
 _RUN_METRICS_SQL = f"SELECT accuracy, macro_f1 FROM ({_ALL_RUN_METRICS_SQL}) WHERE run_id = $run"
 # Every run at once, when none is known yet (one pass over the log beats one per run).
@@ -303,10 +308,11 @@ _DASHBOARD_SQL = {
 # An imported run directory holds no events: what its run_results.jsonl, process_metrics.jsonl
 # and trajectory_scores.jsonl recorded (imported_episodes), the rest of the dashboard empty.
 _IMPORTED_DASHBOARD_SQL = {
-    "calibration": _CALIBRATION_SQL.format(relation="imported_episodes", correct="coalesce(result_correct, false)"),
+    "calibration": _CALIBRATION_SQL.format(relation="(SELECT * FROM imported_episodes WHERE result_correct IS NOT NULL)",
+                                           correct="result_correct"),
     "terminations": _TERMINATIONS_SQL.format(relation="imported_episodes"),
     "tool_calls_per_episode": _TOOL_CALLS_SQL.format(relation="imported_episodes", finished="termination IS NOT NULL"),
-    "imported_from": "SELECT path, source_run_id, imported_at FROM imported_runs WHERE run_id = $run",
+    "imported_from": IMPORTED_FROM_SQL,
 }
 _IMPORTED_HISTOGRAMS = (
     ("duration", "imported_episodes", "time_taken"),
@@ -439,6 +445,16 @@ def _plotted(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache
     return found
 
 
+def _dashboard_numbers(con: duckdb.DuckDBPyConnection, log: EventLog, head: RunHead, cache: ResultCache, sealed: bool) -> dict[str, Any]:
+    """What the dashboard plots of the run at `head`, from the cache or computed (a native
+    run's or an imported run directory's) and kept under that head."""
+    found = cache.get("dashboard", head)
+    if found is None:
+        computed = _plotted_imported(con, log, head.run_id) if is_imported_run(con, head.run_id) else _plotted(con, log, head, cache, sealed)
+        found = cache.put("dashboard", head, computed)
+    return found
+
+
 def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait_s: float | None = None) -> dict[str, Any]:
     """The run's row and what its dashboard plots, computed once per run head. With `wait_s`,
     a live run's first dashboard is computed on a thread of its own: until it has finished,
@@ -456,11 +472,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
         if head is None:
             raise no_run_error(run_id, log.path)
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
-        plotted = cache.get("dashboard", head)
-        if plotted is None:
-            computed = _plotted_imported(con, log, run_id) if is_imported_run(con, run_id) else _plotted(con, log, head, cache, sealed)
-            plotted = cache.put("dashboard", head, computed)
-        return head, plotted, export
+        return head, _dashboard_numbers(con, log, head, cache, sealed), export
 
     head, plotted, export = read(log, "", reader, views=False)
     if run is None:  # a live run's row comes with its dashboard, from the same snapshot
@@ -485,8 +497,7 @@ def precompute(log: EventLog, run_ids: list[str]) -> None:
 
         def plotted(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any]]:
             head = run_head(con, run_id)
-            found = cache.get("dashboard", head)
-            return head, found if found is not None else cache.put("dashboard", head, _plotted(con, log, head, cache, sealed=True))
+            return head, _dashboard_numbers(con, log, head, cache, sealed=True)
 
         found = read(log, "", row_of, materialize=False, views=False)
         if found is None:
@@ -634,9 +645,9 @@ def episode_list(
     if predicate.strip():
         predicate = validate_predicate(predicate)
     if search.strip():
-        # Payloads and traces are stored as JSON: match the text as it is written there, then as a literal.
-        as_json = json.dumps(search.strip(), ensure_ascii=False)[1:-1]
-        params["search"] = "%" + as_json.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # Payloads and traces are stored as JSON: match the text as it is written there, then as a
+        # literal (an imported trace may escape what is not ASCII, as Python's json writes it).
+        params["search"] = _like_pattern(json.dumps(search.strip(), ensure_ascii=False)[1:-1])
     page = max(1, page)
     order = f'"{sort}" {"DESC" if descending else "ASC"} NULLS LAST, episode_id'
     cache = cache or ResultCache(log.path)
@@ -645,6 +656,8 @@ def episode_list(
         head = run_head(con, run_id)
         imported = is_imported_run(con, run_id)
         listed, searched = (IMPORTED_EPISODE_LIST_SQL, _SEARCHED_IMPORTED_EPISODES_SQL) if imported else (EPISODE_LIST_SQL, _SEARCHED_EPISODES_SQL)
+        if imported and search.strip():
+            params["escaped"] = _like_pattern(json.dumps(search.strip())[1:-1])
         where = ["run_id = $run", *([f"({predicate})"] if predicate.strip() else []), *([f"episode_id IN ({searched})"] if search.strip() else [])]
         filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
         reads = f"{searched if search.strip() else ''} {predicate}"  # what the filter reads besides the list
@@ -663,6 +676,11 @@ def episode_list(
         return EpisodePage(found, total, page, page_size)
 
     return read(log, "", reader, views=False)
+
+
+def _like_pattern(text: str) -> str:
+    """`text` anywhere, as a LIKE pattern escaped with a backslash."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 # ------------------------------------------------------------------------------- episode
@@ -722,8 +740,8 @@ def episode_stories(
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]] | list[EpisodeStory]:
         if is_imported_run(con, run_id):
             narrow_to_runs(con, (run_id,))
-            log.add_views(con, materialize=False, for_query=f"{_IMPORTED_STORIES_SQL} {IMPORTED_STORIES_READ}")
-            imported_from = fetch(con, _IMPORTED_STORIES_SQL, {"run": run_id})[0]
+            log.add_views(con, materialize=False, for_query=f"{IMPORTED_FROM_SQL} {IMPORTED_STORIES_READ}")
+            imported_from = fetch(con, IMPORTED_FROM_SQL, {"run": run_id})[0]
             return imported_stories(con, run_id, imported_from, episode_id)
         if episode_id is None:
             narrow_to_runs(con, (run_id,))
@@ -764,9 +782,6 @@ def episode_stories(
         }
         for episode in data["episodes"]
     ]
-
-
-_IMPORTED_STORIES_SQL = "SELECT path, source_run_id FROM imported_runs WHERE run_id = $run"
 
 
 def _imported_episode_stories(

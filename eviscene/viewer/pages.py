@@ -8,6 +8,7 @@ import html
 import json
 import re
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -433,7 +434,7 @@ def _kv_table(pairs: list[tuple[str, Any]]) -> str:
 def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image: Callable[[str], str | None]) -> str:
     e, run_id = story["episode"], story["run_id"]
     basis = [b for b in e.get("verdict_basis") or [] if isinstance(b, dict)]  # an imported row's may hold anything
-    cited = {b.get("evidence_id") for b in basis}
+    cited = {b["evidence_id"] for b in basis if isinstance(b.get("evidence_id"), str)}
     correct = e.get("result_correct")
     head = (
         f'<p class="crumbs"><a href="{attr(links.runs())}">Runs</a> › <a href="{attr(links.dashboard(run_id))}">{esc(run_id)}</a> › '
@@ -465,7 +466,7 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
                 if evidence_rows else '<p class="muted">No evidence was shown.</p>')
     timeline = f'<ol class="timeline">{"".join(_event(ev, cited, image) for ev in story["events"])}</ol>'
     if imported:  # no events: say where the episode's steps are rather than show none
-        trace = f'{imported["path"]}/{e.get("trace_path") or "traces/"}'
+        trace = str(PurePosixPath(imported["path"]) / (e.get("trace_path") or "traces"))  # an absolute trace_path as it is
         timeline = (f'<p class="note">An imported run directory: the log holds its files, not its events. This episode\'s '
                     f'steps are in its trace, <code>{esc(trace)}</code>, as imported.</p>')
         evidence = '<p class="muted">In its trace (see the timeline).</p>'
@@ -559,7 +560,9 @@ def compare_page(data: dict[str, Any], links: Links) -> str:
         for r in data["labels"]
     )
     tool_rows = "".join(
-        f'<tr><td>{esc(r["tool"])}</td><td class="num">{r["calls_a"]}</td><td class="num">{r["calls_b"]}</td>'
+        # a run with no finished episode in `episodes` (an imported one) has no tool calls the log knows
+        f'<tr><td>{esc(r["tool"])}</td><td class="num">{"–" if r["per_episode_a"] is None else r["calls_a"]}</td>'
+        f'<td class="num">{"–" if r["per_episode_b"] is None else r["calls_b"]}</td>'
         f'<td class="num">{fmt(r["per_episode_a"], 2)}</td><td class="num">{fmt(r["per_episode_b"], 2)}</td>'
         f'<td class="num delta">{_difference(r["per_episode_a"], r["per_episode_b"])}</td></tr>'
         for r in data["tools"]

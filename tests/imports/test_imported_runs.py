@@ -643,5 +643,34 @@ def test_values_of_another_type_in_an_imported_directory_read_as_blanks_not_as_e
                  f"/run/{imported}/episode/case-A--r000"):
         status, _, body = viewer.route(path, {})
         assert status == 200 and imported.encode() in body, path
-    # the one rollout 0 left (case-B's) was wrong
-    assert b'data-stat="accuracy">0.000<' in viewer.route(f"/run/{imported}", {})[2]
+    # no rollout 0 left with a correctness that reads: no accuracy
+    assert b'data-stat="accuracy">\xe2\x80\x93<' in viewer.route(f"/run/{imported}", {})[2]
+
+
+def test_an_imported_run_s_pages_after_a_seal_without_recorded_correctness(tmp_path):
+    """`log seal` files each run's dashboard beside the log, computed as the page computes it:
+    an imported run's was the native computation's (empty, and kept for good under the import's
+    head). Without a process_metrics.jsonl the run has no accuracy (not "all wrong"); a basis
+    whose evidence_id is a list broke its episode page; a trace that escapes what is not ASCII
+    (Python's json.dumps) is found by the text it holds."""
+    from eviscene.viewer import data
+    from eviscene.viewer.server import Viewer
+
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "process_metrics.jsonl").unlink()
+    results = [dict(r) for r in RESULTS]
+    results[0]["verdict_basis"] = [{"evidence_id": ["ev-1"], "finding": "a list"}]
+    (run / "run_results.jsonl").write_bytes(_jsonl(results))
+    (run / "traces" / "case-A--r001.json").write_text(json.dumps({"image_id": "case-A--r001", "state": {"note": "café"}}), encoding="utf-8")
+    imported = import_path(log, run).import_id
+    sealed = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal", imported])
+    assert sealed.exit_code == 0, sealed.output
+
+    viewer = Viewer(log)
+    status, _, board = viewer.route(f"/run/{imported}", {})
+    assert status == 200 and b"data-imported" in board  # the imported run's dashboard, not an empty native one
+    assert b'data-stat="accuracy">\xe2\x80\x93<' in board and b'data-stat="ece">\xe2\x80\x93<' in board  # "–": nothing recorded
+    assert b'data-stat="episodes_finished">3 / 3<' in board
+    assert viewer.route(f"/run/{imported}/episode/case-A--r000", {})[0] == 200
+    assert [r["episode_id"] for r in data.episode_list(log, imported, search="café").rows] == ["case-A--r001"]
