@@ -143,6 +143,10 @@ MESSAGES = [{"role": "system", "content": "You verify images."}, {"role": "user"
     ("run_dir/run_results.jsonl", {"case_id": "c1", "episode_id": "e", "prompt_group_id": "g", "rollout_index": -1, "sampling_seed": 1,
                                    "verdict": None, "confidence": None, "termination": "error", "time_taken": 0.1,
                                    "total_tool_calls": 0, "llm_api_calls": 0, "trace_path": "traces/e.json"}, "less than the minimum"),
+    # seed 000's row for an episode whose trace went missing: no episode_id, no training fields
+    ("run_dir/trajectory_scores.jsonl", {"schema_version": "ifv-trajectory-score-v2", "case_id": "c1",
+                                         "components": {"result_reward": 0.0}, "total": 0.0}, None),
+    ("run_dir/trajectory_scores.jsonl", {"schema_version": "ifv-trajectory-score-v2", "case_id": "c1", "components": {}}, "'total' is a required property"),
     ("dataset/sft.jsonl", {"schema_version": "v", "dataset_version": "v", "case_id": "c1", "episode_id": "e", "images": [],
                            "messages": MESSAGES, "split": "train", "split_group_id": "g", "token_count_estimate": 1,
                            "tool_call_count": 0}, None),

@@ -181,6 +181,8 @@ def _imported_story(row: dict[str, Any], imported_from: dict[str, Any]) -> Episo
     components, total = row.pop("score_components"), row.pop("score_total")
     eligible, reasons = row.pop("training_eligible"), row.pop("exclusion_reasons")
     audit = {key: row.pop(key) for key in ("hard_trace_audit_pass", "strict_trace_audit_pass")}
+    # The directory's files hold whatever they hold: a value of another shape reads as none.
+    eligible = eligible if isinstance(eligible, bool) else None
     return EpisodeStory(
         run_id=row["run_id"],
         episode=row,
@@ -191,9 +193,10 @@ def _imported_story(row: dict[str, Any], imported_from: dict[str, Any]) -> Episo
              for f in (failures if isinstance(failures, list) else []) if isinstance(f, dict)),
             key=lambda f: (str(f["code"]), str(f["detail"])),
         ),
-        score={"components": components or {}, "total": total} if scored else None,
+        score={"components": components if isinstance(components, dict) else {}, "total": total} if scored else None,
         metrics=None,
-        eligibility={"sft_training_eligible": eligible, "rl_reward_eligible": None, "exclusion_reasons": list(reasons or [])}
+        eligibility={"sft_training_eligible": eligible, "rl_reward_eligible": None,
+                     "exclusion_reasons": [str(r) for r in reasons] if isinstance(reasons, list) else []}
         if eligible is not None else None,
         imported_from=imported_from,
     )

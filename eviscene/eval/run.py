@@ -43,6 +43,7 @@ from eviscene.eval.options import (
     resolve_options,
 )
 from eviscene.events import EpisodeFinished, EpisodeScheduled, PerceptionReported, RunFinished, RunStarted
+from eviscene.imports.plan import is_import_id
 from eviscene.eval.providers import make_provider, provider_session, quota_released_on_failure, until_stopped
 from eviscene.eval.ray_executor import RayExecutor, ReleaseCheck
 from eviscene.eval.toolboxes import backend_breakers, make_toolbox, policy_path
@@ -209,6 +210,9 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     the name meanwhile. A run of that name in the log is an error, never a second run under
     one id, and so is one another process holds (named). A folder left by a run killed before
     its first commit (nothing committed, nobody holding its lock) is taken over."""
+    if is_import_id(run_id):  # an import of that id would join this run's events, and be read as one run
+        raise _NameTaken(f"run id {run_id!r} has the form of an import's id (`eviscene import` names what it brings in so); "
+                         "choose another --output-dir or --run-id")
     folder = run_folder(log.path, run_id)
     claim = RunLock(folder / "writer.lock", run_id)
     holder = claim.try_acquire()

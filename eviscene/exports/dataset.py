@@ -114,17 +114,20 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
 
 def _native_or_imported_run(log: EventLog, run: str) -> tuple[str, bool]:
     """(source id, is native) for a --run value: a native run id, or an imported run
-    directory named by its import id or by the run_id in its manifest."""
+    directory named by its import id or by the run_id in its manifest, which must name one."""
     if log.sql("SELECT count(*) AS n FROM run_manifests WHERE run_id = ?", [run])["n"][0].as_py():
         return run, True
     found = log.sql(
-        "SELECT import_id FROM import_sources WHERE source_kind = 'run_dir' AND (import_id = ? OR metadata->>'run_id' = ?) "
-        "ORDER BY imported_at DESC",
+        "SELECT import_id, path FROM import_sources WHERE source_kind = 'run_dir' AND (import_id = ? OR metadata->>'run_id' = ?) "
+        "ORDER BY import_id",
         [run, run],
-    )["import_id"].to_pylist()
+    ).to_pylist()
     if not found:
         raise DatasetExportError(f"no run {run!r} in {log.path}; `eviscene runs` lists native runs, `eviscene import` adds run directories")
-    return found[0], False
+    if len(found) > 1:  # two directories of one run id (a run and an edited copy, say): which one is the user's to say
+        named = ", ".join(f"{r['import_id']} ({r['path']})" for r in found)
+        raise DatasetExportError(f"run {run!r} names {len(found)} imported run directories: {named}; name one by its import id")
+    return found[0]["import_id"], False
 
 
 def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:

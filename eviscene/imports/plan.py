@@ -7,6 +7,7 @@ same source twice finds the run already in the log and writes nothing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -60,3 +61,11 @@ class ImportPlan:
     @property
     def import_id(self) -> str:
         return f"import-{self.digest[:32]}"
+
+
+_IMPORT_ID = re.compile(r"import-[0-9a-f]{32}")
+
+
+def is_import_id(run_id: str) -> bool:
+    """Whether `run_id` has an import's form (ImportPlan.import_id): no native run may take one."""
+    return _IMPORT_ID.fullmatch(run_id) is not None

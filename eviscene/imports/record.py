@@ -9,6 +9,7 @@ from pathlib import Path
 
 from eviscene.events import ArtifactImported
 from eviscene.errors import LogLockedError
+from eviscene.imports.errors import ArtifactError
 from eviscene.imports.plan import ImportPlan
 from eviscene.imports.sources import plan_import
 from eviscene.rules.blocking import run_blocking
@@ -77,6 +78,9 @@ def record_import(log: EventLog, plan: ImportPlan) -> ImportResult:
     result = ImportResult(plan.import_id, plan.source_kind, str(plan.root), len(plan.files), "already imported")
     if imported_whole(log, plan):
         return result
+    native = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type <> 'artifact.imported'", [plan.import_id])
+    if native["n"][0].as_py():  # a run named so before run ids of that form were refused: the two would read as one
+        raise ArtifactError(f"{plan.root}: its import id {plan.import_id} names a run of this log that is no import; not imported")
     with settled_heap():  # the plan holds every file's content and metadata until the write ends
         run_blocking(_write, log, plan)
     try:

@@ -431,9 +431,15 @@ def _kv_table(pairs: list[tuple[str, Any]]) -> str:
     return '<table class="kv">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(fmt(v))}</td></tr>" for k, v in pairs) + "</table>"
 
 
+def _outcome(value: bool | None, yes: str, no: str) -> str:
+    """A gate's outcome; none where nothing was recorded (an imported directory's row may lack it)."""
+    return badge(yes, "ok") if value is True else badge(no, "bad") if value is False else badge("not recorded")
+
+
 def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image: Callable[[str], str | None]) -> str:
     e, run_id = story["episode"], story["run_id"]
-    basis = [b for b in e.get("verdict_basis") or [] if isinstance(b, dict)]  # an imported row's may hold anything
+    recorded = e.get("verdict_basis")  # an imported row's may hold anything
+    basis = [b for b in recorded if isinstance(b, dict)] if isinstance(recorded, list) else []
     cited = {b["evidence_id"] for b in basis if isinstance(b.get("evidence_id"), str)}
     correct = e.get("result_correct")
     head = (
@@ -469,7 +475,7 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
         trace = str(PurePosixPath(imported["path"]) / (e.get("trace_path") or "traces"))  # an absolute trace_path as it is
         timeline = (f'<p class="note">An imported run directory: the log holds its files, not its events. This episode\'s '
                     f'steps are in its trace, <code>{esc(trace)}</code>, as imported.</p>')
-        evidence = '<p class="muted">In its trace (see the timeline).</p>'
+        evidence = '<p class="muted">In its trace, whose path the timeline names.</p>'
     score = story["score"]
     if score:
         weights = score.get("weights") or {}
@@ -483,13 +489,13 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
     else:
         scores = '<p class="muted">Not scored (unfinished).</p>'
     audit = story["audit"]
-    audit_html = (f'<p>hard {badge("pass", "ok") if audit["hard_trace_audit_pass"] else badge("fail", "bad")} '
-                  f'strict {badge("pass", "ok") if audit["strict_trace_audit_pass"] else badge("fail", "bad")}</p>' if audit else "")
+    audit_html = (f'<p>hard {_outcome(audit["hard_trace_audit_pass"], "pass", "fail")} '
+                  f'strict {_outcome(audit["strict_trace_audit_pass"], "pass", "fail")}</p>' if audit else "")
     audit_html += ("<ul>" + "".join(f'<li>{badge(f["severity"], "warn")} <b>{esc(f["code"])}</b> {esc(f["detail"])}</li>' for f in story["failures"]) + "</ul>"
                    if story["failures"] else '<p class="muted">No audit failure.</p>')
     el = story["eligibility"]
-    eligibility = (f'<p>SFT {badge("eligible", "ok") if el["sft_training_eligible"] else badge("not eligible", "bad")} '
-                   f'RL reward {badge("eligible", "ok") if el["rl_reward_eligible"] else badge("not eligible", "bad")}</p>'
+    eligibility = (f'<p>SFT {_outcome(el["sft_training_eligible"], "eligible", "not eligible")} '
+                   f'RL reward {_outcome(el["rl_reward_eligible"], "eligible", "not eligible")}</p>'
                    + "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in el["exclusion_reasons"] or []) + "</ul>") if el else ""
     siblings = "".join(
         f'<div class="sibling{" current" if m["episode_id"] == e["episode_id"] else ""}">'
@@ -501,7 +507,7 @@ def episode_page(story: dict[str, Any], run: dict[str, Any], links: Links, image
     )
     group = story["group"][0] if story["group"] else None
     if imported:
-        siblings = '<p class="muted">Not in the log: its directory\'s post_rollout_rewards.jsonl records the group.</p>'
+        siblings = '<p class="muted">Its directory\'s post_rollout_rewards.jsonl (imported with it) records the group; this page does not read it.</p>'
     group_note = (f'<p class="muted">group mean {fmt(group["reward_mean"])}, std {fmt(group["reward_std"])}'
                   + (" · zero variance: no learning signal" if group["is_std_zero"] else "") + "</p>") if group else ""
     fate = story["dataset"]

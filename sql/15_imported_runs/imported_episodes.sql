@@ -8,17 +8,22 @@
 -- reads as NULL: one odd row of one import must not stop every reader of the log's runs.
 CREATE OR REPLACE VIEW imported_episodes AS
 WITH results AS (
-    SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows WHERE kind = 'run_results'
+    -- a row naming no episode (an older seed's) is no episode of the run
+    SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows
+    WHERE kind = 'run_results' AND coalesce(trim(row->>'episode_id'), '') <> ''
 ),
 metrics AS (
     SELECT run_id, row->>'episode_id' AS episode_id, TRY_CAST(row->>'result_correct' AS BOOLEAN) AS result_correct,
            TRY_CAST(row->>'hard_trace_audit_pass' AS BOOLEAN) AS hard_trace_audit_pass,
            TRY_CAST(row->>'strict_trace_audit_pass' AS BOOLEAN) AS strict_trace_audit_pass
     FROM imported_run_rows WHERE kind = 'process_metrics'
+    QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 ),
 scores AS (
+    -- an episode's last row, as seed 002 reads trajectory_scores.jsonl (so process_metrics too)
     SELECT run_id, row->>'episode_id' AS episode_id, row AS trajectory_score
     FROM imported_run_rows WHERE kind = 'trajectory_scores'
+    QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 )
 SELECT
     r.run_id,

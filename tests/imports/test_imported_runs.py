@@ -15,6 +15,7 @@ import socket
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from click.testing import CliRunner
 
@@ -23,10 +24,13 @@ from eviscene.analysis.why import explain_episode
 from eviscene.cli.main import cli
 from eviscene.exports.run_dir import materialize_run
 from eviscene.imports import import_path, plan_import, record_import
+from eviscene.imports.errors import ArtifactError
 from eviscene.imports.record import _drafts
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 
 VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
+RELEASE_CASES = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1" / "runtime_input" / "cases.jsonl"
 
 
 def _views_fixtures():
@@ -674,3 +678,94 @@ def test_an_imported_run_s_pages_after_a_seal_without_recorded_correctness(tmp_p
     assert b'data-stat="episodes_finished">3 / 3<' in board
     assert viewer.route(f"/run/{imported}/episode/case-A--r000", {})[0] == 200
     assert [r["episode_id"] for r in data.episode_list(log, imported, search="café").rows] == ["case-A--r001"]
+
+
+def test_a_native_run_and_an_import_never_share_a_run_id(tmp_path):
+    """A native run named like an import (`import-` and 32 hex digits) read as one run with the
+    import of that id: its events under the import's, the run gone from `runs`, `log verify`
+    failing. `eval run` refuses such a name; an import meeting a run of its id (a log from
+    before) is refused, naming it."""
+    from eviscene.events import RunStarted
+    from eviscene.imports import plan_import
+
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    import_id = plan_import(run).import_id
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "eval", "run", "--benchmark", str(RELEASE_CASES), "--limit", "1",
+                                   "--run-id", import_id])
+    assert out.exit_code == 2 and f"run id {import_id!r} has the form of an import's id" in out.output, out.output
+
+    async def native_run_of_that_id():
+        async with log.writer(import_id) as writer:
+            await writer.emit(EventDraft(RunStarted(started_at="2026-11-30T00:00:00+00:00", git_commit="x", benchmark={},
+                                                    agent={}, source_access_policy={}, config={})))
+
+    anyio.run(native_run_of_that_id)
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and f"its import id {import_id} names a run of this log that is no import; not imported" in out.output
+    assert log.sql("SELECT count(*) AS n FROM events WHERE type = 'artifact.imported'")["n"][0].as_py() == 0
+
+
+def test_a_run_directory_naming_an_episode_twice_is_refused_and_a_row_naming_none_is_no_episode(tmp_path):
+    """Two run_results rows of one episode made `runs`, `runs compare` and the viewer count it
+    twice (and a second process_metrics row doubled it again); a row with a null episode_id
+    broke the episode list and the report."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    (run / "run_results.jsonl").write_bytes(_jsonl([*RESULTS, RESULTS[1]]))
+    with pytest.raises(ArtifactError, match=r"run_results\.jsonl:4: duplicate run result of episode case-A--r001 \(first on line 2\)$"):
+        import_path(log, run)
+    # an episode's process metrics or score twice: its last row counts (seed 002 reads scores so);
+    # a row naming no episode (the seed's for a missing trace, an older seed's result) is no episode
+    (run / "process_metrics.jsonl").write_bytes(_jsonl([
+        {"episode_id": "case-A--r000", "result_correct": False}, {"case_id": "case-B", "engineering_error": True},
+        {"episode_id": "case-A--r000", "result_correct": True}]))
+    (run / "run_results.jsonl").write_bytes(_jsonl([*RESULTS, {**RESULTS[2], "episode_id": None}]))
+    imported = import_path(log, run).import_id
+    assert log.sql("SELECT episode_id, result_correct FROM imported_episodes ORDER BY episode_id").to_pylist() == [
+        {"episode_id": "case-A--r000", "result_correct": True}, {"episode_id": "case-A--r001", "result_correct": None},
+        {"episode_id": "case-B--r000", "result_correct": None}]
+    from eviscene.viewer.server import Viewer
+
+    for path in (f"/run/{imported}/episodes", f"/run/{imported}"):
+        assert Viewer(log).route(path, {})[0] == 200
+
+
+def test_an_imported_episode_s_odd_values_read_as_not_recorded(tmp_path):
+    """A score's components as a string, its exclusion reasons as a number, its eligibility as
+    the string "false" and a verdict_basis of 5 broke the episode page and `why` (or read "false"
+    as eligible); an audit the directory did not record read as a failure."""
+    from eviscene.viewer.server import Viewer
+
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    results = [dict(r) for r in RESULTS]
+    results[0]["verdict_basis"] = 5
+    (run / "run_results.jsonl").write_bytes(_jsonl(results))
+    (run / "trajectory_scores.jsonl").write_bytes(_jsonl([
+        {"episode_id": "case-A--r000", "components": "high", "total": 0.5, "training_eligible": "false", "training_exclusion_reasons": 7},
+    ]))
+    (run / "process_metrics.jsonl").write_bytes(_jsonl([{"episode_id": "case-A--r000", "result_correct": True, "strict_trace_audit_pass": True}]))
+    imported = import_path(log, run).import_id
+    story = explain_episode(log, "case-A--r000", imported)
+    assert (story.score, story.eligibility) == ({"components": {}, "total": 0.5}, None)
+    assert story.audit == {"hard_trace_audit_pass": None, "strict_trace_audit_pass": True}
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
+    assert out.exit_code == 0, out.output
+    status, _, page = Viewer(log).route(f"/run/{imported}/episode/case-A--r000", {})
+    assert status == 200
+    assert b'hard <span class="badge ">not recorded</span> strict <span class="badge ok">pass</span>' in page
+
+
+def test_dataset_export_refuses_a_run_id_two_imported_directories_share(tmp_path):
+    """Two directories of run `r` (a run and an edited copy): `dataset export --run r` took the
+    newest import silently; it names both, and each is exported by its import id."""
+    log = EventLog(tmp_path / "log.duckdb")
+    first = import_path(log, write_seed_run_dir(tmp_path / "one", run_id="r")).import_id
+    copy = write_seed_run_dir(tmp_path / "two", run_id="r")
+    (copy / "notes.txt").write_text("edited", encoding="utf-8")
+    second = import_path(log, copy).import_id
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run", "r", "--out", str(tmp_path / "ds")])
+    assert out.exit_code != 0
+    assert f"run 'r' names 2 imported run directories: {min(first, second)}" in out.output
+    assert "name one by its import id" in out.output and not (tmp_path / "ds").exists()
