@@ -76,29 +76,32 @@ def test_the_bundled_release_validates():
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    """A real run of three cases, two rollouts each, its run directory and its dataset export."""
+    """Real runs of the bundled release, their run directories and a dataset export: three
+    cases of two rollouts, and two cases of one (a group of one has no reward std)."""
     root = tmp_path_factory.mktemp("formats")
     db = str(root / "log.duckdb")
-    run = CliRunner().invoke(cli, ["--db", db, "eval", "run", "--benchmark", str(RELEASE / "runtime_input" / "cases.jsonl"),
-                                   "--limit", "3", "--rollouts-per-case", "2", "--output-dir", str(root / "run")])
-    assert run.exit_code == 0, run.output
+    for name, rollouts, cases in (("run", "2", "3"), ("single", "1", "2")):
+        run = CliRunner().invoke(cli, ["--db", db, "eval", "run", "--benchmark", str(RELEASE / "runtime_input" / "cases.jsonl"),
+                                       "--limit", cases, "--rollouts-per-case", rollouts, "--output-dir", str(root / name)])
+        assert run.exit_code == 0, run.output
     export = CliRunner().invoke(cli, ["--db", db, "dataset", "export", "--run", "run", "--out", str(root / "dataset"),
                                       "--allow-training-prohibited"])
     assert export.exit_code == 0, export.output
-    return root / "run", root / "dataset"
+    return root / "run", root / "dataset", root / "single"
 
 
-def test_every_file_of_a_run_directory_validates(written):
-    run_dir, _ = written
+@pytest.mark.parametrize(("folder", "episodes"), [(0, 6), (2, 2)])
+def test_every_file_of_a_run_directory_validates(written, folder, episodes):
+    run_dir = written[folder]
     files = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file())
-    assert len(files) == 12 + 6  # the seed's twelve files and one trace an episode
+    assert len(files) == 12 + episodes  # the seed's twelve files and one trace an episode
     for relative in files:
         assert (FORMATS / f"{run_dir_schema(relative)}.schema.json").is_file(), f"no schema for {relative}"
         assert errors(run_dir_schema(relative), run_dir / relative) == [], relative
 
 
 def test_every_file_of_a_dataset_export_validates(written):
-    _, dataset = written
+    _, dataset, _ = written
     manifest = json.loads((dataset / "manifest.json").read_text(encoding="utf-8"))
     files = sorted(p.name for p in dataset.iterdir())
     assert files == sorted(["manifest.json", *manifest["artifacts"].values()])
@@ -143,6 +146,19 @@ MESSAGES = [{"role": "system", "content": "You verify images."}, {"role": "user"
     ("run_dir/run_results.jsonl", {"case_id": "c1", "episode_id": "e", "prompt_group_id": "g", "rollout_index": -1, "sampling_seed": 1,
                                    "verdict": None, "confidence": None, "termination": "error", "time_taken": 0.1,
                                    "total_tool_calls": 0, "llm_api_calls": 0, "trace_path": "traces/e.json"}, "less than the minimum"),
+    # seed 000's stand-in rows of an episode that did not finish (its keys alone, nulls where it has none)
+    ("run_dir/run_results.jsonl", {"case_id": "c1", "episode_id": "e", "prompt_group_id": "g", "rollout_index": 0, "sampling_seed": 1,
+                                   "verdict": "error", "confidence": 0.0, "termination": None, "error": "not finished",
+                                   "time_taken": None, "total_tool_calls": None, "llm_api_calls": None, "token_usage": None,
+                                   "trace_path": None, "verdict_basis": None}, None),
+    ("run_dir/post_rollout_rewards.jsonl", {"schema_version": "ifv-post-rollout-deterministic-v1", "prompt_group_id": "g",
+                                            "case_id": "c1", "episode_id": "e", "classification_correct": False,
+                                            "fatal_engineering_error": True, "strict_trace_audit_pass": False,
+                                            "training_prohibited": False, "step_ids": [], "process_components": {}}, None),
+    ("run_dir/reference_chain_metrics.jsonl", {"schema_version": "v", "case_id": "c1", "engineering_error": True,
+                                               "error": "canonical trace is missing", "metrics": None}, None),
+    ("run_dir/rollout_groups.jsonl", {"schema_version": "v", "prompt_group_id": "g", "case_id": "c1", "episode_id": "e",
+                                      "rollout_index": 0, "trace_path": None}, None),
     # seed 000's row for an episode whose trace went missing: no episode_id, no training fields
     ("run_dir/trajectory_scores.jsonl", {"schema_version": "ifv-trajectory-score-v2", "case_id": "c1",
                                          "components": {"result_reward": 0.0}, "total": 0.0}, None),

@@ -20,10 +20,10 @@ WITH scored AS (
     FROM episodes e JOIN gold_labels g USING (run_id, case_id)
     WHERE e.rollout_index = 0 AND e.run_id IN ($a, $b)
     UNION ALL
-    -- an imported run carries no gold: its process_metrics.jsonl recorded each correctness
-    SELECT run_id, case_id, verdict, NULL, coalesce(result_correct, false)
+    -- an imported run carries no gold: it is scored by the correctness it recorded
+    SELECT run_id, case_id, verdict, NULL, scored_correct
     FROM imported_episodes
-    WHERE rollout_index = 0 AND run_id IN ($a, $b)
+    WHERE rollout_index = 0 AND run_id IN ($a, $b) AND scored_correct IS NOT NULL
 )
 SELECT a.case_id, coalesce(a.label, b.label) AS label, a.verdict AS verdict_a, b.verdict AS verdict_b, a.correct AS correct_a, b.correct AS correct_b
 FROM scored a JOIN scored b ON a.case_id = b.case_id AND a.run_id = $a AND b.run_id = $b

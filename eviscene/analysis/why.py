@@ -150,7 +150,7 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
 # each run_results.jsonl row with the audit of its process_metrics.jsonl row (and that row's
 # failures) and its trajectory_scores.jsonl score and training eligibility.
 _IMPORTED_EPISODES_SQL = """
-SELECT e.* EXCLUDE (trajectory_score),
+SELECT e.* EXCLUDE (trajectory_score, scored_correct),
        m.row->'strict_trace_audit_failures' AS audit_failures,
        e.trajectory_score IS NOT NULL AS scored,
        e.trajectory_score->'components' AS score_components,

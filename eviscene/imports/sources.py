@@ -141,7 +141,10 @@ def _run_files(root: Path) -> tuple[list[ImportedFile], dict[str, Any]]:
         if not path.is_file():
             continue
         item = _read(root, path, kind)
-        item.rows = _count_rows(path, item.content, kind)
+        if kind in ("perception_trajectories", "trajectory_sft"):
+            item.rows = _count_episode_rows(path, item.content, kind)
+        else:
+            item.rows = count_jsonl_objects(path, item.content)
         files.append(item)
     return files, manifest
 
@@ -159,35 +162,18 @@ def _trace_names(root: Path, folder: Path) -> list[str]:
     return [name for name, _ in entries]
 
 
-# The files of a run directory with one row per episode, as an error names their rows. A
-# run_results row may name none (an older seed's), which the views skip. trajectory_scores and
-# process_metrics are not here: seed 002 reads an episode's last score row, so the views do.
-_EPISODE_ROWS = {"perception_trajectories": "perception episode", "trajectory_sft": "trajectory episode",
-                 "run_results": "run result of episode"}
-_EPISODE_NAMED = ("perception_trajectories", "trajectory_sft")
-
-
-def _count_rows(path: Path, content: bytes, kind: str) -> int:
-    """The rows of a run directory's JSONL file, each checked (and an episode's once)."""
-    return _count_episode_rows(path, content, kind) if kind in _EPISODE_ROWS else count_jsonl_objects(path, content)
-
-
 def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
-    """Rows of a file with one row per episode: none names an episode a row before it named
-    (the views key them by episode: a second row would count the episode twice)."""
+    """Rows of a file with one row per episode: each names its episode, once."""
     seen: dict[str, int] = {}
-    rows, what = 0, _EPISODE_ROWS[kind]
+    what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
     for number, value in jsonl_field(path, content, "episode_id"):
-        rows += 1
         episode_id = text(value)
         if not episode_id:
-            if kind in _EPISODE_NAMED:
-                raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
-            continue
+            raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
         if episode_id in seen:
             raise ArtifactError(f"{path}:{number}: duplicate {what} {episode_id} (first on line {seen[episode_id]})")
         seen[episode_id] = number
-    return rows
+    return len(seen)
 
 
 def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -251,7 +237,7 @@ def _other_run_files(root: Path, taken: set[str]) -> list[ImportedFile]:
             parse_json_object(path, item.content)
         elif path.suffix == ".jsonl" and path.parent == root and path.stem in RUN_TABLE_FILES:
             item = _read(root, path, path.stem, relative)
-            item.rows = _count_rows(path, item.content, path.stem)
+            item.rows = count_jsonl_objects(path, item.content)
         else:
             item = _read(root, path, "run_file", relative)
         found.append(item)

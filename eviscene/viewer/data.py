@@ -94,14 +94,12 @@ def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | lis
 # One run's row of the runs view with its accuracy and macro-F1; `run_id = $run` reaches the
 # scans of `events` (the views group and join by run_id), so it reads that run's events only.
 _RUN_ROW_SQL = "SELECT * FROM runs WHERE run_id = $run"
-# An imported run carries no gold: its accuracy is rollout 0's correctness as its
-# process_metrics.jsonl recorded it (as `runs compare` scores it; none without a recorded
-# correctness), and it has no macro-F1.
+# An imported run carries no gold: its accuracy is rollout 0's `scored_correct` (as `runs
+# compare` scores it; none for a run that recorded no correctness), and it has no macro-F1.
 _ALL_RUN_METRICS_SQL = """
 SELECT DISTINCT run_id, accuracy, macro_f1 FROM classification_metrics
 UNION ALL
-SELECT run_id, CASE WHEN count(result_correct) > 0 THEN avg(coalesce(result_correct, false)::INTEGER) END, NULL
-FROM imported_episodes WHERE rollout_index = 0 GROUP BY run_id
+SELECT run_id, avg(scored_correct::INTEGER), NULL FROM imported_episodes WHERE rollout_index = 0 GROUP BY run_id
 """
 _RUN_METRICS_SQL = f"SELECT accuracy, macro_f1 FROM ({_ALL_RUN_METRICS_SQL}) WHERE run_id = $run"
 # Every run at once, when none is known yet (one pass over the log beats one per run).
@@ -308,8 +306,8 @@ _DASHBOARD_SQL = {
 # An imported run directory holds no events: what its run_results.jsonl, process_metrics.jsonl
 # and trajectory_scores.jsonl recorded (imported_episodes), the rest of the dashboard empty.
 _IMPORTED_DASHBOARD_SQL = {
-    "calibration": _CALIBRATION_SQL.format(relation="(SELECT * FROM imported_episodes WHERE result_correct IS NOT NULL)",
-                                           correct="result_correct"),
+    "calibration": _CALIBRATION_SQL.format(relation="(SELECT * FROM imported_episodes WHERE scored_correct IS NOT NULL)",
+                                           correct="scored_correct"),
     "terminations": _TERMINATIONS_SQL.format(relation="imported_episodes"),
     "tool_calls_per_episode": _TOOL_CALLS_SQL.format(relation="imported_episodes", finished="termination IS NOT NULL"),
     "imported_from": IMPORTED_FROM_SQL,

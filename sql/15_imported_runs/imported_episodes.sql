@@ -3,25 +3,32 @@
 -- key: run_id, episode_id
 -- An imported run's episodes with the columns of `episodes` its run_results.jsonl holds
 -- (the seed writes a row only for a finished episode), the correctness and trace audit its
--- process_metrics.jsonl recorded (NULL where its row has none), its trajectory_scores.jsonl row
--- and its trace's path. A value of another type than its column's (a rollout_index "first", say)
--- reads as NULL: one odd row of one import must not stop every reader of the log's runs.
+-- process_metrics.jsonl recorded (NULL where its row has none), the correctness the run is
+-- scored by (`scored_correct`: the recorded one, an episode without one wrong, as seed 000
+-- writes an engineering error's row without its episode id; NULL throughout a run that
+-- recorded none), its trajectory_scores.jsonl row and its trace's path. An episode is named
+-- as Python strips its id (a row naming none is no episode); of several rows naming one, the
+-- last counts, as seed 002 reads trajectory_scores.jsonl (keyed by episode_id, else case_id,
+-- as candidate_episodes keys it for an id that is text). A value of another type than its column's (a
+-- rollout_index "first", say) reads as NULL: one odd row of one import must not stop every
+-- reader of the log's runs.
 CREATE OR REPLACE VIEW imported_episodes AS
 WITH results AS (
-    -- a row naming no episode (an older seed's) is no episode of the run
-    SELECT run_id, row->>'episode_id' AS episode_id, row FROM imported_run_rows
-    WHERE kind = 'run_results' AND coalesce(trim(row->>'episode_id'), '') <> ''
+    SELECT run_id, py_strip(coalesce(row->>'episode_id', '')) AS episode_id, row FROM imported_run_rows
+    WHERE kind = 'run_results'
+    QUALIFY episode_id <> '' AND row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 ),
 metrics AS (
-    SELECT run_id, row->>'episode_id' AS episode_id, TRY_CAST(row->>'result_correct' AS BOOLEAN) AS result_correct,
+    SELECT run_id, py_strip(coalesce(row->>'episode_id', '')) AS episode_id,
+           TRY_CAST(row->>'result_correct' AS BOOLEAN) AS result_correct,
            TRY_CAST(row->>'hard_trace_audit_pass' AS BOOLEAN) AS hard_trace_audit_pass,
            TRY_CAST(row->>'strict_trace_audit_pass' AS BOOLEAN) AS strict_trace_audit_pass
     FROM imported_run_rows WHERE kind = 'process_metrics'
     QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 ),
 scores AS (
-    -- an episode's last row, as seed 002 reads trajectory_scores.jsonl (so process_metrics too)
-    SELECT run_id, row->>'episode_id' AS episode_id, row AS trajectory_score
+    SELECT run_id, py_strip(coalesce(nullif(row->>'episode_id', ''), row->>'case_id', '')) AS episode_id,
+           row AS trajectory_score
     FROM imported_run_rows WHERE kind = 'trajectory_scores'
     QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 )
@@ -43,6 +50,7 @@ SELECT
     r.row->'verdict_basis' AS verdict_basis,
     r.row->>'trace_path' AS trace_path,
     m.result_correct,
+    CASE WHEN count(m.result_correct) OVER (PARTITION BY r.run_id) > 0 THEN coalesce(m.result_correct, false) END AS scored_correct,
     m.hard_trace_audit_pass,
     m.strict_trace_audit_pass,
     s.trajectory_score

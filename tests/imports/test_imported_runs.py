@@ -22,9 +22,9 @@ from click.testing import CliRunner
 from eviscene.analysis.compare import compare_runs
 from eviscene.analysis.why import explain_episode
 from eviscene.cli.main import cli
+from eviscene.errors import EvisceneError
 from eviscene.exports.run_dir import materialize_run
 from eviscene.imports import import_path, plan_import, record_import
-from eviscene.imports.errors import ArtifactError
 from eviscene.imports.record import _drafts
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
@@ -706,29 +706,47 @@ def test_a_native_run_and_an_import_never_share_a_run_id(tmp_path):
     assert log.sql("SELECT count(*) AS n FROM events WHERE type = 'artifact.imported'")["n"][0].as_py() == 0
 
 
-def test_a_run_directory_naming_an_episode_twice_is_refused_and_a_row_naming_none_is_no_episode(tmp_path):
+def test_an_episode_s_rows_read_once_the_last_counting_and_a_row_naming_none_is_no_episode(tmp_path):
     """Two run_results rows of one episode made `runs`, `runs compare` and the viewer count it
-    twice (and a second process_metrics row doubled it again); a row with a null episode_id
-    broke the episode list and the report."""
+    twice (a second process_metrics row doubled it again); a row with a null episode_id broke
+    the episode list and the report. An episode's last row counts, as seed 002 reads
+    trajectory_scores.jsonl: keyed by episode_id, else case_id (seed 000's row for a missing
+    trace names only its case, whose single rollout's episode id it is), an id as Python strips it."""
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")
-    (run / "run_results.jsonl").write_bytes(_jsonl([*RESULTS, RESULTS[1]]))
-    with pytest.raises(ArtifactError, match=r"run_results\.jsonl:4: duplicate run result of episode case-A--r001 \(first on line 2\)$"):
-        import_path(log, run)
-    # an episode's process metrics or score twice: its last row counts (seed 002 reads scores so);
-    # a row naming no episode (the seed's for a missing trace, an older seed's result) is no episode
+    case_b = {**RESULTS[2], "episode_id": "case-B"}  # a single-rollout run names an episode by its case
+    (run / "run_results.jsonl").write_bytes(_jsonl([
+        *RESULTS[:2], case_b, {**RESULTS[1], "verdict": "out_of_context"}, {**RESULTS[2], "episode_id": None},
+        {**RESULTS[2], "episode_id": "\t"}]))
     (run / "process_metrics.jsonl").write_bytes(_jsonl([
         {"episode_id": "case-A--r000", "result_correct": False}, {"case_id": "case-B", "engineering_error": True},
-        {"episode_id": "case-A--r000", "result_correct": True}]))
-    (run / "run_results.jsonl").write_bytes(_jsonl([*RESULTS, {**RESULTS[2], "episode_id": None}]))
+        {"episode_id": " case-A--r000 ", "result_correct": True}]))
+    (run / "trajectory_scores.jsonl").write_bytes(_jsonl([
+        {"episode_id": "case-B", "case_id": "case-B", "components": {}, "total": 0.5},
+        {"case_id": "case-B", "components": {}, "total": 0.0}]))  # the last, by its case
     imported = import_path(log, run).import_id
-    assert log.sql("SELECT episode_id, result_correct FROM imported_episodes ORDER BY episode_id").to_pylist() == [
-        {"episode_id": "case-A--r000", "result_correct": True}, {"episode_id": "case-A--r001", "result_correct": None},
-        {"episode_id": "case-B--r000", "result_correct": None}]
+    found = log.sql("SELECT episode_id, verdict, result_correct, (trajectory_score->>'total')::DOUBLE AS total "
+                    "FROM imported_episodes ORDER BY episode_id").to_pylist()
+    assert found == [
+        {"episode_id": "case-A--r000", "verdict": "manipulated", "result_correct": True, "total": None},
+        {"episode_id": "case-A--r001", "verdict": "out_of_context", "result_correct": None, "total": None},
+        {"episode_id": "case-B", "verdict": "error", "result_correct": None, "total": 0.0},
+    ]
     from eviscene.viewer.server import Viewer
 
     for path in (f"/run/{imported}/episodes", f"/run/{imported}"):
         assert Viewer(log).route(path, {})[0] == 200
+
+
+def test_runs_compare_scores_no_imported_run_that_recorded_no_correctness(tmp_path):
+    """A run directory without process_metrics.jsonl compared as all wrong; it has no score to compare."""
+    log = EventLog(tmp_path / "log.duckdb")
+    scored = import_path(log, write_seed_run_dir(tmp_path / "one")).import_id
+    bare = write_seed_run_dir(tmp_path / "two", run_id="bare")
+    (bare / "process_metrics.jsonl").unlink()
+    unscored = import_path(log, bare).import_id
+    with pytest.raises(EvisceneError, match="share no scored case"):
+        compare_runs(log, scored, unscored)
 
 
 def test_an_imported_episode_s_odd_values_read_as_not_recorded(tmp_path):

@@ -153,13 +153,15 @@ async def test_visit_rejects_non_http_urls(toolbox):
 
 
 async def test_a_visit_lists_no_image_on_a_blocked_url(toolbox, site):
-    """The page is allowed; one of its pictures sits under a blocked URL prefix, captioned with
-    the answer: it is not listed (its URL or caption could name the answer), and its block is logged."""
+    """The page is allowed; one of its pictures sits under a blocked URL prefix, linked to
+    itself and described with the answer: neither the picture nor the link is passed on (its
+    URL or alt text could name the answer), and its block is logged."""
     before = dict(site.hits)
     outcome = await toolbox.call("visit", {"url": site.url("/gallery")}, toolbox.episode("case.jpg"))
     assert outcome.status == "ok" and "Pictures of the flood." in outcome.observation
     assert outcome.data["images"] == [{"image_url": site.url("/images/flood.jpg"), "sha256": None, "alt": "Flooded market square"}]
     assert "/leak/" not in outcome.observation and "/leak/" not in repr(outcome.data)
+    assert outcome.data["links"] == [site.url("/other")]
     assert [(b.subject, b.passed, b.reasons) for b in outcome.blocks] == [(site.url("/leak/pic.jpg"), False, ["blocked_url_prefix"])]
     _no_secret(outcome)
     assert not any("/leak" in k for k, v in site.hits.items() if v != before.get(k, 0))  # nor fetched

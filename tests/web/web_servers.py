@@ -39,9 +39,10 @@ HOSTILE_LINKS = """<html><head><title>Odd links</title></head><body><p>Links.</p
 <a href="http://[oops/x">one</a><a href="//[::1">two</a><a href="http://a\uff0fb/">three</a>
 <img src="http://[bad/pic.jpg"><a href="/other">Related story</a></body></html>"""
 
-# A page whose pictures include one on a blocked URL, captioned with the answer.
+# A page whose pictures include one on a blocked URL, linked to itself and described with the answer.
 GALLERY = f"""<html><head><title>Flood pictures</title></head><body><p>Pictures of the flood.</p>
-<img src="/images/flood.jpg" alt="Flooded market square"><img src="/leak/pic.jpg" alt="{SECRET} fact check"></body></html>"""
+<img src="/images/flood.jpg" alt="Flooded market square"><a href="/leak/pic.jpg"><img src="/leak/pic.jpg" alt="{SECRET} fact check"></a>
+<a href="/other">Related story</a></body></html>"""
 
 LEAK = f"""<html><head><title>Answer page</title></head><body><p>{SECRET} verdict.</p></body></html>"""
 

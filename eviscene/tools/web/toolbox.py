@@ -218,11 +218,13 @@ class WebToolbox:
             return ToolOutcome(status=fetched.status, observation=f"{prefix}: {fetched.message}.", error=fetched.message,
                                data={"url": url})
         page: FetchedPage = fetched
-        # An image the policy blocks is not listed: its URL alone can name the answer (a
-        # fact-check's picture); each is a block of its own.
-        image_blocks = [b for b in (self._blocked(im["image_url"]) for im in page.images) if b]
-        blocked_images = {b.subject for b in image_blocks}
-        images = [im for im in page.images if im["image_url"] not in blocked_images]
+        # An image or link the policy blocks is not passed on: its URL alone can name the answer
+        # (a fact-check's picture, often wrapped in a link to itself); each is a block of its own.
+        listed = [im["image_url"] for im in page.images] + page.links
+        link_blocks = [b for b in (self._blocked(url) for url in dict.fromkeys(listed)) if b]
+        blocked = {b.subject for b in link_blocks}
+        images = [im for im in page.images if im["image_url"] not in blocked]
+        links = [url for url in page.links if url not in blocked]
         source = episode.source(page)
         text = page.text if len(page.text) <= PAGE_TEXT_LIMIT else page.text[:PAGE_TEXT_LIMIT] + " […truncated]"
         meta = [f"{page.site_name} ({page.domain})" if page.site_name else page.domain,
@@ -239,8 +241,8 @@ class WebToolbox:
                 "domain": page.domain, "published": page.published, "content_sha256": page.content_sha256,
                 "author": page.author, "text": page.text,
                 "images": [{"image_url": im["image_url"], "sha256": None, "alt": im["alt"]} for im in images],
-                "links": page.links, "requested_url": page.requested_url, "redirects": page.redirects[1:]}
-        return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], blocks=_unique_blocks(image_blocks), data=data)
+                "links": links, "requested_url": page.requested_url, "redirects": page.redirects[1:]}
+        return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], blocks=link_blocks, data=data)
 
     def _blocked(self, url: str, content_sha256: Optional[str] = None) -> Optional[GateDecided]:
         reason = self.policy.check(url, content_sha256)
