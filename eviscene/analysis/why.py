@@ -150,11 +150,11 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
 # each run_results.jsonl row with the audit of its process_metrics.jsonl row (and that row's
 # failures) and its trajectory_scores.jsonl score and training eligibility.
 _IMPORTED_EPISODES_SQL = """
-SELECT e.* EXCLUDE (trajectory_score, scored_correct),
+SELECT e.* EXCLUDE (trajectory_score, scored_correct, reward),
        m.row->'strict_trace_audit_failures' AS audit_failures,
        e.trajectory_score IS NOT NULL AS scored,
        e.trajectory_score->'components' AS score_components,
-       TRY_CAST(e.trajectory_score->>'total' AS DOUBLE) AS score_total,
+       e.reward AS score_total,
        e.trajectory_score->'training_eligible' AS training_eligible,
        e.trajectory_score->'training_exclusion_reasons' AS exclusion_reasons
 FROM imported_episodes e

@@ -56,7 +56,7 @@ WHERE e.run_id = $run
 IMPORTED_EPISODE_LIST_SQL = """
 SELECT episode_id, case_id, rollout_index, prompt_group_id, termination IS NOT NULL AS finished, termination,
        verdict, NULL::VARCHAR AS gold_label, result_correct, confidence, total_tool_calls, llm_api_calls,
-       time_taken, TRY_CAST(trajectory_score->>'total' AS DOUBLE) AS reward, hard_trace_audit_pass, strict_trace_audit_pass,
+       time_taken, reward, hard_trace_audit_pass, strict_trace_audit_pass,
        error, run_id
 FROM imported_episodes
 WHERE run_id = $run
@@ -314,7 +314,7 @@ _IMPORTED_DASHBOARD_SQL = {
 }
 _IMPORTED_HISTOGRAMS = (
     ("duration", "imported_episodes", "time_taken"),
-    ("reward", "imported_episodes", "TRY_CAST(trajectory_score->>'total' AS DOUBLE)"),
+    ("reward", "imported_episodes", "reward"),
 )
 # The one event that makes a run id an imported run directory (what `import_sources` reads).
 _IMPORTED_RUN_SQL = """

@@ -6,7 +6,7 @@
 -- process_metrics.jsonl recorded (NULL where its row has none), the correctness the run is
 -- scored by (`scored_correct`: the recorded one, an episode without one wrong, as seed 000
 -- writes an engineering error's row without its episode id; NULL throughout a run that
--- recorded none), its trajectory_scores.jsonl row and its trace's path. An episode is named
+-- recorded none), its trajectory_scores.jsonl row (and its total as `reward`) and its trace's path. An episode is named
 -- as Python strips its id (a row naming none is no episode); of several rows naming one, the
 -- last counts, as seed 002 reads trajectory_scores.jsonl (keyed by episode_id, else case_id,
 -- as candidate_episodes keys it for an id that is text). A value of another type than its column's (a
@@ -53,7 +53,8 @@ SELECT
     CASE WHEN count(m.result_correct) OVER (PARTITION BY r.run_id) > 0 THEN coalesce(m.result_correct, false) END AS scored_correct,
     m.hard_trace_audit_pass,
     m.strict_trace_audit_pass,
-    s.trajectory_score
+    s.trajectory_score,
+    TRY_CAST(s.trajectory_score->>'total' AS DOUBLE) AS reward
 FROM results r
 LEFT JOIN metrics m USING (run_id, episode_id)
 LEFT JOIN scores s USING (run_id, episode_id);
