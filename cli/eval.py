@@ -116,6 +116,8 @@ def _report(log: EventLog, summary: RunSummary) -> None:
         counts.append(f"{summary.unfinished} unfinished")
     ended = ", ".join(counts) or "nothing left to run"
     say(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
+    if summary.status == "incomplete" and not summary.unfinished:  # only a missing shard leaves nothing to run
+        say("  its other shards are not in this log: `eviscene log merge` their logs into one to make the run whole")
     for line in accuracy_lines(log, summary.run_id):
         say(line)
     for line in error_cause_lines(log, summary.run_id):

@@ -295,7 +295,7 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
         "schema_version": started["schema_version"],
         "run_id": run_id,
         # the `runs` view's status, not seed 000's "running": a run directory is written from
-        # the log, so no writer is behind it (running_or_interrupted, incomplete: episodes unfinished)
+        # the log, so no writer is behind it (running_or_interrupted, incomplete: episodes unfinished or shards not merged)
         "status": status[0],
         "started_at": started["started_at"],
         "completed_at": finished_payload["completed_at"] if finished_payload else None,

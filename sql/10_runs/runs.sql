@@ -10,8 +10,10 @@
 -- many of its planned episodes have finished and how many of those count as errors
 -- (episode_errors). The status covers every episode of the run, however many invocations
 -- (`eval resume`) it took: `failed` when its last invocation crashed, `running_or_interrupted`
--- before any invocation finished, `incomplete` while an episode has not finished,
--- `completed_with_errors` when an episode counts as an error, else `completed`.
+-- before any invocation finished, `incomplete` while an episode has not finished or a shard of
+-- a `--shard-count` run is not in this log (a shard alone, or merged with only some of the
+-- others: the run is not whole), `completed_with_errors` when an episode counts as an error,
+-- else `completed`.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     -- a merged sharded run has one run.started per shard: run_manifests says which is the run's
@@ -69,6 +71,7 @@ SELECT
         WHEN finished_runs.status = 'failed' THEN 'failed'
         WHEN finished_runs.status IS NULL THEN 'running_or_interrupted'
         WHEN coalesce(planned.episodes_finished, 0) < coalesce(planned.episodes_planned, 0) THEN 'incomplete'
+        WHEN started.shards < coalesce(TRY_CAST(started.payload->'benchmark'->>'shard_count' AS INTEGER), 1) THEN 'incomplete'
         WHEN coalesce(errored.episodes_errored, 0) > 0 THEN 'completed_with_errors'
         ELSE 'completed'
     END AS status,

@@ -92,6 +92,28 @@ def test_slurm_array_shards_merge_into_one_run_with_the_unsharded_results(shard_
     assert log.sql("SELECT seq, hash FROM events ORDER BY seq").to_pylist() == before
 
 
+def test_a_shard_alone_or_half_merged_is_an_incomplete_run(shard_logs) -> None:
+    """A run of two shards with one in the log has finished only part of its cases: `runs`
+    says `incomplete` (not `completed`), in the shard's own log and after merging it alone."""
+    root, shards, _whole = shard_logs
+    half = root / "half.duckdb"
+    result = CliRunner().invoke(cli, ["--db", str(half), "log", "merge", str(shards[1])])
+    assert result.exit_code == 0, result.output
+    for db in (shards[0], half):
+        assert EventLog(db).sql("SELECT status, label, episodes_planned, episodes_finished FROM runs").to_pylist() == [
+            {"status": "incomplete", "label": f"rollouts=1 seed=1729 shard={0 if db == shards[0] else 1}/2",
+             "episodes_planned": 4, "episodes_finished": 4}
+        ]
+
+
+def test_a_shard_run_says_its_other_shards_are_missing(tmp_path: Path) -> None:
+    job = _eval(tmp_path / "s.duckdb", {}, "--shard-count", "2", "--shard-index", "1", "--limit", "1", "--run-id", "s")
+    output = job.communicate(timeout=300)[0]
+    assert job.returncode == 0, output  # the shard did all it had to do
+    assert "run s: 1 of 1 episodes ran (completed 1); status incomplete\n" in output
+    assert "its other shards are not in this log: `eviscene log merge` their logs" in output
+
+
 def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_merge_order(shard_logs, tmp_path: Path) -> None:
     """A sharded run's cases are sorted by case_id (each shard's run directory is): so are its
     merged shards', the same bytes whichever shard was merged first, its manifest included:
