@@ -305,3 +305,40 @@ def test_a_resumed_run_s_rate_and_eta_are_its_writer_s_not_spread_over_the_hours
     assert running["writing"] is True and running["episodes_finished"] == 4  # case-1 r000's retry counts once
     assert running["rate_per_minute"] > 10  # two episodes in the writer's first seconds, not 4 / 60 minutes
     assert 0 < running["eta_seconds"] < 60  # two left at that pace
+
+
+def test_a_finished_resumed_run_s_rate_is_over_the_time_its_attempts_were_at_work(tmp_path, monkeypatch):
+    """The same run, resumed and finished: its writer is gone, so its rate is its six finished
+    episodes over the time some attempt was at work, not over the hour it lay killed."""
+    from eviscene.store import writer as writer_module
+
+    log = EventLog(tmp_path / "resumed.duckdb")
+    an_hour_ago = writer_module.now_micros() - 3_600_000_000
+    with monkeypatch.context() as patched:
+        patched.setattr(writer_module, "now_micros", lambda: an_hour_ago)
+        anyio.run(_start, log)
+    anyio.run(_write, log, _attempt(1, 0, 2, "out_of_context") + _attempt(1, 1, 1, "out_of_context")
+              + _attempt(2, 0, 1, "manipulated") + _attempt(2, 1, 1, "manipulated"))
+    [finished] = data.list_runs(log, ResultCache(log.path, tmp_path / "runtime"))
+    assert finished["writing"] is False and finished["episodes_finished"] == 6
+    assert finished["rate_per_minute"] > 60  # six episodes in seconds of work (the killed hour: 0.1 a minute)
+    assert "busy_seconds" not in finished
+
+
+def test_the_time_a_run_was_at_work_is_the_union_of_its_attempts_spans():
+    """By hand: attempts at 0-10 s, 5-12 s (overlapping: 12 s together), 20-25 s, and an hour
+    later 3600-3610 s, with an attempt killed at 30 s (no finish: not counted): 12 + 5 + 10 = 27 s;
+    another run's attempt 0-100 s counts for that run only."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE events (run_id VARCHAR, episode_id VARCHAR, attempt INTEGER, type VARCHAR, ts TIMESTAMPTZ)")
+    spans = [("r", "a", 1, 0, 10), ("r", "b", 1, 5, 12), ("r", "c", 1, 20, 25), ("r", "c", 2, 3600, 3610), ("r", "d", 1, 30, None),
+             ("other", "a", 1, 0, 100)]
+    at = "TIMESTAMPTZ '2026-12-01 00:00:00+00' + to_seconds(?)"
+    for run, episode, attempt, began, ended in spans:
+        con.execute(f"INSERT INTO events VALUES (?, ?, ?, 'episode.started', {at})", [run, episode, attempt, began])
+        if ended is not None:
+            con.execute(f"INSERT INTO events VALUES (?, ?, ?, 'episode.finished', {at})", [run, episode, attempt, ended])
+    busy = dict(con.sql(data._BUSY_SQL.format(where="")).fetchall())
+    assert busy == {"r": 27.0, "other": 100.0}
