@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -25,23 +24,12 @@ from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.rules.commands import command_line
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
+from eviscene.cli.numbers import BIG, SEED, Finite, count
 from eviscene.cli.output import printable, say
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, check_run_id
 
 _stderr = Console(stderr=True)
-
-
-class Seconds(click.FloatRange):
-    """A number of seconds in a range (inf: no limit). Not nan, which every comparison calls
-    false: it passes a FloatRange, and then an outage is never declared (or a page always
-    times out)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        seconds = super().convert(value, param, ctx)
-        if math.isnan(seconds):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        return seconds
 
 
 def _default(field: str) -> Any:
@@ -162,26 +150,26 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--api-key-env", default=None, help="NAME of the environment variable holding the API key (never the key).")
 @click.option("--vlm-base-url", default=None, help="VLM endpoint for --image-access-mode separate_vlm.")
 @click.option("--vlm-api-key-env", default=None, help="NAME of the environment variable holding the VLM's API key.")
-@click.option("--provider-outage-timeout", type=Seconds(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
+@click.option("--provider-outage-timeout", type=Finite(min=0, min_open=True), default=_default("provider_outage_timeout"), show_default=True,
               help="Seconds calls wait for a model endpoint, or the SearXNG service, that stopped answering (3 "
                    "connection failures in a row) before the run stops cleanly for `eval resume`, e.g. "
                    "--provider-outage-timeout 60.")
-@click.option("--context-window", type=click.IntRange(min=256), default=None,
+@click.option("--context-window", type=count(256), default=None,
               help="The model's context window in tokens, e.g. --context-window 8192 (default: the profile's, else "
                    "learned from the server's first rejection); older observations are shortened to fit.")
 @click.option("--tool-results", type=click.Choice(["tool", "user"]), default=None,
               help="The role tool results go to the model in (chat_completions; default: the profile's, else tool): "
                    "user for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling.")
-@click.option("--concurrency", type=int, default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
-@click.option("--rollouts-per-case", type=int, default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
-@click.option("--base-sampling-seed", type=int, default=_default("base_sampling_seed"), show_default=True,
+@click.option("--concurrency", type=count(), default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
+@click.option("--rollouts-per-case", type=count(), default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
+@click.option("--base-sampling-seed", type=SEED, default=_default("base_sampling_seed"), show_default=True,
               help="Each episode's sampling seed derives from it, its case and its rollout index (the same run again samples the same).")
-@click.option("--timeout", type=float, default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
-@click.option("--limit", type=int, default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
+@click.option("--timeout", type=Finite(), default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
+@click.option("--limit", type=count(), default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
-@click.option("--shard-count", type=int, default=_default("shard_count"), show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
+@click.option("--shard-count", type=count(), default=_default("shard_count"), show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
               help="Split the cases into N shards (default: SLURM_ARRAY_TASK_COUNT); merge the shards' logs with `log merge`.")
-@click.option("--shard-index", type=int, default=_default("shard_index"), show_default=True, envvar="SLURM_ARRAY_TASK_ID",
+@click.option("--shard-index", type=count(), default=_default("shard_index"), show_default=True, envvar="SLURM_ARRAY_TASK_ID",
               help="Run shard I of --shard-count, from 0 (default: SLURM_ARRAY_TASK_ID), e.g. --shard-count 4 --shard-index 2.")
 @click.option("--training-prohibited", is_flag=True, help="Mark every episode ineligible for training.")
 @click.option("--source-access-policy", type=click.Path(exists=True, dir_okay=False), default=None, help="Policy JSON (default: the release's).")
@@ -193,20 +181,20 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--searxng-url", default=None, help="SearXNG base URL for --search-backend searxng, e.g. http://127.0.0.1:8888.")
 @click.option("--web-visit/--no-web-visit", default=None,
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
-@click.option("--web-timeout", type=Seconds(min=0, min_open=True), default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
-@click.option("--web-max-bytes", type=int, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
+@click.option("--web-timeout", type=Finite(min=0, min_open=True), default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
+@click.option("--web-max-bytes", type=BIG, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
                    "e.g. a test server: --allow-private-network.")
-@click.option("--web-max-redirects", type=int, default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
+@click.option("--web-max-redirects", type=count(), default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
-@click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=Seconds(min=0), default=None,
+@click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=Finite(min=0), default=None,
               help="Seconds a cached tool result stays valid (default: TOOL_CACHE_TTL_SECONDS, 3600).")
 @click.option("--executor", type=_choice("executor"), default=_default("executor"), show_default=True,
               help="Run episodes in this process, or on Ray actors (pip install '.[ray]' in the checkout); this process still writes the log.")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray (e.g. auto); none starts a local one.")
-@click.option("--workers", type=int, default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
+@click.option("--workers", type=count(), default=None, help="Ray worker actors, each running --concurrency episodes (default: one per CPU).")
 @click.option("--agent-decision-policy-version", type=_choice("agent_decision_policy_version"), default=_default("agent_decision_policy_version"),
               show_default=True, help="Agent orchestration policy, recorded in the manifest.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -295,7 +283,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
 @click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
-@click.option("--workers", type=int, default=None, help="Ray worker actors with --executor ray.")
+@click.option("--workers", type=count(), default=None, help="Ray worker actors with --executor ray.")
 @click.option("--trust-endpoints", is_flag=True,
               help="Use what only the run's recorded flags name: where --base-url/--api-key-env send a key, "
                    "--ray-address, --allow-private-network (for a run you started with them).")

@@ -111,16 +111,15 @@ def file_viewer_numbers(event_log: EventLog, run_ids: list[str]) -> None:
 def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
     """Fold other logs (e.g. the shards of a --shard-count run) into this log's archive;
     events already here are skipped, so merging twice changes nothing. Each source is
-    verified in full first: a broken one (or one still being written) is refused, exit 2,
-    before anything is taken in.
+    verified in full first: a broken one (one still being written, or holding an unfinished
+    shard) is refused, exit 2, before anything is taken in.
 
     \b
     Example:
         eviscene --db all.duckdb log merge shard0.duckdb shard1.duckdb
     """
     with on_interrupt_say(RERUN_FINISHES):
-        for source in sources:
-            report = event_log.merge(source)
+        for report in event_log.merge_all(sources):
             say(f"{report.source}: {report.events} events, {report.blobs} blobs merged")
     verify = event_log.verify()
     _print_report(verify)

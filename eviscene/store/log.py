@@ -252,10 +252,14 @@ class EventStore:
 
     def merge(self, source: str | os.PathLike[str]) -> MergeReport:
         """Fold another log (a shard, another machine's runs) into this one's archive."""
-        from eviscene.store.merge import merge_log
+        return self.merge_all([source])[0]
+
+    def merge_all(self, sources: Sequence[str | os.PathLike[str]]) -> list[MergeReport]:
+        """Fold other logs in turn, every one checked before any is taken in (`merge_logs`)."""
+        from eviscene.store.merge import merge_logs
 
         self.require_writable()
-        return merge_log(self.path, resolve_log_path(source))
+        return merge_logs(self.path, [resolve_log_path(source) for source in sources])
 
     def seal(self, run_ids: list[str] | None = None) -> list[str]:
         """Move finished runs' live segments into the DuckDB archive."""

@@ -45,7 +45,28 @@ class MergeReport:
     blobs: int
 
 
-def merge_log(target: Path, source: Path) -> MergeReport:
+def merge_logs(target: Path, sources: list[Path]) -> list[MergeReport]:
+    """Merge `sources` in turn, each checked first (`check_source`) before any is taken in;
+    a source refused while merging (another run's settings, say) names those merged before
+    it, which stay merged (merging them again skips them)."""
+    for source in sources:
+        check_source(target, source)
+    reports: list[MergeReport] = []
+    for source in sources:
+        try:
+            reports.append(merge_log(target, source, checked=True))
+        except EvisceneError as exc:
+            if reports:
+                exc.args = (f"{exc}; merged before it: {', '.join(str(r.source) for r in reports)}",)
+            raise
+    return reports
+
+
+def check_source(target: Path, source: Path) -> None:
+    """Refuse a source that is the target, no log, a folder, broken, being written, cut
+    short, or that holds an unfinished shard of a sharded run (merged, it would read as
+    finished once another shard's run.finished follows it, and a resume of it in its own log
+    could never be merged after it)."""
     if source.resolve() == target.resolve():
         raise EvisceneError(f"cannot merge {source} into itself")
     if not source.exists() and not live_root(source).exists():
@@ -60,6 +81,14 @@ def merge_log(target: Path, source: Path) -> MergeReport:
     cut_short = [note for note in report.unfinished if note.unrecorded]
     if cut_short:  # merged now, that batch would be left behind: in no copy of the log
         raise EvisceneError(f"{source} not merged: {cut_short[0]} (on a copy, if {source} is not yours to write); then merge it")
+    if report.unfinished:
+        _refuse_unfinished_shards(source, [note.run_id for note in report.unfinished])
+
+
+def merge_log(target: Path, source: Path, *, checked: bool = False) -> MergeReport:
+    """Fold `source` into `target`'s archive; `checked`: `check_source` has passed already."""
+    if not checked:
+        check_source(target, source)
     checkpoint("merge.verified")
     seal_runs(target)  # this log's finished runs first, so the archive holds all of them
     con = open_snapshot(source)  # the source's events and blobs, sealed and live
@@ -104,6 +133,25 @@ def merge_log(target: Path, source: Path) -> MergeReport:
 
 
 SHARD_KIND = "log_shard"
+
+
+def _refuse_unfinished_shards(source: Path, run_ids: list[str]) -> None:
+    con = open_snapshot(source)
+    try:
+        shards = con.execute(
+            "SELECT run_id, payload->>'$.benchmark.shard_index', payload->>'$.benchmark.shard_count' FROM events "
+            "WHERE type = 'run.started' AND run_id IN (SELECT unnest(?::VARCHAR[])) "
+            "AND TRY_CAST(payload->>'$.benchmark.shard_count' AS BIGINT) > 1 ORDER BY run_id LIMIT 1",
+            [run_ids],
+        ).fetchall()
+    finally:
+        con.close()
+    if shards:
+        run_id, index, count = shards[0]
+        raise EvisceneError(
+            f"{source} not merged: shard {index}/{count} of run {run_id} is unfinished (no run.finished); "
+            f"`eviscene --db {source} eval resume {run_id}` finishes it, then merge it; nothing was taken in"
+        )
 
 
 def _refuse_unsealed_run(target: Path, run_id: str) -> None:

@@ -105,6 +105,15 @@ def test_timeout_ends_episodes_as_timeout(release, tmp_path):
         (["--case-id", "nope"], "nope"),
         (["--shard-count", "2", "--shard-index", "2"], "--shard-index"),
         (["--rollouts-per-case", "0"], "--rollouts-per-case"),
+        # Numbers the log cannot keep (JSON has no inf or nan; a count is read as INTEGER, a seed
+        # written as 64 bits): before, the whole run ran, then failed as it was written, or its
+        # views could never read it again.
+        (["--timeout", "inf"], "Invalid value for '--timeout': 'inf' is not a finite number"),
+        (["--provider-outage-timeout", "nan"], "Invalid value for '--provider-outage-timeout': 'nan' is not a finite number"),
+        (["--tool-cache-ttl", "1e400"], "Invalid value for '--tool-cache-ttl': '1e400' is not a finite number"),
+        (["--base-sampling-seed", str(2**70)], f"Invalid value for '--base-sampling-seed': {2**70} is not in the range"),
+        (["--shard-count", str(2**31), "--shard-index", "0"], f"Invalid value for '--shard-count': {2**31} is not in the range x<=2147483647"),
+        (["--limit", str(2**64)], "Invalid value for '--limit'"),
     ],
 )
 def test_bad_flags_are_one_line_errors(release, tmp_path, flags, message):
@@ -113,6 +122,19 @@ def test_bad_flags_are_one_line_errors(release, tmp_path, flags, message):
               "--no-progress", "--no-materialize", *flags]
     )
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "log.duckdb").exists() or EventLog(tmp_path / "log.duckdb").sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--train-ratio", "nan"], "Invalid value for '--train-ratio': 'nan' is not a finite number"),
+    (["--validation-ratio", "inf"], "Invalid value for '--validation-ratio': 'inf' is not a finite number"),
+    (["--export-concurrency", str(2**66)], f"Invalid value for '--export-concurrency': {2**66} is not in the range"),
+    (["--short-max-tokens", str(2**64)], f"Invalid value for '--short-max-tokens': {2**64} is not in the range"),
+])
+def test_dataset_export_numbers_the_manifest_cannot_keep_are_refused_naming_the_flag(tmp_path, flags, message):
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "dataset", "export", "--run", "r", "--out", str(tmp_path / "d"), *flags])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "d").exists()
 
 
 def test_ray_missing_names_the_install_from_the_checkout(release, tmp_path, monkeypatch):

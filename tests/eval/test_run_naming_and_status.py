@@ -149,7 +149,7 @@ def test_a_case_id_too_long_for_a_trace_file_name_is_refused_before_any_episode(
     assert not (tmp_path / "runs" / "long").exists() and not log_path.exists()
 
 
-@pytest.mark.parametrize("value", ["nan", "0", "-1"])
+@pytest.mark.parametrize("value", ["0", "-1"])
 def test_a_timeout_that_is_not_positive_is_refused_before_any_episode(release, tmp_path, value):
     log_path = tmp_path / "log.duckdb"
     result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--timeout", value)
@@ -157,12 +157,12 @@ def test_a_timeout_that_is_not_positive_is_refused_before_any_episode(release, t
     assert not log_path.exists()
 
 
-@pytest.mark.parametrize("flag", ["--provider-outage-timeout", "--web-timeout", "--tool-cache-ttl"])
+@pytest.mark.parametrize("flag", ["--timeout", "--provider-outage-timeout", "--web-timeout", "--tool-cache-ttl"])
 def test_nan_seconds_are_refused_before_any_episode(release, tmp_path, flag):
     """nan passes every range (its comparisons are all false): an outage was never declared."""
     log_path = tmp_path / "log.duckdb"
     result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", flag, "nan")
-    assert result.exit_code == 2 and f"Invalid value for '{flag}': 'nan' is not a number of seconds" in result.stderr, result.output
+    assert result.exit_code == 2 and f"Invalid value for '{flag}': 'nan' is not a finite number" in result.stderr, result.output
     assert not log_path.exists()
 
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.events import GateDecided, RunFinished
+from eviscene.events import GateDecided, RunFinished, RunStarted
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.store.chain import content_digest, event_hash
@@ -202,6 +202,34 @@ def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path:
     again = CliRunner().invoke(cli, ["--db", str(both), "log", "merge", str(merged)])
     assert again.exit_code == 0, again.output
     assert ": 0 events, 0 blobs merged" in again.output
+
+
+def test_an_unfinished_shard_is_refused_before_any_source_is_taken_in(shard_logs, tmp_path: Path) -> None:
+    """A killed shard merged beside a finished one read as finished (the other's run.finished
+    closed the run's chain) and, once resumed in its own log, could never be merged again: it
+    is refused, with the resume that finishes it, before the sources named before it go in."""
+    _root, shards, _whole = shard_logs
+    killed = EventLog(tmp_path / "killed.duckdb")
+    killed.append("exp", [EventDraft(RunStarted(
+        started_at="2026-12-01T00:00:00+00:00", git_commit="test", agent={}, source_access_policy={},
+        benchmark={"release_id": "r", "shard_count": 2, "shard_index": 1}))])
+    merged = tmp_path / "merged.duckdb"
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(shards[0]), str(killed.path)])
+    assert (refused.exit_code, refused.output) == (2, (
+        f"Error: {killed.path} not merged: shard 1/2 of run exp is unfinished (no run.finished); "
+        f"`eviscene --db {killed.path} eval resume exp` finishes it, then merge it; nothing was taken in\n"))
+    assert not merged.exists() or EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+
+
+def test_a_source_refused_while_merging_names_the_sources_merged_before_it(shard_logs, tmp_path: Path) -> None:
+    _root, shards, _whole = shard_logs
+    stranger = EventLog(tmp_path / "stranger.duckdb")
+    stranger.append("exp", [EventDraft(GateDecided(gate="g", subject="s", passed=True)), EventDraft(
+        RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    merged = tmp_path / "merged.duckdb"
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(shards[0]), str(stranger.path)])
+    assert refused.exit_code == 2
+    assert refused.output.endswith(f"is not one shard of it (--shard-count); not merged; merged before it: {shards[0]}\n")
 
 
 def test_a_shard_scored_by_another_gold_file_is_refused(shard_logs, tmp_path: Path) -> None:

@@ -1,0 +1,34 @@
+"""The CLI's number types: each number a flag takes fits where it goes, or is refused when
+typed, naming the flag. The log keeps flags as JSON (no inf or nan; orjson writes integers of
+64 bits at most) and its views read counts as INTEGER (32 bits): a value past those ran a whole
+run before failing as it was written, and left a run no view could read."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class Finite(click.FloatRange):
+    """A number in a range, neither nan (every comparison calls it false, so it passes any
+    range) nor infinite (JSON holds neither)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def count(minimum: int | None = None) -> click.IntRange:
+    """A count the views read as INTEGER."""
+    return click.IntRange(min=minimum, max=INT32_MAX)
+
+
+SEED = click.IntRange(INT64_MIN, INT64_MAX)
+BIG = click.IntRange(INT64_MIN, INT64_MAX)  # a number the views compare as BIGINT (a token limit)
