@@ -30,7 +30,7 @@ from eviscene.store.manifest import (
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 from eviscene.store.snapshot import _sql_list, attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
-from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, walk_chains
+from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, sealed_files, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -82,20 +82,20 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
     return sealed
 
 
-def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], set[str]]:
-    """The run's last archived event (seq, hash) if any, and the files sealed from its folder;
-    read without writing, so a refused seal leaves the archive file as it was."""
+def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], dict[str, str]]:
+    """The run's last archived event (seq, hash) if any, and the files sealed from its folder
+    with their sha256; read without writing, so a refused seal leaves the archive file as it was."""
     if not log_path.exists():
-        return [], set()
+        return [], {}
     con = new_connection()
     try:
         attach_archive(con, log_path, read_only=True)
         if not con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
         ).fetchone()[0]:
-            return [], set()
+            return [], {}
         last = con.execute("SELECT seq, hash FROM archive.events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]).fetchall()
-        done = {row[0] for row in con.execute("SELECT file_name FROM archive.sealed_segments WHERE run_id = ?", [run_id]).fetchall()}
+        done = {name: sha for (run, name), sha in sealed_files(con).items() if run == run_id}
         return last, done
     finally:
         con.close()
@@ -105,7 +105,14 @@ def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
     """Check, then copy what the archive lacks; False when there was nothing (e.g. an
     interrupted seal's leftovers)."""
     last, done = _archived_tail(log_path, run_id)
-    entries = [e for e in committed(read_manifest(folder) or []) if e.file not in done]
+    manifest = committed(read_manifest(folder) or [])
+    for entry in manifest:  # skipped as sealed, then deleted with the folder: it must be the sealed one
+        if entry.file in done and done[entry.file] not in (None, entry.sha256):
+            raise LogIntegrityError(
+                f"run {run_id} not sealed: live segment {entry.file} is not the segment sealed under its name (another "
+                "sha256): a second writer of the run wrote it; the archive is unchanged and the live folder kept"
+            )
+    entries = [e for e in manifest if e.file not in done]
     if not entries:
         return False
     check_segments(run_id, folder, entries, (last[0][0], last[0][1]) if last else (0, GENESIS_HASH))

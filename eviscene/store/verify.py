@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -387,7 +387,7 @@ def verify_log(log_path: Path) -> VerifyReport:
                 "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
             ).fetchone()[0])
             records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
-            sealed = set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()) if has_archive else set()
+            sealed = sealed_files(con) if has_archive else {}
             archive_gaps = _archive_disagreements(con) if has_archive else {}
         finally:
             con.close()
@@ -462,7 +462,7 @@ def verify_log(log_path: Path) -> VerifyReport:
     )
 
 
-def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, str]]) -> RangeProblem | None:
+def _live_problem(run_id: str, state: _LiveRun | None, sealed: Mapping[tuple[str, str], str]) -> RangeProblem | None:
     if state is None:
         return None
     if state.entries is None:
@@ -483,10 +483,25 @@ def _live_problem(run_id: str, state: _LiveRun | None, sealed: set[tuple[str, st
     return None
 
 
-def _segment_problem(run_id: str, state: _LiveRun, sealed: set[tuple[str, str]]) -> RangeProblem | None:
-    """The first committed segment not yet sealed that is missing or differs from its manifest line."""
+def sealed_files(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
+    """Each sealed segment's sha256 (None in an archive of before migration 002), by (run, file
+    name): readers skip a live file of that name."""
+    try:
+        found = con.execute("SELECT run_id, file_name, sha256 FROM archive.sealed_segments").fetchall()
+    except duckdb.BinderException:
+        found = [(*row, None) for row in con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()]
+    return {(run_id, name): sha for run_id, name, sha in found}
+
+
+def _segment_problem(run_id: str, state: _LiveRun, sealed: Mapping[tuple[str, str], str]) -> RangeProblem | None:
+    """The first committed segment not yet sealed that is missing or differs from its manifest
+    line, or that bears the name of a sealed segment it is not (a second writer of the run, on
+    another path to the log, wrote it: readers would skip it as sealed)."""
     for entry in committed(state.entries or []):
         if (run_id, entry.file) in sealed:
+            if sealed[(run_id, entry.file)] not in (None, entry.sha256):
+                return RangeProblem(run_id, entry.first_seq, entry.last_seq, f"live segment {entry.file} is not the segment "
+                                    "sealed under its name (another sha256): a second writer of the run wrote it; it is kept, unread")
             continue
         path = state.folder / entry.file
         if not path.exists():
@@ -496,16 +511,16 @@ def _segment_problem(run_id: str, state: _LiveRun, sealed: set[tuple[str, str]])
     return None
 
 
-def _sealed_now(log_path: Path) -> set[tuple[str, str]]:
+def _sealed_now(log_path: Path) -> dict[tuple[str, str], str]:
     """The archive's sealed segments, read afresh (a seal records them before it deletes the files)."""
     if not log_path.is_file():
-        return set()
+        return {}
     con = new_connection()
     try:
         attach_archive(con, log_path, read_only=True)
-        return set(con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall())
+        return sealed_files(con)
     except duckdb.CatalogException:  # no seal yet
-        return set()
+        return {}
     finally:
         con.close()
 
@@ -568,7 +583,7 @@ def _archive_disagreements(con: duckdb.DuckDBPyConnection) -> dict[str, RangePro
     return found
 
 
-def _unrecorded(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]]) -> str:
+def _unrecorded(state: _LiveRun | None, run_id: str, sealed: Mapping[tuple[str, str], str]) -> str:
     """A writer killed between renaming a segment and recording it leaves the batch on disk,
     unseen; the next resume or seal records it."""
     events = _unrecorded_events(state, run_id, sealed)
@@ -578,7 +593,7 @@ def _unrecorded(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]
             "a resume or `eviscene log seal` records it)")
 
 
-def _unrecorded_events(state: _LiveRun | None, run_id: str, sealed: set[tuple[str, str]]) -> list[ManifestEntry]:
+def _unrecorded_events(state: _LiveRun | None, run_id: str, sealed: Mapping[tuple[str, str], str]) -> list[ManifestEntry]:
     if state is None or state.entries is None:
         return []
     return [e for e in unrecorded_tail(state.folder, state.entries).events if (run_id, e.file) not in sealed]

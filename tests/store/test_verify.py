@@ -666,3 +666,23 @@ def test_a_seal_removes_only_the_logs_own_files_and_folders(tmp_path):
     result = verify_cli(log)
     assert result.exit_code == 0 and "ok: 1 run(s), 4 events" in result.output, result.output
     assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [4]
+
+
+def test_a_live_segment_named_as_a_sealed_one_but_another_is_kept_and_reported_not_deleted(tmp_path):
+    """Two writers of one run through two paths to one log (a hard link) each wrote a first
+    segment of the same name. The seal skipped the second as sealed already, by its name, and
+    deleted it with the folder: a whole execution lost, verify saying ok. Now the seal refuses
+    and keeps it, and verify names it."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("R", [EventDraft(GateDecided(gate="g", subject="one writer", passed=True))])
+    assert log.seal(["R"]) == ["R"]
+    other = EventLog(tmp_path / "other.duckdb")  # the second writer's segments, moved to where the first's were
+    other.append("R", [EventDraft(GateDecided(gate="g", subject="the other writer", passed=True))])
+    live = tmp_path / "log.duckdb.live" / "R"
+    shutil.move(tmp_path / "other.duckdb.live" / "R", live)
+    [segment] = [p.name for p in live.iterdir() if p.name.startswith("events-")]
+    with pytest.raises(LogIntegrityError, match=f"^run R not sealed: live segment {segment} is not the segment sealed under its name"):
+        log.seal(["R"])
+    assert (live / segment).exists()
+    problems = [str(p) for p in log.verify().problems]
+    assert len(problems) == 1 and f"live segment {segment} is not the segment sealed under its name" in problems[0], problems
