@@ -82,9 +82,13 @@ class BlobProblem:
         return f"blob {self.sha256}: {self.problem}"
 
 
+_CORRUPT_FILE = "Corrupt database file"
+
+
 @dataclass(frozen=True)
 class ArchiveProblem:
-    """The archive itself damaged past reading (a table of the log dropped)."""
+    """The archive itself damaged past reading (a table of the log dropped, a block whose
+    checksum fails)."""
 
     problem: str
 
@@ -391,13 +395,19 @@ def verify_log(log_path: Path) -> VerifyReport:
             archive_gaps = _archive_disagreements(con) if has_archive else {}
         finally:
             con.close()
-    except (duckdb.InvalidInputException, duckdb.IOException):
+    except (duckdb.InvalidInputException, duckdb.IOException) as exc:
         # A segment, of events or blobs, too damaged to read (e.g. truncated): name the
         # damaged files, which is all that can be said until they are restored.
         damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
-        if not damaged:
+        if damaged:
+            return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
+        if not (log_path.is_file() and f'"{log_path.resolve()}"' in str(exc)):  # the archive cut short: said below
             raise
-        return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
+        return VerifyReport(len(live), 0, [ArchiveProblem(f"the archive {log_path.name} is damaged: {str(exc).splitlines()[0]}")])
+    except duckdb.Error as exc:
+        if not str(exc).startswith(_CORRUPT_FILE):  # DuckDB's own check of each block it reads
+            raise
+        return VerifyReport(len(live), 0, [ArchiveProblem(f"the archive {log_path.name} is damaged: {str(exc).splitlines()[0]}")])
 
     broken = {p.run_id for p in problems}
     expected_end: dict[str, tuple[int, str | None]] = {}

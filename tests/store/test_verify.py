@@ -686,3 +686,21 @@ def test_a_live_segment_named_as_a_sealed_one_but_another_is_kept_and_reported_n
     assert (live / segment).exists()
     problems = [str(p) for p in log.verify().problems]
     assert len(problems) == 1 and f"live segment {segment} is not the segment sealed under its name" in problems[0], problems
+
+
+@pytest.mark.parametrize("damage", ["flip a byte of its header block", "cut it short"])
+def test_a_damaged_archive_is_a_log_that_does_not_verify_exit_1(tmp_path, damage):
+    """DuckDB's own checks of the archive file (a block's checksum, a file cut short) ended
+    `log verify` as a user error, exit 2; they are a log that does not verify."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("R", [EventDraft(GateDecided(gate="g", subject=f"event {i}", passed=True)) for i in range(2000)])
+    log.seal(["R"])
+    data = bytearray(log.path.read_bytes())
+    if damage == "cut it short":
+        data = data[: len(data) // 2]
+    else:
+        data[100] ^= 0xFF
+    log.path.write_bytes(bytes(data))
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("BROKEN the archive log.duckdb is damaged: ") and "Traceback" not in result.output
