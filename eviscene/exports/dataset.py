@@ -135,26 +135,30 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
     the log sources the views read."""
     frozen, minimum = check_options(options)
     sources: list[str] = []
+    named: dict[str, list[str]] = {}  # each source as the user named it, for a source named twice
     native: list[str] = []
     for run in options.runs:
         source, is_native = _native_or_imported_run(log, run)
         sources.append(source)
+        named.setdefault(source, []).append(f"--run {run}")
         if is_native:
             native.append(source)
     for run_dir in options.run_dirs:
         sources.append(import_path(log, run_dir, "run_dir").import_id)
+        named.setdefault(sources[-1], []).append(f"--run-dir {run_dir}")
     accepted = None
     if options.accepted_release is not None:
         accepted = import_path(log, options.accepted_release, "accepted_release").import_id
         sources.append(accepted)
+        named.setdefault(accepted, []).append(f"--accepted-release {options.accepted_release}")
     case_split = import_path(log, options.case_split, "case_split").import_id if options.case_split else None
     eligibility = None
     if options.eligibility_dir is not None and accepted is None:
         eligibility = import_path(log, options.eligibility_dir, "gate_artifacts").import_id
     semantic = import_path(log, options.semantic_reward_dir, "gate_artifacts").import_id if options.semantic_reward_dir else None
-    duplicates = sorted({s for s in sources if sources.count(s) > 1})
-    if duplicates:
-        raise DatasetExportError(f"the same source is named twice: {', '.join(duplicates)}")
+    twice = next((source for source in sources if len(named[source]) > 1), None)
+    if twice is not None:  # one directory twice, or two directories of the same bytes (one import)
+        raise DatasetExportError(f"{' and '.join(named[twice])} name the same source ({twice}, the same files): name it once")
     settings = ExportSettings(
         seed=options.seed,
         train_ratio=float(options.train_ratio),

@@ -213,7 +213,9 @@ def _imported_files(log: EventLog, run_id: str) -> list[dict[str, Any]]:
 
 
 def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int]:
-    """Each imported file's bytes back at its relative path: the directory as it was imported."""
+    """Each imported file's bytes back at its relative path: the directory as it was imported.
+    Returns what a native run's writing returns: rows per JSONL file, files per folder (and 1
+    for any other file)."""
     root = out_dir.resolve()
     written: dict[str, int] = {}
     for item in files:
@@ -223,8 +225,10 @@ def _write_imported(out_dir: Path, files: list[dict[str, Any]]) -> dict[str, int
             raise EvisceneError(f"imported file {exc}") from None
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item["content"])
-        name = item["relative_path"].split("/", 1)[0] + "/" if "/" in item["relative_path"] else item["relative_path"]
-        written[name] = written.get(name, 0) + 1
+        name, _, inner = item["relative_path"].partition("/")
+        rows = sum(1 for line in item["content"].splitlines() if line.strip()) if name.endswith(".jsonl") and not inner else 1
+        key = f"{name}/" if inner else name
+        written[key] = written.get(key, 0) + rows
     return written
 
 

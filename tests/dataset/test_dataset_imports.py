@@ -143,3 +143,18 @@ def test_the_cli_imports_several_paths_and_errors_in_one_line(log, tmp_path):
     (tmp_path / "junk").mkdir()
     result = runner.invoke(cli, ["--db", str(log.path), "import", str(tmp_path / "junk")])
     assert result.exit_code == 2 and result.output.startswith("Error: cannot tell what") and result.output.count("\n") == 1
+
+
+def test_one_source_named_twice_is_refused_in_the_users_words(log, tmp_path):
+    """A directory named twice, or a copy of it (the same bytes: one import), was refused naming
+    the internal import id as "named twice"; now the flags as typed."""
+    import shutil
+
+    run = run_dir(tmp_path)
+    shutil.copytree(run, tmp_path / "copy")
+    for second in (run, tmp_path / "copy"):
+        result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run-dir", str(run), "--run-dir", str(second),
+                                          "--out", str(tmp_path / "out")])
+        import_id = import_path(log, run).import_id
+        assert (result.exit_code, result.output) == (
+            2, f"Error: --run-dir {run} and --run-dir {second} name the same source ({import_id}, the same files): name it once\n")

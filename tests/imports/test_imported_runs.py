@@ -282,6 +282,11 @@ def test_materialize_writes_an_imported_run_back_byte_for_byte(tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(log.path), "materialize", imported, "--out", str(tmp_path / "again")])
     assert out.exit_code == 0, out.output
     assert _files(tmp_path / "again") == _files(run)
+    # as a native run's: rows per JSONL file, files per folder (it said 1 of every file)
+    rows = len([line for line in (run / "run_results.jsonl").read_text().splitlines() if line.strip()])
+    traces = len(list((run / "traces").iterdir()))
+    assert f"{rows:>8}  {tmp_path / 'again' / 'run_results.jsonl'}\n" in out.output and rows > 1
+    assert f"{traces:>8}  {tmp_path / 'again' / 'traces'}\n" in out.output
     parquet = CliRunner().invoke(cli, ["--db", str(log.path), "materialize", imported, "--out", str(tmp_path / "p"), "--format", "parquet"])
     assert parquet.exit_code == 2 and "imported run directory" in parquet.output
 
