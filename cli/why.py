@@ -51,8 +51,10 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     if story.metrics:
         m = story.metrics
         say("")
-        say(f"score: correct={m['result_correct']} (gold {m['gold_label']}); evidence {m['evidence_recovery_recall']:.2f}, "
-            f"facts {m['fact_recovery_recall']:.2f}, bridges {m['chain_recovery_recall']:.2f}, basis precision {m['basis_reference_precision']:.2f}")
+        gold = f" (gold {m['gold_label']})" if m["gold_label"] is not None else ""  # an imported run's: the log holds no gold
+        say(f"score: correct={m['result_correct']}{gold}; evidence {_share(m['evidence_recovery_recall'])}, "
+            f"facts {_share(m['fact_recovery_recall'])}, bridges {_share(m['chain_recovery_recall'])}, "
+            f"basis precision {_share(m['basis_reference_precision'])}")
     if story.score and story.score["total"] is not None:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
         say(f"reward {story.score['total']:.3f}, the weighted sum (`reward_weights`, penalties subtracted) of: {parts}")
@@ -78,6 +80,10 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         for member in story.group:
             mark = "*" if member["episode_id"] == e["episode_id"] else " "
             say(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
 
 
 COMMANDS = [why]

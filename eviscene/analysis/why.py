@@ -150,15 +150,14 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
 # each run_results.jsonl row with the audit of its process_metrics.jsonl row (and that row's
 # failures) and its trajectory_scores.jsonl score and training eligibility.
 _IMPORTED_EPISODES_SQL = """
-SELECT e.* EXCLUDE (trajectory_score, scored_correct, reward),
-       m.row->'strict_trace_audit_failures' AS audit_failures,
+SELECT e.* EXCLUDE (trajectory_score, scored_correct, reward, strict_trace_audit_failures),
+       e.strict_trace_audit_failures AS audit_failures,
        e.trajectory_score IS NOT NULL AS scored,
        e.trajectory_score->'components' AS score_components,
        e.reward AS score_total,
        e.trajectory_score->'training_eligible' AS training_eligible,
        e.trajectory_score->'training_exclusion_reasons' AS exclusion_reasons
 FROM imported_episodes e
-LEFT JOIN imported_run_rows m ON m.run_id = e.run_id AND m.kind = 'process_metrics' AND m.row->>'episode_id' = e.episode_id
 WHERE e.run_id = $run AND ($episode IS NULL OR e.episode_id = $episode)
 ORDER BY e.episode_id
 """
@@ -174,6 +173,16 @@ def imported_stories(
     no dataset decision (the caller's: it reads an export)."""
     found = rows(con.sql(_IMPORTED_EPISODES_SQL, params={"run": run_id, "episode": episode_id}).to_arrow_table(), _IMPORTED_JSON_COLUMNS)
     return [_imported_story(row, imported_from) for row in found]
+
+
+_RECALLS = ("evidence_recovery_recall", "fact_recovery_recall", "chain_recovery_recall", "basis_reference_precision")
+
+
+def _imported_metrics(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The reference-chain metrics its process_metrics.jsonl row recorded (no gold in the log)."""
+    if all(row[name] is None for name in _RECALLS):
+        return None
+    return {"result_correct": row["result_correct"], "gold_label": None, **{name: row[name] for name in _RECALLS}}
 
 
 def _imported_story(row: dict[str, Any], imported_from: dict[str, Any]) -> EpisodeStory:
@@ -194,7 +203,7 @@ def _imported_story(row: dict[str, Any], imported_from: dict[str, Any]) -> Episo
             key=lambda f: (str(f["code"]), str(f["detail"])),
         ),
         score={"components": components if isinstance(components, dict) else {}, "total": total} if scored else None,
-        metrics=None,
+        metrics=_imported_metrics(row),
         eligibility={"sft_training_eligible": eligible, "rl_reward_eligible": None,
                      "exclusion_reasons": [str(r) for r in reasons] if isinstance(reasons, list) else []}
         if eligible is not None else None,

@@ -3,7 +3,8 @@
 -- key: run_id, episode_id
 -- An imported run's episodes with the columns of `episodes` its run_results.jsonl holds
 -- (the seed writes a row only for a finished episode), the correctness and trace audit its
--- process_metrics.jsonl recorded (NULL where its row has none), the correctness the run is
+-- process_metrics.jsonl recorded (NULL where its row has none) with its audit failures and
+-- reference-chain recalls, the correctness the run is
 -- scored by (`scored_correct`: the recorded one, an episode without one wrong, as seed 000
 -- writes an engineering error's row without its episode id; NULL throughout a run that
 -- recorded none), its trajectory_scores.jsonl row (and its total as `reward`) and its trace's path. An episode is named
@@ -22,7 +23,12 @@ metrics AS (
     SELECT run_id, py_strip(coalesce(row->>'episode_id', '')) AS episode_id,
            TRY_CAST(row->>'result_correct' AS BOOLEAN) AS result_correct,
            TRY_CAST(row->>'hard_trace_audit_pass' AS BOOLEAN) AS hard_trace_audit_pass,
-           TRY_CAST(row->>'strict_trace_audit_pass' AS BOOLEAN) AS strict_trace_audit_pass
+           TRY_CAST(row->>'strict_trace_audit_pass' AS BOOLEAN) AS strict_trace_audit_pass,
+           row->'strict_trace_audit_failures' AS strict_trace_audit_failures,
+           TRY_CAST(row->>'evidence_recovery_recall' AS DOUBLE) AS evidence_recovery_recall,
+           TRY_CAST(row->>'fact_recovery_recall' AS DOUBLE) AS fact_recovery_recall,
+           TRY_CAST(row->>'chain_recovery_recall' AS DOUBLE) AS chain_recovery_recall,
+           TRY_CAST(row->>'basis_reference_precision' AS DOUBLE) AS basis_reference_precision
     FROM imported_run_rows WHERE kind = 'process_metrics'
     QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY line_number DESC) = 1
 ),
@@ -53,6 +59,11 @@ SELECT
     CASE WHEN count(m.result_correct) OVER (PARTITION BY r.run_id) > 0 THEN coalesce(m.result_correct, false) END AS scored_correct,
     m.hard_trace_audit_pass,
     m.strict_trace_audit_pass,
+    m.strict_trace_audit_failures,
+    m.evidence_recovery_recall,
+    m.fact_recovery_recall,
+    m.chain_recovery_recall,
+    m.basis_reference_precision,
     s.trajectory_score,
     TRY_CAST(s.trajectory_score->>'total' AS DOUBLE) AS reward
 FROM results r

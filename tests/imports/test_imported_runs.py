@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from eviscene.analysis.compare import compare_runs
-from eviscene.analysis.why import explain_episode
+from eviscene.analysis.why import IMPORTED_STORIES_READ, explain_episode, imported_stories
 from eviscene.cli.main import cli
 from eviscene.errors import EvisceneError
 from eviscene.exports.run_dir import materialize_run
@@ -217,6 +217,7 @@ def test_why_shows_the_audit_and_eligibility_an_imported_directory_recorded(tmp_
     imported = import_path(log, run).import_id
     story = explain_episode(log, "case-A--r000", imported)
     assert story.audit == {"hard_trace_audit_pass": False, "strict_trace_audit_pass": False}
+    assert story.metrics is None  # recorded no recall
     assert [f["code"] for f in story.failures] == ["empty_reasoning", "missing_judgment"]
     assert story.eligibility == {"sft_training_eligible": False, "rl_reward_eligible": None,
                                  "exclusion_reasons": ["incorrect_result", "trace_audit:missing_judgment"]}
@@ -741,6 +742,25 @@ def test_an_episode_s_rows_read_once_the_last_counting_and_a_row_naming_none_is_
 
     for path in (f"/run/{imported}/episodes", f"/run/{imported}"):
         assert Viewer(log).route(path, {})[0] == 200
+
+
+def test_an_imported_episode_s_story_is_its_last_process_metrics_row_with_its_recalls(tmp_path):
+    """`why` and the episode pages joined every process_metrics row of an episode: two rows, two
+    stories of it, the first's audit; and they showed none of the recalls the row records."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    recalls = {"fact_recovery_recall": 0.5, "chain_recovery_recall": 0.0, "basis_reference_precision": 1.0}
+    (run / "process_metrics.jsonl").write_bytes(_jsonl([
+        {"episode_id": "case-A--r000", "result_correct": False, "strict_trace_audit_pass": False, "evidence_recovery_recall": 0.25, **recalls},
+        {"episode_id": "case-A--r000", "result_correct": True, "strict_trace_audit_pass": True, "evidence_recovery_recall": 0.75, **recalls}]))
+    imported = import_path(log, run).import_id
+    stories = log.read(lambda con: imported_stories(con, imported, {"path": str(run), "source_run_id": None}), for_query=IMPORTED_STORIES_READ)
+    assert [story.episode["episode_id"] for story in stories] == [row["episode_id"] for row in sorted(RESULTS, key=lambda r: r["episode_id"])]
+    [story] = [story for story in stories if story.episode["episode_id"] == "case-A--r000"]
+    assert story.audit == {"hard_trace_audit_pass": None, "strict_trace_audit_pass": True}
+    assert story.metrics == {"result_correct": True, "gold_label": None, "evidence_recovery_recall": 0.75, **recalls}
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
+    assert "score: correct=True; evidence 0.75, facts 0.50, bridges 0.00, basis precision 1.00\n" in out.output, out.output
 
 
 def test_runs_compare_scores_no_imported_run_that_recorded_no_correctness(tmp_path):
