@@ -155,7 +155,7 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
-    check_selection(release_cases, cases, options.benchmark)
+    check_selection(release_cases, cases, options.benchmark, options.shard_count)
     policy_file = policy_path(options, release)
     scoring_files = read_scoring_files(release, policy_file)
     check_scoring_inputs(release, cases, scoring_files)

@@ -106,6 +106,23 @@ def test_a_shard_alone_or_half_merged_is_an_incomplete_run(shard_logs) -> None:
         ]
 
 
+def test_a_run_of_more_shards_than_cases_is_whole_once_every_shard_is_merged(tmp_path: Path) -> None:
+    """Three shards of two cases: the third selects none. It failed (an empty selection) and
+    wrote no log, so the merged run read incomplete for good; it records its run with no
+    episode, and the three merged are the run, completed."""
+    cases = ("--case-id", "demo-0001", "--case-id", "demo-0002", "--shard-count", "3", "--run-id", "few")
+    jobs = [_eval(tmp_path / f"s{i}.duckdb", {}, *cases, "--shard-index", str(i)) for i in range(3)]
+    outputs = [job.communicate(timeout=300)[0] for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0, 0], outputs
+    assert "run few: 0 of 0 episodes ran (nothing left to run); status incomplete\n" in outputs[2]
+    merged = tmp_path / "merged.duckdb"
+    result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *(str(tmp_path / f"s{i}.duckdb") for i in range(3))])
+    assert result.exit_code == 0, result.output
+    assert EventLog(merged).sql("SELECT status, label, episodes_planned, episodes_finished FROM runs").to_pylist() == [
+        {"status": "completed", "label": "rollouts=1 seed=1729 shards=3/3", "episodes_planned": 2, "episodes_finished": 2}
+    ]
+
+
 def test_a_shard_run_says_its_other_shards_are_missing(tmp_path: Path) -> None:
     job = _eval(tmp_path / "s.duckdb", {}, "--shard-count", "2", "--shard-index", "1", "--limit", "1", "--run-id", "s")
     output = job.communicate(timeout=300)[0]
