@@ -60,7 +60,9 @@ missing_split AS (
     WHERE f.case_id IS NULL
 ),
 accepted_cases AS (
-    SELECT count(DISTINCT case_id) AS n FROM candidates WHERE selected
+    SELECT count(DISTINCT case_id) FILTER (WHERE selected) AS n,
+           count(*) FILTER (WHERE NOT selected AND list_contains(training_exclusion_reasons, 'training_prohibited')) AS prohibited
+    FROM candidates
 ),
 missing_validation AS (
     SELECT list_sort(list_distinct(list(f.case_id))) AS cases
@@ -135,6 +137,9 @@ SELECT 4, NULL, 'fixed_split_lacks_teacher_cases', '', 'fixed case split lacks t
 FROM missing_split, s WHERE s.frozen AND len(cases) > 0
 UNION ALL
 SELECT 5, NULL, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
+       -- the seed's words, then why when its release prohibits training (EviScene's flag lifts it)
+       || CASE WHEN a.prohibited > 0 THEN ' (' || a.prohibited || ' candidate(s) excluded as training_prohibited: '
+               || '--allow-training-prohibited exports them, recorded in the manifest)' ELSE '' END
 FROM accepted_cases a, s WHERE s.frozen AND s.minimum_accepted_cases IS NOT NULL AND a.n < s.minimum_accepted_cases
 UNION ALL
 SELECT 6, NULL, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')

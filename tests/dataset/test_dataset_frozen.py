@@ -86,6 +86,19 @@ def test_frozen_mode_needs_enough_cases_and_every_validation_case(log, tmp_path)
     assert manifest["accepted_case_count"] == 1
 
 
+def test_too_few_cases_of_a_release_that_prohibits_training_says_why(log, tmp_path):
+    """Every candidate of a development_subset release is excluded as training_prohibited: the
+    seed's "accepted too few cases: 0 < 40" said nothing of why, nor of the flag that lifts it."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}],
+                        release_stage="development_subset")
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    with pytest.raises(DatasetExportError, match=re.escape(
+            "frozen SFT export accepted too few cases: 0 < 40 (2 candidate(s) excluded as training_prohibited: "
+            "--allow-training-prohibited exports them, recorded in the manifest)")):
+        frozen(log, tmp_path, run, split, eligibility, minimum_accepted_cases=None)
+
+
 def test_structured_gate_failures_exclude_with_their_reasons(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [
         {"episode_id": "a--r000", "case_id": "a"},
