@@ -20,6 +20,7 @@ from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.redaction import MASK, redact, register_url_secrets
 from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
+from eviscene.release.loader import named
 from eviscene.release.selection import RolloutSpec
 from eviscene.rules.traces import safe_trace_filename
 
@@ -74,10 +75,10 @@ def check_case_pictures(cases: Sequence[Case]) -> None:
             with Image.open(case.image_file) as opened:
                 too_large = over_decode_limit(*opened.size)
         except (UnidentifiedImageError, SyntaxError, OSError):
-            problems.append(f"case {case.case_id!r}: {case.image_path} is not a picture Pillow can read")
+            problems.append(f"{named(case)}: {case.image_path} is not a picture Pillow can read")
             continue
         if too_large:
-            problems.append(f"case {case.case_id!r}: {case.image_path} is {too_large}: downscale it")
+            problems.append(f"{named(case)}: {case.image_path} is {too_large}: downscale it")
     if problems:
         more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise ReleaseError(f"{len(problems)} case picture(s) cannot be read: {'; '.join(problems[:10])}{more}")

@@ -84,6 +84,8 @@ class Case:
     """Resolved; inside the release root."""
     image_sha256: str
     """Lower-case hex."""
+    row: str = field(default="", compare=False, repr=False)
+    """`CASES_FILE:LINE` it was read from, for an error about it (not shown to the agent)."""
 
 
 def sha256_file(path: str | Path) -> str:
@@ -303,9 +305,15 @@ def load_cases(release: Release) -> list[Case]:
                 image_path=image_path,
                 image_file=image_file,
                 image_sha256=image_sha256.lower(),
+                row=where,
             )
         )
     return cases
+
+
+def named(case: Case) -> str:
+    """A case in an error: the row it was read from, and its id."""
+    return f"{case.row}: case {case.case_id!r}" if case.row else f"case {case.case_id!r}"
 
 
 def verify_case_images(cases: Iterable[Case]) -> None:
@@ -317,16 +325,16 @@ def verify_case_images(cases: Iterable[Case]) -> None:
     problems: list[str] = []
     for case in cases:
         if not case.image_file.is_file():
-            problems.append(f"case {case.case_id!r}: image {case.image_path!r} {_not_a_file(case.image_file)} ({case.image_file})")
+            problems.append(f"{named(case)}: image {case.image_path!r} {_not_a_file(case.image_file)} ({case.image_file})")
             continue
         try:
             actual = sha256_file(case.image_file)
         except OSError as exc:
-            problems.append(f"case {case.case_id!r}: cannot read image {case.image_file}: {exc.strerror or exc}")
+            problems.append(f"{named(case)}: cannot read image {case.image_file}: {exc.strerror or exc}")
             continue
         if actual != case.image_sha256:
             problems.append(
-                f"case {case.case_id!r}: image {case.image_path!r} sha256 mismatch: "
+                f"{named(case)}: image {case.image_path!r} sha256 mismatch: "
                 f"expected {case.image_sha256}, actual {actual}"
             )
     if problems:

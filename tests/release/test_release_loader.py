@@ -428,7 +428,7 @@ PIPED = {
     "manifest.json": "{root}/manifest.json: the release manifest is a named pipe (FIFO), not a regular file",
     "runtime_input/cases.jsonl": "{root}/runtime_input/cases.jsonl: benchmark cases file is a named pipe (FIFO), not a regular file",
     "runtime_input/images/demo-0001.jpg": (
-        "1 case image(s) failed verification: case 'demo-0001': image 'runtime_input/images/demo-0001.jpg' "
+        "1 case image(s) failed verification: {root}/runtime_input/cases.jsonl:1: case 'demo-0001': image 'runtime_input/images/demo-0001.jpg' "
         "is a named pipe (FIFO), not a regular file ({root}/runtime_input/images/demo-0001.jpg)"
     ),
     "private/evaluation_gold.jsonl": (

@@ -125,7 +125,8 @@ def test_a_case_picture_above_the_limit_or_not_a_picture_is_refused_before_the_r
         done = subprocess.run([EVISCENE, "--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(cases),
                                "--case-id", rows[0]["case_id"], "--no-progress", "--no-materialize"],
                               capture_output=True, text=True, timeout=600, cwd=tmp_path)
-        return done.returncode, done.stderr.removeprefix(f"Error: 1 case picture(s) cannot be read: case {rows[0]['case_id']!r}: ")
+        # the row it comes from, by file and line (the first line of the cases file)
+        return done.returncode, done.stderr.removeprefix(f"Error: 1 case picture(s) cannot be read: {cases}:1: case {rows[0]['case_id']!r}: ")
 
     write_png(image, 20000, 20000, b"\x80", b"\xff", banner_from=18000)
     too_large = f"{rows[0]['image_path']} is 20000x20000 pixels, above the decoding limit of 178,956,970 pixels: downscale it\n"
