@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
+import fcntl
 import os
 import re
 import shlex
@@ -46,9 +47,13 @@ _DUCKDB_MAGIC = b"DUCK"
 _DUCKDB_MAGIC_AT = 8
 
 
-# This process's spill folder, by the pid that made it (a forked child makes its own).
+# This process's spill folder, by the pid that made it (a forked child makes its own), and
+# the lock it holds on the folder's owner file while it lives.
 _spill_folders: dict[int, Path] = {}
+_spill_owners: dict[int, int] = {}
 _spill_lock = threading.Lock()
+_SPILL_PREFIX = "eviscene-spill-"
+_SPILL_OWNER = ".owner"
 
 
 def spill_directory() -> Path:
@@ -56,19 +61,55 @@ def spill_directory() -> Path:
     cwd). The sandbox lets every query read this folder, so it is private to this process: a
     fresh name that mkdtemp makes (0700) in the temp directory, so that nobody can plant it, or
     a link in its place, beforehand (`_check_private`); removed when the process exits. The
-    process's connections share it (each removes its own files when it closes)."""
+    process's connections share it (each removes its own files when it closes). A process
+    killed (SIGKILL, OOM) cannot remove it, and a query's spill may be gigabytes: the next
+    process to spill removes each such folder of this user whose owner lock nobody holds."""
     with _spill_lock:
         folder = _spill_folders.get(os.getpid())
         if folder is None:
-            folder = Path(tempfile.mkdtemp(prefix="eviscene-spill-")).resolve()
+            _remove_abandoned_spill_folders()
+            folder = Path(tempfile.mkdtemp(prefix=_SPILL_PREFIX)).resolve()
             try:
                 _check_private(folder)
             except EvisceneError:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
+            _spill_owners[os.getpid()] = _hold_owner_lock(folder)
             _spill_folders[os.getpid()] = folder
             atexit.register(_remove_spill_directory, folder, os.getpid())
     return folder
+
+
+def _hold_owner_lock(folder: Path) -> int:
+    """Lock the folder's owner file for as long as this process lives (the kernel lets go when
+    it dies, however it dies). Locked under another name, then renamed: a sweeping process
+    never finds the owner file unlocked while its maker lives."""
+    pending = folder / f"{_SPILL_OWNER}.{os.getpid()}"
+    owner = os.open(pending, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fcntl.flock(owner, fcntl.LOCK_EX)
+    pending.rename(folder / _SPILL_OWNER)
+    return owner
+
+
+def _remove_abandoned_spill_folders() -> None:
+    """Remove this user's spill folders whose owner file no process holds locked (their
+    process was killed). A folder without the file (being made, or left by an older version)
+    is left alone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_SPILL_PREFIX}*"):
+        try:
+            if not folder.is_dir() or folder.is_symlink() or folder.stat().st_uid != os.geteuid():
+                continue
+            owner = os.open(folder / _SPILL_OWNER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its process lives
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(owner)
 
 
 def _check_private(folder: Path) -> None:

@@ -393,10 +393,31 @@ def test_a_large_query_spills_into_the_private_folder_and_leaves_nothing_there(l
     con = open_snapshot(log_copy, sandbox=Sandbox(memory_limit="100MB"))
     try:
         con.execute("CREATE TEMP TABLE big AS SELECT i, md5(i::VARCHAR) AS m, md5(m) AS n FROM range(3000000) t(i)")
-        assert any(spill_directory().iterdir())
+        assert any(p.name != ".owner" for p in spill_directory().iterdir())
     finally:
         con.close()
-    assert not any(spill_directory().iterdir())
+    assert [p.name for p in spill_directory().iterdir()] == [".owner"]  # the lock its process holds
+
+
+def test_the_spill_folder_of_a_killed_process_is_removed_by_the_next_that_spills(tmp_path):
+    """A process killed by SIGKILL (or the OOM killer) left its spill folder, whatever it held,
+    for good; the next process to spill removes it, and never a living process's."""
+    make = "from eviscene.store.snapshot import spill_directory\nprint(spill_directory(), flush=True)\n"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    living = subprocess.Popen([sys.executable, "-c", make + "input()\n"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        kept = Path(living.stdout.readline().strip())
+        killed = subprocess.Popen([sys.executable, "-c", make + "(spill_directory() / 'spilled.tmp').write_bytes(b'x' * 1000)\n"
+                                   "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"], env=env, stdout=subprocess.PIPE, text=True)
+        left = Path(killed.stdout.readline().strip())
+        killed.wait()
+        assert left.is_dir() and (left / "spilled.tmp").exists() and kept.is_dir()
+        sweeper = subprocess.run([sys.executable, "-c", make], env=env, capture_output=True, text=True, check=True)
+        assert not left.exists() and kept.is_dir()
+        assert Path(sweeper.stdout.strip()) != kept
+    finally:
+        living.communicate("\n", timeout=60)
+    assert not kept.exists()
 
 
 def test_read_of_a_missing_path_is_an_error(log_copy, tmp_path):
