@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_why import DatasetDecision, explain_dataset_decision
@@ -171,8 +172,16 @@ def imported_stories(
     """An imported run's episodes (or one) as its directory recorded them, in one query: no
     timeline (it holds no events), no RL eligibility (the rows it is read from have none) and
     no dataset decision (the caller's: it reads an export)."""
-    found = rows(con.sql(_IMPORTED_EPISODES_SQL, params={"run": run_id, "episode": episode_id}).to_arrow_table(), _IMPORTED_JSON_COLUMNS)
-    return [_imported_story(row, imported_from) for row in found]
+    return stories_of(imported_story_rows(con, run_id, episode_id), imported_from)
+
+
+def imported_story_rows(con: duckdb.DuckDBPyConnection, run_id: str, episode_id: str | None = None) -> pa.Table:
+    """What `imported_stories` reads, as a table (a page keeps a run's, and picks episodes from it)."""
+    return con.sql(_IMPORTED_EPISODES_SQL, params={"run": run_id, "episode": episode_id}).to_arrow_table()
+
+
+def stories_of(table: pa.Table, imported_from: dict[str, Any]) -> list[EpisodeStory]:
+    return [_imported_story(row, imported_from) for row in rows(table, _IMPORTED_JSON_COLUMNS)]
 
 
 _RECALLS = ("evidence_recovery_recall", "fact_recovery_recall", "chain_recovery_recall", "basis_reference_precision")

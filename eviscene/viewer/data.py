@@ -17,8 +17,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow.compute as pc
 
-from eviscene.analysis.why import IMPORTED_FROM_SQL, IMPORTED_STORIES_READ, EpisodeStory, imported_stories
+from eviscene.analysis.why import IMPORTED_FROM_SQL, IMPORTED_STORIES_READ, EpisodeStory, imported_story_rows, stories_of
 from eviscene.errors import EvisceneError, no_run_error
 from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
@@ -757,10 +758,7 @@ def episode_stories(
 
     def reader(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]] | list[EpisodeStory]:
         if is_imported_run(con, run_id):
-            narrow_to_runs(con, (run_id,))
-            log.add_views(con, materialize=False, for_query=f"{IMPORTED_FROM_SQL} {IMPORTED_STORIES_READ}")
-            imported_from = fetch(con, IMPORTED_FROM_SQL, {"run": run_id})[0]
-            return imported_stories(con, run_id, imported_from, episode_id)
+            return _imported_stories(con, log, run_id, episode_id, cache or ResultCache(log.path))
         if episode_id is None:
             narrow_to_runs(con, (run_id,))
         else:
@@ -800,6 +798,24 @@ def episode_stories(
         }
         for episode in data["episodes"]
     ]
+
+
+def _imported_stories(
+    con: duckdb.DuckDBPyConnection, log: EventLog, run_id: str, episode_id: str | None, cache: ResultCache
+) -> list[EpisodeStory]:
+    """An imported run's stories (`why.imported_stories`), picked from all of the run's, kept
+    in memory under its head: each story reads the run's JSONL rows whole (~1 s at 20k
+    episodes), and one who browses its episode pages reads many."""
+    head = run_head(con, run_id)
+    kept = cache.get("imported-stories", head) if head is not None else None
+    if kept is None:
+        narrow_to_runs(con, (run_id,))
+        log.add_views(con, materialize=False, for_query=f"{IMPORTED_FROM_SQL} {IMPORTED_STORIES_READ}")
+        kept = {"from": fetch(con, IMPORTED_FROM_SQL, {"run": run_id})[0], "rows": imported_story_rows(con, run_id)}
+        if head is not None:
+            cache.remember("imported-stories", head, kept)
+    table = kept["rows"] if episode_id is None else kept["rows"].filter(pc.field("episode_id") == episode_id)
+    return stories_of(table, kept["from"])
 
 
 def _imported_episode_stories(
