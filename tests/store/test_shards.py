@@ -199,11 +199,17 @@ def test_a_folded_shards_own_chain_is_checked_by_verify(shard_logs, tmp_path: Pa
     assert len(problems) == 1 and "merged shard's own chain" in problems[0], problems
 
 
-def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path: Path) -> None:
-    _root, shards, _whole = shard_logs
+def _stranger(tmp_path: Path) -> EventLog:
+    """A finished run named `exp` that is no shard of the fixture's run."""
     stranger = EventLog(tmp_path / "stranger.duckdb")
     stranger.append("exp", [EventDraft(GateDecided(gate="g", subject="s", passed=True)), EventDraft(
         RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    return stranger
+
+
+def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path: Path) -> None:
+    _root, shards, _whole = shard_logs
+    stranger = _stranger(tmp_path)
     merged = tmp_path / "merged.duckdb"
     EventLog(merged).merge(shards[0])
     before = EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist()
@@ -240,9 +246,7 @@ def test_an_unfinished_shard_is_refused_before_any_source_is_taken_in(shard_logs
 
 def test_a_source_refused_while_merging_names_the_sources_merged_before_it(shard_logs, tmp_path: Path) -> None:
     _root, shards, _whole = shard_logs
-    stranger = EventLog(tmp_path / "stranger.duckdb")
-    stranger.append("exp", [EventDraft(GateDecided(gate="g", subject="s", passed=True)), EventDraft(
-        RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    stranger = _stranger(tmp_path)
     merged = tmp_path / "merged.duckdb"
     refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(shards[0]), str(stranger.path)])
     assert refused.exit_code == 2
