@@ -71,7 +71,9 @@ SELECT episode_id FROM events WHERE run_id = $run
 _SEARCHED_IMPORTED_EPISODES_SQL = """
 SELECT f.episode_id FROM imported_files f JOIN blobs b ON b.sha256 = f.blob_sha256
 WHERE f.import_id = $run AND f.kind = 'trace'
-  AND CASE WHEN f.kind = 'trace' THEN decode(b.content) ILIKE $search ESCAPE '\\' OR decode(b.content) ILIKE $escaped ESCAPE '\\' END"""
+  AND CASE WHEN f.kind = 'trace' THEN decode(b.content) ILIKE $search ESCAPE '\\'
+            OR decode(b.content) ILIKE $escaped ESCAPE '\\' OR decode(b.content) ILIKE $escaped_lower ESCAPE '\\'
+            OR decode(b.content) ILIKE $escaped_upper ESCAPE '\\' END"""
 EPISODE_LIST_COLUMNS = (
     "episode_id", "case_id", "rollout_index", "termination", "verdict", "gold_label", "result_correct",
     "confidence", "total_tool_calls", "llm_api_calls", "time_taken", "reward", "hard_trace_audit_pass",
@@ -676,7 +678,10 @@ def episode_list(
         imported = is_imported_run(con, run_id)
         listed, searched = (IMPORTED_EPISODE_LIST_SQL, _SEARCHED_IMPORTED_EPISODES_SQL) if imported else (EPISODE_LIST_SQL, _SEARCHED_EPISODES_SQL)
         if imported and search.strip():
-            params["escaped"] = _like_pattern(json.dumps(search.strip())[1:-1])
+            # ILIKE folds the escape's letters (\u00e9 and \u00E9), not the character's case (É is
+            # \u00c9): the text escaped as typed, lowered and uppered
+            for name, text in (("escaped", search.strip()), ("escaped_lower", search.strip().lower()), ("escaped_upper", search.strip().upper())):
+                params[name] = _like_pattern(json.dumps(text)[1:-1])
         where = ["run_id = $run", *([f"({predicate})"] if predicate.strip() else []), *([f"episode_id IN ({searched})"] if search.strip() else [])]
         filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
         reads = f"{searched if search.strip() else ''} {predicate}"  # what the filter reads besides the list

@@ -130,3 +130,21 @@ def test_two_imported_runs_compare_by_their_recorded_correctness(imported, watch
     # rollout 0: case-A right in this run, wrong in the other; case-B wrong in both
     assert page.locator('[data-stat="flipped"]').inner_text() == "1"
     watched.assert_clean()
+
+
+def test_the_search_finds_text_an_imported_trace_escapes_in_either_case(tmp_path):
+    """A trace written by Python's json escapes what is not ASCII: "Café" is Caf\\u00e9 there, and
+    "CAFÉ" CAF\\u00c9. ILIKE folds the escape's hex letters, not the character's case, so a
+    search for CAFÉ missed the first and café the second."""
+    from eviscene.viewer import data
+
+    run_dir = _write_seed_run_dir(tmp_path / "run")
+    (run_dir / "traces" / "case-A--r000.json").write_text(json.dumps({"image_id": "case-A--r000", "note": "Café au lait"}), encoding="utf-8")
+    (run_dir / "traces" / "case-A--r001.json").write_text(json.dumps({"image_id": "case-A--r001", "note": "ÉCOLE CAFÉ"}), encoding="utf-8")
+    assert "\\u00c9" in (run_dir / "traces" / "case-A--r001.json").read_text()  # escaped as Python writes it
+    log = EventLog(tmp_path / "log.duckdb")
+    run_id = import_path(log, run_dir).import_id
+    found = {text: sorted(row["episode_id"] for row in data.episode_list(log, run_id, search=text).rows)
+             for text in ("café", "CAFÉ", "Café", "école", "École")}
+    assert found == {"café": ["case-A--r000", "case-A--r001"], "CAFÉ": ["case-A--r000", "case-A--r001"],
+                     "Café": ["case-A--r000", "case-A--r001"], "école": ["case-A--r001"], "École": ["case-A--r001"]}
