@@ -67,6 +67,11 @@ class RunLock:
             if _same_file(fd, self.path):
                 break
             os.close(fd)  # locked a file a seal has just removed: take the new one
+        other = _holder_through_another_name(self.path)
+        if other is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            return other
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} ({command_name(sys.argv)} on {socket.gethostname()})".encode())
         self._fd = fd
@@ -77,6 +82,29 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _holder_through_another_name(lock: Path) -> str | None:
+    """Who holds this run's lock through another name of the same log file in its folder (a
+    hard link: `<name>.live/RUN/writer.lock`, its own lock file), else None. Two writers of one
+    run through two names each wrote segments the other's seal took for its own."""
+    live = lock.parent.parent
+    log = live.with_name(live.name.removesuffix(".live"))
+    try:
+        names = [entry.name for entry in os.scandir(log.parent) if entry.name.endswith(".live") and entry.name != live.name]
+    except OSError:
+        return None
+    for name in names:
+        other = log.with_name(name.removesuffix(".live"))
+        try:
+            if not os.path.samefile(other, log):
+                continue
+            holder = lock_holder(log.with_name(name) / lock.parent.name / lock.name)
+        except (OSError, LogIntegrityError):
+            continue
+        if holder is not None:
+            return f"{holder} through {other}, another name of this log"
+    return None
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -3,6 +3,8 @@ run is unfinished or still running; seal and merge refuse what verify would call
 
 import fcntl
 import json
+import os
+import re
 import shutil
 import subprocess
 
@@ -666,6 +668,25 @@ def test_a_seal_removes_only_the_logs_own_files_and_folders(tmp_path):
     result = verify_cli(log)
     assert result.exit_code == 0 and "ok: 1 run(s), 4 events" in result.output, result.output
     assert log.sql("SELECT count(*) AS n FROM events")["n"].to_pylist() == [4]
+
+
+def test_a_writer_through_another_name_of_the_log_holds_the_run_for_both_names(tmp_path):
+    """The run lock lives beside the name the log is opened by: a writer through a hard link
+    held a lock of its own, and two writers of one run wrote side by side. A writer, a seal or
+    a resume through either name now sees the other's, named."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("done", [EventDraft(GateDecided(gate="g", subject="s", passed=True))])
+    log.seal(["done"])
+    alias = tmp_path / "alias.duckdb"
+    os.link(log.path, alias)
+    held = RunLock(tmp_path / "alias.duckdb.live" / "R" / "writer.lock", "R").acquire()
+    try:
+        with pytest.raises(LogLockedError, match=rf"^run R is being written by pid {os.getpid()} \(.*\) through {re.escape(str(alias))}, another name of this log"):
+            log.append("R", [EventDraft(GateDecided(gate="g", subject="a second writer", passed=True))])
+    finally:
+        held.release()
+    log.append("R", [EventDraft(GateDecided(gate="g", subject="once it is free", passed=True))])
+    assert log.sql("SELECT count(*) AS n FROM events WHERE run_id = 'R'").to_pylist() == [{"n": 1}]
 
 
 def test_a_live_segment_named_as_a_sealed_one_but_another_is_kept_and_reported_not_deleted(tmp_path):
