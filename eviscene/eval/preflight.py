@@ -25,14 +25,16 @@ from eviscene.release.selection import RolloutSpec
 from eviscene.rules.traces import safe_trace_filename
 
 
-def check_selection(release_cases: Sequence[Case], selected: Sequence[Case], benchmark: str, shard_count: int = 1) -> None:
+def check_selection(
+    release_cases: Sequence[Case], selected: Sequence[Case], benchmark: str, shard_count: int = 1, limit: int | None = None
+) -> None:
     """An empty selection runs nothing and would record an empty run: refused, naming the
     cases file when it holds no case at all (no flag is to blame then). A shard of a run of
-    more shards than cases is the exception: it records its run with no episode, so that
-    merging every shard makes the run whole."""
+    more shards than cases is the exception (its cases, then, are none of the others'): it
+    records its run with no episode, so that merging every shard makes the run whole."""
     if not release_cases:
         raise SelectionError(f"{benchmark} holds no cases: nothing to run")
-    if not selected and shard_count == 1:
+    if not selected and (shard_count == 1 or limit == 0):
         raise SelectionError(
             "the selection is empty (check --case-id, --limit and --shard-index): nothing to run"
         )

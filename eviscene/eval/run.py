@@ -133,6 +133,9 @@ class RunPlan:
     policy_revision: str
     tool_backend: dict = field(default_factory=dict)  # the manifest's agent.tool_backend block
     warnings: list[str] = field(default_factory=list)  # said once as the run starts (`RunObserver.warning`)
+    # A sharded run's: the cases its shards split (shards from this index on select none), so
+    # that `runs` knows which shards make the run whole
+    cases_before_sharding: int | None = None
 
 
 def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provider | None = None) -> RunPlan:
@@ -155,7 +158,8 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
         shard_count=options.shard_count,
         shard_index=options.shard_index,
     )
-    check_selection(release_cases, cases, options.benchmark, options.shard_count)
+    check_selection(release_cases, cases, options.benchmark, options.shard_count, options.limit)
+    pool = len(select_cases(release_cases, case_ids=options.case_ids, limit=None)) if options.shard_count > 1 else None
     policy_file = policy_path(options, release)
     scoring_files = read_scoring_files(release, policy_file)
     check_scoring_inputs(release, cases, scoring_files)
@@ -164,12 +168,12 @@ def plan_run(flags: EvalOptions, *, revision: str | None = None, provider: Provi
     if provider is None:
         provider = make_provider(run)
         with quota_released_on_failure(provider):
-            return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision)
-    return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision)
+            return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision, pool)
+    return _planned(run, release, cases, rollouts, policy_file, scoring_files, provider, revision, pool)
 
 
 def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int, policy_file: Path | None,
-             scoring_files: dict[str, ScoringFile], provider: Provider, revision: str | None) -> RunPlan:
+             scoring_files: dict[str, ScoringFile], provider: Provider, revision: str | None, pool: int | None) -> RunPlan:
     """The rest of `plan_run`, once its provider is made (and holds its quota guard): the
     rollouts, the policy, the tools."""
     options = run.flags
@@ -197,7 +201,7 @@ def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int
         # choice, and leaves the benchmark's own answer pages open to the agent.
         warnings.append(f"{policy_file}: the source access policy blocks nothing (no blocked_domains, "
                         "blocked_url_prefixes or blocked_content_sha256); the agent may read the benchmark's answer pages")
-    return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend, warnings)
+    return RunPlan(run, release, specs, len(cases), provider, scoring_files, policy, toolbox, revision, tool_backend, warnings, pool)
 
 
 class _NameTaken(EvisceneError):
@@ -313,6 +317,7 @@ async def start_run(
                 "limit": options.limit,
                 "shard_count": options.shard_count,
                 "shard_index": options.shard_index,
+                **({} if plan.cases_before_sharding is None else {"cases_before_sharding": plan.cases_before_sharding}),
             },
             config=redact_data({
                 **options.model_dump(mode="json"),

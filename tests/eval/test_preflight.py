@@ -114,7 +114,7 @@ def test_a_policy_that_blocks_nothing_runs_as_the_seed_does_with_one_warning_at_
     assert active == "false"  # recorded as seed 000 records it
 
 
-@pytest.mark.parametrize("flags", [("--limit", "0"), ("--case-id", "demo-0001", "--limit", "0", "--shard-count", "1")])
+@pytest.mark.parametrize("flags", [("--limit", "0"), ("--limit", "0", "--shard-count", "2", "--shard-index", "1")])
 def test_an_empty_selection_is_an_error(release, tmp_path, flags):
     result = run_cli(tmp_path / "log.duckdb", release, *flags)
     assert_nothing_ran(result, tmp_path / "log.duckdb", "the selection is empty")

@@ -106,21 +106,27 @@ def test_a_shard_alone_or_half_merged_is_an_incomplete_run(shard_logs) -> None:
         ]
 
 
-def test_a_run_of_more_shards_than_cases_is_whole_once_every_shard_is_merged(tmp_path: Path) -> None:
+def test_a_run_of_more_shards_than_cases_is_whole_once_its_shards_with_cases_are_merged(tmp_path: Path) -> None:
     """Three shards of two cases: the third selects none. It failed (an empty selection) and
-    wrote no log, so the merged run read incomplete for good; it records its run with no
-    episode, and the three merged are the run, completed."""
+    wrote no log, and the merged run read incomplete for good. Each shard records the cases
+    its shards split, so the two with cases make the run whole; the third records its run with
+    no episode (exit 0, for a job array), and merging it too changes nothing."""
     cases = ("--case-id", "demo-0001", "--case-id", "demo-0002", "--shard-count", "3", "--run-id", "few")
     jobs = [_eval(tmp_path / f"s{i}.duckdb", {}, *cases, "--shard-index", str(i)) for i in range(3)]
     outputs = [job.communicate(timeout=300)[0] for job in jobs]
     assert [job.returncode for job in jobs] == [0, 0, 0], outputs
     assert "run few: 0 of 0 episodes ran (nothing left to run); status incomplete\n" in outputs[2]
     merged = tmp_path / "merged.duckdb"
-    result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *(str(tmp_path / f"s{i}.duckdb") for i in range(3))])
-    assert result.exit_code == 0, result.output
-    assert EventLog(merged).sql("SELECT status, label, episodes_planned, episodes_finished FROM runs").to_pylist() == [
-        {"status": "completed", "label": "rollouts=1 seed=1729 shards=3/3", "episodes_planned": 2, "episodes_finished": 2}
-    ]
+    standing = "SELECT status, label, episodes_planned, episodes_finished FROM runs"
+    for shards, label in ((2, "shards=2/3"), (3, "shards=3/3")):
+        result = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", *(str(tmp_path / f"s{i}.duckdb") for i in range(shards))])
+        assert result.exit_code == 0, result.output
+        assert EventLog(merged).sql(standing).to_pylist() == [
+            {"status": "completed", "label": f"rollouts=1 seed=1729 {label}", "episodes_planned": 2, "episodes_finished": 2}
+        ]
+    one = tmp_path / "one.duckdb"
+    assert CliRunner().invoke(cli, ["--db", str(one), "log", "merge", str(tmp_path / "s0.duckdb")]).exit_code == 0
+    assert EventLog(one).sql(standing).to_pylist()[0]["status"] == "incomplete"
 
 
 def test_a_shard_run_says_its_other_shards_are_missing(tmp_path: Path) -> None:
