@@ -1,6 +1,7 @@
 """`eviscene log merge`: fold other logs (shards of one run, or separate runs) into this
 log's archive. The source is verified in full first (chains, segments, records): a broken
-one, or one with a run still being written, is refused before anything moves. Events
+one, or one with a run still being written, is refused before anything moves (every source
+named is checked before the first is taken in). Events
 already present (same event_id) are skipped, so merging twice is a no-op; a run present in
 both logs with different events is refused, unless both are shards of one sharded run, run
 alike (below). The source's segment records come along, so the target's `log verify`
@@ -54,7 +55,7 @@ def merge_logs(target: Path, sources: list[Path]) -> list[MergeReport]:
     reports: list[MergeReport] = []
     for source in sources:
         try:
-            reports.append(merge_log(target, source, checked=True))
+            reports.append(_merge_one(target, source))
         except EvisceneError as exc:
             if reports:
                 exc.args = (f"{exc}; merged before it: {', '.join(str(r.source) for r in reports)}",)
@@ -81,15 +82,16 @@ def check_source(target: Path, source: Path) -> None:
     cut_short = [note for note in report.unfinished if note.unrecorded]
     if cut_short:  # merged now, that batch would be left behind: in no copy of the log
         raise EvisceneError(f"{source} not merged: {cut_short[0]} (on a copy, if {source} is not yours to write); then merge it")
-    if report.unfinished:
-        _refuse_unfinished_shards(source, [note.run_id for note in report.unfinished])
+    _refuse_unfinished_shards(source)
 
 
-def merge_log(target: Path, source: Path, *, checked: bool = False) -> MergeReport:
-    """Fold `source` into `target`'s archive; `checked`: `check_source` has passed already."""
-    if not checked:
-        check_source(target, source)
+def _merge_one(target: Path, source: Path) -> MergeReport:
+    """Fold `source`, which `check_source` passed, into `target`'s archive."""
     checkpoint("merge.verified")
+    for run_id in live_run_ids(source):  # a resume started there since the check: its batches are in flight
+        holder = lock_holder(live_root(source) / run_id / "writer.lock")
+        if holder is not None:
+            raise LogLockedError(f"{source} not merged: run {run_id} is being written by {holder}; merge it when it ends")
     seal_runs(target)  # this log's finished runs first, so the archive holds all of them
     con = open_snapshot(source)  # the source's events and blobs, sealed and live
     try:
@@ -135,23 +137,29 @@ def merge_log(target: Path, source: Path, *, checked: bool = False) -> MergeRepo
 SHARD_KIND = "log_shard"
 
 
-def _refuse_unfinished_shards(source: Path, run_ids: list[str]) -> None:
+# A shard's last invocation and how it ended: killed (no run.finished), stopped by an outage
+# (interrupted) or crashed (failed) leaves episodes a resume in its own log finishes.
+_SHARD_ENDS_SQL = """
+SELECT s.run_id, s.payload->>'$.benchmark.shard_index', s.payload->>'$.benchmark.shard_count',
+       (SELECT arg_max(f.payload->>'status', f.seq) FROM events f WHERE f.run_id = s.run_id AND f.type = 'run.finished')
+FROM events s
+WHERE s.type = 'run.started' AND TRY_CAST(s.payload->>'$.benchmark.shard_count' AS BIGINT) > 1
+ORDER BY s.run_id"""
+
+
+def _refuse_unfinished_shards(source: Path) -> None:
     con = open_snapshot(source)
     try:
-        shards = con.execute(
-            "SELECT run_id, payload->>'$.benchmark.shard_index', payload->>'$.benchmark.shard_count' FROM events "
-            "WHERE type = 'run.started' AND run_id IN (SELECT unnest(?::VARCHAR[])) "
-            "AND TRY_CAST(payload->>'$.benchmark.shard_count' AS BIGINT) > 1 ORDER BY run_id LIMIT 1",
-            [run_ids],
-        ).fetchall()
+        shards = con.execute(_SHARD_ENDS_SQL).fetchall()
     finally:
         con.close()
-    if shards:
-        run_id, index, count = shards[0]
-        raise EvisceneError(
-            f"{source} not merged: shard {index}/{count} of run {run_id} is unfinished (no run.finished); "
-            f"`eviscene --db {source} eval resume {run_id}` finishes it, then merge it; nothing was taken in"
-        )
+    for run_id, index, count, status in shards:
+        if status not in ("completed", "completed_with_errors"):
+            ended = "no run.finished" if status is None else f"its last invocation {status}"
+            raise EvisceneError(
+                f"{source} not merged: shard {index}/{count} of run {run_id} is unfinished ({ended}); "
+                f"`eviscene --db {source} eval resume {run_id}` finishes it, then merge it; nothing was taken in"
+            )
 
 
 def _refuse_unsealed_run(target: Path, run_id: str) -> None:

@@ -248,6 +248,16 @@ def test_an_unfinished_shard_is_refused_before_any_source_is_taken_in(shard_logs
         f"Error: {killed.path} not merged: shard 1/2 of run exp is unfinished (no run.finished); "
         f"`eviscene --db {killed.path} eval resume exp` finishes it, then merge it; nothing was taken in\n"))
     assert not merged.exists() or EventLog(merged).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+    # A crashed one (run.finished failed, episodes left) the same: its resume could not be merged after it either.
+    crashed = EventLog(tmp_path / "crashed.duckdb")
+    crashed.append("exp", [EventDraft(RunStarted(
+        started_at="2026-12-01T00:00:00+00:00", git_commit="test", agent={}, source_access_policy={},
+        benchmark={"release_id": "r", "shard_count": 2, "shard_index": 1})), EventDraft(
+        RunFinished(status="failed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(crashed.path)])
+    assert (refused.exit_code, refused.output) == (2, (
+        f"Error: {crashed.path} not merged: shard 1/2 of run exp is unfinished (its last invocation failed); "
+        f"`eviscene --db {crashed.path} eval resume exp` finishes it, then merge it; nothing was taken in\n"))
 
 
 def test_a_source_refused_while_merging_names_the_sources_merged_before_it(shard_logs, tmp_path: Path) -> None:
