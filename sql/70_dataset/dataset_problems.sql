@@ -61,7 +61,9 @@ missing_split AS (
 ),
 accepted_cases AS (
     SELECT count(DISTINCT case_id) FILTER (WHERE selected) AS n,
-           count(*) FILTER (WHERE NOT selected AND list_contains(training_exclusion_reasons, 'training_prohibited')) AS prohibited
+           -- cases none of whose rollouts is accepted, one of them held back by the prohibition alone
+           count(DISTINCT case_id) FILTER (WHERE training_exclusion_reasons = ['training_prohibited']
+                                             AND case_id NOT IN (SELECT case_id FROM candidates WHERE selected)) AS prohibited
     FROM candidates
 ),
 missing_validation AS (
@@ -138,8 +140,8 @@ FROM missing_split, s WHERE s.frozen AND len(cases) > 0
 UNION ALL
 SELECT 5, NULL, 'too_few_accepted_cases', '', 'frozen SFT export accepted too few cases: ' || a.n || ' < ' || s.minimum_accepted_cases
        -- the seed's words, then why when its release prohibits training (EviScene's flag lifts it)
-       || CASE WHEN a.prohibited > 0 THEN ' (' || a.prohibited || ' candidate(s) excluded as training_prohibited: '
-               || '--allow-training-prohibited exports them, recorded in the manifest)' ELSE '' END
+       || CASE WHEN a.prohibited > 0 THEN ' (' || a.prohibited || ' more case(s) excluded only as training_prohibited: '
+               || '--allow-training-prohibited lifts that, recorded in the manifest)' ELSE '' END
 FROM accepted_cases a, s WHERE s.frozen AND s.minimum_accepted_cases IS NOT NULL AND a.n < s.minimum_accepted_cases
 UNION ALL
 SELECT 6, NULL, 'missing_validation_cases', '', 'frozen SFT export lacks accepted validation cases: ' || array_to_string(cases[1:10], ', ')

@@ -94,9 +94,17 @@ def test_too_few_cases_of_a_release_that_prohibits_training_says_why(log, tmp_pa
     split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g2")})
     eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
     with pytest.raises(DatasetExportError, match=re.escape(
-            "frozen SFT export accepted too few cases: 0 < 40 (2 candidate(s) excluded as training_prohibited: "
-            "--allow-training-prohibited exports them, recorded in the manifest)")):
+            "frozen SFT export accepted too few cases: 0 < 40 (2 more case(s) excluded only as training_prohibited: "
+            "--allow-training-prohibited lifts that, recorded in the manifest)")):
         frozen(log, tmp_path, run, split, eligibility, minimum_accepted_cases=None)
+    # a case its gate refuses as well is not one the flag would add
+    failing = write_run_dir(tmp_path / "run-b", "run-b", [
+        {"episode_id": "a--r000", "case_id": "a"},
+        {"episode_id": "b--r000", "case_id": "b", "score": {"training_eligible": False, "training_exclusion_reasons": ["incorrect_result"]}},
+    ], release_stage="development_subset")
+    eligibility = write_eligibility(tmp_path / "elig-b", failing, [("a--r000", "a"), ("b--r000", "b")])
+    with pytest.raises(DatasetExportError, match=re.escape("0 < 40 (1 more case(s) excluded only as training_prohibited: ")):
+        frozen(log, tmp_path, failing, split, eligibility, minimum_accepted_cases=None)
 
 
 def test_structured_gate_failures_exclude_with_their_reasons(log, tmp_path):
