@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -74,38 +75,53 @@ def spill_directory() -> Path:
             except EvisceneError:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise
-            _spill_owners[os.getpid()] = _hold_owner_lock(folder)
+            owner = _hold_owner_lock(folder)
+            if owner is not None:
+                _spill_owners[os.getpid()] = owner
             _spill_folders[os.getpid()] = folder
             atexit.register(_remove_spill_directory, folder, os.getpid())
     return folder
 
 
-def _hold_owner_lock(folder: Path) -> int:
-    """Lock the folder's owner file for as long as this process lives (the kernel lets go when
-    it dies, however it dies). Locked under another name, then renamed: a sweeping process
-    never finds the owner file unlocked while its maker lives."""
+def _hold_owner_lock(folder: Path) -> int | None:
+    """Lock the folder's owner file, which names this host, for as long as this process lives
+    (the kernel lets go when it dies, however it dies). Locked under another name, then
+    renamed: a sweeping process never finds the owner file unlocked while its maker lives.
+    None where the temp directory's file system has no flock: the folder is then never swept."""
     pending = folder / f"{_SPILL_OWNER}.{os.getpid()}"
-    owner = os.open(pending, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    fcntl.flock(owner, fcntl.LOCK_EX)
-    pending.rename(folder / _SPILL_OWNER)
+    try:
+        owner = os.open(pending, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        os.write(owner, socket.gethostname().encode())
+        fcntl.flock(owner, fcntl.LOCK_EX)
+        pending.rename(folder / _SPILL_OWNER)
+    except OSError:
+        os.close(owner)
+        pending.unlink(missing_ok=True)
+        return None
     return owner
 
 
 def _remove_abandoned_spill_folders() -> None:
-    """Remove this user's spill folders whose owner file no process holds locked (their
-    process was killed). A folder without the file (being made, or left by an older version)
-    is left alone."""
+    """Remove this user's spill folders made on this host (a temp directory may be shared, and
+    a lock held on another host may not show here) whose owner file no process holds locked:
+    their process was killed. A folder without the file (being made, or left by an older
+    version or a file system without flock) is left alone."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_SPILL_PREFIX}*"):
         try:
             if not folder.is_dir() or folder.is_symlink() or folder.stat().st_uid != os.geteuid():
                 continue
-            owner = os.open(folder / _SPILL_OWNER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            owner = os.open(folder / _SPILL_OWNER, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)  # NFS locks need it writable
         except OSError:
             continue
         try:
+            if os.read(owner, 256).decode("utf-8", "replace") != socket.gethostname():
+                continue
             fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            continue  # its process lives
+            continue  # its process lives (or the lock cannot be had here)
         else:
             shutil.rmtree(folder, ignore_errors=True)
         finally:

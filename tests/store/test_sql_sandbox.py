@@ -375,6 +375,21 @@ def test_each_process_spills_into_a_private_folder_of_its_own_removed_when_it_ex
     assert not any(folder.exists() for folder in folders)
 
 
+def test_a_temp_directory_without_flock_still_spills(tmp_path):
+    """A file system that refuses flock (some FUSE or Lustre mounts) must not stop a query:
+    the spill folder then has no owner file and is never swept."""
+    probe = (
+        "import errno, fcntl\n"
+        "def refuse(*args):\n    raise OSError(errno.ENOSYS, 'Function not implemented')\n"
+        "fcntl.flock = refuse\n"
+        "from eviscene.store.snapshot import spill_directory\n"
+        "folder = spill_directory()\n"
+        "print(sorted(p.name for p in folder.iterdir()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
 def test_a_temp_directory_others_may_write_to_is_refused_for_spilling(log_copy, tmp_path):
     temp = tmp_path / "open"
     temp.mkdir()
@@ -412,8 +427,11 @@ def test_the_spill_folder_of_a_killed_process_is_removed_by_the_next_that_spills
         left = Path(killed.stdout.readline().strip())
         killed.wait()
         assert left.is_dir() and (left / "spilled.tmp").exists() and kept.is_dir()
+        elsewhere = tmp_path / "eviscene-spill-of-another-host"  # a shared temp directory: its lock may not show here
+        elsewhere.mkdir(mode=0o700)
+        (elsewhere / ".owner").write_text("another-host")
         sweeper = subprocess.run([sys.executable, "-c", make], env=env, capture_output=True, text=True, check=True)
-        assert not left.exists() and kept.is_dir()
+        assert not left.exists() and kept.is_dir() and elsewhere.is_dir()
         assert Path(sweeper.stdout.strip()) != kept
     finally:
         living.communicate("\n", timeout=60)
