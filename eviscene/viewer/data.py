@@ -72,8 +72,7 @@ _SEARCHED_IMPORTED_EPISODES_SQL = """
 SELECT f.episode_id FROM imported_files f JOIN blobs b ON b.sha256 = f.blob_sha256
 WHERE f.import_id = $run AND f.kind = 'trace'
   AND CASE WHEN f.kind = 'trace' THEN decode(b.content) ILIKE $search ESCAPE '\\'
-            OR decode(b.content) ILIKE $escaped ESCAPE '\\' OR decode(b.content) ILIKE $escaped_lower ESCAPE '\\'
-            OR decode(b.content) ILIKE $escaped_upper ESCAPE '\\' END"""
+            OR regexp_matches(decode(b.content), $escaped) END"""
 EPISODE_LIST_COLUMNS = (
     "episode_id", "case_id", "rollout_index", "termination", "verdict", "gold_label", "result_correct",
     "confidence", "total_tool_calls", "llm_api_calls", "time_taken", "reward", "hard_trace_audit_pass",
@@ -678,10 +677,7 @@ def episode_list(
         imported = is_imported_run(con, run_id)
         listed, searched = (IMPORTED_EPISODE_LIST_SQL, _SEARCHED_IMPORTED_EPISODES_SQL) if imported else (EPISODE_LIST_SQL, _SEARCHED_EPISODES_SQL)
         if imported and search.strip():
-            # ILIKE folds the escape's letters (\u00e9 and \u00E9), not the character's case (É is
-            # \u00c9): the text escaped as typed, lowered and uppered
-            for name, text in (("escaped", search.strip()), ("escaped_lower", search.strip().lower()), ("escaped_upper", search.strip().upper())):
-                params[name] = _like_pattern(json.dumps(text)[1:-1])
+            params["escaped"] = _escaped_pattern(search.strip())
         where = ["run_id = $run", *([f"({predicate})"] if predicate.strip() else []), *([f"episode_id IN ({searched})"] if search.strip() else [])]
         filtered = f"SELECT * FROM episode_list AS episodes WHERE {' AND '.join(where)}"
         reads = f"{searched if search.strip() else ''} {predicate}"  # what the filter reads besides the list
@@ -700,6 +696,20 @@ def episode_list(
         return EpisodePage(found, total, page, page_size)
 
     return read(log, "", reader, views=False)
+
+
+def _escaped_pattern(text: str) -> str:
+    """A regular expression (RE2) for `text` as Python's json writes it into a file (what is
+    not ASCII as \\uXXXX), each letter in either case: ILIKE would fold the escape's hex
+    digits, not the letter it stands for (É is \\u00c9, é \\u00e9)."""
+    def literal(escaped: str) -> str:
+        return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in escaped)
+
+    letters = []
+    for char in text:
+        forms = sorted({json.dumps(form)[1:-1] for form in (char, char.lower(), char.upper()) if len(form) == 1})
+        letters.append("(?:" + "|".join(literal(form) for form in forms) + ")")
+    return "(?i)" + "".join(letters)
 
 
 def _like_pattern(text: str) -> str:

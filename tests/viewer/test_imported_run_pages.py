@@ -135,16 +135,19 @@ def test_two_imported_runs_compare_by_their_recorded_correctness(imported, watch
 def test_the_search_finds_text_an_imported_trace_escapes_in_either_case(tmp_path):
     """A trace written by Python's json escapes what is not ASCII: "Café" is Caf\\u00e9 there, and
     "CAFÉ" CAF\\u00c9. ILIKE folds the escape's hex letters, not the character's case, so a
-    search for CAFÉ missed the first and café the second."""
+    search for CAFÉ missed the first and café the second; each letter is matched in either
+    case now, mixed cases too, and what JSON escapes in the search (a quote) as it is written."""
     from eviscene.viewer import data
 
     run_dir = _write_seed_run_dir(tmp_path / "run")
     (run_dir / "traces" / "case-A--r000.json").write_text(json.dumps({"image_id": "case-A--r000", "note": "Café au lait"}), encoding="utf-8")
     (run_dir / "traces" / "case-A--r001.json").write_text(json.dumps({"image_id": "case-A--r001", "note": "ÉCOLE CAFÉ"}), encoding="utf-8")
     assert "\\u00c9" in (run_dir / "traces" / "case-A--r001.json").read_text()  # escaped as Python writes it
+    (run_dir / "traces" / "case-B--r000.json").write_text(json.dumps({"image_id": "case-B--r000", "note": "Éclair au café", "quote": 'say "Ça va"'}), encoding="utf-8")
     log = EventLog(tmp_path / "log.duckdb")
     run_id = import_path(log, run_dir).import_id
     found = {text: sorted(row["episode_id"] for row in data.episode_list(log, run_id, search=text).rows)
-             for text in ("café", "CAFÉ", "Café", "école", "École")}
-    assert found == {"café": ["case-A--r000", "case-A--r001"], "CAFÉ": ["case-A--r000", "case-A--r001"],
-                     "Café": ["case-A--r000", "case-A--r001"], "école": ["case-A--r001"], "École": ["case-A--r001"]}
+             for text in ("café", "CAFÉ", "Café", "école", "École", "éclair au cafÉ", "ÉCLAIR AU CAFÉ", '"ça VA"')}
+    assert found == {"café": ["case-A--r000", "case-A--r001", "case-B--r000"], "CAFÉ": ["case-A--r000", "case-A--r001", "case-B--r000"],
+                     "Café": ["case-A--r000", "case-A--r001", "case-B--r000"], "école": ["case-A--r001"], "École": ["case-A--r001"],
+                     "éclair au cafÉ": ["case-B--r000"], "ÉCLAIR AU CAFÉ": ["case-B--r000"], '"ça VA"': ["case-B--r000"]}
