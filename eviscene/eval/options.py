@@ -12,6 +12,7 @@ Everything after that (the plan, the provider, the manifest, the Ray workers) re
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import subprocess
 from dataclasses import dataclass
@@ -204,9 +205,11 @@ def resolve_caches(options: EvalOptions) -> EvalOptions:
     if options.tool_cache_ttl_seconds is None:
         raw = os.getenv("TOOL_CACHE_TTL_SECONDS", "3600").strip() or "3600"
         try:
-            update["tool_cache_ttl_seconds"] = float(raw)
+            update["tool_cache_ttl_seconds"] = ttl = float(raw)
         except ValueError:
-            raise EvisceneError(f"TOOL_CACHE_TTL_SECONDS must be a number of seconds, got {raw!r}") from None
+            ttl = math.nan
+        if not math.isfinite(ttl):  # the manifest's JSON would keep nan or inf as null: a resume would read the environment again
+            raise EvisceneError(f"TOOL_CACHE_TTL_SECONDS must be a finite number of seconds, got {raw!r}")
     if options.perception_cache_enabled is None:
         update["perception_cache_enabled"] = _env_flag("PERCEPTION_CACHE_ENABLED", "1")
     if options.perception_cache_version is None:

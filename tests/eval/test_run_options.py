@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from eviscene.cli.eval import eval_group
-from eviscene.errors import OptionsError
+from eviscene.errors import EvisceneError, OptionsError
 from eviscene.eval.options import EvalOptions, provider_manifest, resolve_options, tool_families
 from eviscene.eval.providers import make_provider
 from eviscene.rules.tool_families import TOOL_FAMILIES
@@ -148,3 +148,13 @@ def imported_modules(path: Path) -> set[str]:
 def test_options_do_not_import_the_providers_and_the_rules_import_nothing():
     assert not any(m.startswith("eviscene.eval.providers") for m in imported_modules(ROOT / "eviscene" / "eval" / "options.py"))
     assert not any(m.startswith("eviscene") for m in imported_modules(ROOT / "eviscene" / "rules" / "tool_families.py"))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "soon"])
+def test_a_tool_cache_ttl_from_the_environment_the_manifest_cannot_keep_is_refused(monkeypatch, tmp_path, value):
+    """--tool-cache-ttl refuses nan and inf; the variable behind its default let them through, and
+    the manifest kept null, so a resume read the environment again."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOL_CACHE_TTL_SECONDS", value)
+    with pytest.raises(EvisceneError, match=f"^TOOL_CACHE_TTL_SECONDS must be a finite number of seconds, got '{value}'$"):
+        resolve_options(EvalOptions(benchmark="release/cases.jsonl"))
