@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
-from eviscene.cli.numbers import BIG, Finite, count
+from eviscene.cli.numbers import INT64, Finite, count
 from eviscene.cli.output import say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
@@ -36,7 +36,7 @@ def dataset() -> None:
 @click.option("--case-split", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Fixed case split JSONL (frozen mode).")
 @click.option("--eligibility-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.sft_eligibility.json artifacts (frozen mode).")
 @click.option("--semantic-reward-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.semantic_reward.json artifacts (frozen mode).")
-@click.option("--minimum-accepted-cases", type=BIG, default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
+@click.option("--minimum-accepted-cases", type=INT64, default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
 @click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
@@ -45,7 +45,7 @@ def dataset() -> None:
 @click.option("--validation-ratio", type=Finite(), default=VALIDATION_RATIO, show_default=True,
               help="Derived mode: the share of split groups in validation; the rest is test.")
 @click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
-@click.option("--short-max-tokens", type=BIG, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
+@click.option("--short-max-tokens", type=INT64, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
 @click.option("--export-concurrency", type=count(), default=1, show_default=True,
               help="Files serialized and written at once (seed 002); the bytes do not depend on it. Example: --export-concurrency 4")
@@ -78,8 +78,8 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
     )
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
         manifest, written = export_dataset(log, options)
-        for name, count in written.items():
-            say(f"{count:>8}  {out_dir / name}")
+        for name, rows in written.items():
+            say(f"{rows:>8}  {out_dir / name}")
         say(
             f"{manifest['accepted_episode_count']} accepted of {manifest['candidate_episode_count']} candidates "
             f"({manifest['accepted_case_count']} cases, {manifest['group_count']} groups, {manifest['split_mode']} split); "
@@ -95,8 +95,8 @@ def _explain_exclusions(manifest: dict) -> None:
     if not reasons:
         return
     say(f"excluded {manifest['excluded_episode_count']} candidates, by decisive reason (excluded_episode_metadata.jsonl):")
-    for reason, count in reasons:
-        say(f"{count:>8}  {reason}")
+    for reason, episodes in reasons:
+        say(f"{episodes:>8}  {reason}")
     if manifest["accepted_episode_count"] == 0 and "training_prohibited" in manifest["excluded_reason_counts"]:
         say(
             "no episode was accepted: the source release prohibits training (a development_subset, or a run made with "

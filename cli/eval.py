@@ -24,7 +24,7 @@ from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.rules.commands import command_line
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
-from eviscene.cli.numbers import BIG, SEED, Finite, count
+from eviscene.cli.numbers import INT64, Finite, count
 from eviscene.cli.output import printable, say
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, check_run_id
@@ -162,7 +162,7 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
                    "user for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling.")
 @click.option("--concurrency", type=count(), default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
 @click.option("--rollouts-per-case", type=count(), default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
-@click.option("--base-sampling-seed", type=SEED, default=_default("base_sampling_seed"), show_default=True,
+@click.option("--base-sampling-seed", type=INT64, default=_default("base_sampling_seed"), show_default=True,
               help="Each episode's sampling seed derives from it, its case and its rollout index (the same run again samples the same).")
 @click.option("--timeout", type=Finite(), default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
 @click.option("--limit", type=count(), default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
@@ -182,7 +182,7 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--web-visit/--no-web-visit", default=None,
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
 @click.option("--web-timeout", type=Finite(min=0, min_open=True), default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
-@click.option("--web-max-bytes", type=BIG, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
+@click.option("--web-max-bytes", type=INT64, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
                    "e.g. a test server: --allow-private-network.")

@@ -30,5 +30,4 @@ def count(minimum: int | None = None) -> click.IntRange:
     return click.IntRange(min=minimum, max=INT32_MAX)
 
 
-SEED = click.IntRange(INT64_MIN, INT64_MAX)
-BIG = click.IntRange(INT64_MIN, INT64_MAX)  # a number the views compare as BIGINT (a token limit)
+INT64 = click.IntRange(INT64_MIN, INT64_MAX)  # a seed, or a number the views compare as BIGINT (a token limit)

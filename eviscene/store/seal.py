@@ -95,7 +95,7 @@ def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], dict[str, 
         ).fetchone()[0]:
             return [], {}
         last = con.execute("SELECT seq, hash FROM archive.events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]).fetchall()
-        done = {name: sha for (run, name), sha in sealed_files(con).items() if run == run_id}
+        done = {name: sha for (_run, name), sha in sealed_files(con, run_id).items()}
         return last, done
     finally:
         con.close()

@@ -398,7 +398,7 @@ def verify_log(log_path: Path) -> VerifyReport:
     except (duckdb.InvalidInputException, duckdb.IOException) as exc:
         # A segment, of events or blobs, too damaged to read (e.g. truncated): name the
         # damaged files, which is all that can be said until they are restored.
-        damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, set()))]
+        damaged = [p for run_id, state in live.items() if (p := _live_problem(run_id, state, {}))]
         if damaged:
             return VerifyReport(len(live), 0, damaged)  # type: ignore[arg-type]
         if not (log_path.is_file() and f'"{log_path.resolve()}"' in str(exc)):  # the archive cut short: said below
@@ -493,14 +493,15 @@ def _live_problem(run_id: str, state: _LiveRun | None, sealed: Mapping[tuple[str
     return None
 
 
-def sealed_files(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
+def sealed_files(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> dict[tuple[str, str], str]:
     """Each sealed segment's sha256 (None in an archive of before migration 002), by (run, file
-    name): readers skip a live file of that name."""
+    name), of one run or all: readers skip a live file of that name."""
+    where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
     try:
-        found = con.execute("SELECT run_id, file_name, sha256 FROM archive.sealed_segments").fetchall()
+        found = con.execute(f"SELECT run_id, file_name, sha256 FROM archive.sealed_segments {where}", params).fetchall()
     except duckdb.BinderException:
-        found = [(*row, None) for row in con.execute("SELECT run_id, file_name FROM archive.sealed_segments").fetchall()]
-    return {(run_id, name): sha for run_id, name, sha in found}
+        found = [(*row, None) for row in con.execute(f"SELECT run_id, file_name FROM archive.sealed_segments {where}", params).fetchall()]
+    return {(run, name): sha for run, name, sha in found}
 
 
 def _segment_problem(run_id: str, state: _LiveRun, sealed: Mapping[tuple[str, str], str]) -> RangeProblem | None:
