@@ -20,7 +20,7 @@ WITH started AS (
     SELECT s.run_id, s.started_at, m.manifest AS payload, s.shards, s.shard_indexes
     FROM (
         SELECT run_id, min(ts) AS started_at, count(*) AS shards,
-               list(DISTINCT TRY_CAST(payload->'benchmark'->>'shard_index' AS BIGINT)) AS shard_indexes
+               list(DISTINCT coalesce(TRY_CAST(payload->'benchmark'->>'shard_index' AS BIGINT), 0)) AS shard_indexes
         FROM events WHERE type = 'run.started' GROUP BY run_id
     ) s
     JOIN run_manifests m USING (run_id)
