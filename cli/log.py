@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-
 from pathlib import Path
 
 import click
@@ -12,7 +11,6 @@ from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
 from eviscene.cli.output import say
 from eviscene.errors import is_interruption
 from eviscene.log import EventLog
-
 from eviscene.store import VerifyReport
 from eviscene.store.layout import check_not_the_log
 from eviscene.store.parquet_export import export_parquet
@@ -24,19 +22,43 @@ def log() -> None:
 
 
 @log.command()
+@click.option("--save-heads", "save_to", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write each run's verified chain head (run id, seq, hash) to this file, as JSON lines.")
+@click.option("--check-heads", "check_from", type=click.Path(dir_okay=False, path_type=Path),
+              help="Check each run still holds the head a --save-heads file recorded (exit 1 where not).")
 @click.pass_obj
-def verify(event_log: EventLog) -> None:
+def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None) -> None:
     """Check every run is intact and complete: its hash chain, its segments against their
     manifest and sealed records, its last event against the one recorded at commit, and
     that it ends with run.finished. Names the run and seq range of each edited, deleted,
     reordered or cut-off part (exit 1); a run being written is verified up to its last commit.
 
+    Whoever can write the log could also rewrite an event and hash every later one again:
+    the chain alone cannot show that. Keep the heads `--save-heads` writes where the log's
+    writers cannot reach; `--check-heads` then names each run rewritten, cut back or deleted
+    since (a run may have grown since: its events up to the recorded seq must be the same).
+
     \b
     Example:
         eviscene log verify
+        eviscene log verify --save-heads heads.jsonl
+        eviscene log verify --check-heads heads.jsonl
     """
-    report = event_log.verify()
+    from eviscene.exports.serialize import write_text
+    from eviscene.store.heads import heads_text, read_heads
+
+    target = check_not_the_log("--save-heads", save_to, event_log.path) if save_to is not None else None
+    recorded = read_heads(check_from) if check_from is not None else None
+    report = event_log.verify(recorded)
     _print_report(report)
+    if recorded and not report.problems:
+        say(f"every recorded head held: {len(recorded)} run(s) of {check_from}")
+    if target is not None:
+        if report.problems:
+            click.echo(f"heads not saved to {save_to}: a broken log's heads would pin what was broken", err=True)
+        else:
+            write_text(target, heads_text(report.heads))
+            say(f"saved {len(report.heads)} head(s) to {save_to}")
     if not report.ok:
         sys.exit(1)
 

@@ -10,6 +10,7 @@ _EXPORTS = {
     "ChainProblem": "eviscene.store.verify",
     "EventDraft": "eviscene.store.writer",
     "EventStore": "eviscene.store.log",
+    "HeadProblem": "eviscene.store.verify",
     "RangeProblem": "eviscene.store.verify",
     "RunNote": "eviscene.store.verify",
     "RunWriter": "eviscene.store.writer",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from duckdb.sqltypes import DuckDBPyType
 
+    from eviscene.store.heads import Heads
     from eviscene.store.merge import MergeReport
     from eviscene.store.rows import EventRow  # sqlmodel: loaded only by `events()`, not by every query
     from eviscene.store.verify import VerifyReport
@@ -245,10 +246,12 @@ class EventStore:
 
         return run_blocking(_append)
 
-    def verify(self) -> VerifyReport:
+    def verify(self, heads: Heads | None = None) -> VerifyReport:
+        """Verify every run (`verify_log`), and that each run holds its recorded head, given
+        `heads` (`eviscene.store.heads.read_heads` of an earlier report's `heads`)."""
         from eviscene.store.verify import verify_log
 
-        return verify_log(self.path)
+        return verify_log(self.path, heads)
 
     def merge(self, source: str | os.PathLike[str]) -> MergeReport:
         """Fold another log (a shard, another machine's runs) into this one's archive."""

@@ -17,6 +17,9 @@
 - A folded shard (`log merge`): behind its `log_shard` record, the shard's own chain is
   rebuilt over its events (and those it shared, from the record) and must end at the
   recorded head; the shard's run.finished is checked against that chain.
+- The heads (`--check-heads`): a run whose chain held a recorded hash at a recorded seq must
+  still hold it there: a rewrite that hashed every later event again keeps the chain
+  intact but not its heads (`eviscene.store.heads`).
 - The blobs: each one's content must still hash to its address (the chain holds only the
   address: an edited blob, say the gold an import stored, would otherwise change every score
   unseen), and every blob an event cites must be there.
@@ -36,6 +39,7 @@ import pyarrow as pa
 from eviscene.errors import ArchiveDamagedError, LogIntegrityError
 from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
+from eviscene.store.heads import Heads
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
@@ -71,6 +75,16 @@ class RangeProblem:
     def __str__(self) -> str:
         where = f", seq {self.first_seq}..{self.last_seq}" if self.first_seq is not None else ""
         return f"run {self.run_id}{where}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class HeadProblem:
+    run_id: str
+    seq: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}, seq {self.seq}: {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -111,11 +125,12 @@ class RunNote:
 class VerifyReport:
     runs: int  # streams that are runs (`eval run`, merged shards), each owing a run.finished
     events: int
-    problems: list[ChainProblem | RangeProblem | BlobProblem | ArchiveProblem]
+    problems: list[ChainProblem | RangeProblem | HeadProblem | BlobProblem | ArchiveProblem]
     unfinished: list[RunNote] = field(default_factory=list)
     running: list[RunNote] = field(default_factory=list)
     imports: int = 0  # record streams of `eviscene import`
     exports: int = 0  # record streams of `dataset export`
+    heads: dict[str, tuple[int, str]] = field(default_factory=dict)  # each stream's last verified (seq, hash)
 
     @property
     def summary(self) -> str:
@@ -142,6 +157,7 @@ class ChainWalk:
     tails: dict[str, tuple[int, str, str]] = field(default_factory=dict)  # run -> (seq, hash, type) of its last event
     record_streams: dict[str, str] = field(default_factory=dict)  # run -> "import"/"export": opens with a record, owes no run.finished
     announced: dict[str, int] = field(default_factory=dict)  # record stream -> events after its opener, as the opener says
+    pinned: dict[str, str] = field(default_factory=dict)  # run -> the verified hash at the seq `walk_chains` was asked for
 
 
 _WALK_COLUMNS = (
@@ -150,12 +166,14 @@ _WALK_COLUMNS = (
 )
 
 
-def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, str]] | None = None) -> ChainWalk:
+def walk_chains(
+    batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, str]] | None = None, pin: Mapping[str, int] | None = None,
+) -> ChainWalk:
     """Walk events ordered by (run_id, seq); a run starts at seq 1 and the genesis hash unless
     `start` names the (seq, hash) it continues from. A run's tail is its last event before
-    any break."""
+    any break; `pin` names a seq per run whose hash to keep, once verified."""
     walk = ChainWalk()
-    start = start or {}
+    start, pin = start or {}, pin or {}
     current, broken = None, False
     last_seq, opening_seq, prev_hash, last_type = 0, 0, GENESIS_HASH, ""
     shard: ShardChain | None = None
@@ -200,6 +218,8 @@ def walk_chains(batches: Iterable[pa.RecordBatch], start: dict[str, tuple[int, s
                 broken = True
                 continue
             last_seq, prev_hash, last_type = seq, row_hash, type_
+            if pin.get(run_id) == seq:
+                walk.pinned[run_id] = row_hash
             if seq == 1 and type_ in RECORD_OPENERS:
                 walk.record_streams[run_id] = RECORD_OPENERS[type_]
                 if (after := announced_after(type_, orjson.loads(payload), run_id)) is not None:
@@ -365,7 +385,10 @@ FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 """
 
 
-def verify_log(log_path: Path) -> VerifyReport:
+def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
+    """Verify the log; and, given `heads` (recorded by an earlier verification), that each
+    run still holds its recorded hash at its recorded seq."""
+    heads = heads or {}
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
     live = {}
@@ -384,7 +407,10 @@ def verify_log(log_path: Path) -> VerifyReport:
                     problems.append(ChainProblem(run_id, first, event_id, f"event_id stored {copies} times"))
                 else:
                     problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
-            walk = walk_chains(con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000))
+            walk = walk_chains(
+                con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000),
+                pin={run_id: seq for run_id, (seq, _hash) in heads.items()},
+            )
             problems += walk.problems
             blobs = blob_problems(con)
             has_archive = bool(con.execute(
@@ -462,6 +488,7 @@ def verify_log(log_path: Path) -> VerifyReport:
                 "and no writer holds it; `eviscene log seal` records it (then `eviscene log verify` says how to finish it)",
                 unrecorded=True,
             ))
+    problems += _head_problems(heads, walk, broken)
     records = list(walk.record_streams.values())
     # a stream the walk found no event of (killed before its first commit, or all of it cut
     # off) counts as the run it was named for
@@ -469,7 +496,27 @@ def verify_log(log_path: Path) -> VerifyReport:
     return VerifyReport(
         walk.streams - len(records) + len(unread), walk.events, [*problems, *blobs], unfinished, running,
         imports=records.count("import"), exports=records.count("export"),
+        heads={run_id: (seq, hash_) for run_id, (seq, hash_, _type) in walk.tails.items()
+               if seq and run_id not in {getattr(p, "run_id", None) for p in problems}},
     )
+
+
+def _head_problems(heads: Heads, walk: ChainWalk, broken: set[str]) -> list[HeadProblem]:
+    """Each recorded head the log no longer holds (a run whose chain broke is named already)."""
+    problems = []
+    for run_id, (seq, recorded) in sorted(heads.items()):
+        if run_id in broken:
+            continue
+        tail_seq = walk.tails.get(run_id, (0, "", ""))[0]
+        if not tail_seq:
+            problems.append(HeadProblem(run_id, seq, "a recorded head's run is not in the log (deleted)"))
+        elif tail_seq < seq:
+            problems.append(HeadProblem(run_id, seq, f"the run ends at seq {tail_seq}, before its recorded head (cut off)"))
+        elif walk.pinned.get(run_id) != recorded:
+            problems.append(HeadProblem(
+                run_id, seq, f"hash {walk.pinned.get(run_id)} is not the recorded head {recorded} "
+                f"(events up to seq {seq} rewritten, the chain hashed again)"))
+    return problems
 
 
 def _live_problem(run_id: str, state: _LiveRun | None, sealed: Mapping[tuple[str, str], str]) -> RangeProblem | None:
