@@ -8,10 +8,11 @@ import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
 from eviscene.cli.numbers import INT64, Finite, count
-from eviscene.cli.output import say
+from eviscene.cli.output import printable, say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store.layout import check_not_the_log
 
@@ -47,7 +48,7 @@ def dataset() -> None:
 @click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
 @click.option("--short-max-tokens", type=INT64, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
-@click.option("--export-concurrency", type=count(), default=1, show_default=True,
+@click.option("--export-concurrency", type=count(1), default=1, show_default=True,
               help="Files serialized and written at once (seed 002); the bytes do not depend on it. Example: --export-concurrency 4")
 @click.pass_obj
 def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split, eligibility_dir, semantic_reward_dir,
@@ -86,6 +87,17 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
             f"manifest: {out_dir / 'manifest.json'}"
         )
         _explain_exclusions(manifest)
+    _note_unfinished(log, list(runs))
+
+
+def _note_unfinished(log: EventLog, runs: list[str]) -> None:
+    """A run not yet finished exports the episodes it finished: say what it leaves out."""
+    stopped = log.sql(
+        "SELECT run_id, episodes_planned - episodes_finished AS unfinished FROM runs "
+        "WHERE list_contains(?, run_id) AND status = 'running_or_interrupted' ORDER BY run_id", [runs]).to_pylist()
+    for run in stopped:
+        click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; "
+                             f"`{command_line('eval', 'resume', run['run_id'], log=log.path)}` finishes them"), err=True)
 
 
 def _explain_exclusions(manifest: dict) -> None:

@@ -160,11 +160,11 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--tool-results", type=click.Choice(["tool", "user"]), default=None,
               help="The role tool results go to the model in (chat_completions; default: the profile's, else tool): "
                    "user for chat templates that drop tool messages, e.g. llama-cpp-python's chatml-function-calling.")
-@click.option("--concurrency", type=count(), default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
-@click.option("--rollouts-per-case", type=count(), default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
+@click.option("--concurrency", type=count(1), default=_default("concurrency"), show_default=True, help="Episodes in flight at once.")
+@click.option("--rollouts-per-case", type=count(1), default=_default("rollouts_per_case"), show_default=True, help="Independent episodes per case (RL: 4).")
 @click.option("--base-sampling-seed", type=INT64, default=_default("base_sampling_seed"), show_default=True,
               help="Each episode's sampling seed derives from it, its case and its rollout index (the same run again samples the same).")
-@click.option("--timeout", type=Finite(), default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
+@click.option("--timeout", type=Finite(min=0, min_open=True), default=_default("timeout"), show_default=True, help="Per-episode timeout in seconds.")
 @click.option("--limit", type=count(), default=None, help="Run only the first N selected cases (of this shard, with --shard-count).")
 @click.option("--case-id", "case_ids", multiple=True, help="Run only this case (repeat for an ordered set).")
 @click.option("--shard-count", type=count(), default=_default("shard_count"), show_default=True, envvar="SLURM_ARRAY_TASK_COUNT",
@@ -186,7 +186,7 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
                    "e.g. a test server: --allow-private-network.")
-@click.option("--web-max-redirects", type=count(), default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
+@click.option("--web-max-redirects", type=count(0), default=_default("web_max_redirects"), show_default=True, help="Most redirects visit follows (each re-checked against the policy).")
 @click.option("--tool-cache/--no-tool-cache", "tool_cache_enabled", default=None,
               help="Reuse earlier tool results from the log (default: TOOL_CACHE_ENABLED, off).")
 @click.option("--tool-cache-ttl", "tool_cache_ttl_seconds", type=Finite(min=0), default=None,
@@ -222,7 +222,8 @@ def run(
     if materialize and output_dir is not None:
         check_not_the_log("--output-dir", output_dir, log.path)
     check_output_dir(output_dir if materialize else None)
-    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress)
+    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress,
+                     output_dir if materialize else None)
     if materialize:
         _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
@@ -265,7 +266,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     if replace:
         _check_holds_only_run_files(out_dir, summary.run_id)  # one that gained a file of someone's meanwhile
     earlier = out_dir.stat() if replace and out_dir.exists() else None
-    finish = resume if replace else f"`{command_line('materialize', summary.run_id, '--out', out_dir)}`"  # it writes only a new or empty folder
+    finish = resume if replace else f"`{command_line('materialize', summary.run_id, '--out', out_dir, log=log.path)}`"  # it writes only a new or empty folder
     with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
         written = materialize_run(log, summary.run_id, out_dir, replace=replace)
         say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
@@ -316,6 +317,7 @@ def resume(
         lambda observer: resume_run(log, run_id, observer=observer, benchmark=benchmark, retry_errors=retry_errors,
                                       executor=overrides, trust_endpoints=trust_endpoints, searxng_url=searxng_url),
         progress,
+        out_dir if materialize else None,
     )
     if materialize:
         if not replaces and _is_run_directory_of(out_dir, run_id):  # another resume of the run wrote it meanwhile
@@ -357,30 +359,40 @@ def _check_holds_only_run_files(folder: Path, run_id: str) -> None:
         )
 
 
-def _drive(log: EventLog, start, progress: bool) -> RunSummary:
+def _drive(log: EventLog, start, progress: bool, out_dir: Path | None) -> RunSummary:
+    """Run `start`; a stop names the `eval resume` that finishes the run (writing its run
+    directory to `out_dir`, where one is wanted)."""
     bar = _ProgressBar(progress)
-    with on_interrupt_say(lambda: _interrupted_run(log, bar.run_id)):
+    with on_interrupt_say(lambda: _interrupted_run(log, bar.run_id, out_dir)):
         try:
             summary = anyio.run(start, bar)
         except RunInterrupted as stop:  # every answered call was committed before it was raised
-            raise Interrupted(_interrupted_run(log, stop.summary.run_id)) from None
+            raise Interrupted(_interrupted_run(log, stop.summary.run_id, out_dir)) from None
         finally:
             bar.stop()
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {printable(summary.stopped)}", err=True)
-            click.echo(f"when the server is back: {resume_command(log, summary.run_id)}", err=True)
+            click.echo(f"when the server is back: {resume_command(log, summary.run_id, *_output_dir_words(out_dir, summary.run_id))}",
+                       err=True)
         if summary.sealed:
             file_viewer_numbers(log, [summary.run_id])
         _report(log, summary)
     return summary
 
 
-def _interrupted_run(log: EventLog, run_id: str | None) -> str:
+def _interrupted_run(log: EventLog, run_id: str | None, out_dir: Path | None) -> str:
     """`eval resume` finishes a run the log holds, however far it got; one stopped before its
     first commit left nothing (`start_run` frees its name)."""
     if run_id is None or not log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
         return "interrupted before the run recorded anything"
-    return f"interrupted; `{resume_command(log, run_id)}` finishes it"
+    return f"interrupted; `{resume_command(log, run_id, *_output_dir_words(out_dir, run_id))}` finishes it"
+
+
+def _output_dir_words(out_dir: Path | None, run_id: str) -> tuple[object, ...]:
+    """`--output-dir OUT_DIR` for a resume, unless it is where a resume writes by default."""
+    if out_dir is None or out_dir.resolve() == (Path("runs") / run_id).resolve():
+        return ()
+    return ("--output-dir", out_dir)
 
 
 COMMANDS = [eval_group]

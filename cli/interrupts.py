@@ -37,20 +37,29 @@ def interruption_message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, Interrupted) else "interrupted"
 
 
-def interrupted_writing(folder: Path, finish: str, replacing: os.stat_result | None = None) -> str:
-    """The line for an interrupt while `folder` is written: exports write into a temporary
-    folder renamed into place whole (`exports/staging.py`), so it is there whole or not at all.
-    `replacing`: the stat of the earlier folder there, which stays until the new one is in."""
-    if replacing is not None and _same_folder(folder, replacing):
-        return f"interrupted while writing {folder} (the earlier one kept as it was); {finish} writes it"
-    if folder.is_dir() and any(folder.iterdir()):
-        return f"interrupted; {folder} was written whole"
-    return f"interrupted while writing {folder} (nothing kept there); {finish} writes it"
+def interrupted_writing(path: Path, finish: str, replacing: os.stat_result | None = None) -> str:
+    """The line for an interrupt while the folder or file `path` is written: each is written
+    under a temporary name renamed into place whole (`exports/staging.py`, `report`, `sql
+    --output`), so it is there whole or not at all. `replacing`: the stat of the earlier one
+    there, which stays until the new one is in."""
+    if replacing is not None and _same(path, replacing):
+        return f"interrupted while writing {path} (the earlier one kept as it was); {finish} writes it"
+    if path.is_file() or (path.is_dir() and any(path.iterdir())):
+        return f"interrupted; {path} was written whole"
+    return f"interrupted while writing {path} (nothing kept there); {finish} writes it"
 
 
-def _same_folder(folder: Path, earlier: os.stat_result) -> bool:
+def earlier_stat(path: Path) -> os.stat_result | None:
+    """What is at `path` before it is written again, for `interrupted_writing`."""
     try:
-        return os.path.samestat(folder.stat(), earlier)
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _same(path: Path, earlier: os.stat_result) -> bool:
+    try:
+        return os.path.samestat(path.stat(), earlier)
     except OSError:
         return False
 

@@ -83,7 +83,8 @@ def _print_report(report: VerifyReport) -> None:
 @click.argument("run_ids", nargs=-1)
 @click.pass_obj
 def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
-    """Move finished runs' live segments into the DuckDB archive file (all, or RUN_IDS).
+    """Move the live segments of runs no writer holds (all, or RUN_IDS) into the DuckDB
+    archive file: finished runs, and interrupted ones (`eval resume` goes on from the archive).
 
     Runs are sealed automatically when they finish; this catches up runs whose sealing
     was skipped (the archive was busy) or that were interrupted. Each run is checked first

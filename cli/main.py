@@ -15,7 +15,7 @@ from eviscene.cli.output import mute_stdout, printable
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
-from eviscene.store.layout import DEFAULT_LOG
+from eviscene.rules.commands import DEFAULT_LOG
 
 
 # Each command's module, imported only when that command runs (or help lists it): `eviscene

@@ -24,6 +24,10 @@ class Finite(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
 
+    def _describe_range(self) -> str:
+        """The range `--help` shows, none when unbounded (click's own read `x<=None`)."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
 
 def count(minimum: int | None = None) -> click.IntRange:
     """A count the views read as INTEGER."""

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
+from eviscene.cli.interrupts import earlier_stat, interrupted_writing, on_interrupt_say
 from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
@@ -50,11 +51,14 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
             and f".{fmt}" != target.suffix:
         # The file's name sets what is written in it; a --format that says otherwise is a mistake to name.
         raise click.UsageError(f"--format {fmt} and --output {output} disagree: the file's name ({target.suffix}) sets its format")
-    with log.query(query, read=read, as_rows=not output_needs_arrow(target)) as result:
-        if target is not None:
-            write_output(target, result)
-        else:
+    if target is None:
+        with log.query(query, read=read, as_rows=True) as result:
             emit_result(result, fmt)
+        return
+    earlier = earlier_stat(target)
+    with on_interrupt_say(lambda: interrupted_writing(output, "the same command", replacing=earlier)):
+        with log.query(query, read=read, as_rows=not output_needs_arrow(target)) as result:
+            write_output(target, result)
 
 
 @click.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from eviscene.cli.interrupts import earlier_stat, interrupted_writing, on_interrupt_say
 from eviscene.cli.output import check_output_file, say
 from eviscene.log import EventLog
 
@@ -36,8 +37,10 @@ def report(log: EventLog, run_id: str, compare_with: str | None, out: Path) -> N
             bars[0].__enter__()
         bars[0].update(done - bars[0].pos)
 
+    earlier = earlier_stat(out)
     try:
-        summary = build_report(log, run_id, out, compare_with=compare_with, progress=progress)
+        with on_interrupt_say(lambda: interrupted_writing(out, "the same command", replacing=earlier)):
+            summary = build_report(log, run_id, out, compare_with=compare_with, progress=progress)
     finally:
         if bars:
             bars[0].__exit__(None, None, None)

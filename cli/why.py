@@ -40,20 +40,23 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
     if story.imported_from:
         source = story.imported_from
         say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")
-        say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); correct {e['result_correct']}"
+        say(f"outcome: {e['termination'] or 'not finished'}; {_verdict(e)}; correct {e['result_correct']}"
             + (f"; error: {e['error']}" if e.get("error") else ""))
     else:
-        say(f"outcome: {e['termination'] or 'not finished'}; verdict {e['verdict']} ({e['confidence']}); attempts {e['attempts']}")
+        say(f"outcome: {e['termination'] or 'not finished'}; {_verdict(e)}; attempts {e['attempts']}")
     say("")
-    say("timeline:")
+    if story.imported_from:  # the log holds the directory's files, not the episode's events
+        say(f"timeline: not in the log; its trace {e['trace_path']} holds the steps")
+    else:
+        say("timeline:")
     for item in story.timeline:
         say(f"  a{item['attempt']} #{item['step']:<3} {item['type']:<20} {item['summary']}")
     if story.metrics:
         m = story.metrics
         say("")
         gold = f" (gold {m['gold_label']})" if m["gold_label"] is not None else ""  # an imported run's: the log holds no gold
-        say(f"score: correct={m['result_correct']}{gold}; evidence {_share(m['evidence_recovery_recall'])}, "
-            f"facts {_share(m['fact_recovery_recall'])}, bridges {_share(m['chain_recovery_recall'])}, "
+        say(f"score: correct={m['result_correct']}{gold}; recall of evidence {_share(m['evidence_recovery_recall'])}, "
+            f"facts {_share(m['fact_recovery_recall'])}, bridges {_share(m['chain_recovery_recall'])}; "
             f"basis precision {_share(m['basis_reference_precision'])}")
     if story.score and story.score["total"] is not None:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in story.score["components"].items())
@@ -80,6 +83,10 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         for member in story.group:
             mark = "*" if member["episode_id"] == e["episode_id"] else " "
             say(f" {mark} {member['episode_id']}: reward {member['reward']:.3f}, GRPO {member['grpo_advantage']:+.3f}, RLOO {member['rloo_advantage']:+.3f}")
+
+
+def _verdict(episode: dict) -> str:
+    return "no verdict" if episode["verdict"] is None else f"verdict {episode['verdict']} ({episode['confidence']})"
 
 
 def _share(value: float | None) -> str:

@@ -4,10 +4,15 @@ message on one line and exits 2, never a traceback."""
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
+from collections.abc import Iterable
+from pathlib import Path
 
 import duckdb
+
+from eviscene.rules.commands import command_line
 
 
 class EvisceneError(Exception):
@@ -77,9 +82,18 @@ def outage_in(exc: BaseException | None) -> BackendOutage | None:
     return exc if isinstance(exc, BackendOutage) else None
 
 
-def no_run_error(run_id: str, log_path: str | os.PathLike[str]) -> EvisceneError:
-    """A run name that is not in the log (a typo, another --db): every command says it alike."""
-    return EvisceneError(f"no run {run_id!r} in {log_path}; `eviscene runs` lists the runs")
+class RunNotFoundError(EvisceneError):
+    """A run name the log does not hold (the viewer answers it 404)."""
+
+
+def no_run_error(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = ()) -> RunNotFoundError:
+    """A run name that is not in the log (a typo, another --db): every command says it alike,
+    with the closest of the `known` run ids."""
+    close = difflib.get_close_matches(run_id, list(known), n=1)
+    return RunNotFoundError(
+        f"no run {run_id!r} in {log_path}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        + f"; `{command_line('runs', log=Path(log_path))}` lists the runs"
+    )
 
 
 def is_interruption(exc: BaseException) -> bool:

@@ -49,6 +49,13 @@ class ViewDefinition:
         return self.sql.split(self._header, 1)[1].strip().removesuffix(";")
 
     @property
+    def inputs_sql(self) -> str:
+        """The statements before the view (the temporary tables an exporter fills, created
+        empty where none does), or ""."""
+        before = self.sql.split(self._header, 1)[0]
+        return before if _LITERALS_AND_COMMENTS.sub("", before).strip() else ""
+
+    @property
     def table_sql(self) -> str:
         """The file's SQL with the view made a temporary table, computed once."""
         return self.sql.replace(self._header, f"CREATE OR REPLACE TEMP TABLE {self.name} AS", 1)
@@ -344,6 +351,9 @@ def inline_views(con: duckdb.DuckDBPyConnection, query: str) -> str:
     register_functions_named(con, query, definitions)
     if not definitions:
         return query
+    for definition in definitions:
+        if definition.inputs_sql:
+            execute_definition(con, definition, definition.inputs_sql)
     expressions = ",\n".join(f"{d.name} AS NOT MATERIALIZED (\n{d.select}\n)" for d in definitions)
     return f"WITH {expressions}\n{query}"
 

@@ -49,7 +49,7 @@ def compare_runs(log: EventLog, run_a: str, run_b: str, *, confidence: float = 0
     known = set(log.sql("SELECT run_id FROM run_manifests UNION ALL SELECT run_id FROM imported_runs")["run_id"].to_pylist())
     for run in (run_a, run_b):
         if run not in known:
-            raise no_run_error(run, log.path)
+            raise no_run_error(run, log.path, known)
     cases = log.sql(_PAIRED, {"a": run_a, "b": run_b}).to_pylist()
     if not cases:
         raise EvisceneError(f"runs {run_a} and {run_b} share no scored case")

@@ -112,7 +112,7 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
     candidates = sorted(native | {r[0] for r in con.execute(_IMPORTED_RUNS_OF_EPISODE, params).fetchall()})
     if not candidates:
         if run_id is not None and not con.execute("SELECT 1 FROM events WHERE run_id = ? LIMIT 1", [run_id]).fetchall():
-            raise no_run_error(run_id, log.path)
+            raise no_run_error(run_id, log.path, [r[0] for r in con.execute("SELECT DISTINCT run_id FROM events").fetchall()])
         missing = f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}"
         # A case id is the natural guess: an episode id adds the prompt group, which derives from the code's commit.
         of_case = [f"{r[1]} (run {r[0]})" for r in con.execute(_NATIVE_EPISODES_OF_CASE, params).fetchall()]

@@ -57,5 +57,5 @@ def error_cause_lines(log: EventLog, run_id: str, top: int = 3) -> list[str]:
         lines.append(f"  {cause['episodes']} x {message}")
     if len(causes) > top:
         lines.append(f"  ... and {len(causes) - top} other cause(s)")
-    lines.append(f"details: {command_line('why', '--run', run_id, '--', causes[0]['example'])}")  # an id may start with -
+    lines.append(f"details: {command_line('why', '--run', run_id, '--', causes[0]['example'], log=log.path)}")  # an id may start with -
     return lines

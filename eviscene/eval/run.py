@@ -239,7 +239,7 @@ def _name_taken(log: EventLog, run_id: str) -> str:
     started = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.started'", [run_id])["n"][0].as_py()
     unfinished = log.run_standing(run_id)[1] if started else 0
     if unfinished:
-        return (f"{taken} with {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id)}` finishes them; "
+        return (f"{taken} with {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id, log=log.path)}` finishes them; "
                 "or choose another --output-dir or --run-id")
     return f"{taken}; choose another --output-dir or --run-id"
 
@@ -477,7 +477,7 @@ def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
     """The run's run.started payload: its manifest, with the flags it ran with (`config`)."""
     started = log.sql("SELECT manifest::VARCHAR AS payload FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
     if not started:
-        raise no_run_error(run_id, log.path)
+        raise no_run_error(run_id, log.path, log.sql("SELECT run_id FROM run_manifests")["run_id"].to_pylist())
     return json.loads(started[0]["payload"])
 
 
@@ -491,8 +491,8 @@ def resume_command(log: EventLog, run_id: str, *more: object) -> str:
     try:
         check_recorded_endpoints(options, run_id)
     except EvisceneError:
-        return command_line("eval", "resume", run_id, "--trust-endpoints", *more)
-    return command_line("eval", "resume", run_id, *more)
+        return command_line("eval", "resume", run_id, "--trust-endpoints", *more, log=log.path)
+    return command_line("eval", "resume", run_id, *more, log=log.path)
 
 
 def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:

@@ -18,7 +18,7 @@ from typing import Any
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
-from eviscene.exports.staging import staged_directory
+from eviscene.exports.staging import check_not_the_working_folder, staged_directory
 from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread, source_heads
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
@@ -107,6 +107,7 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
     if options.export_concurrency < 1:
         raise DatasetExportError("export_concurrency must be at least 1")
     out = Path(options.out_dir)
+    check_not_the_working_folder(out, "dataset output directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetExportError(f"dataset output directory must be new or empty: {out}")
     return frozen, minimum
@@ -137,6 +138,13 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
     sources: list[str] = []
     named: dict[str, list[str]] = {}  # each source as the user named it, for a source named twice
     native: list[str] = []
+    roots: dict[str, str] = {}  # import id -> the path given: the same files elsewhere are one import, named where given
+
+    def imported(path: Path, kind: str) -> str:
+        result = import_path(log, path, kind)
+        roots[result.import_id] = result.path
+        return result.import_id
+
     for run in options.runs:
         source, is_native = _native_or_imported_run(log, run)
         sources.append(source)
@@ -144,18 +152,18 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
         if is_native:
             native.append(source)
     for run_dir in options.run_dirs:
-        sources.append(import_path(log, run_dir, "run_dir").import_id)
+        sources.append(imported(run_dir, "run_dir"))
         named.setdefault(sources[-1], []).append(f"--run-dir {run_dir}")
     accepted = None
     if options.accepted_release is not None:
-        accepted = import_path(log, options.accepted_release, "accepted_release").import_id
+        accepted = imported(options.accepted_release, "accepted_release")
         sources.append(accepted)
         named.setdefault(accepted, []).append(f"--accepted-release {options.accepted_release}")
-    case_split = import_path(log, options.case_split, "case_split").import_id if options.case_split else None
+    case_split = imported(options.case_split, "case_split") if options.case_split else None
     eligibility = None
     if options.eligibility_dir is not None and accepted is None:
-        eligibility = import_path(log, options.eligibility_dir, "gate_artifacts").import_id
-    semantic = import_path(log, options.semantic_reward_dir, "gate_artifacts").import_id if options.semantic_reward_dir else None
+        eligibility = imported(options.eligibility_dir, "gate_artifacts")
+    semantic = imported(options.semantic_reward_dir, "gate_artifacts") if options.semantic_reward_dir else None
     twice = next((source for source in sources if len(named[source]) > 1), None)
     if twice is not None:  # one directory twice, or two directories of the same bytes (one import)
         raise DatasetExportError(f"{' and '.join(named[twice])} name the same source ({twice}, the same files): name it once")
@@ -175,6 +183,7 @@ def resolve_inputs(log: EventLog, options: ExportOptions) -> ResolvedExport:
         accepted_release_import=accepted,
         sources=tuple(sources),
         native_runs=tuple(native),
+        source_roots=tuple(sorted(roots.items())),
     )
     release = _resolved(options.accepted_release)
     paths = {

@@ -1,7 +1,7 @@
 """A connection on which the sql/70_dataset views describe one dataset export.
 
 The views read their options and native inputs from temporary tables; this module fills
-them (export_settings, export_sources; native_candidate_input from the native_candidates
+them (export_settings, export_sources, export_root_input; native_candidate_input from the native_candidates
 view; native_record_input from eviscene.exports.trajectories) and then computes every
 dataset view once into a temporary table, in dependency order, or (a staging view) into the
 export_snapshot table the decision views read. No dataset rule lives here.
@@ -60,6 +60,8 @@ class ExportSettings:
     # Candidate sources in the user's order: native run ids and import ids.
     sources: tuple[str, ...] = field(default_factory=tuple)
     native_runs: tuple[str, ...] = field(default_factory=tuple)
+    # (import id, path) of each source the export was given by path: its files are named there.
+    source_roots: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: (list(value) if isinstance(value, tuple) else value) for name, value in self.__dict__.items()}
@@ -99,6 +101,9 @@ def _create_inputs(con: duckdb.DuckDBPyConnection, settings: ExportSettings) -> 
     con.execute("CREATE TEMP TABLE export_sources (source_id VARCHAR, position INTEGER)")
     if settings.sources:
         con.executemany("INSERT INTO export_sources VALUES (?, ?)", [[s, i] for i, s in enumerate(settings.sources, start=1)])
+    con.execute("CREATE TEMP TABLE export_root_input (import_id VARCHAR, root VARCHAR)")
+    if settings.source_roots:
+        con.executemany("INSERT INTO export_root_input VALUES (?, ?)", [list(pair) for pair in settings.source_roots])
 
 
 def _native_records(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:

@@ -124,7 +124,7 @@ def _line_sql(stem: str, columns: dict[str, Any]) -> str:
 def _known_run(log: EventLog, run_id: str) -> dict[str, Any]:
     found = log.sql("SELECT manifest::VARCHAR AS manifest FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
     if not found:
-        raise no_run_error(run_id, log.path)
+        raise no_run_error(run_id, log.path, log.sql("SELECT run_id FROM run_manifests")["run_id"].to_pylist())
     return json.loads(found[0]["manifest"])
 
 
@@ -158,7 +158,7 @@ def materialize_run(
             )
         if unfinished:
             raise EvisceneError(
-                f"run {run_id} has {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id)}` finishes them "
+                f"run {run_id} has {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id, log=log.path)}` finishes them "
                 "(--unfinished-as-errors writes them as error rows now)"
             )
     with staged_directory(out_dir, replace=replace) as staging:

@@ -24,8 +24,23 @@ from eviscene.store.faults import checkpoint
 
 
 def check_new_or_empty(out_dir: Path, what: str = "output directory") -> None:
+    check_not_the_working_folder(out_dir, what)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise EvisceneError(f"{what} must be new or empty: {out_dir}")
+
+
+def check_not_the_working_folder(out_dir: Path, what: str = "output directory") -> None:
+    """An output folder is put in place whole, replacing what is there: the (empty) folder a
+    command runs in would leave its shell in a deleted folder, and `.` cannot be renamed to."""
+    try:
+        here = Path.cwd()
+    except OSError:  # the working folder is gone already: nothing to keep it from
+        return
+    if out_dir.resolve() == here.resolve():
+        raise EvisceneError(
+            f"{what} {out_dir} is the folder this command runs in, which would be replaced whole "
+            f"(your shell left in a deleted folder): name a new folder, e.g. {out_dir / 'out'}"
+        )
 
 
 @contextmanager
@@ -35,6 +50,8 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
     on any failure it is removed and `out_dir` is left as it was."""
     if not replace:
         check_new_or_empty(out_dir, what)
+    else:
+        check_not_the_working_folder(out_dir, what)
     staging = _sibling(out_dir, "partial")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eviscene.errors import EvisceneError, InvalidRunIdError, LogIntegrityError
+from eviscene.rules.commands import default_log_path
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
 
-DEFAULT_LOG = "eviscene.duckdb"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
 
 
 def resolve_log_path(path: str | os.PathLike[str] | None) -> Path:
-    return Path(path or os.environ.get("EVISCENE_DB") or DEFAULT_LOG).expanduser().resolve()
+    return Path(path).expanduser().resolve() if path else default_log_path()
 
 
 def live_root(log_path: Path) -> Path:

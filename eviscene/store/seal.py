@@ -20,6 +20,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, no_run_error
+from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import live_run_ids, run_folder
@@ -71,7 +72,7 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
             except (duckdb.IOException, duckdb.TransactionException) as exc:  # a full disk, a read-only archive
                 raise EvisceneError(
                     f"could not seal run {run_id}: {str(exc).splitlines()[0]}; nothing was moved (its live segments are "
-                    f"kept and readable): fix that, then `eviscene log seal`"
+                    f"kept and readable): fix that, then `{command_line('log', 'seal', run_id, log=log_path)}`"
                 ) from None
             if moved:
                 sealed.append(run_id)

@@ -474,7 +474,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             unfinished.append(RunNote(
                 run_id, tail_seq,
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
-                + (f"an interrupted run: `{command_line('eval', 'resume', run_id)}` finishes it" if not log_path.is_dir() else
+                + (f"an interrupted run: `{command_line('eval', 'resume', run_id, log=log_path)}` finishes it" if not log_path.is_dir() else
                    # a folder is read only: its run was exported unfinished, or the export was cut
                    "read only here: finish the run in its log, then `eviscene log export-parquet` it again"),
                 unrecorded=bool(pending),
@@ -485,7 +485,8 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             unfinished.append(RunNote(
                 run_id, 0,
                 f"unfinished: seq {cut[0].first_seq}..{cut[-1].last_seq} reached the disk but its first commit was cut short "
-                "and no writer holds it; `eviscene log seal` records it (then `eviscene log verify` says how to finish it)",
+                f"and no writer holds it; `{command_line('log', 'seal', log=log_path)}` records it "
+                f"(then `{command_line('log', 'verify', log=log_path)}` says how to finish it)",
                 unrecorded=True,
             ))
     problems += _head_problems(heads, walk, broken)

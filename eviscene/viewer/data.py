@@ -25,6 +25,7 @@ from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import lock_holder
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
@@ -229,7 +230,10 @@ def with_progress(log: EventLog, run: dict[str, Any]) -> dict[str, Any]:
     rate = finished / (elapsed / 60) if elapsed and finished else None
     remaining = run["episodes_planned"] - run["episodes_finished"]
     eta = remaining / rate * 60 if writing and rate and remaining > 0 else None
-    return {**{k: v for k, v in run.items() if k != "busy_seconds"}, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing}
+    # A run no process writes is finished by a resume, given the log this viewer reads.
+    resume = command_line("eval", "resume", run["run_id"], log=log.path) if run["status"] == "running_or_interrupted" and not writing else None
+    return {**{k: v for k, v in run.items() if k != "busy_seconds"}, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing,
+            "resume": resume}
 
 
 def _taken_at(lock: Path) -> float | None:
@@ -871,8 +875,9 @@ _COMPARE_SQL = {
                count(DISTINCT (run_id, episode_id)) FILTER (WHERE run_id = $b) AS episodes_b
         FROM tool_calls WHERE run_id IN ($a, $b) GROUP BY ALL ORDER BY tool""",
     "finished": """
-        SELECT count(*) FILTER (WHERE run_id = $a) AS finished_a, count(*) FILTER (WHERE run_id = $b) AS finished_b
-        FROM episodes WHERE finished AND run_id IN ($a, $b)""",
+        SELECT count(*) FILTER (WHERE run_id = $a AND finished) AS finished_a, count(*) FILTER (WHERE run_id = $b AND finished) AS finished_b,
+               count(DISTINCT case_id) FILTER (WHERE run_id = $a) AS cases_a, count(DISTINCT case_id) FILTER (WHERE run_id = $b) AS cases_b
+        FROM episodes WHERE run_id IN ($a, $b)""",
 }
 
 
@@ -886,5 +891,5 @@ def compare(log: EventLog, run_a: str, run_b: str) -> dict[str, Any]:
     for tool in data["tools"]:  # none for a run without finished episodes in `episodes` (an imported one): unknown, not 0
         tool["per_episode_a"] = tool["calls_a"] / finished["finished_a"] if finished["finished_a"] else None
         tool["per_episode_b"] = tool["calls_b"] / finished["finished_b"] if finished["finished_b"] else None
-    return {"result": result, "labels": data["labels"], "tools": data["tools"],
+    return {"result": result, "labels": data["labels"], "tools": data["tools"], "cases": {"a": finished["cases_a"], "b": finished["cases_b"]},
             "flipped": [c for c in result.cases if c["correct_a"] != c["correct_b"]]}

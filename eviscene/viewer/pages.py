@@ -189,8 +189,7 @@ def run_header(run: dict[str, Any], links: Links, current: str) -> str:
     return (f'<div class="run-head"><h1>{esc(run["run_id"])}</h1>'
             f'<div class="muted">{status_badge(run)} {esc(run["provider"])} · {esc(run["model"])} · release {esc(run["release_id"])}'
             + (f' · label {esc(run["label"])}' if run.get("label") else "") + "</div>"
-            + (f'<p class="warn">No process writes this run: <code>eviscene eval resume {esc(run["run_id"])}</code> finishes it.</p>'
-               if run["status"] == "running_or_interrupted" and not run.get("writing") else "")
+            + (f'<p class="warn">No process writes this run: <code>{esc(run["resume"])}</code> finishes it.</p>' if run.get("resume") else "")
             + f'<nav class="tabs">{nav}</nav></div>')
 
 
@@ -573,6 +572,14 @@ def compare_page(data: dict[str, Any], links: Links) -> str:
         f'<td class="num delta">{_difference(r["per_episode_a"], r["per_episode_b"])}</td></tr>'
         for r in data["tools"]
     )
+    # The per-label and tool tables are each run's own figures: over other cases than the
+    # paired ones above where the runs did not run the same cases (an imported run: none known).
+    cases = data.get("cases") or {}
+    shared = len(result.cases)
+    whole_runs = (
+        f'<p class="muted">Each run over all its own cases (A {esc(cases["a"])}, B {esc(cases["b"])}), not only the {shared} both ran.</p>'
+        if cases.get("a") and cases.get("b") and (cases["a"], cases["b"]) != (shared, shared) else ""
+    )
     flipped = "".join(
         f'<tr><td>{esc(c["case_id"])}</td><td>{esc(c["label"])}</td><td>{esc(c["verdict_a"])} {badge("right", "ok") if c["correct_a"] else badge("wrong", "bad")}</td>'
         f'<td>{esc(c["verdict_b"])} {badge("right", "ok") if c["correct_b"] else badge("wrong", "bad")}</td></tr>'
@@ -584,10 +591,10 @@ def compare_page(data: dict[str, Any], links: Links) -> str:
         f'<div class="stats">{stats}</div><div class="chart-grid">{"".join(plots)}</div>'
         f'<section class="card"><h2>Cases that flipped (<span data-stat="flipped">{len(data["flipped"])}</span>)</h2>'
         + (f'<table class="grid"><thead><tr><th>case</th><th>gold</th><th>A</th><th>B</th></tr></thead><tbody>{flipped}</tbody></table>' if flipped else '<p class="muted">None.</p>')
-        + '</section><section class="card"><h2>Per-label deltas</h2><table class="grid"><thead><tr><th>label</th>'
+        + f'</section><section class="card"><h2>Per-label deltas</h2>{whole_runs}<table class="grid"><thead><tr><th>label</th>'
         + "".join(f"<th>{m} A</th><th>{m} B</th><th>Δ</th>" for m in ("precision", "recall", "F1"))
         + f'</tr></thead><tbody>{label_rows}</tbody></table></section>'
-        f'<section class="card"><h2>Tool use</h2><table class="grid"><thead><tr><th>tool</th><th>calls A</th><th>calls B</th>'
+        f'<section class="card"><h2>Tool use</h2>{whole_runs}<table class="grid"><thead><tr><th>tool</th><th>calls A</th><th>calls B</th>'
         f'<th>per episode A</th><th>per episode B</th><th>Δ</th></tr></thead><tbody>{tool_rows}</tbody></table></section>'
     )
 

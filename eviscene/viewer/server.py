@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import duckdb
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, RunNotFoundError
 from eviscene.log import EventLog
 from eviscene.viewer import data, pages
 from eviscene.viewer.images import RunImages
@@ -202,7 +202,7 @@ def _handler(viewer: Viewer, allowed_hosts: frozenset[str] | None) -> type[BaseH
                      if not (k in FROM_ELSEWHERE_IGNORED and self._from_another_site())}
             try:
                 status, media_type, body = viewer.route(url.path, query)
-            except NotFound as exc:
+            except (NotFound, RunNotFoundError) as exc:
                 status, media_type, body = 404, "text/html; charset=utf-8", viewer.page("Not found", f'<h1>Not found</h1><p class="error">{pages.esc(exc)}</p>').encode()
             except (EvisceneError, duckdb.Error) as exc:
                 status, media_type, body = 400, "text/html; charset=utf-8", viewer.page("Error", f'<h1>Error</h1><p class="error">{pages.esc(exc)}</p>').encode()

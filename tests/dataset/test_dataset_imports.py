@@ -158,3 +158,27 @@ def test_one_source_named_twice_is_refused_in_the_users_words(log, tmp_path):
         import_id = import_path(log, run).import_id
         assert (result.exit_code, result.output) == (
             2, f"Error: --run-dir {run} and --run-dir {second} name the same source ({import_id}, the same files): name it once\n")
+
+
+def test_a_run_directory_moved_since_its_import_is_named_where_the_export_was_given_it(log, tmp_path):
+    """The same files at a new path are the import the log holds (recorded at the old path);
+    seed 002 names a source's files by the path it is given: so does the export, in the
+    manifest's source_runs, each row's source_trace and the metadata files, while a log query
+    still shows where the files were imported from."""
+    import shutil
+
+    old = run_dir(tmp_path)
+    import_path(log, old)
+    moved = tmp_path / "moved" / "run-a"
+    shutil.copytree(old, moved)
+    shutil.rmtree(old)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run-dir", str(moved), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["path"] for s in manifest["source_runs"]] == [str(moved)]
+    metadata = [json.loads(line) for name in ("episode_metadata.jsonl", "excluded_episode_metadata.jsonl")
+                for line in (out / name).read_text().splitlines()]
+    assert sorted(m["source_trace"] for m in metadata) == [f"{moved}/traces/a--r000.json", f"{moved}/traces/b--r000.json"]
+    assert str(old) not in "".join(p.read_text() for p in out.iterdir())
+    assert log.sql("SELECT path FROM import_sources")["path"].to_pylist() == [str(old)]

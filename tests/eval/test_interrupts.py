@@ -7,6 +7,7 @@ finished, and the command the line names finishes the job."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -89,7 +90,7 @@ def test_a_run_interrupted_before_its_first_commit_leaves_its_name_free(release,
 def test_an_interrupt_after_the_episodes_fails_no_run_and_resume_finishes_it(signum, release, tmp_path):
     log_path = tmp_path / "log.duckdb"
     result = interrupted_at("run.episodes_ended", signum, log_path, *eval_run(release, "r"))
-    assert_interrupted(result, "interrupted; `eviscene eval resume r` finishes it")
+    assert_interrupted(result, f"interrupted; `eviscene --db {log_path} eval resume r` finishes it")
     log = EventLog(log_path)
     assert log.sql("SELECT status FROM runs").to_pylist() == [{"status": "running_or_interrupted"}]
     assert log.sql("SELECT count(*) AS n FROM episodes WHERE finished").to_pylist() == [{"n": 2}]
@@ -103,7 +104,7 @@ def test_an_interrupt_after_the_episodes_fails_no_run_and_resume_finishes_it(sig
 def test_an_interrupted_seal_leaves_the_run_for_resume(signum, release, tmp_path):
     log_path = tmp_path / "log.duckdb"
     result = interrupted_at("seal.checked", signum, log_path, *eval_run(release, "r"))
-    assert_interrupted(result, "interrupted; `eviscene eval resume r` finishes it")
+    assert_interrupted(result, f"interrupted; `eviscene --db {log_path} eval resume r` finishes it")
     assert not (tmp_path / "runs" / "r").exists()
     assert EventLog(log_path).sql("SELECT status FROM runs").to_pylist() == [{"status": "completed"}]  # not failed
     resumed = eviscene(log_path, "eval", "resume", "r", "--no-progress")
@@ -117,7 +118,7 @@ def test_an_interrupted_run_directory_is_not_kept_and_materialize_writes_it(rele
     log_path = tmp_path / "log.duckdb"
     result = interrupted_at("staging.filled", signal.SIGINT, log_path, *eval_run(release, "r"))
     assert_interrupted(
-        result, "interrupted while writing runs/r (nothing kept there); `eviscene materialize r --out runs/r` writes it"
+        result, f"interrupted while writing runs/r (nothing kept there); `eviscene --db {log_path} materialize r --out runs/r` writes it"
     )
     assert os.listdir(tmp_path / "runs") == []  # neither the run directory nor its temporary folder
     written = eviscene(log_path, "materialize", "r", "--out", "runs/r")
@@ -140,7 +141,7 @@ def test_a_resume_interrupted_while_it_replaces_the_run_directory_keeps_the_earl
     earlier = files_of(out)
     result = interrupted_at(point, signal.SIGINT, log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
     assert_interrupted(result, "interrupted while writing runs/r (the earlier one kept as it was); "
-                               "`eviscene eval resume r --output-dir runs/r` writes it")
+                               f"`eviscene --db {log_path} eval resume r --output-dir runs/r` writes it")
     assert files_of(out) == earlier
     assert os.listdir(tmp_path / "runs") == ["r"]  # no temporary folder beside it
     resumed = eviscene(log_path, "eval", "resume", "r", "--no-progress", "--output-dir", "runs/r")
@@ -211,6 +212,22 @@ def test_a_long_query_stops_at_once_with_one_quiet_line(signum, run_log):
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("earlier", [None, "the earlier answer\n"], ids=["new", "over-an-earlier-file"])
+def test_a_query_stopped_while_it_writes_its_output_file_says_what_is_kept(earlier, run_log):
+    """`sql --output` said only `interrupted`; it now says, as the exports do, that the file is
+    not there (or is the earlier one, byte for byte) and that the same command writes it."""
+    log_path, _ = run_log
+    out = log_path.parent / "rows.csv"
+    if earlier is not None:
+        out.write_text(earlier)
+    rows = "SELECT a.range AS a, b.range AS b FROM range(1000000000) a, range(1000) b"
+    result = interrupted_at("query.connected", signal.SIGINT, log_path, "sql", rows, "--output", "rows.csv", running_for=1.0)
+    kept = "the earlier one kept as it was" if earlier is not None else "nothing kept there"
+    assert_interrupted(result, f"interrupted while writing rows.csv ({kept}); the same command writes it")
+    assert (out.read_text() if out.exists() else None) == earlier
+    assert not [p.name for p in log_path.parent.iterdir() if p.name.startswith(".rows.csv")]  # no half file beside it
+
+
 def write_run(log: EventLog, run_id: str) -> None:
     """A finished run of 10 events, live (not sealed)."""
     steps = [EventDraft(GateDecided(gate="g", subject=f"s{i}", passed=True), episode_id="e", attempt=1, step=i) for i in range(9)]
@@ -252,3 +269,22 @@ def test_an_interrupted_merge_takes_nothing_in_and_merging_again_finishes(tmp_pa
     assert merged.returncode == 0, merged.stderr
     assert "10 events" in merged.stdout
     assert EventLog(target).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 10}]
+
+
+def test_the_resume_an_interrupt_names_finishes_the_run_pasted_as_printed_from_another_folder(release, tmp_path):
+    """The line named the run only: pasted elsewhere it opened ./eviscene.duckdb (`no run`), and
+    pasted where it ran it wrote the run directory to runs/RUN, not the --output-dir given.
+    It now names the log and the folder, each quoted for the shell."""
+    log_path = tmp_path / "my logs" / "sweep.duckdb"
+    log_path.parent.mkdir()
+    out = tmp_path / "elsewhere" / "r"
+    result = interrupted_at("run.episodes_ended", signal.SIGINT, log_path, "eval", "run", "--benchmark",
+                            str(release / "runtime_input" / "cases.jsonl"), "--limit", "2", "--no-progress", "--output-dir", str(out))
+    printed = f"eviscene --db '{log_path}' eval resume r --output-dir {out}"
+    assert_interrupted(result, f"interrupted; `{printed}` finishes it")
+    elsewhere = tmp_path / "another folder"
+    elsewhere.mkdir()
+    pasted = subprocess.run([EVISCENE, *shlex.split(printed)[1:]], capture_output=True, text=True, timeout=600, cwd=elsewhere, check=False)
+    assert pasted.returncode == 0, pasted.stderr
+    assert (out / "run_manifest.json").is_file() and not (elsewhere / "runs").exists()
+    assert EventLog(log_path).sql("SELECT status FROM runs").to_pylist() == [{"status": "completed"}]

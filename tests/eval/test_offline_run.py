@@ -119,7 +119,7 @@ def test_why_with_a_run_not_in_the_log_names_the_run(offline_run):
     log, _ = offline_run
     episode = log.sql("SELECT episode_id FROM episodes ORDER BY episode_id LIMIT 1").to_pylist()[0]["episode_id"]
     result = CliRunner().invoke(cli, ["--db", str(log.path), "why", episode, "--run", "no-such-run"])
-    assert (result.exit_code, result.stderr) == (2, f"Error: no run 'no-such-run' in {log.path}; `eviscene runs` lists the runs\n")
+    assert (result.exit_code, result.stderr) == (2, f"Error: no run 'no-such-run' in {log.path}; `eviscene --db {log.path} runs` lists the runs\n")
 
 
 def test_a_run_compared_with_itself_differs_by_nothing(offline_run):

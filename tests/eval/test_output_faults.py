@@ -144,7 +144,7 @@ def test_eval_run_on_a_full_disk_is_one_line_the_log_verifies_and_resume_finishe
         assert not list(small.rglob(".*.tmp"))  # no half-written segment
         verified = eviscene(log_path, "log", "verify")  # intact, and the run named as unfinished
         assert verified.returncode == 1 and "every chain intact" in verified.stderr
-        assert "UNFINISHED" in verified.stdout and "eviscene eval resume" in verified.stdout
+        assert "UNFINISHED" in verified.stdout and f"eviscene --db {log_path} eval resume" in verified.stdout
         subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
         run_id = next(p.name for p in Path(str(log_path) + ".live").iterdir() if p.is_dir())
         resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
@@ -237,7 +237,7 @@ def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_p
         free = shutil.disk_usage(small).free
         filler.write_bytes(b"\0" * (free - 160 * 1024))  # room for the archive's header, not for the run
         result = eviscene(log.path, "log", "seal")
-        one_error_line(result, "could not seal run r1", "No space left on device", "nothing was moved", "eviscene log seal")
+        one_error_line(result, "could not seal run r1", "No space left on device", "nothing was moved", f"eviscene --db {log.path} log seal r1")
         assert sorted(p.name for p in (small / "log.duckdb.live" / "r1").glob("events-*.parquet")) == segments
         assert log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 3000}]
         filler.unlink()
@@ -266,3 +266,32 @@ def test_a_path_python_reads_as_ascii_is_one_line_naming_the_cure(tmp_path):
     result = subprocess.run([EVISCENE, "runs"], capture_output=True, text=True, env=env, timeout=120, cwd=folder, check=False)
     one_error_line(result, "is not text this Python can read", "PYTHONUTF8=1")
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_the_folder_a_command_runs_in_is_never_an_output_folder(offline_run, release, tmp_path, monkeypatch):
+    """`--out .` in an empty folder: the export replaced the folder the shell stood in (its inode
+    changed, the shell left in a deleted folder); `eval run --output-dir .` ran every episode,
+    then failed to rename its run directory onto `.`. Each is now refused before it starts."""
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+    from eviscene.errors import EvisceneError
+    from eviscene.exports.staging import staged_directory
+
+    log, summary = offline_run
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    for command in (
+        ["dataset", "export", "--run", summary.run_id, "--out", ".", "--allow-training-prohibited"],
+        ["materialize", summary.run_id, "--out", "."],
+        ["eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--output-dir", "."],  # before any episode
+    ):
+        result = CliRunner().invoke(cli, ["--db", str(log.path), *command])
+        assert result.exit_code == 2, (command, result.output)
+        assert "is the folder this command runs in, which would be replaced whole" in result.output
+        assert here.stat().st_ino == inode and not any(here.iterdir())
+    with pytest.raises(EvisceneError, match="is the folder this command runs in"):
+        with staged_directory(Path("."), replace=True):  # a resume's run directory written again
+            pass

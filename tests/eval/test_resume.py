@@ -115,7 +115,7 @@ def test_ctrl_c_names_the_run_to_resume(release, tmp_path):
     _, stderr = process.communicate(timeout=120)
     run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
     assert process.returncode == 130
-    assert f"interrupted; `eviscene eval resume {run_id}` finishes it" in stderr and "Traceback" not in stderr
+    assert f"interrupted; `eviscene --db {log_path} eval resume {run_id}` finishes it" in stderr and "Traceback" not in stderr
     resumed = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
     assert resumed.returncode == 0
     assert log.sql("SELECT count(*) FILTER (WHERE finished) AS n FROM episodes").to_pylist() == [{"n": 6}]

@@ -153,7 +153,7 @@ def test_a_case_id_too_long_for_a_trace_file_name_is_refused_before_any_episode(
 def test_a_timeout_that_is_not_positive_is_refused_before_any_episode(release, tmp_path, value):
     log_path = tmp_path / "log.duckdb"
     result = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--timeout", value)
-    assert result.exit_code == 2 and result.stderr == "Error: --timeout must be positive\n", result.output
+    assert result.exit_code == 2 and result.stderr.endswith(f"Error: Invalid value for '--timeout': {float(value)} is not in the range x>0.\n"), result.output
     assert not log_path.exists()
 
 
@@ -299,7 +299,9 @@ def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):
     assert "2 episode(s) count as errors; top causes:" in result.output
     assert "  2 x episode exceeded its 0.001 s timeout" in result.output
     first = sorted(EventLog(tmp_path / "log.duckdb").sql("SELECT episode_id FROM episodes")["episode_id"].to_pylist())[0]
-    assert f"details: eviscene why --run too-fast -- {first}" in result.output
+    assert f"details: eviscene --db {tmp_path / 'log.duckdb'} why --run too-fast -- {first}" in result.output
+    why = invoke(tmp_path / "log.duckdb", "why", "--run", "too-fast", "--", first)
+    assert "outcome: timeout; no verdict; attempts 1\n" in why.output, why.output  # was `verdict None (None)`
     assert runs(EventLog(tmp_path / "log.duckdb"))["too-fast"]["status"] == "completed_with_errors"
 
 
@@ -321,10 +323,10 @@ def test_the_details_command_is_one_shell_word_per_id_however_the_release_spells
     assert case_id in episode_id
     pasted = subprocess.run(["sh", "-c", f'eviscene() {{ printf "%s\\n" "$@"; }}; {details}'], cwd=tmp_path,
                             capture_output=True, text=True, check=True)
-    assert pasted.stdout.splitlines() == ["why", "--run", "too-fast", "--", episode_id]
+    assert pasted.stdout.splitlines() == ["--db", str(tmp_path / "log.duckdb"), "why", "--run", "too-fast", "--", episode_id]
     assert not (tmp_path / "PWNED").exists()
     # ... and those words are a command that tells the episode's story.
-    story = invoke(tmp_path / "log.duckdb", *pasted.stdout.splitlines())
+    story = CliRunner().invoke(cli, pasted.stdout.splitlines())
     assert story.exit_code == 0 and f"episode {episode_id}" in story.output, story.output
 
 
@@ -480,9 +482,15 @@ def test_materialize_refuses_a_stopped_run_unless_its_unfinished_episodes_are_to
 
     refused = invoke(log_path, "materialize", "cut", "--out", "runs/cut")
     assert (refused.exit_code, refused.stderr) == (2, (
-        "Error: run cut has 2 unfinished episode(s): `eviscene eval resume cut` finishes them "
+        f"Error: run cut has 2 unfinished episode(s): `eviscene --db {log_path} eval resume cut` finishes them "
         "(--unfinished-as-errors writes them as error rows now)\n"
     ))
+    # a dataset export takes the episodes it finished, and says which it leaves out
+    exported = invoke(log_path, "dataset", "export", "--run", "cut", "--out", "datasets/cut", "--allow-training-prohibited")
+    assert exported.exit_code == 0, exported.output
+    assert " of 1 candidates " in exported.stdout  # the one finished episode
+    assert exported.stderr == (f"note: run cut has 2 unfinished episode(s), not in this export; "
+                               f"`eviscene --db {log_path} eval resume cut` finishes them\n")
     assert not (tmp_path / "runs").exists()
     # While a writer holds the run, it is not stopped: the resume it was offered would be refused.
     lock = RunLock(tmp_path / "log.duckdb.live" / "cut" / "writer.lock", "cut").acquire()
@@ -518,7 +526,7 @@ def test_the_command_of_a_stopped_run_run_again_is_pointed_to_eval_resume(releas
     again = invoke(log_path, *command)
     assert (again.exit_code, again.stderr) == (2, (
         f"Error: run 'cut' already exists in {log_path} with 1 unfinished episode(s): "
-        "`eviscene eval resume cut` finishes them; or choose another --output-dir or --run-id\n"
+        f"`eviscene --db {log_path} eval resume cut` finishes them; or choose another --output-dir or --run-id\n"
     ))
 
 

@@ -95,3 +95,4 @@ def test_a_killed_writes_leftover_goes_at_the_next_write_and_nothing_else_does(t
     with staged_directory(tmp_path / "r") as staging:
         (staging / "run_manifest.json").write_bytes(b"{}")
     assert sorted(os.listdir(tmp_path)) == sorted({"r", *names.values()} - {names["killed"]})
+

@@ -760,7 +760,7 @@ def test_an_imported_episode_s_story_is_its_last_process_metrics_row_with_its_re
     assert story.audit == {"hard_trace_audit_pass": None, "strict_trace_audit_pass": True}
     assert story.metrics == {"result_correct": True, "gold_label": None, "evidence_recovery_recall": 0.75, **recalls}
     out = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
-    assert "score: correct=True; evidence 0.75, facts 0.50, bridges 0.00, basis precision 1.00\n" in out.output, out.output
+    assert "score: correct=True; recall of evidence 0.75, facts 0.50, bridges 0.00; basis precision 1.00\n" in out.output, out.output
 
 
 def test_runs_compare_scores_no_imported_run_that_recorded_no_correctness(tmp_path):

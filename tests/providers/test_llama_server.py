@@ -260,7 +260,7 @@ def test_a_server_gone_for_good_stops_the_run_and_resume_finishes_it(llama_up, r
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1
     run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
-    assert f"eviscene eval resume {run_id}" in err and "unreachable" in err
+    assert f"eviscene --db {db} eval resume {run_id}" in err and "unreachable" in err
     assert not [f for f in events(db, "episode.finished") if f["termination"] == "error"]
     assert events(db, "run.finished") == []
     answered_before = [c for c in events(db, "model.called") if not c["error"]]

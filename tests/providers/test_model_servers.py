@@ -277,7 +277,7 @@ def test_after_an_outage_the_cli_reports_what_finished_and_writes_no_run_directo
     assert run.exit_code == 1, run.output
     assert "run pq: 1 of 3 episodes ran (completed 1, 2 unfinished); status running_or_interrupted" in run.stdout
     assert "run pq stopped, its unfinished episodes kept for later: " in run.stderr
-    assert "no run directory written while episodes are unfinished; `eviscene eval resume pq --output-dir runs/pq` writes it" in run.stderr
+    assert f"no run directory written while episodes are unfinished; `eviscene --db {log_path} eval resume pq --output-dir runs/pq` writes it" in run.stderr
     assert (listed()["status"], listed()["episodes_finished"]) == ("running_or_interrupted", 1)
     assert not (tmp_path / "runs").exists()
 
@@ -321,8 +321,8 @@ def test_a_resume_sends_a_key_to_a_server_the_log_names_only_when_told_to(releas
                        "--base-url", url, "--api-key-env", "EVISCENE_TEST_KEY", "--limit", "1",
                        "--provider-outage-timeout", "1", "--no-progress", "--output-dir", "runs/keyed")
     assert stopped.exit_code == 1 and "run keyed stopped" in stopped.stderr, stopped.output
-    assert "when the server is back: eviscene eval resume keyed --trust-endpoints\n" in stopped.stderr  # this process started it
-    assert "`eviscene eval resume keyed --trust-endpoints --output-dir runs/keyed` writes it" in stopped.stderr
+    assert f"when the server is back: eviscene --db {log_path} eval resume keyed --trust-endpoints\n" in stopped.stderr  # this process started it
+    assert f"`eviscene --db {log_path} eval resume keyed --trust-endpoints --output-dir runs/keyed` writes it" in stopped.stderr
 
     with FakeServer(answer_everything, port=port) as server:
         refused = eviscene("eval", "resume", "keyed", "--no-progress")
@@ -565,7 +565,7 @@ def test_a_signal_commits_every_answered_call_before_the_process_exits(signum, r
         out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
-    assert f"interrupted; `eviscene eval resume {run_id}` finishes it" in err and "Traceback" not in err
+    assert f"interrupted; `eviscene --db {db} eval resume {run_id}` finishes it" in err and "Traceback" not in err
     log = EventLog(db)
     [called] = events(log, "model.called")
     assert [c["name"] for c in called["tool_calls"]] == ["text_search"]
@@ -609,7 +609,7 @@ def test_a_signal_stops_a_library_caller_too_with_the_run_s_summary(release_dir,
     run_id = EventLog(db).sql("SELECT DISTINCT run_id FROM events").to_pylist()[0]["run_id"]
     assert out.splitlines() == [
         f"stopped: {run_id} 0 1 running_or_interrupted",
-        f"message: run {run_id} interrupted by SIGINT: 0 episode(s) ran, 1 unfinished; `eviscene eval resume {run_id}` finishes it",
+        f"message: run {run_id} interrupted by SIGINT: 0 episode(s) ran, 1 unfinished; `eviscene --db {db} eval resume {run_id}` finishes it",
     ]
     assert [e["tool"] for e in events(EventLog(db), "tool.returned")] == ["text_search"]
 

@@ -425,7 +425,7 @@ def test_runs_compare_takes_its_own_db_and_a_format_before_it_is_refused(log_pat
     helped = eviscene("runs", "compare", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "Paired accuracy difference" in helped.stdout
     compared = eviscene("runs", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
-    assert (compared.returncode, compared.stderr) == (2, f"Error: no run 'a' in {log_path}; `eviscene runs` lists the runs\n")
+    assert (compared.returncode, compared.stderr) == (2, f"Error: no run 'a' in {log_path}; `eviscene --db {log_path} runs` lists the runs\n")
     misplaced = eviscene("runs", "--json", "compare", "a", "b", "--db", str(log_path), cwd=tmp_path)
     assert misplaced.returncode == 2 and "the output format goes after `compare`" in misplaced.stderr
     assert eviscene("runs", cwd=tmp_path).stderr.startswith("Error: no log at")  # the listing still checks

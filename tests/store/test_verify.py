@@ -385,7 +385,7 @@ def test_a_tail_cut_with_its_manifest_lines_shows_as_an_unfinished_run(live_log)
     assert report.intact and not report.ok
     assert [str(n) for n in report.unfinished] == [
         "run r1: unfinished: no run.finished after seq 8 (1..8 verified) and no writer holds it; "
-        "an interrupted run: `eviscene eval resume r1` finishes it"
+        f"an interrupted run: `eviscene --db {live_log.path} eval resume r1` finishes it"
     ]
     result = verify_cli(live_log)
     assert result.exit_code == 1 and result.output.startswith("UNFINISHED run r1: unfinished: no run.finished after seq 8")
@@ -579,7 +579,7 @@ def test_seal_refuses_an_altered_segment_and_a_broken_chain(live_log, tmp_path):
 def test_seal_of_an_unknown_run_is_an_error(sealed_log):
     for run_id in ["bogus", "r1-typo"]:
         result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
-        assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in {sealed_log.path}; `eviscene runs` lists the runs\n"
+        assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in {sealed_log.path}; `eviscene --db {sealed_log.path} runs` lists the runs\n"
     result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r1"])  # sealed already
     assert result.exit_code == 0 and result.output == "sealed 0 run(s); sealed already: r1\n"
 

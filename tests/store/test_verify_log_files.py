@@ -173,7 +173,7 @@ def test_a_run_killed_before_its_first_commit_was_recorded_is_unfinished_not_abs
     assert not report.ok and not report.problems
     assert [str(n) for n in report.unfinished] == [(
         "run r1: unfinished: seq 1..8 reached the disk but its first commit was cut short and no writer holds it; "
-        "`eviscene log seal` records it (then `eviscene log verify` says how to finish it)"
+        f"`eviscene --db {log.path} log seal` records it (then `eviscene --db {log.path} log verify` says how to finish it)"
     )]
     assert verify_cli(log).stderr == "incomplete: 1 unfinished run(s) in 1 run(s), 0 events; every chain intact\n"
     # merged now, seq 1..8 would be in neither log: refused, nothing taken in

@@ -269,7 +269,8 @@ def test_a_run_no_process_writes_shows_as_interrupted_with_no_eta(tmp_path):
     [stopped] = data.list_runs(log)
     assert (stopped["status"], stopped["writing"], stopped["eta_seconds"]) == ("running_or_interrupted", False, None)
     assert '<span class="badge warn">interrupted</span>' in runs_table([stopped], Links())
-    assert f"eviscene eval resume {RUN}</code> finishes it" in run_header(stopped, Links(), "dashboard")
+    # the log named, as this viewer was given it (not the log a bare `eviscene` opens here)
+    assert f"eviscene --db {log.path} eval resume {RUN}</code> finishes it" in run_header(stopped, Links(), "dashboard")
     held = RunLock(run_folder(log.path, RUN) / "writer.lock", RUN).acquire()  # a writer at work
     try:
         [running] = data.list_runs(log, ResultCache(log.path))

@@ -140,3 +140,19 @@ def test_compare_page_pairs_runs_by_case(server, logs, watched, artifacts):
     page.get_by_role("link", name=logs.run_b).click()
     page.wait_for_url(f"**/run/{logs.run_b}")
     watched.assert_clean()
+
+
+def test_compare_page_says_its_tables_are_whole_runs_where_the_runs_ran_other_cases():
+    """The headline pairs the cases both runs ran; the per-label and tool tables are each run's
+    own figures, which read as deltas on those cases when a run ran 28 cases and the other 2."""
+    from eviscene.analysis.compare import RunComparison
+    from eviscene.viewer.pages import Links, compare_page
+
+    cases = [{"case_id": c, "label": "authentic", "verdict_a": "authentic", "verdict_b": "authentic", "correct_a": True, "correct_b": True}
+             for c in ("c1", "c2")]
+    result = RunComparison("a", "b", cases, 1.0, 1.0, 0.0, 0.0, 0.0, 0, 0)
+    note = "Each run over all its own cases (A 28, B 2), not only the 2 both ran."
+    page = compare_page({"result": result, "labels": [], "tools": [], "flipped": [], "cases": {"a": 28, "b": 2}}, Links())
+    assert page.count(note) == 2  # above each of the two tables
+    same = compare_page({"result": result, "labels": [], "tools": [], "flipped": [], "cases": {"a": 2, "b": 2}}, Links())
+    assert "Each run over all its own cases" not in same

@@ -144,6 +144,10 @@ def test_the_server_binds_loopback_and_is_read_only(server):
     with pytest.raises(urllib.error.HTTPError) as unknown:
         urllib.request.urlopen(server.url + "/image/x/" + "0" * 64, timeout=30)
     assert unknown.value.code == 404
+    for path in ("/run/no-such-run", "/run/no-such-run/episodes"):  # was 400, as for a mistaken filter
+        with pytest.raises(urllib.error.HTTPError) as no_run:
+            urllib.request.urlopen(server.url + path, timeout=30)
+        assert no_run.value.code == 404 and "no run &#x27;no-such-run&#x27;" in no_run.value.read().decode()
 
 
 def test_a_loopback_viewer_refuses_other_host_names(server):

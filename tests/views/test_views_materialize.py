@@ -422,7 +422,7 @@ def test_views_materialize_refuses_an_unfinished_run_unless_asked(views_log, tmp
     out = tmp_path / "run"
     result = CliRunner().invoke(cli, ["--db", str(views_log.path), "materialize", MAIN, "--out", str(out)])
     assert (result.exit_code, result.stderr) == (2, (
-        f"Error: run {MAIN} has 1 unfinished episode(s): `eviscene eval resume {MAIN}` finishes them "
+        f"Error: run {MAIN} has 1 unfinished episode(s): `eviscene --db {views_log.path} eval resume {MAIN}` finishes them "
         "(--unfinished-as-errors writes them as error rows now)\n"
     ))
     assert not out.exists()

@@ -226,7 +226,7 @@ def test_a_run_whose_search_url_holds_credentials_is_resumed_with_the_url_given_
                               provider_outage_timeout=1.0)
         stopped = anyio.run(start_run, log, options)
         assert stopped.unfinished == 1 and masked in stopped.stopped and "hunter2" not in stopped.stopped
-        assert resume_command(log, stopped.run_id) == (f"eviscene eval resume {stopped.run_id} --trust-endpoints "
+        assert resume_command(log, stopped.run_id) == (f"eviscene --db {log.path} eval resume {stopped.run_id} --trust-endpoints "
                                                        f"--searxng-url 'http://[REDACTED]@{gateway.base[7:]}'")
         gateway.down_for = 0  # the service is back
 
