@@ -14,7 +14,8 @@ from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
 from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
-from eviscene.store.layout import check_not_the_log
+from eviscene.store.layout import check_not_the_log, run_folder
+from eviscene.store.locks import lock_holder
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -96,8 +97,11 @@ def _note_unfinished(log: EventLog, runs: list[str]) -> None:
         "SELECT run_id, episodes_planned - episodes_finished AS unfinished FROM runs "
         "WHERE list_contains(?, run_id) AND status = 'running_or_interrupted' ORDER BY run_id", [runs]).to_pylist()
     for run in stopped:
-        click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; "
-                             f"`{command_line('eval', 'resume', run['run_id'], log=log.path)}` finishes them"), err=True)
+        writer = lock_holder(run_folder(log.path, run["run_id"]) / "writer.lock")
+        then = (f"it is still being written by {writer}" if writer is not None
+                else f"`{command_line('eval', 'resume', run['run_id'], log=log.path)}` finishes them")
+        click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; {then}"),
+                   err=True)
 
 
 def _explain_exclusions(manifest: dict) -> None:

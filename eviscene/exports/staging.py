@@ -36,10 +36,11 @@ def check_not_the_working_folder(out_dir: Path, what: str = "output directory") 
         here = Path.cwd()
     except OSError:  # the working folder is gone already: nothing to keep it from
         return
-    if out_dir.resolve() == here.resolve():
+    target, here = out_dir.resolve(), here.resolve()
+    if target == here or target in here.parents:
         raise EvisceneError(
-            f"{what} {out_dir} is the folder this command runs in, which would be replaced whole "
-            f"(your shell left in a deleted folder): name a new folder, e.g. {out_dir / 'out'}"
+            f"{what} {out_dir} is the folder this command runs in{'' if target == here else ' or holds it'}, which would be "
+            f"replaced whole (your shell left in a deleted folder): name a new folder, e.g. {out_dir / 'out'}"
         )
 
 

@@ -279,6 +279,8 @@ def load_cases(release: Release) -> list[Case]:
         if case_id != case_id.strip():
             raise ReleaseError(f"{where}: 'case_id' {case_id!r} has leading or trailing whitespace")
         _require_utf8(case_id, f"{where}: 'case_id'")
+        if "\x1e" in case_id or "\x1f" in case_id:  # the log's hash chain keeps these two to itself (store/chain.py)
+            raise ReleaseError(f"{where}: 'case_id' {case_id!r} holds U+001E or U+001F, which a case id may not")
         if case_id in first_line:
             raise ReleaseError(
                 f"{where}: duplicate case_id {case_id!r} (first on line {first_line[case_id]})"

@@ -31,6 +31,14 @@ def content_digest(
     return hashlib.sha256(head.encode() + (payload.encode() if isinstance(payload, str) else payload)).hexdigest()
 
 
+def unchainable(value: str | None) -> bool:
+    """A text field the chain cannot tell apart from another spelling of the event: one holding
+    its separator, or its NULL mark (an episode_id of exactly U+001E hashes as NULL does).
+    No writer stores one (a case id holding either is refused with its release); in a stored
+    event it is an edit the hash cannot show."""
+    return value is not None and ("\x1f" in value or "\x1e" in value)
+
+
 def derived_event_id(content: str) -> str:
     return "ev-" + content[:32]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eviscene.errors import EvisceneError, InvalidRunIdError, LogIntegrityError
 from eviscene.rules.commands import default_log_path
-from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, read_manifest
+from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, check_plain_file, committed, read_manifest
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
 
@@ -112,6 +112,7 @@ def list_segments(folder: Path) -> list[Segment]:
     for name in _names(folder):
         match = EVENTS_FILE.match(name)
         if match:
+            check_plain_file(folder / name)
             found.append(Segment(int(match.group(1)), int(match.group(2)), folder / name))
     found.sort(key=lambda s: (s.first_seq, -s.last_seq))
     kept: list[Segment] = []
@@ -126,7 +127,10 @@ def list_blob_files(folder: Path) -> list[Path]:
     files = _committed_files(folder)
     if files is not None:
         return sorted(folder / e.file for e in files if not e.is_events)
-    return sorted(folder / name for name in _names(folder) if BLOBS_FILE.match(name))
+    found = sorted(folder / name for name in _names(folder) if BLOBS_FILE.match(name))
+    for path in found:
+        check_plain_file(path)
+    return found
 
 
 def _names(folder: Path) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,10 +63,26 @@ def manifest_path(folder: Path) -> Path:
     return folder / MANIFEST
 
 
+def check_plain_file(path: Path) -> None:
+    """A run folder's manifest and segments are plain files there: a link would have every
+    reader (and the SQL sandbox, and a seal into the archive) read a file outside the log, and
+    a FIFO would block its reader for good. A file that is not there passes (gone since it was
+    listed: its absence is said where it matters)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        what = "a link" if stat.S_ISLNK(mode) else "not a plain file"
+        raise LogIntegrityError(f"{path} is {what}: a run's manifest and segments are plain files in its folder; put the file back")
+
+
 def read_manifest(folder: Path) -> list[ManifestEntry] | None:
     """Every line, in commit order; None when the folder has no manifest. A last line without
-    its newline is an append a crash cut short: not committed, so not returned."""
+    its newline is an append a crash cut short: not committed, so not returned. Each file a
+    line names must be a plain file (`check_plain_file`)."""
     path = manifest_path(folder)
+    check_plain_file(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -85,6 +102,7 @@ def read_manifest(folder: Path) -> list[ManifestEntry] | None:
         if entry.file in listed:
             raise LogIntegrityError(f"{path}:{number}: {entry.file} is listed again (first on line {listed[entry.file]}): its rows would count twice")
         listed[entry.file] = number
+        check_plain_file(folder / entry.file)
         entries.append(entry)
     ranges = sorted((e.first_seq, e.last_seq, e.file) for e in committed(entries) if e.is_events)
     for (_, last, file), (first, _, overlapping) in zip(ranges, ranges[1:]):
@@ -212,6 +230,9 @@ def unrecorded_tail(folder: Path, entries: list[ManifestEntry]) -> UnrecordedFil
     stranded past a gap."""
     listed = {entry.file for entry in entries}
     names = sorted(os.listdir(folder))
+    for name in names:
+        if name not in listed and (EVENTS_FILE.match(name) or BLOBS_FILE.match(name)):
+            check_plain_file(folder / name)
     events = [e for e in committed(entries) if e.is_events]
     tail_seq = events[-1].last_seq if events else None
     tail_hash = events[-1].last_hash if events else None
@@ -247,6 +268,7 @@ def recover_folder(folder: Path) -> None:
         if name.startswith(".") and name.endswith(".tmp"):
             (folder / name).unlink(missing_ok=True)
     path = manifest_path(folder)
+    check_plain_file(path)
     if path.exists():
         data = path.read_bytes()
         if data and not data.endswith(b"\n"):  # a torn last append: it never committed

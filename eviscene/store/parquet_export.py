@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,8 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
     check_not_the_log("export folder", directory, log_path)
     if directory.exists() and not directory.is_dir():
         raise EvisceneError(f"{directory} is not a directory")
+    for folder in (directory / EVENTS_DIR, directory / BLOBS_DIR, *(directory / EVENTS_DIR).glob("*")):
+        _refuse_link(folder)
     holders = {run_id: lock_holder(live_root(log_path) / run_id / "writer.lock") for run_id in live_run_ids(log_path)}
     running = {run_id: holder for run_id, holder in sorted(holders.items()) if holder is not None}
     heads = con.execute(
@@ -119,6 +122,13 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
     return ExportReport(exported, events, unchanged, running, _export_blobs(con, directory / BLOBS_DIR))
 
 
+def _refuse_link(folder: Path) -> None:
+    """The export writes into its own folders only: a link among them could lead anywhere,
+    the log's live folder included."""
+    if folder.is_symlink():
+        raise EvisceneError(f"{folder} is a link: an export folder's events/ and blobs/ folders are its own; remove the link")
+
+
 def _export_blobs(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
     have = sorted(folder.glob("*.parquet"))
     known = pa.concat_tables([pq.read_table(p, columns=["sha256"]) for p in have]) if have else pa.table({"sha256": pa.array([], pa.string())})
@@ -137,9 +147,16 @@ def _export_blobs(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
 
 def _write(folder: Path, name: str, table: pa.Table) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    pending = folder / f".{name}.tmp"
-    pq.write_table(table, pending, compression="zstd")
-    os.replace(pending, folder / name)
+    # A new file of its own (O_EXCL, a name nobody can guess): never written through a link planted there.
+    pending = folder / f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+    handle = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            pq.write_table(table, out, compression="zstd")
+        os.replace(pending, folder / name)
+    except BaseException:
+        pending.unlink(missing_ok=True)
+        raise
 
 
 def _sql_list(paths: list[Path]) -> str:

@@ -113,6 +113,7 @@ def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
                 f"run {run_id} not sealed: live segment {entry.file} is not the segment sealed under its name (another "
                 "sha256): a second writer of the run wrote it; the archive is unchanged and the live folder kept"
             )
+    _refuse_sealed_but_not_held(log_path, run_id, folder, [e for e in manifest if e.file in done])
     entries = [e for e in manifest if e.file not in done]
     if not entries:
         return False
@@ -127,6 +128,40 @@ def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
     finally:
         con.close()
     return True
+
+
+def _refuse_sealed_but_not_held(log_path: Path, run_id: str, folder: Path, sealed: list[ManifestEntry]) -> None:
+    """A live segment recorded as sealed is deleted with the folder: only if the archive holds
+    its rows (a record alone, planted or left by an edit that deleted the rows, would have
+    the seal delete the one copy there is)."""
+    # One a killed seal deleted already is gone from the folder: nothing of it is left to lose.
+    sealed = [entry for entry in sealed if (folder / entry.file).exists()]
+    if not sealed:
+        return
+    con = new_connection()
+    try:
+        attach_archive(con, log_path, read_only=True)
+        for entry in sealed:
+            if entry.is_events:
+                held = con.execute(
+                    "SELECT count(*) FROM archive.events WHERE run_id = ? AND seq BETWEEN ? AND ?",
+                    [run_id, entry.first_seq, entry.last_seq],
+                ).fetchone()[0]
+                lacking = f"seq {entry.first_seq}..{entry.last_seq}" if held != entry.rows else None
+            else:
+                held = con.execute(
+                    f"SELECT count(*) FROM read_parquet({_sql_list([folder / entry.file])}) s "
+                    "WHERE s.sha256 NOT IN (SELECT sha256 FROM archive.blobs)"
+                ).fetchone()[0]
+                lacking = f"{held} of its blobs" if held else None
+            if lacking:
+                raise LogIntegrityError(
+                    f"run {run_id} not sealed: live segment {entry.file} is recorded as sealed, but the archive lacks "
+                    f"{lacking} (its rows deleted, or the record made by hand); the archive is unchanged and the live "
+                    f"folder kept: `{command_line('log', 'verify', log=log_path)}` names the damage"
+                )
+    finally:
+        con.close()
 
 
 def _copy(con: duckdb.DuckDBPyConnection, run_id: str, entries: list[ManifestEntry], events: list[Path], blobs: list[Path]) -> None:

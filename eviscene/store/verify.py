@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from eviscene.errors import ArchiveDamagedError, LogIntegrityError
 from eviscene.rules.commands import command_line
-from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
+from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash, unchainable
 from eviscene.store.heads import Heads
 from eviscene.store.layout import live_root, live_run_ids
 from eviscene.store.locks import lock_holder
@@ -201,6 +201,8 @@ def walk_chains(
                 )
             elif row_prev != prev_hash:
                 problem = "prev_hash does not match the previous event (reordered, inserted or deleted events)"
+            elif unchainable(episode_id) or unchainable(type_):
+                problem = "episode_id or type holds U+001E or U+001F, which the hash cannot tell from NULL or a field's end (edited event)"
             elif event_hash(prev_hash, seq, event_id, ts, content := content_digest(run_id, episode_id, attempt, type_, step, payload)) != row_hash:
                 problem = "hash does not match the event's content (edited event)"
             elif shard is not None:

@@ -29,7 +29,7 @@ from eviscene.errors import DuplicateEventError, EvisceneError
 from eviscene.events import RunFinished
 from eviscene.redaction import KnownSecrets
 from eviscene.rules.timestamps import now_micros
-from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash
+from eviscene.store.chain import GENESIS_HASH, content_digest, derived_event_id, event_hash, unchainable
 from eviscene.store.columns import binary_column, int_column, string_column
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import blob_segment_name, run_folder, segment_name
@@ -64,6 +64,10 @@ class EventDraft:
     step: int | None = None
     event_id: str | None = None
     ts: int | None = None  # UTC epoch microseconds; set when emitted if not given
+
+    def __post_init__(self) -> None:
+        if unchainable(self.episode_id):
+            raise EvisceneError(f"episode id {self.episode_id!r} holds U+001E or U+001F, which the log's hash chain keeps to itself")
 
 
 @dataclass

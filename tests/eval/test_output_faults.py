@@ -295,3 +295,10 @@ def test_the_folder_a_command_runs_in_is_never_an_output_folder(offline_run, rel
     with pytest.raises(EvisceneError, match="is the folder this command runs in"):
         with staged_directory(Path("."), replace=True):  # a resume's run directory written again
             pass
+    # a resume writing its own run directory again, from inside it (or a folder inside it): refused before it runs
+    own = tmp_path / "own"
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "materialize", summary.run_id, "--out", str(own)]).exit_code == 0
+    for inside, out in ((own, "."), (own / "traces", "..")):
+        monkeypatch.chdir(inside)
+        result = CliRunner().invoke(cli, ["--db", str(log.path), "eval", "resume", summary.run_id, "--output-dir", out])
+        assert result.exit_code == 2 and f"--output-dir {out} is the folder this command runs in" in result.output, result.output

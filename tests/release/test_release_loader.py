@@ -259,6 +259,9 @@ def test_non_object_case_row(make_release) -> None:
         ({"case_id": "", "image_path": "runtime_input/images/a.jpg", "image_sha256": "0" * 64}, "'case_id' must be"),
         ({"case_id": 7, "image_path": "runtime_input/images/a.jpg", "image_sha256": "0" * 64}, "'case_id' must be"),
         ({"case_id": " a ", "image_path": "runtime_input/images/a.jpg", "image_sha256": "0" * 64}, "whitespace"),
+        # the log's hash chain keeps these to itself (a NULL episode id hashes as U+001E)
+        ({"case_id": "a\x1fb", "image_path": "runtime_input/images/a.jpg", "image_sha256": "0" * 64}, "holds U+001E or U+001F"),
+        ({"case_id": "a\x1eb", "image_path": "runtime_input/images/a.jpg", "image_sha256": "0" * 64}, "holds U+001E or U+001F"),
         ({"case_id": "a", "image_sha256": "0" * 64}, "path must be a non-empty string"),
         ({"case_id": "a", "image_path": "", "image_sha256": "0" * 64}, "path must be a non-empty string"),
         ({"case_id": "a", "image_path": "runtime_input/images/a.jpg"}, "'image_sha256' must be 64 hex"),

@@ -104,6 +104,7 @@ def write_run(log: EventLog, run_id: str, batches: int, per_batch: int, gate: st
     async def write() -> None:
         async with log.writer(run_id, flush_seconds=30) as writer:
             for batch in range(batches):
+                await writer.put_blob(f"{run_id} page {batch}".encode(), "text/plain")  # a blob segment beside each batch's
                 for i in range(per_batch):
                     step = batch * per_batch + i
                     await writer.emit(EventDraft(GateDecided(gate=gate, subject=f"s{step}", passed=True), episode_id="e", attempt=1, step=step))

@@ -180,3 +180,22 @@ def test_a_merge_into_a_run_being_written_here_names_its_writer(tmp_path: Path) 
     assert held.exit_code == 2 and held.output.startswith(f"Error: run x is being written in {target.path} by pid {os.getpid()} ")
     assert held.output.endswith("; merge it when it ends\n") and held.output.count("\n") == 1
     assert target.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 1}]
+
+
+def test_an_export_never_writes_through_a_link_among_its_folders(tmp_path: Path) -> None:
+    """`out/events` made a link to the log's live folder: the export wrote a `run_id=…` folder
+    into it, a would-be run folder of the log (and `out/blobs` made a link to a run folder read
+    its event segments as blob files, a traceback). Each link is now refused, nothing written."""
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()], blob=b"page")
+    live = tmp_path / "log.duckdb.live"
+    live.mkdir(exist_ok=True)
+    for name, target in (("events", live), ("blobs", live), ("events/run_id=r1", live)):
+        out = tmp_path / f"out-{name.replace('/', '-')}"
+        (out / name).parent.mkdir(parents=True)
+        (out / name).symlink_to(target)
+        before = sorted(str(p) for p in live.rglob("*"))
+        result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(out)])
+        assert (result.exit_code, result.output) == (
+            2, f"Error: {out / name} is a link: an export folder's events/ and blobs/ folders are its own; remove the link\n")
+        assert sorted(str(p) for p in live.rglob("*")) == before

@@ -709,6 +709,40 @@ def test_a_live_segment_named_as_a_sealed_one_but_another_is_kept_and_reported_n
     assert len(problems) == 1 and f"live segment {segment} is not the segment sealed under its name" in problems[0], problems
 
 
+@pytest.mark.parametrize("kind", ["events", "blobs"])
+def test_a_live_segment_recorded_as_sealed_whose_rows_the_archive_lacks_is_kept(tmp_path, kind):
+    """A sealed_segments record for a live segment whose rows the archive does not hold (a
+    record made by hand, or its rows deleted): verify named the cut-off tail, yet seal skipped
+    the segment as sealed and deleted it with the folder, exit 0: the only copy of the run's
+    last events gone. Now the seal refuses and keeps it."""
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("A", [EventDraft(GateDecided(gate="g", subject="sealed run", passed=True))])
+    log.seal(["A"])
+
+    async def live_run() -> None:
+        async with log.writer("R", flush_seconds=30) as writer:
+            await writer.put_blob(b"a page", "text/plain")
+            await writer.emit(EventDraft(GateDecided(gate="g", subject="only copy", passed=True)))
+    anyio.run(live_run)
+    folder = run_folder(log, "R")
+    [entry] = [json.loads(line) for line in (folder / "segments.jsonl").read_text().splitlines()
+               if json.loads(line)["file"].startswith(f"{kind}-")]
+    con = duckdb.connect(str(log.path))
+    con.execute(
+        "INSERT INTO sealed_segments (run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash, sealed_at) "
+        "VALUES ('R', ?, ?, ?, ?, ?, ?, ?, now())",
+        [entry["file"], entry["rows"], entry["sha256"], entry.get("first_seq"), entry.get("last_seq"),
+         entry.get("first_prev_hash"), entry.get("last_hash")])
+    con.close()
+    before = sorted(p.name for p in folder.iterdir())
+    lacking = "seq 1..1" if kind == "events" else "1 of its blobs"
+    with pytest.raises(LogIntegrityError, match=f"^run R not sealed: live segment {entry['file']} is recorded as sealed, but the archive lacks {lacking} "):
+        log.seal(["R"])
+    assert sorted(p.name for p in folder.iterdir()) == before  # kept: deleting the record lets every reader see it again
+    if kind == "events":  # verify named it already (a cut-off tail); a blob no event cites is no problem of the log's
+        assert [p.run_id for p in log.verify().problems if hasattr(p, "run_id")] == ["R"]
+
+
 @pytest.mark.parametrize("damage", ["flip a byte of its header block", "cut it short"])
 def test_a_damaged_archive_is_a_log_that_does_not_verify_exit_1(tmp_path, damage):
     """DuckDB's own checks of the archive file (a block's checksum, a file cut short) ended
@@ -725,3 +759,24 @@ def test_a_damaged_archive_is_a_log_that_does_not_verify_exit_1(tmp_path, damage
     result = CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
     assert result.exit_code == 1, result.output
     assert result.output.startswith("BROKEN the archive log.duckdb is damaged: ") and "Traceback" not in result.output
+
+
+def test_an_episode_id_edited_into_the_chains_null_mark_is_named(tmp_path):
+    """The chain hashes a NULL episode_id as U+001E: an event's NULL episode_id edited into that
+    one-character string hashed the same, and verify said ok. A stored U+001E or U+001F in
+    episode_id or type is now an edit verify names; no writer stores one, and a release whose
+    case id holds one is refused as it loads."""
+    from eviscene.errors import EvisceneError
+
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("R", [EventDraft(GateDecided(gate="g", subject="run-level", passed=True)), finished()])
+    log.seal(["R"])
+    assert verify_cli(log).exit_code == 0
+    con = duckdb.connect(str(log.path))
+    con.execute("UPDATE events SET episode_id = chr(30) WHERE run_id = 'R' AND seq = 1")
+    con.close()
+    [problem] = log.verify().problems
+    assert str(problem).startswith("run R, seq 1 (") and str(problem).endswith(
+        "episode_id or type holds U+001E or U+001F, which the hash cannot tell from NULL or a field's end (edited event)")
+    with pytest.raises(EvisceneError, match="holds U\\+001E or U\\+001F"):
+        EventDraft(GateDecided(gate="g", subject="x", passed=True), episode_id="case\x1f1")

@@ -154,6 +154,53 @@ def test_a_lock_file_that_is_a_fifo_is_named_at_once(tmp_path):
         log.seal()
 
 
+@pytest.mark.parametrize("what", ["a segment made a link out of the log", "a segment made a FIFO", "the manifest made a FIFO",
+                                  "an unlisted segment made a link"])
+def test_a_live_segment_or_manifest_that_is_no_plain_file_is_refused_at_once(tmp_path, what):
+    """A segment replaced by a link to a file outside the log was read by every reader, the SQL
+    sandbox included, and copied into the archive by a seal; a FIFO in place of a segment or of
+    the manifest blocked verify and `sql "SELECT 1"` for good. Every command now refuses it."""
+    log = live_log(tmp_path / "log.duckdb")
+    folder = folder_of(log)
+    segment = sorted(folder.glob("events-*.parquet"))[-1]
+    elsewhere = tmp_path / "elsewhere.parquet"
+    target = segment
+    if what == "a segment made a link out of the log":
+        segment.rename(elsewhere)
+        segment.symlink_to(elsewhere)
+    elif what == "a segment made a FIFO":
+        segment.unlink()
+        os.mkfifo(segment)
+    elif what == "the manifest made a FIFO":
+        target = folder / "segments.jsonl"
+        target.unlink()
+        os.mkfifo(target)
+    else:
+        shutil.copyfile(segment, elsewhere)
+        target = folder / "events-000000000009-000000000009.parquet"
+        target.symlink_to(elsewhere)
+    kind = "a link" if target.is_symlink() else "not a plain file"
+    refusal = f"{target} is {kind}: a run's manifest and segments are plain files in its folder; put the file back"
+
+    def eviscene(*command: str) -> subprocess.CompletedProcess:
+        # in a process of its own: one that blocks fails this test instead of hanging the suite
+        return subprocess.run([sys.executable, "-m", "eviscene", "--db", str(log.path), *command],
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    if what == "an unlisted segment made a link":  # reads never open an unlisted file; verify names it, a seal refuses it
+        assert eviscene("sql", "SELECT count(*) AS n FROM events", "--csv").stdout == "n\n8\n"
+        verified = eviscene("log", "verify")
+        assert verified.returncode == 1 and f"BROKEN run r1: {refusal}\n" in verified.stdout, verified.stdout
+        commands = [["log", "seal"]]
+    else:
+        commands = [["log", "verify"], ["sql", "SELECT count(*) AS n FROM events"], ["runs"], ["log", "seal"]]
+    for command in commands:
+        result = eviscene(*command)
+        assert (result.returncode, result.stderr) == (2, f"Error: {refusal}\n"), command
+    assert not log.path.exists() or not duckdb.connect(str(log.path), read_only=True).execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'events'").fetchone()[0]  # nothing was sealed
+
+
 def test_an_unreadable_segment_no_manifest_line_lists_is_named_in_one_line(tmp_path):
     log = live_log(tmp_path / "log.duckdb")
     (folder_of(log) / "events-000000000009-000000000010.parquet").write_bytes(b"not parquet" * 300)
