@@ -52,7 +52,7 @@ def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None) -
     report = event_log.verify(recorded)
     _print_report(report)
     if recorded and not report.problems:
-        say(f"every recorded head held: {len(recorded)} run(s) of {check_from}")
+        say(f"every recorded head held: {len(recorded)} of {check_from}")
     if target is not None:
         if report.problems:
             click.echo(f"heads not saved to {save_to}: a broken log's heads would pin what was broken", err=True)

@@ -86,7 +86,7 @@ def test_a_run_grown_since_its_head_was_saved_still_holds_it(tmp_path):
     log.seal(["r1"])
     held = verify_cli(log, "--check-heads", str(heads))
     assert held.exit_code == 0, held.output
-    assert f"every recorded head held: 1 run(s) of {heads}" in held.output
+    assert f"every recorded head held: 1 of {heads}" in held.output
 
 
 def test_a_run_cut_back_or_deleted_since_its_head_was_saved_is_named(tmp_path):
