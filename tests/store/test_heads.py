@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from eviscene.cli.main import cli
 from eviscene.log import EventLog
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
-from tests.store.test_verify import finished, gates, write_batches
+from test_verify import finished, gates, write_batches
 
 
 def verify_cli(log: EventLog, *args: str):
