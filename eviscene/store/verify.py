@@ -492,6 +492,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
                 unrecorded=True,
             ))
     problems += _head_problems(heads, walk, broken)
+    troubled = {p.run_id for p in problems}  # a run's problems only here: the blobs' come after
     records = list(walk.record_streams.values())
     # a stream the walk found no event of (killed before its first commit, or all of it cut
     # off) counts as the run it was named for
@@ -499,8 +500,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
     return VerifyReport(
         walk.streams - len(records) + len(unread), walk.events, [*problems, *blobs], unfinished, running,
         imports=records.count("import"), exports=records.count("export"),
-        heads={run_id: (seq, hash_) for run_id, (seq, hash_, _type) in walk.tails.items()
-               if seq and run_id not in {getattr(p, "run_id", None) for p in problems}},
+        heads={run_id: (seq, hash_) for run_id, (seq, hash_, _type) in walk.tails.items() if seq and run_id not in troubled},
     )
 
 
