@@ -86,14 +86,16 @@ class RunNotFoundError(EvisceneError):
     """A run name the log does not hold (the viewer answers it 404)."""
 
 
-def no_run_error(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = ()) -> RunNotFoundError:
+def no_run_message(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = (), *, listing: str | None = None) -> str:
     """A run name that is not in the log (a typo, another --db): every command says it alike,
-    with the closest of the `known` run ids."""
+    with the closest of the `known` run ids and where to look (`listing`, else `runs`)."""
     close = difflib.get_close_matches(run_id, list(known), n=1)
-    return RunNotFoundError(
-        f"no run {run_id!r} in {log_path}" + (f" (did you mean {close[0]!r}?)" if close else "")
-        + f"; `{command_line('runs', log=Path(log_path))}` lists the runs"
-    )
+    return (f"no run {run_id!r} in {log_path}" + (f" (did you mean {close[0]!r}?)" if close else "")
+            + "; " + (listing or f"`{command_line('runs', log=Path(log_path))}` lists the runs"))
+
+
+def no_run_error(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = ()) -> RunNotFoundError:
+    return RunNotFoundError(no_run_message(run_id, log_path, known))
 
 
 def is_interruption(exc: BaseException) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.errors import EvisceneError, LogLockedError, no_run_message
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
 from eviscene.exports.staging import check_not_the_working_folder, staged_directory
@@ -25,6 +25,7 @@ from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
 from eviscene.rules.blocking import run_blocking
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store import EventDraft
 from eviscene.store.layout import check_not_the_log
@@ -124,7 +125,10 @@ def _native_or_imported_run(log: EventLog, run: str) -> tuple[str, bool]:
         [run, run],
     ).to_pylist()
     if not found:
-        raise DatasetExportError(f"no run {run!r} in {log.path}; `eviscene runs` lists native runs, `eviscene import` adds run directories")
+        known = log.sql("SELECT run_id FROM run_manifests UNION SELECT import_id FROM import_sources WHERE source_kind = 'run_dir' "
+                        "UNION SELECT metadata->>'run_id' FROM import_sources WHERE source_kind = 'run_dir'")["run_id"].to_pylist()
+        listing = f"`{command_line('runs', log=log.path)}` lists native runs, `{command_line('import', log=log.path)}` adds run directories"
+        raise DatasetExportError(no_run_message(run, log.path, filter(None, known), listing=listing))
     if len(found) > 1:  # two directories of one run id (a run and an edited copy, say): which one is the user's to say
         named = ", ".join(f"{r['import_id']} ({r['path']})" for r in found)
         raise DatasetExportError(f"run {run!r} names {len(found)} imported run directories: {named}; name one by its import id")

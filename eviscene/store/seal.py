@@ -13,7 +13,9 @@ waiting writer sees through the removed lock file).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -51,7 +53,7 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
         folder = run_folder(log_path, run_id)  # InvalidRunIdError for a name no run can have
         if not folder.is_dir():
             if not _archived_tail(log_path, run_id)[0]:
-                raise no_run_error(run_id, log_path)
+                raise no_run_error(run_id, log_path, _known_run_ids(log_path))
             continue  # sealed already
         lock = RunLock(folder / "writer.lock", run_id)
         try:
@@ -83,23 +85,39 @@ def seal_runs(log_path: Path, run_ids: list[str] | None = None) -> list[str]:
     return sealed
 
 
-def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], dict[str, str]]:
-    """The run's last archived event (seq, hash) if any, and the files sealed from its folder
-    with their sha256; read without writing, so a refused seal leaves the archive file as it was."""
+@contextlib.contextmanager
+def _archive_read_only(log_path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """A connection to the archive, read without writing (so a refused seal leaves the archive
+    file as it was); None when there is no archive yet."""
     if not log_path.exists():
-        return [], {}
+        yield None
+        return
     con = new_connection()
     try:
         attach_archive(con, log_path, read_only=True)
-        if not con.execute(
+        yield con if con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
-        ).fetchone()[0]:
+        ).fetchone()[0] else None
+    finally:
+        con.close()
+
+
+def _archived_tail(log_path: Path, run_id: str) -> tuple[list[tuple], dict[str, str]]:
+    """The run's last archived event (seq, hash) if any, and the files sealed from its folder
+    with their sha256."""
+    with _archive_read_only(log_path) as con:
+        if con is None:
             return [], {}
         last = con.execute("SELECT seq, hash FROM archive.events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", [run_id]).fetchall()
         done = {name: sha for (_run, name), sha in sealed_files(con, run_id).items()}
         return last, done
-    finally:
-        con.close()
+
+
+def _known_run_ids(log_path: Path) -> list[str]:
+    """The runs the log holds, live or sealed: those a mistyped run name is matched against."""
+    with _archive_read_only(log_path) as con:
+        sealed = [] if con is None else [row[0] for row in con.execute("SELECT DISTINCT run_id FROM archive.sealed_segments").fetchall()]
+    return live_run_ids(log_path) + sealed
 
 
 def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:

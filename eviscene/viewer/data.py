@@ -259,14 +259,13 @@ def list_runs(log: EventLog, cache: ResultCache | None = None, wait_s: float | N
 def known_run(log: EventLog, run_id: str, cache: ResultCache | None = None) -> dict[str, Any]:
     cache = cache or ResultCache(log.path)
 
-    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    def reader(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         head = run_head(con, run_id)
-        return None if head is None else _run_rows(log, con, {run_id: head}, cache)[run_id]
+        if head is None:
+            raise no_run_error(run_id, log.path, run_heads(con))
+        return _run_rows(log, con, {run_id: head}, cache)[run_id]
 
-    found = read(log, "", reader, materialize=False, views=False)
-    if found is None:
-        raise no_run_error(run_id, log.path)
-    return with_progress(log, found)
+    return with_progress(log, read(log, "", reader, materialize=False, views=False))
 
 
 # ----------------------------------------------------------------------------- dashboard
@@ -494,7 +493,7 @@ def dashboard(log: EventLog, run_id: str, cache: ResultCache | None = None, wait
     def reader(con: duckdb.DuckDBPyConnection) -> tuple[RunHead, dict[str, Any], ExportKey | None]:
         head = run_head(con, run_id)
         if head is None:
-            raise no_run_error(run_id, log.path)
+            raise no_run_error(run_id, log.path, run_heads(con))
         export = _latest_export(con, run_id)  # before the dashboard narrows the snapshot to the run
         return head, _dashboard_numbers(con, log, head, cache, sealed), export
 

@@ -580,6 +580,9 @@ def test_seal_of_an_unknown_run_is_an_error(sealed_log):
     for run_id in ["bogus", "r1-typo"]:
         result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
         assert result.exit_code == 2 and result.output == f"Error: no run '{run_id}' in {sealed_log.path}; `eviscene --db {sealed_log.path} runs` lists the runs\n"
+    result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r"])  # the sealed run is suggested
+    assert result.exit_code == 2 and result.output == (
+        f"Error: no run 'r' in {sealed_log.path} (did you mean 'r1'?); `eviscene --db {sealed_log.path} runs` lists the runs\n")
     result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", "r1"])  # sealed already
     assert result.exit_code == 0 and result.output == "sealed 0 run(s); sealed already: r1\n"
 

@@ -102,6 +102,13 @@ def test_an_unknown_run_is_one_line_and_exit_2(logs, tmp_path):
     assert done.stderr.strip().splitlines() == [f"Error: no run 'no-such-run' in {logs.demo}; `eviscene --db {logs.demo} runs` lists the runs"]
 
 
+def test_a_mistyped_run_is_answered_with_the_closest_run(logs, tmp_path):
+    done = eviscene(logs.demo, "report", logs.run_a + "x", "--out", str(tmp_path / "x.html"), check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"Error: no run '{logs.run_a}x' in {logs.demo} (did you mean '{logs.run_a}'?); `eviscene --db {logs.demo} runs` lists the runs"]
+
+
 def test_an_unknown_run_to_compare_with_is_refused_before_any_episode_is_rendered(logs, tmp_path):
     out = tmp_path / "x.html"
     done = eviscene(logs.demo, "report", logs.run_a, "--compare", "no-such-run", "--out", str(out), check=False)
