@@ -35,10 +35,17 @@ _URL_SAFE = str.maketrans("+/", "-_")
 # DB_PASSWORD, ?client_secret=, a signed URL's ?sig= or X-Amz-Signature=), not by a
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
 # finds are masked in every event and every model answer, so a developer's name must not be.
+# A word may be a credential's name run together, as `apikey` is (`accesstoken`, `clientsecret`,
+# `secretkey`), or a password's short forms (`pwd`, `pass`, `passphrase`, `passcode`).
+_PASS_WORDS = r"PASSWORD|PASSWD|PASSPHRASE|PASSCODE|PASS|PWD"
+_JOINED_WORDS = r"(?:ACCESS|REFRESH|AUTH|SESSION|ID|API|APP|CLIENT|CONSUMER|SECRET|PRIVATE|MASTER|SUBSCRIPTION|SECURITY)(?:TOKEN|KEY|SECRET)S?"
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|PASSWORD|PASSWD|AUTH|BEARER|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE)(?:_|$)",
+    rf"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|{_PASS_WORDS}|AUTH|BEARER|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE|{_JOINED_WORDS})"
+    r"(?:_|$)",
     re.IGNORECASE,
 )
+# The shell's working folder, not a password (`DB_PWD` is one).
+_NOT_SECRET_VARIABLES = frozenset({"PWD"})
 # ... and its value looks like a credential: one word with a digit in it, or a long one (not
 # `SOME_AUTH=disabled`, which would mask the word everywhere).
 _CREDENTIAL_VALUE = re.compile(r"^(?=\S*\d)\S+$|^\S{16,}$")
@@ -129,8 +136,8 @@ def _secret_named(name: str) -> bool:
 # `prompt_cache_key` or `api_key_env` whose value (a model's name, a variable's name) must not
 # be masked wherever it appears, as a registered value would be.
 _BODY_CREDENTIAL = re.compile(
-    r"(?:^|_)(?:(?:api_?|subscription_|access_|secret_|private_)key|(?:access_?|refresh_?)?token|secret|password|passwd|auth|authorization"
-    r"|bearer|credentials?)$|^key$",
+    rf"(?:^|_)(?:(?:api|subscription|access|secret|private|client|app|consumer)_?key|(?:access|refresh|id|auth|session)_?token|token"
+    rf"|(?:client|app|consumer|api)_?secret|secret|{_PASS_WORDS}|auth|authorization|bearer|credentials?)$|^key$",
     re.IGNORECASE,
 )
 
@@ -155,7 +162,7 @@ def register_secret_fields(data: Any) -> None:
 
 
 def _secret_values(extra: tuple[str, ...], encoded: bool = True) -> list[str]:
-    from_env = (v for k, v in os.environ.items() if _secret_named(k) and _CREDENTIAL_VALUE.match(v))
+    from_env = (v for k, v in os.environ.items() if k not in _NOT_SECRET_VARIABLES and _secret_named(k) and _CREDENTIAL_VALUE.match(v))
     with _lock:
         values = {*extra, *_registered, *from_env}
     values = {form for value in values if value and len(value) >= MIN_SECRET

@@ -177,6 +177,9 @@ def test_the_key_is_nowhere_in_the_log_or_the_output(end_to_end):
     ("http://reader:p@{user_key}@127.0.0.1:1/v1?api%5Fkey={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?api%5Fkey=[REDACTED]"),
     # Any parameter whose name says it holds a secret, not only the key names.
     ("http://reader:{user_key}@127.0.0.1:1/v1?client_secret={query_key}", "http://[REDACTED]@127.0.0.1:1/v1?client_secret=[REDACTED]"),
+    # A password's short form, and credential words run together.
+    ("http://reader:{user_key}@127.0.0.1:1/v1?pwd={query_key}&clientsecret={query_key}",
+     "http://[REDACTED]@127.0.0.1:1/v1?pwd=[REDACTED]&clientsecret=[REDACTED]"),
 ])
 def test_a_key_inside_the_base_url_is_stored_and_printed_nowhere(base_url, stored, release_dir, tmp_path):
     """`--base-url http://user:KEY@host/v1?api_key=KEY`: the run's manifest, the run

@@ -140,6 +140,30 @@ def test_a_query_parameter_named_as_a_secret_is_masked_whatever_its_word():
         "https://s.example/?keyboard=qwerty&monkey=1&author=me&passwords=list&signal=1&design=x")
 
 
+def test_a_password_s_short_forms_and_credential_words_run_together_are_secret_names(monkeypatch):
+    """`?pwd=`, `?passphrase=`, `?passcode=`, `?pass=` and run-together words (`accesstoken`,
+    `clientsecret`, `secretkey`; `apikey` was the only one caught) went into run.started and
+    run_manifest.json as written, in a base URL and in a profile's body alike."""
+    url = ("https://gw.example/v1?pwd=Hunter2Secret9&passphrase=OpenSesame77x&passcode=pc-8877x&pass=ps-9911"
+           "&accesstoken=at-0001&clientsecret=cs-0002&secretkey=sk-0003&idtoken=it-0004&page=2")
+    assert redact(url) == (f"https://gw.example/v1?pwd={MASK}&passphrase={MASK}&passcode={MASK}&pass={MASK}"
+                           f"&accesstoken={MASK}&clientsecret={MASK}&secretkey={MASK}&idtoken={MASK}&page=2")
+    ordinary = "https://s.example/?passwords=list&bypass=1&compass=n2&passenger=p3&password_hint=h4x&monkey=1&donkeykey=k5"
+    assert redact(ordinary) == ordinary.replace("password_hint=h4x", f"password_hint={MASK}")
+    register_secret_fields({"pwd": "body-pw-41a", "passphrase": "body-pp-41b", "passcode": "body-pc-41c", "pass": "body-ps-41d",
+                            "clientsecret": "body-cs-41e", "secretkey": "body-sk-41f", "authtoken": "body-at-41g",
+                            "metadata": {"bypass": "body-bp-42a", "compass": "body-cp-42b", "passwords": "body-pl-42c"}})
+    for value in ("body-pw-41a", "body-pp-41b", "body-pc-41c", "body-ps-41d", "body-cs-41e", "body-sk-41f", "body-at-41g"):
+        assert redact(f"echo {value}") == f"echo {MASK}", value
+    for value in ("body-bp-42a", "body-cp-42b", "body-pl-42c"):
+        assert redact(f"echo {value}") == f"echo {value}", value
+    monkeypatch.setenv("DB_PWD", "db-pass-0042x")
+    monkeypatch.setenv("GPG_PASSPHRASE", "gpg-phrase-0043")
+    assert redact("said db-pass-0042x, gpg-phrase-0043") == f"said {MASK}, {MASK}"
+    monkeypatch.setenv("PWD", "/home/ada/projects/eviscene-2026")  # the shell's working folder: a path, no password
+    assert redact("in /home/ada/projects/eviscene-2026") == "in /home/ada/projects/eviscene-2026"
+
+
 def test_a_query_parameter_is_judged_by_its_words_in_camel_case_as_an_array_and_in_the_fragment():
     """`--base-url ...?accessToken=...` went into run.started as written: a name's words are
     parted at a camelCase boundary and at PHP's array brackets too, and a fragment
