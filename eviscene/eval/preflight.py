@@ -67,16 +67,16 @@ def check_trace_file_names(specs: Sequence[RolloutSpec]) -> None:
 def check_case_pictures(cases: Sequence[Case]) -> None:
     """Each case's picture is one Pillow reads, within the decoding limit: found from its header
     now, before any episode, not as an engineering error in each of the case's rollouts."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    from eviscene.tools.images import over_decode_limit
+    from eviscene.tools.images import PILLOW_READ_ERRORS, over_decode_limit
 
     problems = []
     for case in cases:
         try:
             with Image.open(case.image_file) as opened:
                 too_large = over_decode_limit(*opened.size)
-        except (UnidentifiedImageError, SyntaxError, OSError):
+        except PILLOW_READ_ERRORS:
             problems.append(f"{named(case)}: {case.image_path} is not a picture Pillow can read")
             continue
         if too_large:

@@ -805,7 +805,8 @@ def _band_rows(fitted: np.ndarray, q: np.ndarray, usable: np.ndarray) -> np.ndar
     error = np.abs(y - predicted)
     inlier = (error <= 10.0) & usable
     segments = np.array_split(np.arange(w), GRID)
-    covered = np.stack([inlier[:, seg].mean(1) >= 0.3 for seg in segments], axis=1).mean(1) >= 0.75
+    # A picture narrower than GRID leaves segments empty: each covers nothing (not NaN, which warns).
+    covered = np.stack([inlier[:, seg].mean(1) >= 0.3 if seg.size else np.zeros(h, bool) for seg in segments], axis=1).mean(1) >= 0.75
     explained = inlier.sum(1) / np.maximum(usable.sum(1), 1) >= 0.6
     shift = np.abs(np.where(inlier, predicted - x, 0.0)).sum(1) / np.maximum(inlier.sum(1), 1)
     # A band re-tones the whole row; a pasted or removed object only part of it.
@@ -855,6 +856,8 @@ def _block_counts(region_mask: np.ndarray, usable: np.ndarray) -> tuple[int, int
     for i in range(GRID):
         for j in range(GRID):
             block = (slice(ys[i], ys[i + 1]), slice(xs[j], xs[j + 1]))
+            if not usable[block].size:  # a side shorter than GRID leaves blocks empty: none compared
+                continue
             hit = bool(region_mask[block].any())
             if hit or usable[block].mean() >= 0.5:
                 total += 1

@@ -33,6 +33,7 @@ Banner rule (documented thresholds, none tied to a fixture):
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -115,6 +116,12 @@ class UndecodableImage(ValueError):
     """Bytes Pillow cannot read as a picture (empty, another kind of file, broken data)."""
 
 
+# What Pillow raises for bytes it cannot read: its own words, and whatever a damaged header
+# makes a format plugin raise (a chunk name that is no text: UnicodeDecodeError; text chunks
+# that inflate past its limit: ValueError; a short field: struct.error, EOFError).
+PILLOW_READ_ERRORS = (UnidentifiedImageError, SyntaxError, OSError, ValueError, EOFError, struct.error)
+
+
 # A picture cut short by its last bytes (a scraped JPEG without its end marker) decodes as
 # far as it goes, as viewers show it, rest grey; an episode over it no longer ends in an error.
 ImageFile.LOAD_TRUNCATED_IMAGES = True
@@ -136,8 +143,8 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
     else:
         try:
             image, original = _decoded(source, max_side)
-        except (UnidentifiedImageError, SyntaxError, OSError) as exc:  # Pillow's words for bytes it cannot read
-            if isinstance(exc, FileNotFoundError | PermissionError):
+        except PILLOW_READ_ERRORS as exc:
+            if isinstance(exc, FileNotFoundError | PermissionError | ImageTooLarge):
                 raise
             # Pillow names a stream by its repr (an address that differs every run): the file's name instead.
             detail = "not a picture Pillow can read" if isinstance(exc, UnidentifiedImageError) else str(exc)
@@ -215,7 +222,8 @@ def _reduced(opened: Image.Image, max_side: int) -> Image.Image:
     `max_side` (the caller's resize finishes), then turned upright."""
     orientation = _orientation(opened)
     opened.load()
-    image = opened if opened.mode in _REDUCIBLE_MODES else opened.convert("RGB")
+    # 16-bit greyscale widened to 32 (which reduces), not clipped to 8 by an RGB convert: `_as_rgb` scales it.
+    image = opened if opened.mode in _REDUCIBLE_MODES else opened.convert("I" if opened.mode in _WIDE_GREY else "RGB")
     factor = max(1, max(image.size) // max_side)
     if factor > 1:
         image = image.reduce(factor)

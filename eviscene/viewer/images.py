@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from eviscene.log import EventLog
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.tools.pages import IMAGE_FRAGMENT
@@ -109,13 +107,18 @@ class RunImages:
         return found.read_bytes(), _MEDIA_TYPES.get(found.suffix.lower(), "application/octet-stream")
 
     def thumbnail_data_uri(self, sha256: str) -> str | None:
-        """A small JPEG of the picture as a data: URI (the report embeds these)."""
+        """A small JPEG of the picture as a data: URI (the report embeds these), decoded as the
+        agent's tools decode it (within their limits; a picture cut short as far as it goes); None
+        for a picture they cannot read, whose episode the report shows without it."""
+        from eviscene.tools.images import open_image
+
         found = self.path(sha256)
         if found is None:
             return None
-        with Image.open(found) as image:
-            image = image.convert("RGB")
-            image.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
-            buffer = io.BytesIO()
-            image.save(buffer, format="JPEG", quality=78, optimize=True)
+        try:
+            image, _size = open_image(found, max_side=THUMBNAIL_PIXELS)
+        except ValueError:  # UndecodableImage, ImageTooLarge
+            return None
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG", quality=78, optimize=True)
         return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -133,4 +133,10 @@ def test_a_case_picture_above_the_limit_or_not_a_picture_is_refused_before_the_r
     assert refusal_of_a_run_over(image) == (2, too_large)
     image.write_bytes(b"GIF89 but no picture")
     assert refusal_of_a_run_over(image) == (2, f"{rows[0]['image_path']} is not a picture Pillow can read\n")
+    # One byte off in a PNG's chunk name: Pillow raised UnicodeDecodeError, a traceback out of the run.
+    write_png(image, 64, 64, b"\x80", b"\xff", banner_from=60)
+    data = bytearray(image.read_bytes())
+    data[8 + 25 + 4] = 0xFF
+    image.write_bytes(bytes(data))
+    assert refusal_of_a_run_over(image) == (2, f"{rows[0]['image_path']} is not a picture Pillow can read\n")
     assert not (tmp_path / "log.duckdb").exists()

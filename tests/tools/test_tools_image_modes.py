@@ -5,6 +5,9 @@ same way every run; a mirrored copy is said to be one."""
 from __future__ import annotations
 
 import io
+import struct
+import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -39,6 +42,41 @@ def test_a_16_bit_greyscale_scan_is_read_as_its_8_bits(tmp_path):
     decoded, _ = open_image(path)
     assert np.asarray(decoded)[5, 5].tolist() == [235, 235, 235]
     assert words(read_text(path).text) == words(CAPTION)
+
+
+def test_a_16_bit_greyscale_scan_too_large_to_decode_whole_is_read_as_its_8_bits_too(tmp_path):
+    """Above REDUCE_ABOVE_PIXELS a picture is shrunk in its own mode first: 16-bit greyscale,
+    which cannot be, was converted to RGB there, clipped to 255 (a white page, no error)."""
+    path = tmp_path / "scan.png"
+    Image.fromarray(np.full((6400, 6400), 0x8080, np.uint16)).save(path, compress_level=1)
+    assert Image.open(path).mode.startswith("I;16")
+    decoded, size = open_image(path)
+    assert size == (6400, 6400) and np.asarray(decoded)[5, 5].tolist() == [128, 128, 128]
+
+
+def _png() -> bytes:
+    out = io.BytesIO()
+    scene(3).save(out, "PNG")
+    return out.getvalue()
+
+
+def _png_with_chunks(kind: bytes, data: bytes, count: int) -> bytes:
+    """A small PNG with `count` more chunks after its pixels."""
+    png = _png()
+    chunk = struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return png[:-12] + chunk * count + png[-12:]  # IEND is the last 12 bytes
+
+
+@pytest.mark.parametrize("data", [
+    # text chunks that inflate past Pillow's limit for them all (64 MB): ValueError as the pixels load
+    _png_with_chunks(b"zTXt", b"note\x00\x00" + zlib.compress(bytes(1_000_000)), 70),
+    _png()[:37] + b"\xff" + _png()[38:],  # the name of the chunk after IHDR (8 + 25 + 4 bytes in) no text: UnicodeDecodeError
+], ids=["text-bomb", "chunk-name"])
+def test_a_png_whose_chunks_pillow_refuses_is_named_by_file(data):
+    """What Pillow's PNG reader raises for a damaged chunk (ValueError, UnicodeDecodeError) was
+    an engineering error naming no file, and stopped a run's preflight with a traceback."""
+    with pytest.raises(UndecodableImage, match=r"^runtime_input/images/x\.png: "):
+        open_image(CheckedImageStream(data, "runtime_input/images/x.png", "0" * 64))
 
 
 def test_a_caption_on_a_transparent_ground_is_read_over_white(tmp_path):
@@ -76,3 +114,15 @@ def test_a_mirrored_copy_is_said_to_be_one():
     assert comparison.match and comparison.mirrored
     assert "Mirrored: the case image is the reference flipped left to right." in comparison_detail(comparison)
     assert comparison_summary(comparison) == f"Same picture (similarity {comparison.similarity:.2f}), flipped left to right."
+
+
+@pytest.mark.parametrize("size", [(1, 600), (5, 600), (600, 3)], ids=["1-wide", "5-wide", "3-high"])
+def test_a_picture_narrower_or_shorter_than_the_comparison_grid_compares_without_numpy_warnings(size):
+    """Its grid (8 x 8 blocks) left blocks and segments empty: `Mean of empty slice` and `invalid
+    value encountered in divide` went to the terminal of every run over it."""
+    thin = Image.fromarray(np.random.default_rng(7).integers(0, 255, (size[1], size[0], 3), dtype=np.uint8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compare(thin, thin)  # too little to match even itself: what it says is not at issue here
+        assert not compare(thin, scene(3)).match
+        assert not compare(scene(3), thin).match

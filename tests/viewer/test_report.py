@@ -3,8 +3,11 @@ draws its plots, lists the episodes and shows any episode page on demand."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shutil
 
 import pytest
 from playwright.sync_api import expect
@@ -13,7 +16,7 @@ from eviscene.exports import serialize
 from eviscene.log import EventLog
 from eviscene.viewer.report import build_report
 
-from viewer_harness import charts_drawn, eviscene
+from viewer_harness import RELEASE, charts_drawn, eviscene, run_ids, start_eval
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +97,26 @@ def test_a_report_is_byte_identical_on_rerun(report, logs, tmp_path):
     again = tmp_path / "again.html"
     eviscene(logs.demo, "report", logs.run_a, "--compare", logs.run_b, "--out", str(again))
     assert again.read_bytes() == report.read_bytes()
+
+
+def test_a_run_over_a_picture_cut_short_gets_its_report(tmp_path):
+    """The run reads a case picture without its last two thirds as far as it goes; the report
+    decoded it strictly for its thumbnail and stopped (`image file is truncated`), no file written.
+    Now its thumbnail is what the agent saw."""
+    release = tmp_path / "release"
+    shutil.copytree(RELEASE, release)
+    cases = release / "runtime_input" / "cases.jsonl"
+    rows = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines() if line.strip()]
+    picture = release / rows[0]["image_path"]
+    picture.write_bytes(picture.read_bytes()[: picture.stat().st_size // 3])
+    rows[0]["image_sha256"] = hashlib.sha256(picture.read_bytes()).hexdigest()
+    cases.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    log = tmp_path / "log.duckdb"
+    done = start_eval(log, cases, tmp_path / "run", "--case-id", rows[0]["case_id"], "--no-progress")
+    assert done.wait(timeout=900) == 0, done.stderr.read()
+    out = tmp_path / "report.html"
+    eviscene(log, "report", run_ids(log)[0], "--out", str(out))
+    assert out.read_text(encoding="utf-8").count("data:image/jpeg;base64,") >= 1
 
 
 def test_an_unknown_run_is_one_line_and_exit_2(logs, tmp_path):
