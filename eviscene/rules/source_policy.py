@@ -25,7 +25,9 @@ slashes, repeated slashes merged, the path's case folded (case-insensitive file 
 `xn--bcher-kva.example`), a numeric IPv4 host dotted (`127.1` is `127.0.0.1`), an IPv6 one
 in its one spelling (an IPv4-mapped one as its IPv4 address), a segment's `;` parameters
 dropped (Java servers serve `/fact-check;jsessionid=1/story` and `/;x/fact-check/story` as
-`/fact-check/story`: slashes are merged again once they are dropped), and ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
+`/fact-check/story`: slashes are merged again once they are dropped), a path as IIS reads it (cut at a decoded NUL or
+`#`, each segment's trailing dots and spaces dropped: `/fact-check/story.` is the story), and
+ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
 URL one server would not read as a blocked page may be refused too. `normalize_url`, which
 scoring compares URLs by, keeps the one reading as written.
 """
@@ -174,9 +176,18 @@ def _readings(url: str) -> frozenset[str]:
         # Slashes are merged after the `;` parameters go (`/;x/fact-check` is `//fact-check`,
         # then `/fact-check`), and before `normpath`, which keeps a leading `//`.
         paths = {re.sub(r"/{2,}", "/", p) for p in {path, re.sub(r";[^/]*", "", path)}}
+        paths |= {_windows_path(p) for p in paths}
         for server_path in paths | {posixpath.normpath(p) for p in paths if p}:
             keys.add(authority + server_path.rstrip("/").lower() + query)
     return frozenset(keys)
+
+
+def _windows_path(path: str) -> str:
+    """`path` as IIS (a Windows file system) reads it: a NUL or a `#` decoded from the path
+    ends it, and a segment's trailing dots and spaces are dropped (`/story.` is `/story`;
+    `.` and `..` segments are left to `normpath`)."""
+    path = re.split(r"[\x00#]", path, maxsplit=1)[0]
+    return re.sub(r"(?<=[^/.])[. ]+(?=/|$)", "", path)
 
 
 def _server_host(host: str) -> str:

@@ -133,6 +133,9 @@ PAGE = "http://127.0.0.1:18090"
         (f"{PAGE}/;x/fact-check/story.html", "blocked_url_prefix"),  # a parameter-only segment: `//fact-check`
         (f"{PAGE}/;jsessionid=1/fact-check/story.html", "blocked_url_prefix"),
         (f"{PAGE}//;x//;y/fact-check/story.html", "blocked_url_prefix"),
+        (f"{PAGE}/fact-check. /story.html", "blocked_url_prefix"),  # IIS drops a segment's trailing dots and spaces
+        (f"{PAGE}/fact-check%23x", "blocked_url_prefix"),  # a decoded `#` ends the path
+        (f"{PAGE}/fact-checkx./story.html", None),
         (f"{PAGE}/news;x/fact-check/story.html", None),  # `/news/fact-check`
         (f"{PAGE}/;x/fact-checking/story.html", None),
         (f"{PAGE}/fact-checking;x/story.html", None),
@@ -151,6 +154,26 @@ PAGE = "http://127.0.0.1:18090"
 )
 def test_a_blocked_source_is_blocked_however_its_url_is_spelled(url, reason):
     assert policy(**READINGS_POLICY).check(url) == reason
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://news.example/a/story.", "blocked_url_prefix"),  # IIS drops a segment's trailing dots and spaces
+        ("https://news.example/a/story%20", "blocked_url_prefix"),
+        ("https://news.example/a/story.%20.", "blocked_url_prefix"),
+        ("https://news.example/a/story%00.jpg", "blocked_url_prefix"),  # a decoded NUL ends the path
+        ("https://news.example/a/story%2500.jpg", "blocked_url_prefix"),
+        ("https://news.example/a/story%23.jpg", "blocked_url_prefix"),  # so does a decoded `#`
+        ("https://news.example/a/story.html", None),
+        ("https://news.example/a/story-2", None),
+        ("https://news.example/a/story.x.", None),  # `/a/story.x`
+    ],
+)
+def test_a_blocked_page_is_blocked_as_a_windows_server_reads_its_path(url, reason):
+    """`/a/story.`, `/a/story%20` and `/a/story%00.jpg` are `/a/story` to IIS; the prefix,
+    which ends at a path boundary, let them through."""
+    assert policy(blocked_url_prefixes=["https://news.example/a/story"]).check(url) == reason
 
 
 QUERY_POLICY = {"blocked_url_prefixes": ["https://news.example/story.php?id=42", "https://news.example/read?a=1&b=2",
