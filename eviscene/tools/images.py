@@ -147,7 +147,12 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
             if isinstance(exc, FileNotFoundError | PermissionError | ImageTooLarge):
                 raise
             # Pillow names a stream by its repr (an address that differs every run): the file's name instead.
-            detail = "not a picture Pillow can read" if isinstance(exc, UnidentifiedImageError) else str(exc)
+            if isinstance(exc, UnidentifiedImageError):
+                detail = "not a picture Pillow can read"
+            elif isinstance(exc, (OSError, SyntaxError)):  # Pillow's own words: `image file is truncated`, `broken PNG file`
+                detail = str(exc)
+            else:  # a format plugin's, which say nothing of a picture (`'ascii' codec can't decode byte 0xff`)
+                detail = f"damaged picture data Pillow cannot read ({exc})"
             raise UndecodableImage(f"{_source_name(source)}{detail}") from None
     image = _as_rgb(image)
     if max(image.size) > max_side:
