@@ -163,11 +163,14 @@ def _trace_names(root: Path, folder: Path) -> list[str]:
 
 
 def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
-    """Rows of a file with one row per episode: each names its episode, once."""
+    """Rows of a file with one row per episode: each names its episode, once. Seed 002 keys a
+    perception example by its episode_id as written (` a-r0 ` is not `a-r0`: it matches no
+    trace); a trajectory row's is read as the traces' are, stripped."""
     seen: dict[str, int] = {}
-    what = "perception episode" if kind == "perception_trajectories" else "trajectory episode"
+    perception = kind == "perception_trajectories"
+    what = "perception episode" if perception else "trajectory episode"
     for number, value in jsonl_field(path, content, "episode_id"):
-        episode_id = text(value)
+        episode_id = value if perception and isinstance(value, str) and value.strip() else text(value)
         if not episode_id:
             raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
         if episode_id in seen:

@@ -229,3 +229,29 @@ def test_short_sft_case_count_counts_the_sft_rows_case_ids(log, tmp_path):
     assert {k: manifest[k] for k in ("accepted_case_count", "short_sft_case_count", "episode_count", "long_holdout_episode_count")} == {
         "accepted_case_count": 3, "short_sft_case_count": 1, "episode_count": 2, "long_holdout_episode_count": 1,
     }
+
+
+def perception_rows(out):
+    return [row for split in ("train", "validation", "test") for row in read_jsonl(out / f"perception.{split}.jsonl")]
+
+
+def test_a_perception_example_is_keyed_by_its_episode_id_as_written(log, tmp_path):
+    """Seed 002 keys `perception_by_episode[example.episode_id]` as the row writes it, and looks
+    it up by the trace's stripped id: ` a--r000 ` is no example of a--r000, and `a--r000 ` then
+    `a--r000` are two examples, not a duplicate (both were read stripped: a--r000 exported with
+    the first, then refused as a duplicate)."""
+    run = write_run_dir(tmp_path / "run", "run-one", [{"episode_id": "a--r000", "case_id": "a", "perception": False},
+                                                      {"episode_id": "b--r000", "case_id": "b", "perception": False}])
+
+    def example(episode_id, ocr):
+        return {"episode_id": episode_id, "case_id": episode_id[0], "images": ["/images/x.jpg"], "perception": {"ocr_text": ocr}}
+
+    write_jsonl(run / "perception_trajectories.jsonl", [example(" a--r000 ", "padded"), example("b--r000", "b")])
+    manifest = export_dataset(log, ExportOptions(out_dir=tmp_path / "out", run_dirs=[run]))[0]
+    assert [(row["episode_id"], row["perception"]) for row in perception_rows(tmp_path / "out")] == [("b--r000", {"ocr_text": "b"})]
+    assert sum(manifest["perception_example_counts"].values()) == 1
+    again = write_run_dir(tmp_path / "again", "run-two", [{"episode_id": "a--r000", "case_id": "a", "perception": False}])
+    write_jsonl(again / "perception_trajectories.jsonl", [example("a--r000 ", "padded"), example("a--r000", "as written")])
+    export_dataset(log, ExportOptions(out_dir=tmp_path / "out-again", run_dirs=[again]))
+    assert [(row["episode_id"], row["perception"]) for row in perception_rows(tmp_path / "out-again")] == [
+        ("a--r000", {"ocr_text": "as written"})]
