@@ -183,7 +183,7 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
 @click.option("--web-visit/--no-web-visit", default=None,
               help="visit fetches real pages over HTTP (default: on with --search-backend searxng).")
 @click.option("--web-timeout", type=Finite(min=0, min_open=True), default=_default("web_timeout"), show_default=True, help="Seconds allowed for one web search or page visit.")
-@click.option("--web-max-bytes", type=INT64, default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
+@click.option("--web-max-bytes", type=count(1), default=_default("web_max_bytes"), show_default=True, help="Largest page body visit reads.")
 @click.option("--allow-private-network", is_flag=True,
               help="Let visit and search results reach loopback, private and link-local addresses (refused by default), "
                    "e.g. a test server: --allow-private-network.")

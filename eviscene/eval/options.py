@@ -25,7 +25,7 @@ from eviscene.agent.episode import AGENT_DECISION_POLICY_VERSION, MAX_TOOL_ACTIO
 from eviscene.agent.perception import PERCEPTION_BACKEND
 from eviscene.errors import EvisceneError, OptionsError
 from eviscene.events import FileDescriptor
-from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings
+from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings, unused_settings
 from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES
@@ -137,6 +137,29 @@ class RunOptions:
     @property
     def provider_name(self) -> str:
         return self.agent.provider
+
+
+_VLM_FLAGS = ("vlm_provider", "vlm_model", "vlm_base_url", "vlm_wire_api", "vlm_api_key_env")
+
+
+def check_new_run_flags(run: RunOptions, *, own_provider: bool = False) -> None:
+    """Refuse what a new run would record but never use, or cannot use: a model the offline
+    provider does not call (unless the caller drives its `own_provider`, which the model names),
+    a `--vlm-*` flag outside `separate_vlm`, `--searxng-url` without the searxng backend, a page
+    size limit below one byte. A run recorded before these checks still resumes."""
+    flags = run.flags
+    models = ([] if own_provider else [run.agent]) + ([run.vision] if run.vision else [])
+    problems = [problem for problem in map(unused_settings, models) if problem]
+    vlm = [f"--{name.replace('_', '-')}" for name in _VLM_FLAGS if getattr(flags, name) is not None]
+    if vlm and flags.image_access_mode != "separate_vlm":
+        problems.append(f"{', '.join(vlm)} appl{'ies' if len(vlm) == 1 else 'y'} only with --image-access-mode separate_vlm "
+                        f"(a second model describes the picture); this run's mode is {flags.image_access_mode}")
+    if flags.searxng_url and flags.search_backend != "searxng":
+        problems.append(f"--searxng-url applies only with --search-backend searxng; this run searches the {flags.search_backend}")
+    if flags.web_max_bytes < 1:
+        problems.append(f"--web-max-bytes must be at least 1, got {flags.web_max_bytes}")
+    if problems:
+        raise EvisceneError("; ".join(dict.fromkeys(problems)))
 
 
 def resolve_options(options: EvalOptions) -> RunOptions:

@@ -38,6 +38,7 @@ from eviscene.eval.options import (
     RUN_SCHEMA_VERSION,
     EvalOptions,
     RunOptions,
+    check_new_run_flags,
     git_commit,
     manifest_blocks,
     resolve_options,
@@ -295,7 +296,9 @@ async def start_run(
     log.require_writable()
     plan = plan_run(options, provider=provider)
     with quota_released_on_failure(plan.provider):
-        check_trace_file_names(plan.specs)  # a new run only: a run made before this check still resumes
+        # a new run only: a run made before these checks still resumes
+        check_new_run_flags(plan.options, own_provider=provider is not None)
+        check_trace_file_names(plan.specs)
         options = plan.options.flags  # resolved: what the manifest records and a resume rebuilds
         pins = {kind: file.descriptor() for kind, file in plan.scoring_files.items()}
         blocks = manifest_blocks(

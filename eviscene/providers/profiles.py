@@ -45,10 +45,11 @@ class ProviderKind:
     base_url: str | None = None
     api_key_env: str | None = None
     thinking: dict[str, str] = field(default_factory=dict)
+    only_model: str | None = None  # the one model it runs, calling none (offline: its embedded policy)
 
 
 PROVIDER_KINDS: dict[str, ProviderKind] = {
-    "offline": ProviderKind(()),
+    "offline": ProviderKind((), only_model="offline-react-v1"),
     # Any OpenAI-compatible server: vLLM, SGLang, lmdeploy, Ollama, OpenAI itself.
     "openai_compatible": ProviderKind(("chat_completions", "responses")),
     "openai": ProviderKind(("responses", "chat_completions"), "https://api.openai.com/v1", "OPENAI_API_KEY"),
@@ -401,7 +402,7 @@ def _inflight_override(settings: ProviderSettings) -> int:
 
 def _check(settings: ProviderSettings) -> None:
     kind = PROVIDER_KINDS[settings.provider]
-    if settings.provider == "offline":
+    if kind.only_model:
         return
     if settings.wire_api not in kind.wire_apis:
         raise EvisceneError(
@@ -415,6 +416,22 @@ def _check(settings: ProviderSettings) -> None:
         raise EvisceneError(f"provider {settings.provider} needs a base URL: give --base-url (e.g. http://127.0.0.1:8000/v1) or a profile with one")
     if not re.match(r"^https?://", settings.base_url):
         raise EvisceneError(f"base URL {settings.base_url!r} must start with http:// or https://")
+
+
+def unused_settings(settings: ProviderSettings) -> str | None:
+    """What the settings name that their provider never uses, as a sentence, else None: a
+    model, server or key named for the offline provider would be recorded as the run's and
+    never called (`--model gpt-4o` alone ran the offline policy under gpt-4o's name)."""
+    kind = PROVIDER_KINDS[settings.provider]
+    named = [f"{what} {value}" for what, value in (("model", settings.model), ("base URL", settings.base_url),
+                                                    ("API key variable", settings.api_key_env))
+             if kind.only_model and value and value != kind.only_model]
+    if not named:
+        return None
+    others = ", ".join(name for name, other in PROVIDER_KINDS.items() if not other.only_model)
+    return (f"the {settings.provider} provider runs its embedded policy ({kind.only_model}) and calls no model, so "
+            f"{' and '.join(named)} would be recorded but never used; name the provider that serves it (--provider {others}) "
+            f"or a --profile (`eviscene profiles` lists them)")
 
 
 def api_key(settings: ProviderSettings) -> str | None:

@@ -6,6 +6,8 @@ tool families come from their one definition."""
 import ast
 import dataclasses
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Literal, get_args, get_origin
 
@@ -14,7 +16,7 @@ from pydantic import ValidationError
 
 from eviscene.cli.eval import eval_group
 from eviscene.errors import EvisceneError, OptionsError
-from eviscene.eval.options import EvalOptions, provider_manifest, resolve_options, tool_families
+from eviscene.eval.options import EvalOptions, check_new_run_flags, provider_manifest, resolve_options, tool_families
 from eviscene.eval.providers import make_provider
 from eviscene.rules.tool_families import TOOL_FAMILIES
 
@@ -158,3 +160,32 @@ def test_a_tool_cache_ttl_from_the_environment_the_manifest_cannot_keep_is_refus
     monkeypatch.setenv("TOOL_CACHE_TTL_SECONDS", value)
     with pytest.raises(EvisceneError, match=f"^TOOL_CACHE_TTL_SECONDS must be a finite number of seconds, got '{value}'$"):
         resolve_options(EvalOptions(benchmark="release/cases.jsonl"))
+
+
+@pytest.mark.parametrize(("flags", "problem"), [
+    # `--model gpt-4o` alone ran the offline policy, recorded as gpt-4o's run
+    ({"model": "gpt-4o"}, "the offline provider runs its embedded policy (offline-react-v1) and calls no model, so model gpt-4o "
+                          "would be recorded but never used; name the provider that serves it (--provider openai_compatible, openai, "
+                          "gemini, qwen_local, lmdeploy) or a --profile (`eviscene profiles` lists them)"),
+    ({"base_url": "http://x/v1", "api_key_env": "MY_KEY"}, "so base URL http://x/v1 and API key variable MY_KEY would be recorded"),
+    ({"vlm_model": "foo", "vlm_provider": "openai"},
+     "--vlm-provider, --vlm-model apply only with --image-access-mode separate_vlm (a second model describes the picture); "
+     "this run's mode is direct_multimodal"),
+    ({"searxng_url": "http://127.0.0.1:9"}, "--searxng-url applies only with --search-backend searxng; this run searches the corpus"),
+    ({"web_max_bytes": -5}, "--web-max-bytes must be at least 1, got -5"),
+])
+def test_a_new_run_refuses_flags_it_would_record_and_never_use(flags, problem, tmp_path):
+    """Each was recorded in run.started and ignored: the runs list showed an offline run as
+    gpt-4o's, a VLM or search service named that nothing called, every visit refused."""
+    with pytest.raises(EvisceneError) as refused:
+        check_new_run_flags(resolve_options(EvalOptions(benchmark=str(BENCHMARK), **flags)))
+    assert problem in str(refused.value)
+    check_new_run_flags(resolve_options(EvalOptions(benchmark=str(BENCHMARK), model="offline-react-v1")))  # its own name
+
+
+def test_a_run_refused_for_an_unused_flag_leaves_no_log(tmp_path):
+    done = subprocess.run([str(Path(sys.executable).with_name("eviscene")), "--db", str(tmp_path / "log.duckdb"), "eval", "run",
+                           "--benchmark", str(BENCHMARK), "--model", "gpt-4o", "--limit", "1", "--output-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.startswith("Error: the offline provider runs its embedded policy"), done.stderr
+    assert not (tmp_path / "log.duckdb").exists() and not (tmp_path / "run").exists()

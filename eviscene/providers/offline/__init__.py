@@ -12,8 +12,9 @@ import json
 from eviscene.agent.provider import ModelRequest, ModelResponse
 from eviscene.events import ToolCallRequest
 from eviscene.providers.offline.investigation import Investigation
+from eviscene.providers.profiles import PROVIDER_KINDS
 
-DEFAULT_MODEL = "offline-react-v1"
+DEFAULT_MODEL = PROVIDER_KINDS["offline"].only_model
 
 _INTENT = {
     "reverse_image_search": "Look for earlier copies of this picture.",
