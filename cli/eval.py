@@ -22,7 +22,7 @@ from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.exports.staging import check_not_the_working_folder
-from eviscene.rules.commands import command_line
+from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
 from eviscene.cli.numbers import INT64, Finite, count
@@ -223,8 +223,9 @@ def run(
     if materialize and output_dir is not None:
         check_not_the_log("--output-dir", output_dir, log.path)
     check_output_dir(output_dir if materialize else None)
-    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name), progress,
-                     output_dir if materialize else None)
+    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name,
+                                                     output_dir=output_dir if materialize else None),
+                     progress, output_dir if materialize else None)
     if materialize:
         _materialize(log, summary, output_dir or Path("runs") / summary.run_id)
     _exit_status(summary)
@@ -374,7 +375,7 @@ def _drive(log: EventLog, start, progress: bool, out_dir: Path | None) -> RunSum
             bar.stop()
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {printable(summary.stopped)}", err=True)
-            click.echo(f"when the server is back: {resume_command(log, summary.run_id, *_output_dir_words(out_dir, summary.run_id))}",
+            click.echo(f"when the server is back: {resume_command(log, summary.run_id, *output_dir_words(out_dir, summary.run_id))}",
                        err=True)
         if summary.sealed:
             file_viewer_numbers(log, [summary.run_id])
@@ -387,14 +388,7 @@ def _interrupted_run(log: EventLog, run_id: str | None, out_dir: Path | None) ->
     first commit left nothing (`start_run` frees its name)."""
     if run_id is None or not log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
         return "interrupted before the run recorded anything"
-    return f"interrupted; `{resume_command(log, run_id, *_output_dir_words(out_dir, run_id))}` finishes it"
-
-
-def _output_dir_words(out_dir: Path | None, run_id: str) -> tuple[object, ...]:
-    """`--output-dir OUT_DIR` for a resume, unless it is where a resume writes by default."""
-    if out_dir is None or out_dir.resolve() == (Path("runs") / run_id).resolve():
-        return ()
-    return ("--output-dir", out_dir)
+    return f"interrupted; `{resume_command(log, run_id, *output_dir_words(out_dir, run_id))}` finishes it"
 
 
 COMMANDS = [eval_group]

@@ -45,6 +45,12 @@ class RunStarted(_Payload):
         "Its end imports exactly these bytes, and `eval resume` refuses a release whose file differs. Empty in runs "
         "recorded before files were pinned.",
     )
+    output_dir: str | None = Field(
+        None,
+        description="The run directory `eval run` was given (absolute), which it materializes at its end; not in the seed "
+        "manifest (the directory is the manifest's own). A resume's hint names it. None: the default runs/<run_id>, "
+        "none written, or a run recorded before it was kept.",
+    )
 
 
 class EpisodeScheduled(_Payload):

@@ -290,9 +290,11 @@ async def start_run(
     observer: RunObserver | None = None,
     provider: Provider | None = None,
     run_id: str | None = None,
+    output_dir: Path | None = None,
 ) -> RunSummary:
     """Start a run named `run_id` (as the seed names it: the output directory's name), or a
-    generated `<timestamp>_<provider>_<model>` id."""
+    generated `<timestamp>_<provider>_<model>` id; `output_dir`, the run directory the caller
+    materializes it into, is recorded for the hints that name a resume."""
     log.require_writable()
     plan = plan_run(options, provider=provider)
     with quota_released_on_failure(plan.provider):
@@ -328,6 +330,7 @@ async def start_run(
                 "label_set": list(plan.release.label_set),
             }),
             scoring_files=pins,
+            output_dir=str(output_dir.resolve()) if output_dir is not None else None,
             **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
         )
         scheduled = [

@@ -22,3 +22,11 @@ def command_line(*words: object, log: Path | None = None) -> str:
     `--db LOG` first where `log` is not the log the command would open without it."""
     db = ["--db", log] if log is not None and Path(log).resolve() != default_log_path() else []
     return " ".join(["eviscene", *(shlex.quote(str(word)) for word in [*db, *words])])
+
+
+def output_dir_words(out_dir: Path | str | None, run_id: str) -> tuple[object, ...]:
+    """`--output-dir OUT_DIR` for a resume of `run_id`, unless it is where a resume writes by
+    default (runs/RUN_ID under the folder the command runs in)."""
+    if out_dir is None or Path(out_dir).resolve() == (Path("runs") / run_id).resolve():
+        return ()
+    return ("--output-dir", out_dir)

@@ -37,7 +37,7 @@ import orjson
 import pyarrow as pa
 
 from eviscene.errors import ArchiveDamagedError, LogIntegrityError
-from eviscene.rules.commands import command_line
+from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash, unchainable
 from eviscene.store.heads import Heads
 from eviscene.store.layout import live_root, live_run_ids
@@ -386,6 +386,9 @@ SELECT run_id, copies, min(seq) AS first, max(seq), count(*), min(event_id)
 FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 """
 
+# The run directory each run was given (`run.started`'s output_dir): an unfinished run's resume names it.
+_OUTPUT_DIRS = "SELECT run_id, payload->>'output_dir' FROM events WHERE type = 'run.started' AND payload->>'output_dir' IS NOT NULL"
+
 
 def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
     """Verify the log; and, given `heads` (recorded by an earlier verification), that each
@@ -421,6 +424,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
             sealed = sealed_files(con) if has_archive else {}
             archive_gaps = _archive_disagreements(con) if has_archive else {}
+            output_dirs = dict(con.execute(_OUTPUT_DIRS).fetchall())
         finally:
             con.close()
     except (duckdb.InvalidInputException, duckdb.IOException) as exc:
@@ -476,7 +480,8 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             unfinished.append(RunNote(
                 run_id, tail_seq,
                 f"unfinished: no run.finished after seq {tail_seq} (1..{tail_seq} verified) and no writer holds it{pending}; "
-                + (f"an interrupted run: `{command_line('eval', 'resume', run_id, log=log_path)}` finishes it" if not log_path.is_dir() else
+                + (f"an interrupted run: `{command_line('eval', 'resume', run_id, *output_dir_words(output_dirs.get(run_id), run_id), log=log_path)}` "
+                   "finishes it" if not log_path.is_dir() else
                    # a folder is read only: its run was exported unfinished, or the export was cut
                    "read only here: finish the run in its log, then `eviscene log export-parquet` it again"),
                 unrecorded=bool(pending),

@@ -282,6 +282,11 @@ def test_the_resume_an_interrupt_names_finishes_the_run_pasted_as_printed_from_a
                             str(release / "runtime_input" / "cases.jsonl"), "--limit", "2", "--no-progress", "--output-dir", str(out))
     printed = f"eviscene --db '{log_path}' eval resume r --output-dir {out}"
     assert_interrupted(result, f"interrupted; `{printed}` finishes it")
+    # `log verify` names the same resume, run directory included (it named none: pasted, the
+    # run was written to runs/r wherever it was pasted).
+    verified = subprocess.run([EVISCENE, "--db", str(log_path), "log", "verify"], capture_output=True, text=True, timeout=600,
+                              cwd=tmp_path, check=False)
+    assert verified.returncode == 1 and f"an interrupted run: `{printed}` finishes it" in verified.stdout, verified.stdout
     elsewhere = tmp_path / "another folder"
     elsewhere.mkdir()
     pasted = subprocess.run([EVISCENE, *shlex.split(printed)[1:]], capture_output=True, text=True, timeout=600, cwd=elsewhere, check=False)
