@@ -30,7 +30,7 @@ def dataset() -> None:
     """
 
 
-@dataset.command("export")
+@dataset.command("export", short_help="Export eligible rollouts as split-safe SFT rows.")
 @click.option("--run", "runs", multiple=True, help="A run in the log (native run id, or an imported run directory's run id or import id); repeatable.")
 @click.option("--run-dir", "run_dirs", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="A seed-style run directory, imported first; repeatable.")
 @click.option("--accepted-release", type=click.Path(exists=True, file_okay=False, path_type=Path), help="An accepted teacher release (v2-v4); implies frozen mode.")

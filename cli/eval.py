@@ -43,7 +43,7 @@ def _choice(field: str) -> click.Choice:
     return click.Choice(get_args(EvalOptions.model_fields[field].annotation))
 
 
-@click.group(name="eval")
+@click.group(name="eval", short_help="Run the agent over a release into the log; resume a run.")
 def eval_group() -> None:
     """Run the verification agent over a benchmark release into the log."""
 
@@ -132,7 +132,7 @@ def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | N
     return str(cases)
 
 
-@eval_group.command()
+@eval_group.command(short_help="Run the agent over a release, every step into the log.")
 @click.option("--benchmark", required=True, type=click.Path(exists=True), callback=_cases_file,
               help="<release>/runtime_input/cases.jsonl (or the release's folder, which names it).")
 @click.option("--profile", default=None, help="Teacher/student provider profile.")
@@ -274,7 +274,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
         say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
 
 
-@eval_group.command()
+@eval_group.command(short_help="Finish a run's unfinished episodes.")
 @click.argument("run_id")
 @click.option("--benchmark", type=click.Path(exists=True), default=None, callback=_cases_file,
               help="The run's release where it moved: <release>/runtime_input/cases.jsonl (same release id, same cases sha256).")

@@ -22,7 +22,7 @@ from eviscene.imports.sources import GATE_SUFFIXES
 from eviscene.log import EventLog
 
 
-@click.command("import")
+@click.command("import", short_help="Import run directories and files into the log.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--kind", type=click.Choice(SOURCE_KINDS), default=None, help="What PATH is (default: detected).")
 @format_option

@@ -21,7 +21,7 @@ def log() -> None:
     """Check and maintain the event log."""
 
 
-@log.command()
+@log.command(short_help="Check every run is intact and complete.")
 @click.option("--save-heads", "save_to", type=click.Path(dir_okay=False, path_type=Path),
               help="Write each run's verified chain head (run id, seq, hash) to this file, as JSON lines.")
 @click.option("--check-heads", "check_from", type=click.Path(dir_okay=False, path_type=Path),
@@ -79,7 +79,7 @@ def _print_report(report: VerifyReport) -> None:
         say(f"ok: {summary}, every chain intact and complete")
 
 
-@log.command()
+@log.command(short_help="Move finished runs' live segments into the archive.")
 @click.argument("run_ids", nargs=-1)
 @click.pass_obj
 def seal(event_log: EventLog, run_ids: tuple[str, ...]) -> None:
@@ -128,7 +128,7 @@ def file_viewer_numbers(event_log: EventLog, run_ids: list[str]) -> None:
         click.echo(f"note: viewer numbers not filed beside {event_log.path}: {exc}", err=True)
 
 
-@log.command()
+@log.command(short_help="Fold other logs (e.g. shards') into this one.")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.pass_obj
 def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
@@ -150,7 +150,7 @@ def merge(event_log: EventLog, sources: tuple[str, ...]) -> None:
         sys.exit(1)
 
 
-@log.command("export-parquet")
+@log.command("export-parquet", short_help="Write the log's events and blobs as Parquet files.")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.pass_obj
 def export_parquet_command(event_log: EventLog, directory: Path) -> None:

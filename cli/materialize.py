@@ -13,7 +13,7 @@ from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log
 
 
-@click.command()
+@click.command(short_help="Write a run's directory (the seed's files) from the log.")
 @click.argument("run_id")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="New or empty directory.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="Tabular files as JSONL or Parquet.")

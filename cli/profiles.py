@@ -10,7 +10,7 @@ from eviscene.cli.output import echo, emit, format_option
 from eviscene.providers.profiles import BUILTIN_PROFILES_TOML, profile_rows
 
 
-@click.command()
+@click.command(short_help="List the provider profiles and whether their keys are set.")
 @format_option
 @click.option("--template", is_flag=True, help="Print the built-in profiles as an editable TOML file instead.")
 def profiles(fmt: str, template: bool) -> None:

@@ -15,7 +15,7 @@ from eviscene.store.snapshot import closest_name
 from eviscene.views import view_definitions
 
 
-@click.command()
+@click.command(short_help="Run one SELECT over the log (its views, events and blobs).")
 @click.argument("query")
 @format_option
 @click.option(
@@ -61,7 +61,7 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
             write_output(target, result)
 
 
-@click.command()
+@click.command(short_help="List the SQL views: name, grain, key and meaning.")
 @click.argument("names", nargs=-1, metavar="[VIEW]...")
 @click.option("--columns", is_flag=True, help="Also list each view's columns.")
 @format_option

@@ -12,7 +12,7 @@ from eviscene.cli.output import check_output_file, say
 from eviscene.log import EventLog
 
 
-@click.command()
+@click.command(short_help="Write a run's report: one HTML file that works offline.")
 @click.argument("run_id")
 @click.option("--compare", "compare_with", default=None, help="Another run to compare with, paired by case.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The HTML file to write.")

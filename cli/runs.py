@@ -31,7 +31,7 @@ def runs(ctx: click.Context, fmt: str) -> None:
         emit_result(result, fmt)
 
 
-@runs.command()
+@runs.command(short_help="Paired accuracy difference of two runs, with a 95% CI.")
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--cases", "show_cases", is_flag=True,

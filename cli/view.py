@@ -10,7 +10,7 @@ from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
 
 
-@click.command()
+@click.command(short_help="Serve a read-only web UI over the log.")
 # A port outside 0-65535 is a usage error here: the socket would raise OverflowError, no OSError.
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="TCP port (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you say otherwise.")

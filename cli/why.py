@@ -13,7 +13,7 @@ from eviscene.exports.dataset_why import describe
 from eviscene.log import EventLog
 
 
-@click.command()
+@click.command(short_help="Show an episode's timeline and why it was kept or dropped.")
 @click.argument("episode_id")
 @click.option("--run", "run_id", default=None, help="The run, when the episode id is in several.")
 @click.option("--json", "as_json", is_flag=True, help="The whole story as one JSON object.")

@@ -88,6 +88,25 @@ def test_every_command_has_help_with_an_example_and_a_readme_entry():
         assert f"eviscene {name}" in readme, f"`eviscene {name}` is missing from README's command reference"
 
 
+def test_every_command_is_listed_whole_in_its_group_s_help_at_80_columns():
+    """`eviscene --help` cut most commands mid-phrase (`Import each PATH as artifact.imported events (file...`)."""
+    from eviscene.cli.main import cli
+
+    def groups(group: click.Group, name: str):
+        yield name, group
+        for sub in group.list_commands(click.Context(group)):
+            command = group.get_command(click.Context(group), sub)
+            if isinstance(command, click.Group):
+                yield from groups(command, f"{name} {sub}")
+
+    for name, group in groups(cli, "eviscene"):
+        listed = group.list_commands(click.Context(group))
+        room = 80 - 6 - max(map(len, listed))  # what click leaves a command's line in an 80-column help
+        for sub in listed:
+            short = group.get_command(click.Context(group), sub).get_short_help_str(limit=room)
+            assert not short.endswith("..."), f"`{name} {sub}` is listed as {short!r} in `{name} --help`"
+
+
 def test_every_test_the_readme_names_exists():
     """Each `tests/…py` or `tests/…py::test_name` the README cites as proof is a file with
     that test in it (a renamed test must not leave a promise unproven)."""
