@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import interrupted_writing, on_interrupt_say
-from eviscene.cli.numbers import INT64, Finite, count
+from eviscene.cli.numbers import Finite, count, int64
 from eviscene.cli.output import printable, say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
@@ -38,16 +38,16 @@ def dataset() -> None:
 @click.option("--case-split", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Fixed case split JSONL (frozen mode).")
 @click.option("--eligibility-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.sft_eligibility.json artifacts (frozen mode).")
 @click.option("--semantic-reward-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="*.semantic_reward.json artifacts (frozen mode).")
-@click.option("--minimum-accepted-cases", type=INT64, default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
+@click.option("--minimum-accepted-cases", type=int64(0), default=None, help="Frozen mode: fail below this many accepted cases (default 40).")
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
 @click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
-@click.option("--train-ratio", type=Finite(), default=TRAIN_RATIO, show_default=True,
+@click.option("--train-ratio", type=Finite(min=0, min_open=True), default=TRAIN_RATIO, show_default=True,
               help="Derived mode: the share of split groups in train (each group's place is its seeded hash).")
-@click.option("--validation-ratio", type=Finite(), default=VALIDATION_RATIO, show_default=True,
+@click.option("--validation-ratio", type=Finite(min=0), default=VALIDATION_RATIO, show_default=True,
               help="Derived mode: the share of split groups in validation; the rest is test.")
 @click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
-@click.option("--short-max-tokens", type=INT64, default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
+@click.option("--short-max-tokens", type=int64(1), default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="parquet also writes a .parquet beside each .jsonl.")
 @click.option("--export-concurrency", type=count(1), default=1, show_default=True,
               help="Files serialized and written at once (seed 002); the bytes do not depend on it. Example: --export-concurrency 4")

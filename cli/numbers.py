@@ -34,4 +34,17 @@ def count(minimum: int | None = None) -> click.IntRange:
     return click.IntRange(min=minimum, max=INT32_MAX)
 
 
-INT64 = click.IntRange(INT64_MIN, INT64_MAX)  # a seed, or a number the views compare as BIGINT (a token limit)
+class _Int64(click.IntRange):
+    def _describe_range(self) -> str:
+        """No range in `--help` where the bound is only the 64 bits (`-9223372036854775808<=x<=…` says nothing)."""
+        if (self.min, self.max) == (INT64_MIN, INT64_MAX):
+            return ""
+        return f"x>={self.min}" if self.max == INT64_MAX else super()._describe_range()
+
+
+def int64(minimum: int = INT64_MIN) -> click.IntRange:
+    """A number the views compare as BIGINT (a token limit), from `minimum`."""
+    return _Int64(minimum, INT64_MAX)
+
+
+INT64 = int64()  # a seed

@@ -342,6 +342,23 @@ def test_a_run_the_log_does_not_hold_is_refused_with_the_closest_native_or_impor
         assert str(refused.value) == f"no run {run!r} in {log.path}{close}; {listing}"
 
 
+@pytest.mark.parametrize(("flag", "value", "range_"), [
+    ("--short-max-tokens", "0", "x>=1"), ("--minimum-accepted-cases", "-1", "x>=0"),
+    ("--train-ratio", "0", "x>0"), ("--validation-ratio", "-0.1", "x>=0"),
+])
+def test_a_number_out_of_range_is_refused_by_its_flag(log, tmp_path, flag, value, range_):
+    """These were refused after the run's import in the library's words (`short_max_tokens must
+    be positive`), and `--help` gave their range as -9223372036854775808<=x<=9223372036854775807."""
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run", "r", "--out", str(tmp_path / "o"), flag, value])
+    assert result.exit_code == 2 and f"Invalid value for '{flag}': " in result.output and f"is not in the range {range_}." in result.output
+    helped = CliRunner().invoke(cli, ["dataset", "export", "--help"], terminal_width=200)
+    assert "9223372036854775807" not in helped.output and f"{range_}]" in helped.output
+
+
 def test_the_output_directory_must_be_new_or_empty(log, tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("a"), "case_id": "a"}])
     (tmp_path / "out").mkdir()
