@@ -88,7 +88,7 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
             f"manifest: {out_dir / 'manifest.json'}"
         )
         _explain_exclusions(manifest)
-    _note_unfinished(log, list(runs))
+        _note_unfinished(log, list(runs))  # inside: an interrupt here says the folder was written whole
 
 
 def _note_unfinished(log: EventLog, runs: list[str]) -> None:
