@@ -26,6 +26,7 @@ class DatasetDecision:
     case_best_episode_id: str | None = None
     case_eligible_rollouts: int = 0
     one_rollout_per_case: bool = False  # frozen mode or --one-rollout-per-case, else every eligible rollout
+    allow_training_prohibited: bool = False  # the export took training-prohibited sources too
     split: str | None = None
     split_group_id: str | None = None
     sft_route: str | None = None
@@ -125,6 +126,7 @@ def explain_dataset_decision(
             case_best_episode_id=row["case_best_episode_id"],
             case_eligible_rollouts=row["case_eligible_rollouts"],
             one_rollout_per_case=settings.frozen or settings.one_rollout_per_case,
+            allow_training_prohibited=settings.allow_training_prohibited,
             sft_route=row["sft_route"],
             changed_since=changed,
         )
@@ -173,6 +175,8 @@ def describe(decision: DatasetDecision) -> list[str]:
         f"  {kept} of {decision.case_eligible_rollouts} eligible rollout(s) of case {decision.case_id}; "
         f"split {decision.split} ({decision.sft_route}), group {decision.split_group_id}"
     )
+    if decision.allow_training_prohibited:  # else an episode `why` calls not SFT eligible (training_prohibited) reads as accepted by mistake
+        lines.append("  the export ran with --allow-training-prohibited: an episode of a training-prohibited source is eligible there")
     if len(decision.group_episode_ids) > 1:
         lines.append(
             f"  group of {len(decision.group_episode_ids)} episodes of case(s) {', '.join(decision.group_case_ids)} "

@@ -11,6 +11,7 @@ import pytest
 from dataset_builders import read_jsonl, seed_group_id, seed_split, write_run_dir
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
+from eviscene.exports.dataset_why import describe, explain_dataset_decision
 from eviscene.log import EventLog
 
 EP = "{case}--r{index:03d}"
@@ -314,6 +315,9 @@ def test_allow_training_prohibited_exports_them_and_says_so(log, tmp_path):
     rows = read_jsonl(tmp_path / "out" / "episode_metadata.jsonl")
     assert [(r["episode_id"], r["training_eligible"], r["training_exclusion_reasons"]) for r in rows] == [(ep("d"), True, [])]
     assert manifest["accepted_episode_count"] == 1 and manifest["allow_training_prohibited"] is True
+    # `why` says the episode is not SFT eligible (training_prohibited): the accepting export says why it took it
+    assert describe(explain_dataset_decision(log, ep("d")))[-1] == (
+        "  the export ran with --allow-training-prohibited: an episode of a training-prohibited source is eligible there")
 
 
 @pytest.mark.parametrize(
