@@ -6,7 +6,8 @@ read into them) and leave as they arrive, so a result of any size prints in boun
 a query printed as text never imports pyarrow (a third of `eviscene runs`'s start-up). csv,
 json and jsonl stream row by row; the table format buffers only a preview (the first
 `TABLE_PREVIEW_ROWS` rows) to size its columns, then streams every row with those widths: on
-a terminal a wider cell wraps; into a pipe or a file it overflows (a line is a whole row).
+a terminal a wider cell wraps (unless the columns cannot fit even so); into a pipe or a file it
+overflows (a line is a whole row).
 """
 
 from __future__ import annotations
@@ -308,6 +309,10 @@ def _write_table(names: list[str], rows: Iterator[dict[str, Any]], out: TextIO, 
     header = [_table_cell(name) for name in names]  # a column's name is the query's (or a file's) text
     natural = [max([_columns(n)] + [_columns(cells[i]) for cells in preview]) for i, n in enumerate(header)]
     widths = _fit(natural, width)
+    if width is not None and sum(widths) + len(_COLUMN_GAP) * (len(widths) - 1) > width:
+        # Too many columns to fit even wrapped: each row on one line, as into a pipe (`less -S`
+        # reads it), not every cell in pieces of a few characters that overflow all the same.
+        width, widths = None, natural
 
     def emit_row(cells: list[str]) -> None:
         if width is None:  # a pipe or a file: a row is one line, a cell wider than the preview's overflows

@@ -199,6 +199,18 @@ def test_tables_wrap_to_the_terminal_width_and_lose_nothing(log_path, tmp_path):
     assert eviscene("views", cwd=tmp_path, env=piped).stdout.count("…") == sum(d.meaning.count("…") for d in view_definitions())
 
 
+def test_a_table_too_wide_to_fit_even_wrapped_prints_each_row_on_one_line(log_path, tmp_path):
+    """`eviscene runs` (14 columns) at 80 columns wrapped every cell to 8 characters and still
+    overflowed the terminal: a row took four lines of fragments."""
+    columns = ", ".join(f"'value {i}' AS column_number_{i}" for i in range(10))
+    env = {**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "COLUMNS": "40"}
+    wide = eviscene("--db", str(log_path), "sql", f"SELECT {columns} FROM range(2)", cwd=tmp_path, env=env)
+    assert wide.returncode == 0, wide.stderr
+    header, rule, *rows = wide.stdout.splitlines()
+    assert header.split() == [f"column_number_{i}" for i in range(10)] and len(rows) == 2
+    assert rows[0].split() == [word for i in range(10) for word in ("value", str(i))]
+
+
 def on_a_terminal(*args: str, cwd: Path) -> bytes:
     """What the command writes to a pseudo-terminal as its stdout."""
     controller, terminal = pty.openpty()
