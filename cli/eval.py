@@ -123,18 +123,24 @@ def _exit_status(summary: RunSummary) -> None:
 
 
 def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | None) -> str | None:
-    """--benchmark names a release's cases file; its folder, given instead, names its own."""
-    if benchmark is None or not Path(benchmark).is_dir():
-        return benchmark
-    cases = Path(benchmark) / "runtime_input" / "cases.jsonl"
-    if not cases.is_file():
-        raise click.BadParameter(f"{benchmark} is a folder with no runtime_input/cases.jsonl: give a release's cases file")
-    return str(cases)
+    """--benchmark names a release's cases file; the release's folder, its runtime_input folder
+    or its manifest.json, given instead, name the release's own."""
+    if benchmark is None:
+        return None
+    given = Path(benchmark)
+    if given.is_dir():
+        found = [cases for cases in (given / "runtime_input" / "cases.jsonl", given / "cases.jsonl") if cases.is_file()]
+        if not found:
+            raise click.BadParameter(f"{benchmark} is a folder with no runtime_input/cases.jsonl: give a release's cases file")
+        return str(found[0])
+    if given.name == "manifest.json" and (given.parent / "runtime_input" / "cases.jsonl").is_file():
+        return str(given.parent / "runtime_input" / "cases.jsonl")
+    return benchmark
 
 
 @eval_group.command(short_help="Run the agent over a release, every step into the log.")
 @click.option("--benchmark", required=True, type=click.Path(exists=True), callback=_cases_file,
-              help="<release>/runtime_input/cases.jsonl (or the release's folder, which names it).")
+              help="<release>/runtime_input/cases.jsonl (or the release's folder, its runtime_input folder or its manifest.json).")
 @click.option("--profile", default=None, help="Teacher/student provider profile.")
 @click.option("--provider", default=None, help="Model provider (default: offline, the embedded policy).")
 @click.option("--model", default=None, help="Model name for the agent.")

@@ -264,3 +264,10 @@ def test_a_release_folder_given_as_the_benchmark_names_its_cases_file(tmp_path):
     assert manifest.to_pylist() == [{"p": str(BUNDLED / "runtime_input" / "cases.jsonl")}]
     elsewhere = CliRunner().invoke(cli, ["--db", str(tmp_path / "other.duckdb"), "eval", "run", "--benchmark", str(tmp_path)])
     assert elsewhere.exit_code == 2 and f"{tmp_path} is a folder with no runtime_input/cases.jsonl" in elsewhere.output
+    # Its runtime_input folder and its manifest.json name it too (both were refused, the
+    # manifest as `…/examples/manifest.json: release manifest not found`).
+    from eviscene.cli.eval import eval_group
+
+    for given in (BUNDLED / "runtime_input", BUNDLED / "manifest.json"):
+        parsed = eval_group.commands["run"].make_context("run", ["--benchmark", str(given)]).params
+        assert parsed["benchmark"] == str(BUNDLED / "runtime_input" / "cases.jsonl"), given
