@@ -13,6 +13,7 @@ flags; for thinking, the seed's environment overrides (`QWEN_<STAGE>_ENABLE_THIN
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -274,7 +275,9 @@ def load_profiles(path: Path | None = None) -> dict[str, Profile]:
 def get_profile(name: str) -> Profile:
     profiles = load_profiles()
     if name not in profiles:
-        raise EvisceneError(f"unknown profile {name!r}; `eviscene profiles` lists them: {', '.join(profiles)}")
+        close = difflib.get_close_matches(name, list(profiles), n=1)
+        raise EvisceneError(f"unknown profile {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + f"; `eviscene profiles` lists them: {', '.join(profiles)}")
     return profiles[name]
 
 
@@ -328,7 +331,9 @@ def resolve_settings(
         raise EvisceneError(f"--provider {provider} conflicts with profile {profile!r} (provider {chosen.provider}); give one of them")
     name = provider or (chosen.provider if chosen else "offline")
     if name not in PROVIDER_KINDS:
-        raise EvisceneError(f"unknown provider {name!r}; available: {', '.join(PROVIDER_KINDS)}")
+        close = difflib.get_close_matches(name, list(PROVIDER_KINDS), n=1)
+        raise EvisceneError(f"unknown provider {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + f"; available: {', '.join(PROVIDER_KINDS)}")
     try:
         check_env_name(api_key_env)
     except ValueError as exc:

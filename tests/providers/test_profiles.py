@@ -117,6 +117,8 @@ def test_flags_win_over_the_profile(user_file):
         ({"provider": "claude"}, "unknown provider 'claude'"),
         ({"provider": "gemini", "model": "g", "tool_results": "user"}, "tool results as user messages apply to the chat_completions wire API, not interactions"),
         ({"profile": "nobody"}, "unknown profile 'nobody'"),
+        ({"provider": "opena"}, r"^unknown provider 'opena' \(did you mean 'openai'\?\); available: offline, openai_compatible, "),
+        ({"profile": "qwen-locl"}, r"^unknown profile 'qwen-locl' \(did you mean 'qwen-local'\?\); `eviscene profiles` lists them: "),
     ],
 )
 def test_unusable_settings_are_clear_errors(kwargs, problem):
