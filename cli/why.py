@@ -16,9 +16,11 @@ from eviscene.log import EventLog
 @click.command(short_help="Show an episode's timeline and why it was kept or dropped.")
 @click.argument("episode_id")
 @click.option("--run", "run_id", default=None, help="The run, when the episode id is in several.")
-@click.option("--json", "as_json", is_flag=True, help="The whole story as one JSON object.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the story as lines; json: the whole story as one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_obj
-def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> None:
+def why(log: EventLog, episode_id: str, run_id: str | None, fmt: str, as_json: bool) -> None:
     """Show an episode's timeline (steps, tool calls, blocks), its audit failures, scores,
     rollout group, each reason it is or is not training-eligible, and what the newest
     dataset export decided for it (selected or not, its group, joining families, split).
@@ -32,7 +34,7 @@ def why(log: EventLog, episode_id: str, run_id: str | None, as_json: bool) -> No
         eviscene why demo-0004
     """
     story = explain_episode(log, episode_id, run_id)
-    if as_json:
+    if as_json or fmt == "json":
         echo(json_printable(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str)))
         return
     e = story.episode

@@ -252,6 +252,8 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
     lines = CliRunner().invoke(cli, ["--db", str(log.path), "sql", "SELECT verdict FROM imported_episodes WHERE case_id = 'case-B'",
                                      "--format", "jsonl"])
     assert json.loads(as_json.output)["episode"]["verdict"] == hostile and json.loads(lines.output) == {"verdict": hostile}
+    # `--format json` as `runs`, `views` and `sql` spell it (it was `No such option`)
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-B--r000", "--run", imported, "--format", "json"]).output == as_json.output
     for output in (why.output, table.output, error.output, as_json.output, lines.output):
         assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
