@@ -250,7 +250,7 @@ def _check_slurm_shard(index: int, count: int) -> None:
 def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
     """The name the user gave the run: --run-id, else --output-dir's last component (as the
     seed names runs); none for a generated id. A bad name is refused naming the option given."""
-    if run_id:
+    if run_id is not None:  # `--run-id ""` is refused, not read as none given
         option, name = "--run-id", run_id
     elif output_dir is not None:
         option, name = "--output-dir", output_dir.resolve().name

@@ -109,6 +109,11 @@ def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
     bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "demo\n")
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id 'demo\\n'"), bad.output
     assert not log_path.exists()
+    # `--run-id ""` named nothing: the run was named after --output-dir, without a word
+    empty = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "",
+                   "--output-dir", str(tmp_path / "runs" / "x"))
+    assert empty.exit_code == 2 and empty.stderr.startswith("Error: --run-id: invalid run id ''"), empty.output
+    assert not log_path.exists()
 
 
 def test_two_episodes_whose_ids_map_to_one_trace_file_are_refused_not_overwritten(tmp_path):
