@@ -290,6 +290,7 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
                    "replaced, any other must be new or empty (checked before the first episode).")
 @click.option("--materialize/--no-materialize", default=True, show_default=True, help="Write the run directory at the end.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show the progress bar on stderr.")
+@click.option("--concurrency", type=count(1), default=None, help="Episodes in flight at once (default: as the run did).")
 @click.option("--executor", type=_choice("executor"), default=None, help="Where the remaining episodes run (default: as the run did).")
 @click.option("--ray-address", default=None, help="Ray cluster to join with --executor ray.")
 @click.option("--workers", type=count(), default=None, help="Ray worker actors with --executor ray.")
@@ -310,6 +311,7 @@ def resume(
     Example:
         eviscene eval resume my-experiment --retry-errors --output-dir runs/my-experiment-resumed
         eviscene eval resume my-experiment --executor ray --ray-address auto
+        eviscene eval resume my-experiment --concurrency 16
         eviscene eval resume my-web-run --searxng-url 'https://reader:PASSWORD@search.example'
     """
     overrides = {k: v for k, v in executor.items() if v is not None}

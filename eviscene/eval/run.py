@@ -390,7 +390,7 @@ async def resume_run(
     (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
-    (`executor`, `ray_address`, `workers`) overrides where the episodes run. Only with
+    (`concurrency`, `executor`, `ray_address`, `workers`) overrides how and where the episodes run. Only with
     `trust_endpoints` does a key go to a server, an episode to a Ray cluster or a tool to a
     private address that the log alone names (`check_recorded_endpoints`, asked only where
     episodes are left to run). `searxng_url` gives the run's search service again with the

@@ -145,3 +145,23 @@ def test_a_resume_by_other_code_is_refused_while_episodes_are_left(release, tmp_
     assert resumed.returncode == 0, resumed.stderr
     again = eviscene(log_path, "eval", "resume", run_id, "--no-progress", env=other)  # nothing left to run
     assert again.returncode == 0 and "0 of 6 episodes ran" in again.stdout, again.stderr
+
+
+def test_a_resume_runs_its_episodes_at_the_concurrency_it_is_given(release, tmp_path):
+    """`eval resume` had no --concurrency (`No such option`): a run started one episode at a
+    time was finished one at a time, whatever the machine it was resumed on."""
+    log_path = tmp_path / "resume.duckdb"
+    process = run_until_an_episode_finished(release, log_path)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    log = EventLog(log_path)
+    run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
+    killed_at = log.sql("SELECT max(seq) AS seq FROM events").to_pylist()[0]["seq"]
+    resumed = eviscene(log_path, "eval", "resume", run_id, "--concurrency", "4", "--no-progress", "--no-materialize")
+    assert resumed.returncode == 0, resumed.stderr
+    # the most of the resume's episodes between their start and their end at once
+    in_flight = log.sql(
+        "SELECT max(running) AS most FROM (SELECT sum(CASE WHEN type = 'episode.started' THEN 1 ELSE -1 END) OVER (ORDER BY seq) AS running "
+        "FROM events WHERE type IN ('episode.started', 'episode.finished') AND seq > ?)", [killed_at],
+    ).to_pylist()[0]["most"]
+    assert in_flight > 1  # (4 at once in a quiet moment; one at a time before)
