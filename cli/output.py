@@ -1,5 +1,5 @@
 """One set of writers for every command's tabular output: --format table|csv|json|jsonl on
-stdout, and --output FILE (.csv, .jsonl, .parquet) for query results.
+stdout, and --output FILE (.csv, .json, .jsonl, .parquet) for query results.
 
 Rows arrive as a stream of tuples of Python values (a query's DuckDB rows, or Arrow batches
 read into them) and leave as they arrive, so a result of any size prints in bounded memory;
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from eviscene.store.log import QueryResult
 
 FORMATS = ("table", "csv", "json", "jsonl")
-OUTPUT_SUFFIXES = (".csv", ".jsonl", ".parquet")
+OUTPUT_SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
 TABLE_PREVIEW_ROWS = 1000
 _COLUMN_GAP = "  "
 _MIN_COLUMN_WIDTH = 8
@@ -439,7 +439,7 @@ def check_output_file(option: str, path: Path, log_path: Path) -> Path:
 
 
 def check_output_path(path: Path, log_path: Path) -> Path:
-    """Where --output may write: a .csv, .jsonl or .parquet file that is not the log's own."""
+    """Where --output may write: a .csv, .json, .jsonl or .parquet file that is not the log's own."""
     target = check_output_file("--output", path, log_path)
     if target.suffix not in OUTPUT_SUFFIXES:
         raise EvisceneError(f"--output {path}: the name must end in {', '.join(OUTPUT_SUFFIXES)}")
@@ -468,7 +468,7 @@ def write_output(target: Path, result: QueryResult) -> None:
         else:
             try:
                 with open(handle, "w", encoding="utf-8", newline="") as out:
-                    fmt = "csv" if target.suffix == ".csv" else "jsonl"
+                    fmt = target.suffix.removeprefix(".")  # csv, json or jsonl
                     write_rows(result.columns, _result_rows(result), fmt, out, json_columns=result.json_columns)
             except OSError as exc:  # a full disk: a file object's fault names no file
                 raise os_fault(exc, path=target, verb="write") from None

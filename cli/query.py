@@ -24,7 +24,7 @@ from eviscene.views import view_definitions
 )
 @click.option(
     "--output", "output", type=click.Path(path_type=Path), default=None,
-    help="Write the rows to this .csv, .jsonl or .parquet file instead of stdout; its name sets the format (never the log's own files).",
+    help="Write the rows to this .csv, .json, .jsonl or .parquet file instead of stdout; its name sets the format (never the log's own files).",
 )
 @click.pass_obj
 def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None) -> None:

@@ -36,7 +36,7 @@ def expected_payload(step: int) -> dict:
     return {"type": "gate.decided", "gate": "demo", "subject": f"s{step}", "passed": step % 2 == 0, "reasons": []}
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".jsonl", ".parquet"])
 def test_output_writes_each_format_and_it_reloads(log_path, tmp_path, suffix):
     target = tmp_path / f"rows{suffix}"
     result = eviscene("--db", str(log_path), "sql", PAYLOAD_QUERY, "--output", str(target), cwd=tmp_path)
@@ -46,6 +46,11 @@ def test_output_writes_each_format_and_it_reloads(log_path, tmp_path, suffix):
         rows = pq.read_table(target).to_pylist()
         assert [(r["run_id"], r["seq"], r["step"]) for r in rows] == [("live", 1, None), ("live", 2, 0), ("live", 3, 1)]
         assert json.loads(rows[1]["payload"]) == expected_payload(0)
+    elif suffix == ".json":  # was refused (`must end in .csv, .jsonl, .parquet`) though --format json exists
+        rows = json.loads(target.read_text(encoding="utf-8"))
+        assert [r["seq"] for r in rows] == [1, 2, 3] and rows[1]["payload"] == expected_payload(0)
+        stdout = eviscene("--db", str(log_path), "sql", PAYLOAD_QUERY, "--format", "json", cwd=tmp_path).stdout
+        assert target.read_text(encoding="utf-8") == stdout
     elif suffix == ".jsonl":
         rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
         assert [r["seq"] for r in rows] == [1, 2, 3]
