@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import sys
 from pathlib import Path
 
 import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
-from eviscene.cli.output import say
+from eviscene.cli.output import echo, json_printable, say
 from eviscene.errors import is_interruption
 from eviscene.log import EventLog
 from eviscene.store import VerifyReport
@@ -26,8 +29,11 @@ def log() -> None:
               help="Write each run's verified chain head (run id, seq, hash) to this file, as JSON lines.")
 @click.option("--check-heads", "check_from", type=click.Path(dir_okay=False, path_type=Path),
               help="Check each run still holds the head a --save-heads file recorded (exit 1 where not).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a line per problem, then a summary; json: one object for scripts (ok, intact, the counts, and "
+                   "each problem, unfinished and running run with its fields and its line of text).")
 @click.pass_obj
-def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None) -> None:
+def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None, fmt: str) -> None:
     """Check every run is intact and complete: its hash chain, its segments against their
     manifest and sealed records, its last event against the one recorded at commit, and
     that it ends with run.finished. Names the run and seq range of each edited, deleted,
@@ -43,6 +49,7 @@ def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None) -
         eviscene log verify
         eviscene log verify --save-heads heads.jsonl
         eviscene log verify --check-heads heads.jsonl
+        eviscene log verify --format json
     """
     from eviscene.exports.serialize import write_text
     from eviscene.store.heads import heads_text, read_heads
@@ -50,17 +57,35 @@ def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None) -
     target = check_not_the_log("--save-heads", save_to, event_log.path) if save_to is not None else None
     recorded = read_heads(check_from) if check_from is not None else None
     report = event_log.verify(recorded)
-    _print_report(report)
+    if fmt == "json":
+        echo(json_printable(json.dumps(_report_data(report), ensure_ascii=False, indent=2)))
+    else:
+        _print_report(report)
+    tell = say if fmt == "text" else functools.partial(click.echo, err=True)  # stdout holds the JSON alone
     if recorded and not report.problems:
-        say(f"every recorded head held: {len(recorded)} of {check_from}")
+        tell(f"every recorded head held: {len(recorded)} of {check_from}")
     if target is not None:
         if report.problems:
             click.echo(f"heads not saved to {save_to}: a broken log's heads would pin what was broken", err=True)
         else:
             write_text(target, heads_text(report.heads))
-            say(f"saved {len(report.heads)} head(s) to {save_to}")
+            tell(f"saved {len(report.heads)} head(s) to {save_to}")
     if not report.ok:
         sys.exit(1)
+
+
+def _report_data(report: VerifyReport) -> dict:
+    """The report as `--format json` gives it: each finding with its fields, its kind and its line."""
+    def found(item: object, kind: str) -> dict:
+        return {"kind": kind, **dataclasses.asdict(item), "message": str(item)}
+
+    return {
+        "ok": report.ok, "intact": report.intact, "runs": report.runs, "imports": report.imports, "exports": report.exports,
+        "events": report.events,
+        "problems": [found(p, type(p).__name__.removesuffix("Problem").lower()) for p in report.problems],
+        "unfinished": [found(note, "unfinished") for note in report.unfinished],
+        "running": [found(note, "running") for note in report.running],
+    }
 
 
 def _print_report(report: VerifyReport) -> None:

@@ -389,6 +389,25 @@ def test_a_tail_cut_with_its_manifest_lines_shows_as_an_unfinished_run(live_log)
     ]
     result = verify_cli(live_log)
     assert result.exit_code == 1 and result.output.startswith("UNFINISHED run r1: unfinished: no run.finished after seq 8")
+    # For a script: one JSON object on stdout (there was no machine-readable output), the same exit
+    as_json = CliRunner().invoke(cli, ["--db", str(live_log.path), "log", "verify", "--format", "json"])
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout) == {
+        "ok": False, "intact": True, "runs": 1, "imports": 0, "exports": 0, "events": 8, "problems": [], "running": [],
+        "unfinished": [{"kind": "unfinished", "run_id": "r1", "verified_seq": 8, "unrecorded": False, "note": report.unfinished[0].note,
+                        "message": str(report.unfinished[0])}],
+    }
+
+
+def test_a_broken_run_is_a_problem_with_its_fields_in_json(live_log):
+    path = segments(live_log)[2]
+    path.write_bytes(path.read_bytes()[:-200])
+    as_json = CliRunner().invoke(cli, ["--db", str(live_log.path), "log", "verify", "--format", "json"])
+    assert as_json.exit_code == 1
+    problem = json.loads(as_json.stdout)["problems"][0]
+    assert problem == {"kind": "range", "run_id": "r1", "first_seq": 9, "last_seq": 12, "problem": problem["problem"],
+                       "message": "run r1, seq 9..12: segment events-000000000009-000000000012.parquet was altered "
+                                  "(sha256 differs from its manifest line)"}
 
 
 def test_deleted_manifest_is_named(live_log):
