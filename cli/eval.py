@@ -73,7 +73,7 @@ class _ProgressBar:
         self.run_id = run_id
         self.started = time.monotonic()
         self.progress.update(self.task, total=episodes)
-        if self.show:  # shown once there is a run to follow, not before an error in its setup
+        if self.show and episodes:  # shown once there is a run to follow (not before an error in its setup, nor `0/0`)
             self.progress.start()
 
     def finished(self, spec, finished) -> None:

@@ -165,3 +165,39 @@ def test_a_resume_runs_its_episodes_at_the_concurrency_it_is_given(release, tmp_
         "FROM events WHERE type IN ('episode.started', 'episode.finished') AND seq > ?)", [killed_at],
     ).to_pylist()[0]["most"]
     assert in_flight > 1  # (4 at once in a quiet moment; one at a time before)
+
+
+def _stderr_on_a_terminal(*args: str, cwd: Path) -> str:
+    """What the command writes to a pseudo-terminal as its stderr (where the progress bar goes)."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        subprocess.run([EVISCENE, *args], stdout=subprocess.DEVNULL, stderr=terminal, cwd=cwd, timeout=300, check=True)
+        os.close(terminal)
+        terminal = -1
+        written = b""
+        while chunk := _read_or_nothing(controller):
+            written += chunk
+        return written.decode("utf-8", "replace")
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+
+
+def _read_or_nothing(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the terminal's other end is closed: all is read
+        return b""
+
+
+def test_a_resume_with_nothing_left_draws_no_progress_bar(release, tmp_path):
+    """It drew `episodes 0/0 0 errored · 0.00/s`, a bar of nothing to run."""
+    log_path = tmp_path / "log.duckdb"
+    ran = _stderr_on_a_terminal("--db", str(log_path), "eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"),
+                                "--limit", "1", "--no-materialize", "--run-id", "r", cwd=tmp_path)
+    assert "1/1" in ran  # a run with episodes draws its bar
+    resumed = _stderr_on_a_terminal("--db", str(log_path), "eval", "resume", "r", "--no-materialize", cwd=tmp_path)
+    assert "0/0" not in resumed and "errored" not in resumed, resumed
