@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from pseudo_terminal import written_to_a_terminal
+
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
@@ -168,29 +170,7 @@ def test_a_resume_runs_its_episodes_at_the_concurrency_it_is_given(release, tmp_
 
 
 def _stderr_on_a_terminal(*args: str, cwd: Path) -> str:
-    """What the command writes to a pseudo-terminal as its stderr (where the progress bar goes)."""
-    import pty
-
-    controller, terminal = pty.openpty()
-    try:
-        subprocess.run([EVISCENE, *args], stdout=subprocess.DEVNULL, stderr=terminal, cwd=cwd, timeout=300, check=True)
-        os.close(terminal)
-        terminal = -1
-        written = b""
-        while chunk := _read_or_nothing(controller):
-            written += chunk
-        return written.decode("utf-8", "replace")
-    finally:
-        os.close(controller)
-        if terminal >= 0:
-            os.close(terminal)
-
-
-def _read_or_nothing(fd: int) -> bytes:
-    try:
-        return os.read(fd, 65536)
-    except OSError:  # the terminal's other end is closed: all is read
-        return b""
+    return written_to_a_terminal([EVISCENE, *args], cwd=cwd, stream="stderr").decode("utf-8", "replace")
 
 
 def test_a_resume_with_nothing_left_draws_no_progress_bar(release, tmp_path):

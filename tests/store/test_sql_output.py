@@ -5,7 +5,6 @@ import csv
 import io
 import json
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sandbox_log
+from pseudo_terminal import written_to_a_terminal
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
 
@@ -211,32 +211,13 @@ def test_a_table_too_wide_to_fit_even_wrapped_prints_each_row_on_one_line(log_pa
     env = {**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "COLUMNS": "40"}
     wide = eviscene("--db", str(log_path), "sql", f"SELECT {columns} FROM range(2)", cwd=tmp_path, env=env)
     assert wide.returncode == 0, wide.stderr
-    header, rule, *rows = wide.stdout.splitlines()
+    header, _rule, *rows = wide.stdout.splitlines()
     assert header.split() == [f"column_number_{i}" for i in range(10)] and len(rows) == 2
     assert rows[0].split() == [word for i in range(10) for word in ("value", str(i))]
 
 
 def on_a_terminal(*args: str, cwd: Path) -> bytes:
-    """What the command writes to a pseudo-terminal as its stdout."""
-    controller, terminal = pty.openpty()
-    try:
-        subprocess.run([EVISCENE, *args], stdout=terminal, stderr=subprocess.DEVNULL, cwd=cwd, timeout=300, check=True)
-        os.close(terminal)
-        terminal = -1
-        written = b""
-        while True:
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:  # the terminal's other end is closed: all is read
-                break
-            if not chunk:
-                break
-            written += chunk
-        return written
-    finally:
-        os.close(controller)
-        if terminal >= 0:
-            os.close(terminal)
+    return written_to_a_terminal([EVISCENE, *args], cwd=cwd)
 
 
 def test_csv_on_a_terminal_writes_control_characters_out_and_keeps_them_in_a_pipe(log_path, tmp_path):
