@@ -12,7 +12,6 @@ from eviscene.cli.output import printable, say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
 from eviscene.log import EventLog
-from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store.layout import check_not_the_log, run_folder
 from eviscene.store.locks import lock_holder
@@ -42,9 +41,9 @@ def dataset() -> None:
 @click.option("--allow-missing-validation-cases", is_flag=True, help="Frozen mode: do not fail when a validation case has no accepted episode.")
 @click.option("--one-rollout-per-case", is_flag=True, help="Derived mode: keep only the best eligible rollout of each case (frozen mode always does), not every eligible rollout. Example: --run RUN --out datasets/best --one-rollout-per-case")
 @click.option("--allow-training-prohibited", is_flag=True, help="Export episodes of training-prohibited sources too (a development_subset release, a run with --training-prohibited); recorded in the manifest. Example: --run RUN --out datasets/demo --allow-training-prohibited")
-@click.option("--train-ratio", type=Finite(min=0, min_open=True), default=TRAIN_RATIO, show_default=True,
+@click.option("--train-ratio", type=Finite(min=0, min_open=True, max=1, max_open=True), default=TRAIN_RATIO, show_default=True,
               help="Derived mode: the share of split groups in train (each group's place is its seeded hash).")
-@click.option("--validation-ratio", type=Finite(min=0), default=VALIDATION_RATIO, show_default=True,
+@click.option("--validation-ratio", type=Finite(min=0, max=1, max_open=True), default=VALIDATION_RATIO, show_default=True,
               help="Derived mode: the share of split groups in validation; the rest is test.")
 @click.option("--seed", default=SPLIT_SEED, show_default=True, help="Split seed: sha256(seed:group_id).")
 @click.option("--short-max-tokens", type=int64(1), default=SHORT_TRAJECTORY_MAX_TOKENS, show_default=True, help="Longer accepted trajectories (UTF-8 bytes / 3) go to long_holdout.jsonl.")
@@ -99,7 +98,7 @@ def _note_unfinished(log: EventLog, runs: list[str]) -> None:
     for run in stopped:
         writer = lock_holder(run_folder(log.path, run["run_id"]) / "writer.lock")
         then = (f"it is still being written by {writer}" if writer is not None
-                else f"`{command_line('eval', 'resume', run['run_id'], log=log.path)}` finishes them")
+                else f"`{log.resume_line(run['run_id'])}` finishes them")
         click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; {then}"),
                    err=True)
 

@@ -229,8 +229,9 @@ def run(
     if materialize and output_dir is not None:
         check_not_the_log("--output-dir", output_dir, log.path)
     check_output_dir(output_dir if materialize else None)
-    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name,
-                                                     output_dir=output_dir if materialize else None),
+    # recorded for the hints that name a resume; a generated id's default folder is not known yet
+    given_dir = (output_dir or (Path("runs") / name if name else None)) if materialize else None
+    summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name, output_dir=given_dir),
                      progress, output_dir if materialize else None)
     if materialize:
         _materialize(log, summary, output_dir or Path("runs") / summary.run_id)

@@ -368,7 +368,7 @@ def _table_cell(value: Any) -> str:
 
 def _fit(natural: list[int], width: int | None) -> list[int]:
     """Column widths within `width` characters: the widest columns give way first, none
-    below a few characters (past that the table is wider than the terminal)."""
+    below a few characters (past that they do not fit: `_write_table` then writes whole rows)."""
     widths = list(natural)
     if width is None:
         return widths

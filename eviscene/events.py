@@ -48,8 +48,8 @@ class RunStarted(_Payload):
     output_dir: str | None = Field(
         None,
         description="The run directory `eval run` was given (absolute), which it materializes at its end; not in the seed "
-        "manifest (the directory is the manifest's own). A resume's hint names it. None: the default runs/<run_id>, "
-        "none written, or a run recorded before it was kept.",
+        "manifest (the directory is the manifest's own). A resume's hint names it. None: none written, a generated run "
+        "id's (its runs/<run_id>), or a run recorded before it was kept.",
     )
 
 

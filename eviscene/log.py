@@ -8,6 +8,7 @@ import os
 
 import duckdb
 
+from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.store import EventStore
 from eviscene.views import apply_views, inline_views, view_definitions
 
@@ -45,6 +46,17 @@ class EventLog(EventStore):
             "SELECT status, episodes_planned - episodes_finished AS unfinished FROM runs WHERE run_id = ?", [run_id]
         ).to_pylist()[0]
         return row["status"], row["unfinished"]
+
+    def output_dir_of(self, run_id: str) -> str | None:
+        """The run directory `eval run` was given (`run.started`'s output_dir), None if none was recorded."""
+        given = self.sql("SELECT payload->>'output_dir' AS out FROM events WHERE run_id = ? AND type = 'run.started' "
+                         "ORDER BY seq DESC LIMIT 1", [run_id])["out"].to_pylist()
+        return given[0] if given else None
+
+    def resume_line(self, run_id: str) -> str:
+        """The `eval resume` that finishes the run, pasted as printed: its log (`--db`) and its
+        run directory, where not the defaults."""
+        return command_line("eval", "resume", run_id, *output_dir_words(self.output_dir_of(run_id), run_id), log=self.path)
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

@@ -36,12 +36,13 @@ _URL_SAFE = str.maketrans("+/", "-_")
 # word that merely contains one (GIT_AUTHOR_NAME, PYTHON_KEYRING_BACKEND): the values this net
 # finds are masked in every event and every model answer, so a developer's name must not be.
 # A word may be a credential's name run together, as `apikey` is (`accesstoken`, `clientsecret`,
-# `secretkey`), or a password's short forms (`pwd`, `pass`, `passphrase`, `passcode`).
-_PASS_WORDS = r"PASSWORD|PASSWD|PASSPHRASE|PASSCODE|PASS|PWD"
+# `secretkey`), or a password's other names (`passphrase`, `passcode`, `passkey`); its short forms
+# `pass` and `pwd` only as a name's last word (`DB_PASS`, `?pwd=`; not `PASS_THROUGH`, `pass_type`).
+_PASS_WORDS = r"PASSWORD|PASSWD|PASSPHRASE|PASSCODE|PASSKEY"
 _JOINED_WORDS = r"(?:ACCESS|REFRESH|AUTH|SESSION|ID|API|APP|CLIENT|CONSUMER|SECRET|PRIVATE|MASTER|SUBSCRIPTION|SECURITY)(?:TOKEN|KEY|SECRET)S?"
 _SECRET_NAME = re.compile(
     rf"(?:^|_)(?:API)?(?:KEY|KEYS|TOKEN|TOKENS|SECRET|SECRETS|{_PASS_WORDS}|AUTH|BEARER|COOKIE|CREDENTIALS?|CREDS|SIG|SIGNATURE|{_JOINED_WORDS})"
-    r"(?:_|$)",
+    r"(?:_|$)|(?:^|_)(?:PASS|PWD)$",
     re.IGNORECASE,
 )
 # The shell's working folder, not a password (`DB_PWD` is one).
@@ -137,7 +138,7 @@ def _secret_named(name: str) -> bool:
 # be masked wherever it appears, as a registered value would be.
 _BODY_CREDENTIAL = re.compile(
     rf"(?:^|_)(?:(?:api|subscription|access|secret|private|client|app|consumer)_?key|(?:access|refresh|id|auth|session)_?token|token"
-    rf"|(?:client|app|consumer|api)_?secret|secret|{_PASS_WORDS}|auth|authorization|bearer|credentials?)$|^key$",
+    rf"|(?:client|app|consumer|api)_?secret|secret|{_PASS_WORDS}|pass|pwd|auth|authorization|bearer|credentials?)$|^key$",
     re.IGNORECASE,
 )
 

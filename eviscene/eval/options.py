@@ -148,8 +148,11 @@ def check_new_run_flags(run: RunOptions, *, own_provider: bool = False) -> None:
     a `--vlm-*` flag outside `separate_vlm`, `--searxng-url` without the searxng backend, a page
     size limit below one byte. A run recorded before these checks still resumes."""
     flags = run.flags
-    models = ([] if own_provider else [run.agent]) + ([run.vision] if run.vision else [])
-    problems = [problem for problem in map(unused_settings, models) if problem]
+    problems = [] if own_provider else [unused_settings(run.agent)]
+    # A VLM of the agent's provider takes its model: the caller's own provider's, with `own_provider`
+    if run.vision and not (own_provider and flags.vlm_model is None):
+        problems.append(unused_settings(run.vision, vlm=True))
+    problems = [problem for problem in problems if problem]
     vlm = [f"--{name.replace('_', '-')}" for name in _VLM_FLAGS if getattr(flags, name) is not None]
     if vlm and flags.image_access_mode != "separate_vlm":
         problems.append(f"{', '.join(vlm)} appl{'ies' if len(vlm) == 1 else 'y'} only with --image-access-mode separate_vlm "

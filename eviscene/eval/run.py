@@ -62,7 +62,7 @@ from eviscene.release import (
 )
 from eviscene.redaction import MASK, MIN_SECRET, redact_data
 from eviscene.log import EventLog
-from eviscene.rules.commands import command_line
+from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
@@ -240,7 +240,7 @@ def _name_taken(log: EventLog, run_id: str) -> str:
     started = log.sql("SELECT count(*) AS n FROM events WHERE run_id = ? AND type = 'run.started'", [run_id])["n"][0].as_py()
     unfinished = log.run_standing(run_id)[1] if started else 0
     if unfinished:
-        return (f"{taken} with {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id, log=log.path)}` finishes them; "
+        return (f"{taken} with {unfinished} unfinished episode(s): `{resume_command(log, run_id)}` finishes them; "
                 "or choose another --output-dir or --run-id")
     return f"{taken}; choose another --output-dir or --run-id"
 
@@ -290,7 +290,7 @@ async def start_run(
     observer: RunObserver | None = None,
     provider: Provider | None = None,
     run_id: str | None = None,
-    output_dir: Path | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
 ) -> RunSummary:
     """Start a run named `run_id` (as the seed names it: the output directory's name), or a
     generated `<timestamp>_<provider>_<model>` id; `output_dir`, the run directory the caller
@@ -330,7 +330,7 @@ async def start_run(
                 "label_set": list(plan.release.label_set),
             }),
             scoring_files=pins,
-            output_dir=str(output_dir.resolve()) if output_dir is not None else None,
+            output_dir=str(Path(output_dir).resolve()) if output_dir is not None else None,
             **redact_data(blocks),  # a key written into a URL (`http://user:KEY@host`) is never stored
         )
         scheduled = [
@@ -348,7 +348,7 @@ async def start_run(
             )
             for spec in plan.specs
         ]
-        claim = _claim_run_id(log, run_id) if run_id else _new_run_id(log, plan)
+        claim = _claim_run_id(log, run_id) if run_id is not None else _new_run_id(log, plan)  # "" is refused, not none
         todo = [(spec, 1) for spec in plan.specs]
         try:
             return await _execute(log, claim.run_id, plan, todo, [EventDraft(started), *scheduled], observer,
@@ -492,6 +492,8 @@ def resume_command(log: EventLog, run_id: str, *more: object) -> str:
     --trust-endpoints where its own flags say where a key (or its episodes) go, which a resume
     takes from the log only when told to (`check_recorded_endpoints`)."""
     options = EvalOptions.recorded(_run_manifest(log, run_id)["config"])
+    if "--output-dir" not in more:  # the run directory it was given, where not the default
+        more = (*more, *output_dir_words(log.output_dir_of(run_id), run_id))
     if options.searxng_url and MASK in options.searxng_url:  # to be given again, its credentials in place of the mask
         more = ("--searxng-url", options.searxng_url, *more)
     try:

@@ -176,7 +176,7 @@ def describe(decision: DatasetDecision) -> list[str]:
         f"split {decision.split} ({decision.sft_route}), group {decision.split_group_id}"
     )
     if decision.allow_training_prohibited:  # else an episode `why` calls not SFT eligible (training_prohibited) reads as accepted by mistake
-        lines.append("  the export ran with --allow-training-prohibited: an episode of a training-prohibited source is eligible there")
+        lines.append("  the export ran with --allow-training-prohibited (it takes the episodes of training-prohibited sources too)")
     if len(decision.group_episode_ids) > 1:
         lines.append(
             f"  group of {len(decision.group_episode_ids)} episodes of case(s) {', '.join(decision.group_case_ids)} "

@@ -24,7 +24,6 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.canonical_sql import column_sql, object_sql, register_functions, row_sql
 from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
 from eviscene.rules.canonical import canonical_json
-from eviscene.rules.commands import command_line
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import (
@@ -158,7 +157,7 @@ def materialize_run(
             )
         if unfinished:
             raise EvisceneError(
-                f"run {run_id} has {unfinished} unfinished episode(s): `{command_line('eval', 'resume', run_id, log=log.path)}` finishes them "
+                f"run {run_id} has {unfinished} unfinished episode(s): `{log.resume_line(run_id)}` finishes them "
                 "(--unfinished-as-errors writes them as error rows now)"
             )
     with staged_directory(out_dir, replace=replace) as staging:

@@ -423,20 +423,23 @@ def _check(settings: ProviderSettings) -> None:
         raise EvisceneError(f"base URL {settings.base_url!r} must start with http:// or https://")
 
 
-def unused_settings(settings: ProviderSettings) -> str | None:
-    """What the settings name that their provider never uses, as a sentence, else None: a
-    model, server or key named for the offline provider would be recorded as the run's and
-    never called (`--model gpt-4o` alone ran the offline policy under gpt-4o's name)."""
+def unused_settings(settings: ProviderSettings, *, vlm: bool = False) -> str | None:
+    """What the settings name that their provider never uses, as a sentence naming the flags
+    (`--vlm-*` for the describing `vlm`), else None: a model, server or key named for the
+    offline provider would be recorded as the run's and never called (`--model gpt-4o` alone
+    ran the offline policy under gpt-4o's name)."""
     kind = PROVIDER_KINDS[settings.provider]
-    named = [f"{what} {value}" for what, value in (("model", settings.model), ("base URL", settings.base_url),
-                                                    ("API key variable", settings.api_key_env))
+    flag = "--vlm-" if vlm else "--"
+    named = [f"{flag}{what} {value}" for what, value in (("model", settings.model), ("base-url", settings.base_url),
+                                                          ("api-key-env", settings.api_key_env))
              if kind.only_model and value and value != kind.only_model]
     if not named:
         return None
     others = ", ".join(name for name, other in PROVIDER_KINDS.items() if not other.only_model)
-    return (f"the {settings.provider} provider runs its embedded policy ({kind.only_model}) and calls no model, so "
-            f"{' and '.join(named)} would be recorded but never used; name the provider that serves it (--provider {others}) "
-            f"or a --profile (`eviscene profiles` lists them)")
+    embedded = "describes the picture with its embedded perception" if vlm else f"runs its embedded policy ({kind.only_model})"
+    return (f"the {settings.provider} provider {embedded} and calls no model, so {' and '.join(named)} would be recorded "
+            f"but never used; name the provider that serves it ({flag}provider {others})"
+            + ("" if vlm else " or a --profile (`eviscene profiles` lists them)"))
 
 
 def api_key(settings: ProviderSettings) -> str | None:

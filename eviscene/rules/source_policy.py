@@ -27,7 +27,8 @@ in its one spelling (an IPv4-mapped one as its IPv4 address), a segment's `;` pa
 dropped (Java servers serve `/fact-check;jsessionid=1/story` and `/;x/fact-check/story` as
 `/fact-check/story`: slashes are merged again once they are dropped), a path as IIS reads it (cut at a decoded NUL or
 `#`, each segment's trailing dots and spaces dropped: `/fact-check/story.` is the story), and
-ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way. Conservative: a
+ports 80 and 443 dropped (the scheme is ignored). Prefixes are read the same way, but for
+the IIS reading, which only a URL to fetch gets. Conservative: a
 URL one server would not read as a blocked page may be refused too. `normalize_url`, which
 scoring compares URLs by, keeps the one reading as written.
 """
@@ -104,7 +105,7 @@ class SourceAccessPolicy:
 
     def check(self, url: str, content_sha256: Optional[str] = None, *, other_sha256: Iterable[str] = ()) -> Optional[BlockReason]:
         """The reason `url` (with the given content hashes) is blocked, or None when allowed."""
-        keys = _readings(url)
+        keys = _readings(url, as_requested=True)
         for host in {host_of(key) for key in keys}:
             if host and any(host == d or host.endswith("." + d) for d in self._domains):
                 return "blocked_domain"
@@ -156,12 +157,14 @@ _NUMERIC_HOST = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}")
 
 
 @functools.lru_cache(maxsize=8192)  # the tools check the same search-result URLs call after call
-def _readings(url: str) -> frozenset[str]:
+def _readings(url: str, *, as_requested: bool = False) -> frozenset[str]:
     """Every key (a normalized URL without its scheme) a server may read `url` as (see the
     module docstring). Browsers read a backslash as `/` even before the host is split off,
     which can change the host (`http://blocked.example\\@other.example/`), so that form is
     read too, and so is the URL's NFKC form, where `／` is `/` (`urlsplit` refuses such a
-    host, and a client may map it)."""
+    host, and a client may map it). `as_requested`: `url` is one a tool is about to fetch, also
+    read as IIS reads a path (`_windows_path`); a blocked prefix is not (cut at its `%23`,
+    `/wiki/C%23_(programming_language)` would block every page under `/wiki/c`)."""
     keys: set[str] = set()
     forms = {url} if url.isascii() else {url, unicodedata.normalize("NFKC", url)}
     for text in forms | {form.replace("\\", "/") for form in forms}:
@@ -176,7 +179,8 @@ def _readings(url: str) -> frozenset[str]:
         # Slashes are merged after the `;` parameters go (`/;x/fact-check` is `//fact-check`,
         # then `/fact-check`), and before `normpath`, which keeps a leading `//`.
         paths = {re.sub(r"/{2,}", "/", p) for p in {path, re.sub(r";[^/]*", "", path)}}
-        paths |= {_windows_path(p) for p in paths}
+        if as_requested:
+            paths |= {_windows_path(p) for p in paths}
         for server_path in paths | {posixpath.normpath(p) for p in paths if p}:
             keys.add(authority + server_path.rstrip("/").lower() + query)
     return frozenset(keys)
@@ -184,10 +188,15 @@ def _readings(url: str) -> frozenset[str]:
 
 def _windows_path(path: str) -> str:
     """`path` as IIS (a Windows file system) reads it: a NUL or a `#` decoded from the path
-    ends it, and a segment's trailing dots and spaces are dropped (`/story.` is `/story`;
-    `.` and `..` segments are left to `normpath`)."""
+    ends it, and each segment's trailing dots and spaces are dropped (`/story.` is `/story`),
+    a segment of dots keeping its dots (`.. ` is `..`, which `normpath` then resolves)."""
     path = re.split(r"[\x00#]", path, maxsplit=1)[0]
-    return re.sub(r"(?<=[^/.])[. ]+(?=/|$)", "", path)
+    return "/".join(_windows_segment(segment) for segment in path.split("/"))
+
+
+def _windows_segment(segment: str) -> str:
+    trimmed = segment.rstrip(". ")
+    return trimmed if trimmed else segment.rstrip(" ")
 
 
 def _server_host(host: str) -> str:

@@ -25,7 +25,6 @@ from eviscene.exports.dataset_views import ExportSettings, open_export
 from eviscene.exports.dataset_why import changed_since
 from eviscene.exports.serialize import rows
 from eviscene.log import EventLog
-from eviscene.rules.commands import command_line
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import lock_holder
 from eviscene.viewer.live_rows import EPISODE_LOCAL_VIEWS, GROUP_VIEWS, prepare
@@ -231,7 +230,7 @@ def with_progress(log: EventLog, run: dict[str, Any]) -> dict[str, Any]:
     remaining = run["episodes_planned"] - run["episodes_finished"]
     eta = remaining / rate * 60 if writing and rate and remaining > 0 else None
     # A run no process writes is finished by a resume, given the log this viewer reads.
-    resume = command_line("eval", "resume", run["run_id"], log=log.path) if run["status"] == "running_or_interrupted" and not writing else None
+    resume = log.resume_line(run["run_id"]) if run["status"] == "running_or_interrupted" and not writing else None
     return {**{k: v for k, v in run.items() if k != "busy_seconds"}, "rate_per_minute": rate, "eta_seconds": eta, "writing": writing,
             "resume": resume}
 

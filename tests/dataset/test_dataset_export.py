@@ -317,7 +317,7 @@ def test_allow_training_prohibited_exports_them_and_says_so(log, tmp_path):
     assert manifest["accepted_episode_count"] == 1 and manifest["allow_training_prohibited"] is True
     # `why` says the episode is not SFT eligible (training_prohibited): the accepting export says why it took it
     assert describe(explain_dataset_decision(log, ep("d")))[-1] == (
-        "  the export ran with --allow-training-prohibited: an episode of a training-prohibited source is eligible there")
+        "  the export ran with --allow-training-prohibited (it takes the episodes of training-prohibited sources too)")
 
 
 @pytest.mark.parametrize(
@@ -348,7 +348,8 @@ def test_a_run_the_log_does_not_hold_is_refused_with_the_closest_native_or_impor
 
 @pytest.mark.parametrize(("flag", "value", "range_"), [
     ("--short-max-tokens", "0", "x>=1"), ("--minimum-accepted-cases", "-1", "x>=0"),
-    ("--train-ratio", "0", "x>0"), ("--validation-ratio", "-0.1", "x>=0"),
+    ("--train-ratio", "0", "0<x<1"), ("--train-ratio", "1.5", "0<x<1"), ("--validation-ratio", "-0.1", "0<=x<1"),
+    ("--validation-ratio", "1", "0<=x<1"),
 ])
 def test_a_number_out_of_range_is_refused_by_its_flag(log, tmp_path, flag, value, range_):
     """These were refused after the run's import in the library's words (`short_max_tokens must

@@ -91,6 +91,11 @@ def test_an_interrupt_after_the_episodes_fails_no_run_and_resume_finishes_it(sig
     log_path = tmp_path / "log.duckdb"
     result = interrupted_at("run.episodes_ended", signum, log_path, *eval_run(release, "r"))
     assert_interrupted(result, f"interrupted; `eviscene --db {log_path} eval resume r` finishes it")
+    # `log verify` names the run directory where it is not the default of the folder it runs in
+    for folder, words in ((tmp_path, ""), (release, f" --output-dir {tmp_path / 'runs' / 'r'}")):
+        verified = subprocess.run([EVISCENE, "--db", str(log_path), "log", "verify"], capture_output=True, text=True, timeout=600,
+                                  cwd=folder, check=False)
+        assert f"an interrupted run: `eviscene --db {log_path} eval resume r{words}` finishes it" in verified.stdout, verified.stdout
     log = EventLog(log_path)
     assert log.sql("SELECT status FROM runs").to_pylist() == [{"status": "running_or_interrupted"}]
     assert log.sql("SELECT count(*) AS n FROM episodes WHERE finished").to_pylist() == [{"n": 2}]

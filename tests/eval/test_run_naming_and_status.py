@@ -109,6 +109,13 @@ def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
     bad = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "demo\n")
     assert bad.exit_code == 2 and bad.stderr.startswith("Error: --run-id: invalid run id 'demo\\n'"), bad.output
     assert not log_path.exists()
+    # from Python too: `run_id=""` is refused, not a generated name; an output_dir may be a str
+    with pytest.raises(EvisceneError, match="^invalid run id '': "):
+        anyio.run(lambda: start_run(EventLog(log_path), EvalOptions(benchmark=benchmark(release), limit=1), run_id=""))
+    named = EventLog(tmp_path / "named.duckdb")
+    anyio.run(lambda: start_run(named, EvalOptions(benchmark=benchmark(release), limit=1), run_id="x", output_dir="runs/x"))
+    assert named.sql("SELECT payload->>'output_dir' AS o FROM events WHERE type = 'run.started'")["o"].to_pylist() == [
+        str(Path("runs/x").resolve())]
     # `--run-id ""` named nothing: the run was named after --output-dir, without a word
     empty = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "",
                    "--output-dir", str(tmp_path / "runs" / "x"))

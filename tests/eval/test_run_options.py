@@ -164,10 +164,14 @@ def test_a_tool_cache_ttl_from_the_environment_the_manifest_cannot_keep_is_refus
 
 @pytest.mark.parametrize(("flags", "problem"), [
     # `--model gpt-4o` alone ran the offline policy, recorded as gpt-4o's run
-    ({"model": "gpt-4o"}, "the offline provider runs its embedded policy (offline-react-v1) and calls no model, so model gpt-4o "
+    ({"model": "gpt-4o"}, "the offline provider runs its embedded policy (offline-react-v1) and calls no model, so --model gpt-4o "
                           "would be recorded but never used; name the provider that serves it (--provider openai_compatible, openai, "
                           "gemini, qwen_local, lmdeploy) or a --profile (`eviscene profiles` lists them)"),
-    ({"base_url": "http://x/v1", "api_key_env": "MY_KEY"}, "so base URL http://x/v1 and API key variable MY_KEY would be recorded"),
+    ({"base_url": "http://x/v1", "api_key_env": "MY_KEY"}, "so --base-url http://x/v1 and --api-key-env MY_KEY would be recorded"),
+    # the describing model's flags for a VLM of the offline provider
+    ({"provider": "openai", "model": "gpt-4o", "image_access_mode": "separate_vlm", "vlm_provider": "offline", "vlm_model": "mini"},
+     "the offline provider describes the picture with its embedded perception and calls no model, so --vlm-model mini would be "
+     "recorded but never used; name the provider that serves it (--vlm-provider openai_compatible, "),
     ({"vlm_model": "foo", "vlm_provider": "openai"},
      "--vlm-provider, --vlm-model apply only with --image-access-mode separate_vlm (a second model describes the picture); "
      "this run's mode is direct_multimodal"),
@@ -181,6 +185,13 @@ def test_a_new_run_refuses_flags_it_would_record_and_never_use(flags, problem, t
         check_new_run_flags(resolve_options(EvalOptions(benchmark=str(BENCHMARK), **flags)))
     assert problem in str(refused.value)
     check_new_run_flags(resolve_options(EvalOptions(benchmark=str(BENCHMARK), model="offline-react-v1")))  # its own name
+
+
+def test_a_caller_s_own_provider_is_named_by_the_model_flag_for_the_agent_and_its_vlm():
+    """From Python, `start_run(provider=…)` drives the caller's own provider, which `model`
+    names; under separate_vlm the VLM takes that model too (none of theirs was refused)."""
+    for flags in ({"model": "my-model"}, {"model": "my-model", "image_access_mode": "separate_vlm"}):
+        check_new_run_flags(resolve_options(EvalOptions(benchmark=str(BENCHMARK), **flags)), own_provider=True)
 
 
 def test_a_run_refused_for_an_unused_flag_leaves_no_log(tmp_path):

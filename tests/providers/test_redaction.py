@@ -148,8 +148,10 @@ def test_a_password_s_short_forms_and_credential_words_run_together_are_secret_n
            "&accesstoken=at-0001&clientsecret=cs-0002&secretkey=sk-0003&idtoken=it-0004&page=2")
     assert redact(url) == (f"https://gw.example/v1?pwd={MASK}&passphrase={MASK}&passcode={MASK}&pass={MASK}"
                            f"&accesstoken={MASK}&clientsecret={MASK}&secretkey={MASK}&idtoken={MASK}&page=2")
-    ordinary = "https://s.example/?passwords=list&bypass=1&compass=n2&passenger=p3&password_hint=h4x&monkey=1&donkeykey=k5"
+    ordinary = ("https://s.example/?passwords=list&bypass=1&compass=n2&passenger=p3&password_hint=h4x&monkey=1&donkeykey=k5"
+                "&pass_type=t1&pwd_rule=r2")
     assert redact(ordinary) == ordinary.replace("password_hint=h4x", f"password_hint={MASK}")
+    assert redact("https://s.example/?passkey=pk-0005&db_pass=dp-0006") == f"https://s.example/?passkey={MASK}&db_pass={MASK}"
     register_secret_fields({"pwd": "body-pw-41a", "passphrase": "body-pp-41b", "passcode": "body-pc-41c", "pass": "body-ps-41d",
                             "clientsecret": "body-cs-41e", "secretkey": "body-sk-41f", "authtoken": "body-at-41g",
                             "metadata": {"bypass": "body-bp-42a", "compass": "body-cp-42b", "passwords": "body-pl-42c"}})
@@ -161,7 +163,8 @@ def test_a_password_s_short_forms_and_credential_words_run_together_are_secret_n
     monkeypatch.setenv("GPG_PASSPHRASE", "gpg-phrase-0043")
     assert redact("said db-pass-0042x, gpg-phrase-0043") == f"said {MASK}, {MASK}"
     monkeypatch.setenv("PWD", "/home/ada/projects/eviscene-2026")  # the shell's working folder: a path, no password
-    assert redact("in /home/ada/projects/eviscene-2026") == "in /home/ada/projects/eviscene-2026"
+    monkeypatch.setenv("PASS_THROUGH_PORTS", "8080,8443,9090")  # `pass` not as the last word: no password
+    assert redact("in /home/ada/projects/eviscene-2026 on 8080,8443,9090") == "in /home/ada/projects/eviscene-2026 on 8080,8443,9090"
 
 
 def test_a_query_parameter_is_judged_by_its_words_in_camel_case_as_an_array_and_in_the_fragment():

@@ -176,6 +176,20 @@ def test_a_blocked_page_is_blocked_as_a_windows_server_reads_its_path(url, reaso
     assert policy(blocked_url_prefixes=["https://news.example/a/story"]).check(url) == reason
 
 
+@pytest.mark.parametrize(("prefix", "url", "reason"), [
+    # A prefix is not read as IIS reads a path: cut at its `%23`, it blocked every page under /wiki/c
+    ("https://en.wikipedia.org/wiki/C%23_(programming_language)", "https://en.wikipedia.org/wiki/China", None),
+    ("https://en.wikipedia.org/wiki/C%23_(programming_language)", "https://en.wikipedia.org/wiki/C%23_(programming_language)",
+     "blocked_url_prefix"),
+    ("https://news.example/a/story.", "https://news.example/a/storyboard", None),  # open-ended at `story.`, not `story`
+    ("https://news.example/a/story.", "https://news.example/a/story.html", "blocked_url_prefix"),
+    ("https://news.example/a/story", "https://news.example/x/.. /a/story", "blocked_url_prefix"),  # `.. ` is `..` there
+    ("https://news.example/a/story", "https://news.example/x/..%20/a/story", "blocked_url_prefix"),
+])
+def test_a_prefix_is_read_as_written_and_only_the_url_as_a_windows_server_reads_it(prefix, url, reason):
+    assert policy(blocked_url_prefixes=[prefix]).check(url) == reason
+
+
 QUERY_POLICY = {"blocked_url_prefixes": ["https://news.example/story.php?id=42", "https://news.example/read?a=1&b=2",
                                          "https://archive.net/q?id="]}
 
