@@ -19,10 +19,10 @@ class Finite(click.FloatRange):
     range) nor infinite (JSON holds neither)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):  # said so before any range, which `inf` is outside of too
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
     def _describe_range(self) -> str:
         """The range `--help` shows, none when unbounded (click's own read `x<=None`)."""
