@@ -5,9 +5,7 @@ cannot start in a thread that runs one ("Already running asyncio in this thread"
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -15,7 +13,12 @@ T = TypeVar("T")
 
 def run_blocking(func: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`func(*args)` run to its end from synchronous code, whatever loop this thread runs."""
-    import anyio  # here: the reading commands import this module and never run async work
+    # Imported here: the reading commands import this module and never run async work, and
+    # asyncio with its ssl and futures is ~20 ms of their start-up.
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
 
     try:
         asyncio.get_running_loop()
