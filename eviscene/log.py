@@ -10,6 +10,7 @@ import duckdb
 
 from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.store import EventStore
+from eviscene.store.layout import RECORDED_OUTPUT_DIRS
 from eviscene.views import apply_views, inline_views, view_definitions
 
 
@@ -49,8 +50,7 @@ class EventLog(EventStore):
 
     def output_dir_of(self, run_id: str) -> str | None:
         """The run directory `eval run` was given (`run.started`'s output_dir), None if none was recorded."""
-        given = self.sql("SELECT payload->>'output_dir' AS out FROM events WHERE run_id = ? AND type = 'run.started' "
-                         "ORDER BY seq DESC LIMIT 1", [run_id])["out"].to_pylist()
+        given = self.sql(f"SELECT output_dir FROM ({RECORDED_OUTPUT_DIRS}) WHERE run_id = ?", [run_id])["output_dir"].to_pylist()
         return given[0] if given else None
 
     def resume_line(self, run_id: str) -> str:

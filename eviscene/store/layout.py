@@ -22,6 +22,14 @@ from eviscene.errors import EvisceneError, InvalidRunIdError, LogIntegrityError
 from eviscene.rules.commands import default_log_path
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, check_plain_file, committed, read_manifest
 
+# The run directory each run was given (`run.started`'s output_dir), for the resume line of an
+# unfinished run: of a sharded run merged from shards given different folders, the newest's.
+RECORDED_OUTPUT_DIRS = """
+SELECT run_id, payload->>'output_dir' AS output_dir FROM events
+WHERE type = 'run.started' AND payload->>'output_dir' IS NOT NULL
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC, output_dir) = 1
+"""
+
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
 
 

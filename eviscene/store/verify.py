@@ -40,7 +40,7 @@ from eviscene.errors import ArchiveDamagedError, LogIntegrityError
 from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash, unchainable
 from eviscene.store.heads import Heads
-from eviscene.store.layout import live_root, live_run_ids
+from eviscene.store.layout import RECORDED_OUTPUT_DIRS, live_root, live_run_ids
 from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
 from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
@@ -386,10 +386,6 @@ SELECT run_id, copies, min(seq) AS first, max(seq), count(*), min(event_id)
 FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 """
 
-# The run directory each run was given (`run.started`'s output_dir): an unfinished run's resume names it.
-_OUTPUT_DIRS = "SELECT run_id, payload->>'output_dir' FROM events WHERE type = 'run.started' AND payload->>'output_dir' IS NOT NULL"
-
-
 def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
     """Verify the log; and, given `heads` (recorded by an earlier verification), that each
     run still holds its recorded hash at its recorded seq."""
@@ -424,7 +420,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
             sealed = sealed_files(con) if has_archive else {}
             archive_gaps = _archive_disagreements(con) if has_archive else {}
-            output_dirs = dict(con.execute(_OUTPUT_DIRS).fetchall())
+            output_dirs = dict(con.execute(RECORDED_OUTPUT_DIRS).fetchall())
         finally:
             con.close()
     except (duckdb.InvalidInputException, duckdb.IOException) as exc:
