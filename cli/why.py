@@ -39,6 +39,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, fmt: str, as_json: b
         return
     e = story.episode
     say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
+    if story.case_episodes_elsewhere:
+        say(f"case {e['episode_id']} also has episodes in other runs: {story.case_episodes_elsewhere}")
     if story.imported_from:
         source = story.imported_from
         say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")

@@ -130,3 +130,31 @@ def test_a_run_compared_with_itself_differs_by_nothing(offline_run):
     assert len(result.cases) == 28
     assert result.difference == result.ci_low == result.ci_high == 0.0
     assert result.accuracy_a == result.accuracy_b
+
+
+def test_why_of_a_one_rollout_episode_names_its_cases_rollouts_in_other_runs(release, tmp_path):
+    """A 1-rollout run's episode id is its case id, so `why CASE` shows that episode: the
+    case's rollouts in a run of two are what the user may have meant, and are named."""
+    import anyio
+    from click.testing import CliRunner
+
+    from eviscene.cli.main import cli
+    from eviscene.eval.run import start_run
+    from eviscene.eval.options import EvalOptions
+    from eviscene.log import EventLog
+
+    log = EventLog(tmp_path / "two-runs.duckdb")
+    cases = str(release / "runtime_input" / "cases.jsonl")
+    case = json.loads((release / "runtime_input" / "cases.jsonl").read_text().splitlines()[0])["case_id"]
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=cases, case_ids=[case]), run_id="single"))
+    anyio.run(lambda: start_run(log, EvalOptions(benchmark=cases, case_ids=[case], rollouts_per_case=2), run_id="pair"))
+    pair = log.sql("SELECT episode_id FROM episodes WHERE run_id = 'pair' ORDER BY rollout_index")["episode_id"].to_pylist()
+    assert len(pair) == 2 and case not in pair
+
+    shown = CliRunner().invoke(cli, ["--db", str(log.path), "why", case])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"episode {case}  (run single, case {case}, rollout 0")
+    assert lines[1] == f"case {case} also has episodes in other runs: {pair[0]} (run pair), {pair[1]} (run pair)"
+    chosen = CliRunner().invoke(cli, ["--db", str(log.path), "why", case, "--run", "single"])
+    assert chosen.exit_code == 0 and "also has episodes" not in chosen.stdout
