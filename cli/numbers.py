@@ -6,6 +6,7 @@ run before failing as it was written, and left a run no view could read."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import click
@@ -48,3 +49,26 @@ def int64(minimum: int = INT64_MIN) -> click.IntRange:
 
 
 INT64 = int64()  # a seed
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?) *([KMGT]?)(I?)B?", re.IGNORECASE)
+
+
+class ByteSize(click.ParamType):
+    """An amount of memory or disk as DuckDB writes one (`4GB`, `500MB`, `2GiB`: a G is 1000³
+    bytes, a GiB 1024³), at least `minimum` bytes; passed on as DuckDB's bytes (`4000000000B`).
+    Below a few MB DuckDB set such a limit and then failed every query, even `SELECT 1`."""
+
+    name = "size"
+
+    def __init__(self, minimum: int = 64 * 10**6):
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        found = _SIZE.fullmatch(str(value).strip())
+        if found is None:
+            self.fail(f"{value!r} is not a size (e.g. 4GB, 500MB, 2GiB)", param, ctx)
+        number, prefix, binary = found.groups()
+        size = int(float(number) * (1024 if binary else 1000) ** " KMGT".index(prefix.upper() or " "))
+        if size < self.minimum:
+            self.fail(f"{value!r} is less than {self.minimum // 10**6}MB, too little for DuckDB to answer any query", param, ctx)
+        return f"{size}B"

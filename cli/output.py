@@ -455,7 +455,10 @@ def write_output(target: Path, result: QueryResult) -> None:
     """Stream the rows into `target` through a temporary name in its folder, renamed into
     place once complete: an interrupted write leaves no half file under the real name.
     `result` holds Arrow batches when `output_needs_arrow(target)`, else rows if it can."""
-    handle, pending_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    from eviscene.exports.staging import pending_file_prefix, remove_abandoned_files
+
+    remove_abandoned_files(target)
+    handle, pending_name = tempfile.mkstemp(prefix=pending_file_prefix(target), suffix=".tmp", dir=target.parent)
     pending = Path(pending_name)
     try:
         if target.suffix == ".parquet":

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import duckdb
 from click.core import ParameterSource
 
 from eviscene.cli.interrupts import earlier_stat, interrupted_writing, on_interrupt_say
+from eviscene.cli.numbers import ByteSize
 from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
@@ -26,8 +28,13 @@ from eviscene.views import view_definitions
     "--output", "output", type=click.Path(path_type=Path), default=None,
     help="Write the rows to this .csv, .json, .jsonl or .parquet file instead of stdout; its name sets the format (never the log's own files).",
 )
+@click.option("--memory-limit", type=ByteSize(), default=None, metavar="SIZE",
+              help="The most memory DuckDB may take (e.g. 4GB); beyond it, it spills to disk. Default: 80% of RAM.")
+@click.option("--spill-limit", type=ByteSize(), default=None, metavar="SIZE",
+              help="The most disk its spill folder may take (e.g. 20GB). Default: 90% of that disk's free space.")
 @click.pass_obj
-def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None) -> None:
+def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None,
+        memory_limit: str | None, spill_limit: str | None) -> None:
     """Run one SELECT over the log: the `events` and `blobs` relations and every view.
 
     The query runs in a sandbox: it reads the log and the files named with --read, and
@@ -51,14 +58,22 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
             and f".{fmt}" != target.suffix:
         # The file's name sets what is written in it; a --format that says otherwise is a mistake to name.
         raise click.UsageError(f"--format {fmt} and --output {output} disagree: the file's name ({target.suffix}) sets its format")
-    if target is None:
-        with log.query(query, read=read, as_rows=True) as result:
-            emit_result(result, fmt)
-        return
-    earlier = earlier_stat(target)
-    with on_interrupt_say(lambda: interrupted_writing(output, "the same command", replacing=earlier)):
-        with log.query(query, read=read, as_rows=not output_needs_arrow(target)) as result:
-            write_output(target, result)
+    limits = {"memory_limit": memory_limit, "spill_limit": spill_limit}
+    try:
+        if target is None:
+            with log.query(query, read=read, as_rows=True, **limits) as result:
+                emit_result(result, fmt)
+            return
+        earlier = earlier_stat(target)
+        with on_interrupt_say(lambda: interrupted_writing(output, "the same command", replacing=earlier)):
+            with log.query(query, read=read, as_rows=not output_needs_arrow(target), **limits) as result:
+                write_output(target, result)
+    except duckdb.OutOfMemoryException as exc:
+        # DuckDB's own remedies (SET memory_limit, SET threads) are statements the sandbox refuses.
+        raise EvisceneError(
+            f"the query ran out of {'disk to spill to' if 'max_temp_directory_size' in str(exc) else 'memory'} "
+            f"({str(exc).splitlines()[0]}); narrow it, or raise --memory-limit or --spill-limit"
+        ) from None
 
 
 @click.command(short_help="List the SQL views: name, grain, key and meaning.")

@@ -9,6 +9,7 @@ the host and process that wrote it, and that process is gone."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -66,15 +67,29 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
         if replace and out_dir.exists():
             _swap_in(staging, out_dir)
         else:
-            if out_dir.is_dir():
-                out_dir.rmdir()  # empty (checked above); a folder that filled meanwhile is refused here
-            os.rename(staging, out_dir)
+            _put_in_place(staging, out_dir, what)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _fault(exc, staging, out_dir) from None
         raise
     checkpoint("staging.renamed")
+
+
+def _put_in_place(staging: Path, out_dir: Path, what: str) -> None:
+    """Rename the whole `staging` folder to `out_dir`, new or empty when the write began; one
+    filled meanwhile (another write to the same path, finished first) is kept, this one not."""
+    try:
+        if out_dir.is_dir():
+            out_dir.rmdir()
+        os.rename(staging, out_dir)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        raise EvisceneError(
+            f"{what} {out_dir} was filled while this write ran (another write to it, finished first?); "
+            "it is kept as it is and this write's output removed"
+        ) from None
 
 
 def _sibling(out_dir: Path, role: str) -> Path:
@@ -102,6 +117,22 @@ def _remove_abandoned(out_dir: Path) -> None:
         found = leftover.fullmatch(entry.name)
         if found and not _running(int(found.group(1))):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def pending_file_prefix(target: Path) -> str:
+    """The start of a temporary file's name beside `target` (`tempfile.mkstemp(prefix=…)`): it
+    names who writes it, so `remove_abandoned_files` can tell a killed write's from a live one's."""
+    return f".{target.name}.{_writer()}-"
+
+
+def remove_abandoned_files(target: Path) -> None:
+    """Remove the temporary files of earlier writes to `target` by a process of this host that
+    no longer runs (a killed `sql --output`: up to the whole result's size)."""
+    leftover = re.compile(re.escape(f".{target.name}.{_host()}-") + r"(\d+)-\w{8}\.tmp")
+    for entry in target.parent.iterdir():
+        found = leftover.fullmatch(entry.name)
+        if found and not _running(int(found.group(1))):
+            entry.unlink(missing_ok=True)
 
 
 def _running(pid: int) -> bool:

@@ -16,6 +16,8 @@ import socket
 import stat
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from eviscene.errors import LogIntegrityError, LogLockedError
@@ -73,7 +75,7 @@ class RunLock:
             os.close(fd)
             return other
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} ({command_name(sys.argv)} on {socket.gethostname()})".encode())
+        os.write(fd, _holder_record())
         self._fd = fd
         return None
 
@@ -82,6 +84,31 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+@contextmanager
+def folder_lock(path: Path, what: str) -> Iterator[None]:
+    """Hold the lock file `path` (made if missing) for the block: one process at a time writes
+    `what`; another is refused, the holder named. Released when the process ends, however."""
+    fd = _open_lock_file(path, os.O_RDWR | os.O_CREAT)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LogLockedError(f"{what} is being written by {_recorded_holder(fd)}; wait for it or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, _holder_record())
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # empty again: the folder's bytes do not depend on who wrote it last
+    finally:
+        os.close(fd)
+
+
+def _holder_record() -> bytes:
+    """What a lock file says of its holder, read back by `_recorded_holder`."""
+    return f"pid {os.getpid()} ({command_name(sys.argv)} on {socket.gethostname()})".encode()
 
 
 def _holder_through_another_name(lock: Path) -> str | None:

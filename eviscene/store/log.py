@@ -91,17 +91,21 @@ class EventStore:
         materialize: bool = False,
         for_query: str | None = None,
         read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
+        memory_limit: str | None = None,
+        spill_limit: str | None = None,
     ) -> duckdb.DuckDBPyConnection:
         """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every
         view (computed once into temporary tables with `materialize`, for exports; only those
         `for_query` reads, when given). It reads the log's files and the files or folders in
         `read`, nothing else, and writes no file (large intermediate results spill to a
-        temporary folder)."""
+        temporary folder). `memory_limit` and `spill_limit` bound DuckDB's memory and that
+        folder (sizes as DuckDB reads them: `4GB`)."""
         if isinstance(read, (str, os.PathLike)):  # one path, not its characters
             read = [read]
         readable = tuple(_readable(path) for path in read)
         # Temporary tables of a large log spill to disk rather than grow the process.
-        sandbox = Sandbox(readable=readable, memory_limit=MATERIALIZE_MEMORY_LIMIT if materialize else None)
+        memory_limit = memory_limit or (MATERIALIZE_MEMORY_LIMIT if materialize else None)
+        sandbox = Sandbox(readable=readable, memory_limit=memory_limit, spill_limit=spill_limit)
         con = open_snapshot(self.path, sandbox=sandbox)
         if views:
             self.add_views(con, materialize=materialize, for_query=for_query)
@@ -143,11 +147,14 @@ class EventStore:
         batch_rows: int = BATCH_ROWS,
         as_rows: bool = False,
         inline_views: bool = False,
+        memory_limit: str | None = None,
+        spill_limit: str | None = None,
     ) -> Iterator[QueryResult]:
         """Run one SELECT over a fresh sandboxed snapshot and stream its rows in Arrow
         batches, or with `as_rows` in tuples (memory stays bounded whatever the result's size);
         with `inline_views`, the views it reads are expanded into it rather than created
-        (one binding instead of two: for a query of ours that does not start with WITH):
+        (one binding instead of two: for a query of ours that does not start with WITH);
+        `memory_limit` and `spill_limit` as `connect` takes them:
 
         >>> with log.query("SELECT * FROM events") as result:
         ...     for batch in result.batches: ...
@@ -157,7 +164,7 @@ class EventStore:
         for attempt in range(SNAPSHOT_RETRIES):
             con = None
             try:
-                con = self.connect(for_query=query, read=read, views=not inline_views)
+                con = self.connect(for_query=query, read=read, views=not inline_views, memory_limit=memory_limit, spill_limit=spill_limit)
                 checkpoint("query.connected")
                 check_query(con, query)
                 sql = self.inline_views(con, query) if inline_views else query
@@ -200,11 +207,14 @@ class EventStore:
         params: list[Any] | dict[str, Any] | None = None,
         *,
         read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
+        memory_limit: str | None = None,
+        spill_limit: str | None = None,
     ) -> pa.Table:
         """Run one SELECT over a fresh sandboxed snapshot and return an Arrow table (`?`
         parameters from a list, `$name` parameters from a dict; `read` names files or
-        folders of your own the query may read)."""
-        with self.query(query, params, read=read) as result:
+        folders of your own the query may read; `memory_limit` and `spill_limit` bound
+        DuckDB's memory and spill folder: `"4GB"`)."""
+        with self.query(query, params, read=read, memory_limit=memory_limit, spill_limit=spill_limit) as result:
             return result.batches.read_all()
 
     def view(self, name: str) -> pa.Table:

@@ -12,7 +12,10 @@ incremental: a run whose file is there already is skipped, a run that grew since
 a merged shard) gets its new file and loses the old one, and a run still being written (its
 writer holds the lock) is not exported until it ends. Blobs already exported are not written
 again. Files are written under a temporary name and renamed, so a reader never sees half a
-file; the same log exported into an empty folder gives the same bytes.
+file; the same log exported into an empty folder gives the same bytes. One export at a time
+writes a folder (`DIR/.export.lock`): two at once would each write the blobs neither found
+there, and every view joining on blobs would count them twice. What a killed export left
+(its temporary files) goes at the next export.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
 from eviscene.store.layout import check_not_the_log, live_root, live_run_ids
-from eviscene.store.locks import lock_holder
+from eviscene.store.locks import folder_lock, lock_holder
 from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
 from eviscene.store.streams import count_streams, stream_kind
 
 EVENTS_DIR = "events"
 BLOBS_DIR = "blobs"
+_LOCK_FILE = ".export.lock"
 _EVENTS_FILE = re.compile(r"events-(\d{12})-([0-9a-f]{16})\.parquet")
 _FILE_COLUMNS = [name for name in EVENT_SCHEMA.names if name != "run_id"]
 _FILE_SCHEMA = pa.schema([EVENT_SCHEMA.field(name) for name in _FILE_COLUMNS])
@@ -95,6 +99,14 @@ def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnecti
         raise EvisceneError(f"{directory} is not a directory")
     for folder in (directory / EVENTS_DIR, directory / BLOBS_DIR, *(directory / EVENTS_DIR).glob("*")):
         _refuse_link(folder)
+    directory.mkdir(parents=True, exist_ok=True)
+    with folder_lock(directory / _LOCK_FILE, f"export folder {directory}"):
+        for leftover in (*directory.glob(f"{BLOBS_DIR}/.*.tmp"), *directory.glob(f"{EVENTS_DIR}/run_id=*/.*.tmp")):
+            leftover.unlink()  # a killed export's: none other writes here while the lock is held
+        return _export(log_path, directory, con)
+
+
+def _export(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
     holders = {run_id: lock_holder(live_root(log_path) / run_id / "writer.lock") for run_id in live_run_ids(log_path)}
     running = {run_id: holder for run_id, holder in sorted(holders.items()) if holder is not None}
     heads = con.execute(

@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -236,6 +237,7 @@ def check_archive_file(log_path: Path) -> None:
     it: of a run's summary.json it says "Cannot launch in-memory database in read-only
     mode!". A path with nothing there yet passes (a first run creates the log)."""
     if not log_path.is_file():
+        _refuse_special_file(log_path)
         return
     with log_path.open("rb") as handle:
         header = handle.read(_DUCKDB_MAGIC_AT + len(_DUCKDB_MAGIC))
@@ -243,10 +245,27 @@ def check_archive_file(log_path: Path) -> None:
         raise NotALogError(f"{log_path} is not an EviScene log (not a DuckDB database file)")
 
 
+_SPECIAL_FILES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                  (stat.S_ISSOCK, "a socket"))
+
+
+def _refuse_special_file(log_path: Path) -> None:
+    """A device, FIFO or socket at the log's path (`--db /dev/null`): DuckDB said only that it
+    "is not a valid DuckDB database file", and a FIFO would block whoever opened it."""
+    try:
+        mode = log_path.stat().st_mode
+    except OSError:  # nothing there: a first run creates the log
+        return
+    kind = next((name for test, name in _SPECIAL_FILES if test(mode)), None)
+    if kind is not None:
+        raise NotALogError(f"{log_path} is not an EviScene log (it is {kind}, not a file)")
+
+
 def check_log_file(log_path: Path) -> None:
     """Refuse (`NotALogError`) a log path whose file is not a log's archive, before a writer
     plans anything; a path with nothing there yet passes."""
     if not log_path.is_file():
+        _refuse_special_file(log_path)
         return
     con = new_connection()
     try:
@@ -455,7 +474,8 @@ class Sandbox:
     locked so no statement can change any of it."""
 
     readable: tuple[Path, ...] = ()
-    memory_limit: str | None = None
+    memory_limit: str | None = None  # DuckDB's memory (a size it reads: `4GB`), else its default, 80% of RAM
+    spill_limit: str | None = None  # the spill folder's size, else DuckDB's default, 90% of its disk's free space
 
 
 def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
@@ -544,6 +564,8 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     con.execute(f"SET temp_directory = '{_quote(spill_directory())}'")
     if sandbox.memory_limit:
         con.execute(f"SET memory_limit = '{sandbox.memory_limit}'")
+    if sandbox.spill_limit:
+        con.execute(f"SET max_temp_directory_size = '{sandbox.spill_limit}'")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 

@@ -96,3 +96,18 @@ def test_a_killed_writes_leftover_goes_at_the_next_write_and_nothing_else_does(t
         (staging / "run_manifest.json").write_bytes(b"{}")
     assert sorted(os.listdir(tmp_path)) == sorted({"r", *names.values()} - {names["killed"]})
 
+
+
+def test_a_folder_another_write_filled_meanwhile_is_kept_and_said_so(tmp_path):
+    """Two writes to one new path at once: the one finishing second said only
+    `cannot write mat: Directory not empty`. It now says what happened; the first's stays."""
+    out = tmp_path / "mat"
+    with pytest.raises(EvisceneError) as raised:
+        with staged_directory(out, "--out folder") as staging:
+            (staging / "mine.json").write_bytes(b"second")
+            out.mkdir()
+            (out / "theirs.json").write_bytes(b"first")  # the other write, renamed in first
+    assert str(raised.value) == (f"--out folder {out} was filled while this write ran (another write to it, finished first?); "
+                                 "it is kept as it is and this write's output removed")
+    assert tree(out) == {"theirs.json": b"first"}
+    assert os.listdir(tmp_path) == ["mat"]

@@ -4,6 +4,7 @@ database of something else) is named so by every command, reading or writing, an
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,19 @@ def test_a_file_that_is_not_a_log_is_named_so_in_one_line_and_left_as_it_was(tmp
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert result.stderr == f"Error: {not_a_log} is not an EviScene log (not a DuckDB database file)\n"
     assert list(tmp_path.iterdir()) == [not_a_log] and not_a_log.read_bytes() == NOT_LOGS[name]
+
+
+@pytest.mark.parametrize("special", ["character device", "FIFO"])
+@pytest.mark.parametrize("command", [*ON_A_FILE, ("eval", "run", "--benchmark", str(BENCHMARK), "--limit", "1")], ids=" ".join)
+def test_a_device_or_fifo_is_named_so_in_one_line(tmp_path, command, special):
+    """`--db /dev/null` got DuckDB's "exists, but it is not a valid DuckDB database file!"."""
+    if special == "FIFO":
+        path = tmp_path / "pipe.duckdb"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/null")
+    result = subprocess.run([EVISCENE, "--db", str(path), *command], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, f"Error: {path} is not an EviScene log (it is a {special}, not a file)\n")
 
 
 @pytest.mark.parametrize("name", NOT_LOGS)

@@ -46,7 +46,11 @@ RUN_PARTITIONS = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="h
 
 
 def files(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """The export's files and their digests, less its (empty) lock file."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*")) if p.is_file() and p != folder / ".export.lock"
+    }
 
 
 def invoke(*args: str) -> str:
@@ -64,6 +68,7 @@ def test_export_is_hive_partitioned_incremental_byte_stable_and_readable(tmp_pat
     assert "exported 2 run(s) (5 events) and 2 blob(s)" in invoke("--db", str(log.path), "log", "export-parquet", str(out))
     layout = files(out)
     assert sorted(Path(name).parent.as_posix() for name in layout) == ["blobs", "events/run_id=r%3A2", "events/run_id=r1"]
+    assert (out / ".export.lock").read_bytes() == b""  # held while exporting, the holder named only then
     # Again: nothing written, not a byte changed.
     assert "exported 0 run(s) (0 events) and 0 blob(s)" in invoke("--db", str(log.path), "log", "export-parquet", str(out))
     assert files(out) == layout
@@ -199,3 +204,49 @@ def test_an_export_never_writes_through_a_link_among_its_folders(tmp_path: Path)
         assert (result.exit_code, result.output) == (
             2, f"Error: {out / name} is a link: an export folder's events/ and blobs/ folders are its own; remove the link\n")
         assert sorted(str(p) for p in live.rglob("*")) == before
+
+
+def test_one_export_at_a_time_writes_a_folder_and_a_killed_ones_files_go(tmp_path: Path) -> None:
+    """Two exports into one folder at once each wrote the blobs neither found there, and every
+    view joining on blobs counted them twice (`log verify` now names such a blob). The second
+    is refused, the holder named; what a killed export left goes at the next export."""
+    from eviscene.store.locks import folder_lock
+
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()], blob=b"evidence one")
+    out = tmp_path / "history"
+    out.mkdir()
+    with folder_lock(out / ".export.lock", "an export"):
+        refused = CliRunner().invoke(cli, ["--db", str(log.path), "log", "export-parquet", str(out)])
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith(f"Error: export folder {out} is being written by pid {os.getpid()} (")
+    assert sorted(p.name for p in out.iterdir()) == [".export.lock"]
+
+    (out / "blobs").mkdir()
+    (out / "events" / "run_id=r1").mkdir(parents=True)
+    left = [out / "blobs" / ".blobs-0123456789abcdef.parquet.0123456789ab.tmp",
+            out / "events" / "run_id=r1" / ".events-000000000002-0123456789abcdef.parquet.0123456789ab.tmp"]
+    for path in left:
+        path.write_bytes(b"half a file")
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    assert not any(path.exists() for path in left)
+    assert files(out) == files_of_a_fresh_export(log, tmp_path / "fresh")
+    assert EventLog(out).verify().ok
+
+
+def test_a_blob_two_exports_both_wrote_is_named_by_verify(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()], blob=b"evidence one")
+    out = tmp_path / "history"
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    [blobs] = (out / "blobs").glob("*.parquet")
+    (out / "blobs" / "blobs-0123456789abcdef.parquet").write_bytes(blobs.read_bytes())  # what the race left
+    address = hashlib.sha256(b"evidence one").hexdigest()
+    assert [str(p) for p in EventLog(out).verify().problems] == [
+        f"blob {address}: stored 2 times (every view that joins on blobs counts it 2 times)"
+    ]
+
+
+def files_of_a_fresh_export(log: EventLog, folder: Path) -> dict[str, str]:
+    invoke("--db", str(log.path), "log", "export-parquet", str(folder))
+    return files(folder)

@@ -2,9 +2,11 @@
 streamed in bounded memory; tables fit the terminal; JSON is JSON and integers integers."""
 
 import csv
+import hashlib
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -429,3 +431,38 @@ def test_runs_compare_takes_its_own_db_and_a_format_before_it_is_refused(log_pat
     assert eviscene("runs", cwd=tmp_path).stderr.startswith("Error: no log at")  # the listing still checks
     empty = eviscene("--db", "", "runs", cwd=tmp_path)
     assert empty.returncode == 2 and "an empty path names no log" in empty.stderr
+
+
+def test_a_killed_writes_temporary_file_goes_at_the_next_write_and_a_live_ones_stays(log_path, tmp_path):
+    """`sql --output` killed mid-write left its hidden temporary file (up to the whole result)
+    for good. Its name now says which process wrote it; the next write to the same file
+    removes those whose process is gone, and leaves a concurrent write's."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    killed = tmp_path / f".rows.csv.{host}-{gone}-ab_cd123.tmp"
+    running = tmp_path / f".rows.csv.{host}-{os.getpid()}-ef_gh456.tmp"
+    for path in (killed, running):
+        path.write_text("seq\n1\n")
+    result = eviscene("--db", str(log_path), "sql", "SELECT 1 AS x", "--output", "rows.csv", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([running.name, "rows.csv"])
+
+
+def test_memory_and_spill_limits_bound_a_query_and_running_out_is_said_with_the_flags(log_path, tmp_path):
+    """`eviscene sql` took DuckDB's defaults (80% of RAM, then 90% of the spill disk's free
+    space) with no way to lower them: `SET` is refused in the sandbox."""
+    settings = "SELECT current_setting('memory_limit') AS memory, current_setting('max_temp_directory_size') AS spill"
+    result = eviscene("--db", str(log_path), "sql", settings, "--csv", "--memory-limit", "2GiB", "--spill-limit", "0.5GB", cwd=tmp_path)
+    assert result.stdout == "memory,spill\n2.0 GiB,476.8 MiB\n", result.stderr  # 0.5 GB = 500,000,000 bytes
+    assert EventLog(log_path).sql(settings, memory_limit="1GiB").to_pylist() == [{"memory": "1.0 GiB", "spill": "90% of available disk space"}]
+
+    for flag, value, why in [("--memory-limit", "10MB", "'10MB' is less than 64MB, too little for DuckDB to answer any query"),
+                             ("--spill-limit", "lots", "'lots' is not a size (e.g. 4GB, 500MB, 2GiB)")]:
+        refused = eviscene("--db", str(log_path), "sql", "SELECT 1", flag, value, cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stderr.endswith(f"Error: Invalid value for '{flag}': {why}\n")
+
+    distinct = "SELECT count(DISTINCT i::VARCHAR || '-' || j::VARCHAR) FROM range(4000) a(i), range(4000) b(j)"
+    out = eviscene("--db", str(log_path), "sql", distinct, "--memory-limit", "64MB", "--spill-limit", "64MB", cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("Error: the query ran out of disk to spill to (Out of Memory Error: ")
+    assert out.stderr.endswith("); narrow it, or raise --memory-limit or --spill-limit\n")

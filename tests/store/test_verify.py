@@ -2,6 +2,7 @@
 run is unfinished or still running; seal and merge refuse what verify would call broken."""
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -802,3 +803,26 @@ def test_an_episode_id_edited_into_the_chains_null_mark_is_named(tmp_path):
         "episode_id or type holds U+001E or U+001F, which the hash cannot tell from NULL or a field's end (edited event)")
     with pytest.raises(EvisceneError, match="holds U\\+001E or U\\+001F"):
         EventDraft(GateDecided(gate="g", subject="x", passed=True), episode_id="case\x1f1")
+
+
+def test_a_blob_stored_twice_is_named(tmp_path):
+    """An archive whose blobs table was rebuilt without its key, each row in it twice: verify
+    said ok while every view that joins on blobs (the gold labels, the policies) counted each
+    row twice."""
+    log = EventLog(tmp_path / "log.duckdb")
+
+    async def run_with_a_blob() -> None:
+        async with log.writer("R") as writer:
+            await writer.put_blob(b"a page", "text/plain")
+            await writer.emit(finished())
+    anyio.run(run_with_a_blob)
+    log.seal(["R"])
+    assert log.verify().ok
+    tamper(log, "CREATE TABLE copied AS SELECT * FROM blobs; DROP TABLE blobs; "
+                "CREATE TABLE blobs (sha256 VARCHAR NOT NULL, media_type VARCHAR NOT NULL, size BIGINT NOT NULL, content BLOB NOT NULL); "
+                "INSERT INTO blobs SELECT * FROM copied; INSERT INTO blobs SELECT * FROM copied; DROP TABLE copied")
+    address = hashlib.sha256(b"a page").hexdigest()
+    assert [str(p) for p in log.verify().problems] == [
+        f"blob {address}: stored 2 times (every view that joins on blobs counts it 2 times)"
+    ]
+    assert verify_cli(log).exit_code == 1
