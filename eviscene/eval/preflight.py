@@ -22,6 +22,7 @@ from eviscene.release import Case, Release
 from eviscene.release.gold import load_gold, require_gold_for
 from eviscene.release.loader import named
 from eviscene.release.selection import RolloutSpec
+from eviscene.rules.jsonl import RepeatedKeyError, load_json_document, repeated_key_message
 from eviscene.rules.traces import safe_trace_filename
 
 
@@ -100,9 +101,11 @@ def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[st
 def _check_json_object(file: ScoringFile) -> None:
     path = file.path
     try:
-        data = json.loads(file.content)
+        data = load_json_document(file.content)
     except UnicodeDecodeError as exc:
         raise ReleaseError(f"{path}: not UTF-8 ({exc.reason})") from None
+    except RepeatedKeyError as exc:
+        raise ReleaseError(repeated_key_message(path, exc)) from None
     except json.JSONDecodeError as exc:
         raise ReleaseError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
     except RecursionError:

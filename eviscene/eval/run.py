@@ -483,6 +483,10 @@ def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:
     """The run's run.started payload: its manifest, with the flags it ran with (`config`)."""
     started = log.sql("SELECT manifest::VARCHAR AS payload FROM run_manifests WHERE run_id = ?", [run_id]).to_pylist()
     if not started:
+        imported = log.sql("SELECT path FROM imported_runs WHERE run_id = ?", [run_id])["path"].to_pylist()
+        if imported:  # `runs` lists it, so "no run" would contradict it
+            raise EvisceneError(f"run {run_id} is the imported run directory {imported[0]}: an imported run holds its files, "
+                                "not an agent's state to go on from; only a run EviScene ran resumes")
         raise no_run_error(run_id, log.path, log.sql("SELECT run_id FROM run_manifests")["run_id"].to_pylist())
     return json.loads(started[0]["payload"])
 

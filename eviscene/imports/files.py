@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from eviscene.imports.errors import ArtifactError
-from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes
+from eviscene.rules.jsonl import JsonlError, RepeatedKeyError, iter_jsonl_bytes, load_json_document, repeated_key_message
 from eviscene.rules.jsonl_parts import iter_jsonl_field
 from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
 
@@ -56,9 +56,13 @@ def refuse_special_files(path: Path) -> None:
 
 
 def parse_json_object(path: Path | str, content: bytes) -> dict[str, Any]:
-    """A whole file that must hold one JSON object."""
+    """A whole file that must hold one JSON object, read as the seed's `json.load` reads it; a
+    key repeated in an object is refused: the seed reads its last value, the views its first
+    (a second `benchmark` in a run manifest passed the training prohibition)."""
     try:
-        value = json.loads(content.decode("utf-8"))
+        value = load_json_document(content)
+    except RepeatedKeyError as exc:
+        raise ArtifactError(repeated_key_message(path, exc)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
     except RecursionError:  # `[[[…` a few thousand deep

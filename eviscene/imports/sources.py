@@ -15,6 +15,7 @@ from eviscene.imports.files import (
 )
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
+from eviscene.rules.jsonl import read_fast
 from eviscene.redaction import CredentialFinder
 
 ACCEPTED_RELEASE_SCHEMAS = frozenset(
@@ -94,13 +95,10 @@ def _files_in_order(root: Path, skip: set[str]) -> list[tuple[str, str]]:
 
 
 def _parse_trace(path: str, content: bytes) -> dict[str, Any]:
-    """A trace as Python's json reads it (parse_json_object), by orjson where that gives the
-    same image_id: orjson is ~3x faster but refuses what Python accepts (NaN, lone
-    surrogates) and reads integers beyond 64 bits as floats; those go to Python's reader."""
-    try:
-        trace = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return parse_json_object(path, content)
+    """A trace as Python's json reads it (parse_json_object), by orjson where that provably
+    reads the same (`read_fast`; ~3x faster): what orjson refuses but Python accepts (NaN,
+    lone surrogates), integers beyond 64 bits and repeated keys go to Python's reader."""
+    trace = read_fast(content)  # None where a repeated key (among others) needs Python's reader
     if not isinstance(trace, dict) or isinstance(trace.get("image_id"), float):
         return parse_json_object(path, content)
     return trace

@@ -3,7 +3,7 @@
 Lines are split on ``\\n`` only: a JSON string may legally hold a raw U+2028 or U+0085,
 which ``str.splitlines`` would cut in two. A UTF-8 byte-order mark is dropped, blank lines
 are skipped (line numbers still count them), NaN/Infinity and repeated keys are refused.
-A line is read by orjson where that provably gives Python's reading (`_read_fast`), else by
+A line is read by orjson where that provably gives Python's reading (`read_fast`), else by
 Python's json with a hook per object (three times slower).
 Every problem is a `JsonlError` naming ``<file>:<line>``; callers turn it into their own
 error type and, where their users rely on a wording, their own message.
@@ -48,24 +48,48 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class RepeatedKeyError(ValueError):
+    """An object holding one key twice: Python's json keeps its last value, DuckDB's JSON (the
+    views reading the stored file) its first, so the code and the views would read two files."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"duplicate key {key!r}")
+
+
+def refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`json.loads`'s object_pairs_hook: an object, or `RepeatedKeyError`."""
     row: dict[str, Any] = {}
     for key, value in pairs:
         if key in row:
-            raise ValueError(f"duplicate key {key!r}")
+            raise RepeatedKeyError(key)
         row[key] = value
     return row
+
+
+def repeated_key_message(path: str | Path, exc: RepeatedKeyError) -> str:
+    """How a file whose object repeats a key is refused: its readers would disagree on it."""
+    return (f"{path}: the key {exc.key!r} appears twice in one object (Python's json reads the last, the SQL views "
+            "the first): keep one")
+
+
+def load_json_document(content: bytes) -> Any:
+    """A whole JSON file as the seed's `json.load` reads it (UTF-8; NaN and Infinity included),
+    by orjson where that provably reads the same (`read_fast`), refusing a repeated key
+    (`RepeatedKeyError`), which the seed and the views would read differently."""
+    fast = read_fast(content)
+    return fast if fast is not None else json.loads(content.decode("utf-8"), object_pairs_hook=refuse_repeated_keys)
 
 
 def parse_json(text: str | bytes) -> Any:
     """Parse strict JSON: no NaN/Infinity, no repeated keys in an object."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_object_without_duplicate_keys)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=refuse_repeated_keys)
     except RecursionError:  # `[[[…` a few thousand deep: a malformed input, not a crash
         raise ValueError("nested too deeply") from None
 
 
-def _read_fast(line: bytes) -> Any | None:
+def read_fast(line: bytes) -> Any | None:
     """`parse_json(line)` by orjson, or None where only Python's reader can tell.
 
     orjson accepts nothing parse_json refuses (tests/rules/test_rules_jsonl.py) and reads every
@@ -108,7 +132,7 @@ def json_type(value: Any) -> str:
 def parse_jsonl_line(raw_line: bytes | str, path: str | Path, line_number: int) -> dict[str, Any] | None:
     """One line as a JSON object; None for a blank line."""
     if isinstance(raw_line, bytes):
-        row = _read_fast(raw_line)
+        row = read_fast(raw_line)
         if isinstance(row, dict):
             return row
         try:

@@ -43,17 +43,21 @@ def live_root(log_path: Path) -> Path:
 
 def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *, replacing: bool = False) -> Path:
     """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
-    inside them, or, when `replacing` (the folder there is removed to make way for the
-    output), a folder holding any of them: no output overwrites the log. The one check for
-    every writer, the library's functions as well as the commands (`name` says what the
-    caller called the path: `--out`, `run directory`)."""
+    inside them, or a folder holding the log: no output overwrites the log, and an output
+    folder is replaced (`replacing`) or must be new or empty, which one holding the log (or
+    about to: a first run creates it) is not once the work is done. The one check for every
+    writer, the library's functions as well as the commands (`name` says what the caller
+    called the path: `--out`, `run directory`), made before any work."""
     target = Path(path).expanduser().resolve()
     log_path = Path(log_path).resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")
-    if replacing and target in log_path.parents:
-        raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
+    if target in log_path.parents:
+        if replacing:
+            raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
+        raise EvisceneError(f"{name} {path}: holds the log {log_path}, so it is not new or empty as an output folder must be; "
+                            "name another folder")
     return target
 
 

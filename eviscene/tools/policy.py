@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene.errors import ReleaseError
+from eviscene.rules.jsonl import RepeatedKeyError, load_json_document, repeated_key_message
 from eviscene.rules.paths import special_file_kind
 from eviscene.rules.source_policy import SourceAccessPolicy, checked_policy_from_fields
 
@@ -29,7 +30,9 @@ def load_source_policy(path: str | Path, content: bytes | None = None) -> Source
         if kind:  # reading a named pipe would wait for a writer forever
             raise ReleaseError(f"{path}: the source access policy is {kind}, not a regular file")
     try:
-        data = json.loads((path.read_bytes() if content is None else content).decode("utf-8"))
+        data = load_json_document(path.read_bytes() if content is None else content)
+    except RepeatedKeyError as exc:
+        raise ReleaseError(repeated_key_message(path, exc)) from None
     except FileNotFoundError:
         raise ReleaseError(f"{path}: source access policy not found") from None
     except UnicodeDecodeError as exc:

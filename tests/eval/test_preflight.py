@@ -89,6 +89,9 @@ def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):
     protocol.write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")  # deeper than Python's recursion
     result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
     assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}: malformed JSON: nested too deeply")
+    protocol.write_text('{"labels": ["authentic"], "labels": ["manipulated"]}', encoding="utf-8")  # each reader its own
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"{protocol}: the key 'labels' appears twice in one object")
 
 
 def test_a_policy_with_a_misspelled_key_stops_the_run_before_any_episode(broken_release, tmp_path):

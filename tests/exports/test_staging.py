@@ -111,3 +111,12 @@ def test_a_folder_another_write_filled_meanwhile_is_kept_and_said_so(tmp_path):
                                  "it is kept as it is and this write's output removed")
     assert tree(out) == {"theirs.json": b"first"}
     assert os.listdir(tmp_path) == ["mat"]
+
+
+def test_an_output_folder_under_a_file_says_a_file_is_in_the_way(tmp_path):
+    """`--out afile/sub` said `cannot write afile: File exists`, naming no folder to be made."""
+    (tmp_path / "afile").write_text("hi")
+    with pytest.raises(EvisceneError) as raised:
+        with staged_directory(tmp_path / "afile" / "sub"):
+            pass
+    assert str(raised.value) == f"cannot write {tmp_path / 'afile'}: a file is there, where a folder was to be made"

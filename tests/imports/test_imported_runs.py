@@ -814,3 +814,33 @@ def test_dataset_export_refuses_a_run_id_two_imported_directories_share(tmp_path
     assert out.exit_code != 0
     assert f"run 'r' names 2 imported run directories: {min(first, second)}" in out.output
     assert "name one by its import id" in out.output and not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize(("name", "key"), [("run_manifest.json", "benchmark"), ("traces/case-A--r000.json", "image_id"),
+                                           ("summary.json", "num_samples")])
+def test_a_json_file_repeating_a_key_is_refused_by_name(tmp_path, name, key):
+    """Python's json (the seed's reader) keeps a repeated key's last value, DuckDB's JSON (the
+    views) its first: a manifest's second `benchmark` saying `teacher_release` was the views'
+    release stage, and a prohibited run's episodes became training data."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    path = run / name
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("{", '{"' + key + '": "teacher_release", ', 1), encoding="utf-8")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert (out.exit_code, out.output) == (2, (
+        f"Error: {path.resolve()}: the key '{key}' appears twice in one object (Python's json reads the last, the SQL views "
+        "the first): keep one\n"))
+    assert not log.exists()
+
+
+def test_a_resume_of_an_imported_run_says_it_is_imported(tmp_path):
+    """`eval resume IMPORT` said there was no such run, which `eviscene runs` lists."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    assert CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)]).exit_code == 0
+    [imported] = log.sql("SELECT run_id FROM runs WHERE source = 'imported'")["run_id"].to_pylist()
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "eval", "resume", imported])
+    assert (out.exit_code, out.stderr) == (2, (
+        f"Error: run {imported} is the imported run directory {run.resolve()}: an imported run holds its files, not an agent's "
+        "state to go on from; only a run EviScene ran resumes\n"))

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from eviscene.rules.jsonl import JsonlError, _read_fast, iter_jsonl_bytes, read_jsonl_numbered, split_lines
+from eviscene.rules.jsonl import JsonlError, read_fast, iter_jsonl_bytes, read_jsonl_numbered, split_lines
 
 
 def test_a_bad_line_3_names_the_file_and_line_3(tmp_path: Path):
@@ -99,8 +99,8 @@ def test_integers_beyond_64_bits_go_to_python_and_those_within_do_not():
     beyond = [2**64, 2**64 + 1, -(2**63) - 1, -(2**64), 10**19 * 2, 10**300]
     beyond += [rng.choice([1, -1]) * rng.randrange(2**64, 10 ** rng.randrange(21, 300)) for _ in range(2000)]
     within = [2**64 - 1, 2**63, 2**63 - 1, -(2**63), 10**19, -(10**18)] + [rng.randrange(-(2**63), 2**64) for _ in range(2000)]
-    assert all(_read_fast(b'{"n": %d}' % n) is None for n in beyond)
-    assert [_read_fast(b'{"n": %d}' % n) for n in within] == [{"n": n} for n in within]
+    assert all(read_fast(b'{"n": %d}' % n) is None for n in beyond)
+    assert [read_fast(b'{"n": %d}' % n) for n in within] == [{"n": n} for n in within]
     assert [row["n"] for _, row in iter_jsonl_bytes(b"\n".join(b'{"n": %d}' % n for n in beyond), "f.jsonl")] == beyond
 
 

@@ -114,6 +114,26 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
     assert sandbox_log.fingerprint(work) == before
 
 
+@pytest.mark.parametrize("command", [["eval", "run", "--benchmark", BENCHMARK, "--limit", "1", "--no-progress", "--output-dir"],
+                                     ["dataset", "export", "--run", "sealed", "--out"], ["materialize", "sealed", "--out"],
+                                     ["log", "export-parquet"]], ids=lambda c: " ".join(c[:2]))
+def test_an_output_folder_that_holds_the_log_is_refused_before_any_work(log_path, tmp_path, command):
+    """`--db fresh/log.duckdb eval run --output-dir fresh` ran the whole run, then found its new
+    folder not empty (the log was made there) and wrote no run directory; `dataset export`
+    recorded its import the same way before refusing."""
+    folder = tmp_path / "fresh"
+    log = folder / "log.duckdb"
+    if command[0] != "eval":  # a run makes its log; the others read one
+        folder.mkdir()
+        sandbox_log.copy(log_path, folder)
+    before = sandbox_log.fingerprint(folder) if folder.exists() else None
+    result = eviscene("--db", str(log), *command, str(folder), cwd=tmp_path)
+    option = {"eval": "--output-dir", "log": "DIRECTORY"}.get(command[0], "--out")
+    assert (result.returncode, result.stderr) == (2, (
+        f"Error: {option} {folder}: holds the log {log}, so it is not new or empty as an output folder must be; name another folder\n"))
+    assert (sandbox_log.fingerprint(folder) if folder.exists() else None) == before
+
+
 def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path, tmp_path):
     """The commands checked their paths, the functions behind them did not: from Python,
     `build_report(log, run, log.path)` wrote its HTML over the archive, `materialize_run(...,

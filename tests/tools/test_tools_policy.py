@@ -257,7 +257,9 @@ def test_load_reads_the_policy_file(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [("{not json", "not valid JSON"), ("[]", "must be a JSON object"), ('{"blocked_domains": "a.com"}', "malformed"),
-     ("[" * 50_000 + "]" * 50_000, "not valid JSON: nested too deeply")],
+     ("[" * 50_000 + "]" * 50_000, "not valid JSON: nested too deeply"),
+     # Python's json would block b.com, the audit's DuckDB a.com
+     ('{"blocked_domains": ["a.com"], "blocked_domains": ["b.com"]}', "the key 'blocked_domains' appears twice in one object")],
 )
 def test_load_rejects_malformed_files(tmp_path, content, message):
     path = tmp_path / "policy.json"
