@@ -48,6 +48,14 @@ the same bytes out (why --json, dataset export, materialize). Alternating whole 
 (three pairs, load 4-6): `why` 0.84-0.95 -> 0.70-0.75 s user CPU, 200 -> 166 MB; `dataset
 export` 1.57-1.70 -> 1.34-1.39 s, 268 -> 219 MB. What is left of `why`: DuckDB computing its
 71 view tables over the episode's group, ~0.5 s.
+
+Then (December 7th; the small log, load 0.5): `runs` 0.33 s, 2.04x `duckdb connect`; `-X
+importtime` showed asyncio (with ssl, concurrent.futures and logging) ~20 ms of it, imported by
+`rules.blocking` at module level though only a writing command runs async work. Imported where
+it runs: `runs` 0.281 s (1.78x), `sql` 0.268 -> 0.225 s, `views` 0.193 -> 0.165 s, medians of 7.
+What is left of `runs` (cProfile, in process, 0.15 s): the query ~60 ms, the first in-memory
+connection ~30 ms, the archive's schema checks ~26 ms (their first catalog reads; ~1 ms each
+once warm), the view catalog ~10 ms.
 """
 
 from __future__ import annotations
