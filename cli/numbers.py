@@ -6,10 +6,11 @@ run before failing as it was written, and left a run no view could read."""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import click
+
+from eviscene.rules.sizes import byte_size
 
 INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -50,25 +51,27 @@ def int64(minimum: int = INT64_MIN) -> click.IntRange:
 
 INT64 = int64()  # a seed
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?) *([KMGT]?)(I?)B?", re.IGNORECASE)
-
 
 class ByteSize(click.ParamType):
-    """An amount of memory or disk as DuckDB writes one (`4GB`, `500MB`, `2GiB`: a G is 1000³
-    bytes, a GiB 1024³), at least `minimum` bytes; passed on as DuckDB's bytes (`4000000000B`).
-    Below a few MB DuckDB set such a limit and then failed every query, even `SELECT 1`."""
+    """An amount of memory or disk as DuckDB writes one (`rules.sizes.byte_size`), at least
+    `minimum` bytes, given on as bytes."""
 
     name = "size"
 
-    def __init__(self, minimum: int = 64 * 10**6):
-        self.minimum = minimum
+    def __init__(self, minimum: int = 0, why: str = ""):
+        self.minimum, self.why = minimum, why
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        found = _SIZE.fullmatch(str(value).strip())
-        if found is None:
-            self.fail(f"{value!r} is not a size (e.g. 4GB, 500MB, 2GiB)", param, ctx)
-        number, prefix, binary = found.groups()
-        size = int(float(number) * (1024 if binary else 1000) ** " KMGT".index(prefix.upper() or " "))
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            size = byte_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
         if size < self.minimum:
-            self.fail(f"{value!r} is less than {self.minimum // 10**6}MB, too little for DuckDB to answer any query", param, ctx)
-        return f"{size}B"
+            self.fail(f"{value!r} is less than {self.minimum // 10**6}MB{self.why}", param, ctx)
+        return size
+
+
+# Below a few MB DuckDB takes the setting, then fails every query, `SELECT 1` included.
+MEMORY_SIZE = ByteSize(64 * 10**6, ", too little for DuckDB to answer any query")

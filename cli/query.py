@@ -9,7 +9,7 @@ import duckdb
 from click.core import ParameterSource
 
 from eviscene.cli.interrupts import earlier_stat, interrupted_writing, on_interrupt_say
-from eviscene.cli.numbers import ByteSize
+from eviscene.cli.numbers import MEMORY_SIZE, ByteSize
 from eviscene.cli.output import check_output_path, emit_result, emit_rows, format_option, output_needs_arrow, write_output
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
@@ -28,13 +28,13 @@ from eviscene.views import view_definitions
     "--output", "output", type=click.Path(path_type=Path), default=None,
     help="Write the rows to this .csv, .json, .jsonl or .parquet file instead of stdout; its name sets the format (never the log's own files).",
 )
-@click.option("--memory-limit", type=ByteSize(), default=None, metavar="SIZE",
+@click.option("--memory-limit", type=MEMORY_SIZE, default=None, metavar="SIZE",
               help="The most memory DuckDB may take (e.g. 4GB); beyond it, it spills to disk. Default: 80% of RAM.")
 @click.option("--spill-limit", type=ByteSize(), default=None, metavar="SIZE",
               help="The most disk its spill folder may take (e.g. 20GB). Default: 90% of that disk's free space.")
 @click.pass_obj
 def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Path | None,
-        memory_limit: str | None, spill_limit: str | None) -> None:
+        memory_limit: int | None, spill_limit: int | None) -> None:
     """Run one SELECT over the log: the `events` and `blobs` relations and every view.
 
     The query runs in a sandbox: it reads the log and the files named with --read, and

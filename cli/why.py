@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import click
 
-from eviscene.analysis.why import explain_episode
+from eviscene.analysis.why import episodes_line, explain_episode
 from eviscene.cli.output import echo, json_printable, say
 from eviscene.exports.dataset_why import describe
 from eviscene.log import EventLog
@@ -26,7 +26,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, fmt: str, as_json: b
     dataset export decided for it (selected or not, its group, joining families, split).
 
     An episode id carries its prompt group, which derives from the code's commit: look it up
-    with `sql`. A case id is refused with that case's episode ids.
+    with `sql`. A case id is refused with that case's episode ids (a 1-rollout run's episode id
+    is its case id: shown, with the case's episodes in other runs named).
 
     \b
     Example:
@@ -40,7 +41,8 @@ def why(log: EventLog, episode_id: str, run_id: str | None, fmt: str, as_json: b
     e = story.episode
     say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")
     if story.case_episodes_elsewhere:
-        say(f"case {e['episode_id']} also has episodes in other runs: {story.case_episodes_elsewhere}")
+        say(f"case {e['episode_id']} also has episodes in other runs: "
+            f"{episodes_line(story.case_episodes_elsewhere, story.more_case_episodes_elsewhere)}")
     if story.imported_from:
         source = story.imported_from
         say(f"imported run directory {source['path']} (its run_id {source['source_run_id']}); trace {e['trace_path']}")

@@ -119,7 +119,7 @@ def os_fault(exc: OSError, *, path: object = None, verb: str | None = None) -> E
     being done, else read from the cause."""
     where = path if path is not None else (exc.filename if exc.filename is not None else "?")
     cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
-    if exc.errno == errno.EEXIST and exc.filename is not None and not os.path.isdir(exc.filename):
+    if exc.errno == errno.EEXIST and exc.filename is not None and os.path.lexists(exc.filename) and not os.path.isdir(exc.filename):
         cause = "a file is there, where a folder was to be made"  # `--out afile/sub`: "File exists" said not which
     verb = verb or ("write" if errno.errorcode.get(exc.errno or 0) in _WRITE_FAULTS else "access")
     return EvisceneError(f"cannot {verb} {where}: {cause}")

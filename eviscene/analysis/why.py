@@ -30,7 +30,10 @@ class EpisodeStory:
     group: list[dict[str, Any]] = field(default_factory=list)
     dataset: DatasetDecision | None = None  # the newest dataset export that read the episode
     imported_from: dict[str, Any] | None = None  # an imported run directory: its path and own run_id
-    case_episodes_elsewhere: str = ""  # the id is also a case's: its episodes in other runs, listed
+    # The id is also a case's: its first episodes in other runs ({run_id, episode_id}), and
+    # whether it has more than those.
+    case_episodes_elsewhere: list[dict[str, str]] = field(default_factory=list)
+    more_case_episodes_elsewhere: bool = False
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any], json_columns: tuple[str, ...] = ()) -> dict[str, Any] | None:
@@ -117,19 +120,20 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
             raise no_run_error(run_id, log.path, [r[0] for r in con.execute("SELECT DISTINCT run_id FROM events").fetchall()])
         missing = f"no episode {episode_id!r}" + (f" in run {run_id}" if run_id else "") + f" in {log.path}"
         # A case id is the natural guess: an episode id adds the prompt group, which derives from the code's commit.
-        of_case = _episodes_of_case(con, params, shown=None)
-        raise EvisceneError(missing + (f"; case {episode_id}'s episodes: {of_case}" if of_case else ""))
+        of_case, more = _episodes_of_case(con, params, shown=None)
+        raise EvisceneError(missing + (f"; case {episode_id}'s episodes: {episodes_line(of_case, more)}" if of_case else ""))
     if len(candidates) > 1:
         raise EvisceneError(f"episode {episode_id!r} is in several runs ({', '.join(candidates)}); name one with --run")
     run = candidates[0]
     keys = [run, episode_id]
     # A 1-rollout run's episode id is its case id: the case's rollouts in other runs are what
     # `why CASE` may have meant.
-    elsewhere = _episodes_of_case(con, params, shown=run) if run_id is None else ""
+    elsewhere, more = _episodes_of_case(con, params, shown=run) if run_id is None else ([], False)
     imported_from = _one(con, IMPORTED_FROM_SQL, {"run": run})
     if imported_from is not None:
         story = imported_stories(con, run, imported_from, episode_id)[0]
-        return replace(story, dataset=explain_dataset_decision(log, episode_id, source_id=run), case_episodes_elsewhere=elsewhere)
+        return replace(story, dataset=explain_dataset_decision(log, episode_id, source_id=run),
+                       case_episodes_elsewhere=elsewhere, more_case_episodes_elsewhere=more)
     narrow_to_group(con, run, episode_id)
     remove_functions(con)  # the views below register the rules' functions they name again
     log.add_views(con, materialize=True, for_query=" ".join(_EPISODE_SQL.values()))
@@ -149,13 +153,19 @@ def _episode_story(log: EventLog, con: duckdb.DuckDBPyConnection, episode_id: st
         group=_all(con, _EPISODE_SQL["group"], [run, *keys]),
         dataset=explain_dataset_decision(log, episode_id, source_id=run),
         case_episodes_elsewhere=elsewhere,
+        more_case_episodes_elsewhere=more,
     )
 
 
-def _episodes_of_case(con: duckdb.DuckDBPyConnection, params: dict[str, Any], *, shown: str | None) -> str:
-    """The first episodes of case `$episode` outside run `shown`, as a line's list ("" if none)."""
-    of_case = [f"{r[1]} (run {r[0]})" for r in con.execute(_NATIVE_EPISODES_OF_CASE, {**params, "shown": shown}).fetchall()]
-    return ", ".join(of_case[:_LISTED]) + (", …" if len(of_case) > _LISTED else "")
+def _episodes_of_case(con: duckdb.DuckDBPyConnection, params: dict[str, Any], *, shown: str | None) -> tuple[list[dict[str, str]], bool]:
+    """The first episodes of case `$episode` outside run `shown`, and whether there are more."""
+    found = [{"run_id": r[0], "episode_id": r[1]} for r in con.execute(_NATIVE_EPISODES_OF_CASE, {**params, "shown": shown}).fetchall()]
+    return found[:_LISTED], len(found) > _LISTED
+
+
+def episodes_line(episodes: list[dict[str, str]], more: bool) -> str:
+    """`a--r000 (run demo), a--r001 (run demo), …`: episodes as a line names them."""
+    return ", ".join(f"{e['episode_id']} (run {e['run_id']})" for e in episodes) + (", …" if more else "")
 
 
 # An imported run directory's episodes (all of a run, or one) as the directory recorded them:

@@ -129,7 +129,11 @@ def remove_abandoned_files(target: Path) -> None:
     """Remove the temporary files of earlier writes to `target` by a process of this host that
     no longer runs (a killed `sql --output`: up to the whole result's size)."""
     leftover = re.compile(re.escape(f".{target.name}.{_host()}-") + r"(\d+)-\w{8}\.tmp")
-    for entry in target.parent.iterdir():
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:  # a folder one may write into but not list (a drop box): nothing to sweep from here
+        return
+    for entry in entries:
         found = leftover.fullmatch(entry.name)
         if found and not _running(int(found.group(1))):
             entry.unlink(missing_ok=True)

@@ -23,11 +23,12 @@ from eviscene.rules.commands import default_log_path
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, check_plain_file, committed, read_manifest
 
 # The run directory each run was given (`run.started`'s output_dir), for the resume line of an
-# unfinished run: of a sharded run merged from shards given different folders, the newest's.
+# unfinished run: of a sharded run merged from shards given different folders, the last merged
+# shard's (`log merge` renumbers each further shard after the events before it).
 RECORDED_OUTPUT_DIRS = """
 SELECT run_id, payload->>'output_dir' AS output_dir FROM events
 WHERE type = 'run.started' AND payload->>'output_dir' IS NOT NULL
-QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC, output_dir) = 1
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1
 """
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
@@ -41,21 +42,22 @@ def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
 
 
-def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *, replacing: bool = False) -> Path:
+def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *, replacing: bool = False,
+                      new_folder: bool = False) -> Path:
     """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
-    inside them, or a folder holding the log: no output overwrites the log, and an output
-    folder is replaced (`replacing`) or must be new or empty, which one holding the log (or
-    about to: a first run creates it) is not once the work is done. The one check for every
-    writer, the library's functions as well as the commands (`name` says what the caller
-    called the path: `--out`, `run directory`), made before any work."""
+    inside them: no output overwrites the log. An output folder that is `replacing` what is
+    there, or a `new_folder` (new or empty), is refused too when it holds the log (or will: a
+    first run creates it), which would be removed, or is not empty once the work is done. The
+    one check for every writer, the library's functions as well as the commands (`name` says
+    what the caller called the path: `--out`, `run directory`), made before any work."""
     target = Path(path).expanduser().resolve()
     log_path = Path(log_path).resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")
-    if target in log_path.parents:
-        if replacing:
-            raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
+    if replacing and target in log_path.parents:
+        raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
+    if new_folder and target in log_path.parents:
         raise EvisceneError(f"{name} {path}: holds the log {log_path}, so it is not new or empty as an output folder must be; "
                             "name another folder")
     return target

@@ -151,7 +151,7 @@ def _open_lock_file(path: Path, flags: int) -> int:
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        raise LogIntegrityError(f"lock file {path} is a link; a run's lock is a plain file: remove the link") from None
+        raise LogIntegrityError(f"lock file {path} is a link; a lock file is a plain file: remove the link") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise LogIntegrityError(f"lock file {path} is not a plain file; remove it")

@@ -16,6 +16,7 @@ import duckdb
 from eviscene.errors import EvisceneError, LogNotFoundError, QueryRefusedError
 from eviscene.rules.blocking import run_blocking
 from eviscene.rules.paths import PathEscapeError, resolve_inside
+from eviscene.rules.sizes import byte_size
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import check_run_id, live_root, resolve_log_path
 from eviscene.store.snapshot import (
@@ -91,21 +92,24 @@ class EventStore:
         materialize: bool = False,
         for_query: str | None = None,
         read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
-        memory_limit: str | None = None,
-        spill_limit: str | None = None,
+        memory_limit: str | int | None = None,
+        spill_limit: str | int | None = None,
     ) -> duckdb.DuckDBPyConnection:
         """A read-only snapshot connection with `events`, `blobs` and (on an `EventLog`) every
         view (computed once into temporary tables with `materialize`, for exports; only those
         `for_query` reads, when given). It reads the log's files and the files or folders in
         `read`, nothing else, and writes no file (large intermediate results spill to a
         temporary folder). `memory_limit` and `spill_limit` bound DuckDB's memory and that
-        folder (sizes as DuckDB reads them: `4GB`)."""
+        folder (`"4GB"`, `"2GiB"`, or bytes: `rules.sizes.byte_size`)."""
         if isinstance(read, (str, os.PathLike)):  # one path, not its characters
             read = [read]
         readable = tuple(_readable(path) for path in read)
         # Temporary tables of a large log spill to disk rather than grow the process.
-        memory_limit = memory_limit or (MATERIALIZE_MEMORY_LIMIT if materialize else None)
-        sandbox = Sandbox(readable=readable, memory_limit=memory_limit, spill_limit=spill_limit)
+        if memory_limit is None and materialize:
+            memory = _bytes("EVISCENE_MATERIALIZE_MEMORY", MATERIALIZE_MEMORY_LIMIT)
+        else:
+            memory = _bytes("memory_limit", memory_limit)
+        sandbox = Sandbox(readable=readable, memory_limit=memory, spill_limit=_bytes("spill_limit", spill_limit))
         con = open_snapshot(self.path, sandbox=sandbox)
         if views:
             self.add_views(con, materialize=materialize, for_query=for_query)
@@ -147,8 +151,8 @@ class EventStore:
         batch_rows: int = BATCH_ROWS,
         as_rows: bool = False,
         inline_views: bool = False,
-        memory_limit: str | None = None,
-        spill_limit: str | None = None,
+        memory_limit: str | int | None = None,
+        spill_limit: str | int | None = None,
     ) -> Iterator[QueryResult]:
         """Run one SELECT over a fresh sandboxed snapshot and stream its rows in Arrow
         batches, or with `as_rows` in tuples (memory stays bounded whatever the result's size);
@@ -207,8 +211,8 @@ class EventStore:
         params: list[Any] | dict[str, Any] | None = None,
         *,
         read: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
-        memory_limit: str | None = None,
-        spill_limit: str | None = None,
+        memory_limit: str | int | None = None,
+        spill_limit: str | int | None = None,
     ) -> pa.Table:
         """Run one SELECT over a fresh sandboxed snapshot and return an Arrow table (`?`
         parameters from a list, `$name` parameters from a dict; `read` names files or
@@ -291,6 +295,16 @@ class EventStore:
     def check_file(self) -> None:
         """`NotALogError` when a file is at the log's path and it is not a log's archive."""
         check_log_file(self.path)
+
+
+def _bytes(name: str, value: str | int | None) -> int | None:
+    """A memory or disk size given as `name`, in bytes; one that is no size is refused by name."""
+    if value is None:
+        return None
+    try:
+        return byte_size(value)
+    except ValueError as exc:
+        raise EvisceneError(f"{name}: {exc}") from None
 
 
 def _unique_names(names: list[str]) -> list[str]:

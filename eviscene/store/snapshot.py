@@ -474,8 +474,8 @@ class Sandbox:
     locked so no statement can change any of it."""
 
     readable: tuple[Path, ...] = ()
-    memory_limit: str | None = None  # DuckDB's memory (a size it reads: `4GB`), else its default, 80% of RAM
-    spill_limit: str | None = None  # the spill folder's size, else DuckDB's default, 90% of its disk's free space
+    memory_limit: int | None = None  # DuckDB's memory in bytes, else its default, 80% of RAM
+    spill_limit: int | None = None  # the spill folder's bytes, else DuckDB's default, 90% of its disk's free space
 
 
 def open_snapshot(log_path: Path, *, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
@@ -562,10 +562,10 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     # A trailing separator, so that naming /data/in does not also open /data/inbox.
     con.execute("SET allowed_directories = [" + ", ".join(f"'{_quote(p)}{os.sep}'" for p in folders) + "]")
     con.execute(f"SET temp_directory = '{_quote(spill_directory())}'")
-    if sandbox.memory_limit:
-        con.execute(f"SET memory_limit = '{sandbox.memory_limit}'")
-    if sandbox.spill_limit:
-        con.execute(f"SET max_temp_directory_size = '{sandbox.spill_limit}'")
+    if sandbox.memory_limit is not None:
+        con.execute(f"SET memory_limit = '{int(sandbox.memory_limit)}B'")
+    if sandbox.spill_limit is not None:
+        con.execute(f"SET max_temp_directory_size = '{int(sandbox.spill_limit)}B'")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 

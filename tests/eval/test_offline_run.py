@@ -156,5 +156,8 @@ def test_why_of_a_one_rollout_episode_names_its_cases_rollouts_in_other_runs(rel
     lines = shown.stdout.splitlines()
     assert lines[0].startswith(f"episode {case}  (run single, case {case}, rollout 0")
     assert lines[1] == f"case {case} also has episodes in other runs: {pair[0]} (run pair), {pair[1]} (run pair)"
+    story = json.loads(CliRunner().invoke(cli, ["--db", str(log.path), "why", case, "--json"]).stdout)
+    assert (story["case_episodes_elsewhere"], story["more_case_episodes_elsewhere"]) == (
+        [{"run_id": "pair", "episode_id": pair[0]}, {"run_id": "pair", "episode_id": pair[1]}], False)
     chosen = CliRunner().invoke(cli, ["--db", str(log.path), "why", case, "--run", "single"])
     assert chosen.exit_code == 0 and "also has episodes" not in chosen.stdout

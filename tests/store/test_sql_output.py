@@ -115,8 +115,8 @@ def test_no_command_writes_its_output_over_the_log_or_into_its_live_folder(log_p
 
 
 @pytest.mark.parametrize("command", [["eval", "run", "--benchmark", BENCHMARK, "--limit", "1", "--no-progress", "--output-dir"],
-                                     ["dataset", "export", "--run", "sealed", "--out"], ["materialize", "sealed", "--out"],
-                                     ["log", "export-parquet"]], ids=lambda c: " ".join(c[:2]))
+                                     ["dataset", "export", "--run", "sealed", "--out"], ["materialize", "sealed", "--out"]],
+                                     ids=lambda c: " ".join(c[:2]))
 def test_an_output_folder_that_holds_the_log_is_refused_before_any_work(log_path, tmp_path, command):
     """`--db fresh/log.duckdb eval run --output-dir fresh` ran the whole run, then found its new
     folder not empty (the log was made there) and wrote no run directory; `dataset export`
@@ -128,10 +128,18 @@ def test_an_output_folder_that_holds_the_log_is_refused_before_any_work(log_path
         sandbox_log.copy(log_path, folder)
     before = sandbox_log.fingerprint(folder) if folder.exists() else None
     result = eviscene("--db", str(log), *command, str(folder), cwd=tmp_path)
-    option = {"eval": "--output-dir", "log": "DIRECTORY"}.get(command[0], "--out")
+    option = "--output-dir" if command[0] == "eval" else "--out"
     assert (result.returncode, result.stderr) == (2, (
         f"Error: {option} {folder}: holds the log {log}, so it is not new or empty as an output folder must be; name another folder\n"))
     assert (sandbox_log.fingerprint(folder) if folder.exists() else None) == before
+
+
+def test_an_export_folder_may_hold_the_log(log_path, tmp_path):
+    """`log export-parquet .` beside the log: an export adds to its folder, which need not be new."""
+    copy = sandbox_log.copy(log_path, tmp_path)
+    result = eviscene("--db", str(copy), "log", "export-parquet", ".", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("exported "), result.stderr
+    assert EventLog(tmp_path).sql("SELECT count(*) AS n FROM events").to_pylist() == EventLog(copy).sql("SELECT count(*) AS n FROM events").to_pylist()
 
 
 def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path, tmp_path):
@@ -475,9 +483,22 @@ def test_memory_and_spill_limits_bound_a_query_and_running_out_is_said_with_the_
     result = eviscene("--db", str(log_path), "sql", settings, "--csv", "--memory-limit", "2GiB", "--spill-limit", "0.5GB", cwd=tmp_path)
     assert result.stdout == "memory,spill\n2.0 GiB,476.8 MiB\n", result.stderr  # 0.5 GB = 500,000,000 bytes
     assert EventLog(log_path).sql(settings, memory_limit="1GiB").to_pylist() == [{"memory": "1.0 GiB", "spill": "90% of available disk space"}]
+    # No spill at all is a limit too: a query that fits in memory still answers.
+    result = eviscene("--db", str(log_path), "sql", "SELECT count(*) AS n FROM range(1000000)", "--csv", "--spill-limit", "0", cwd=tmp_path)
+    assert result.stdout == "n\n1000000\n", result.stderr
+
+    # A library caller's size reaches DuckDB as a number of bytes only: text after a quote was a
+    # statement of its own, run before the sandbox closed (a COPY wrote a file).
+    written = tmp_path / "written.csv"
+    with pytest.raises(EvisceneError) as refused:
+        EventLog(log_path).sql("SELECT 1", spill_limit=f"1GB'; COPY (SELECT 42) TO '{written}'; SET memory_limit='1GB")
+    assert str(refused.value).startswith("spill_limit: \"1GB'; COPY") and str(refused.value).endswith(" is not a size (e.g. 4GB, 500MB, 2GiB)")
+    assert not written.exists()
 
     for flag, value, why in [("--memory-limit", "10MB", "'10MB' is less than 64MB, too little for DuckDB to answer any query"),
-                             ("--spill-limit", "lots", "'lots' is not a size (e.g. 4GB, 500MB, 2GiB)")]:
+                             ("--spill-limit", "lots", "'lots' is not a size (e.g. 4GB, 500MB, 2GiB)"),
+                             ("--spill-limit", "1iB", "'1iB' is not a size (e.g. 4GB, 500MB, 2GiB)"),
+                             ("--memory-limit", "99999999999T", "'99999999999T' is outside what DuckDB takes (0 to 9,223,372,036,854,775,807 bytes)")]:
         refused = eviscene("--db", str(log_path), "sql", "SELECT 1", flag, value, cwd=tmp_path)
         assert refused.returncode == 2 and refused.stderr.endswith(f"Error: Invalid value for '{flag}': {why}\n")
 

@@ -135,7 +135,7 @@ def test_a_lock_file_that_is_a_link_is_named_and_the_file_it_leads_to_is_never_w
     lock.unlink()
     lock.symlink_to(precious)
     result = verify_cli(log)
-    assert (result.exit_code, result.output) == (2, f"Error: lock file {lock} is a link; a run's lock is a plain file: remove the link\n")
+    assert (result.exit_code, result.output) == (2, f"Error: lock file {lock} is a link; a lock file is a plain file: remove the link\n")
     with pytest.raises(LogIntegrityError, match="is a link"):
         log.seal()
     assert precious.read_text() == "precious\n"
