@@ -405,7 +405,7 @@ def test_a_temp_directory_others_may_write_to_is_refused_for_spilling(log_copy, 
 
 
 def test_a_large_query_spills_into_the_private_folder_and_leaves_nothing_there(log_copy):
-    con = open_snapshot(log_copy, sandbox=Sandbox(memory_limit="100MB"))
+    con = open_snapshot(log_copy, sandbox=Sandbox(memory_limit=100_000_000))
     try:
         con.execute("CREATE TEMP TABLE big AS SELECT i, md5(i::VARCHAR) AS m, md5(m) AS n FROM range(3000000) t(i)")
         assert any(p.name != ".owner" for p in spill_directory().iterdir())
