@@ -66,7 +66,7 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
         eviscene dataset export --run 20261130_141502_offline_offline-react-v1 --out datasets/v1
         eviscene dataset export --accepted-release releases/teacher-v4 --case-split splits/frozen.jsonl --out datasets/frozen
     """
-    check_not_the_log("--out", out_dir, log.path, new_folder=True)
+    check_not_the_log("--out", out_dir, log.path, output_folder="new")
     if not run_dirs and accepted_release is None:
         log.require()  # nothing to import first: the export only reads, so a missing log is an error
     options = ExportOptions(

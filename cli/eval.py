@@ -227,7 +227,7 @@ def run(
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
     name = _run_name(run_id, output_dir)
     if materialize and output_dir is not None:
-        check_not_the_log("--output-dir", output_dir, log.path, new_folder=True)
+        check_not_the_log("--output-dir", output_dir, log.path, output_folder="new")
     check_output_dir(output_dir if materialize else None)
     # recorded for the hints that name a resume; a generated id's default folder is not known yet
     given_dir = (output_dir or (Path("runs") / name if name else None)) if materialize else None
@@ -319,7 +319,7 @@ def resume(
     out_dir = output_dir or Path("runs") / run_id
     replaces = materialize and _is_run_directory_of(out_dir, run_id)  # written again from the log
     if materialize:
-        check_not_the_log("--output-dir", out_dir, log.path, replacing=replaces, new_folder=True)
+        check_not_the_log("--output-dir", out_dir, log.path, output_folder="replaced" if replaces else "new")
     if replaces:
         _check_holds_only_run_files(out_dir, run_id)
         check_not_the_working_folder(out_dir, "--output-dir")  # before the run, not once it has ended

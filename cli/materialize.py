@@ -31,7 +31,7 @@ def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str, unfinished_
     Example:
         eviscene materialize 20261130_141502_offline_offline-react-v1 --out runs/demo
     """
-    check_not_the_log("--out", out_dir, log.path, new_folder=True)
+    check_not_the_log("--out", out_dir, log.path, output_folder="new")
     with on_interrupt_say(lambda: interrupted_writing(out_dir, "the same command")):
         written = materialize_run(log, run_id, out_dir, fmt=fmt, unfinished_as_errors=unfinished_as_errors)
         for name, count in written.items():

@@ -62,8 +62,6 @@ class ByteSize(click.ParamType):
         self.minimum, self.why = minimum, why
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
         try:
             size = byte_size(value)
         except ValueError as exc:

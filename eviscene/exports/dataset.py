@@ -228,7 +228,7 @@ def _record(log: EventLog, out_dir: Path, manifest: dict[str, Any], settings: Ex
 def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any], dict[str, int]]:
     """Write the dataset; returns (manifest, rows written per file)."""
     log.require_writable()  # the export is recorded in the log: refused before any file is written
-    out_dir = check_not_the_log("dataset output directory", Path(options.out_dir), log.path, new_folder=True)
+    out_dir = check_not_the_log("dataset output directory", Path(options.out_dir), log.path, output_folder="new")
     resolved = resolve_inputs(log, options)
     con = open_export(log, resolved.settings)
     try:

@@ -139,7 +139,7 @@ def materialize_run(
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
-    check_not_the_log("run directory", out_dir, log.path, replacing=replace, new_folder=True)
+    check_not_the_log("run directory", out_dir, log.path, output_folder="replaced" if replace else "new")
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":

@@ -17,6 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from eviscene.errors import EvisceneError, InvalidRunIdError, LogIntegrityError
 from eviscene.rules.commands import default_log_path
@@ -42,22 +43,22 @@ def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
 
 
-def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *, replacing: bool = False,
-                      new_folder: bool = False) -> Path:
+def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *,
+                      output_folder: Literal["new", "replaced"] | None = None) -> Path:
     """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
-    inside them: no output overwrites the log. An output folder that is `replacing` what is
-    there, or a `new_folder` (new or empty), is refused too when it holds the log (or will: a
-    first run creates it), which would be removed, or is not empty once the work is done. The
-    one check for every writer, the library's functions as well as the commands (`name` says
-    what the caller called the path: `--out`, `run directory`), made before any work."""
+    inside them: no output overwrites the log. An `output_folder` the writer makes ("new": it must
+    be new or empty) or puts in place of what is there ("replaced") is refused too when it holds
+    the log (or will: a first run creates it), which would be removed, or is not empty once the
+    work is done. The one check for every writer, the library's functions as well as the commands
+    (`name` says what the caller called the path: `--out`, `run directory`), made before any work."""
     target = Path(path).expanduser().resolve()
     log_path = Path(log_path).resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")
-    if replacing and target in log_path.parents:
+    if output_folder == "replaced" and target in log_path.parents:
         raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
-    if new_folder and target in log_path.parents:
+    if output_folder == "new" and target in log_path.parents:
         raise EvisceneError(f"{name} {path}: holds the log {log_path}, so it is not new or empty as an output folder must be; "
                             "name another folder")
     return target

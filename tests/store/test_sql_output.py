@@ -11,12 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 import sandbox_log
 from pseudo_terminal import written_to_a_terminal
+from eviscene.cli.numbers import MEMORY_SIZE
 from eviscene.errors import EvisceneError
 from eviscene.log import EventLog
 
@@ -507,3 +509,10 @@ def test_memory_and_spill_limits_bound_a_query_and_running_out_is_said_with_the_
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("Error: the query ran out of disk to spill to (Out of Memory Error: ")
     assert out.stderr.endswith("); narrow it, or raise --memory-limit or --spill-limit\n")
+
+
+def test_a_size_given_as_bytes_is_held_to_the_same_minimum():
+    """A size already in bytes (a default, a caller's `convert`) passed through unchecked."""
+    with pytest.raises(click.BadParameter, match="is less than 64MB"):
+        MEMORY_SIZE.convert(10 * 10**6, None, None)
+    assert MEMORY_SIZE.convert(64 * 10**6, None, None) == 64 * 10**6
