@@ -1,8 +1,9 @@
 """The one strict JSONL reader (cases, gold, corpus pages, imported run files).
 
 Lines are split on ``\\n`` only: a JSON string may legally hold a raw U+2028 or U+0085,
-which ``str.splitlines`` would cut in two. A UTF-8 byte-order mark is dropped, blank lines
-are skipped (line numbers still count them), NaN/Infinity and repeated keys are refused.
+which ``str.splitlines`` would cut in two. Blank lines are skipped (line numbers still count
+them); a byte-order mark (which Python's json, the seed's reader, refuses), NaN/Infinity,
+repeated keys and lone surrogates are refused.
 A line is read by orjson where that provably gives Python's reading (`read_fast`), else by
 Python's json with a hook per object (three times slower).
 Every problem is a `JsonlError` naming ``<file>:<line>``; callers turn it into their own
@@ -14,19 +15,20 @@ macro jsonl_text, split on \n, a line skipped where py_blank (`python_text`) is 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
 import orjson
 
 Problem = Literal["unreadable", "not_utf8", "malformed", "not_object", "not_a_list"]
-BYTE_ORDER_MARK = b"\xef\xbb\xbf"  # dropped before a file's first line
 
 
 # name -> the macro's parameters and body, created on a connection whose views name it.
 SQL_MACROS = {
-    # a stored file's text as the reader reads it: decoded, without a leading byte-order mark
-    # (the views split it on \n only and number the lines from 1)
+    # a stored file's text as the reader reads it: decoded (the views split it on \n only and
+    # number the lines from 1); without the byte-order mark that earlier versions let a file
+    # open with, which logs they wrote may hold
     "jsonl_text": "(content) AS CASE WHEN starts_with(decode(content), chr(65279)) "
                   "THEN substr(decode(content), 2) ELSE decode(content) END",
 }
@@ -78,15 +80,53 @@ def load_json_document(content: bytes) -> Any:
     by orjson where that provably reads the same (`read_fast`), refusing a repeated key
     (`RepeatedKeyError`), which the seed and the views would read differently."""
     fast = read_fast(content)
-    return fast if fast is not None else json.loads(content.decode("utf-8"), object_pairs_hook=refuse_repeated_keys)
+    if fast is not None:
+        return fast
+    text = content.decode("utf-8")
+    value = json.loads(text, object_pairs_hook=refuse_repeated_keys)
+    refuse_lone_surrogates(text)
+    return value
 
 
 def parse_json(text: str | bytes) -> Any:
     """Parse strict JSON: no NaN/Infinity, no repeated keys in an object."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=refuse_repeated_keys)
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=refuse_repeated_keys)
     except RecursionError:  # `[[[…` a few thousand deep: a malformed input, not a crash
         raise ValueError("nested too deeply") from None
+    refuse_lone_surrogates(text if isinstance(text, str) else text.decode("utf-8"))
+    return value
+
+
+# Every escape in order (`\\` consumed whole, so `\\ud800` is a backslash and text), a \u's
+# four digits captured.
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def refuse_lone_surrogates(text: str) -> None:
+    """json.JSONDecodeError at the first `\\uD800`-`\\uDFFF` escape that is not half of a pair:
+    Python's json reads it as a string no UTF-8 holds (the seed's writer then fails), DuckDB's
+    JSON refuses it (a view over the stored file would fail on every later read). orjson
+    refuses it too, so only text Python's reader read comes here."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return
+    high = None  # a first half, waiting for its second right after it
+    for escape in _ESCAPE.finditer(text):
+        code = int(escape.group(1), 16) if escape.group(1) else None
+        second_half = code is not None and 0xDC00 <= code <= 0xDFFF
+        if high is not None:
+            if not (second_half and escape.start() == high.end()):
+                break
+            high = None
+        elif code is not None and 0xD800 <= code <= 0xDBFF:
+            high = escape
+        elif second_half:
+            high = escape
+            break
+    else:
+        if high is None:
+            return
+    raise json.JSONDecodeError(f"{high.group(0)} is half of a character (a lone surrogate), which no UTF-8 text holds", text, high.start())
 
 
 def read_fast(line: bytes) -> Any | None:
@@ -152,15 +192,10 @@ def parse_jsonl_line(raw_line: bytes | str, path: str | Path, line_number: int) 
 
 def iter_jsonl_bytes(data: bytes, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, row) for every non-blank line of `data`, the content of `path`."""
-    for line_number, raw_line in enumerate(split_lines(data, first_line_start(data)), start=1):
+    for line_number, raw_line in enumerate(split_lines(data), start=1):
         row = parse_jsonl_line(raw_line, path, line_number)
         if row is not None:
             yield line_number, row
-
-
-def first_line_start(data: bytes) -> int:
-    """Where a file's first line starts: after its byte-order mark, if it has one."""
-    return len(BYTE_ORDER_MARK) if data.startswith(BYTE_ORDER_MARK) else 0
 
 
 def split_lines(data: bytes, start: int = 0, end: int | None = None) -> Iterator[bytes]:
@@ -191,7 +226,7 @@ def read_jsonl_numbered(path: str | Path, data: bytes | None = None) -> list[tup
     if data is None:
         data = read_file_bytes(path)
     if path.suffix.lower() != ".jsonl":
-        return _json_list_numbered(path, data.removeprefix(BYTE_ORDER_MARK))
+        return _json_list_numbered(path, data)
     return list(iter_jsonl_bytes(data, path))
 
 

@@ -21,7 +21,7 @@ from itertools import chain
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from eviscene.rules.jsonl import JsonlError, first_line_start, iter_jsonl_bytes, parse_jsonl_line, split_lines
+from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, parse_jsonl_line, split_lines
 
 # A part below this size costs less to read here than a process costs to start and be sent it.
 PART_MIN_BYTES = 32 << 20
@@ -37,7 +37,7 @@ def iter_jsonl_field(data: bytes, path: str | Path, key: str | None) -> Iterator
     """(line number, row.get(key)) for every row `iter_jsonl_bytes(data, path)` yields (None
     for each when `key` is None), and its first error where it raises it."""
     count = 1 if getattr(sys, "frozen", False) else min(_cpus(), len(data) // PART_MIN_BYTES)
-    parts = _parts(data, first_line_start(data), count)
+    parts = _parts(data, count)
     if len(parts) == 1:
         for number, row in iter_jsonl_bytes(data, path):
             yield number, _field(row, key)
@@ -79,10 +79,10 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _parts(data: bytes, start: int, count: int) -> list[tuple[int, int]]:
-    """(start, end) of up to `count` runs of whole lines covering data[start:], each cut at a
-    newline that belongs to neither part: split on it, the parts' lines are the file's lines."""
-    parts = []
+def _parts(data: bytes, count: int) -> list[tuple[int, int]]:
+    """(start, end) of up to `count` runs of whole lines covering data, each cut at a newline
+    that belongs to neither part: split on it, the parts' lines are the file's lines."""
+    parts, start = [], 0
     for k in range(1, count):
         cut = data.find(b"\n", max(start, len(data) * k // count))
         if cut < 0:

@@ -3,8 +3,8 @@
 -- key: run_id, kind, line_number
 -- Each row of the seed files an imported run is read from (run_results, process_metrics,
 -- trajectory_scores), with its 1-based line number; blank lines (only white space to Python)
--- are skipped and a leading byte-order mark dropped, as the seed's loader and the strict JSONL
--- reader do.
+-- are skipped, as the seed's loader and the strict JSONL reader do (`jsonl_text`: the text,
+-- without the byte-order mark a file imported by an earlier version may open with).
 CREATE OR REPLACE VIEW imported_run_rows AS
 WITH files AS (
     SELECT f.import_id AS run_id, f.kind, string_split(jsonl_text(b.content), chr(10)) AS lines

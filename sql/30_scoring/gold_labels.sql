@@ -3,8 +3,8 @@
 -- key: run_id, case_id
 -- The private evaluation gold each run is scored against: the newest `evaluation_gold`
 -- artifact attached to the run, parsed row by row from its blob (JSONL, or a JSON list as the
--- seed also reads gold), as the strict JSONL reader reads it (a leading byte-order mark dropped,
--- lines of only white space skipped).
+-- seed also reads gold), as the strict JSONL reader reads it (lines of only white space
+-- skipped; `jsonl_text` drops the byte-order mark gold stored by an earlier version may hold).
 CREATE OR REPLACE VIEW gold_labels AS
 WITH artifact AS (
     SELECT run_id, arg_max(payload->>'blob_sha256', seq) AS blob_sha256

@@ -3,8 +3,9 @@
 -- key: import_id, kind, line_number
 -- Each row of the export's imported JSONL files (trajectory_scores, trajectory_sft,
 -- perception_trajectories, selected_episodes, action_only, case_split) with its 1-based
--- line number; blank lines (only white space to Python) are skipped and a leading byte-order
--- mark dropped, as the seed's loader and the strict JSONL reader do.
+-- line number; blank lines (only white space to Python) are skipped, as the seed's loader and
+-- the strict JSONL reader do (`jsonl_text` drops the byte-order mark a file imported by an
+-- earlier version may open with).
 CREATE OR REPLACE VIEW imported_rows AS
 -- MATERIALIZED: the files wanted are found first, so each file's content goes through one join
 -- (through two, as DuckDB ordered them, its 1.4 GB trajectory file was copied twice, ~1.5 s)

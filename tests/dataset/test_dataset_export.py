@@ -396,9 +396,9 @@ def test_an_episode_in_two_sources_is_an_error(log, tmp_path):
         export(log, tmp_path / "out", one, two)
 
 
-def test_jsonl_with_a_mark_crlf_and_lines_of_python_white_space_exports_as_its_plain_twin(tmp_path):
+def test_jsonl_with_crlf_and_lines_of_python_white_space_exports_as_its_plain_twin(tmp_path):
     """The import's strict reader skips a line of only white space to Python (a form feed, a
-    no-break space) and a leading byte-order mark; the export's views read the stored files
+    no-break space) and CRLF ends; the export's views read the stored files
     the same way (they failed the JSON cast before)."""
     episodes = [{"episode_id": ep(f"c{i}", r), "case_id": f"c{i}", "families": [f"content:{i % 2}"]} for i in range(4) for r in range(2)]
     run = write_run_dir(tmp_path / "run", "run-a", episodes)
@@ -406,7 +406,7 @@ def test_jsonl_with_a_mark_crlf_and_lines_of_python_white_space_exports_as_its_p
     for path in run.glob("*.jsonl"):  # the same files, at the same paths, spaced out
         lines = path.read_text(encoding="utf-8").splitlines()
         spaced = [part for line in lines for part in (line, "\x0c", "\u00a0 \t")]
-        path.write_bytes(b"\xef\xbb\xbf" + "".join(f"{line}\r\n" for line in spaced).encode("utf-8"))
+        path.write_bytes("".join(f"{line}\r\n" for line in spaced).encode("utf-8"))
     export(EventLog(tmp_path / "odd.duckdb"), tmp_path / "odd", run)
     written = sorted(p.name for p in (tmp_path / "plain").glob("*.jsonl"))
     assert "train.jsonl" in written and "episode_metadata.jsonl" in written

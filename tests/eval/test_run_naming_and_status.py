@@ -622,8 +622,8 @@ def test_manifest_records_the_decision_policy_and_ocr_cache_version(release, tmp
     assert result.exit_code == 2 and "OCR_BACKEND='baidu'" in result.output
 
 
-def test_gold_with_a_mark_crlf_and_lines_of_python_white_space_scores_as_its_plain_twin(release, tmp_path):
-    """Gold the strict reader accepts (a byte-order mark, CRLF ends, a line of a form feed,
+def test_gold_with_crlf_and_lines_of_python_white_space_scores_as_its_plain_twin(release, tmp_path):
+    """Gold the strict reader accepts (CRLF ends, a line of a form feed,
     a no-break space or a lone CR) is read by the scoring views the same way (DuckDB's trim()
     takes only spaces: such a line failed the JSON cast)."""
     odd = tmp_path / "odd" / "demo"
@@ -631,7 +631,7 @@ def test_gold_with_a_mark_crlf_and_lines_of_python_white_space_scores_as_its_pla
     gold_file = odd / "private" / "evaluation_gold.jsonl"
     lines = gold_file.read_text(encoding="utf-8").splitlines()
     spaced = [part for line in lines for part in (line, "\x0c", "\u00a0", "\r")]
-    gold_file.write_bytes(b"\xef\xbb\xbf" + "".join(f"{line}\r\n" for line in spaced).encode("utf-8"))
+    gold_file.write_bytes("".join(f"{line}\r\n" for line in spaced).encode("utf-8"))
     log = EventLog(tmp_path / "log.duckdb")
     anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(odd), limit=3), run_id="odd"))
     anyio.run(lambda: start_run(log, EvalOptions(benchmark=benchmark(release), limit=3), run_id="plain"))

@@ -112,8 +112,8 @@ def test_every_file_of_a_run_directory_is_imported(tmp_path):
         {"run_id": result.import_id, "source_run_id": "20261130_141502_offline_offline-react-v1"}]
 
 
-def test_jsonl_read_as_the_strict_reader_reads_it_a_mark_crlf_and_lines_of_python_white_space(tmp_path):
-    """A byte-order mark, CRLF ends and lines of only white space to Python (a form feed, a
+def test_jsonl_read_as_the_strict_reader_reads_it_crlf_and_lines_of_python_white_space(tmp_path):
+    """CRLF ends and lines of only white space to Python (a form feed, a
     no-break space, a lone CR) pass the import's strict reader; the views read the same rows
     (they failed the JSON cast before)."""
     plain = write_seed_run_dir(tmp_path / "plain", run_id="plain")
@@ -122,7 +122,7 @@ def test_jsonl_read_as_the_strict_reader_reads_it_a_mark_crlf_and_lines_of_pytho
         lines = (odd / name).read_text(encoding="utf-8").splitlines()
         blanks = ["\x0c", "\u00a0", "\r", "\u3000 \t"]
         mixed = [line for pair in zip(lines, blanks) for line in pair] + lines[len(blanks):]
-        (odd / name).write_bytes(b"\xef\xbb\xbf" + "".join(f"{line}\r\n" for line in mixed).encode("utf-8"))
+        (odd / name).write_bytes("".join(f"{line}\r\n" for line in mixed).encode("utf-8"))
     log = EventLog(tmp_path / "log.duckdb")
     ids = {name: import_path(log, root).import_id for name, root in (("plain", plain), ("odd", odd))}
     rows = {name: log.sql(f"SELECT kind, line_number, row->>'episode_id' AS episode FROM imported_run_rows "
@@ -375,6 +375,33 @@ def test_a_trace_nested_too_deeply_is_refused_by_name_without_a_traceback(tmp_pa
     assert out.exit_code == 2, out.output
     assert out.output == f"Error: {run.resolve() / 'traces' / 'case-A--r000.json'}: not valid JSON (nested too deeply)\n"
     assert not log.exists()
+
+
+def test_half_a_character_or_a_byte_order_mark_is_refused_by_file_and_line_before_anything_is_imported(tmp_path):
+    """Python's json reads `"\\ud800"` (half a character), which DuckDB's JSON refuses: the import
+    took the row, and every later export of the run directory failed on a raw DuckDB error naming
+    no file. And seed 002 reads a file as utf-8, whose byte-order mark json.loads refuses: the
+    import dropped it and exported what the seed stops at."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    results = run / "run_results.jsonl"
+    clean = results.read_bytes()
+    results.write_bytes(clean + b'{"episode_id": "x", "error": "bad \\ud800 flag", "f": 1e+300}\n')
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    line = clean.count(b"\n") + 1
+    assert out.exit_code == 2 and out.output.startswith(f"Error: {results.resolve()}:{line}: not valid JSON")
+    assert "\\ud800 is half of a character (a lone surrogate)" in out.output and not log.exists()
+    trace = next((run / "traces").iterdir())
+    results.write_bytes(clean)
+    trace.write_bytes(trace.read_bytes()[:-1] + b', "note": "\\udfff", "f": 1e+300}')
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and out.output.startswith(f"Error: {trace.resolve()}: not valid JSON")
+    assert "\\udfff is half of a character" in out.output and not log.exists()
+    trace.write_bytes(trace.read_bytes().replace(b', "note": "\\udfff", "f": 1e+300}', b"}"))
+    results.write_bytes(b"\xef\xbb\xbf" + clean)
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+    assert out.exit_code == 2 and out.output.startswith(f"Error: {results.resolve()}:1: not valid JSON")
+    assert "Unexpected UTF-8 BOM" in out.output and not log.exists()
 
 
 CREDENTIAL_REFUSED = ("holds what looks like a credential (an API key, a token); an import keeps its files as they are, so it "

@@ -21,6 +21,13 @@ def test_a_bad_line_3_names_the_file_and_line_3(tmp_path: Path):
         (b'{"a": 1, "a": 2}\n', 1, "malformed", "malformed JSON: duplicate key 'a'"),
         (b'{"a": 1}\n[1]\n', 2, "not_object", "expected a JSON object, got an array"),
         (b'{"a": 1}\n{"a": "\xff"}\n', 2, "not_utf8", "not UTF-8 (invalid start byte)"),
+        # seed 002's `_load_jsonl` reads the file as utf-8 (not utf-8-sig) and json.loads refuses the mark
+        (b'\xef\xbb\xbf{"a": 1}\n', 1, "malformed", "malformed JSON: Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"),
+        # Python's json reads half a character, which the seed cannot write and DuckDB's JSON refuses
+        (b'{"a": 1}\n{"s": ["ok", "\\ud800"]}\n', 2, "malformed",
+         "malformed JSON: \\ud800 is half of a character (a lone surrogate), which no UTF-8 text holds: line 1 column 15 (char 14)"),
+        (b'{"s": "\\udc00\\ud83d"}\n', 1, "malformed",
+         "malformed JSON: \\udc00 is half of a character (a lone surrogate), which no UTF-8 text holds: line 1 column 8 (char 7)"),
         # deeper than orjson's limit and Python's recursion: a fault, not a RecursionError
         (b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n", 1, "malformed", "malformed JSON: nested too deeply"),
     ],
@@ -32,7 +39,7 @@ def test_strict_faults(content, line, problem, message):
 
 
 def test_rows_keep_their_line_numbers_and_raw_separators():
-    content = '\ufeff{"t": "a\u2028b"}\r\n\n{"t": 2}'.encode()
+    content = '{"t": "a\u2028b"}\r\n\n{"t": 2}'.encode()
     assert list(iter_jsonl_bytes(content, "f.jsonl")) == [(1, {"t": "a\u2028b"}), (3, {"t": 2})]
 
 
@@ -80,7 +87,8 @@ def _nested_lists(depth: int) -> list:
         (b'{"n": 18446744073709551615, "m": -9223372036854775808}', {"n": 2**64 - 1, "m": -(2**63)}),  # 64-bit bounds
         (b'{"s": "one+two e+3", "f": 1e+300}', {"s": "one+two e+3", "f": 1e300}),  # "e+" sends a line to Python
         (b'{"f": 1e400, "g": -1e400, "h": 0.1e-400}', {"f": float("inf"), "g": float("-inf"), "h": 0.0}),  # as Python reads them
-        (b'{"s": "\\ud800"}', {"s": "\ud800"}),  # a lone surrogate escape, kept as Python keeps it
+        # a pair's halves, and an escaped backslash's text (read by Python: "e+")
+        (b'{"s": "\\ud83d\\ude00 \\\\ud800", "f": 1e+300}', {"s": "\U0001F600 \\ud800", "f": 1e300}),
         (b'{"a\\u003a": "b\\u003A"}', {"a:": "b:"}),
         (b'{"t": "k: v", "u": {"w": ":"}, "e": [], "o": {}}\r', {"t": "k: v", "u": {"w": ":"}, "e": [], "o": {}}),
         (b'{"d": ' + b'[' * 300 + b']' * 300 + b'}', {"d": _nested_lists(300)}),  # deeper than orjson writes

@@ -55,6 +55,15 @@ def test_the_sql_white_space_is_pythons_at_every_code_point():
         spaced.strip(), True, False)
 
 
+def test_stored_jsonl_text_is_read_without_the_byte_order_mark_earlier_versions_let_in():
+    """The strict reader now refuses a file opening with a byte-order mark (as the seed's json
+    does); logs written before hold files that open with one, which the views still read."""
+    con = duckdb.connect()
+    register_functions(con)
+    assert con.execute("SELECT jsonl_text(?), jsonl_text(?)", [b'\xef\xbb\xbf{"a": 1}\n', b'{"a": 1}\n']).fetchone() == (
+        '{"a": 1}\n', '{"a": 1}\n')
+
+
 def test_python_text_of_json_values():
     assert [py_value_text(v) for v in ('"a b"', "null", "true", "1.0", "1e5", '["a", 1]')] == [
         "a b", "None", "True", "1.0", "100000.0", "['a', 1]"]
