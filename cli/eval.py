@@ -78,7 +78,7 @@ class _ProgressBar:
 
     def finished(self, spec, finished) -> None:
         self.done += 1
-        self.errored += finished.termination == "error"
+        self.errored += finished.counts_as_error
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
         self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
 

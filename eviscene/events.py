@@ -200,6 +200,12 @@ class EpisodeFinished(_Payload):
     llm_api_calls: int = Field(0, description="Model calls made.")
     token_usage: TokenUsage = Field(default_factory=TokenUsage, description="Summed token usage.")
 
+    @property
+    def counts_as_error(self) -> bool:
+        """As the view episode_errors counts it (the seed's rule): ended in error, or with error
+        text (a timeout)."""
+        return self.termination == "error" or bool(self.error.strip())
+
 
 class RunFinished(_Payload):
     """A run (or one resume of it) ends."""

@@ -9,13 +9,14 @@ import subprocess
 from pathlib import Path
 
 
-def written_to_a_terminal(command: list[str], *, cwd: Path, stream: str = "stdout") -> bytes:
-    """What `command` writes to a pseudo-terminal as its `stream` (stdout or stderr); the other
-    output is dropped."""
+def written_to_a_terminal(command: list[str], *, cwd: Path, stream: str = "stdout", status: int = 0) -> bytes:
+    """What `command`, ending with exit `status`, writes to a pseudo-terminal as its `stream`
+    (stdout or stderr); the other output is dropped."""
     controller, terminal = pty.openpty()
     outputs = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: terminal}
     try:
-        subprocess.run(command, cwd=cwd, timeout=300, check=True, **outputs)
+        ended = subprocess.run(command, cwd=cwd, timeout=300, **outputs)
+        assert ended.returncode == status, f"{command} ended with exit {ended.returncode}, not {status}"
         os.close(terminal)
         terminal = -1
         written = b""

@@ -196,7 +196,10 @@ def _planned(run: RunOptions, release: Release, cases: list[Case], rollouts: int
         if settings is not None and settings.provider != "offline" and settings.api_key_env
         and 0 < len(key := os.environ.get(settings.api_key_env, "").strip()) < MIN_SECRET
     ]
-    if policy is not None and not policy.active:
+    if policy_file is None:  # as a policy that blocks nothing: no error, more likely a mistake than a choice
+        warnings.append("the release names no source access policy (its manifest's artifacts.source_access_policy) and "
+                        "--source-access-policy was not given: nothing is blocked; the agent may read the benchmark's answer pages")
+    elif not policy.active:
         # Seed 000 runs under a policy that blocks nothing (enforcing nothing, `active: false` in
         # its manifest), so this is no error; but such a file is more likely a mistake than a
         # choice, and leaves the benchmark's own answer pages open to the agent.

@@ -117,6 +117,21 @@ def test_a_policy_that_blocks_nothing_runs_as_the_seed_does_with_one_warning_at_
     assert active == "false"  # recorded as seed 000 records it
 
 
+def test_a_release_naming_no_policy_runs_with_one_warning_at_the_start(broken_release, tmp_path):
+    """No policy at all opened the benchmark's answer pages to the agent with no word said,
+    where a policy blocking nothing was warned of."""
+    manifest_path = broken_release / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["artifacts"]["source_access_policy"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1", "--no-materialize")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(
+        "Warning: the release names no source access policy (its manifest's artifacts.source_access_policy) and "
+        "--source-access-policy was not given: nothing is blocked; the agent may read the benchmark's answer pages\n"), result.stderr
+    assert result.stderr.count("Warning:") == 1, result.stderr
+
+
 @pytest.mark.parametrize("flags", [("--limit", "0"), ("--limit", "0", "--shard-count", "2", "--shard-index", "1")])
 def test_an_empty_selection_is_an_error(release, tmp_path, flags):
     result = run_cli(tmp_path / "log.duckdb", release, *flags)

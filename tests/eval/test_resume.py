@@ -169,8 +169,8 @@ def test_a_resume_runs_its_episodes_at_the_concurrency_it_is_given(release, tmp_
     assert in_flight > 1  # (4 at once in a quiet moment; one at a time before)
 
 
-def _stderr_on_a_terminal(*args: str, cwd: Path) -> str:
-    return written_to_a_terminal([EVISCENE, *args], cwd=cwd, stream="stderr").decode("utf-8", "replace")
+def _stderr_on_a_terminal(*args: str, cwd: Path, status: int = 0) -> str:
+    return written_to_a_terminal([EVISCENE, *args], cwd=cwd, stream="stderr", status=status).decode("utf-8", "replace")
 
 
 def test_a_resume_with_nothing_left_draws_no_progress_bar(release, tmp_path):
@@ -181,3 +181,12 @@ def test_a_resume_with_nothing_left_draws_no_progress_bar(release, tmp_path):
     assert "1/1" in ran  # a run with episodes draws its bar
     resumed = _stderr_on_a_terminal("--db", str(log_path), "eval", "resume", "r", "--no-materialize", cwd=tmp_path)
     assert "0/0" not in resumed and "errored" not in resumed, resumed
+
+
+def test_the_progress_bar_counts_a_timed_out_episode_as_errored(release, tmp_path):
+    """The bar said `0 errored` for a run whose one episode timed out, which the run's summary,
+    status and exit code count as an error (the seed's rule: error text counts)."""
+    drawn = _stderr_on_a_terminal("--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark",
+                                  str(release / "runtime_input" / "cases.jsonl"), "--limit", "1", "--timeout", "0.001",
+                                  "--no-materialize", cwd=tmp_path, status=1)
+    assert "1/1" in drawn and "0 errored" not in drawn.split("1/1")[-1] and "1 errored" in drawn.split("1/1")[-1], drawn
