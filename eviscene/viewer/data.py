@@ -79,6 +79,11 @@ EPISODE_LIST_COLUMNS = (
     "strict_trace_audit_pass",
 )
 
+# Runs whose large results (an episode list, an imported run's rows read whole: ~1.4 GB of JSONL
+# at 100k episodes) the viewer keeps in memory: the last few browsed, not every run a long-lived
+# viewer was ever asked about.
+RUNS_KEPT = 4
+
 
 def read(log: EventLog, queries: str, reader: Callable[[duckdb.DuckDBPyConnection], Any], *, materialize: bool = True, views: bool = True) -> Any:
     """`reader` over one snapshot with the views `queries` name, each computed once by default
@@ -688,7 +693,7 @@ def episode_list(
             log.add_views(con, materialize=True, for_query=f"{listed} {reads}")
             table = con.sql(listed, params={"run": run_id}).to_arrow_table()
             if head is not None:
-                cache.remember("episode-list", head, table)
+                cache.remember("episode-list", head, table, runs=RUNS_KEPT)
         else:
             log.add_views(con, materialize=True, for_query=reads)
         con.register("episode_list", table)
@@ -830,7 +835,7 @@ def _imported_stories(
         log.add_views(con, materialize=False, for_query=f"{IMPORTED_FROM_SQL} {IMPORTED_STORIES_READ}")
         kept = {"from": fetch(con, IMPORTED_FROM_SQL, {"run": run_id})[0], "rows": imported_story_rows(con, run_id)}
         if head is not None:
-            cache.remember("imported-stories", head, kept)
+            cache.remember("imported-stories", head, kept, runs=RUNS_KEPT)
     table = kept["rows"] if episode_id is None else kept["rows"].filter(pc.field("episode_id") == episode_id)
     return stories_of(table, kept["from"])
 

@@ -260,10 +260,15 @@ class ResultCache:
             self._memory[(kind, head.run_id)] = (key, value)
         return value
 
-    def remember(self, kind: str, head: RunHead, value: Any) -> Any:
-        """Keep `value` for `head` in memory only, as it is (an Arrow table a page queries)."""
+    def remember(self, kind: str, head: RunHead, value: Any, *, runs: int | None = None) -> Any:
+        """Keep `value` for `head` in memory only, as it is (an Arrow table a page queries); of
+        this kind, only the `runs` runs remembered last where given (a large value each)."""
         with self._lock:
+            self._memory.pop((kind, head.run_id), None)  # remembered last, so kept longest
             self._memory[(kind, head.run_id)] = (self._key(kind, head), value)
+            if runs is not None:
+                for older in [entry for entry in self._memory if entry[0] == kind][:-runs]:
+                    del self._memory[older]
         return value
 
     def put(self, kind: str, head: RunHead, value: Any) -> Any:

@@ -18,7 +18,7 @@ from eviscene.events import ArtifactImported, EpisodeFinished, EpisodeScheduled,
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data, pages
-from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, beside_log, run_head
+from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, RunHead, beside_log, run_head
 
 LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]
 RUN = "cache-run"
@@ -279,3 +279,17 @@ def test_a_dashboard_begun_while_its_run_was_live_takes_its_runs_row_from_its_ow
     # Hand-computed: 4 cases answered, case 3 wrong.
     assert (board["run"]["episodes_finished"], board["run"]["status"]) == (4, "completed")
     assert board["run"]["macro_f1"] == pytest.approx((2 / 3 + 1 + 1 + 0) / 4)
+
+
+def test_a_kind_remembered_for_a_few_runs_keeps_only_the_last_remembered(tmp_path):
+    """A long-lived viewer kept every imported run's rows it was ever asked about, in memory."""
+    cache = ResultCache(tmp_path / "log.duckdb", folder=tmp_path / "cache")
+    heads = [RunHead(f"run-{i}", 10, f"h{i}") for i in range(5)]
+    for head in heads[:3]:
+        cache.remember("rows", head, head.run_id, runs=2)
+    cache.remember("other", heads[0], "kept: another kind")
+    assert [cache.get("rows", head) for head in heads[:3]] == [None, "run-1", "run-2"]
+    cache.remember("rows", heads[1], "run-1 again", runs=2)  # remembered last: kept longest
+    cache.remember("rows", heads[3], "run-3", runs=2)
+    assert [cache.get("rows", head) for head in heads[:4]] == [None, "run-1 again", None, "run-3"]
+    assert cache.get("other", heads[0]) == "kept: another kind"
