@@ -335,13 +335,29 @@ def mask_key_shapes(value: Any) -> Any:
 
 
 def _each_string(value: Any, mask: Callable[[str], str]) -> Any:
+    """A copy of `value` with `mask` applied to each non-empty string, dict keys included
+    (tuples become lists). A loop, not recursion: a server's answer nests as deep as orjson
+    reads (1,024 levels), past Python's recursion limit."""
     if isinstance(value, str):
         return mask(value) if value else value
-    if isinstance(value, dict):
-        return {_each_string(k, mask): _each_string(v, mask) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_each_string(v, mask) for v in value]
-    return value
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    copy: dict | list = {} if isinstance(value, dict) else [None] * len(value)
+    pending = [(value, copy)]
+    while pending:
+        source, target = pending.pop()
+        is_dict = isinstance(source, dict)
+        for key, item in source.items() if is_dict else enumerate(source):
+            if is_dict and isinstance(key, str) and key:
+                key = mask(key)
+            if isinstance(item, str):
+                target[key] = mask(item) if item else item
+            elif isinstance(item, (dict, list, tuple)):
+                target[key] = child = {} if isinstance(item, dict) else [None] * len(item)
+                pending.append((item, child))
+            else:
+                target[key] = item
+    return copy
 
 
 class KnownSecrets:

@@ -328,19 +328,20 @@ def _environment_proxy(base_url: str) -> str | None:
 
 
 def _error_message(response: _Response) -> str:
-    """The server's message: `error.message` or `error` of a JSON body, else the body."""
+    """The server's message: `error.message` or `error` of a JSON body, else the JSON body
+    decoded (`{"detail": …}`: its escapes, `\\u002d` or PHP's `\\/`, would hide an echoed key
+    from redaction), else the body."""
     text = response.text.strip()
-    message = text
     try:
         decoded = json.loads(text)
         error = decoded.get("error") if isinstance(decoded, dict) else None
         if isinstance(error, dict) and error.get("message"):
-            message = str(error["message"])
-        elif isinstance(error, str):
-            message = error
-    except ValueError:
-        pass
-    return message
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        return json.dumps(decoded, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
 
 
 def _refused(exc: BaseException | None, depth: int = 0) -> bool:

@@ -127,6 +127,34 @@ async def test_a_key_echoed_where_a_quoted_error_is_cut_is_redacted_whole_first(
         assert "you sent [REDACTED]" in reason and API_KEY[:6] not in reason, reason
 
 
+@pytest.mark.anyio
+async def test_a_key_echoed_escaped_in_a_json_error_body_of_another_shape_is_redacted(images, case_image):
+    """A body with no `error` (FastAPI's `{"detail": …}`) was quoted as written: a key in JSON
+    escapes (`\\u002d`, PHP's `\\/`) was no key to redaction, and any JSON reader of the log
+    read it back whole."""
+    escaped = API_KEY.replace("-", "\\u002d").replace("/", "\\/")
+    assert escaped != API_KEY
+    body = '{"detail": "you sent ' + escaped + '", "code": 7}'
+    with FakeServer(lambda r: Reply(500, body, headers={"Content-Type": "application/json"})) as server:
+        with pytest.raises(ProviderError) as refused:
+            await call(server, images, case_image, max_retries=1)
+    reasons = [str(refused.value), *(retry["error"] for retry in refused.value.retries)]
+    for reason in reasons:
+        assert reason.endswith('HTTP 500 Internal Server Error: {"detail": "you sent [REDACTED]", "code": 7}'), reason
+
+
+@pytest.mark.anyio
+async def test_an_answer_nested_past_pythons_recursion_limit_is_read(images, case_image):
+    """orjson reads 1,024 levels; masking the answer recursed, and a 600-level field of an
+    otherwise good answer ended the episode in a bare RecursionError."""
+    deep: list = []
+    for _ in range(600):
+        deep = [deep]
+    with FakeServer(lambda r: Reply(body={**chat_completion(f"fine, {API_KEY}"), "x_debug": deep})) as server:
+        response = await call(server, images, case_image)
+    assert response.content == "fine, [REDACTED]"
+
+
 @pytest.mark.parametrize("charset", ["rot13", "base64", "no-such-codec"])
 @pytest.mark.anyio
 async def test_a_charset_that_is_no_text_encoding_is_read_as_utf8(images, case_image, charset):
