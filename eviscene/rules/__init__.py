@@ -17,4 +17,5 @@ may import it. A rule SQL needs is registered as a DuckDB function or macro from
   Python's white space (`strip()`, a blank line) as SQL macros
 - `lazy_exports`: a package's public names, imported on first use
 - `paths`: a path an input names stays inside its root, symlinks included
+- `letters`: what a letter is in free text, for the search index's terms and the offline agent's claims
 """

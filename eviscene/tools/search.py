@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Generic, Iterator, Optional, Sequence, TypeVar
 
+from eviscene.rules.letters import LETTER_OR_DIGIT
+
 if TYPE_CHECKING:
     from eviscene.tools.pages import CorpusEntries, CorpusImage, Page
 
 K1 = 1.2
 B = 0.75
-_TOKEN = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(LETTER_OR_DIGIT + "+")
 _SNIPPET_TOKENS = 36
 _SNIPPET_CHARS = 280
 _TOKENIZED_PAGES = 1024  # pages whose snippet tokens are kept (a few kB each)

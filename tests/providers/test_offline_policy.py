@@ -14,11 +14,12 @@ TOOLS = [{"type": "function", "function": {"name": n}} for n in ("text_search", 
 CLAIM = "Floodwaters sweep through Porto Alegre, 6 May 2024"
 
 
-def conversation(*exchanges):
-    """System, user (perception report), then (tool name, arguments, data) exchanges."""
+def conversation(*exchanges, claim=CLAIM):
+    """System, user (perception report of `claim`'s lines), then (tool name, arguments, data) exchanges."""
+    printed = "".join(f"\n  {line}" for line in claim.splitlines())
     messages = [
         {"role": "system", "content": "verify"},
-        {"role": "user", "content": [{"type": "text", "text": f"Verify this image.\n\nPerception report (x):\nText printed in the image:\n  {CLAIM}"}]},
+        {"role": "user", "content": [{"type": "text", "text": f"Verify this image.\n\nPerception report (x):\nText printed in the image:{printed}"}]},
     ]
     for i, (name, arguments, data) in enumerate(exchanges, start=1):
         messages.append({"role": "assistant", "content": "", "tool_calls": [
@@ -97,6 +98,48 @@ def test_a_copy_about_another_place_is_out_of_context():
         ("visit", {"url": "https://a.example/x"}, page),
     )
     assert json.loads(ask(messages, "unified_judgment").content)["verdict"] == "out_of_context"
+
+
+def test_a_copy_whose_headline_names_only_another_place_is_out_of_context_though_it_shares_a_capitalized_word():
+    # "Wildfire" is capitalized mid-caption and the Valparaíso page mentions a wildfire, but not Lisbon.
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Smoke over Valparaíso, Chile",
+            "text": "VALPARAÍSO, 3 February 2024 — a wildfire burned the hills", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-02-03")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+        claim="Crews fight the Wildfire above Lisbon, 3 February 2024",
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "out_of_context" and verdict["confidence"] == 0.7
+    assert "the claim names Lisbon, which the earlier page does not mention (its headline names Valparaíso, Chile)" in verdict["rationale"]
+
+
+def test_a_name_in_a_script_the_page_never_writes_is_not_held_against_it():
+    # The offline agent cannot transliterate: Вальпараисо is neither named nor missing on an English page.
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Smoke over Valparaíso, Chile",
+            "text": "VALPARAÍSO, 3 February 2024 — a wildfire burned the hills", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-02-03")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+        claim="Дым от лесного пожара над Вальпараисо, 3 February 2024",
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.7  # the date alone confirmed
+    assert verdict["rationale"].endswith("published 2024-02-03, matches the claimed date.")
+
+
+def test_an_authentic_rationale_says_the_page_names_only_what_it_names():
+    # The badge under the caption reads as a name ("Exclusive") that no page holds; the page names Hamburg.
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Fire on a cargo ship in Hamburg",
+            "text": "HAMBURG, 8 November 2023 — a fire broke out", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2023-11-08")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+        claim="Fire breaks out on cargo ship in port of Hamburg, 8 November 2023\nEXCLUSIVE",
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.8
+    assert verdict["rationale"].endswith("published 2023-11-08, matches the claimed date and names Hamburg.")
 
 
 def test_rollouts_differ_only_through_the_seed():

@@ -8,6 +8,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 
+from eviscene.rules.letters import LETTER
+
 MONTHS = {
     name: number
     for number, names in enumerate(
@@ -38,6 +40,8 @@ _STOP = set(
     views more""".split()
 )
 _HANDLE = re.compile(r"[@#]\w+")
+# A word (letters, inner apostrophes and hyphens), a punctuation mark that ends a name or a sentence, or a spaced dash.
+_TOKEN = re.compile(rf"{LETTER}(?:{LETTER}|['’-])+|[.!?:;|,\n]|\s[-–—]\s")
 
 
 @dataclass
@@ -97,17 +101,24 @@ def parse_claim(ocr_text: str) -> Claim:
         phrase.clear()
 
     sentence_start = True
+    line_opens_sentence, line_has_content = True, False
     # A dash between spaces starts a new headline segment ("2019 - Forest fire ..."), as a
     # full stop does; a lone word before a colon is a dateline ("Tulsa: ..."), a name.
-    for match in re.finditer(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'’-]+|[.!?:;|,\n]|\s[-–—]\s", without_dates):
+    for match in _TOKEN.finditer(without_dates):
         token = match.group()
         if token in ",\n":  # a comma or a line's end ends a name, not the sentence ("Valparaiso, Chile")
             close_phrase()
+            if token == "\n":
+                # A badge's line ("LIVE", "BREAKING NEWS") is no sentence: the caption's first word still opens one.
+                if not line_has_content:
+                    sentence_start = line_opens_sentence
+                line_opens_sentence, line_has_content = sentence_start, False
             continue
         if token.strip() in ".!?:;|-–—":
             close_phrase()
             sentence_start = True
             continue
+        line_has_content = line_has_content or token.lower() not in _STOP
         if sentence_start and token[0].isupper() and without_dates[match.end():].lstrip().startswith(":") and token.lower() not in _STOP:
             phrase.append((token, False))  # a dateline names a place
             sentence_start = False
@@ -131,3 +142,8 @@ def fold(text: str) -> str:
 
 def mentions(text: str, phrase: str) -> bool:
     return re.search(r"\b" + re.escape(fold(phrase)) + r"\b", fold(text)) is not None
+
+
+def scripts(text: str) -> set[str]:
+    """The writing systems of a text's letters (LATIN, CYRILLIC, GREEK, CJK, ...), as Unicode names them."""
+    return {unicodedata.name(c, "").partition(" ")[0] for c in text if c.isalpha()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from eviscene.providers.offline.claim import Claim, mentions, parse_claim, parse_dates
+from eviscene.providers.offline.claim import Claim, mentions, parse_claim, parse_dates, scripts
 from eviscene.rules.compare_regions import NOT_EDITS
 
 # A copy published this long before the claimed date shows the picture predates the claim.
@@ -206,9 +206,16 @@ class Investigation:
             origin_text = self._page_text(origin.url)
             gap = (self.claim.date - origin.published).days if self.claim.date and origin.published else None
             predates = gap is not None and gap > PREDATES_CLAIM_DAYS
-            missing = [n for n in self.claim.names if origin_text and not mentions(origin_text, n)]
-            places_missing = bool(self.claim.names and origin_text and len(missing) == len(self.claim.names))
             title = (self.pages.get(origin.url) or {}).get("title") or origin.url
+            named = [n for n in self.claim.names if mentions(origin_text, n)]
+            # Unread, nothing is known missing; nor is a name in a script the page never writes (Вальпараисо on an English page).
+            page_scripts = scripts(origin_text)
+            missing = [n for n in self.claim.names if n not in named and scripts(n) <= page_scripts] if origin_text else []
+            headline_names = parse_claim(title).names if origin_text else []
+            theirs = [n for n in headline_names if not any(mentions(n, c) for c in self.claim.names)]
+            # The page is about another place when it names none of the claim's names, or when one is missing and its
+            # headline names only others: a word the claim capitalized ("Wildfire") may be on a page about any place.
+            places_missing = bool(missing) and (not named or (bool(headline_names) and theirs == headline_names))
             basis.append({"evidence_id": origin.evidence_id, "finding": f"earliest copy, published {origin.published or 'on an unknown date'}"})
             if predates or places_missing:
                 label = "out_of_context"
@@ -216,16 +223,15 @@ class Investigation:
                 if predates:
                     differences.append(f"the date: it was published {origin.published}, {gap} days before the claimed {self.claim.date}")
                 if places_missing:
-                    theirs = [n for n in parse_claim(title).names if not any(mentions(n, c) for c in self.claim.names)][:3]
-                    differences.append(f"the place or event: the claim names {', '.join(self.claim.names[:3])}, which the earlier page does not mention"
-                                       + (f" (its headline names {', '.join(theirs)})" if theirs else ""))
+                    differences.append(f"the place or event: the claim names {', '.join(missing[:3])}, which the earlier page does not mention"
+                                       + (f" (its headline names {', '.join(theirs[:3])})" if theirs else ""))
                 confidence = 0.9 if predates and places_missing else 0.85 if predates else 0.7
                 rationale = f"The picture was published earlier by \"{title}\" ({origin.url}). It differs from the claim in " + "; and in ".join(differences) + "."
             else:
                 label = "authentic"
-                confirmed = bool(self.claim.date and origin.published and origin_text and self.claim.names)
+                confirmed = bool(self.claim.date and origin.published and named)
                 confidence = 0.8 if confirmed else 0.7 if self.claim.date and origin.published else 0.6
-                agrees = (f"matches the claimed date{' and names ' + ', '.join(self.claim.names[:3]) if confirmed else ''}"
+                agrees = (f"matches the claimed date{' and names ' + ', '.join(named[:3]) if confirmed else ''}"
                           if self.claim.date else "shows the picture as claimed; the claim names no date to hold it to")
                 rationale = f"The earliest copy, \"{title}\" ({origin.url}), published {origin.published or 'on an unknown date'}, {agrees}."
         for url, page in self.pages.items():
