@@ -172,14 +172,21 @@ def _secret_values(extra: tuple[str, ...], encoded: bool = True) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+
+
 def _encoded_forms(value: str) -> set[str]:
     """How a server may echo `value` encoded as HTTP carries credentials: percent-encoded (a
-    query string) and in base64 (a `Basic` credential, `user:KEY` encoded whole). Base64 of
-    text that holds the value depends on where the value starts (three alignments) and on the
-    bytes around it: each alignment's characters that hold the value's bits alone are a form,
-    in the standard and the URL-safe alphabets."""
+    query string: as `quote` writes it, in lower-case hex, every byte escaped) and in base64 (a
+    `Basic` credential, `user:KEY` encoded whole). Base64 of text that holds the value depends
+    on where the value starts (three alignments) and on the bytes around it: each alignment's
+    characters that hold the value's bits alone are a form, in the standard and the URL-safe
+    alphabets."""
     data = value.encode()
-    forms = {quote(value, safe=""), base64.b64encode(data).decode()}  # the latter: `Basic` of the value alone, whole
+    quoted = quote(value, safe="")
+    every_byte = "".join(f"%{byte:02X}" for byte in data)  # as some clients write a query: no character left as it is
+    forms = {quoted, _PERCENT_ESCAPE.sub(lambda escape: escape[0].lower(), quoted), every_byte, every_byte.lower(),
+             base64.b64encode(data).decode()}  # the last: `Basic` of the value alone, whole
     for lead in range(3):
         encoded = base64.b64encode(bytes(lead) + data).decode().rstrip("=")
         start = -(-lead * 4 // 3) if lead else 0  # characters holding bits of the bytes before
@@ -363,7 +370,7 @@ def _each_string(value: Any, mask: Callable[[str], str]) -> Any:
 class KnownSecrets:
     """The secret values known when it is made (registered, and the environment's), for many
     checks: reading the environment costs ~85 us, checking an event's bytes ~0.4 us a value.
-    With `encoded`, their encoded forms too (`_encoded_forms`, eight a value): where a server's
+    With `encoded`, their encoded forms too (`_encoded_forms`, up to eleven a value): where a server's
     answer comes in. Past that boundary (events, request bodies built from masked answers)
     the values alone are checked, at a quarter of the cost."""
 

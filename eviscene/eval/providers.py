@@ -52,7 +52,7 @@ def build_provider(settings: ProviderSettings) -> Provider:
     endpoint = Endpoint(
         base_url=settings.base_url,
         api_key=api_key(settings),
-        auth_header="x-goog-api-key" if settings.wire_api == "interactions" else "authorization",
+        auth_header=settings.key_header,
         timeout_seconds=settings.timeout,
         connect_timeout_seconds=settings.connect_timeout,
         max_inflight=settings.max_inflight,

@@ -128,6 +128,7 @@ class JsonClient:
         e = self.endpoint
         if self._session is None or self._session.closed:
             self._proxy = _environment_proxy(e.base_url)
+            register_url_secrets(self._proxy)  # its password, which a proxy or server may echo
             # Loading the CA bundle costs ~35 ms of CPU a session: only TLS to the endpoint or
             # its proxy reads the context, so a plain-HTTP server (vLLM, llama.cpp) skips it.
             speaks_tls = any(urllib.parse.urlsplit(url).scheme == "https" for url in (e.base_url, self._proxy) if url)
@@ -165,7 +166,7 @@ class JsonClient:
         retries: list[dict[str, Any]] = []
         # orjson: a tenth of json.dumps's time on the event loop for a body of tens of kB.
         content = orjson.dumps(body)
-        url = self.endpoint.base_url.rstrip("/") + "/" + path.lstrip("/")
+        url = endpoint_url(self.endpoint.base_url, path)
         spent = 0  # retries used; waiting for an unreachable endpoint uses none
         while True:
             try:
@@ -314,6 +315,12 @@ def _tls_context() -> ssl.SSLContext:
     if os.environ.get("SSL_CERT_DIR"):
         return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
     return ssl.create_default_context(cafile=certifi.where())
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """`path` under the base URL's path, before its query (Azure's `…/deployments/NAME?api-version=…`)."""
+    parts = urllib.parse.urlsplit(base_url)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/"), fragment=""))
 
 
 def _environment_proxy(base_url: str) -> str | None:

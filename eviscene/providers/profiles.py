@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -307,6 +308,11 @@ class ProviderSettings:
     outage_timeout: float = 600.0
 
     @property
+    def key_header(self) -> str:
+        """The header a key goes in: Gemini's own, else `Authorization: Bearer KEY`."""
+        return "x-goog-api-key" if self.wire_api == "interactions" else "authorization"
+
+    @property
     def quota(self) -> tuple[str, str, str | None]:
         """What one provider quota is: the provider at one endpoint with one key."""
         return (self.provider, (self.base_url or "").rstrip("/"), self.api_key_env)
@@ -420,7 +426,14 @@ def _check(settings: ProviderSettings) -> None:
     if not settings.base_url:
         raise EvisceneError(f"provider {settings.provider} needs a base URL: give --base-url (e.g. http://127.0.0.1:8000/v1) or a profile with one")
     if not re.match(r"^https?://", settings.base_url):
-        raise EvisceneError(f"base URL {settings.base_url!r} must start with http:// or https://")
+        # user-info behind a mistyped scheme (`http//user:KEY@host`) is no URL's to the redaction nets: masked here
+        shown = re.sub(r"^((?:[a-z][a-z0-9+.-]*:?/+)?).*@", r"\1[REDACTED]@", settings.base_url, flags=re.IGNORECASE)
+        raise EvisceneError(f"base URL {shown!r} must start with http:// or https://")
+    if settings.api_key_env and settings.key_header == "authorization" and "@" in urlsplit(settings.base_url).netloc:
+        raise EvisceneError(
+            f"base URL {redact(settings.base_url)!r} carries a user and password, sent in the Authorization header, where "
+            f"--api-key-env {settings.api_key_env} sends its key too: give one of the two"
+        )
 
 
 def unused_settings(settings: ProviderSettings, *, vlm: bool = False) -> str | None:

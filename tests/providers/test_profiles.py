@@ -126,6 +126,30 @@ def test_unusable_settings_are_clear_errors(kwargs, problem):
         resolve_settings(**kwargs)
 
 
+@pytest.mark.parametrize("typed", ["user:Pw0rdSecret99@127.0.0.1:18801/v1", "http//user:Pw0rdSecret99@127.0.0.1:18801/v1",
+                                   "http:/user:Pw0rdSecret99@127.0.0.1:18801/v1"])
+def test_a_base_url_with_a_mistyped_scheme_is_refused_without_its_password(typed):
+    """Behind a mistyped scheme the user-info is no URL's to the redaction nets: the refusal
+    printed the password."""
+    with pytest.raises(EvisceneError) as refused:
+        resolve_settings(provider="openai_compatible", model="m", base_url=typed)
+    shown = typed.split("user:")[0] + "[REDACTED]@127.0.0.1:18801/v1"
+    assert str(refused.value) == f"base URL {shown!r} must start with http:// or https://"
+
+
+def test_a_base_url_carrying_a_password_and_a_key_for_the_same_header_is_refused(monkeypatch):
+    """Both go in the Authorization header: every call failed with aiohttp's "Cannot combine
+    AUTHORIZATION header with AUTH argument or credentials encoded in URL"."""
+    with pytest.raises(EvisceneError) as refused:
+        resolve_settings(provider="openai_compatible", model="m", base_url="http://buser:BasePass9876@127.0.0.1:18801/v1",
+                         api_key_env="MYKEY")
+    assert str(refused.value) == ("base URL 'http://[REDACTED]@127.0.0.1:18801/v1' carries a user and password, sent in the "
+                                  "Authorization header, where --api-key-env MYKEY sends its key too: give one of the two")
+    # Gemini's key has a header of its own; a password alone, or a key alone, is no conflict
+    assert resolve_settings(provider="gemini", model="g", base_url="https://u:p4ssw0rd-long@gw.example/v1beta", api_key_env="K")
+    assert resolve_settings(provider="openai_compatible", model="m", base_url="http://buser:BasePass9876@127.0.0.1:18801/v1")
+
+
 def test_seed_environment_overrides_for_thinking_and_gemini_inflight(monkeypatch):
     monkeypatch.setenv("QWEN_UNIFIED_JUDGMENT_ENABLE_THINKING", "false")
     assert resolve_settings(profile="qwen-local").thinking == {"unified_react": "on", "unified_judgment": "off"}

@@ -367,14 +367,17 @@ def test_a_run_stores_and_prints_no_key_a_server_echoes(keys, release_dir, tmp_p
 
 
 def test_a_run_stores_no_key_a_server_echoes_encoded(release_dir, tmp_path, monkeypatch):
-    """The echoing server says the key percent-encoded and inside a `Basic` credential."""
+    """The echoing server says the key percent-encoded (as `quote` writes it, in lower-case hex,
+    every byte escaped) and inside a `Basic` credential."""
     api_key = "creds+/" + secrets.token_hex(12)
     monkeypatch.setenv("MODEL_SERVER_CREDS", api_key)
-    echoes = (quote(api_key, safe=""), base64.b64encode(f"user:{api_key}".encode()).decode())
+    every_byte = "".join(f"%{byte:02x}" for byte in api_key.encode())  # lower-case hex, no character left as it is
+    echoes = (quote(api_key, safe=""), quote(api_key, safe="").replace("%2B", "%2b").replace("%2F", "%2f"), every_byte,
+              base64.b64encode(f"user:{api_key}".encode()).decode())
     result, log = run_against_an_echoing_server(release_dir, tmp_path, api_key, *echoes)
     texts = stored_texts(log)
     assert any(MASK in t for t in texts)
-    assert_nowhere(texts, tmp_path, result, api_key, *echoes, echoes[1][8:])  # past `user:`, the key's bits alone
+    assert_nowhere(texts, tmp_path, result, api_key, *echoes, echoes[-1][8:])  # past `user:`, the key's bits alone
 
 
 def test_a_key_too_short_to_mask_is_warned_about_as_the_run_starts(release_dir, tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import time
@@ -153,6 +154,35 @@ async def test_an_answer_nested_past_pythons_recursion_limit_is_read(images, cas
     with FakeServer(lambda r: Reply(body={**chat_completion(f"fine, {API_KEY}"), "x_debug": deep})) as server:
         response = await call(server, images, case_image)
     assert response.content == "fine, [REDACTED]"
+
+
+@pytest.mark.anyio
+async def test_a_base_url_with_a_query_gets_the_path_before_its_query(images, case_image):
+    """Azure's `…/deployments/NAME?api-version=…`: the path went after the query
+    (`?api-version=2024-02-01/chat/completions`), a credential in it too."""
+    with FakeServer(lambda r: OK) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/openai/deployments/gpt?api-version=2024-02-01")) as provider:
+            await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert [r.path for r in server.received] == ["/openai/deployments/gpt/chat/completions?api-version=2024-02-01"]
+
+
+@pytest.mark.anyio
+async def test_a_proxy_password_the_environment_names_is_masked_in_what_comes_back(images, case_image, monkeypatch):
+    """HTTP_PROXY=http://user:PASS@proxy: nothing registered its password, and a proxy (or the
+    server behind it) echoing it, bare or as the `Basic` credential, put it in the log."""
+    password = "ProxyPass4567-long"
+    credential = base64.b64encode(f"puser:{password}".encode()).decode()
+    with FakeServer(lambda r: Reply(502, f"bad gateway for puser:{password} ({credential})")) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", f"http://puser:{password}@"))
+        monkeypatch.setenv("NO_PROXY", "")
+        with pytest.raises(ProviderError) as refused:
+            async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                               endpoint=endpoint("http://model.internal/v1", max_retries=0)) as provider:
+                await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert proxy.received, "the call went through the proxy"
+    message = str(refused.value)
+    assert "HTTP 502" in message and password not in message and credential not in message, message
 
 
 @pytest.mark.parametrize("charset", ["rot13", "base64", "no-such-codec"])
