@@ -16,6 +16,7 @@ from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
 from eviscene.rules.commands import DEFAULT_LOG
+from eviscene.tools.pillow_warnings import quiet_decompression_bomb_warning
 
 
 # Each command's module, imported only when that command runs (or help lists it): `eviscene
@@ -91,6 +92,7 @@ def main() -> None:
         if sys.stderr is not None:
             print("Error: standard output is closed; send it somewhere (`> FILE`, `> /dev/null`)", file=sys.stderr)
         sys.exit(2)
+    quiet_decompression_bomb_warning()
     try:
         _refuse_undecodable_words()
         try:

@@ -19,6 +19,7 @@ from eviscene.providers.offline import OfflineProvider
 from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.redaction import MASK, redact, register_url_secrets
 from eviscene.release import Case, Release
+from eviscene.release.case_image import CheckedImageStream
 from eviscene.release.gold import load_gold, require_gold_for
 from eviscene.release.loader import named
 from eviscene.release.selection import RolloutSpec
@@ -66,22 +67,20 @@ def check_trace_file_names(specs: Sequence[RolloutSpec]) -> None:
 
 
 def check_case_pictures(cases: Sequence[Case]) -> None:
-    """Each case's picture is one Pillow reads, within the decoding limit: found from its header
-    now, before any episode, not as an engineering error in each of the case's rollouts."""
-    from PIL import Image
-
-    from eviscene.tools.images import PILLOW_READ_ERRORS, over_decode_limit
+    """Each case's picture is one Pillow decodes, within the decoding limit: found now, before
+    any episode, not as an engineering error in each of the case's rollouts, nor (its data
+    damaged past its header) read as a blank picture that an episode gives a verdict on. Decoded
+    as an episode decodes it (a very large one's reduced copy is kept for the episode, by sha256)."""
+    from eviscene.tools.images import ImageTooLarge, UndecodableImage, open_image
 
     problems = []
     for case in cases:
         try:
-            with Image.open(case.image_file) as opened:
-                too_large = over_decode_limit(*opened.size)
-        except PILLOW_READ_ERRORS:
-            problems.append(f"{named(case)}: {case.image_path} is not a picture Pillow can read")
-            continue
-        if too_large:
-            problems.append(f"{named(case)}: {case.image_path} is {too_large}: downscale it")
+            open_image(CheckedImageStream(case.image_file.read_bytes(), case.image_path, case.image_sha256))
+        except ImageTooLarge as exc:
+            problems.append(f"{named(case)}: {case.image_path} is {exc.detail}: downscale it")
+        except UndecodableImage as exc:
+            problems.append(f"{named(case)}: {case.image_path} is {exc.detail}")
     if problems:
         more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise ReleaseError(f"{len(problems)} case picture(s) cannot be read: {'; '.join(problems[:10])}{more}")
@@ -92,7 +91,7 @@ def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[st
     outside the label set or a cut-off line is `FILE:LINE: …` now, and every selected case
     has gold."""
     gold = load_gold(release, files["evaluation_gold"].content)
-    require_gold_for(gold, [case.case_id for case in cases])
+    require_gold_for(gold, [case.case_id for case in cases], files["evaluation_gold"].path)
     for kind in ("classification_protocol", "process_reference_protocol"):
         if kind in files:
             _check_json_object(files[kind])

@@ -112,7 +112,9 @@ class EpisodeWorker:
         from eviscene.agent.provider import ImageStore
         from eviscene.eval.toolboxes import worker_toolbox
         from eviscene.release import load_release, sha256_file
+        from eviscene.tools.pillow_warnings import quiet_decompression_bomb_warning
 
+        quiet_decompression_bomb_warning()  # this worker process is the run's own, as the program's is
         self.options = run  # resolved by the driver: a worker reads no profile or environment again
         release = load_release(check.benchmark)
         seen = (release.release_id, sha256_file(check.benchmark))

@@ -7,6 +7,7 @@ the import stays visible and checkable.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable
 
 from eviscene.errors import ReleaseError
@@ -48,11 +49,11 @@ def load_gold(release: Release, content: bytes | None = None) -> dict[str, dict[
     return gold
 
 
-def require_gold_for(gold: dict[str, dict[str, Any]], case_ids: Iterable[str]) -> None:
-    """Fail when a selected case has no gold row (seed wording; first 10 missing IDs named)."""
+def require_gold_for(gold: dict[str, dict[str, Any]], case_ids: Iterable[str], gold_file: Path) -> None:
+    """Fail when a selected case has no gold row (`gold_file`, then the seed's wording; first 10 missing IDs named)."""
     missing = [case_id for case_id in case_ids if case_id not in gold]
     if missing:
         more = f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
         raise ReleaseError(
-            "evaluation-gold rows missing runtime case IDs: " + ", ".join(missing[:10]) + more
+            f"{gold_file}: evaluation-gold rows missing runtime case IDs: " + ", ".join(missing[:10]) + more
         )

@@ -107,8 +107,10 @@ def file_descriptor(path: str | Path | None) -> dict[str, str] | None:
     return {"path": str(path.resolve()), "sha256": sha256_file(path)}
 
 
-def _not_a_file(path: Path) -> str:
-    """Why `path` is no file to read: the special file it is (a named pipe, say), else missing."""
+def _not_a_file(path: Path, expected: str = "a file") -> str:
+    """Why `path` is no file to read: a folder, the special file it is (a named pipe, say), else missing."""
+    if path.is_dir():
+        return f"is a folder, not {expected}"
     kind = special_file_kind(path)
     return f"is {kind}, not a regular file" if kind else "does not exist"
 
@@ -327,7 +329,7 @@ def verify_case_images(cases: Iterable[Case]) -> None:
     problems: list[str] = []
     for case in cases:
         if not case.image_file.is_file():
-            problems.append(f"{named(case)}: image {case.image_path!r} {_not_a_file(case.image_file)} ({case.image_file})")
+            problems.append(f"{named(case)}: image {case.image_path!r} {_not_a_file(case.image_file, 'a picture')} ({case.image_file})")
             continue
         try:
             actual = sha256_file(case.image_file)

@@ -26,7 +26,7 @@ from eviscene.errors import ReleaseError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_file_bytes
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.urls import normalize_url, without_scheme
-from eviscene.tools.pages import IMAGE_FRAGMENT, CorpusImage, Page
+from eviscene.tools.pages import IMAGE_FRAGMENT, CorpusImage, Page, PageImage
 
 if TYPE_CHECKING:
     from eviscene.tools.image_index import ImageIndex
@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 class Corpus:
     """Pages indexed by normalized URL and images by path; immutable after `load`."""
 
-    def __init__(self, root: Path, pages: list[Page], source: str) -> None:
+    def __init__(self, root: Path, pages: list[Page], source: str, rows: list[str]) -> None:
+        """`rows[i]`: where `pages[i]` was read (`pages.jsonl:LINE`), which errors about its images name."""
         self.root = root
         self.pages: tuple[Page, ...] = tuple(pages)
         self.source = source
+        self._rows = {page.page_id: row for page, row in zip(pages, rows)}
         self._by_url: dict[str, Page] = {}
         by_loose_url: dict[str, list[Page]] = {}
         self._images_by_path: dict[str, list[CorpusImage]] = {}
@@ -47,7 +49,7 @@ class Corpus:
             self._by_url[normalize_url(page.url)] = page
             by_loose_url.setdefault(without_scheme(normalize_url(page.url)), []).append(page)
             for image in page.images:
-                entry = CorpusImage(page=page, image=image, file=root / image.path)
+                entry = self._entry(page, image)
                 images.append(entry)
                 self._images_by_path.setdefault(_path_key(image.path), []).append(entry)
         # http/https or scheme-less forms of a URL reach its page only when unambiguous.
@@ -71,6 +73,7 @@ class Corpus:
         if not pages_file.is_file():
             raise ReleaseError(f"{pages_file}: corpus pages file not found")
         pages: list[Page] = []
+        where_read: list[str] = []
         seen_urls: dict[str, int] = {}
         seen_ids: dict[str, int] = {}
         try:
@@ -88,7 +91,8 @@ class Corpus:
                 raise ReleaseError(f"{where}: page_id {page.page_id!r} repeats line {seen_ids[page.page_id]}")
             seen_urls[key] = seen_ids[page.page_id] = lineno
             pages.append(page)
-        return cls(root, pages, str(pages_file))
+            where_read.append(where)
+        return cls(root, pages, str(pages_file), where_read)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -106,15 +110,18 @@ class Corpus:
             page = self.page(page_part)
             key = _path_key(path)
             if page is not None:
-                return [CorpusImage(page, im, self.root / im.path) for im in page.images if _path_key(im.path) == key]
+                return [self._entry(page, im) for im in page.images if _path_key(im.path) == key]
             return []
         by_path = self._images_by_path.get(_path_key(ref))
         if by_path:
             return by_path[:1]
         page = self.page(ref)
         if page is not None:
-            return [CorpusImage(page, im, self.root / im.path) for im in page.images]
+            return [self._entry(page, im) for im in page.images]
         return []
+
+    def _entry(self, page: Page, image: PageImage) -> CorpusImage:
+        return CorpusImage(page, image, self.root / image.path, self._rows.get(page.page_id, ""))
 
     def images_with_sha256(self, sha256: str) -> list[CorpusImage]:
         return [entry for entry in self.images if entry.image.sha256 == sha256]

@@ -56,7 +56,7 @@ from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_r
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
 from eviscene.tools.image_store import AnswerStore, picture_digest
-from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, PreparedImage, crop_hashes, prepare
+from eviscene.tools.images import HASH_CROPS, QUERY_CROPS, ImageTooLarge, PreparedImage, UndecodableImage, crop_hashes, prepare
 
 if TYPE_CHECKING:
     from eviscene.tools.pages import CorpusEntries, CorpusImage
@@ -294,9 +294,12 @@ def corpus_key(groups: Groups) -> str:
 def _load_verified(sha256: str, entry: "CorpusImage") -> PreparedImage:
     data = entry.file.read_bytes()
     actual = hashlib.sha256(data).hexdigest()
+    where = f"{entry.row}: " if entry.row else ""
     if actual != sha256:
-        raise ReleaseError(f"corpus image {entry.image.path!r} (page {entry.page.url}): sha256 is {actual}, pages.jsonl says {sha256}")
+        raise ReleaseError(f"{where}corpus image {entry.image.path!r} (page {entry.page.url}): sha256 is {actual}, pages.jsonl says {sha256}")
     try:
         return prepare(io.BytesIO(data), find_bands=False)
-    except Exception as exc:  # an unreadable image is a release defect, reported as such
-        raise ReleaseError(f"corpus image {entry.image.path!r}: cannot be decoded ({exc})") from None
+    except (UndecodableImage, ImageTooLarge) as exc:  # an unreadable image is a release defect, reported as such
+        raise ReleaseError(f"{where}corpus image {entry.image.path!r} is {exc.detail}") from None
+    except Exception as exc:
+        raise ReleaseError(f"{where}corpus image {entry.image.path!r}: cannot be decoded ({exc})") from None

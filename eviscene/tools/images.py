@@ -33,6 +33,8 @@ Banner rule (documented thresholds, none tied to a fixture):
 
 from __future__ import annotations
 
+import io
+import re
 import struct
 import threading
 from collections import OrderedDict
@@ -84,13 +86,13 @@ class PreparedImage:
 
 
 MAX_DECODE_PIXELS = 2 * 89_478_485
-"""The largest picture decoded at all (Pillow's own refusal point): about 179 million
-pixels. Pillow's decompression-bomb check is replaced by this one (`ImageTooLarge`, one
-clear line for the episode) so no raw warning reaches the terminal."""
+"""The largest picture decoded at all (Pillow's own refusal point at its default
+`Image.MAX_IMAGE_PIXELS`): about 179 million pixels, refused as `ImageTooLarge`, one clear
+line. Pillow's settings are the process's, never changed here: with a higher or no limit set
+by the caller, this one still holds; with a lower one, Pillow's refusal is said the same way."""
 REDUCE_ABOVE_PIXELS = 40_000_000
 """Pictures larger than this are shrunk in their own mode right after decoding, before
 any conversion or rotation copies them: a 13000x13000 PNG then costs one decoded copy."""
-Image.MAX_IMAGE_PIXELS = None  # the checks above and in `open_image` take its place
 
 _REDUCIBLE_MODES = {"L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "I", "F"}
 _EXIF_TRANSPOSE = {
@@ -101,7 +103,11 @@ _EXIF_TRANSPOSE = {
 
 
 class ImageTooLarge(ValueError):
-    """An image with more pixels than MAX_DECODE_PIXELS."""
+    """An image with more pixels than MAX_DECODE_PIXELS (`detail` says how many)."""
+
+    def __init__(self, source: "ImageInput", detail: str):
+        super().__init__(f"{_source_name(source)}image is {detail}")
+        self.detail = detail
 
 
 def over_decode_limit(width: int, height: int) -> str | None:
@@ -112,8 +118,23 @@ def over_decode_limit(width: int, height: int) -> str | None:
     return None
 
 
+def _pillow_refusal(exc: Image.DecompressionBombError) -> str:
+    """Pillow's decompression-bomb refusal (raised by `Image.open` before any size is known) in
+    the words of `over_decode_limit`: `Image size (N pixels) exceeds limit of M pixels, …`."""
+    counts = re.findall(r"(\d+) pixels", str(exc))
+    if len(counts) != 2:
+        return f"above Pillow's decoding limit ({exc})"
+    pixels, limit = map(int, counts)
+    return f"{pixels:,} pixels, above the decoding limit of {limit:,} pixels"
+
+
 class UndecodableImage(ValueError):
-    """Bytes Pillow cannot read as a picture (empty, another kind of file, broken data)."""
+    """Bytes Pillow cannot read as a picture (empty, another kind of file, broken data);
+    `detail` says which, as a phrase (`not a picture Pillow can read`)."""
+
+    def __init__(self, source: "ImageInput", detail: str):
+        super().__init__(f"{_source_name(source)}{detail}")
+        self.detail = detail
 
 
 # What Pillow raises for bytes it cannot read: its own words, and whatever a damaged header
@@ -121,10 +142,10 @@ class UndecodableImage(ValueError):
 # that inflate past its limit: ValueError; a short field: struct.error, EOFError).
 PILLOW_READ_ERRORS = (UnidentifiedImageError, SyntaxError, OSError, ValueError, EOFError, struct.error)
 
-
-# A picture cut short by its last bytes (a scraped JPEG without its end marker) decodes as
-# far as it goes, as viewers show it, rest grey; an episode over it no longer ends in an error.
-ImageFile.LOAD_TRUNCATED_IMAGES = True
+# How Pillow's `load` says a file ended before its picture did (`image file is truncated (3 bytes
+# not processed)`), as against data that decodes to nothing (`broken data stream when reading image file`).
+_TRUNCATED = "image file is truncated"
+_JPEG_END = b"\xff\xd9"
 
 
 def _source_name(source: ImageInput) -> str:
@@ -148,12 +169,10 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
                 raise
             # Pillow names a stream by its repr (an address that differs every run): the file's name instead.
             if isinstance(exc, UnidentifiedImageError):
-                detail = "not a picture Pillow can read"
-            elif isinstance(exc, (OSError, SyntaxError)):  # Pillow's own words: `image file is truncated`, `broken PNG file`
-                detail = str(exc)
-            else:  # a format plugin's, which say nothing of a picture (`'ascii' codec can't decode byte 0xff`)
-                detail = f"damaged picture data Pillow cannot read ({exc})"
-            raise UndecodableImage(f"{_source_name(source)}{detail}") from None
+                raise UndecodableImage(source, "not a picture Pillow can read") from None
+            # Pillow's own words (`broken PNG file`, `broken data stream …`) or a format plugin's, which say
+            # nothing of a picture (`'ascii' codec can't decode byte 0xff`)
+            raise UndecodableImage(source, f"damaged picture data Pillow cannot read ({exc})") from None
     image = _as_rgb(image)
     if max(image.size) > max_side:
         ratio = max_side / max(image.size)
@@ -162,17 +181,41 @@ def open_image(source: ImageInput, max_side: int = DECODE_SIDE) -> tuple[Image.I
 
 
 def _decoded(source: ImageInput, max_side: int) -> tuple[Image.Image, tuple[int, int]]:
-    with Image.open(source if hasattr(source, "read") else Path(source)) as opened:
+    try:
+        opened = Image.open(source if hasattr(source, "read") else Path(source))
+    except Image.DecompressionBombError as exc:  # Pillow's own limit (the process's setting), met first
+        raise ImageTooLarge(source, _pillow_refusal(exc)) from None
+    with opened:
         too_large = over_decode_limit(*opened.size)
         if too_large:
-            raise ImageTooLarge(f"{_source_name(source)}image is {too_large}")
+            raise ImageTooLarge(source, too_large)
         original = _oriented_size(opened)
         opened.draft("RGB", (max_side, max_side))
         if opened.width * opened.height > REDUCE_ABOVE_PIXELS:
             return _working_copy(source, opened), original
-        image = ImageOps.exif_transpose(opened)
-        image.load()
-        return image, original
+        return ImageOps.exif_transpose(_decoded_as_far_as_it_goes(opened)), original
+
+
+def _decoded_as_far_as_it_goes(opened: ImageFile.ImageFile) -> Image.Image:
+    """`opened`'s pixels. A picture cut short by its last bytes (a scraped JPEG without its end
+    marker) decodes as far as it goes, as viewers show it, rest grey; data that does not decode
+    (`broken data stream`) raises. Pillow's `LOAD_TRUNCATED_IMAGES` would do the first, but
+    swallows the second too (a damaged picture read as a blank one), and it is a process-wide
+    setting read by every thread's decode: it stays the caller's, unset here."""
+    try:
+        opened.load()
+        return opened
+    except OSError as exc:
+        if not str(exc).startswith(_TRUNCATED):
+            raise
+    if opened.format == "JPEG":  # its decoder finishes (a progressive JPEG's every pass so far) only at an end marker
+        opened.fp.seek(0)
+        ended = Image.open(io.BytesIO(opened.fp.read() + _JPEG_END))
+        ended.draft(opened.mode, opened.size)
+        ended.load()
+        return ended
+    opened.tile = []  # the rows decoded before the cut are in place; nothing more is to be read
+    return opened
 
 
 _WIDE_GREY = {"I", "I;16", "I;16L", "I;16B", "I;16N"}
@@ -226,7 +269,7 @@ def _reduced(opened: Image.Image, max_side: int) -> Image.Image:
     """`opened` decoded, shrunk by a whole factor that keeps its long side at least
     `max_side` (the caller's resize finishes), then turned upright."""
     orientation = _orientation(opened)
-    opened.load()
+    opened = _decoded_as_far_as_it_goes(opened)
     # 16-bit greyscale widened to 32 (which reduces), not clipped to 8 by an RGB convert: `_as_rgb` scales it.
     image = opened if opened.mode in _REDUCIBLE_MODES else opened.convert("I" if opened.mode in _WIDE_GREY else "RGB")
     factor = max(1, max(image.size) // max_side)

@@ -77,6 +77,7 @@ class CorpusImage:
     page: Page
     image: PageImage
     file: Path
+    row: str = ""  # `pages.jsonl:LINE`, the page's row, for errors about the picture
 
     @property
     def url(self) -> str:

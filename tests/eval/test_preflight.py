@@ -77,7 +77,7 @@ def test_a_selected_case_without_gold_is_the_seeds_error(broken_release, tmp_pat
     dropped = json.loads(lines[1])["case_id"]
     gold.write_text("\n".join(lines[:1] + lines[2:]) + "\n", encoding="utf-8")
     result = run_cli(tmp_path / "log.duckdb", broken_release)
-    assert_nothing_ran(result, tmp_path / "log.duckdb", f"evaluation-gold rows missing runtime case IDs: {dropped}")
+    assert_nothing_ran(result, tmp_path / "log.duckdb", f"Error: {gold}: evaluation-gold rows missing runtime case IDs: {dropped}\n")
 
 
 def test_a_truncated_protocol_names_the_file_and_line(broken_release, tmp_path):

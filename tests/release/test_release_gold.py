@@ -61,10 +61,13 @@ def test_malformed_and_non_object_rows(make_release) -> None:
 
 
 def test_require_gold_for(make_release) -> None:
-    gold = load_gold(load_release(make_release()))
-    require_gold_for(gold, ["demo-0001", "demo-0002"])
-    with pytest.raises(ReleaseError, match="^evaluation-gold rows missing runtime case IDs: demo-0003$"):
-        require_gold_for(gold, ["demo-0001", "demo-0003"])
+    """The missing rows' file is named: the error named no file, so which gold lacked them was a guess."""
+    release = load_release(make_release())
+    gold, gold_file = load_gold(release), release.artifacts.evaluation_gold
+    require_gold_for(gold, ["demo-0001", "demo-0002"], gold_file)
+    with pytest.raises(ReleaseError) as refused:
+        require_gold_for(gold, ["demo-0001", "demo-0003"], gold_file)
+    assert str(refused.value) == f"{release.root / 'private' / 'evaluation_gold.jsonl'}: evaluation-gold rows missing runtime case IDs: demo-0003"
     many = [f"m{i:02d}" for i in range(12)]
     with pytest.raises(ReleaseError, match=r"m00, .*, m09 \(and 2 more\)$"):
-        require_gold_for(gold, many)
+        require_gold_for(gold, many, gold_file)

@@ -380,6 +380,15 @@ def test_verify_case_images_reports_missing_file(make_release) -> None:
         verify_case_images(load_cases(release))
 
 
+def test_verify_case_images_says_a_folder_is_no_picture(make_release) -> None:
+    """A folder named as a case's picture was said not to exist, which it plainly did."""
+    release = load_release(make_release(images={}, cases=[_row("dir", "runtime_input/images")]))
+    (release.root / "runtime_input" / "images").mkdir(parents=True)
+    with pytest.raises(ReleaseError) as refused:
+        verify_case_images(load_cases(release))
+    assert "case 'dir': image 'runtime_input/images' is a folder, not a picture (" in str(refused.value)
+
+
 def test_verify_case_images_reports_every_problem_at_once(make_release) -> None:
     images = {f"c{i:02d}": bytes([i]) for i in range(12)}
     cases = [_row(case_id, sha=_hash(b"wrong")) for case_id in images]

@@ -5,6 +5,8 @@ other corpora's indexes unused for weeks are removed when one is built."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import time
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eviscene.errors import ReleaseError
 from eviscene.tools.corpus import Corpus
 from eviscene.tools.image_align import QUERY_WINDOWS, descriptors, thumbnail
 from eviscene.tools.image_compare import mirrored
@@ -135,3 +138,21 @@ def test_building_an_index_removes_those_unused_for_weeks_and_reading_one_keeps_
     os.utime(cache / f"{key}.npz", (weeks_ago, weeks_ago))
     ImageIndex.cached(Corpus.load(root), cache)  # read: marked used
     assert (cache / f"{key}.npz").stat().st_mtime > days_ago
+
+
+def test_a_corpus_picture_whose_data_is_damaged_is_named_by_its_pages_row(tmp_path):
+    """Read as a blank picture (Pillow's `LOAD_TRUNCATED_IMAGES`), it matched nothing and said
+    nothing; its error, when it had one, named no row of pages.jsonl."""
+    builder = CorpusBuilder(tmp_path)
+    builder.page("https://pics.example/1", "Scene 1", "Picture one.", images=[builder.image("s1.jpg", scene(1, (320, 213)))])
+    png = io.BytesIO()
+    scene(2, (320, 213)).save(png, "PNG")
+    damaged = bytearray(png.getvalue())
+    damaged[200:400] = bytes(byte ^ 0xFF for byte in damaged[200:400])
+    (tmp_path / "images" / "s2.png").write_bytes(bytes(damaged))
+    builder.page("https://pics.example/2", "Scene 2", "Picture two.",
+                 images=[{"path": "images/s2.png", "sha256": hashlib.sha256(bytes(damaged)).hexdigest(), "alt": ""}])
+    with pytest.raises(ReleaseError) as refused:
+        ImageIndex.build(Corpus.load(builder.write()))
+    assert str(refused.value) == (f"{tmp_path / 'pages.jsonl'}:2: corpus image 'images/s2.png' is damaged picture data "
+                                  "Pillow cannot read (broken data stream when reading image file)")

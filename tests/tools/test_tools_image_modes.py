@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
 import warnings
 import zlib
 
@@ -67,15 +69,17 @@ def _png_with_chunks(kind: bytes, data: bytes, count: int) -> bytes:
     return png[:-12] + chunk * count + png[-12:]  # IEND is the last 12 bytes
 
 
-@pytest.mark.parametrize("data", [
+@pytest.mark.parametrize(("data", "said"), [
     # text chunks that inflate past Pillow's limit for them all (64 MB): ValueError as the pixels load
-    _png_with_chunks(b"zTXt", b"note\x00\x00" + zlib.compress(bytes(1_000_000)), 70),
-    _png()[:37] + b"\xff" + _png()[38:],  # the name of the chunk after IHDR (8 + 25 + 4 bytes in) no text: UnicodeDecodeError
+    (_png_with_chunks(b"zTXt", b"note\x00\x00" + zlib.compress(bytes(1_000_000)), 70), r"damaged picture data Pillow cannot read \(.+\)"),
+    # the name of the chunk after IHDR (8 + 25 + 4 bytes in) no text: UnicodeDecodeError where Pillow
+    # skipped its chunk-name check (`LOAD_TRUNCATED_IMAGES`); with it, a PNG Pillow does not recognise
+    (_png()[:37] + b"\xff" + _png()[38:], r"not a picture Pillow can read"),
 ], ids=["text-bomb", "chunk-name"])
-def test_a_png_whose_chunks_pillow_refuses_is_named_by_file(data):
+def test_a_png_whose_chunks_pillow_refuses_is_named_by_file(data, said):
     """What Pillow's PNG reader raises for a damaged chunk (ValueError, UnicodeDecodeError) was
     an engineering error naming no file, and stopped a run's preflight with a traceback."""
-    with pytest.raises(UndecodableImage, match=r"^runtime_input/images/x\.png: damaged picture data Pillow cannot read \(.+\)$"):
+    with pytest.raises(UndecodableImage, match=rf"^runtime_input/images/x\.png: {said}$"):
         open_image(CheckedImageStream(data, "runtime_input/images/x.png", "0" * 64))
 
 
@@ -95,6 +99,68 @@ def test_a_jpeg_without_its_end_marker_decodes_as_far_as_it_goes():
     scene(3).save(data, "JPEG", quality=90)
     decoded, size = open_image(io.BytesIO(data.getvalue()[:-2]))
     assert size == (640, 426) and decoded.size == (512, 341)
+
+
+def _rows_with_content(image: Image.Image) -> int:
+    return int((np.asarray(image.convert("L"), np.float32).std(axis=1) > 1).sum())
+
+
+def test_a_progressive_jpeg_cut_in_half_shows_its_passes_so_far():
+    """Its decoder draws nothing until it meets an end marker (what Pillow's process-wide
+    `LOAD_TRUNCATED_IMAGES` adds): given one, every row of the picture shows."""
+    data = io.BytesIO()
+    scene(3).save(data, "JPEG", quality=90, progressive=True)
+    decoded, _ = open_image(io.BytesIO(data.getvalue()[: len(data.getvalue()) // 2]))
+    assert _rows_with_content(decoded) > 0.9 * decoded.height
+
+
+def test_a_png_cut_in_half_shows_its_top_and_is_grey_below():
+    data = io.BytesIO()
+    scene(3).save(data, "PNG")
+    decoded, size = open_image(io.BytesIO(data.getvalue()[: len(data.getvalue()) // 2]))
+    whole, _ = open_image(io.BytesIO(data.getvalue()))
+    assert size == (640, 426)
+    top, bottom = np.asarray(decoded)[:50], np.asarray(decoded)[-50:]
+    assert np.array_equal(top, np.asarray(whole)[:50]) and _rows_with_content(Image.fromarray(bottom)) == 0
+
+
+def test_a_png_whose_pixel_data_is_damaged_is_refused_not_read_as_a_blank_picture():
+    """Bytes 200-400 turned: Pillow's `load` says `broken data stream`; read with Pillow's
+    `LOAD_TRUNCATED_IMAGES` on, the picture came out blank (no text, hash 0000000000000000)
+    and an episode gave a confident verdict on it."""
+    data = io.BytesIO()
+    scene(3).save(data, "PNG")
+    damaged = bytearray(data.getvalue())
+    damaged[200:400] = bytes(byte ^ 0xFF for byte in damaged[200:400])
+    with pytest.raises(UndecodableImage) as refused:
+        open_image(CheckedImageStream(bytes(damaged), "runtime_input/images/x.png", "0" * 64))
+    assert str(refused.value) == ("runtime_input/images/x.png: damaged picture data Pillow cannot read "
+                                  "(broken data stream when reading image file)")
+
+
+PILLOW_SETTINGS = """
+import io
+from PIL import Image, ImageFile
+import eviscene
+eviscene.EvalOptions
+from eviscene.tools.images import open_image
+data = io.BytesIO()
+Image.new("RGB", (64, 64), "red").save(data, "PNG")
+open_image(io.BytesIO(data.getvalue()[:-30]))  # a picture cut short, decoded as far as it goes
+try:
+    Image.open(io.BytesIO(data.getvalue()[:-30])).load()
+    print("user code read a cut-off picture")
+except OSError as exc:
+    print(exc)
+print(Image.MAX_IMAGE_PIXELS, ImageFile.LOAD_TRUNCATED_IMAGES)
+"""
+
+
+def test_importing_eviscene_and_decoding_leave_pillow_s_settings_to_the_user():
+    """`import eviscene` turned off Pillow's decompression-bomb check and its truncated-image
+    error for every picture the user's own code opened in the same process."""
+    done = subprocess.run([sys.executable, "-c", PILLOW_SETTINGS], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines() == ["image file is truncated", "89478485 False"]  # Pillow's defaults
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00\x00\x00\x18ftypheic" + b"junk" * 8], ids=["empty", "not-a-picture"])
