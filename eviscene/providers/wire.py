@@ -15,6 +15,7 @@ tool messages carry a `data` key for programmatic policies; no wire format sends
 from __future__ import annotations
 
 import base64
+import io
 import json
 import reprlib
 import uuid
@@ -158,7 +159,11 @@ class WireProvider:
                 raw = self.images.read(url)
             except KeyError:
                 raise ProviderError(f"{self.client.label}: image {url} is not in the run's image store") from None
-            cached = f"data:{media_type(raw)};base64,{base64.b64encode(raw).decode('ascii')}"
+            try:
+                kind, sent = sendable_image(raw)
+            except ValueError as exc:  # UndecodableImage, ImageTooLarge: the run's preflight decoded it
+                raise ProviderError(f"{self.client.label}: cannot send image {url}: {exc}") from None
+            cached = f"data:{kind};base64,{base64.b64encode(sent).decode('ascii')}"
             self._data_urls[url] = cached
             while len(self._data_urls) > _DATA_URL_CACHE:
                 self._data_urls.popitem(last=False)
@@ -175,8 +180,9 @@ def _schema_in_prompt(request: ModelRequest) -> ModelRequest:
     return request.model_copy(update={"messages": [*request.messages, note]})
 
 
-def media_type(raw: bytes) -> str:
-    """The image's media type from its magic bytes."""
+def media_type(raw: bytes) -> str | None:
+    """The image's media type from its magic bytes, where it is one model APIs take (OpenAI's,
+    Anthropic's and Gemini's all take these four); None for any other."""
     if raw.startswith(b"\xff\xd8\xff"):
         return "image/jpeg"
     if raw.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -185,7 +191,26 @@ def media_type(raw: bytes) -> str:
         return "image/webp"
     if raw.startswith((b"GIF87a", b"GIF89a")):
         return "image/gif"
-    return "application/octet-stream"
+    return None
+
+
+CONVERTED_SIDE = 2048  # model APIs look at no more of a picture (OpenAI fits it in 2048 x 2048)
+
+
+def sendable_image(raw: bytes) -> tuple[str, bytes]:
+    """(media type, bytes) of a picture as a model API takes it: a JPEG, PNG, WebP or GIF as it
+    is; one in another format the run reads (TIFF, BMP), which servers refuse (HTTP 400), as a
+    PNG of it as the tools see it. The log keeps the release file's own sha256 (the request
+    names `image://sha256:`): only what crosses the wire is converted."""
+    kind = media_type(raw)
+    if kind is not None:
+        return kind, raw
+    from eviscene.tools.images import open_image  # the image tools' imports (NumPy, imagehash), for a picture to convert only
+
+    picture, _ = open_image(io.BytesIO(raw), max_side=CONVERTED_SIDE)
+    png = io.BytesIO()
+    picture.save(png, "PNG")
+    return "image/png", png.getvalue()
 
 
 def tool_arguments(raw: Any) -> dict[str, Any]:

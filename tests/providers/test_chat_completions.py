@@ -4,9 +4,12 @@ SDK's request types and answers with bodies the SDK's `ChatCompletion` accepts."
 from __future__ import annotations
 
 import base64
+import hashlib
+import io
 import json
 
 import pytest
+from PIL import Image
 
 from eviscene.agent.judgment import judgment_schema
 from eviscene.providers.chat_completions import ChatCompletionsProvider
@@ -179,3 +182,21 @@ async def test_a_reused_or_missing_call_id_gets_a_fresh_one(images, case_image):
         response = await provider(server, images).complete(react_request(images.add(case_image[1], case_image[0])))
     ids = [c.id for c in response.tool_calls]
     assert "call-1" not in ids and len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["TIFF", "BMP"])
+async def test_a_picture_in_a_format_model_apis_refuse_goes_as_a_png_of_it(images, tmp_path, kind):
+    """It went as `data:application/octet-stream`, which OpenAI-style servers answer with HTTP 400."""
+    picture = Image.new("RGB", (40, 30), (200, 30, 10))
+    path = tmp_path / f"case.{kind.lower()}"
+    picture.save(path, kind)
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    with FakeServer(lambda r: Reply(body=chat_completion("ok"))) as server:
+        chat = provider(server, images)
+        await chat.complete(react_request(images.add(sha256, path)))
+        await chat.aclose()
+    header, data = server.received[0].body["messages"][1]["content"][1]["image_url"]["url"].split(",", 1)
+    sent = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert header == "data:image/png;base64" and sent.format == "PNG" and sent.size == (40, 30)
+    assert sent.convert("RGB").getpixel((20, 15)) == (200, 30, 10)
