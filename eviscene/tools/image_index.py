@@ -72,7 +72,7 @@ _COMPARED_CACHE = 256
 REFERENCE_CROPS = ((0.0, 0.0, 1.0, 1.0), (0.1, 0.1, 0.9, 0.9), (0.2, 0.2, 0.8, 0.8))
 # Part of the cache key: change it when the hashes, thumbnails or descriptors change in a
 # way the key's other parts (the crops, the thumbnail side) do not show.
-INDEX_FORMAT = "image-index-v4"  # v3: nested frames and turned edges trimmed (images.find_content_box); v4: 16-bit grey and transparency read as shown (images._as_rgb)
+INDEX_FORMAT = "image-index-v5"  # v3: nested frames and turned edges trimmed (images.find_content_box); v4: 16-bit grey and transparency read as shown (images._as_rgb); v5: damaged picture data refused, no longer hashed as a blank picture
 
 Groups = Sequence[tuple[str, tuple["CorpusImage", ...]]]
 
