@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from eviscene.errors import ReleaseError
 from eviscene.release.jsonl import read_jsonl_numbered
 from eviscene.rules.jsonl import parse_json
-from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
+from eviscene.rules.paths import PathEscapeError, not_a_file, resolve_inside, special_file_kind
 
 RUNTIME_RELEASE_SCHEMA_VERSION = "ifv-runtime-release-v0.3"
 SCORING_PACKAGE_SCHEMA_VERSION = "ifv-scoring-gold-v1"
@@ -107,14 +107,6 @@ def file_descriptor(path: str | Path | None) -> dict[str, str] | None:
     return {"path": str(path.resolve()), "sha256": sha256_file(path)}
 
 
-def _not_a_file(path: Path, expected: str = "a file") -> str:
-    """Why `path` is no file to read: a folder, the special file it is (a named pipe, say), else missing."""
-    if path.is_dir():
-        return f"is a folder, not {expected}"
-    kind = special_file_kind(path)
-    return f"is {kind}, not a regular file" if kind else "does not exist"
-
-
 def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
     """`relative` resolved inside the release root (`resolve_inside`), else a ReleaseError."""
     try:
@@ -185,7 +177,7 @@ def _artifacts(manifest: dict[str, Any], root: Path, manifest_path: Path) -> Rel
         what = f"{manifest_path}: artifact {name!r}"
         path = _path_inside(root, relative, what=what)
         if name in FILE_ARTIFACTS and not path.is_file():
-            raise ReleaseError(f"{what}: file {relative!r} {_not_a_file(path)} ({path})")
+            raise ReleaseError(f"{what}: file {relative!r} {not_a_file(path)} ({path})")
         if name == "corpus" and not path.exists():
             raise ReleaseError(f"{what}: path {relative!r} does not exist ({path})")
         resolved[name] = path
@@ -329,7 +321,7 @@ def verify_case_images(cases: Iterable[Case]) -> None:
     problems: list[str] = []
     for case in cases:
         if not case.image_file.is_file():
-            problems.append(f"{named(case)}: image {case.image_path!r} {_not_a_file(case.image_file, 'a picture')} ({case.image_file})")
+            problems.append(f"{named(case)}: image {case.image_path!r} {not_a_file(case.image_file, 'a picture')} ({case.image_file})")
             continue
         try:
             actual = sha256_file(case.image_file)

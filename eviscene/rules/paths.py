@@ -66,3 +66,12 @@ def special_file_kind(path: str | os.PathLike[str]) -> str | None:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return next((kind for is_kind, kind in _SPECIAL_KINDS if is_kind(mode)), "a special file")
+
+
+def not_a_file(path: Path, expected: str = "a file") -> str:
+    """Why `path` is no file to read, as a phrase: a folder, the special file it is (a named
+    pipe, say), else missing."""
+    if path.is_dir():
+        return f"is a folder, not {expected}"
+    kind = special_file_kind(path)
+    return f"is {kind}, not a regular file" if kind else "does not exist"

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from eviscene.errors import ReleaseError
 from eviscene.rules.jsonl import JsonlError, iter_jsonl_bytes, read_file_bytes
-from eviscene.rules.paths import PathEscapeError, resolve_inside
+from eviscene.rules.paths import PathEscapeError, not_a_file, resolve_inside
 from eviscene.rules.urls import normalize_url, without_scheme
 from eviscene.tools.pages import IMAGE_FRAGMENT, CorpusImage, Page, PageImage
 
@@ -71,7 +71,7 @@ class Corpus:
         except PathEscapeError as exc:
             raise ReleaseError(f"{pages_file}: corpus pages file {exc}") from None
         if not pages_file.is_file():
-            raise ReleaseError(f"{pages_file}: corpus pages file not found")
+            raise ReleaseError(f"{pages_file}: corpus pages file {not_a_file(pages_file)}")
         pages: list[Page] = []
         where_read: list[str] = []
         seen_urls: dict[str, int] = {}

@@ -1,4 +1,6 @@
 
+import os
+
 import pytest
 from tools_fixtures import CorpusBuilder, sha256_text
 from tools_images import scene
@@ -111,8 +113,16 @@ def test_image_sha256_is_verified_when_the_image_index_is_built(small):
         corpus.image_index()
 
 
-def test_missing_pages_file(tmp_path):
-    with pytest.raises(ReleaseError, match="corpus pages file not found"):
+def test_a_pages_file_missing_a_folder_or_a_pipe_is_named_for_what_it_is(tmp_path):
+    """A named pipe (or a folder) at pages.jsonl was reported as "not found"."""
+    with pytest.raises(ReleaseError, match=r"pages\.jsonl: corpus pages file does not exist$"):
+        Corpus.load(tmp_path)
+    (tmp_path / "pages.jsonl").mkdir()
+    with pytest.raises(ReleaseError, match=r"pages\.jsonl: corpus pages file is a folder, not a file$"):
+        Corpus.load(tmp_path)
+    (tmp_path / "pages.jsonl").rmdir()
+    os.mkfifo(tmp_path / "pages.jsonl")
+    with pytest.raises(ReleaseError, match=r"pages\.jsonl: corpus pages file is a named pipe \(FIFO\), not a regular file$"):
         Corpus.load(tmp_path)
 
 
