@@ -114,6 +114,15 @@ def register_url_secrets(url: str | None) -> None:
             register_secret(value)
 
 
+def register_proxy_secrets() -> None:
+    """Register the credentials of the proxies the environment names (HTTP_PROXY, HTTPS_PROXY,
+    ALL_PROXY, in either case), which HTTP clients send as `Proxy-Authorization` and a proxy, or
+    the server behind it, may echo: as a base URL's are."""
+    for name, value in os.environ.items():
+        if name.lower().endswith("_proxy") and name.lower() != "no_proxy":
+            register_url_secrets(value)
+
+
 def _name_words(name: str, *, camel: bool = True) -> str:
     """`name`'s words parted by single `_`s: `clientSecret` -> `client_Secret`, `api_key[]` -> `api_key`."""
     parted = _NAME_SEPARATOR.sub("_", name)

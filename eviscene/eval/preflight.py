@@ -6,8 +6,10 @@ episode and leaves no unfinished run behind."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from eviscene.agent.provider import Provider
@@ -70,20 +72,27 @@ def check_case_pictures(cases: Sequence[Case]) -> None:
     """Each case's picture is one Pillow decodes, within the decoding limit: found now, before
     any episode, not as an engineering error in each of the case's rollouts, nor (its data
     damaged past its header) read as a blank picture that an episode gives a verdict on. Decoded
-    as an episode decodes it (a very large one's reduced copy is kept for the episode, by sha256)."""
-    from eviscene.tools.images import ImageTooLarge, UndecodableImage, open_image
-
-    problems = []
-    for case in cases:
-        try:
-            open_image(CheckedImageStream(case.image_file.read_bytes(), case.image_path, case.image_sha256))
-        except ImageTooLarge as exc:
-            problems.append(f"{named(case)}: {case.image_path} is {exc.detail}: downscale it")
-        except UndecodableImage as exc:
-            problems.append(f"{named(case)}: {case.image_path} is {exc.detail}")
+    as an episode decodes it, a few at once (Pillow decodes without the GIL: ~0.3 s a 12 MP PNG)."""
+    with ThreadPoolExecutor(max_workers=min(_DECODERS, os.cpu_count() or 1)) as pool:
+        problems = [problem for problem in pool.map(_picture_problem, cases) if problem]
     if problems:
         more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise ReleaseError(f"{len(problems)} case picture(s) cannot be read: {'; '.join(problems[:10])}{more}")
+
+
+_DECODERS = 4  # pictures decoded at once: a very large one holds ~0.5 GB while it is
+
+
+def _picture_problem(case: Case) -> str | None:
+    from eviscene.tools.images import ImageTooLarge, UndecodableImage, open_image
+
+    try:
+        open_image(CheckedImageStream(case.image_file.read_bytes(), case.image_path, case.image_sha256))
+    except ImageTooLarge as exc:
+        return f"{named(case)}: {case.image_path} is {exc.detail}: downscale it"
+    except UndecodableImage as exc:
+        return f"{named(case)}: {case.image_path} is {exc.detail}"
+    return None
 
 
 def check_scoring_inputs(release: Release, cases: Sequence[Case], files: dict[str, ScoringFile]) -> None:

@@ -37,8 +37,9 @@ import certifi
 import orjson
 
 from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
-from eviscene.redaction import redact, register_secret, register_url_secrets
+from eviscene.redaction import redact, register_proxy_secrets, register_secret, register_url_secrets
 from eviscene.rules.circuit_breaker import CircuitBreaker
+from eviscene.rules.jsonl import replace_lone_surrogates
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
@@ -116,6 +117,7 @@ class JsonClient:
         self.endpoint, self.label = endpoint, label
         register_secret(endpoint.api_key)
         register_url_secrets(endpoint.base_url)
+        register_proxy_secrets()  # before a provider takes its snapshot of the secrets (KnownSecrets)
         self._secrets = (endpoint.api_key,) if endpoint.api_key else ()
         self._limiter = anyio.CapacityLimiter(max(1, endpoint.max_inflight))
         self._session: aiohttp.ClientSession | None = None
@@ -128,7 +130,6 @@ class JsonClient:
         e = self.endpoint
         if self._session is None or self._session.closed:
             self._proxy = _environment_proxy(e.base_url)
-            register_url_secrets(self._proxy)  # its password, which a proxy or server may echo
             # Loading the CA bundle costs ~35 ms of CPU a session: only TLS to the endpoint or
             # its proxy reads the context, so a plain-HTTP server (vLLM, llama.cpp) skips it.
             speaks_tls = any(urllib.parse.urlsplit(url).scheme == "https" for url in (e.base_url, self._proxy) if url)
@@ -341,14 +342,19 @@ def _error_message(response: _Response) -> str:
     text = response.text.strip()
     try:
         decoded = json.loads(text)
-        error = decoded.get("error") if isinstance(decoded, dict) else None
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if isinstance(error, str):
-            return error
-        return json.dumps(decoded, ensure_ascii=False)
     except (ValueError, RecursionError):
         return text
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        message = str(error["message"])
+    elif isinstance(error, str) or isinstance(decoded, str):
+        message = error if isinstance(error, str) else decoded
+    else:
+        try:
+            message = json.dumps(decoded, ensure_ascii=False)
+        except RecursionError:
+            return text
+    return replace_lone_surrogates(message)  # `"\\ud800"` decoded: half a character, which the log cannot hold
 
 
 def _refused(exc: BaseException | None, depth: int = 0) -> bool:

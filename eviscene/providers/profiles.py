@@ -20,7 +20,6 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -428,8 +427,9 @@ def _check(settings: ProviderSettings) -> None:
     if not re.match(r"^https?://", settings.base_url):
         # user-info behind a mistyped scheme (`http//user:KEY@host`) is no URL's to the redaction nets: masked here
         shown = re.sub(r"^((?:[a-z][a-z0-9+.-]*:?/+)?).*@", r"\1[REDACTED]@", settings.base_url, flags=re.IGNORECASE)
-        raise EvisceneError(f"base URL {shown!r} must start with http:// or https://")
-    if settings.api_key_env and settings.key_header == "authorization" and "@" in urlsplit(settings.base_url).netloc:
+        raise EvisceneError(f"base URL {redact(shown)!r} must start with http:// or https://")
+    authority = settings.base_url.partition("//")[2].partition("/")[0]  # not urlsplit: `http://[oops` raises
+    if settings.api_key_env and settings.key_header == "authorization" and "@" in authority:
         raise EvisceneError(
             f"base URL {redact(settings.base_url)!r} carries a user and password, sent in the Authorization header, where "
             f"--api-key-env {settings.api_key_env} sends its key too: give one of the two"

@@ -22,6 +22,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar
 
+import anyio
 import orjson
 from pydantic import ValidationError
 
@@ -74,6 +75,7 @@ class WireProvider:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r}, base_url={self.endpoint.base_url!r})"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        await self._prepare_images(request)
         form = self.structured_form(request.stage) if request.response_schema is not None else None
         refused: list[dict[str, Any]] = []  # each form the server rejected, as a retry record
         while True:
@@ -151,25 +153,44 @@ class WireProvider:
         the event loop's time at 256 episodes in flight."""
         if url.startswith("data:"):
             return url
-        if not url.startswith(IMAGE_URL_PREFIX):
-            raise ProviderError(f"{self.client.label}: cannot send image {url[:80]!r}: only image://sha256: and data: URLs are sent")
         cached = self._data_urls.get(url)
         if cached is None:
-            try:
-                raw = self.images.read(url)
-            except KeyError:
-                raise ProviderError(f"{self.client.label}: image {url} is not in the run's image store") from None
-            try:
-                kind, sent = sendable_image(raw)
-            except ValueError as exc:  # UndecodableImage, ImageTooLarge: the run's preflight decoded it
-                raise ProviderError(f"{self.client.label}: cannot send image {url}: {exc}") from None
-            cached = f"data:{kind};base64,{base64.b64encode(sent).decode('ascii')}"
-            self._data_urls[url] = cached
-            while len(self._data_urls) > _DATA_URL_CACHE:
-                self._data_urls.popitem(last=False)
+            cached = self._keep_data_url(url, self._new_data_url(url))
         else:
             self._data_urls.move_to_end(url)
         return cached
+
+    async def _prepare_images(self, request: ModelRequest) -> None:
+        """The request's images not kept yet, made into `data:` URLs in a thread (a 12 MP TIFF's
+        conversion takes ~0.7 s, which would hold every call on the event loop back), so that
+        `build`, which follows with no wait between, finds them kept."""
+        for message in request.messages:
+            content = message.get("content")
+            for part in content if isinstance(content, list) else ():
+                url = part.get("image_url", {}).get("url", "") if part.get("type") == "image_url" else ""
+                if url.startswith(IMAGE_URL_PREFIX) and url not in self._data_urls:
+                    self._keep_data_url(url, await anyio.to_thread.run_sync(self._new_data_url, url))
+
+    def _new_data_url(self, url: str) -> str:
+        """`url`'s picture as a `data:` URL, read and converted now (`sendable_image`); touches
+        nothing shared, so a worker thread may make it."""
+        if not url.startswith(IMAGE_URL_PREFIX):
+            raise ProviderError(f"{self.client.label}: cannot send image {url[:80]!r}: only image://sha256: and data: URLs are sent")
+        try:
+            raw = self.images.read(url)
+        except KeyError:
+            raise ProviderError(f"{self.client.label}: image {url} is not in the run's image store") from None
+        try:
+            kind, sent = sendable_image(raw)
+        except ValueError as exc:  # UndecodableImage, ImageTooLarge: the run's preflight decoded it
+            raise ProviderError(f"{self.client.label}: cannot send image {url}: {exc}") from None
+        return f"data:{kind};base64,{base64.b64encode(sent).decode('ascii')}"
+
+    def _keep_data_url(self, url: str, data_url: str) -> str:
+        self._data_urls[url] = data_url
+        while len(self._data_urls) > _DATA_URL_CACHE:
+            self._data_urls.popitem(last=False)
+        return data_url
 
 
 def _schema_in_prompt(request: ModelRequest) -> ModelRequest:

@@ -103,6 +103,16 @@ def parse_json(text: str | bytes) -> Any:
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
 
+_LONE_HALF = re.compile("[\ud800-\udfff]")  # in decoded text, only a lone half remains one: a pair is one character
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` decoded from JSON a server sent, each half a character (`"\\ud800"`, which no UTF-8
+    holds: the log's writer would fail on it) replaced by U+FFFD, as a UTF-8 decoder replaces
+    what it cannot read. For text that is quoted, not refused (`refuse_lone_surrogates`)."""
+    return _LONE_HALF.sub("\ufffd", text)
+
+
 def refuse_lone_surrogates(text: str) -> None:
     """json.JSONDecodeError at the first `\\uD800`-`\\uDFFF` escape that is not half of a pair:
     Python's json reads it as a string no UTF-8 holds (the seed's writer then fails), DuckDB's

@@ -145,6 +145,7 @@ PILLOW_READ_ERRORS = (UnidentifiedImageError, SyntaxError, OSError, ValueError, 
 # How Pillow's `load` says a file ended before its picture did (`image file is truncated (3 bytes
 # not processed)`), as against data that decodes to nothing (`broken data stream when reading image file`).
 _TRUNCATED = "image file is truncated"
+_CUT_BEFORE_PICTURE = "the file is cut off before any of its picture"
 _JPEG_END = b"\xff\xd9"
 
 
@@ -198,9 +199,10 @@ def _decoded(source: ImageInput, max_side: int) -> tuple[Image.Image, tuple[int,
 
 def _decoded_as_far_as_it_goes(opened: ImageFile.ImageFile) -> Image.Image:
     """`opened`'s pixels. A picture cut short by its last bytes (a scraped JPEG without its end
-    marker) decodes as far as it goes, as viewers show it, rest grey; data that does not decode
-    (`broken data stream`) raises. Pillow's `LOAD_TRUNCATED_IMAGES` would do the first, but
-    swallows the second too (a damaged picture read as a blank one), and it is a process-wide
+    marker) decodes as far as it goes, as viewers show it, the rest filled (grey in a JPEG,
+    black in a PNG); data that does not decode (`broken data stream`), or a file cut before any
+    of its picture (all fill), raises. Pillow's `LOAD_TRUNCATED_IMAGES` would do the first, but
+    swallows the rest too (a damaged picture read as a blank one), and it is a process-wide
     setting read by every thread's decode: it stays the caller's, unset here."""
     try:
         opened.load()
@@ -208,14 +210,28 @@ def _decoded_as_far_as_it_goes(opened: ImageFile.ImageFile) -> Image.Image:
     except OSError as exc:
         if not str(exc).startswith(_TRUNCATED):
             raise
-    if opened.format == "JPEG":  # its decoder finishes (a progressive JPEG's every pass so far) only at an end marker
+    if opened.format in ("JPEG", "MPO"):  # its decoder finishes (a progressive JPEG's every pass so far) only at an end marker
         opened.fp.seek(0)
-        ended = Image.open(io.BytesIO(opened.fp.read() + _JPEG_END))
-        ended.draft(opened.mode, opened.size)
+        content = opened.fp.read()
+        scan = content.find(b"\xff\xda")  # the first scan's header, then its data: none, and the end marker draws noise
+        if scan < 0 or len(content) <= scan + 2 + int.from_bytes(content[scan + 2:scan + 4], "big"):
+            raise OSError(_CUT_BEFORE_PICTURE)
+        ended = Image.open(io.BytesIO(content + _JPEG_END))
+        scale = opened.decoderconfig[0] if opened.decoderconfig else 1  # the draft's: a size request could give another
+        if scale > 1:
+            ended.draft(opened.mode, (ended.width // scale, ended.height // scale))
         ended.load()
-        return ended
-    opened.tile = []  # the rows decoded before the cut are in place; nothing more is to be read
-    return opened
+    else:
+        opened.tile = []  # the rows decoded before the cut are in place; nothing more is to be read
+        ended = opened
+    if all(low == high for low, high in _band_extrema(ended)):
+        raise OSError(_CUT_BEFORE_PICTURE)
+    return ended
+
+
+def _band_extrema(image: Image.Image) -> list[tuple[float, float]]:
+    extrema = image.getextrema()
+    return list(extrema) if isinstance(extrema[0], tuple) else [extrema]
 
 
 _WIDE_GREY = {"I", "I;16", "I;16L", "I;16B", "I;16N"}

@@ -7,12 +7,14 @@ import base64
 import hashlib
 import io
 import json
+import threading
 
 import pytest
 from PIL import Image
 
 from eviscene.agent.judgment import judgment_schema
 from eviscene.providers.chat_completions import ChatCompletionsProvider
+from eviscene.providers import wire
 from eviscene.providers.wire import RAW_ARGUMENTS
 
 from provider_requests import API_KEY, LABELS, endpoint, judgment_request, react_request
@@ -186,12 +188,16 @@ async def test_a_reused_or_missing_call_id_gets_a_fresh_one(images, case_image):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["TIFF", "BMP"])
-async def test_a_picture_in_a_format_model_apis_refuse_goes_as_a_png_of_it(images, tmp_path, kind):
-    """It went as `data:application/octet-stream`, which OpenAI-style servers answer with HTTP 400."""
+async def test_a_picture_in_a_format_model_apis_refuse_goes_as_a_png_of_it(images, tmp_path, kind, monkeypatch):
+    """It went as `data:application/octet-stream`, which OpenAI-style servers answer with HTTP 400.
+    Converted off the event loop: a 12 MP TIFF takes ~0.7 s, which would hold every call back."""
     picture = Image.new("RGB", (40, 30), (200, 30, 10))
     path = tmp_path / f"case.{kind.lower()}"
     picture.save(path, kind)
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    converted_in = []
+    convert = wire.sendable_image
+    monkeypatch.setattr(wire, "sendable_image", lambda raw: converted_in.append(threading.current_thread()) or convert(raw))
     with FakeServer(lambda r: Reply(body=chat_completion("ok"))) as server:
         chat = provider(server, images)
         await chat.complete(react_request(images.add(sha256, path)))
@@ -200,3 +206,4 @@ async def test_a_picture_in_a_format_model_apis_refuse_goes_as_a_png_of_it(image
     sent = Image.open(io.BytesIO(base64.b64decode(data)))
     assert header == "data:image/png;base64" and sent.format == "PNG" and sent.size == (40, 30)
     assert sent.convert("RGB").getpixel((20, 15)) == (200, 30, 10)
+    assert converted_in and threading.main_thread() not in converted_in

@@ -114,6 +114,20 @@ def test_a_copy_whose_headline_names_only_another_place_is_out_of_context_though
     assert "the claim names Lisbon, which the earlier page does not mention (its headline names Valparaíso, Chile)" in verdict["rationale"]
 
 
+def test_a_copy_naming_one_of_two_claimed_places_under_a_wider_headline_is_authentic():
+    # Canoas is not on the page, but Porto Alegre is, as a name: the headline's wider Brazil is no other place.
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Deadly floods hit southern Brazil",
+            "text": "PORTO ALEGRE, 6 May 2024 — floodwaters swept through the city", "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06")]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+        claim="Floodwaters sweep through Porto Alegre and Canoas, 6 May 2024",
+    )
+    verdict = json.loads(ask(messages, "unified_judgment").content)
+    assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.8
+    assert verdict["rationale"].endswith("published 2024-05-06, matches the claimed date and names Porto Alegre.")
+
+
 def test_a_name_in_a_script_the_page_never_writes_is_not_held_against_it():
     # The offline agent cannot transliterate: Вальпараисо is neither named nor missing on an English page.
     page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Smoke over Valparaíso, Chile",

@@ -127,13 +127,14 @@ def test_unusable_settings_are_clear_errors(kwargs, problem):
 
 
 @pytest.mark.parametrize("typed", ["user:Pw0rdSecret99@127.0.0.1:18801/v1", "http//user:Pw0rdSecret99@127.0.0.1:18801/v1",
-                                   "http:/user:Pw0rdSecret99@127.0.0.1:18801/v1"])
+                                   "http:/user:Pw0rdSecret99@127.0.0.1:18801/v1",
+                                   "http:/user:Pw0rdSecret99@127.0.0.1:18801/v1?api_key=Pw0rdSecret99"])
 def test_a_base_url_with_a_mistyped_scheme_is_refused_without_its_password(typed):
     """Behind a mistyped scheme the user-info is no URL's to the redaction nets: the refusal
     printed the password."""
     with pytest.raises(EvisceneError) as refused:
         resolve_settings(provider="openai_compatible", model="m", base_url=typed)
-    shown = typed.split("user:")[0] + "[REDACTED]@127.0.0.1:18801/v1"
+    shown = typed.split("user:")[0] + "[REDACTED]@127.0.0.1:18801/v1" + ("?api_key=[REDACTED]" if "?" in typed else "")
     assert str(refused.value) == f"base URL {shown!r} must start with http:// or https://"
 
 
@@ -148,6 +149,8 @@ def test_a_base_url_carrying_a_password_and_a_key_for_the_same_header_is_refused
     # Gemini's key has a header of its own; a password alone, or a key alone, is no conflict
     assert resolve_settings(provider="gemini", model="g", base_url="https://u:p4ssw0rd-long@gw.example/v1beta", api_key_env="K")
     assert resolve_settings(provider="openai_compatible", model="m", base_url="http://buser:BasePass9876@127.0.0.1:18801/v1")
+    # a host no URL parser takes is no traceback here (the call says what is wrong with it)
+    assert resolve_settings(provider="openai_compatible", model="m", base_url="http://[oops/v1", api_key_env="MYKEY")
 
 
 def test_seed_environment_overrides_for_thinking_and_gemini_inflight(monkeypatch):

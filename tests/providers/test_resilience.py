@@ -144,6 +144,23 @@ async def test_a_key_echoed_escaped_in_a_json_error_body_of_another_shape_is_red
         assert reason.endswith('HTTP 500 Internal Server Error: {"detail": "you sent [REDACTED]", "code": 7}'), reason
 
 
+@pytest.mark.parametrize("body, quoted", [
+    ('{"detail": "bad \\ud800 input"}', '{"detail": "bad \ufffd input"}'),  # half a character, which no UTF-8 holds
+    ('{"error": {"message": "bad \\udfff input"}}', "bad \ufffd input"),
+    ('"the server is \\u002dtired"', "the server is -tired"),  # a JSON string, quoted as the text it is
+])
+@pytest.mark.anyio
+async def test_a_json_error_body_is_quoted_as_text_the_log_can_hold(images, case_image, body, quoted):
+    """Decoding a body like `{"detail": "\\ud800"}` gave a string UTF-8 cannot hold: the log's
+    writer (pydantic, orjson) fails on it."""
+    with FakeServer(lambda r: Reply(400, body, headers={"Content-Type": "application/json"})) as server:
+        with pytest.raises(ProviderError) as refused:
+            await call(server, images, case_image)
+    message = str(refused.value)
+    assert message.endswith(f"HTTP 400 Bad Request: {quoted}"), message
+    message.encode("utf-8")
+
+
 @pytest.mark.anyio
 async def test_an_answer_nested_past_pythons_recursion_limit_is_read(images, case_image):
     """orjson reads 1,024 levels; masking the answer recursed, and a 600-level field of an
@@ -183,6 +200,13 @@ async def test_a_proxy_password_the_environment_names_is_masked_in_what_comes_ba
     assert proxy.received, "the call went through the proxy"
     message = str(refused.value)
     assert "HTTP 502" in message and password not in message and credential not in message, message
+    # An answer echoing them is masked too: the provider's snapshot of the secrets has them.
+    with FakeServer(lambda r: Reply(body=chat_completion(f"via puser:{password} and {credential}"))) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", f"http://puser:{password}@"))
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint("http://model.internal/v1", max_retries=0)) as provider:
+            answer = await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    assert answer.content == "via [REDACTED] and [REDACTED]", answer.content  # user-info whole, and its Basic credential
 
 
 @pytest.mark.parametrize("charset", ["rot13", "base64", "no-such-codec"])

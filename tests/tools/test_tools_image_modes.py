@@ -19,7 +19,7 @@ from tools_images import font, scene
 from eviscene.release.case_image import CheckedImageStream
 from eviscene.tools import read_text
 from eviscene.tools.image_compare import compare
-from eviscene.tools.images import UndecodableImage, open_image
+from eviscene.tools.images import UndecodableImage, _decoded, open_image
 from eviscene.tools.render import comparison_detail, comparison_summary
 
 CAPTION = "Flooded streets in Springfield"
@@ -114,7 +114,7 @@ def test_a_progressive_jpeg_cut_in_half_shows_its_passes_so_far():
     assert _rows_with_content(decoded) > 0.9 * decoded.height
 
 
-def test_a_png_cut_in_half_shows_its_top_and_is_grey_below():
+def test_a_png_cut_in_half_shows_its_top_and_nothing_below():
     data = io.BytesIO()
     scene(3).save(data, "PNG")
     decoded, size = open_image(io.BytesIO(data.getvalue()[: len(data.getvalue()) // 2]))
@@ -122,6 +122,29 @@ def test_a_png_cut_in_half_shows_its_top_and_is_grey_below():
     assert size == (640, 426)
     top, bottom = np.asarray(decoded)[:50], np.asarray(decoded)[-50:]
     assert np.array_equal(top, np.asarray(whole)[:50]) and _rows_with_content(Image.fromarray(bottom)) == 0
+
+
+def test_a_cut_off_jpeg_is_decoded_at_the_scale_the_whole_file_is():
+    """Given its end marker, the picture was drafted again at its reduced size, which Pillow's
+    floor division read as a request for twice the scale: 251x188, not the whole file's 126x94."""
+    rng = np.random.default_rng(7)
+    data = io.BytesIO()
+    Image.fromarray((rng.random((751, 1001, 3)) * 255).astype("uint8")).save(data, "JPEG")
+    whole, _ = _decoded(io.BytesIO(data.getvalue()), 64)  # 1001 // 64 = 15, 751 // 64 = 11: a scale of 8
+    cut, _ = _decoded(io.BytesIO(data.getvalue()[:-200]), 64)
+    assert whole.size == cut.size == (126, 94)
+
+
+@pytest.mark.parametrize("kind", ["PNG", "JPEG"])
+def test_a_file_cut_off_before_any_of_its_picture_is_refused_not_read_as_a_blank_one(kind):
+    """Its header alone decoded to a flat picture (all black, all grey), which an episode gave
+    a verdict on, as on a damaged one."""
+    data = io.BytesIO()
+    scene(3).save(data, kind)
+    content = data.getvalue()
+    kept = content.find(b"IDAT") + 20 if kind == "PNG" else content.find(b"\xff\xda") + 14  # into the picture's data
+    with pytest.raises(UndecodableImage, match=r"damaged picture data Pillow cannot read \(the file is cut off before any of its picture\)"):
+        open_image(io.BytesIO(content[:kept]))
 
 
 def test_a_png_whose_pixel_data_is_damaged_is_refused_not_read_as_a_blank_picture():

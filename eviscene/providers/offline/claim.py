@@ -135,13 +135,24 @@ def parse_claim(ocr_text: str) -> Claim:
     return Claim(text=text, dates=parse_dates(text), names=list(dict.fromkeys(names)), topic=list(dict.fromkeys(topic)))
 
 
+def _unaccented(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def fold(text: str) -> str:
     """Lowercase without accents: claims are often typed plain (Valparaiso), pages not (Valparaíso)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    return _unaccented(text).lower()
 
 
 def mentions(text: str, phrase: str) -> bool:
     return re.search(r"\b" + re.escape(fold(phrase)) + r"\b", fold(text)) is not None
+
+
+def mentions_as_a_name(text: str, phrase: str) -> bool:
+    """Whether `text` writes `phrase` capitalized somewhere (Porto Alegre, PORTO ALEGRE), as a
+    name is, not only as a common word (`wildfires` for a caption's capitalized Wildfire)."""
+    found = re.finditer(r"\b" + re.escape(_unaccented(phrase)) + r"\b", _unaccented(text), re.IGNORECASE)
+    return any(match.group()[0].isupper() for match in found)
 
 
 def scripts(text: str) -> set[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from eviscene.providers.offline.claim import Claim, mentions, parse_claim, parse_dates, scripts
+from eviscene.providers.offline.claim import Claim, mentions, mentions_as_a_name, parse_claim, parse_dates, scripts
 from eviscene.rules.compare_regions import NOT_EDITS
 
 # A copy published this long before the claimed date shows the picture predates the claim.
@@ -213,9 +213,12 @@ class Investigation:
             missing = [n for n in self.claim.names if n not in named and scripts(n) <= page_scripts] if origin_text else []
             headline_names = parse_claim(title).names if origin_text else []
             theirs = [n for n in headline_names if not any(mentions(n, c) for c in self.claim.names)]
-            # The page is about another place when it names none of the claim's names, or when one is missing and its
-            # headline names only others: a word the claim capitalized ("Wildfire") may be on a page about any place.
-            places_missing = bool(missing) and (not named or (bool(headline_names) and theirs == headline_names))
+            # The page is about another place when it names none of the claim's names, or when one is missing, those it
+            # has are there only as common words (the claim's capitalized "Wildfire", the page's "wildfire") and its
+            # headline names only other places. A page naming one of two claimed places under a wider headline
+            # ("PORTO ALEGRE …" under "Floods hit southern Brazil") is not.
+            as_common_words = not any(mentions_as_a_name(origin_text, n) for n in named)
+            places_missing = bool(missing) and (not named or (as_common_words and bool(headline_names) and theirs == headline_names))
             basis.append({"evidence_id": origin.evidence_id, "finding": f"earliest copy, published {origin.published or 'on an unknown date'}"})
             if predates or places_missing:
                 label = "out_of_context"

@@ -31,15 +31,15 @@ import anyio
 import httpx
 
 from eviscene.errors import BackendOutage
-from eviscene.redaction import KnownSecrets, redact, register_url_secrets
+from eviscene.redaction import KnownSecrets, redact, register_proxy_secrets, register_url_secrets
 from eviscene.rules.circuit_breaker import CircuitBreaker
+from eviscene.rules.jsonl import replace_lone_surrogates
 from eviscene.tools.web.fetch import resolve_link, unfetchable
 
 SEARCH_CLIENT_VERSION = "searxng-json-v1"
 DEFAULT_MAX_BYTES = 2_000_000  # a SearXNG answer is tens of kB
 TITLE_CHARS, SNIPPET_CHARS, URL_CHARS = 300, 1_000, 2_000
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's \ud800 escapes; UTF-8 cannot hold one alone
 _GATEWAY_DOWN = frozenset({502, 503, 504})  # a proxy in front of a service that is not running
 
 
@@ -68,6 +68,7 @@ class SearxngClient:
                  transport: httpx.AsyncBaseTransport | None = None, outage_timeout: float = 600.0,
                  max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         register_url_secrets(base_url)  # a password in it (a proxy's basic auth) is masked wherever it goes
+        register_proxy_secrets()  # httpx sends the environment's proxy its credentials
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"SearXNG URL must be http(s): {redact(base_url)!r}")
         parts = urlsplit(base_url)
@@ -181,7 +182,7 @@ def _field_text(value: Any, secrets: KnownSecrets, limit: int | None = None) -> 
         value = str(value)
     elif not isinstance(value, str):
         return ""
-    text = secrets.mask(_SURROGATE.sub("\ufffd", value)).strip()
+    text = secrets.mask(replace_lone_surrogates(value)).strip()
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
