@@ -203,7 +203,8 @@ class EpisodeFinished(_Payload):
     @property
     def counts_as_error(self) -> bool:
         """As the view episode_errors counts it (the seed's rule): ended in error, or with error
-        text (a timeout)."""
+        text (a timeout). Its third case, a verdict of `error`, is a judgment's, not this end's:
+        only a release whose label set holds `error` could have it."""
         return self.termination == "error" or bool(self.error.strip())
 
 

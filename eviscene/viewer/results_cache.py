@@ -246,6 +246,8 @@ class ResultCache:
         key = self._key(kind, head)
         with self._lock:
             found = self._memory.get((kind, head.run_id))
+            if found and found[0] == key:  # read last: kept longest where a kind keeps a few runs (`remember`)
+                self._memory[(kind, head.run_id)] = self._memory.pop((kind, head.run_id))
         if found and found[0] == key:
             return found[1]
         value = self._read_filed(self._filed_name(kind, head))
@@ -262,7 +264,10 @@ class ResultCache:
 
     def remember(self, kind: str, head: RunHead, value: Any, *, runs: int | None = None) -> Any:
         """Keep `value` for `head` in memory only, as it is (an Arrow table a page queries); of
-        this kind, only the `runs` runs remembered last where given (a large value each)."""
+        this kind, only the `runs` (at least 1) runs remembered or read last where given (a
+        large value each)."""
+        if runs is not None and runs < 1:
+            raise ValueError(f"runs={runs}: at least the run remembered now is kept")
         with self._lock:
             self._memory.pop((kind, head.run_id), None)  # remembered last, so kept longest
             self._memory[(kind, head.run_id)] = (self._key(kind, head), value)

@@ -293,3 +293,8 @@ def test_a_kind_remembered_for_a_few_runs_keeps_only_the_last_remembered(tmp_pat
     cache.remember("rows", heads[3], "run-3", runs=2)
     assert [cache.get("rows", head) for head in heads[:4]] == [None, "run-1 again", None, "run-3"]
     assert cache.get("other", heads[0]) == "kept: another kind"
+    assert cache.get("rows", heads[1]) == "run-1 again"  # read last: the run browsed again is kept, run-3 goes
+    cache.remember("rows", heads[4], "run-4", runs=2)
+    assert [cache.get("rows", head) for head in heads[1:5]] == ["run-1 again", None, None, "run-4"]
+    with pytest.raises(ValueError, match="at least the run remembered now is kept"):
+        cache.remember("rows", heads[0], "none kept", runs=0)
