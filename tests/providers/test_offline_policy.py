@@ -100,58 +100,47 @@ def test_a_copy_about_another_place_is_out_of_context():
     assert json.loads(ask(messages, "unified_judgment").content)["verdict"] == "out_of_context"
 
 
+def judged_on_its_earliest_copy(claim: str, title: str, text: str, published: str) -> dict:
+    """The judgment of `claim` whose picture's earliest copy, published then, is a page of this
+    title and text, visited."""
+    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": title, "text": text, "links": []}
+    messages = conversation(
+        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", published)]}),
+        ("visit", {"url": "https://a.example/x"}, page),
+        claim=claim,
+    )
+    return json.loads(ask(messages, "unified_judgment").content)
+
+
+VALPARAISO = ("Smoke over Valparaíso, Chile", "VALPARAÍSO, 3 February 2024 — a wildfire burned the hills", "2024-02-03")
+
+
 def test_a_copy_whose_headline_names_only_another_place_is_out_of_context_though_it_shares_a_capitalized_word():
     # "Wildfire" is capitalized mid-caption and the Valparaíso page mentions a wildfire, but not Lisbon.
-    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Smoke over Valparaíso, Chile",
-            "text": "VALPARAÍSO, 3 February 2024 — a wildfire burned the hills", "links": []}
-    messages = conversation(
-        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-02-03")]}),
-        ("visit", {"url": "https://a.example/x"}, page),
-        claim="Crews fight the Wildfire above Lisbon, 3 February 2024",
-    )
-    verdict = json.loads(ask(messages, "unified_judgment").content)
+    verdict = judged_on_its_earliest_copy("Crews fight the Wildfire above Lisbon, 3 February 2024", *VALPARAISO)
     assert verdict["verdict"] == "out_of_context" and verdict["confidence"] == 0.7
     assert "the claim names Lisbon, which the earlier page does not mention (its headline names Valparaíso, Chile)" in verdict["rationale"]
 
 
 def test_a_copy_naming_one_of_two_claimed_places_under_a_wider_headline_is_authentic():
     # Canoas is not on the page, but Porto Alegre is, as a name: the headline's wider Brazil is no other place.
-    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Deadly floods hit southern Brazil",
-            "text": "PORTO ALEGRE, 6 May 2024 — floodwaters swept through the city", "links": []}
-    messages = conversation(
-        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-05-06")]}),
-        ("visit", {"url": "https://a.example/x"}, page),
-        claim="Floodwaters sweep through Porto Alegre and Canoas, 6 May 2024",
-    )
-    verdict = json.loads(ask(messages, "unified_judgment").content)
+    verdict = judged_on_its_earliest_copy("Floodwaters sweep through Porto Alegre and Canoas, 6 May 2024", "Deadly floods hit southern Brazil",
+                                          "PORTO ALEGRE, 6 May 2024 — floodwaters swept through the city", "2024-05-06")
     assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.8
     assert verdict["rationale"].endswith("published 2024-05-06, matches the claimed date and names Porto Alegre.")
 
 
 def test_a_name_in_a_script_the_page_never_writes_is_not_held_against_it():
     # The offline agent cannot transliterate: Вальпараисо is neither named nor missing on an English page.
-    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Smoke over Valparaíso, Chile",
-            "text": "VALPARAÍSO, 3 February 2024 — a wildfire burned the hills", "links": []}
-    messages = conversation(
-        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2024-02-03")]}),
-        ("visit", {"url": "https://a.example/x"}, page),
-        claim="Дым от лесного пожара над Вальпараисо, 3 February 2024",
-    )
-    verdict = json.loads(ask(messages, "unified_judgment").content)
+    verdict = judged_on_its_earliest_copy("Дым от лесного пожара над Вальпараисо, 3 February 2024", *VALPARAISO)
     assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.7  # the date alone confirmed
     assert verdict["rationale"].endswith("published 2024-02-03, matches the claimed date.")
 
 
 def test_an_authentic_rationale_says_the_page_names_only_what_it_names():
     # The badge under the caption reads as a name ("Exclusive") that no page holds; the page names Hamburg.
-    page = {"evidence_id": "ev-1", "url": "https://a.example/x", "title": "Fire on a cargo ship in Hamburg",
-            "text": "HAMBURG, 8 November 2023 — a fire broke out", "links": []}
-    messages = conversation(
-        ("reverse_image_search", {}, {"matches": [match("https://a.example/x", "2023-11-08")]}),
-        ("visit", {"url": "https://a.example/x"}, page),
-        claim="Fire breaks out on cargo ship in port of Hamburg, 8 November 2023\nEXCLUSIVE",
-    )
-    verdict = json.loads(ask(messages, "unified_judgment").content)
+    verdict = judged_on_its_earliest_copy("Fire breaks out on cargo ship in port of Hamburg, 8 November 2023\nEXCLUSIVE",
+                                          "Fire on a cargo ship in Hamburg", "HAMBURG, 8 November 2023 — a fire broke out", "2023-11-08")
     assert verdict["verdict"] == "authentic" and verdict["confidence"] == 0.8
     assert verdict["rationale"].endswith("published 2023-11-08, matches the claimed date and names Hamburg.")
 
