@@ -245,15 +245,6 @@ def _private_locations(release: Release) -> list[Path]:
     return [release.root / "private", release.manifest_path, *(p for p in declared if p is not None)]
 
 
-def _require_utf8(text: str, what: str) -> None:
-    """JSON's `\\ud800` escaped without its pair reads as text no UTF-8 can hold: the log, an
-    episode id's hash and a file name would each fail on it, after episodes have run."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ReleaseError(f"{what} {text!r} holds a lone surrogate ({text[exc.start]!r}), which UTF-8 text cannot hold") from None
-
-
 def load_cases(release: Release) -> list[Case]:
     """Read and check the release's cases.jsonl, in file order.
 
@@ -272,7 +263,6 @@ def load_cases(release: Release) -> list[Case]:
             raise ReleaseError(f"{where}: 'case_id' must be a non-empty string, got {case_id!r}")
         if case_id != case_id.strip():
             raise ReleaseError(f"{where}: 'case_id' {case_id!r} has leading or trailing whitespace")
-        _require_utf8(case_id, f"{where}: 'case_id'")
         if "\x1e" in case_id or "\x1f" in case_id:  # the log's hash chain keeps these two to itself (store/chain.py)
             raise ReleaseError(f"{where}: 'case_id' {case_id!r} holds U+001E or U+001F, which a case id may not")
         if case_id in first_line:
@@ -286,8 +276,6 @@ def load_cases(release: Release) -> list[Case]:
                 f"{where}: case {case_id!r}: 'image_sha256' must be 64 hex characters, got {image_sha256!r}"
             )
         image_path = row.get("image_path")
-        if isinstance(image_path, str):
-            _require_utf8(image_path, f"{where}: case {case_id!r} 'image_path'")
         image_file = _path_inside(release.root, image_path, what=f"{where}: case {case_id!r} image_path")
         for location in private:
             if image_file == location or image_file.is_relative_to(location):

@@ -20,10 +20,12 @@ def test_line_separator_inside_a_string_does_not_split_the_row(tmp_path: Path) -
     assert read_jsonl(path) == [{"t": "a\u2028b\u0085c"}, {"t": 2}]
 
 
-def test_utf8_bom_is_tolerated(tmp_path: Path) -> None:
+def test_a_byte_order_mark_is_refused_as_the_seed_refuses_it(tmp_path: Path) -> None:
+    """Seed 000's `_load_benchmark` reads cases as utf-8 (not utf-8-sig): json.loads stops at the mark."""
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n')
-    assert read_jsonl(path) == [{"a": 1}]
+    with pytest.raises(ReleaseError, match=r"rows\.jsonl:1: malformed JSON: Unexpected UTF-8 BOM"):
+        read_jsonl(path)
 
 
 @pytest.mark.parametrize(

@@ -280,9 +280,9 @@ def test_bad_case_rows_name_file_and_line(make_release, row: dict, fragment: str
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("case_id", "demo-0002\ud800", "'case_id' 'demo-0002\\ud800' holds a lone surrogate ('\\ud800'), which UTF-8 text cannot hold"),
+        ("case_id", "demo-0002\ud800", "\\ud800 is half of a character (a lone surrogate), which no UTF-8 text holds: line 1 column 23 (char 22)"),
         ("image_path", "runtime_input/images/\udc00.jpg",
-         "case 'demo-0002' 'image_path' 'runtime_input/images/\\udc00.jpg' holds a lone surrogate ('\\udc00'), which UTF-8 text cannot hold"),
+         "\\udc00 is half of a character (a lone surrogate), which no UTF-8 text holds: line 1 column 62 (char 61)"),
     ],
 )
 def test_a_lone_surrogate_escape_in_a_case_is_refused_by_file_and_line(make_release, field: str, value: str, message: str) -> None:
@@ -295,7 +295,7 @@ def test_a_lone_surrogate_escape_in_a_case_is_refused_by_file_and_line(make_rele
     release = load_release(cases_path)
     with pytest.raises(ReleaseError) as error:
         load_cases(release)
-    assert str(error.value) == f"{release.cases_path}:2: {message}"
+    assert str(error.value) == f"{release.cases_path}:2: malformed JSON: {message}"
 
 
 def test_duplicate_case_id_names_it_and_both_lines(make_release) -> None:
