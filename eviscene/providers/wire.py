@@ -155,31 +155,38 @@ class WireProvider:
             return url
         cached = self._data_urls.get(url)
         if cached is None:
-            cached = self._keep_data_url(url, self._new_data_url(url))
+            cached = self._keep_data_url(url, self._data_url_of(url, self._read(url)))
         else:
             self._data_urls.move_to_end(url)
         return cached
 
     async def _prepare_images(self, request: ModelRequest) -> None:
-        """The request's images not kept yet, made into `data:` URLs in a thread (a 12 MP TIFF's
-        conversion takes ~0.7 s, which would hold every call on the event loop back), so that
-        `build`, which follows with no wait between, finds them kept."""
+        """The request's pictures that need converting (`sendable_image`: a 12 MP TIFF takes
+        ~0.7 s, which would hold every call on the event loop back) made into `data:` URLs in
+        a thread, so that `build`, which follows with no wait between, finds them kept. A
+        picture sent as it is stays on the loop: a thread for each held calls back more (p90
+        +70 -> +250 ms at 256 in flight, bench/providers.py)."""
         for message in request.messages:
             content = message.get("content")
             for part in content if isinstance(content, list) else ():
                 url = part.get("image_url", {}).get("url", "") if part.get("type") == "image_url" else ""
                 if url.startswith(IMAGE_URL_PREFIX) and url not in self._data_urls:
-                    self._keep_data_url(url, await anyio.to_thread.run_sync(self._new_data_url, url))
+                    raw = self._read(url)
+                    made = (self._data_url_of(url, raw) if media_type(raw) is not None
+                            else await anyio.to_thread.run_sync(self._data_url_of, url, raw))
+                    self._keep_data_url(url, made)
 
-    def _new_data_url(self, url: str) -> str:
-        """`url`'s picture as a `data:` URL, read and converted now (`sendable_image`); touches
-        nothing shared, so a worker thread may make it."""
+    def _read(self, url: str) -> bytes:
         if not url.startswith(IMAGE_URL_PREFIX):
             raise ProviderError(f"{self.client.label}: cannot send image {url[:80]!r}: only image://sha256: and data: URLs are sent")
         try:
-            raw = self.images.read(url)
+            return self.images.read(url)
         except KeyError:
             raise ProviderError(f"{self.client.label}: image {url} is not in the run's image store") from None
+
+    def _data_url_of(self, url: str, raw: bytes) -> str:
+        """`raw`, `url`'s picture, as a `data:` URL (`sendable_image`); touches nothing shared,
+        so a worker thread may make it."""
         try:
             kind, sent = sendable_image(raw)
         except ValueError as exc:  # UndecodableImage, ImageTooLarge: the run's preflight decoded it
