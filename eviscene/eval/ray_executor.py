@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
     from eviscene.tools.cache import ToolCache
 
 # Test hook: `exit-in-tool:<case_id>` makes the worker process exit (os._exit) at the first
-# tool call of that case's first attempt, as a crashed node would.
+# tool call of that case's first attempt, as a crashed node would; its next instance takes
+# _FAULT_RESTART_SECONDS to start, as one on a fresh node does, so the driver's calls meet it restarting.
 FAULT_ENV = "EVISCENE_RAY_FAULT"
+_FAULT_RESTART_SECONDS = 3.0
 ACTOR_RESTARTS = 8
 _STREAM_SECONDS = 0.2  # how often a worker hands an episode's new events to the driver
 _RESTART_WAIT_SECONDS = 1.0
@@ -132,6 +135,8 @@ class EpisodeWorker:
         self.provider: Any = None
         self._session: Any = None
         self._fault = os.environ.get(FAULT_ENV, "")
+        if self._fault and ray_module().get_runtime_context().was_current_actor_reconstructed:
+            time.sleep(_FAULT_RESTART_SECONDS)
 
     def ready(self) -> str:
         return os.uname().nodename
@@ -270,15 +275,25 @@ class RayExecutor:
             """Wait, taking no episode, until the lost actor answers again: its node gone, Ray
             may find no place to restart it, and an episode handed to it would wait forever.
             False when it is dead for good, or every episode finished meanwhile."""
-            ready = actor.ready.remote()
+            ends = 0
             while unfinished:
-                done, _ = await anyio.to_thread.run_sync(lambda: ray.wait([ready], timeout=_RESTART_WAIT_SECONDS))
-                if done:
-                    try:
-                        await anyio.to_thread.run_sync(ray.get, ready)
-                    except ray.exceptions.RayActorError:  # its restarts spent
-                        return False
+                ready = actor.ready.remote()
+                done: list[Any] = []
+                while unfinished and not done:
+                    done, _ = await anyio.to_thread.run_sync(lambda: ray.wait([ready], timeout=_RESTART_WAIT_SECONDS))
+                if not done:
+                    return False
+                try:
+                    await anyio.to_thread.run_sync(ray.get, ready)
                     return True
+                except ray.exceptions.ActorUnavailableError:  # still restarting: a call fails at once, so ask again
+                    await anyio.sleep(_RESTART_WAIT_SECONDS)
+                except ray.exceptions.RayActorError:
+                    # One instance's end (the call reached it as it died), or its restarts spent:
+                    # an actor ends at most ACTOR_RESTARTS + 1 times.
+                    ends += 1
+                    if ends > ACTOR_RESTARTS:
+                        return False
             return False
 
         async def slots() -> None:

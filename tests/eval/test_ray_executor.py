@@ -97,6 +97,17 @@ def test_a_worker_that_dies_inside_a_tool_loses_only_its_episodes(cluster, tmp_p
     assert finished_attempts == [(2,)]
 
 
+def test_a_lone_worker_that_dies_is_waited_for_while_it_restarts(cluster, tmp_path):
+    """With one worker, its restart is the run's only way on. A call made while it restarts
+    fails at once (`max_task_retries=0`): that was taken for its end, and the run stopped
+    with every episode unfinished."""
+    db = tmp_path / "log.duckdb"
+    finish(eviscene(db, *run_args(tmp_path / "out", "--executor", "ray", "--ray-address", cluster.address, "--workers", "1"),
+                    env={"EVISCENE_RAY_FAULT": "exit-in-tool:demo-0001"}))
+    assert_each_episode_finished_once(db)
+    assert query(db, "SELECT count(*) FROM events WHERE type = 'episode.finished'") == [(6,)]
+
+
 def _wait_for_finished(db: Path, process: subprocess.Popen, at_least: int, timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
