@@ -53,10 +53,12 @@ class EventLog(EventStore):
         given = self.sql(f"SELECT output_dir FROM ({RECORDED_OUTPUT_DIRS}) WHERE run_id = ?", [run_id])["output_dir"].to_pylist()
         return given[0] if given else None
 
-    def resume_line(self, run_id: str) -> str:
-        """The `eval resume` that finishes the run, pasted as printed: its log (`--db`) and its
-        run directory, where not the defaults."""
-        return command_line("eval", "resume", run_id, *output_dir_words(self.output_dir_of(run_id), run_id), log=self.path)
+    def resume_line(self, run_id: str, *more: object) -> str:
+        """The `eval resume` that finishes the run, pasted as printed (`more`: its further
+        words): its log (`--db`) and its run directory, where not the defaults."""
+        if "--output-dir" not in more:
+            more = (*more, *output_dir_words(self.output_dir_of(run_id), run_id))
+        return command_line("eval", "resume", run_id, *more, log=self.path)
 
 
 def open_log(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> EventLog:

@@ -62,7 +62,6 @@ from eviscene.release import (
 )
 from eviscene.redaction import MASK, MIN_SECRET, redact_data
 from eviscene.log import EventLog
-from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
@@ -499,15 +498,13 @@ def resume_command(log: EventLog, run_id: str, *more: object) -> str:
     --trust-endpoints where its own flags say where a key (or its episodes) go, which a resume
     takes from the log only when told to (`check_recorded_endpoints`)."""
     options = EvalOptions.recorded(_run_manifest(log, run_id)["config"])
-    if "--output-dir" not in more:  # the run directory it was given, where not the default
-        more = (*more, *output_dir_words(log.output_dir_of(run_id), run_id))
     if options.searxng_url and MASK in options.searxng_url:  # to be given again, its credentials in place of the mask
         more = ("--searxng-url", options.searxng_url, *more)
     try:
         check_recorded_endpoints(options, run_id)
     except EvisceneError:
-        return command_line("eval", "resume", run_id, "--trust-endpoints", *more, log=log.path)
-    return command_line("eval", "resume", run_id, *more, log=log.path)
+        more = ("--trust-endpoints", *more)
+    return log.resume_line(run_id, *more)
 
 
 def _imported_scoring_files(log: EventLog, run_id: str) -> dict[str, dict]:
