@@ -384,7 +384,7 @@ def _drive(log: EventLog, start, progress: bool, out_dir: Path | None) -> RunSum
             bar.stop()
         if summary.stopped:
             click.echo(f"run {summary.run_id} stopped, its unfinished episodes kept for later: {printable(summary.stopped)}", err=True)
-            click.echo(f"when the server is back: {resume_command(log, summary.run_id, *output_dir_words(out_dir, summary.run_id))}",
+            click.echo(f"{summary.resume_when}: {resume_command(log, summary.run_id, *output_dir_words(out_dir, summary.run_id))}",
                        err=True)
         if summary.sealed:
             file_viewer_numbers(log, [summary.run_id])

@@ -69,9 +69,12 @@ class QueryRefusedError(EvisceneError):
 
 
 class BackendOutage(Exception):
-    """A backend the run depends on (a model endpoint, the search service) stayed unreachable
-    past the run's outage timeout. Not an episode's failure: the run stops, its in-flight
-    episodes stay unfinished for `eval resume`. Its message names the backend, masked."""
+    """A backend the run depends on (a model endpoint, the search service) can serve none of
+    its calls: unreachable past the run's outage timeout, or refusing its credentials. Not an
+    episode's failure: the run stops, its in-flight episodes stay unfinished for `eval resume`,
+    which can finish them `resume_when`. Its message names the backend, masked."""
+
+    resume_when = "when the server is back"
 
 
 def outage_in(exc: BaseException | None) -> BackendOutage | None:

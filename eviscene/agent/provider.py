@@ -85,6 +85,14 @@ class ProviderOutage(BackendOutage):
     """A model endpoint stayed unreachable past the run's outage timeout."""
 
 
+class CredentialsRefused(BackendOutage):
+    """A model endpoint answered 401 or 403: it refuses the run's key (or its lack), so it
+    would refuse every call of the run alike; failing each episode in turn would only fill
+    the log with errors that `--retry-errors` must run again."""
+
+    resume_when = "with a key the server takes"
+
+
 class Provider(Protocol):
     name: str
     model: str

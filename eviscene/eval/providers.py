@@ -183,6 +183,7 @@ async def provider_session(
 class Stop:
     reason: str
     signal: bool  # SIGINT/SIGTERM, else a backend outage (a model endpoint, the search service)
+    resume_when: str = ""  # a backend's stop: what must change before `eval resume` can finish the run
 
 
 @contextmanager
@@ -225,8 +226,9 @@ async def until_stopped(work: Callable[[], Awaitable[None]]) -> Stop | None:
         nonlocal stop
         try:
             await work()
-        except* BackendOutage as outage:
-            stop = Stop(str(outage_in(outage)), False)
+        except* BackendOutage as group:
+            outage = outage_in(group)
+            stop = Stop(str(outage), False, outage.resume_when)
         scope.cancel()
 
     async with anyio.create_task_group() as group:

@@ -96,6 +96,7 @@ class RunSummary:
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a backend outage
+    resume_when: str = ""  # a backend's stop: when `eval resume` can finish the run ("when the server is back")
     # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
     status: str = ""  # e.g. completed, completed_with_errors, running_or_interrupted after a stop
     unfinished: int = 0  # episodes of the run that have not finished, for `eval resume`
@@ -677,7 +678,7 @@ async def _execute(
         except LogLockedError as exc:
             summary.notes.append(f"run not sealed yet ({exc}); `eviscene log seal` catches up later")
     else:
-        summary.stopped = stop.reason
+        summary.stopped, summary.resume_when = stop.reason, stop.resume_when
     summary.status, summary.unfinished = log.run_standing(run_id)
     if stop is not None and stop.signal:  # a Ctrl-C stops the caller too (a sweep's next run), its work kept
         raise RunInterrupted(summary, resume_command(log, run_id))

@@ -7,7 +7,7 @@ status, or null when no response came) that the provider hands back with its ans
 lands on the `model.called` event. After the last try the call raises `ProviderError` whose
 reason names the endpoint, the tries and the last failure. A deterministic rejection (400,
 404, 422, or a 500 whose body names an invalid request field) is `RequestRejected` at once,
-never retried. Every text that leaves this module has been through `redact`, with the
+never retried; a refused key (401, 403) is `CredentialsRefused`, which stops the run. Every text that leaves this module has been through `redact`, with the
 client's own key masked first.
 
 Connection failures (nothing listening, no connection within the connect timeout) spend no
@@ -36,7 +36,7 @@ import anyio
 import certifi
 import orjson
 
-from eviscene.agent.provider import ContextLengthExceeded, ProviderError, ProviderOutage, RequestRejected
+from eviscene.agent.provider import ContextLengthExceeded, CredentialsRefused, ProviderError, ProviderOutage, RequestRejected
 from eviscene.redaction import redact, register_proxy_secrets, register_secret, register_url_secrets
 from eviscene.rules.circuit_breaker import CircuitBreaker
 from eviscene.rules.jsonl import replace_lone_surrogates
@@ -233,13 +233,19 @@ class JsonClient:
             raise ProviderError(self.redact(
                 f"{self.label}: HTTP {status}: a redirect, not followed, so a request and its key reach the base URL only; {where}"
             ))
+        if status in (401, 403):  # the key refused: so would every call of the run be
+            self.breaker.answered()
+            raise CredentialsRefused(self.redact(
+                f"{self.label}: {self._status_reason(response)} (check the API key in the environment variable "
+                "the profile or --api-key-env names)"
+            ))
         if status >= 400:  # every retryable status is an error status
             message = _error_message(response)
             deterministic = status in (400, 404, 422) or (status == 500 and bool(_INVALID_REQUEST.search(message)))
             if not deterministic and (status in RETRYABLE_STATUS or status >= 500):
                 raise _Retryable(status, self._status_reason(response), retry_after(response.retry_after))
             self.breaker.answered()
-            reason = self.redact(f"{self.label}: {self._status_reason(response)}{_auth_hint(status)}")
+            reason = self.redact(f"{self.label}: {self._status_reason(response)}")
             context = _CONTEXT_LENGTH.search(message)
             if context:
                 window = next((int(g) for g in context.groups() if g and g.isdigit()), None)
@@ -366,10 +372,3 @@ def _refused(exc: BaseException | None, depth: int = 0) -> bool:
         return True
     inner = list(getattr(exc, "exceptions", ()))
     return any(_refused(e, depth + 1) for e in [exc.__cause__, exc.__context__, *inner])
-
-
-def _auth_hint(status: int) -> str:
-    if status in (401, 403):
-        return " (check the API key in the environment variable the profile or --api-key-env names)"
-    return ""
-

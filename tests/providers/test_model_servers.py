@@ -295,6 +295,41 @@ def test_after_an_outage_the_cli_reports_what_finished_and_writes_no_run_directo
     assert summary["num_samples"] == 3 and "error" not in summary["predicted_verdict_distribution"]
 
 
+def test_a_refused_key_stops_the_run_at_once_and_resume_finishes_it_with_a_key_the_server_takes(
+        release_dir, tmp_path, fast_profile, monkeypatch):
+    """A wrong key failed every episode in turn, each `error` with the same 401: a run of
+    thousands filled the log with errors for `--retry-errors`. The first 401 stops the run
+    as an outage does, nothing failed, and the resume line says what to mend."""
+    monkeypatch.chdir(tmp_path)
+    port = free_port()
+    log_path = tmp_path / "log.duckdb"
+
+    def eviscene(*args: str):
+        return CliRunner().invoke(cli, ["--db", str(log_path), *args])
+
+    def key_checked(received: Received) -> Reply:
+        if received.headers.get("authorization") != "Bearer sk-right-0123456789abcdef":
+            return Reply(401, {"error": {"message": "Incorrect API key provided: sk-wron*********cdef"}})
+        return answer_everything(received)
+
+    with FakeServer(key_checked, port=port) as server:
+        monkeypatch.setenv("EVISCENE_TEST_KEY", "sk-wrong-0123456789abcdef")
+        stopped = eviscene("eval", "run", "--benchmark", str(release_dir / "runtime_input" / "cases.jsonl"), "--profile", "fast",
+                           "--base-url", f"http://127.0.0.1:{port}/v1", "--limit", "3", "--concurrency", "1", "--no-progress",
+                           "--api-key-env", "EVISCENE_TEST_KEY", "--output-dir", "runs/pq")
+        assert stopped.exit_code == 1, stopped.output
+        assert len(server.received) == 1  # the first call's answer stopped the run
+        assert ("run pq stopped, its unfinished episodes kept for later: openai_compatible (chat_completions, model m): "
+                "HTTP 401 Unauthorized: Incorrect API key provided: sk-wron*********cdef (check the API key in the environment "
+                "variable the profile or --api-key-env names)\n") in stopped.stderr
+        assert f"with a key the server takes: eviscene --db {log_path} eval resume pq --trust-endpoints\n" in stopped.stderr
+        assert "run pq: 0 of 3 episodes ran (3 unfinished); status running_or_interrupted" in stopped.stdout
+        monkeypatch.setenv("EVISCENE_TEST_KEY", "sk-right-0123456789abcdef")
+        resumed = eviscene("eval", "resume", "pq", "--no-progress", "--trust-endpoints")
+    assert resumed.exit_code == 0, resumed.output
+    assert "run pq: 3 of 3 episodes ran (completed 3); status completed" in resumed.stdout
+
+
 KEYED_PROFILE = """
 [profiles.keyed]
 provider = "openai_compatible"

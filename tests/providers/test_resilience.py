@@ -12,7 +12,7 @@ from email.utils import formatdate
 import anyio
 import pytest
 
-from eviscene.agent.provider import ProviderError, ProviderOutage
+from eviscene.agent.provider import CredentialsRefused, ProviderError, ProviderOutage
 from eviscene.providers.chat_completions import ChatCompletionsProvider
 from eviscene.providers import http
 from eviscene.providers.http import RetryPolicy, retry_after
@@ -120,7 +120,7 @@ async def test_a_key_echoed_where_a_quoted_error_is_cut_is_redacted_whole_first(
     no key to redaction (too short for the key-shape net as well) and reached the log."""
     message = "a" * 275 + f" you sent {API_KEY} (check the key)"  # the cut at 300 falls inside the key
     with FakeServer(lambda r: Reply(status, {"error": {"message": message}})) as server:
-        with pytest.raises(ProviderError) as refused:
+        with pytest.raises((ProviderError, CredentialsRefused)) as refused:
             await call(server, images, case_image)
     reasons = [str(refused.value), *(retry["error"] for retry in getattr(refused.value, "retries", None) or [])]
     assert len(reasons) == (4 if status == 503 else 1)
@@ -293,11 +293,12 @@ async def test_errors_and_retry_records_never_carry_the_key(images, case_image):
 
 
 @pytest.mark.anyio
-async def test_401_names_the_key_variable_hint_without_the_key(images, case_image):
+async def test_401_stops_the_run_naming_the_key_variable_without_the_key(images, case_image):
     denied = Reply(401, {"error": {"message": f"Incorrect API key provided: {API_KEY}"}})
     with FakeServer(lambda r: denied) as server:
-        with pytest.raises(ProviderError) as caught:
+        with pytest.raises(CredentialsRefused) as caught:
             await call(server, images, case_image)
+    assert len(server.received) == 1  # never sent again: the same key would be refused again
     assert API_KEY not in str(caught.value) and "Incorrect API key provided: [REDACTED]" in str(caught.value)
     assert "check the API key in the environment variable" in str(caught.value)
 
