@@ -37,6 +37,7 @@ from eviscene.errors import EvisceneError
 from eviscene.store.layout import check_not_the_log, live_root, live_run_ids
 from eviscene.store.locks import folder_lock, lock_holder
 from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
+from eviscene.store.snapshot import read_parquet
 from eviscene.store.streams import count_streams, stream_kind
 
 EVENTS_DIR = "events"
@@ -71,11 +72,13 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
     blobs = sorted((directory / BLOBS_DIR).glob("blobs-*.parquet"))
     columns = ", ".join("payload::JSON AS payload" if c == "payload" else c for c in EVENT_SCHEMA.names)
     events_sql = (
-        f"SELECT {columns} FROM read_parquet({_sql_list(events)}, hive_partitioning = true, hive_types = {{'run_id': VARCHAR}})"
+        # run_id from the file's own folder: as a hive partition, any `key=value` folder above it would be one too
+        f"SELECT {columns} FROM (SELECT *, url_decode(regexp_extract(filename, '/run_id=([^/]*)/[^/]*$', 1)) AS run_id "
+        f"FROM {read_parquet(events, 'filename = true')})"
         if events else None
     )
     blobs_sql = (
-        f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(blobs)})" if blobs
+        f"SELECT {BLOB_COLUMNS} FROM {read_parquet(blobs)}" if blobs
         else "SELECT NULL::VARCHAR AS sha256, NULL::VARCHAR AS media_type, NULL::BIGINT AS size, NULL::BLOB AS content WHERE false"
     )
     return events_sql, blobs_sql, events + blobs
@@ -169,7 +172,3 @@ def _write(folder: Path, name: str, table: pa.Table) -> None:
     except BaseException:
         pending.unlink(missing_ok=True)
         raise
-
-
-def _sql_list(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"

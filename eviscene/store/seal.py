@@ -32,7 +32,7 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import _sql_list, attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
+from eviscene.store.snapshot import attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot, read_parquet
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, sealed_files, walk_chains
 
 
@@ -168,7 +168,7 @@ def _refuse_sealed_but_not_held(log_path: Path, run_id: str, folder: Path, seale
                 lacking = f"seq {entry.first_seq}..{entry.last_seq}" if held != entry.rows else None
             else:
                 held = con.execute(
-                    f"SELECT count(*) FROM read_parquet({_sql_list([folder / entry.file])}) s "
+                    f"SELECT count(*) FROM {read_parquet([folder / entry.file])} s "
                     "WHERE s.sha256 NOT IN (SELECT sha256 FROM archive.blobs)"
                 ).fetchone()[0]
                 lacking = f"{held} of its blobs" if held else None
@@ -185,7 +185,7 @@ def _refuse_sealed_but_not_held(log_path: Path, run_id: str, folder: Path, seale
 def _copy(con: duckdb.DuckDBPyConnection, run_id: str, entries: list[ManifestEntry], events: list[Path], blobs: list[Path]) -> None:
     con.execute("BEGIN")
     if blobs:
-        segments = f"read_parquet({_sql_list(blobs)})"
+        segments = read_parquet(blobs)
         # A blob the segments hold twice (a second writer session's) is stored once. DISTINCT ON
         # carries every blob's content through an aggregate (~40% of this insert at 100k blobs),
         # so only when the sha256 column alone shows a repeat.
@@ -196,7 +196,7 @@ def _copy(con: duckdb.DuckDBPyConnection, run_id: str, entries: list[ManifestEnt
         )
     if events:
         con.execute(
-            f"INSERT INTO archive.events SELECT {EVENT_COLUMNS} FROM read_parquet({_sql_list(events)}) "
+            f"INSERT INTO archive.events SELECT {EVENT_COLUMNS} FROM {read_parquet(events)} "
             "WHERE event_id NOT IN (SELECT event_id FROM archive.events WHERE run_id = ?) ORDER BY seq",
             [run_id],
         )
@@ -233,7 +233,7 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
     try:
         reader = con.sql(
             "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload, prev_hash, hash "
-            f"FROM read_parquet({_sql_list(events)}) ORDER BY seq"
+            f"FROM {read_parquet(events)} ORDER BY seq"
         ).to_arrow_reader(50_000)
         walk = walk_chains(reader, start={run_id: start})
     finally:

@@ -420,6 +420,13 @@ def _sql_list(paths: list[Path]) -> str:
     return "[" + ", ".join(f"'{_quote(p)}'" for p in paths) + "]"
 
 
+def read_parquet(paths: list[Path], *options: str) -> str:
+    """DuckDB's `read_parquet` of the log's files. Not as hive partitions, its default for a
+    path with a `key=value` folder: a run directory or export folder named `step=1000` (or a
+    run id `type=x`) became a column, or overwrote one, in every row read."""
+    return f"read_parquet({', '.join([_sql_list(paths), 'hive_partitioning = false', *options])})"
+
+
 # How many fresh snapshots a reader tries when a live segment moves under it.
 SNAPSHOT_RETRIES = 3
 # A sandboxed snapshot reports a vanished file as a folder of that name it may not glob.
@@ -507,11 +514,11 @@ def _cover_the_log(con: duckdb.DuckDBPyConnection, log_path: Path, sandbox: Sand
     files = live_files(log_path, sealed)
     if files.events:
         parts_events.append(
-            f"SELECT {EVENT_COLUMNS.replace('payload', 'payload::JSON AS payload')} FROM read_parquet({_sql_list(files.events)})"
+            f"SELECT {EVENT_COLUMNS.replace('payload', 'payload::JSON AS payload')} FROM {read_parquet(files.events)}"
         )
     copies = list(parts_blobs)
     if files.blobs:
-        live_blobs = f"SELECT {BLOB_COLUMNS} FROM read_parquet({_sql_list(files.blobs)})"
+        live_blobs = f"SELECT {BLOB_COLUMNS} FROM {read_parquet(files.blobs)}"
         # one row an address: a live run holds the gold and policy files a sealed one put
         # in the archive already (every join on `blobs` would count them twice)
         archived = " WHERE NOT EXISTS (SELECT 1 FROM archive.blobs a WHERE a.sha256 = l.sha256)" if parts_blobs else ""
@@ -538,14 +545,14 @@ def _cover_the_log(con: duckdb.DuckDBPyConnection, log_path: Path, sandbox: Sand
 _MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
 
 
-def _name_foreign_segment(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+def _name_foreign_segment(con: duckdb.DuckDBPyConnection, paths: list[Path], events_columns: str = EVENT_COLUMNS) -> None:
     """Raise `LogIntegrityError` naming the Parquet file (a live segment, or a file of a `log
-    export-parquet` folder) that lacks the log's columns, as one a log someone hands you may
-    hold: DuckDB's binder names the column, not the file."""
+    export-parquet` folder, whose `events_columns` lack run_id) that lacks the log's columns,
+    as one a log someone hands you may hold: DuckDB's binder names the column, not the file."""
     for path in paths:
-        columns = EVENT_COLUMNS if path.name.startswith("events-") else BLOB_COLUMNS
+        columns = events_columns if path.name.startswith("events-") else BLOB_COLUMNS
         try:
-            con.execute(f"SELECT {columns} FROM read_parquet('{_quote(path)}') LIMIT 0")
+            con.execute(f"SELECT {columns} FROM {read_parquet([path])} LIMIT 0")
         except duckdb.BinderException as exc:
             missing = _MISSING_COLUMN.search(str(exc))
             problem = f"it lacks column {missing.group(1)}" if missing else str(exc).splitlines()[0]
@@ -684,7 +691,7 @@ def open_parquet_export(directory: Path, sandbox: Sandbox | None = None) -> duck
             con.execute("CREATE VIEW events AS " + (events or _empty_events()))
             con.execute("CREATE VIEW blobs AS " + blobs)
         except duckdb.BinderException:
-            _name_foreign_segment(con, list(files))
+            _name_foreign_segment(con, list(files), EVENT_COLUMNS.replace("run_id, ", ""))
             raise
         con.execute("CREATE VIEW blob_copies AS SELECT * FROM blobs")  # an export stores each blob once
         if sandbox is not None:

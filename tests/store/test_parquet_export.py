@@ -250,3 +250,24 @@ def test_a_blob_two_exports_both_wrote_is_named_by_verify(tmp_path: Path) -> Non
 def files_of_a_fresh_export(log: EventLog, folder: Path) -> dict[str, str]:
     invoke("--db", str(log.path), "log", "export-parquet", str(folder))
     return files(folder)
+
+
+def test_folders_and_run_ids_named_key_value_are_names_not_columns(tmp_path: Path) -> None:
+    """DuckDB reads a path with a `key=value` folder as hive partitions unless told not to: a
+    log under `step=1000/`, or a run id `type=x`, read back with that value in every row's
+    column of that name (run_id, type), so the run's own hashes no longer matched: `log seal`
+    refused it as edited, and `log verify` called it broken."""
+    home = tmp_path / "step=1000"
+    log = EventLog(home / "log.duckdb")
+    for run_id in ("type=x", "run_id=y"):
+        write_run(log, run_id, [scheduled("c1"), finished()], blob=b"evidence")
+    expected = [("run_id=y", "episode.scheduled"), ("run_id=y", "run.finished"),
+                ("type=x", "episode.scheduled"), ("type=x", "run.finished")]
+    query = "SELECT run_id, type FROM events ORDER BY run_id, seq"
+    assert log.sql(query).to_pylist() == [{"run_id": r, "type": t} for r, t in expected]  # live segments
+    assert "sealed 2 run(s)" in invoke("--db", str(log.path), "log", "seal")
+    assert log.sql(query).to_pylist() == [{"run_id": r, "type": t} for r, t in expected]  # the archive
+    out = home / "a=1" / "history"
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    assert EventLog(out).sql(query).to_pylist() == [{"run_id": r, "type": t} for r, t in expected]
+    assert "ok: 2 run(s), 4 events, every chain intact and complete" in invoke("--db", str(out), "log", "verify")
