@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from eviscene.cli.interrupts import RERUN_FINISHES, on_interrupt_say
-from eviscene.cli.output import echo, json_printable, say
+from eviscene.cli.output import check_output_file, echo, json_printable, say
 from eviscene.errors import is_interruption
 from eviscene.log import EventLog
 from eviscene.store import VerifyReport
@@ -54,7 +54,7 @@ def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None, f
     from eviscene.exports.serialize import write_text
     from eviscene.store.heads import heads_text, read_heads
 
-    target = check_not_the_log("--save-heads", save_to, event_log.path) if save_to is not None else None
+    target = check_output_file("--save-heads", save_to, event_log.path) if save_to is not None else None
     recorded = read_heads(check_from) if check_from is not None else None
     report = event_log.verify(recorded)
     if fmt == "json":

@@ -35,6 +35,7 @@ import click
 from click.core import ParameterSource
 
 from eviscene.errors import EvisceneError, os_fault
+from eviscene.rules.paths import special_file_kind
 from eviscene.rules.timestamps import format_ts
 from eviscene.store.layout import check_not_the_log
 
@@ -428,11 +429,15 @@ def writing_stdout() -> Iterator[None]:
 
 
 def check_output_file(option: str, path: Path, log_path: Path) -> Path:
-    """Where a command may write its one output file: not the log's own, not a folder, in a
-    folder that exists. Checked before the command's work, so a mistyped path costs nothing."""
+    """Where a command may write its one output file: not the log's own, not a folder or a
+    special file, in a folder that exists. Checked before the command's work, so a mistyped
+    path costs nothing."""
     target = check_not_the_log(option, path, log_path)
     if target.is_dir():
         raise EvisceneError(f"{option} {path}: is a folder")
+    kind = special_file_kind(target)
+    if kind:  # the file written whole is renamed over it: a pipe, or /dev/full itself, would be gone
+        raise EvisceneError(f"{option} {path}: is {kind}, not a regular file: the output, written whole, would replace it")
     if not target.parent.is_dir():
         raise EvisceneError(f"{option} {path}: no folder {target.parent}")
     return target

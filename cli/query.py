@@ -52,7 +52,11 @@ def sql(log: EventLog, query: str, fmt: str, read: tuple[Path, ...], output: Pat
     """
     log.require()
     if query == "-":
-        query = click.get_text_stream("stdin").read()
+        sent = click.get_binary_stream("stdin").read()
+        try:
+            query = sent.decode("utf-8-sig")  # an editor's byte-order mark is no SQL
+        except UnicodeDecodeError as exc:
+            raise EvisceneError(f"the query on standard input is not UTF-8 text: byte {sent[exc.start]:#04x} at offset {exc.start}") from None
     target = check_output_path(output, log.path) if output is not None else None
     if target is not None and click.get_current_context().get_parameter_source("fmt") is not ParameterSource.DEFAULT \
             and f".{fmt}" != target.suffix:

@@ -412,6 +412,29 @@ def test_a_query_of_dash_is_read_from_standard_input(log_path, tmp_path):
     assert (result.returncode, result.stdout) == (0, "n\n62\n")
 
 
+def test_a_query_on_standard_input_that_is_not_utf8_is_said_in_one_line(log_path, tmp_path):
+    """It was a UnicodeDecodeError traceback; a byte-order mark an editor put first is no SQL and goes."""
+    result = subprocess.run([EVISCENE, "--db", str(log_path), "sql", "-"], input=b"SELECT \xff 1", capture_output=True, timeout=300,
+                            cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, b"Error: the query on standard input is not UTF-8 text: byte 0xff at offset 7\n")
+    marked = subprocess.run([EVISCENE, "--db", str(log_path), "sql", "-", "--csv"], input="\ufeffSELECT 1 AS n".encode(),
+                            capture_output=True, timeout=300, cwd=tmp_path)
+    assert (marked.returncode, marked.stdout) == (0, b"n\n1\n")
+
+
+@pytest.mark.parametrize("command", [["report", "sealed", "--out", "out.html"], ["sql", "SELECT 1", "--output", "out.csv"],
+                                     ["log", "verify", "--save-heads", "out.jsonl"]], ids=lambda c: c[-2])
+def test_an_output_file_that_is_a_pipe_is_refused_not_replaced(log_path, tmp_path, command):
+    """The result, written whole under a temporary name, was renamed over a named pipe (as
+    root, over `/dev/full` itself): the pipe was gone and the command said it wrote a file."""
+    pipe = tmp_path / command[-1]
+    os.mkfifo(pipe)
+    result = eviscene("--db", str(log_path), *command, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (
+        2, f"Error: {command[-2]} {command[-1]}: is a named pipe (FIFO), not a regular file: the output, written whole, would replace it\n")
+    assert pipe.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == [pipe.name]
+
+
 def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
     """`>&-` gave an AttributeError traceback; `> /dev/full` said `cannot write ?`, and for
     --help or --version a traceback."""
