@@ -115,9 +115,16 @@ def _refuse_undecodable_words() -> None:
         try:
             word.encode("utf-8")
         except UnicodeEncodeError:
-            click.echo(f"Error: {word!a} is not text this Python can read: it reads arguments as "
-                       f"{sys.getfilesystemencoding()} here (a C locale with PYTHONUTF8=0); "
-                       "set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)", err=True)
+            raw = os.fsencode(word)  # the bytes as given
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:  # not UTF-8 (a name from a Latin-1 system): no setting helps
+                click.echo(f"Error: {word!a} is not UTF-8 text (byte {raw[exc.start]:#04x}), which the log and its "
+                           "files hold only; rename it, or name it through a link whose name is UTF-8", err=True)
+            else:
+                click.echo(f"Error: {word!a} is not text this Python can read: it reads arguments as "
+                           f"{sys.getfilesystemencoding()} here (a C locale with PYTHONUTF8=0); "
+                           "set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)", err=True)
             sys.exit(2)
 
 

@@ -268,6 +268,18 @@ def test_a_path_python_reads_as_ascii_is_one_line_naming_the_cure(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == before
 
 
+def test_a_name_that_is_not_utf8_is_said_to_be_so_not_blamed_on_the_locale(tmp_path):
+    """A folder named in Latin-1 (`caf\xe9`) got the advice to set PYTHONUTF8=1 or a UTF-8
+    locale, already set and no help: the bytes are what is wrong."""
+    folder = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.mkdir(folder)
+    for env in ({**os.environ, "LC_ALL": "C.UTF-8"}, {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}):
+        result = subprocess.run([EVISCENE, "views"], capture_output=True, text=True, env=env, timeout=120, cwd=folder, check=False)
+        assert one_error_line(result, "is not UTF-8 text (byte 0xe9), which the log and its files hold only; rename it").endswith(
+            "caf\\udce9' is not UTF-8 text (byte 0xe9), which the log and its files hold only; rename it, "
+            "or name it through a link whose name is UTF-8")
+
+
 def test_the_folder_a_command_runs_in_is_never_an_output_folder(offline_run, release, tmp_path, monkeypatch):
     """`--out .` in an empty folder: the export replaced the folder the shell stood in (its inode
     changed, the shell left in a deleted folder); `eval run --output-dir .` ran every episode,
