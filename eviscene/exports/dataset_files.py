@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import duckdb
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.exports.canonical_sql import json_sql, object_sql, register_functions, value_sql
 from eviscene.exports.dataset_views import ExportSettings
 from eviscene.exports.serialize import JsonlFiles, read_ahead, rows, utf8_values, write_json
-from eviscene.rules.canonical import canonical_json
+from eviscene.rules.canonical import canonical_json_exact
+from eviscene.rules.jsonl import loads_exactly
 from eviscene.views import sql_name, sql_text
 
 FORMATS = ("jsonl", "parquet")
@@ -156,7 +156,7 @@ def dataset_version(decision_policy_version: str) -> str:
 def tools_in_system_message(row: dict[str, Any]) -> dict[str, Any]:
     """The SFT row with its tool schemas rendered into the system message (Hermes-style
     <tools> block) and no `tools` column."""
-    tools = "\n".join(canonical_json(tool) for tool in row.get("tools") or [])
+    tools = "\n".join(canonical_json_exact(tool) for tool in row.get("tools") or [])
     block = TOOLS_PREAMBLE + tools + TOOLS_EPILOGUE
     messages = list(row["messages"])  # only the system message changes: shallow copies suffice
     for index, message in enumerate(messages):
@@ -204,12 +204,12 @@ def _declared_type(key: str) -> pa.DataType:
 
 
 def _json_values(values: list[Any]) -> pa.Array:
-    texts = [None if value is None else canonical_json(value) for value in values]
+    texts = [None if value is None else canonical_json_exact(value) for value in values]
     return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
 
 
 def _json_lists(values: list[list[Any] | None]) -> pa.Array:
-    texts = pa.array([None if value is None else [canonical_json(item) for item in value] for value in values], _LIST_OF_TEXTS)
+    texts = pa.array([None if value is None else [canonical_json_exact(item) for item in value] for value in values], _LIST_OF_TEXTS)
     items = pa.ExtensionArray.from_storage(pa.json_(), texts.values)
     return pa.ListArray.from_arrays(texts.offsets, items, mask=texts.is_null())
 
@@ -388,10 +388,10 @@ def write_dataset(
             for route, split, token_count_estimate, tool_call_count, fields, record in zip(*_lists(batch, 2, 7), records):
                 if route not in ("short_sft", "long_holdout"):
                     continue
-                sft = orjson.loads(record)
+                sft = loads_exactly(record)
                 sft.setdefault("token_count_estimate", token_count_estimate)
                 sft.setdefault("tool_call_count", tool_call_count)
-                sft.update(orjson.loads(fields))
+                sft.update(loads_exactly(fields))
                 if route == "short_sft":
                     files.add(f"{split}.jsonl", sft)
                     files.add(SYSTEM_TOOLS_ARTIFACTS[f"{split}_system_tools"], tools_in_system_message(sft))
@@ -399,8 +399,8 @@ def write_dataset(
                     files.add("long_holdout.jsonl", {**sft, **holdout_fields})
         for batch in _batches(con, perception):
             for split, example_text, fields_text in zip(*_lists(batch)):
-                example = orjson.loads(example_text)
-                example.update(orjson.loads(fields_text))
+                example = loads_exactly(example_text)
+                example.update(loads_exactly(fields_text))
                 files.add(f"perception.{split}.jsonl", example)
         for batch in _batches(con, f"SELECT {excluded} FROM (SELECT * FROM excluded_episodes ORDER BY episode_id)"):
             files.add_lines("excluded_episode_metadata.jsonl", batch.column(0), EXCLUDED_METADATA_KEYS)

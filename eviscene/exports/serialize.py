@@ -22,6 +22,7 @@ import orjson
 import pyarrow as pa
 
 from eviscene.rules.canonical import canonical_json_indented, canonical_json_line
+from eviscene.rules.jsonl import loads_exactly
 from eviscene.rules.timestamps import format_epoch_micros, format_ts
 
 # A JSONL file's lines go out a MiB at a time: with the default 8 KiB buffer, every line longer
@@ -74,7 +75,7 @@ def _values(column: pa.ChunkedArray, parse_json: bool) -> list[Any]:
         return _utc_strings(column)
     values = column.to_pylist()
     if parse_json:
-        return [orjson.loads(v) if v is not None else None for v in values]
+        return [loads_exactly(v) if v is not None else None for v in values]
     if _needs_plain(column.type):
         return [plain(v) for v in values]
     return values
@@ -229,8 +230,8 @@ class JsonlFiles:
             self.records[name].append(record)
 
     def add_json(self, name: str, text: str | bytes) -> None:
-        """`add` for a record given as JSON text (read by orjson)."""
-        self.add(name, orjson.loads(text))
+        """`add` for a record given as JSON text."""
+        self.add(name, loads_exactly(text))
 
     def add_lines(self, name: str, lines: pa.Array, key_order: tuple[str, ...]) -> None:
         """`add` for records given as the very lines `add` writes (a string array, each value

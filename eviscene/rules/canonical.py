@@ -9,6 +9,8 @@ timestamps differently, so exports never rely on it.
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from typing import Any
 
 import orjson
@@ -26,8 +28,53 @@ def canonical_json_bytes(value: Any) -> bytes:
 
 def canonical_json_line(value: Any) -> bytes:
     """`canonical_json_bytes` and a newline: one JSONL row of an export (orjson appends it,
-    no copy of the row)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    no copy of the row), for any value an imported row holds (`canonical_json_exact`)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return _canonical_by_python(value) + b"\n"
+
+
+def canonical_json_exact(value: Any) -> str:
+    """`canonical_json`, and for what orjson cannot write but an imported row may hold, an
+    integer past 64 bits or nesting past 254 levels (seed 002 writes both), the same text by
+    Python's writer: an export's values. (Elsewhere orjson's refusal is the point: what the
+    log cannot read back exactly is kept as text, `providers.wire.tool_arguments`.)"""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return _canonical_by_python(value).decode("utf-8")
+
+
+def _canonical_by_python(value: Any) -> bytes:
+    """`canonical_json_bytes` by Python's `json`, which writes any integer and nests as deep as
+    its reader reads. Its floats (`1e-05`, orjson `0.00001`) and NaN differ, so each float and
+    each integer orjson would refuse goes in as a marked string holding its text, and comes
+    out as that text; the mark carries a nonce no string of the value holds."""
+    nonce = uuid.uuid4().hex
+    texts: list[str] = []
+
+    def marked(text: str) -> str:
+        texts.append(text)
+        return f"{nonce}{len(texts) - 1}"
+
+    root = [value]
+    todo: list[tuple[Any, Any]] = [(root, 0)]  # (holder, key): a loop, as nesting may pass the recursion limit
+    while todo:
+        holder, key = todo.pop()
+        item = holder[key]
+        if isinstance(item, float):
+            holder[key] = marked(orjson.dumps(item).decode())
+        elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
+            holder[key] = marked(str(item))
+        elif isinstance(item, dict):
+            holder[key] = copy = dict(item)
+            todo.extend((copy, k) for k in copy)
+        elif isinstance(item, (list, tuple)):
+            holder[key] = copy = list(item)
+            todo.extend((copy, i) for i in range(len(copy)))
+    text = json.dumps(root[0], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return re.sub(f'"{nonce}(\\d+)"', lambda found: texts[int(found.group(1))], text).encode("utf-8")
 
 
 def canonical_json_indented(value: Any) -> str:

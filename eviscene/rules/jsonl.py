@@ -164,6 +164,21 @@ def read_fast(line: bytes) -> Any | None:
     return value if line.count(b":") == written.count(b":") else None
 
 
+def loads_exactly(text: str | bytes | memoryview) -> Any:
+    """JSON text the log holds (an imported row, as a view gives it back; read strictly when it
+    came in) as Python's reader reads it: by orjson, or by `json` where orjson would not read
+    it alike, an integer past 64 bits (orjson: a float, written back in exponent form, as a
+    float of 1e16 or more is, which `json` reads as orjson does) or nesting past 254 levels
+    (orjson refuses to write it back)."""
+    try:
+        value = orjson.loads(text)
+        if b"e+" not in orjson.dumps(value):
+            return value
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass
+    return json.loads(bytes(text) if isinstance(text, memoryview) else text)
+
+
 def json_type(value: Any) -> str:
     """How an error names a JSON value's type: `null`, `a boolean`, `a number`, ..."""
     if value is None:

@@ -121,6 +121,34 @@ def test_an_exported_line_with_awkward_values(tmp_path):
     assert b'"teacher_score":1e+16,' in metadata_lines[0] and b'"teacher_score":1e-7,' in metadata_lines[1]
 
 
+def test_integers_past_64_bits_and_deep_nesting_in_imported_rows_are_exported_exactly(tmp_path):
+    """Seed 002 reads and writes rows with Python's json, which keeps both. orjson read the
+    integer as a float (1.1805916207174113e+21 in the line, its type changed, no word said) and
+    refused nesting past 254 levels (a traceback, after the import had accepted the row)."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "big--r000", "case_id": "big"}])
+    deep: list = [1e-5]
+    for _ in range(299):
+        deep = [deep]
+    record = {**sft_row("big--r000", "big"), "count": 2**70, "floor": -(2**63) - 1, "deep": deep}
+    write_jsonl(run / "trajectory_sft.jsonl", [record])
+    perception = {"episode_id": "big--r000", "case_id": "big", "images": ["/images/big.jpg"],
+                  "perception": {"ocr_text": "caption", "pixels": 2**64, "deep": deep}}
+    write_jsonl(run / "perception_trajectories.jsonl", [perception])
+    out = tmp_path / "out"
+    export_dataset(EventLog(tmp_path / "log.duckdb"), ExportOptions(out_dir=out, run_dirs=[run], fmt="parquet"))
+    [split] = [split for split in ("train", "validation", "test") if (out / f"{split}.jsonl").read_bytes()]
+    line = (out / f"{split}.jsonl").read_bytes()
+    assert b'"count":1180591620717411303424,' in line and b'"floor":-9223372036854775809,' in line
+    assert b'"deep":' + b"[" * 300 + b"0.00001" + b"]" * 300 + b"," in line
+    exported = json.loads(line)
+    assert (exported["count"], exported["floor"], exported["deep"]) == (2**70, -(2**63) - 1, deep)
+    example = json.loads((out / f"perception.{split}.jsonl").read_bytes())
+    assert example["perception"] == perception["perception"]
+    table = pq.read_table(out / f"{split}.parquet")
+    assert table.column("count").to_pylist() == ["1180591620717411303424"]  # a JSON value: no Arrow integer holds it
+    assert json.loads(pq.read_table(out / f"perception.{split}.parquet").column("perception")[0].as_py()) == perception["perception"]
+
+
 def test_parquet_columns_keep_the_seed_dicts_key_order(tmp_path):
     run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "one--r000", "case_id": "one"}])
     record = {"split": "own", "episode_id": "one--r000", "case_id": "one", "messages": [{"role": "user", "content": "hi"}], "tools": []}
