@@ -32,7 +32,8 @@ def heads_text(heads: Heads) -> str:
 
 
 def read_heads(path: Path) -> dict[str, tuple[int, str]]:
-    """The heads a file records: EvisceneError naming the file and line of one that is not a head."""
+    """The heads a file records: EvisceneError naming the file and line of one that is not a head,
+    or the file where it records none."""
     try:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
@@ -55,4 +56,6 @@ def read_heads(path: Path) -> dict[str, tuple[int, str]]:
         if head["run_id"] in heads:
             raise EvisceneError(f"{where}: run {head['run_id']!r} has a head already")
         heads[head["run_id"]] = (head["seq"], head["hash"])
+    if not heads:  # checking no head would say ok of anything: a truncated copy or the wrong file, most likely
+        raise EvisceneError(f"heads file {path} records no head: nothing to check the log against")
     return heads

@@ -139,6 +139,17 @@ def test_a_heads_file_that_is_no_heads_file_is_one_line_naming_its_line(tmp_path
     assert missing.exit_code == 2 and "No such file or directory" in missing.output and "Traceback" not in missing.output
 
 
+def test_a_heads_file_that_records_no_head_is_refused_not_passed(tmp_path):
+    # Checking no head would say ok of any log: an empty file is a truncated copy or the wrong file.
+    log = sealed_run(tmp_path)
+    heads = tmp_path / "heads.jsonl"
+    for text in ("", "\n\n"):
+        heads.write_text(text)
+        result = verify_cli(log, "--check-heads", str(heads))
+        assert result.exit_code == 2, result.output
+        assert result.output.strip().splitlines() == [f"Error: heads file {heads} records no head: nothing to check the log against"]
+
+
 def test_heads_are_never_saved_over_the_log(tmp_path):
     log = sealed_run(tmp_path)
     before = log.path.read_bytes()
