@@ -637,6 +637,19 @@ def _statement_name(statement: duckdb.Statement) -> str:
 _MISSING_TABLE = re.compile(r'(Table with name (.+?) does not exist!)(?:\s*Did you mean "[^"]*"\?)?')
 _OUTSIDE_THE_SANDBOX = re.compile(r'Cannot access file "(.+?)" - file system operations are disabled by configuration')
 _GLOB = re.compile(r"[*?\[]")
+# DuckDB's advice to change a setting, which the sandbox refuses (every SET; the configuration
+# is locked): each such sentence, by what the query may do instead (the lambda error says so already).
+_SETTING_ADVICE = [
+    (re.compile(r'Max expression depth limit of (\d+) exceeded\. Use "SET max_expression_depth TO x" to increase the maximum expression depth\.'),
+     r"the query nests expressions deeper than DuckDB's limit of \1 levels; write it as a shallower query."),
+    (re.compile(r'Use "SET scalar_subquery_error_on_multiple_rows=false" to revert to previous behavior of returning a random row\.'),
+     "Give the subquery LIMIT 1 for any one of its rows, or aggregate them (first(…), list(…))."),
+    (re.compile(r"\* SET order_by_non_integer_literal=true to allow this behavior\."),
+     "Order by a column's name or position, not a string ('a' is a string, \"a\" a column)."),
+    (re.compile(r"\s*Use SET lambda_syntax='ENABLE_SINGLE_ARROW' to revert to the deprecated behavior\."), ""),
+    (re.compile(r"Pivot column limit of (\d+) exceeded\. Use SET pivot_limit=X to increase the limit\."),
+     r"Pivot column limit of \1 exceeded: pivot on fewer values (list them with ON … IN (…))."),
+]
 
 
 def closest_name(name: str, names: Collection[str]) -> str | None:
@@ -649,8 +662,12 @@ def explain_error(exc: duckdb.Error, relations: Collection[str]) -> Exception | 
     """DuckDB's error in the sandbox's terms, or None when it needs none: a relation that is
     not there gets the closest of `relations` (what the sandbox exposes) as its suggestion,
     and a file outside the log is refused (`QueryRefusedError`) naming the `--read` that opens
-    it (for a glob, its folder)."""
+    it (for a glob, its folder); DuckDB's advice to SET a setting gets what the query may do
+    instead, since the sandbox refuses every SET."""
     message = str(exc)
+    for advice, instead in _SETTING_ADVICE:
+        if advice.search(message):
+            return type(exc)(advice.sub(instead, message))
     missing = _MISSING_TABLE.search(message) if isinstance(exc, duckdb.CatalogException) else None
     if missing is not None:
         close = closest_name(missing.group(2), relations)

@@ -1,6 +1,7 @@
 """A mistaken query over the sandbox gets EviScene's words: a view or table that is not
 there suggests one of the log's own relations (never DuckDB's catalog, `pg_index`), names
-match in any case as SQL's do, and a file outside the log names the `--read` that opens it."""
+match in any case as SQL's do, a file outside the log names the `--read` that opens it, and
+DuckDB's advice to SET a setting (which the sandbox refuses) is what the query may do instead."""
 
 import json
 import subprocess
@@ -49,6 +50,32 @@ def test_a_pivot_without_its_values_is_told_to_list_them(log_path, tmp_path):
     # A write around one is refused by its own name, listed values or not.
     copied = sql(log_path, "COPY (PIVOT events ON type) TO 'x.csv'", cwd=tmp_path)
     assert copied.returncode == 2 and copied.stderr.startswith("Error: only a SELECT statement runs over the log; COPY is refused")
+
+
+@pytest.mark.parametrize(("query", "error"), [
+    ("SELECT " + "(" * 1000 + "1" + ")" * 1000,
+     "Error: Parser Error: the query nests expressions deeper than DuckDB's limit of 1000 levels; write it as a shallower query.\n"),
+    ("SELECT (SELECT * FROM range(2))",
+     "Error: Invalid Input Error: More than one row returned by a subquery used as an expression - scalar subqueries can only "
+     "return a single row. Give the subquery LIMIT 1 for any one of its rows, or aggregate them (first(…), list(…)).\n"),
+    ("SELECT run_id FROM runs ORDER BY 'run_id'",
+     "Error: Binder Error: ORDER BY non-integer literal has no effect. Order by a column's name or position, not a string "
+     "('a' is a string, \"a\" a column).\n"),
+    ("SELECT list_transform([1], x -> x + 1)",
+     "Error: Binder Error: Deprecated lambda arrow (->) detected. Please transition to the new lambda syntax, i.e.., "
+     "lambda x, i: x + i, before DuckDB's next release. For more information, see "
+     "https://duckdb.org/docs/current/sql/functions/lambda.html.\n"),
+])
+def test_duckdbs_advice_to_set_a_setting_is_what_the_query_may_do_instead(log_path, tmp_path, query, error):
+    result = sql(log_path, query, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == error
+
+
+def test_a_pivot_over_too_many_values_is_told_to_pivot_on_fewer(log_path):
+    values = ", ".join(str(value) for value in range(100_001))  # one over DuckDB's pivot_limit, which no SET raises here
+    with pytest.raises(duckdb.BinderException) as raised:
+        EventLog(log_path).sql(f"SELECT * FROM (PIVOT (SELECT range AS k, 1 AS v FROM range(3)) ON k IN ({values}) USING sum(v))")
+    assert str(raised.value) == "Binder Error: Pivot column limit of 100000 exceeded: pivot on fewer values (list them with ON … IN (…))."
 
 
 def test_view_names_match_in_any_case(log_path, tmp_path):
