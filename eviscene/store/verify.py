@@ -285,8 +285,11 @@ class ShardChain:
 def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:
     if payload.get("last_seq") is None:
         return None  # written before run.finished was stamped
-    if payload["last_seq"] != seq - 1 or payload.get("last_hash") != prev_hash:
+    if payload["last_seq"] != seq - 1:
         return f"run.finished closes the chain at seq {payload['last_seq']}, but follows seq {seq - 1} (events moved or removed)"
+    if payload.get("last_hash") != prev_hash:  # in place, but not the chain it was stamped with
+        return (f"run.finished closes the chain at seq {seq - 1} with hash {payload.get('last_hash')}, but the chain's hash there "
+                f"is {prev_hash} (events up to seq {seq - 1} changed, the chain hashed again)")
     return None
 
 

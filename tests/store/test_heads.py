@@ -4,13 +4,11 @@ hashed every later event again, cut back, or deleted with its records."""
 import json
 
 import duckdb
-import orjson
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
 from eviscene.log import EventLog
-from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
-from test_verify import finished, gates, write_batches
+from test_verify import finished, gates, rewrite_and_rehash, write_batches
 
 
 def verify_cli(log: EventLog, *args: str):
@@ -22,34 +20,6 @@ def sealed_run(tmp_path, run_id: str = "r1") -> EventLog:
     write_batches(log, run_id, [gates(1, 4), gates(4, 6) + [finished()]])
     assert log.seal([run_id]) == [run_id]
     return log
-
-
-def rewrite_and_rehash(log: EventLog, run_id: str, seq: int, payload: dict) -> None:
-    """What someone who can write the archive can do: replace one event's payload, then hash it
-    and every later event again (run.finished's stamp and the sealed records included), so
-    that the chain holds together."""
-    con = duckdb.connect(str(log.path))
-    rows = con.execute(
-        "SELECT seq, event_id, epoch_us(ts), episode_id, attempt, type, step, payload::VARCHAR, prev_hash "
-        "FROM events WHERE run_id = ? ORDER BY seq", [run_id]).fetchall()
-    prev = GENESIS_HASH
-    for row_seq, event_id, ts, episode_id, attempt, type_, step, text, _prev_hash in rows:
-        if row_seq < seq:
-            prev = con.execute("SELECT hash FROM events WHERE run_id = ? AND seq = ?", [run_id, row_seq]).fetchone()[0]
-            continue
-        if row_seq == seq:
-            text = orjson.dumps(payload).decode()
-        if type_ == "run.finished":
-            stamp = json.loads(text)
-            stamp["last_hash"] = prev
-            text = orjson.dumps(stamp).decode()
-        new_hash = event_hash(prev, row_seq, event_id, ts, content_digest(run_id, episode_id, attempt, type_, step, text))
-        con.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?",
-                    [text, prev, new_hash, run_id, row_seq])
-        prev = new_hash
-    con.execute("UPDATE sealed_segments SET last_hash = (SELECT hash FROM events WHERE run_id = ? AND seq = last_seq) "
-                "WHERE run_id = ? AND last_seq IS NOT NULL", [run_id, run_id])
-    con.close()
 
 
 def test_a_rewritten_run_whose_chain_was_hashed_again_keeps_its_chain_but_not_its_recorded_head(tmp_path):

@@ -11,6 +11,7 @@ import subprocess
 
 import anyio
 import duckdb
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -23,6 +24,7 @@ from eviscene.events import ArtifactImported, DatasetExported, GateDecided, RunF
 from eviscene.imports import import_path
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
+from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash
 from eviscene.store.locks import RunLock
 
 
@@ -81,6 +83,34 @@ def tamper(log: EventLog, sql: str) -> None:
     con.close()
 
 
+def rewrite_and_rehash(log: EventLog, run_id: str, seq: int, payload: dict, restamp: bool = True) -> None:
+    """What someone who can write the archive can do: replace one event's payload, then hash it
+    and every later event again (run.finished's stamp, unless not `restamp`, and the sealed
+    records included), so that the chain holds together."""
+    con = duckdb.connect(str(log.path))
+    rows = con.execute(
+        "SELECT seq, event_id, epoch_us(ts), episode_id, attempt, type, step, payload::VARCHAR, prev_hash "
+        "FROM events WHERE run_id = ? ORDER BY seq", [run_id]).fetchall()
+    prev = GENESIS_HASH
+    for row_seq, event_id, ts, episode_id, attempt, type_, step, text, _prev_hash in rows:
+        if row_seq < seq:
+            prev = con.execute("SELECT hash FROM events WHERE run_id = ? AND seq = ?", [run_id, row_seq]).fetchone()[0]
+            continue
+        if row_seq == seq:
+            text = orjson.dumps(payload).decode()
+        if type_ == "run.finished" and restamp:
+            stamp = json.loads(text)
+            stamp["last_hash"] = prev
+            text = orjson.dumps(stamp).decode()
+        new_hash = event_hash(prev, row_seq, event_id, ts, content_digest(run_id, episode_id, attempt, type_, step, text))
+        con.execute("UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?",
+                    [text, prev, new_hash, run_id, row_seq])
+        prev = new_hash
+    con.execute("UPDATE sealed_segments SET last_hash = (SELECT hash FROM events WHERE run_id = ? AND seq = last_seq) "
+                "WHERE run_id = ? AND last_seq IS NOT NULL", [run_id, run_id])
+    con.close()
+
+
 def test_intact_log_verifies(sealed_log):
     report = sealed_log.verify()
     assert report.ok and report.runs == 1 and report.events == 7
@@ -123,6 +153,26 @@ def test_renumbered_deletion_is_caught_by_the_chain(sealed_log):
     tamper(sealed_log, "UPDATE events SET seq = seq - 1 WHERE seq > 2")
     problems = sealed_log.verify().problems
     assert len(problems) == 1 and problems[0].seq == 2 and "prev_hash" in problems[0].problem
+
+
+def test_run_finished_stamped_with_another_hash_at_its_seq_is_named_by_the_hashes_not_as_moved(sealed_log):
+    # Seq 3 rewritten and the chain hashed again, but not run.finished's stamp: its seq still holds, its hash not.
+    stamped = sealed_log.sql("SELECT hash FROM events WHERE seq = 6").to_pylist()[0]["hash"]
+    rewrite_and_rehash(sealed_log, "r1", 3, {"gate": "g", "subject": "forged", "passed": True, "reasons": []}, restamp=False)
+    chain = sealed_log.sql("SELECT hash FROM events WHERE seq = 6").to_pylist()[0]["hash"]
+    assert [(p.run_id, p.seq, p.problem) for p in sealed_log.verify().problems] == [(
+        "r1", 7, f"run.finished closes the chain at seq 6 with hash {stamped}, but the chain's hash there is {chain} "
+        "(events up to seq 6 changed, the chain hashed again)")]
+
+
+def test_run_finished_after_another_seq_than_its_stamp_is_named_as_moved(sealed_log):
+    tamper(sealed_log, "DELETE FROM events WHERE seq = 6")
+    tamper(sealed_log, "UPDATE events SET seq = 6 WHERE seq = 7")
+    tamper(sealed_log, "UPDATE sealed_segments SET last_seq = 6 WHERE last_seq = 7")
+    rewrite_and_rehash(sealed_log, "r1", 6, json.loads(sealed_log.sql("SELECT payload::VARCHAR AS p FROM events WHERE seq = 6")
+                                                       .to_pylist()[0]["p"]), restamp=False)
+    assert [(p.run_id, p.seq, p.problem) for p in sealed_log.verify().problems] == [
+        ("r1", 6, "run.finished closes the chain at seq 6, but follows seq 5 (events moved or removed)")]
 
 
 def test_cli_verify_exits_1_and_names_the_event(sealed_log):
