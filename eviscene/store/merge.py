@@ -209,6 +209,12 @@ def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source
     theirs = con.execute(shape.format(table="events"), [run_id]).fetchall()
     ours = con.execute(shape.format(table="merged.events"), [run_id]).fetchall()
     refusal = f"run {run_id} exists in both logs with different events"
+    indexes = sorted({r[3] for r in theirs})
+    if ours and len(indexes) > 1 and all((r[2] or 1) >= 2 for r in theirs):
+        # A fold of folds: verify rebuilds one shard's own chain per log_shard record, never a record inside another's.
+        shown = ", ".join(map(str, indexes[:-1])) + f" and {indexes[-1]}"
+        raise EvisceneError(f"{refusal}: {source} holds shards {shown} of its {theirs[0][2]}, merged there already; "
+                            "merge each shard's own log here, one at a time; not merged")
     if len(theirs) != 1 or not ours or (theirs[0][2] or 1) < 2:
         raise EvisceneError(f"{refusal}, and {source} is not one shard of it (--shard-count); not merged")
     release, cases, count, index, started = theirs[0]

@@ -269,6 +269,30 @@ def test_a_source_refused_while_merging_names_the_sources_merged_before_it(shard
     assert refused.output.endswith(f"is not one shard of it (--shard-count); not merged; merged before it: {shards[0]}\n")
 
 
+def test_a_log_holding_several_shards_merged_already_is_refused_as_such(tmp_path: Path) -> None:
+    """It was refused as `is not one shard of it (--shard-count)`, though it holds shards of that very run."""
+    def shard(index: int) -> Path:
+        log = EventLog(tmp_path / f"shard-{index}.duckdb")
+        log.append("exp", [EventDraft(RunStarted(
+            started_at="2026-12-01T00:00:00+00:00", git_commit="test", agent={}, source_access_policy={},
+            benchmark={"release_id": "r", "shard_count": 4, "shard_index": index})), EventDraft(
+            RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+        return log.path
+
+    first_half, second_half = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    EventLog(first_half).merge_all([shard(0), shard(1)])
+    EventLog(second_half).merge_all([shard(2), shard(3)])
+    before = EventLog(first_half).sql("SELECT count(*) AS n FROM events").to_pylist()
+    refused = CliRunner().invoke(cli, ["--db", str(first_half), "log", "merge", str(second_half)])
+    assert (refused.exit_code, refused.output) == (2, (
+        f"Error: run exp exists in both logs with different events: {second_half} holds shards 2 and 3 of its 4, merged there "
+        "already; merge each shard's own log here, one at a time; not merged\n"))
+    assert EventLog(first_half).sql("SELECT count(*) AS n FROM events").to_pylist() == before
+    taken = CliRunner().invoke(cli, ["--db", str(first_half), "log", "merge", str(tmp_path / "shard-2.duckdb"), str(tmp_path / "shard-3.duckdb")])
+    assert taken.exit_code == 0, taken.output
+    assert EventLog(first_half).verify().ok
+
+
 def test_a_shard_scored_by_another_gold_file_is_refused(shard_logs, tmp_path: Path) -> None:
     """Each shard pins the gold it read; one whose gold differs would leave the merged run two
     gold files, its scores read from whichever came last."""
