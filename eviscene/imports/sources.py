@@ -156,14 +156,40 @@ def _count_episode_rows(path: Path, content: bytes, kind: str) -> int:
     seen: dict[str, int] = {}
     perception = kind == "perception_trajectories"
     what = "perception episode" if perception else "trajectory episode"
-    for number, value in jsonl_field(path, content, "episode_id"):
+    for number, fields in jsonl_field(path, content, ("episode_id", "case_id", "perception") if perception else ("episode_id",)):
+        value = fields[0]
         episode_id = value if perception and isinstance(value, str) and value.strip() else text(value)
         if not episode_id:
             raise ArtifactError(f"{path}:{number}: {what} row lacks episode_id")
+        if perception and (problem := _perception_example_problem(*fields)):
+            raise ArtifactError(f"{path}:{number}: {what} {problem}")
         if episode_id in seen:
             raise ArtifactError(f"{path}:{number}: duplicate {what} {episode_id} (first on line {seen[episode_id]})")
         seen[episode_id] = number
     return len(seen)
+
+
+def _perception_example_problem(episode_id: Any, case_id: Any, perception: Any) -> str | None:
+    """What seed 002's `PerceptionExample.model_validate(row)` refuses in a row that names its
+    episode: an id or case id that is no string (17 would reach the dataset, and turn a Parquet
+    column into JSON), no case id, or no perception report with its `ocr_text` (the example's
+    target: without it the row teaches nothing)."""
+    if not isinstance(episode_id, str):
+        return f"row has episode_id {_short(episode_id)}: it must be a string"
+    if case_id is None:
+        return f"{episode_id} lacks case_id"
+    if not isinstance(case_id, str):
+        return f"{episode_id} has case_id {_short(case_id)}: it must be a string"
+    if perception is None:
+        return f"{episode_id} lacks perception (the report the example teaches)"
+    if not isinstance(perception, dict) or not isinstance(perception.get("ocr_text"), str):
+        return f"{episode_id} has perception {_short(perception)}: it must be an object holding an ocr_text string"
+    return None
+
+
+def _short(value: Any) -> str:
+    shown = orjson.dumps(value).decode()
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _run_metadata(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -31,11 +31,15 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # A part's reading: its line count, (line in the part, the row's field) of each row before its
 # first fault, and that fault's line in the part (None without one).
 PartRows = tuple[int, list[tuple[int, Any]], int | None]
+# The field(s) read from each row: one key, several (a tuple of their values), or none.
+Key = str | tuple[str, ...] | None
+_SEVERAL_KEYS = "--keys"  # a part's process is told a tuple of keys after it
 
 
-def iter_jsonl_field(data: bytes, path: str | Path, key: str | None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl_field(data: bytes, path: str | Path, key: Key) -> Iterator[tuple[int, Any]]:
     """(line number, row.get(key)) for every row `iter_jsonl_bytes(data, path)` yields (None
-    for each when `key` is None), and its first error where it raises it."""
+    for each when `key` is None, a tuple of the fields when it is a tuple of keys), and its
+    first error where it raises it."""
     count = 1 if getattr(sys, "frozen", False) else min(_cpus(), len(data) // PART_MIN_BYTES)
     parts = _parts(data, count)
     if len(parts) == 1:
@@ -57,7 +61,7 @@ def iter_jsonl_field(data: bytes, path: str | Path, key: str | None) -> Iterator
             reader.stop()
 
 
-def read_rows(data: bytes, start: int, end: int, path: str | Path, key: str | None) -> PartRows:
+def read_rows(data: bytes, start: int, end: int, path: str | Path, key: Key) -> PartRows:
     """The reading of data[start:end], its lines numbered from 1."""
     fields: list[tuple[int, Any]] = []
     lines = 0
@@ -71,7 +75,9 @@ def read_rows(data: bytes, start: int, end: int, path: str | Path, key: str | No
     return lines, fields, None
 
 
-def _field(row: dict[str, Any], key: str | None) -> Any:
+def _field(row: dict[str, Any], key: Key) -> Any:
+    if isinstance(key, tuple):
+        return tuple(row.get(name) for name in key)
     return None if key is None else row.get(key)
 
 
@@ -106,13 +112,13 @@ class _PartReader:
     """data[start:end] read by a process of its own, sent its bytes by a thread while this
     process reads its own part; read here where the process cannot start or fails."""
 
-    def __init__(self, data: bytes, start: int, end: int, path: str | Path, key: str | None) -> None:
+    def __init__(self, data: bytes, start: int, end: int, path: str | Path, key: Key) -> None:
         self.data, self.start, self.end, self.path, self.key = data, start, end, path, key
         self.sender: threading.Thread | None = None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
         try:
             self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(path), *([] if key is None else [key])],
+                [sys.executable, "-m", __name__, str(path), *_key_args(key)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             )
         except (OSError, ValueError):  # no interpreter to start (an embedded Python), no processes allowed
@@ -153,8 +159,16 @@ class _PartReader:
             self.sender = None
 
 
-def _serve(path: str, key: str | None = None) -> None:
+def _key_args(key: Key) -> tuple[str, ...]:
+    """`key` as a part's process is told it (`_serve`)."""
+    if key is None:
+        return ()
+    return (key,) if isinstance(key, str) else (_SEVERAL_KEYS, *key)
+
+
+def _serve(path: str, *key_args: str) -> None:
     """A part's process: the part on stdin, its PartRows pickled on stdout."""
+    key: Key = tuple(key_args[1:]) if key_args[:1] == (_SEVERAL_KEYS,) else (key_args[0] if key_args else None)
     part = sys.stdin.buffer.read()
     sys.stdout.buffer.write(pickle.dumps(read_rows(part, 0, len(part), path, key), protocol=pickle.HIGHEST_PROTOCOL))
 

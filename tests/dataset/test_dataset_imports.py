@@ -81,6 +81,38 @@ def test_duplicates_are_named(log, tmp_path):
         import_path(log, run)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"perception": None}, "perception episode b--r000 lacks perception (the report the example teaches)"),
+        ({"perception": "gone"}, "perception episode b--r000 lacks perception (the report the example teaches)"),
+        ({"perception": {}}, "perception episode b--r000 has perception {}: it must be an object holding an ocr_text string"),
+        ({"perception": {"ocr_text": None}},
+         'perception episode b--r000 has perception {"ocr_text":null}: it must be an object holding an ocr_text string'),
+        ({"perception": []}, "perception episode b--r000 has perception []: it must be an object holding an ocr_text string"),
+        ({"case_id": "gone"}, "perception episode b--r000 lacks case_id"),
+        ({"case_id": 17}, "perception episode b--r000 has case_id 17: it must be a string"),
+        ({"episode_id": 17}, "perception episode row has episode_id 17: it must be a string"),
+    ],
+)
+def test_a_perception_row_seed_002_would_not_validate_is_refused_by_file_and_line(log, tmp_path, change, message):
+    """Seed 002 reads each row as a `PerceptionExample`: one without its target (a perception
+    report with its ocr_text) or whose ids are no strings is refused, not exported as written."""
+    run = run_dir(tmp_path)
+    rows = [json.loads(line) for line in (run / "perception_trajectories.jsonl").read_text().splitlines()]
+    rows[1].update({key: value for key, value in change.items() if value != "gone"})
+    for key in [key for key, value in change.items() if value == "gone"]:
+        del rows[1][key]
+    write_jsonl(run / "perception_trajectories.jsonl", rows)
+    with pytest.raises(ArtifactError) as refused:
+        import_path(log, run)
+    assert str(refused.value) == f"{run / 'perception_trajectories.jsonl'}:2: {message}"
+    assert log.sql("SELECT count(*) AS n FROM import_sources")["n"][0].as_py() == 0
+    result = CliRunner().invoke(cli, ["--db", str(log.path), "dataset", "export", "--run-dir", str(run), "--out", str(tmp_path / "ds")])
+    assert result.exit_code == 2 and result.output == f"Error: {run / 'perception_trajectories.jsonl'}:2: {message}\n"
+    assert not (tmp_path / "ds").exists()
+
+
 def test_a_file_read_on_every_cpu_names_the_same_lines(log, tmp_path, monkeypatch):
     """A large JSONL file is checked a part per CPU (here a few bytes a part, four CPUs): its
     faults and duplicates are named by the same file lines, and its rows counted the same."""

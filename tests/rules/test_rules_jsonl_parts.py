@@ -34,8 +34,10 @@ def _reading(read, *args):
     return got
 
 
-def _one_cpu(data: bytes, path: str, key: str | None):
-    return ((number, None if key is None else row.get(key)) for number, row in iter_jsonl_bytes(data, path))
+def _one_cpu(data: bytes, path: str, key: str | tuple[str, ...] | None):
+    def field(row):
+        return tuple(map(row.get, key)) if isinstance(key, tuple) else None if key is None else row.get(key)
+    return ((number, field(row)) for number, row in iter_jsonl_bytes(data, path))
 
 
 ROWS = [b'{"e": "a", "n": 1}', b"", b'{"e": "b"}\r', b"  ", b'{"n": 2}', b'{"e": "c\\u2028d", "k": [1, {"e": 3}]}', b'{"e": null}']
@@ -57,7 +59,7 @@ FILES = {
 
 
 @pytest.mark.parametrize("name", FILES)
-@pytest.mark.parametrize("key", ["e", None])
+@pytest.mark.parametrize("key", ["e", None, ("e",), ("e", "n")])
 def test_every_cpu_reads_what_one_reads(four_parts, name, key):
     data = FILES[name]
     assert _reading(iter_jsonl_field, data, "f.jsonl", key) == _reading(_one_cpu, data, "f.jsonl", key)
@@ -88,8 +90,10 @@ def _counting_reads_here(monkeypatch) -> list[int]:
 def test_the_other_parts_are_read_by_processes_of_their_own(four_parts, monkeypatch):
     read_here = _counting_reads_here(monkeypatch)
     data = FILES["rows"] * 3
-    assert _reading(iter_jsonl_field, data, "f.jsonl", "e") == _reading(_one_cpu, data, "f.jsonl", "e")
-    assert read_here == [0]
+    for key in ("e", ("e",), ("e", "n")):  # a tuple of one key comes back a tuple from a process too
+        read_here.clear()
+        assert _reading(iter_jsonl_field, data, "f.jsonl", key) == _reading(_one_cpu, data, "f.jsonl", key)
+        assert read_here == [0]
 
 
 def test_a_part_whose_process_fails_is_read_here(four_parts, monkeypatch):
