@@ -18,12 +18,13 @@ def sha256_bytes(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-def inside_import(root: Path, relative: str, *, what: str = "") -> Path:
+def inside_import(root: Path, relative: str, *, what: str = "", refuse_only_escapes: bool = False) -> Path:
     """The file or folder `relative` of the imported directory `root`, resolved; one that
     leads out of `root` (a link pointing out, `..`, an absolute path) is refused by name,
-    after `what` when given (`resolve_inside`), and never read."""
+    after `what` when given (`resolve_inside`, which says what `refuse_only_escapes` takes),
+    and never read."""
     try:
-        return resolve_inside(root, relative, root_name="imported directory")
+        return resolve_inside(root, relative, root_name="imported directory", refuse_only_escapes=refuse_only_escapes)
     except PathEscapeError as exc:
         raise ArtifactError(f"{what}: {exc}" if what else str(exc)) from None
 

@@ -1,6 +1,7 @@
 """An accepted release's per-episode runtime store (seed `_accepted_release_runtime_store`):
-it must stay inside the release, hold context manifests and an artifact store. The log
-records its file listing (each file's sha256), not its contents."""
+it must resolve inside the release, however spelled (`stores/../stores/0` and an absolute
+path inside are taken, as the seed takes them; a link out is not), hold context manifests
+and an artifact store. The log records its file listing (each file's sha256), not its contents."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def runtime_store_file(root: Path, row: dict[str, Any], *, required: bool) -> Im
         return None
     root = root.resolve()
     what = f"accepted-release runtime store of {episode_id}"
-    store = inside_import(root, raw, what=what)
+    store = inside_import(root, raw, what=what, refuse_only_escapes=True)  # the seed's `(root / raw).resolve()` inside root
     if not store.is_dir():
         raise ArtifactError(f"accepted-release runtime store is missing: {episode_id}: {store}")
     if not any((store / "context").glob("*.json")):

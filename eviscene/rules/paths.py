@@ -30,21 +30,25 @@ class PathEscapeError(ValueError):
     """`path 'x' …`: the path is not a usable relative path, or it leads out of its root."""
 
 
-def resolve_inside(root: Path, relative: Any, *, root_name: str) -> Path:
+def resolve_inside(root: Path, relative: Any, *, root_name: str, refuse_only_escapes: bool = False) -> Path:
     """`root / relative` with every symlink followed, refusing anything that could leave
     `root` (already resolved; `root_name` says what it is, e.g. "release root"): a
     non-string or empty path, an absolute one, a `..` part, one that cannot be resolved
-    (a symlink loop, a NUL byte), and one that resolves outside `root`."""
+    (a symlink loop, a NUL byte), and one that resolves outside `root`. With
+    `refuse_only_escapes`, an absolute path or a `..` part that resolves inside `root` (or
+    to it) is taken: where the seed judges the resolved path alone (an accepted release's
+    runtime store), a path it takes is not refused for its spelling."""
     if not isinstance(relative, str) or not relative.strip():
         raise PathEscapeError(f"path must be a non-empty string, got {relative!r}")
-    if (
-        PurePosixPath(relative).is_absolute()
-        or PureWindowsPath(relative).is_absolute()
-        or PureWindowsPath(relative).drive
-    ):
-        raise PathEscapeError(f"path {relative!r} is absolute; it must be relative to the {root_name} {root}")
-    if ".." in PureWindowsPath(relative).parts:
-        raise PathEscapeError(f"path {relative!r} contains '..'; it must stay inside the {root_name} {root}")
+    if not refuse_only_escapes:
+        if (
+            PurePosixPath(relative).is_absolute()
+            or PureWindowsPath(relative).is_absolute()
+            or PureWindowsPath(relative).drive
+        ):
+            raise PathEscapeError(f"path {relative!r} is absolute; it must be relative to the {root_name} {root}")
+        if ".." in PureWindowsPath(relative).parts:
+            raise PathEscapeError(f"path {relative!r} contains '..'; it must stay inside the {root_name} {root}")
     try:
         resolved = (root / relative).resolve()
     except (OSError, RuntimeError, ValueError) as exc:

@@ -303,6 +303,26 @@ def test_an_accepted_release_file_linking_out_of_the_release_is_refused(log, tmp
     assert not log.exists()
 
 
+def test_a_runtime_store_path_spelled_with_dots_or_absolute_is_taken_when_it_resolves_inside_the_release(log, tmp_path):
+    """Seed 002 judges a runtime store by `(root / raw).resolve()` alone: `stores/../stores/x`
+    and the absolute path of a store inside the release are that store, imported as it is."""
+    from eviscene.imports import import_path
+    release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
+    rows = read_jsonl(release / "selected_episodes.jsonl")
+    for row in rows:
+        row.update(runtime_store_path=f"stores/{row['episode_id']}", runtime_store_file_count=2)
+        store = release / "stores" / row["episode_id"]
+        (store / "context").mkdir(parents=True)
+        (store / "context" / "manifest.json").write_text("{}")
+        (store / "artifacts" / "sha256").mkdir(parents=True)
+    rows[0]["runtime_store_path"] = "stores/../stores/a--r000"
+    rows[1]["runtime_store_path"] = str(release.resolve() / "stores" / "b--r000")
+    write_jsonl(release / "selected_episodes.jsonl", rows)
+    assert import_path(log, release).status == "imported"
+    stores = log.sql("SELECT episode_id, relative_path FROM imported_files WHERE kind = 'runtime_store' ORDER BY episode_id").to_pylist()
+    assert stores == [{"episode_id": e, "relative_path": f"stores/{e}/"} for e in ("a--r000", "b--r000", "c--r000", "d--r000")]
+
+
 def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_path):
     from eviscene.imports import import_path
     release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
@@ -316,10 +336,14 @@ def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_pa
         (store / "context" / "manifest.json").write_text("{}")
         (store / "artifacts" / "sha256").mkdir(parents=True)
         (store / "artifacts" / "sha256" / "ab").write_text("page")
-    rows[0]["runtime_store_path"] = "../outside"
-    write_jsonl(release / "selected_episodes.jsonl", rows)
-    with pytest.raises(ArtifactError, match="runtime store of a--r000: path '../outside' contains '..'"):
-        import_path(log, release)
+    (tmp_path / "outside").mkdir()
+    for escape in ("../outside", str(tmp_path / "outside")):
+        rows[0]["runtime_store_path"] = escape
+        write_jsonl(release / "selected_episodes.jsonl", rows)
+        with pytest.raises(ArtifactError) as refused:
+            import_path(log, release)
+        assert str(refused.value) == (f"accepted-release runtime store of a--r000: path {escape!r} resolves to "
+                                      f"{(tmp_path / 'outside').resolve()}, outside the imported directory {release.resolve()}")
     rows[0]["runtime_store_path"] = "stores/a--r000"
     # a file of a store that links out of the release is refused, not hashed into the listing
     (tmp_path / "secret.txt").write_text("not the release's")

@@ -57,3 +57,14 @@ def test_a_symlink_loop_is_refused_not_followed_forever(root):
     (root / "loop").symlink_to("loop")
     with pytest.raises(PathEscapeError, match="path 'loop/x' cannot be resolved"):
         resolve_inside(root, "loop/x", root_name="release root")
+
+
+def test_refusing_only_escapes_takes_dots_and_absolute_paths_that_resolve_inside_and_still_refuses_a_link_out(root):
+    (root / "away").symlink_to(root.parent / "elsewhere", target_is_directory=True)
+    for relative in ("images/../images/a.jpg", str(root / "images" / "a.jpg"), "images/./../images/a.jpg"):
+        assert resolve_inside(root, relative, root_name="release root", refuse_only_escapes=True) == root / "images" / "a.jpg"
+    assert resolve_inside(root, "images/..", root_name="release root", refuse_only_escapes=True) == root
+    for relative, leads_to in (("../secret.txt", root.parent / "secret.txt"), ("/etc", "/etc"), ("images/../away", root.parent / "elsewhere")):
+        with pytest.raises(PathEscapeError) as refused:
+            resolve_inside(root, relative, root_name="release root", refuse_only_escapes=True)
+        assert str(refused.value) == f"path {relative!r} resolves to {leads_to}, outside the release root {root}"
