@@ -11,7 +11,8 @@
 -- seed builds every trajectory once all sources are read);
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
 -- fixed split, fewer accepted cases than the minimum, a validation case of the split
--- without an accepted episode; a fixed split that separates one source-family group; an
+-- without an accepted episode; a fixed split that separates one source-family group (with
+-- the cases and families that cross its splits); an
 -- exported episode whose fixed split row pads its split with white space (the seed's
 -- KeyError); then, action-only episode by episode in trace file order, a case without a
 -- fixed split row or one whose row pads its split. The exporter raises the
@@ -73,12 +74,21 @@ missing_validation AS (
       AND f.case_id IN (SELECT case_id FROM candidates)
       AND f.case_id NOT IN (SELECT case_id FROM candidates WHERE selected)
 ),
+-- a family whose cases sit in two splits or more: what separates its component (a family
+-- held within one split only joins the component, and naming it would mislead)
+crossing_families AS (
+    SELECT c.component_id, c.family, list(DISTINCT c.case_id) AS cases
+    FROM (SELECT component_id, case_id, unnest(source_family_keys) AS family FROM split_components) c
+    JOIN splits f USING (case_id)
+    GROUP BY c.component_id, c.family
+    HAVING count(DISTINCT f.split) > 1
+),
 separated AS (
     SELECT
         c.component_id,
         list_sort(list_distinct(list(f.split))) AS splits,
-        list_sort(list_distinct(list(c.case_id))) AS cases,
-        list_sort(list_distinct(flatten(list(c.source_family_keys)))) AS families
+        (SELECT list_sort(list_distinct(flatten(list(x.cases)))) FROM crossing_families x WHERE x.component_id = c.component_id) AS cases,
+        (SELECT list_sort(list(x.family)) FROM crossing_families x WHERE x.component_id = c.component_id) AS families
     FROM split_components c
     JOIN splits f USING (case_id)
     GROUP BY c.component_id

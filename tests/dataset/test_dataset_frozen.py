@@ -57,8 +57,24 @@ def test_a_fixed_split_that_separates_a_source_family_group_fails(log, tmp_path)
     ])
     split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
     eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
-    with pytest.raises(DatasetExportError, match="fixed case split separates one source-family group: train, validation"):
+    with pytest.raises(DatasetExportError) as refused:
         frozen(log, tmp_path, run, split, eligibility, require_all_validation_cases=False)
+    assert str(refused.value) == "fixed case split separates one source-family group: train, validation (cases a, b share content:shared)"
+
+
+def test_a_separated_group_names_only_the_families_its_splits_share(log, tmp_path):
+    """a and b (train) share content:ab, b and c (validation) content:bc, c alone cites
+    content:c: only content:bc crosses the split, and only b and c share it."""
+    run = write_run_dir(tmp_path / "run", "run-a", [
+        {"episode_id": "a--r000", "case_id": "a", "families": ["content:ab"]},
+        {"episode_id": "b--r000", "case_id": "b", "families": ["content:ab", "content:bc"]},
+        {"episode_id": "c--r000", "case_id": "c", "families": ["content:bc", "content:c"]},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("train", "g1"), "c": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b"), ("c--r000", "c")])
+    with pytest.raises(DatasetExportError) as refused:
+        frozen(log, tmp_path, run, split, eligibility, require_all_validation_cases=False)
+    assert str(refused.value) == "fixed case split separates one source-family group: train, validation (cases b, c share content:bc)"
 
 
 def test_frozen_mode_needs_every_teacher_case_in_the_split(log, tmp_path):
