@@ -92,9 +92,19 @@ class RunNotFoundError(EvisceneError):
 def no_run_message(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = (), *, listing: str | None = None) -> str:
     """A run name that is not in the log (a typo, another --db): every command says it alike,
     with the closest of the `known` run ids and where to look (`listing`, else `runs`)."""
-    close = difflib.get_close_matches(run_id, list(known), n=1)
+    known = sorted(known)
+    close = difflib.get_close_matches(run_id, known, n=1) or [k for k in known if _one_edit_apart(run_id, k)][:1]
     return (f"no run {run_id!r} in {log_path}" + (f" (did you mean {close[0]!r}?)" if close else "")
             + "; " + (listing or f"`{command_line('runs', log=Path(log_path))}` lists the runs"))
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One character changed, added or removed: `r2` for `r1`, which difflib's ratio (0.5 for
+    two characters) does not call close."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return a[start + (len(a) >= len(b)):] == b[start + (len(b) >= len(a)):]
 
 
 def no_run_error(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = ()) -> RunNotFoundError:

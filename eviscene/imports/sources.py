@@ -16,6 +16,7 @@ from eviscene.imports.files import (
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
 from eviscene.redaction import CredentialFinder
+from eviscene.rules.canonical import canonical_json_exact
 
 ACCEPTED_RELEASE_SCHEMAS = frozenset(
     {"ifv-accepted-teacher-release-v2", "ifv-accepted-teacher-release-v3", "ifv-accepted-teacher-release-v4"}
@@ -188,7 +189,7 @@ def _perception_example_problem(episode_id: Any, case_id: Any, perception: Any) 
 
 
 def _short(value: Any) -> str:
-    shown = orjson.dumps(value).decode()
+    shown = canonical_json_exact(value)  # an integer past 64 bits too
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 

@@ -340,7 +340,10 @@ def test_bad_options_fail_with_the_seed_messages(log, tmp_path, options, message
 def test_a_run_the_log_does_not_hold_is_refused_with_the_closest_native_or_imported_run(log, tmp_path):
     export(log, tmp_path / "first", write_run_dir(tmp_path / "run", "run-a", [{"episode_id": ep("a"), "case_id": "a"}]))
     listing = f"`eviscene --db {log.path} runs` lists native runs, `eviscene --db {log.path} import` adds run directories"
-    for run, close in [("run-b", " (did you mean 'run-a'?)"), ("zzz", "")]:
+    # one character off is close however short the id (difflib's ratio for `r2` and `r1` is 0.5)
+    export(log, tmp_path / "second", write_run_dir(tmp_path / "run-r1", "r1", [{"episode_id": ep("a"), "case_id": "a"}]))
+    for run, close in [("run-b", " (did you mean 'run-a'?)"), ("r2", " (did you mean 'r1'?)"), ("r", " (did you mean 'r1'?)"),
+                       ("zzz", "")]:
         with pytest.raises(DatasetExportError) as refused:
             export_dataset(log, ExportOptions(out_dir=tmp_path / "out", runs=[run]))
         assert str(refused.value) == f"no run {run!r} in {log.path}{close}; {listing}"
