@@ -180,3 +180,20 @@ def refuse_linked_run_folder(folder: Path) -> None:
 def _refuse_link(folder: Path, what: str) -> None:
     if folder.is_symlink():
         raise LogIntegrityError(f"{what} {folder} is a link (to {os.readlink(folder)}); a log's folders are its own: remove the link")
+
+
+def sql_quoted(path: Path) -> str:
+    """`path` inside a SQL string literal's quotes."""
+    return str(path).replace("'", "''")
+
+
+def sql_path_list(paths: list[Path]) -> str:
+    """`paths` as a SQL list of strings."""
+    return "[" + ", ".join(f"'{sql_quoted(p)}'" for p in paths) + "]"
+
+
+def read_parquet(paths: list[Path], *options: str) -> str:
+    """DuckDB's `read_parquet` of the log's files. Not as hive partitions, its default for a
+    path with a `key=value` folder: a run directory or export folder named `step=1000` (or a
+    run id `type=x`) became a column, or overwrote one, in every row read."""
+    return f"read_parquet({', '.join([sql_path_list(paths), 'hive_partitioning = false', *options])})"

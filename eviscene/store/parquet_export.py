@@ -34,10 +34,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eviscene.errors import EvisceneError
-from eviscene.store.layout import check_not_the_log, live_root, live_run_ids
+from eviscene.store.layout import check_not_the_log, live_root, live_run_ids, read_parquet
 from eviscene.store.locks import folder_lock, lock_holder
 from eviscene.store.schema import BLOB_COLUMNS, BLOB_SCHEMA, EVENT_SCHEMA
-from eviscene.store.snapshot import read_parquet
 from eviscene.store.streams import count_streams, stream_kind
 
 EVENTS_DIR = "events"

@@ -25,14 +25,14 @@ from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, no
 from eviscene.rules.commands import command_line
 from eviscene.store.chain import GENESIS_HASH
 from eviscene.store.faults import checkpoint
-from eviscene.store.layout import live_run_ids, run_folder
+from eviscene.store.layout import live_run_ids, read_parquet, run_folder
 from eviscene.store.locks import RunLock
 from eviscene.store.manifest import (
     BLOBS_FILE, EVENTS_FILE, MANIFEST, ManifestEntry, committed, file_sha256, read_manifest, recover_folder,
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot, read_parquet
+from eviscene.store.snapshot import attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
 from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, sealed_files, walk_chains
 
 

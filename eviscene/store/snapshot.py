@@ -33,7 +33,7 @@ from eviscene.rules.processes import command_name
 from eviscene.rules.runtime import private_folder_problem
 from eviscene.store.chain import GENESIS_HASH, content_digest
 from eviscene.store.migrate import latest_version, migrations
-from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids
+from eviscene.store.layout import list_blob_files, list_segments, live_root, live_run_ids, read_parquet, sql_path_list, sql_quoted
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
 
 DUCKDB_CONFIG = {
@@ -200,7 +200,7 @@ def attach_archive_as(con: duckdb.DuckDBPyConnection, log_path: Path, alias: str
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
-            con.execute(f"ATTACH '{_quote(log_path)}' AS {alias}{mode}")
+            con.execute(f"ATTACH '{sql_quoted(log_path)}' AS {alias}{mode}")
             break
         except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
             # Another process's lock (the kernel's), or this process's own other attachment of
@@ -412,21 +412,6 @@ def _log_tables(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple[str
     return _expected_tables
 
 
-def _quote(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def _sql_list(paths: list[Path]) -> str:
-    return "[" + ", ".join(f"'{_quote(p)}'" for p in paths) + "]"
-
-
-def read_parquet(paths: list[Path], *options: str) -> str:
-    """DuckDB's `read_parquet` of the log's files. Not as hive partitions, its default for a
-    path with a `key=value` folder: a run directory or export folder named `step=1000` (or a
-    run id `type=x`) became a column, or overwrote one, in every row read."""
-    return f"read_parquet({', '.join([_sql_list(paths), 'hive_partitioning = false', *options])})"
-
-
 # How many fresh snapshots a reader tries when a live segment moves under it.
 SNAPSHOT_RETRIES = 3
 # A sandboxed snapshot reports a vanished file as a folder of that name it may not glob.
@@ -565,10 +550,10 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     SELECT runs, and by the read-only attachment."""
     folders = [p for p in sandbox.readable if p.is_dir()]
     files = log_files + [p for p in sandbox.readable if not p.is_dir()]
-    con.execute(f"SET allowed_paths = {_sql_list(files)}")
+    con.execute(f"SET allowed_paths = {sql_path_list(files)}")
     # A trailing separator, so that naming /data/in does not also open /data/inbox.
-    con.execute("SET allowed_directories = [" + ", ".join(f"'{_quote(p)}{os.sep}'" for p in folders) + "]")
-    con.execute(f"SET temp_directory = '{_quote(spill_directory())}'")
+    con.execute("SET allowed_directories = [" + ", ".join(f"'{sql_quoted(p)}{os.sep}'" for p in folders) + "]")
+    con.execute(f"SET temp_directory = '{sql_quoted(spill_directory())}'")
     if sandbox.memory_limit is not None:
         con.execute(f"SET memory_limit = '{int(sandbox.memory_limit)}B'")
     if sandbox.spill_limit is not None:
