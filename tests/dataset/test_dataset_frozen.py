@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from dataset_builders import (
@@ -319,11 +320,8 @@ def test_an_accepted_release_file_linking_out_of_the_release_is_refused(log, tmp
     assert not log.exists()
 
 
-def test_a_runtime_store_path_spelled_with_dots_or_absolute_is_taken_when_it_resolves_inside_the_release(log, tmp_path):
-    """Seed 002 judges a runtime store by `(root / raw).resolve()` alone: `stores/../stores/x`
-    and the absolute path of a store inside the release are that store, imported as it is."""
-    from eviscene.imports import import_path
-    release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
+def with_runtime_stores(release: Path) -> list[dict]:
+    """The release's selected episodes, each given a runtime store of two files (`stores/<episode>/`)."""
     rows = read_jsonl(release / "selected_episodes.jsonl")
     for row in rows:
         row.update(runtime_store_path=f"stores/{row['episode_id']}", runtime_store_file_count=2)
@@ -331,6 +329,16 @@ def test_a_runtime_store_path_spelled_with_dots_or_absolute_is_taken_when_it_res
         (store / "context").mkdir(parents=True)
         (store / "context" / "manifest.json").write_text("{}")
         (store / "artifacts" / "sha256").mkdir(parents=True)
+        (store / "artifacts" / "sha256" / "ab").write_text("page")
+    return rows
+
+
+def test_a_runtime_store_path_spelled_with_dots_or_absolute_is_taken_when_it_resolves_inside_the_release(log, tmp_path):
+    """Seed 002 judges a runtime store by `(root / raw).resolve()` alone: `stores/../stores/x`
+    and the absolute path of a store inside the release are that store, imported as it is."""
+    from eviscene.imports import import_path
+    release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
+    rows = with_runtime_stores(release)
     rows[0]["runtime_store_path"] = "stores/../stores/a--r000"
     rows[1]["runtime_store_path"] = str(release.resolve() / "stores" / "b--r000")
     write_jsonl(release / "selected_episodes.jsonl", rows)
@@ -344,14 +352,7 @@ def test_runtime_stores_must_stay_inside_the_release_and_be_complete(log, tmp_pa
     release = write_accepted_release(tmp_path / "release", release_episodes(), schema="ifv-accepted-teacher-release-v4")
     with pytest.raises(ArtifactError, match="v4 selected episode has no runtime store: a--r000"):
         import_path(log, release)
-    rows = read_jsonl(release / "selected_episodes.jsonl")
-    for row in rows:
-        row.update(runtime_store_path=f"stores/{row['episode_id']}", runtime_store_file_count=2)
-        store = release / "stores" / row["episode_id"]
-        (store / "context").mkdir(parents=True)
-        (store / "context" / "manifest.json").write_text("{}")
-        (store / "artifacts" / "sha256").mkdir(parents=True)
-        (store / "artifacts" / "sha256" / "ab").write_text("page")
+    rows = with_runtime_stores(release)
     (tmp_path / "outside").mkdir()
     for escape in ("../outside", str(tmp_path / "outside")):
         rows[0]["runtime_store_path"] = escape
