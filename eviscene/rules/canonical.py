@@ -31,8 +31,8 @@ def canonical_json_line(value: Any) -> bytes:
     no copy of the row), for any value an imported row holds (`canonical_json_exact`)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        return _canonical_by_python(value) + b"\n"
+    except orjson.JSONEncodeError as refused:
+        return _canonical_by_python(value, refused) + b"\n"
 
 
 def canonical_json_exact(value: Any) -> str:
@@ -42,15 +42,16 @@ def canonical_json_exact(value: Any) -> str:
     log cannot read back exactly is kept as text, `providers.wire.tool_arguments`.)"""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-    except orjson.JSONEncodeError:
-        return _canonical_by_python(value).decode("utf-8")
+    except orjson.JSONEncodeError as refused:
+        return _canonical_by_python(value, refused).decode("utf-8")
 
 
-def _canonical_by_python(value: Any) -> bytes:
+def _canonical_by_python(value: Any, refused: orjson.JSONEncodeError | None = None) -> bytes:
     """`canonical_json_bytes` by Python's `json`, which writes any integer and nests as deep as
     its reader reads. Its floats (`1e-05`, orjson `0.00001`) and NaN differ, so each float and
     each integer orjson would refuse goes in as a marked string holding its text, and comes
-    out as that text; the mark carries a nonce no string of the value holds."""
+    out as that text; the mark carries a nonce no string of the value holds. What neither
+    writes (half a character, a type JSON has not) raises orjson's error, `refused`."""
     nonce = uuid.uuid4().hex
     texts: list[str] = []
 
@@ -73,8 +74,13 @@ def _canonical_by_python(value: Any) -> bytes:
         elif isinstance(item, (list, tuple)):
             holder[key] = copy = list(item)
             todo.extend((copy, i) for i in range(len(copy)))
-    text = json.dumps(root[0], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return re.sub(f'"{nonce}(\\d+)"', lambda found: texts[int(found.group(1))], text).encode("utf-8")
+    try:
+        text = json.dumps(root[0], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return re.sub(f'"{nonce}(\\d+)"', lambda found: texts[int(found.group(1))], text).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def canonical_json_indented(value: Any) -> str:
