@@ -67,6 +67,8 @@ def verify(event_log: EventLog, save_to: Path | None, check_from: Path | None, f
     if target is not None:
         if report.problems:
             click.echo(f"heads not saved to {save_to}: a broken log's heads would pin what was broken", err=True)
+        elif not report.heads:  # an empty file, which --check-heads refuses as checking nothing
+            click.echo(f"heads not saved to {save_to}: the log holds no run to save a head of", err=True)
         else:
             write_text(target, heads_text(report.heads))
             tell(f"saved {len(report.heads)} head(s) to {save_to}")

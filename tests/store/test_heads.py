@@ -120,6 +120,17 @@ def test_a_heads_file_that_records_no_head_is_refused_not_passed(tmp_path):
         assert result.output.strip().splitlines() == [f"Error: heads file {heads} records no head: nothing to check the log against"]
 
 
+def test_a_log_without_runs_saves_no_empty_heads_file(tmp_path):
+    """Its heads file would be empty, which --check-heads refuses as checking nothing."""
+    log = EventLog(tmp_path / "log.duckdb")
+    duckdb.connect(str(log.path)).close()  # a new log: no runs
+    heads = tmp_path / "heads.jsonl"
+    result = verify_cli(log, "--save-heads", str(heads))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"heads not saved to {heads}: the log holds no run to save a head of\n"
+    assert not heads.exists()
+
+
 def test_heads_are_never_saved_over_the_log(tmp_path):
     log = sealed_run(tmp_path)
     before = log.path.read_bytes()
