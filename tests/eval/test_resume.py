@@ -56,6 +56,9 @@ def test_sigkill_then_resume_finishes_each_episode_exactly_once(release, tmp_pat
         assert process.poll() is None, process.stderr.read()
         assert time.monotonic() < deadline, "the run finished no episode in time"
         time.sleep(0.2)
+    # Stopped, it holds the run and goes no further: on a fast machine it had finished all 20
+    # while the resume below was refused, and the kill landed after the run.
+    os.kill(process.pid, signal.SIGSTOP)
     run_id = log.sql("SELECT DISTINCT run_id FROM events")["run_id"].to_pylist()[0]
 
     busy = eviscene(log_path, "eval", "resume", run_id, "--no-progress")
