@@ -11,7 +11,10 @@ never retried; a refused key (401, 403) is `CredentialsRefused`, which stops the
 client's own key masked first.
 
 Connection failures (nothing listening, no connection within the connect timeout) spend no
-retries: they feed the endpoint's `CircuitBreaker`. After `outage_after_failures` in a row the
+retries: they feed the endpoint's `CircuitBreaker`. So do 502, 503 and 504 (a gateway with
+nothing behind it, llama.cpp's server still loading its model), which spend the call's retries
+while other calls get answers; when nothing else answers, they are an outage like a refused
+connection. After `outage_after_failures` failures in a row the
 endpoint counts as down, every call waits and probes again at growing intervals (the
 breaker's listener, e.g. the progress bar, is told), and once the outage has lasted
 `outage_timeout_seconds` the calls raise `ProviderOutage`: the run stops, nothing is failed.
@@ -42,6 +45,7 @@ from eviscene.rules.circuit_breaker import CircuitBreaker
 from eviscene.rules.jsonl import replace_lone_surrogates
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # the endpoint not serving at all, perhaps
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
 MAX_ANSWER_BYTES = 32 * 1024**2
 """A model server's answer is read up to this size: a whole turn with its reasoning is
@@ -169,6 +173,7 @@ class JsonClient:
         content = orjson.dumps(body)
         url = endpoint_url(self.endpoint.base_url, path)
         spent = 0  # retries used; waiting for an unreachable endpoint uses none
+        unavailable_in_a_row = 0  # this call's 502/503/504 answers since its last other failure
         while True:
             try:
                 async with self._limiter:
@@ -178,7 +183,19 @@ class JsonClient:
             except _Unreachable as failure:
                 await self._wait_for_endpoint(url, failure, retries)
             except _Retryable as failure:
-                self.breaker.answered()  # something answered: the endpoint is up
+                if failure.status in UNAVAILABLE_STATUS:
+                    # Nothing else answered since this call's first of them in a row: the endpoint is
+                    # down for every call, not refusing this one; waited for once the retries (or the
+                    # breaker's threshold) are spent, as a refused connection is.
+                    down_for_all = self.breaker.failures >= unavailable_in_a_row
+                    unavailable_in_a_row += 1
+                    if down_for_all and (spent >= policy.max_retries or self.breaker.failures + 1 >= self.breaker.threshold):
+                        await self._wait_for_endpoint(url, failure, retries)
+                        continue
+                    self.breaker.failed()
+                else:
+                    unavailable_in_a_row = 0
+                    self.breaker.answered()  # something answered: the endpoint is up
                 reason = self.redact(failure.reason)
                 too_long = failure.retry_after is not None and failure.retry_after > policy.max_retry_after_seconds
                 if too_long or spent >= policy.max_retries:
@@ -194,16 +211,17 @@ class JsonClient:
                 retries.append({"status": failure.status, "error": reason, "waited_seconds": round(wait, 3)})
                 await anyio.sleep(wait)
 
-    async def _wait_for_endpoint(self, url: str, failure: _Unreachable, retries: list[dict[str, Any]]) -> None:
-        """A connection failure: back off as for any failure until the breaker opens, then
+    async def _wait_for_endpoint(self, url: str, failure: _Retryable, retries: list[dict[str, Any]]) -> None:
+        """A connection failure (or an unavailable endpoint's answer): back off as for any failure until the breaker opens, then
         wait for the endpoint (probing) until the outage timeout stops the run."""
         reason = self.redact(failure.reason)
+        down = "unreachable" if failure.status is None else "unavailable"
         outage = ProviderOutage(self.redact(
-            f"{self.label}: {self.endpoint.base_url} unreachable for {self.breaker.outage_timeout:g} s ({reason}), "
+            f"{self.label}: {self.endpoint.base_url} {down} for {self.breaker.outage_timeout:g} s ({reason}), "
             "the provider outage timeout"
         ))
         waited = await self.breaker.after_failure(reason, self.endpoint.retry.backoff, lambda: outage)
-        retries.append({"status": None, "error": reason, "waited_seconds": round(waited, 3)})
+        retries.append({"status": failure.status, "error": reason, "waited_seconds": round(waited, 3)})
 
     async def _try(self, url: str, content: bytes) -> dict[str, Any]:
         e = self.endpoint

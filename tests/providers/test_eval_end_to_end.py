@@ -46,7 +46,7 @@ class ScriptedInvestigation:
         images = received.image_sha256s()
         if self.failing in images:
             echoed, token = received.headers.get("authorization", ""), received.body["metadata"]["access_token"]
-            return Reply(503, {"error": {"message": f"upstream overloaded (request carried Authorization: {echoed}, token {token})"}})
+            return Reply(500, {"error": {"message": f"upstream overloaded (request carried Authorization: {echoed}, token {token})"}})
         assert images == {self.completing}, images
         body = received.body
         tool_results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -115,7 +115,7 @@ def test_one_episode_completes_and_the_faulted_one_errors_with_a_clear_reason(en
     error = rows[end_to_end["failing"]]["error"]
     assert rows[end_to_end["failing"]]["termination"] == "error"
     assert error.startswith("ProviderError: openai_compatible (chat_completions, model m): POST http://127.0.0.1:")
-    assert "/v1/chat/completions failed after 2 tries; last: HTTP 503 Service Unavailable: upstream overloaded" in error
+    assert "/v1/chat/completions failed after 2 tries; last: HTTP 500 Internal Server Error: upstream overloaded" in error
 
 
 def test_the_log_records_calls_retries_tools_and_the_endpoint(end_to_end):

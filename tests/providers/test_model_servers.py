@@ -18,7 +18,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from eviscene.agent.provider import ProviderOutage, RequestRejected
+from eviscene.agent.provider import ProviderError, ProviderOutage, RequestRejected
 from eviscene.cli.main import cli
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import resume_run, start_run
@@ -209,6 +209,67 @@ async def test_past_the_outage_timeout_the_call_raises_an_outage(images, case_im
         await provider.complete(request)
     assert time.monotonic() - clock < 5
     await provider.aclose()
+
+
+# What llama.cpp's server answers every request while it loads its model (it listens first).
+LOADING = Reply(503, {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+
+
+@pytest.mark.anyio
+async def test_a_server_still_loading_its_model_is_waited_for_not_failed(images, case_image):
+    """A run started beside a llama.cpp server still loading its model: each call spent its
+    retries (one here) on the 503s and the episode failed. Nothing else answering, the endpoint
+    is down: the call waits for it as for a refused connection, the listener told."""
+    heard: list[str | None] = []
+    with FakeServer(Script(LOADING, LOADING, LOADING, LOADING, Reply(body=chat_completion("ready")))) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/v1", max_retries=1)) as provider:
+            provider.client.breaker.listener = heard.append
+            answer = await provider.complete(judgment_request(images.add(case_image[1], case_image[0])))
+    assert answer.content == "ready" and len(server.received) == 5
+    assert [(r["status"], r["error"]) for r in answer.retries] == [(503, "HTTP 503 Service Unavailable: Loading model")] * 4
+    assert f"waiting for {server.url}/v1: HTTP 503 Service Unavailable: Loading model, retrying in 1s" in heard and heard[-1] is None
+
+
+@pytest.mark.anyio
+async def test_an_endpoint_unavailable_past_the_outage_timeout_stops_the_run(images, case_image):
+    with FakeServer(lambda r: LOADING) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/v1", max_retries=1, outage_timeout_seconds=1.0)) as provider:
+            with pytest.raises(ProviderOutage, match=r"/v1 unavailable for 1 s \(HTTP 503 Service Unavailable: Loading model\), "
+                                                     r"the provider outage timeout$"):
+                await provider.complete(judgment_request(images.add(case_image[1], case_image[0])))
+
+
+@pytest.mark.anyio
+async def test_a_504_only_one_request_meets_spends_its_retries_while_others_are_answered(images, case_image):
+    """A gateway timing out one slow request while it serves the rest: that call is refused,
+    not the endpoint down, so it fails after its retries (the run goes on)."""
+    request = judgment_request(images.add(case_image[1], case_image[0]))
+    slow = request.model_copy(update={"messages": [*request.messages, {"role": "user", "content": "a very long question"}]})
+
+    def gateway(received: Received) -> Reply:
+        if "a very long question" in json.dumps(received.body["messages"]):
+            return Reply(504, "<html>504 Gateway Time-out</html>")
+        return Reply(body=chat_completion("quick"))
+
+    with FakeServer(gateway) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/v1", max_retries=3, backoff_seconds=0.05)) as provider:
+            failed: list[BaseException] = []
+
+            async def slow_call() -> None:
+                try:
+                    await provider.complete(slow)
+                except ProviderError as error:
+                    failed.append(error)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(slow_call)
+                with anyio.fail_after(30):
+                    while not failed:
+                        assert (await provider.complete(request)).content == "quick"
+    assert "failed after 4 tries; last: HTTP 504 Gateway Timeout" in str(failed[0])
 
 
 def answer_everything(received: Received) -> Reply:
