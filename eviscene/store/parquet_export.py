@@ -67,7 +67,7 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
     (so a sandboxed reader can allow exactly those)."""
     if not (directory / EVENTS_DIR).is_dir():
         raise EvisceneError(f"{directory} is a folder but not a `log export-parquet` export (no {EVENTS_DIR}/ in it)")
-    events = sorted((directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"))
+    events = sorted(_current_events_files(directory).values())
     blobs = sorted((directory / BLOBS_DIR).glob("blobs-*.parquet"))
     columns = ", ".join("payload::JSON AS payload" if c == "payload" else c for c in EVENT_SCHEMA.names)
     events_sql = (
@@ -86,12 +86,23 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
 def exported_ends(directory: Path) -> dict[str, tuple[int, str]]:
     """Each run's last seq and hash prefix as its events file's name records them: what the
     file must end at (a file cut down after the export keeps its name)."""
-    ends = {}
+    return {
+        run_id: (int(match.group(1)), match.group(2))
+        for run_id, path in _current_events_files(directory).items()
+        if (match := _EVENTS_FILE.fullmatch(path.name))
+    }
+
+
+def _current_events_files(directory: Path) -> dict[str, Path]:
+    """Each run's events file: the one ending furthest (its name says where). An export writes
+    a grown run's new file before it removes the old one, so one killed between the two left
+    both; the old one's events are the new one's first."""
+    current: dict[str, tuple[int, str, Path]] = {}
     for path in (directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"):
         if match := _EVENTS_FILE.fullmatch(path.name):
             run_id = unquote(path.parent.name.removeprefix("run_id="))
-            ends[run_id] = max(ends.get(run_id, (0, "")), (int(match.group(1)), match.group(2)))
-    return ends
+            current[run_id] = max(current.get(run_id, (0, "", path)), (int(match.group(1)), match.group(2), path))
+    return {run_id: path for run_id, (_seq, _hash, path) in current.items()}
 
 
 def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
@@ -122,17 +133,17 @@ def _export(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> 
         name = f"events-{last_seq:012d}-{last_hash[:16]}.parquet"  # read back by exported_ends
         if (partition / name).exists():
             unchanged += 1
-            continue
-        table = con.sql(
-            f"SELECT {', '.join(_FILE_COLUMNS).replace('payload', 'payload::VARCHAR AS payload')} FROM events WHERE run_id = $run ORDER BY seq",
-            params={"run": run_id},
-        ).to_arrow_table().cast(_FILE_SCHEMA)
-        _write(partition, name, table)
-        for stale in partition.glob("events-*.parquet"):
+        else:
+            table = con.sql(
+                f"SELECT {', '.join(_FILE_COLUMNS).replace('payload', 'payload::VARCHAR AS payload')} FROM events WHERE run_id = $run ORDER BY seq",
+                params={"run": run_id},
+            ).to_arrow_table().cast(_FILE_SCHEMA)
+            _write(partition, name, table)
+            exported[run_id] = stream_kind(opener)
+            events += table.num_rows
+        for stale in partition.glob("events-*.parquet"):  # the old file, or one a killed export left beside this
             if stale.name != name:
                 stale.unlink()
-        exported[run_id] = stream_kind(opener)
-        events += table.num_rows
     return ExportReport(exported, events, unchanged, running, _export_blobs(con, directory / BLOBS_DIR))
 
 

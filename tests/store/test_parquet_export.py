@@ -133,6 +133,28 @@ def test_a_run_that_grows_is_re_exported_and_one_being_written_is_left_naming_it
     assert EventLog(out).sql("SELECT count(*) AS n FROM episodes").to_pylist() == [{"n": 2}]
 
 
+def test_an_export_killed_between_a_grown_run_s_new_file_and_removing_its_old_one_counts_nothing_twice(tmp_path: Path) -> None:
+    """The new file is renamed into place before the old one goes: an export killed between the
+    two left both, every read counted the run's first events twice, and the next export found
+    the new file there, called the run unchanged and never removed the old one."""
+    log = EventLog(tmp_path / "log.duckdb")
+    write_run(log, "r1", [scheduled("c1"), finished()])
+    out = tmp_path / "history"
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    [old] = (out / "events" / "run_id=r1").glob("events-*.parquet")
+    kept = old.read_bytes()
+    write_run(log, "r1", [scheduled("c2"), finished()])  # a resume: the run grew to seq 4
+    invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    old.write_bytes(kept)  # what the killed export left beside the new file
+
+    assert EventLog(out).sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 4}]
+    assert EventLog(out).sql("SELECT case_id FROM episodes ORDER BY case_id").to_pylist() == [{"case_id": "c1"}, {"case_id": "c2"}]
+    assert EventLog(out).verify().ok
+    output = invoke("--db", str(log.path), "log", "export-parquet", str(out))
+    assert output.startswith("exported 0 run(s) (0 events) and 0 blob(s)") and output.rstrip().endswith("; 1 unchanged"), output
+    assert files(out) == files_of_a_fresh_export(log, tmp_path / "fresh")
+
+
 def test_a_folder_that_is_not_an_export_and_writes_to_one_are_refused(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "plain"), "sql", "SELECT 1"])
