@@ -220,7 +220,8 @@ class JsonClient:
             f"{self.label}: {self.endpoint.base_url} {down} for {self.breaker.outage_timeout:g} s ({reason}), "
             "the provider outage timeout"
         ))
-        waited = await self.breaker.after_failure(reason, self.endpoint.retry.backoff, lambda: outage)
+        asked = min(failure.retry_after or 0.0, self.endpoint.retry.max_retry_after_seconds)
+        waited = await self.breaker.after_failure(reason, self.endpoint.retry.backoff, lambda: outage, at_least=asked)
         retries.append({"status": failure.status, "error": reason, "waited_seconds": round(waited, 3)})
 
     async def _try(self, url: str, content: bytes) -> dict[str, Any]:

@@ -76,19 +76,22 @@ class CircuitBreaker:
         return max(0.0, min(doubling, self.outage_timeout - self.outage_seconds()))
 
     async def after_failure(self, why: str, backoff: Callable[[int], float],
-                            outage: Callable[[], BaseException]) -> float:
+                            outage: Callable[[], BaseException], at_least: float = 0.0) -> float:
         """One connection failure (`why`, fit to show): a short `backoff(failures)` until the
         breaker opens, then a probe interval, told to the listener; past the outage timeout,
-        `outage()` is raised instead. Returns the seconds waited, off the episode's clock."""
+        `outage()` is raised instead. Either wait is `at_least` the pause the backend asked for
+        (its Retry-After), never past the outage timeout. Returns the seconds waited, off the
+        episode's clock."""
         self.failed()
         if self.open:
             wait = self.probe_wait()
             if wait <= 0:
                 raise outage()
+            wait = max(wait, min(at_least, self.outage_timeout - self.outage_seconds()))
             if self.listener is not None:
                 self.listener(f"waiting for {self.endpoint}: {why}, retrying in {math.ceil(wait)}s")
         else:
-            wait = backoff(self.failures)
+            wait = max(backoff(self.failures), at_least)
         await _off_the_clock(anyio.sleep(wait), wait)
         return wait
 

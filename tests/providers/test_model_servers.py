@@ -232,6 +232,20 @@ async def test_a_server_still_loading_its_model_is_waited_for_not_failed(images,
 
 
 @pytest.mark.anyio
+async def test_waiting_for_an_unavailable_endpoint_honours_its_retry_after(images, case_image):
+    """Probes go out at 1, 2, 4 … s: to an overloaded endpoint asking for a longer pause,
+    every waiting call would have come back sooner than asked."""
+    overloaded = Reply(503, {"error": {"message": "overloaded"}}, headers={"Retry-After": "2"})
+    with FakeServer(Script(overloaded, Reply(body=chat_completion("ready")))) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/v1", outage_after_failures=1)) as provider:
+            answer = await provider.complete(judgment_request(images.add(case_image[1], case_image[0])))
+    assert answer.content == "ready" and answer.retries == [
+        {"status": 503, "error": "HTTP 503 Service Unavailable: overloaded", "waited_seconds": 2.0}
+    ]
+
+
+@pytest.mark.anyio
 async def test_an_endpoint_unavailable_past_the_outage_timeout_stops_the_run(images, case_image):
     with FakeServer(lambda r: LOADING) as server:
         async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
