@@ -252,8 +252,9 @@ async def test_nobody_listening_spends_no_retries_and_ends_as_an_outage(images, 
         url = server.url
     provider = ChatCompletionsProvider(name="openai_compatible", model="m",
                                        endpoint=endpoint(url + "/v1", max_retries=1, outage_timeout_seconds=0.5), images=images)
-    with pytest.raises(ProviderOutage, match=r"/v1 unreachable for 0.5 s \(connection refused\), the provider outage timeout$"):
-        await provider.complete(react_request(images.add(case_image[1], case_image[0])))
+    async with provider:
+        with pytest.raises(ProviderOutage, match=r"/v1 unreachable for 0.5 s \(connection refused\), the provider outage timeout$"):
+            await provider.complete(react_request(images.add(case_image[1], case_image[0])))
     assert provider.client.breaker.failures >= 3
 
 
