@@ -221,6 +221,18 @@ def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source
     if any((r[0], r[1], r[2]) != (release, cases, count) for r in ours):
         raise EvisceneError(f"{refusal}: {source} ran another release, cases or --shard-count; not merged")
     if index in {r[3] for r in ours}:
+        grown = con.execute(
+            # the shard's events the target holds (by id) all come before those it lacks: the shard's own log grew since
+            "SELECT max(seq) FILTER (WHERE event_id IN (SELECT event_id FROM merged.events)), "
+            "min(seq) FILTER (WHERE event_id NOT IN (SELECT event_id FROM merged.events)) FROM events WHERE run_id = ?",
+            [run_id],
+        ).fetchall()[0]
+        if grown[0] is not None and grown[1] is not None and grown[0] < grown[1]:
+            raise EvisceneError(
+                f"{refusal}: shard {index}/{count} is merged already, and {source} has grown since (events after seq {grown[0]}: "
+                "a resume in its own log); a merged shard takes no more events: merge every shard's own log into a new log "
+                "to hold them; not merged"
+            )
         raise EvisceneError(f"{refusal}: shard {index}/{count} is merged already, with other events; not merged")
     _check_same_scoring_files(con, run_id, source, refusal)
     _check_same_settings(orjson.loads(started), [orjson.loads(r[4]) for r in ours], source, refusal)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import duckdb
 import pytest
 from click.testing import CliRunner
@@ -231,6 +232,35 @@ def test_a_different_run_of_the_same_name_is_still_refused(shard_logs, tmp_path:
     again = CliRunner().invoke(cli, ["--db", str(both), "log", "merge", str(merged)])
     assert again.exit_code == 0, again.output
     assert ": 0 events, 0 blobs merged" in again.output
+
+
+def test_a_shard_that_grew_after_it_was_merged_is_refused_naming_the_way_out(shard_logs, tmp_path: Path) -> None:
+    """A shard's errors retried in its own log after the merge: its log now holds the merged
+    events and more, which the refusal called "other events", with no way forward."""
+    _root, shards, _whole = shard_logs
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(shards[0])
+    EventLog(merged).merge(shards[1])
+    grown = tmp_path / "shard-1.duckdb"
+    shutil.copy(shards[1], grown)
+    head = EventLog(grown).sql("SELECT max(seq) AS seq FROM events").to_pylist()[0]["seq"]
+
+    async def resume() -> None:  # what a resume appends: its events, then the run's end again
+        async with EventLog(grown).writer("exp") as writer:
+            await writer.emit(EventDraft(GateDecided(gate="g", subject="s", passed=True)))
+            await writer.emit(EventDraft(RunFinished(status="completed", completed_at="2026-12-07T00:00:00+00:00", num_episodes=4, num_errors=0)))
+
+    anyio.run(resume)
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "log", "merge", str(grown)])
+    assert (refused.exit_code, refused.output) == (2, (
+        f"Error: run exp exists in both logs with different events: shard 1/2 is merged already, and {grown} has grown since "
+        f"(events after seq {head}: a resume in its own log); a merged shard takes no more events: merge every shard's own log "
+        "into a new log to hold them; not merged\n"
+    ))
+    remade = tmp_path / "remade.duckdb"
+    EventLog(remade).merge(shards[0])
+    EventLog(remade).merge(grown)
+    assert EventLog(remade).sql("SELECT count(*) AS n FROM events WHERE type = 'gate.decided' AND payload->>'gate' = 'g'").to_pylist() == [{"n": 1}]
 
 
 def test_an_unfinished_shard_is_refused_before_any_source_is_taken_in(shard_logs, tmp_path: Path) -> None:
