@@ -91,8 +91,10 @@ class RunNotFoundError(EvisceneError):
 
 def no_run_message(run_id: str, log_path: str | os.PathLike[str], known: Iterable[str] = (), *, listing: str | None = None) -> str:
     """A run name that is not in the log (a typo, another --db): every command says it alike,
-    with the closest of the `known` run ids and where to look (`listing`, else `runs`)."""
-    known = sorted(known)
+    with the closest of the `known` run ids and where to look (`listing`, else `runs`). Never
+    the name asked for: a list that holds it (the archive's records of a run folder that held
+    blobs alone) does not make it a run."""
+    known = sorted(set(known) - {run_id})
     close = difflib.get_close_matches(run_id, known, n=1) or [k for k in known if _one_edit_apart(run_id, k)][:1]
     return (f"no run {run_id!r} in {log_path}" + (f" (did you mean {close[0]!r}?)" if close else "")
             + "; " + (listing or f"`{command_line('runs', log=Path(log_path))}` lists the runs"))

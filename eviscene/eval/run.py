@@ -69,7 +69,7 @@ from eviscene.store import EventDraft
 from eviscene.store.faults import checkpoint
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
-from eviscene.store.manifest import MANIFEST, read_manifest, recover_folder
+from eviscene.store.manifest import MANIFEST, holds_events, read_manifest, recover_folder
 from eviscene.tools import Toolbox
 from eviscene.tools.policy import load_source_policy
 from eviscene.tools.cache import CachedToolbox, ToolCache, cache_partition
@@ -217,7 +217,8 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
     under the run's lock from here until the run's writer ends, so that no other run takes
     the name meanwhile. A run of that name in the log is an error, never a second run under
     one id, and so is one another process holds (named). A folder left by a run killed before
-    its first commit (nothing committed, nobody holding its lock) is taken over."""
+    its first event was committed (nobody holding its lock, no events segment: at most the blob
+    segment its first batch wrote before its events) is taken over."""
     if is_import_id(run_id):  # an import of that id would join this run's events, and be read as one run
         raise _NameTaken(f"run id {run_id!r} has the form of an import's id (`eviscene import` names what it brings in so); "
                          "choose another --output-dir or --run-id")
@@ -228,7 +229,7 @@ def _claim_run_id(log: EventLog, run_id: str) -> RunLock:
         raise _NameTaken(f"run {run_id!r} is already being written in {log.path} by {holder}; choose another --output-dir or --run-id")
     try:
         recover_folder(folder)  # a killed writer's batch that reached the disk is committed, not taken over
-        if read_manifest(folder) or log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
+        if holds_events(folder) or log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", [run_id])["n"][0].as_py():
             raise _NameTaken(_name_taken(log, run_id))
     except BaseException:
         _free_unrecorded_claim(claim)

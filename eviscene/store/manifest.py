@@ -117,6 +117,13 @@ def committed(entries: list[ManifestEntry]) -> list[ManifestEntry]:
     return [entry for entry in entries if entry.file not in replaced]
 
 
+def holds_events(folder: Path) -> bool:
+    """Whether the run folder's manifest lists an events segment. One that lists none (blob
+    segments at most: a writer killed between its first batch's blob and events segments)
+    holds no event of its run, nothing to read or resume."""
+    return any(entry.is_events for entry in read_manifest(folder) or [])
+
+
 def fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:

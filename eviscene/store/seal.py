@@ -121,8 +121,9 @@ def _known_run_ids(log_path: Path) -> list[str]:
 
 
 def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
-    """Check, then copy what the archive lacks; False when there was nothing (e.g. an
-    interrupted seal's leftovers)."""
+    """Check, then copy what the archive lacks; False when that held no event: nothing (e.g.
+    an interrupted seal's leftovers), or blobs alone (a run killed before its first event,
+    no run to call sealed)."""
     last, done = _archived_tail(log_path, run_id)
     manifest = committed(read_manifest(folder) or [])
     for entry in manifest:  # skipped as sealed, then deleted with the folder: it must be the sealed one
@@ -145,7 +146,7 @@ def _seal_folder(log_path: Path, run_id: str, folder: Path) -> bool:
         _copy(con, run_id, entries, events, blobs)
     finally:
         con.close()
-    return True
+    return bool(events)
 
 
 def _refuse_sealed_but_not_held(log_path: Path, run_id: str, folder: Path, sealed: list[ManifestEntry]) -> None:

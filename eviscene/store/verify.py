@@ -45,7 +45,7 @@ from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
 from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
 from eviscene.store.parquet_export import exported_ends
-from eviscene.store.manifest import EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
+from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
 
 # A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
 RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
@@ -505,6 +505,13 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
                 f"(then `{command_line('log', 'verify', log=log_path)}` says how to finish it)",
                 unrecorded=True,
             ))
+        elif not tail_seq and (left := _blobs_without_events(state, run_id, sealed)):
+            unfinished.append(RunNote(
+                run_id, 0,
+                f"unfinished: killed before its first event reached the disk (only {len(left)} blob segment(s) did) and no "
+                f"writer holds it: nothing of it resumes; its name is free for a new run, or "
+                f"`{command_line('log', 'seal', log=log_path)}` clears its folder",
+            ))
     problems += _head_problems(heads, walk, broken)
     troubled = {p.run_id for p in problems}  # a run's problems only here: the blobs' come after
     records = list(walk.record_streams.values())
@@ -672,6 +679,15 @@ def _unrecorded_events(state: _LiveRun | None, run_id: str, sealed: Mapping[tupl
     if state is None or state.entries is None:
         return []
     return [e for e in unrecorded_tail(state.folder, state.entries).events if (run_id, e.file) not in sealed]
+
+
+def _blobs_without_events(state: _LiveRun | None, run_id: str, sealed: Mapping[tuple[str, str], str]) -> list[str]:
+    """The blob segments, recorded or not, of a run folder holding no event: a writer killed
+    between its first batch's blob segment and its events segment. Unfinished (its run was
+    started), not a problem: a new run of the name takes the folder over (`eval run`)."""
+    if state is None or state.entries is None:
+        return []
+    return [name for name in _names(state.folder) if BLOBS_FILE.match(name) and (run_id, name) not in sealed]
 
 
 def _names(folder: Path) -> list[str]:

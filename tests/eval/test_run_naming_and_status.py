@@ -208,6 +208,29 @@ def test_the_name_of_a_run_killed_before_its_first_commit_is_free_again(point, r
     assert invoke(log_path, "log", "verify").exit_code == 0
 
 
+def test_the_name_of_a_run_killed_between_its_first_blob_and_events_segments_is_free_again(release, tmp_path):
+    """Killed once its first batch's blob segment was renamed into place, before its events
+    segment was: no event of the run reached the disk. `log verify` said ok with 0 runs, and
+    every rerun of the name was refused as "already exists", recording the blob segment in the
+    manifest as it refused: the name was lost for good."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("writer.tmp_written@2", log_path, "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                  "--run-id", "named")
+    folder = run_folder(log_path, "named")
+    assert [name.split("-")[0] for name in sorted(os.listdir(folder))] == [".events", "blobs", "segments.jsonl", "writer.lock"]
+    assert (folder / "segments.jsonl").read_bytes() == b""
+    verified = invoke(log_path, "log", "verify")
+    assert verified.exit_code == 1 and verified.stdout == (
+        "UNFINISHED run named: unfinished: killed before its first event reached the disk (only 1 blob segment(s) did) and no "
+        f"writer holds it: nothing of it resumes; its name is free for a new run, or `eviscene --db {log_path} log seal` clears "
+        "its folder\n")
+    again = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--run-id", "named",
+                   "--no-materialize")
+    assert again.exit_code == 0, again.output
+    assert "run named: 1 of 1 episodes ran (completed 1); status completed" in again.stdout
+    assert invoke(log_path, "log", "verify").exit_code == 0
+
+
 def test_a_batch_on_disk_keeps_the_name_of_a_run_killed_before_recording_it(release, tmp_path):
     """Killed after its first segment was on disk, before the manifest line: the batch is the
     run's, not a leftover, so the name stays taken and `eval resume` finishes the run."""

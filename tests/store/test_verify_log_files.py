@@ -213,6 +213,31 @@ def test_an_unreadable_segment_no_manifest_line_lists_is_named_in_one_line(tmp_p
         log.seal()
 
 
+@pytest.mark.parametrize("manifest", ["as the kill left it", "with the blob segment recorded"])
+def test_a_run_folder_holding_blobs_and_no_event_is_named_and_a_seal_clears_it(tmp_path, manifest):
+    """A writer killed between its first batch's blob segment and its events segment: `log
+    verify` said ok with 0 runs; `log seal` called the folder a sealed run, after which `log
+    seal r1` asked "did you mean 'r1'?" of the very name it said was no run. (A refused
+    `eval run` of the name recorded the blob segment in the manifest, the second state.)"""
+    log = live_log(tmp_path / "log.duckdb")
+    folder = folder_of(log)
+    lines = (folder / "segments.jsonl").read_text().splitlines(keepends=True)
+    for name in os.listdir(folder):
+        if name.startswith("events-"):
+            os.remove(folder / name)
+    (folder / "segments.jsonl").write_text("".join(line for line in lines if '"blobs-' in line) if manifest != "as the kill left it" else "")
+    result = verify_cli(log)
+    assert result.exit_code == 1 and result.stdout == (
+        "UNFINISHED run r1: unfinished: killed before its first event reached the disk (only 1 blob segment(s) did) and no "
+        f"writer holds it: nothing of it resumes; its name is free for a new run, or `eviscene --db {log.path} log seal` clears "
+        "its folder\n")
+    seal = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal"])
+    assert (seal.exit_code, seal.stdout) == (0, "sealed 0 run(s)\n")
+    assert not folder.exists() and log.verify().ok
+    again = CliRunner().invoke(cli, ["--db", str(log.path), "log", "seal", "r1"])
+    assert (again.exit_code, again.stderr) == (2, f"Error: no run 'r1' in {log.path}; `eviscene --db {log.path} runs` lists the runs\n")
+
+
 def test_a_run_killed_before_its_first_commit_was_recorded_is_unfinished_not_absent(tmp_path):
     log = live_log(tmp_path / "log.duckdb")
     (folder_of(log) / "segments.jsonl").write_text("")  # the writer renamed its first batches, then died
