@@ -15,7 +15,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
@@ -107,9 +107,12 @@ def _report(log: EventLog, summary: RunSummary) -> None:
     say(f"run {summary.run_id}: {summary.ran} of {summary.planned} episodes ran ({ended}); status {summary.status}")
     if summary.status == "incomplete" and not summary.unfinished:  # only a missing shard leaves nothing to run
         say("  its other shards are not in this log: `eviscene log merge` their logs into one to make the run whole")
-    for line in accuracy_lines(log, summary.run_id):
-        say(line)
-    for line in error_cause_lines(log, summary.run_id):
+    try:
+        lines = [*accuracy_lines(log, summary.run_id), *error_cause_lines(log, summary.run_id)]
+    except LogLockedError as exc:  # the run's end is recorded: a busy archive costs only these lines
+        lines = []
+        summary.notes.append(f"no accuracy or error causes shown: {exc}")
+    for line in lines:
         say(line)
     for note in summary.notes:  # a model server's or the filesystem's words among them
         click.echo(printable(note), err=True)
@@ -268,17 +271,22 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
     resume` to write (its unfinished episodes would be stand-in error rows). `replace`: the
     run's own earlier directory there is kept until the new one is whole."""
-    resume = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
     if summary.stopped:
+        resume = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
         click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
     if replace:
         _check_holds_only_run_files(out_dir, summary.run_id)  # one that gained a file of someone's meanwhile
     earlier = out_dir.stat() if replace and out_dir.exists() else None
-    finish = resume if replace else f"`{command_line('materialize', summary.run_id, '--out', out_dir, log=log.path)}`"  # it writes only a new or empty folder
-    with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
-        written = materialize_run(log, summary.run_id, out_dir, replace=replace)
-        say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+    materialize = f"`{command_line('materialize', summary.run_id, '--out', out_dir, log=log.path)}`"  # it writes only a new or empty folder
+    try:
+        finish = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`" if replace else materialize
+        with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
+            written = materialize_run(log, summary.run_id, out_dir, replace=replace)
+            say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
+    except LogLockedError as exc:  # the run's end is recorded: what is left is to write its directory
+        finish = f"`{log.resume_line(summary.run_id, '--output-dir', out_dir)}`" if replace else materialize  # read from nothing
+        click.echo(printable(f"no run directory written ({exc}); {finish} writes it"), err=True)
 
 
 @eval_group.command(short_help="Finish a run's unfinished episodes.")

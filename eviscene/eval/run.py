@@ -19,7 +19,7 @@ import anyio
 from eviscene.agent.episode import AgentSettings, Episode, EpisodeSpec
 from eviscene.agent.perception import PERCEPTION_BACKEND, EmbeddedPerception
 from eviscene.agent.provider import ImageStore, Provider
-from eviscene.errors import EvisceneError, LogLockedError, is_interruption, no_run_error
+from eviscene.errors import EvisceneError, LogIntegrityError, LogLockedError, is_interruption, no_run_error
 from eviscene.eval.gold_import import SCORING_KINDS, ScoringFile, import_scoring_files, read_scoring_files
 from eviscene.eval.preflight import (
     check_case_pictures,
@@ -534,6 +534,24 @@ def _has_ended(log: EventLog, run_id: str) -> bool:
     return bool(last) and last[0]["type"] == "run.finished" and last[0]["status"] in ("completed", "completed_with_errors")
 
 
+def _error_episodes(log: EventLog, run_id: str) -> set[str]:
+    """The run's episodes that count as errors (the view episode_errors, the seed's rule)."""
+    return set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
+
+
+def _run_errors(log: EventLog, run_id: str, known: set[str], notes: list[str]) -> int:
+    """How many of the run's episodes count as errors, once its episodes have ended: as the log
+    says, or where another process holds the archive for writing past the reader's wait (a
+    merge, a seal, a notebook's connection) as `known` says (the episodes this process saw end
+    in error, and a resume's earlier ones it did not run again; a verdict of `error` is the
+    view's alone), noted. The run's end is recorded either way: a busy archive is no crash."""
+    try:
+        return len(_error_episodes(log, run_id))
+    except LogLockedError as exc:
+        notes.append(f"the run's errors were counted from what this process saw ({exc}); `eviscene runs` counts them from the log")
+        return len(known)
+
+
 async def _execute(
     log: EventLog,
     run_id: str,
@@ -580,6 +598,10 @@ async def _execute(
     )
     images = ImageStore()
     queue = list(todo)
+    # What the run's end counts its errors from where the archive is held for writing then
+    # (`_run_errors`): a resume's earlier errors, read now, and this invocation's in memory.
+    earlier_errors = set() if opening else _error_episodes(log, run_id)
+    errored_now: set[str] = set()
 
     def planned() -> None:  # on Ray, once the workers have loaded the release
         if observer is not None:
@@ -587,6 +609,8 @@ async def _execute(
 
     def record(spec: RolloutSpec, finished: EpisodeFinished) -> None:
         summary.terminations[finished.termination] += 1
+        if finished.counts_as_error:
+            errored_now.add(spec.episode_id)
         if observer is not None:
             observer.finished(spec, finished)
 
@@ -644,7 +668,8 @@ async def _execute(
                 checkpoint("run.episodes_ended")
                 summary.notes += filter(None, (file.change_note(run_id) for file in plan.scoring_files.values()))
                 await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
-                summary.run_errors = log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id]).to_pylist()[0]["n"]
+                rerun = {spec.episode_id for spec, _ in todo}
+                summary.run_errors = _run_errors(log, run_id, (earlier_errors - rerun) | errored_now, summary.notes)
         except Exception as exc:
             if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run
                 raise
@@ -678,9 +703,18 @@ async def _execute(
             summary.sealed = True
         except LogLockedError as exc:
             summary.notes.append(f"run not sealed yet ({exc}); `eviscene log seal` catches up later")
+        except LogIntegrityError:
+            raise
+        except EvisceneError as exc:  # an archive that cannot be written (a full disk): the live segments still read
+            summary.notes.append(f"run not sealed: {exc}")
+        try:
+            summary.status, summary.unfinished = log.run_standing(run_id)
+        except LogLockedError as exc:  # every episode has finished
+            summary.status = "completed_with_errors" if summary.run_errors else "completed"
+            summary.notes.append(f"the run's status is as this process saw it end ({exc}); `eviscene runs` reads it from the log")
     else:
         summary.stopped, summary.resume_when = stop.reason, stop.resume_when
-    summary.status, summary.unfinished = log.run_standing(run_id)
+        summary.status, summary.unfinished = log.run_standing(run_id)
     if stop is not None and stop.signal:  # a Ctrl-C stops the caller too (a sweep's next run), its work kept
         raise RunInterrupted(summary, resume_command(log, run_id))
     return summary

@@ -7,6 +7,7 @@ succeeds), and the log still verifies."""
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import resource
 import shutil
@@ -244,6 +245,39 @@ def test_a_seal_on_a_full_disk_is_one_line_moves_nothing_and_a_rerun_seals(tmp_p
         assert eviscene(log.path, "log", "seal").stdout == "sealed 1 run(s): r1\n"
         assert not (small / "log.duckdb.live" / "r1").exists()
         assert log.sql("SELECT count(*) AS n, max(seq) AS last FROM events").to_pylist() == [{"n": 3000, "last": 3000}]
+
+
+def test_a_run_whose_archive_cannot_be_written_reports_and_writes_its_run_directory_and_names_the_seal(release, tmp_path):
+    """A run whose final seal failed on the archive (read only here; a full disk the same)
+    printed only `Error: could not seal run b: ...` and exited 2: no summary and no run
+    directory, though every episode had finished, and the `log seal` it named never writes
+    that directory. Now the seal's failure is a note naming that command, as a busy archive's
+    is, and the summary and run directory are read from the live segments."""
+    log_path = tmp_path / "log.duckdb"
+    cases = str(release / "runtime_input" / "cases.jsonl")
+    assert eviscene(log_path, "eval", "run", "--benchmark", cases, "--limit", "1", "--no-progress", "--output-dir", "runs/a",
+                    cwd=tmp_path).returncode == 0  # the archive exists, sealed
+    # root opens a read-only file for writing all the same, unless it drops that capability
+    bound = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv, a read-only file stays writable")
+    log_path.chmod(0o444)
+    try:
+        ran = subprocess.run([*(bound if os.geteuid() == 0 else []), EVISCENE, "--db", str(log_path), "eval", "run",
+                              "--benchmark", cases, "--limit", "2", "--no-progress", "--output-dir", "runs/b"],
+                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    finally:
+        log_path.chmod(0o644)
+    assert ran.returncode == 0, (ran.stdout, ran.stderr)
+    assert ran.stderr == (f'run not sealed: could not seal run b: IO Error: Cannot open file "{log_path}": Permission denied; '
+                          "nothing was moved (its live segments are kept and readable): fix that, then "
+                          f"`eviscene --db {log_path} log seal b`\n")
+    printed = ran.stdout.splitlines()
+    assert printed[0] == "run b: 2 of 2 episodes ran (completed 2); status completed"
+    assert printed[-1].startswith("run directory: runs/b (")
+    assert json.loads((tmp_path / "runs" / "b" / "run_manifest.json").read_text())["status"] == "completed"
+    assert eviscene(log_path, "log", "seal", "b").stdout == "sealed 1 run(s): b\n"  # as the note says
+    assert EventLog(log_path).verify().ok
 
 
 def test_a_path_python_reads_as_ascii_is_one_line_naming_the_cure(tmp_path):

@@ -737,3 +737,57 @@ def test_a_resume_replaces_the_run_directory_another_resume_of_the_run_wrote_mea
     second = invoke(log_path, "eval", "resume", "r", "--no-progress")
     assert second.exit_code == 0, second.output
     assert "run directory: runs/r" in second.stdout and json.loads((tmp_path / "runs" / "r" / "run_manifest.json").read_text())["run_id"] == "r"
+
+
+def test_an_archive_held_for_writing_as_a_run_ends_leaves_the_run_completed_and_names_what_writes_its_directory(
+        release, tmp_path, monkeypatch):
+    """When the episodes had ended, the run read its error count from the log inside the block
+    that records a crash: another process holding the archive for writing past the reader's
+    wait (a `log merge`, a seal, a notebook's `duckdb.connect`) made that read fail, and the
+    run whose episodes all finished was recorded `failed`, exit 2, no run directory. Now the
+    run ends `completed`, says what it could not read and which command writes its directory,
+    and that command does once the archive is free."""
+    from eviscene.store import snapshot
+
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    assert invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                  "--output-dir", "runs/first").exit_code == 0  # the archive exists, sealed
+    monkeypatch.setattr(snapshot, "LOCK_WAIT_SECONDS", 0.2)
+    holder: list[subprocess.Popen] = []
+
+    def hold_the_archive(name: str) -> None:  # another process opens it read-write as the episodes end
+        if name == "run.episodes_ended":
+            holder.append(subprocess.Popen(
+                [sys.executable, "-c", f"import duckdb, sys, time; c = duckdb.connect({str(log_path)!r}); print('held', flush=True); time.sleep(600)"],
+                stdout=subprocess.PIPE, text=True))
+            assert holder[0].stdout.readline() == "held\n"
+
+    monkeypatch.setattr(run_module, "checkpoint", hold_the_archive)
+    try:
+        ended = CliRunner().invoke(cli, ["--db", str(log_path), "eval", "run", "--benchmark", benchmark(release),
+                                         "--limit", "2", "--no-progress", "--output-dir", "runs/q"])
+    finally:
+        for process in holder:
+            process.kill()
+            process.wait()
+    held = f"log {log_path} is held for writing by pid {holder[0].pid} (python -c)"
+    assert ended.exit_code == 0, (ended.stdout, ended.stderr)
+    assert ended.stdout == "run q: 2 of 2 episodes ran (completed 2); status completed\n"
+    assert ended.stderr.splitlines() == [
+        f"the run's errors were counted from what this process saw ({held}); `eviscene runs` counts them from the log",
+        f"run not sealed yet ({held}); `eviscene log seal` catches up later",
+        f"the run's status is as this process saw it end ({held}); `eviscene runs` reads it from the log",
+        f"no accuracy or error causes shown: {held}",
+        f"no run directory written ({held}); `eviscene --db {log_path} materialize q --out runs/q` writes it",
+    ]
+    finished = log.sql("SELECT payload->>'status' AS status, payload->>'num_episodes' AS n FROM events "
+                       "WHERE run_id = 'q' AND type = 'run.finished'").to_pylist()
+    assert finished == [{"status": "completed", "n": "2"}]
+    assert (runs(log)["q"]["status"], runs(log)["q"]["episodes_finished"]) == ("completed", 2)
+    assert not (tmp_path / "runs" / "q").exists()
+    assert invoke(log_path, "materialize", "q", "--out", "runs/q").exit_code == 0  # as printed, the archive free
+    assert json.loads((tmp_path / "runs" / "q" / "run_manifest.json").read_text())["status"] == "completed"
+    assert invoke(log_path, "log", "seal").output == "sealed 1 run(s): q\n"
+    assert log.verify().ok
