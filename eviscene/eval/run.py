@@ -390,8 +390,8 @@ async def resume_run(
     trust_endpoints: bool = False,
     searxng_url: str | None = None,
 ) -> RunSummary:
-    """Run again exactly the scheduled episodes of `run_id` that never reached episode.finished
-    (and, with `retry_errors`, those whose last attempt counts as an error, as new attempts).
+    """Run again, as new attempts, exactly the scheduled episodes of `run_id` whose latest attempt
+    never reached episode.finished (and, with `retry_errors`, those whose latest attempt counts as an error).
     `benchmark` points at the run's release where it moved: it must be the same release
     (release id) with the same cases.jsonl, gold, protocols and policy (sha256). `executor`
     (`concurrency`, `executor`, `ray_address`, `workers`) overrides how and where the episodes run. Only with
@@ -435,14 +435,13 @@ async def resume_run(
         claim = RunLock(run_folder(log.path, run_id) / "writer.lock", run_id).acquire()
         try:
             recover_folder(claim.path.parent)
+            # finished as the views say: by the latest attempt (a retry stopped midway is unfinished)
             state = log.sql(
                 """
-                SELECT s.episode_id,
-                       bool_or(e.type = 'episode.finished') AS finished,
-                       coalesce(max(e.attempt), 0) AS last_attempt
-                FROM events s
+                SELECT s.episode_id, any_value(s.finished) AS finished, coalesce(max(e.attempt), 0) AS last_attempt
+                FROM episodes s
                 LEFT JOIN events e ON e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type IN ('episode.started', 'episode.finished')
-                WHERE s.run_id = ? AND s.type = 'episode.scheduled'
+                WHERE s.run_id = ?
                 GROUP BY s.episode_id
                 """,
                 [run_id],
@@ -459,6 +458,10 @@ async def resume_run(
                 for spec in plan.specs
                 if not by_episode[spec.episode_id]["finished"] or spec.episode_id in retry
             ]
+            if todo and not episodes_left:  # the killed writer's batch just recorded began a retry: checked as above
+                if not trust_endpoints:
+                    check_recorded_endpoints(options, run_id, restated=executor or {})
+                check_same_code(run_id, manifest["git_commit"])
             to_import = [file for kind, file in plan.scoring_files.items() if kind not in imported]  # each once a run
             return await _execute(log, run_id, plan, todo, [], observer, to_import=to_import, ended=_has_ended(log, run_id), claim=claim)
         except BaseException:
@@ -467,17 +470,10 @@ async def resume_run(
 
 
 def _episodes_left(log: EventLog, run_id: str, retry_errors: bool) -> bool:
-    """Whether a resume would run any episode: one scheduled and never finished, or with
-    `retry_errors` one whose last attempt counts as an error. Read before the run's lock, it
+    """Whether a resume would run any episode: one scheduled whose latest attempt has not
+    finished, or with `retry_errors` one whose latest attempt counts as an error. Read before the run's lock, it
     may count one a killed writer's last batch finished (recovered under the lock), never miss one."""
-    left = log.sql(
-        """
-        SELECT count(*) AS n FROM events s
-        WHERE s.run_id = $run AND s.type = 'episode.scheduled' AND NOT EXISTS (
-            SELECT 1 FROM events e WHERE e.run_id = s.run_id AND e.episode_id = s.episode_id AND e.type = 'episode.finished')
-        """,
-        {"run": run_id},
-    )["n"][0].as_py()
+    left = log.sql("SELECT count(*) AS n FROM episodes WHERE run_id = ? AND NOT finished", [run_id])["n"][0].as_py()
     if left or not retry_errors:
         return bool(left)
     return bool(log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id])["n"][0].as_py())

@@ -1,10 +1,12 @@
 -- view: episodes
 -- grain: one row per scheduled episode
 -- key: run_id, episode_id
--- Every planned rollout of a run with its outcome, read from the last attempt that reached
+-- Every planned rollout of a run with its outcome, read from its latest attempt's
 -- episode.finished (a crashed attempt's partial events stay in the log but are ignored; an
--- errored attempt re-run by `eval resume --retry-errors` is replaced by the new one);
--- unfinished episodes have finished = false and NULL outcome columns.
+-- errored attempt re-run by `eval resume --retry-errors` is replaced by the new one). An
+-- episode whose latest attempt has not finished is unfinished, whatever an earlier attempt
+-- did (a retry stopped midway: `eval resume` runs it again): finished = false and NULL
+-- outcome columns.
 CREATE OR REPLACE VIEW episodes AS
 WITH scheduled AS (
     SELECT
@@ -39,9 +41,13 @@ finished AS (
         (payload->>'total_tool_calls')::INTEGER AS total_tool_calls,
         (payload->>'llm_api_calls')::INTEGER AS llm_api_calls,
         payload->'token_usage' AS token_usage
-    FROM events
+    FROM (
+        -- each episode's last event of its latest attempt: its end, if that attempt finished
+        SELECT run_id, episode_id, attempt, seq, ts, type, payload FROM events
+        WHERE type IN ('episode.started', 'episode.finished')
+        QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY attempt DESC, seq DESC) = 1
+    )
     WHERE type = 'episode.finished'
-    QUALIFY row_number() OVER (PARTITION BY run_id, episode_id ORDER BY seq DESC) = 1
 ),
 judged AS (
     SELECT

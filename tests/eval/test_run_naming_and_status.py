@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from eviscene.agent.provider import ModelRequest, ModelResponse, ProviderError, ProviderOutage
 from eviscene.cli.main import cli
+from eviscene.eval import preflight
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
@@ -25,6 +26,7 @@ from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.exports.run_dir import _write_traces, materialize_run
 from eviscene.log import EventLog
 from eviscene.store.layout import run_folder
+from eviscene.store.manifest import MANIFEST
 from eviscene.store.locks import RunLock
 
 EVISCENE = str(Path(sys.executable).with_name("eviscene"))
@@ -443,6 +445,86 @@ def test_a_plain_resume_finishes_a_retry_errors_resume_that_was_killed(release, 
     assert log.verify().ok
     assert log.sql("SELECT type FROM events WHERE run_id = 'k' ORDER BY seq DESC LIMIT 1")["type"].to_pylist() == ["run.finished"]
     assert not (tmp_path / "log.duckdb.live" / "k").exists()  # sealed
+
+
+class InterruptedOnSeed(OfflineProvider):
+    """Ctrl-C while the episode with this sampling seed waits on its first call."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.seed = seed
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.sampling_seed == self.seed:
+            os.kill(os.getpid(), signal.SIGINT)
+            await anyio.sleep_forever()
+        return await super().complete(request)
+
+
+def interrupted_retry(release: Path, log_path: Path, monkeypatch) -> str:
+    """Run `r` of three cases whose second errors, then Ctrl-C its `eval resume --retry-errors`
+    in the retried attempt 2 (started, never finished); the retried episode's id."""
+    specs = run_module.plan_run(EvalOptions(benchmark=benchmark(release), limit=3)).specs
+    retried = specs[1]
+    monkeypatch.setattr(run_module, "make_provider", lambda _: FailsOnSeeds({retried.sampling_seed}))
+    assert invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "3", "--no-progress",
+                  "--no-materialize", "--run-id", "r").exit_code == 1
+    monkeypatch.setattr(run_module, "make_provider", lambda _: InterruptedOnSeed(retried.sampling_seed))
+    stopped = invoke(log_path, "eval", "resume", "r", "--retry-errors", "--no-progress", "--no-materialize")
+    assert stopped.exit_code == 130 and stopped.stderr == f"interrupted; `eviscene --db {log_path} eval resume r` finishes it\n"
+    monkeypatch.setattr(run_module, "make_provider", lambda _: OfflineProvider())
+    return retried.episode_id
+
+
+def test_the_resume_named_after_a_ctrl_c_during_a_retry_runs_the_retry_again(release, tmp_path, monkeypatch):
+    """Ctrl-C during `eval resume --retry-errors` left the retried attempt 2 started, never
+    finished. The `eval resume` it named counted the episode finished by its errored attempt 1:
+    it ran nothing, ended the run completed_with_errors again, and attempt 2 dangled in a run
+    `runs` and `log verify` called complete. An episode is now as its latest attempt left it."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    retried = interrupted_retry(release, log_path, monkeypatch)
+    # the retry is unfinished, as `log verify` says, not the errored attempt 1's result
+    assert (runs(log)["r"]["status"], runs(log)["r"]["episodes_finished"], runs(log)["r"]["episodes_errored"]) == ("incomplete", 2, 0)
+    assert [note.run_id for note in log.verify().unfinished] == ["r"]
+
+    resumed = invoke(log_path, "eval", "resume", "r", "--no-progress", "--no-materialize")  # as named
+    assert resumed.exit_code == 0, resumed.output
+    assert "1 of 3 episodes ran (completed 1); status completed" in resumed.output
+    attempts = log.sql("SELECT attempt, type FROM events WHERE episode_id = ? AND type IN ('episode.started', 'episode.finished') "
+                       "ORDER BY seq", [retried]).to_pylist()
+    assert [(row["attempt"], row["type"]) for row in attempts] == [
+        (1, "episode.started"), (1, "episode.finished"), (2, "episode.started"), (3, "episode.started"), (3, "episode.finished")]
+    row = log.sql("SELECT termination, attempts, final_attempt FROM episodes WHERE episode_id = ?", [retried]).to_pylist()
+    assert row == [{"termination": "completed", "attempts": 3, "final_attempt": 3}]
+    assert (runs(log)["r"]["status"], runs(log)["r"]["episodes_finished"], runs(log)["r"]["episodes_errored"]) == ("completed", 3, 0)
+    assert log.verify().ok
+
+
+def test_a_retry_the_log_shows_only_under_the_run_s_lock_is_held_to_the_run_s_code(release, tmp_path, monkeypatch):
+    """A retry killed between its segment and that segment's manifest line: before the run's
+    lock the episode looks finished (its errored attempt 1), so a resume has nothing to check
+    the code for; the retry recorded under the lock must still not run by other code."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    monkeypatch.setattr(run_module, "git_commit", lambda: "a" * 40)  # the run's commit
+    monkeypatch.setattr(preflight, "running_code_commit", lambda: "a" * 40)
+    interrupted_retry(release, log_path, monkeypatch)
+    (run_folder(log_path, "r") / MANIFEST).write_text("")  # the retry's segments reached the disk, never their lines
+    assert runs(log)["r"]["status"] == "completed_with_errors"
+
+    monkeypatch.setattr(preflight, "running_code_commit", lambda: "b" * 40)
+    refused = invoke(log_path, "eval", "resume", "r", "--no-progress", "--no-materialize")
+    assert refused.exit_code == 2 and refused.stderr == (
+        "Error: run r was started by EviScene at commit aaaaaaaaaaaa, and this is bbbbbbbbbbbb: its remaining episodes "
+        "would run other code under the first commit's name; resume with that commit checked out, or start a new run\n")
+    assert runs(log)["r"]["status"] == "incomplete"  # the retry, recorded now
+
+    monkeypatch.setattr(preflight, "running_code_commit", lambda: "a" * 40)
+    resumed = invoke(log_path, "eval", "resume", "r", "--no-progress", "--no-materialize")
+    assert resumed.exit_code == 0 and "1 of 3 episodes ran (completed 1); status completed" in resumed.output, resumed.output
 
 
 def test_resume_checks_its_output_dir_before_the_first_episode_and_replaces_only_its_own(release, tmp_path, monkeypatch):
