@@ -447,12 +447,17 @@ async def resume_run(
                 [run_id],
             ).to_pylist()
             by_episode = {row["episode_id"]: row for row in state}
-            missing = [spec.episode_id for spec in plan.specs if spec.episode_id not in by_episode]
-            if missing or len(by_episode) != len(plan.specs):
-                raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {missing[:3]})")
-            retry = set()
-            if retry_errors:
-                retry = set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
+            planned_ids = {spec.episode_id for spec in plan.specs}
+            if unplanned := sorted(set(by_episode) - planned_ids):
+                if options.shard_count > 1:  # the shards' episodes merged into one log, planned from the first shard's flags
+                    raise EvisceneError(
+                        f"run {run_id} holds the episodes of shards merged into this log: a sharded run is resumed shard by "
+                        f"shard, each in its own log (`eviscene --db SHARD eval resume {run_id}`), then merged again into a new log"
+                    )
+                raise EvisceneError(f"run {run_id}: the release no longer yields the run's scheduled episodes (e.g. {unplanned[:3]})")
+            if unscheduled := sorted(planned_ids - set(by_episode)):
+                raise EvisceneError(f"run {run_id}: the release yields episodes the run never scheduled (e.g. {unscheduled[:3]})")
+            retry = _error_episodes(log, run_id) if retry_errors else set()
             todo = [
                 (spec, by_episode[spec.episode_id]["last_attempt"] + 1)
                 for spec in plan.specs

@@ -263,6 +263,21 @@ def test_a_shard_that_grew_after_it_was_merged_is_refused_naming_the_way_out(sha
     assert EventLog(remade).sql("SELECT count(*) AS n FROM events WHERE type = 'gate.decided' AND payload->>'gate' = 'g'").to_pylist() == [{"n": 1}]
 
 
+def test_a_resume_of_merged_shards_in_the_merged_log_names_the_way_that_works(shard_logs, tmp_path: Path) -> None:
+    """The merged log holds every shard's episodes, the resume plans the first shard's: it
+    said "the release no longer yields the run's scheduled episodes (e.g. [])"."""
+    _root, shards, _whole = shard_logs
+    merged = tmp_path / "merged.duckdb"
+    for shard in shards:
+        EventLog(merged).merge(shard)
+    refused = CliRunner().invoke(cli, ["--db", str(merged), "eval", "resume", "exp", "--no-materialize"])
+    assert (refused.exit_code, refused.stderr) == (2, (
+        "Error: run exp holds the episodes of shards merged into this log: a sharded run is resumed shard by shard, each in "
+        "its own log (`eviscene --db SHARD eval resume exp`), then merged again into a new log\n"
+    ))
+    assert EventLog(merged).verify().ok
+
+
 def test_an_unfinished_shard_is_refused_before_any_source_is_taken_in(shard_logs, tmp_path: Path) -> None:
     """A killed shard merged beside a finished one read as finished (the other's run.finished
     closed the run's chain) and, once resumed in its own log, could never be merged again: it
