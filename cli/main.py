@@ -16,6 +16,7 @@ from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
 from eviscene.rules.commands import DEFAULT_LOG
+from eviscene.rules.paths import undecodable_name
 from eviscene.tools.pillow_warnings import quiet_decompression_bomb_warning
 
 
@@ -112,19 +113,9 @@ def _refuse_undecodable_words() -> None:
     # the working directory too: the default log and relative paths are read through it
     words = [*sys.argv[1:], *(value for name, value in os.environ.items() if name.startswith("EVISCENE_")), os.getcwd()]
     for word in words:
-        try:
-            word.encode("utf-8")
-        except UnicodeEncodeError:
-            raw = os.fsencode(word)  # the bytes as given
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:  # not UTF-8 (a name from a Latin-1 system): no setting helps
-                click.echo(f"Error: {word!a} is not UTF-8 text (byte {raw[exc.start]:#04x}), which the log and its "
-                           "files hold only; rename it, or name it through a link whose name is UTF-8", err=True)
-            else:
-                click.echo(f"Error: {word!a} is not text this Python can read: it reads arguments as "
-                           f"{sys.getfilesystemencoding()} here (a C locale with PYTHONUTF8=0); "
-                           "set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)", err=True)
+        problem = undecodable_name(word, way_out="rename it, or name it through a link whose name is UTF-8")
+        if problem:
+            click.echo(f"Error: {problem}", err=True)
             sys.exit(2)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from eviscene.imports.errors import ArtifactError
 from eviscene.rules.jsonl import JsonlError, RepeatedKeyError, iter_jsonl_bytes, load_json_document, repeated_key_message
 from eviscene.rules.jsonl_parts import iter_jsonl_field
-from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind
+from eviscene.rules.paths import PathEscapeError, resolve_inside, special_file_kind, undecodable_name
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -27,6 +27,15 @@ def inside_import(root: Path, relative: str, *, what: str = "", refuse_only_esca
         return resolve_inside(root, relative, root_name="imported directory", refuse_only_escapes=refuse_only_escapes)
     except PathEscapeError as exc:
         raise ArtifactError(f"{what}: {exc}" if what else str(exc)) from None
+
+
+def refuse_undecodable_name(path: Path | str) -> None:
+    """Refuse a file or folder of an import whose name is no text the log can hold (one named
+    on a Latin-1 system, copied over): the log records every file's path, and the import
+    would otherwise fail halfway with a traceback naming no file."""
+    problem = undecodable_name(os.fspath(path), way_out="rename it (nothing was imported)")
+    if problem:
+        raise ArtifactError(problem)
 
 
 def refuse_special_files(path: Path) -> None:

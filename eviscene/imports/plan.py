@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from eviscene.imports.files import sha256_bytes
+from eviscene.imports.files import refuse_undecodable_name, sha256_bytes
 from eviscene.rules.canonical import canonical_json
 
 SOURCE_KINDS = ("run_dir", "accepted_release", "case_split", "gate_artifacts")
@@ -36,6 +36,7 @@ class ImportedFile:
     sha256: str = field(init=False)
 
     def __post_init__(self) -> None:
+        refuse_undecodable_name(self.path)  # every file an import keeps is made here: the one place to check its name
         self.sha256 = sha256_bytes(self.content)  # read several times per file; content never changes
 
     @property

@@ -11,7 +11,8 @@ import orjson
 
 from eviscene.imports.errors import ArtifactError
 from eviscene.imports.files import (
-    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_special_files, text,
+    count_jsonl_objects, inside_import, iter_jsonl_objects, jsonl_field, parse_json_object, refuse_special_files,
+    refuse_undecodable_name, text,
 )
 from eviscene.imports.plan import ImportedFile, ImportPlan
 from eviscene.imports.runtime_store import runtime_store_file
@@ -54,6 +55,7 @@ def detect_kind(path: Path) -> str:
 
 def plan_import(path: Path, kind: str | None = None) -> ImportPlan:
     path = path.expanduser().resolve()
+    refuse_undecodable_name(path)  # a UTF-8 name can link to a folder whose name is not: the log records where it leads
     refuse_special_files(path)
     kind = kind or detect_kind(path)
     collect = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -79,3 +80,21 @@ def not_a_file(path: Path, expected: str = "a file") -> str:
         return f"is a folder, not {expected}"
     kind = special_file_kind(path)
     return f"is {kind}, not a regular file" if kind else "does not exist"
+
+
+def undecodable_name(name: str, *, way_out: str) -> str | None:
+    """Why `name`, as the system gave it (an argument, a path, a file found in a folder), is
+    no text the log can hold, or None when it is: one from a Latin-1 system is no UTF-8 (the
+    user renames it, `way_out`); under a C locale with PYTHONUTF8=0 Python reads even UTF-8
+    names as ASCII (a setting helps). DuckDB and orjson refuse such text with a traceback."""
+    try:
+        name.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        raw = os.fsencode(name)  # the bytes as given
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"{name!a} is not UTF-8 text (byte {raw[exc.start]:#04x}), which the log and its files hold only; {way_out}"
+    return (f"{name!a} is not text this Python can read: it reads arguments and file names as {sys.getfilesystemencoding()} "
+            "here (a C locale with PYTHONUTF8=0); set PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)")

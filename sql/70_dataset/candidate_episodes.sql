@@ -10,8 +10,9 @@
 -- of its source or, where it has none, of the nearest source before it;
 -- an accepted release's selected row stands in for the score (teacher_score, eligible, no
 -- reasons); `refused_score` is a score float() refuses, `score_origin` its row's file:line. `raw_reasons` is NULL when the score row has no
--- training_exclusion_reasons key. Each candidate also carries its eligibility and
--- semantic-reward artifacts and its case's fixed split row. The exporter snapshots this
+-- training_exclusion_reasons key; `refused_reasons` is one the seed cannot iterate, `reasons_origin`
+-- its score row's file:line. Each candidate also carries its eligibility and
+-- semantic-reward artifacts (with the files they were imported from) and its case's fixed split row. The exporter snapshots this
 -- view into export_snapshot.candidate_episodes for the decision views.
 -- The score as a double, the seed's float(score or 0.0) (NULL: the 0.0 default): a JSON
 -- number read by DuckDB (the same double as Python's str() cast back, checked on 320k
@@ -32,6 +33,10 @@ CREATE OR REPLACE MACRO py_float_refuses(j) AS py_truthy(j) AND CASE json_type(j
     WHEN 'DOUBLE' THEN NOT isfinite(j::DOUBLE) AND NOT regexp_matches(j::VARCHAR, '[.eE]')
     ELSE json_type(j) IN ('ARRAY', 'OBJECT')
 END;
+-- Whether seed 002's `[str(item) for item in reasons or []]` (in `_deterministic_teacher_quality`,
+-- its first reading of a trace's score row) raises: a truthy number or true is no iterable
+-- (TypeError); a string gives its characters, an object its keys, a falsy value [].
+CREATE OR REPLACE MACRO py_iter_refuses(j) AS py_truthy(j) AND json_type(j) NOT IN ('VARCHAR', 'ARRAY', 'OBJECT');
 CREATE OR REPLACE VIEW candidate_episodes AS
 WITH native AS (
     SELECT
@@ -54,6 +59,8 @@ WITH native AS (
         NULL::JSON AS refused_score,
         NULL::VARCHAR AS score_origin,
         n.raw_reasons,
+        NULL::JSON AS refused_reasons,
+        NULL::VARCHAR AS reasons_origin,
         n.eligible_flag,
         n.native_eligible,
         n.native_reasons
@@ -110,6 +117,9 @@ imported AS (
             -- the seed iterates whatever the key holds: a string's characters, an object's keys
             ELSE json_text_list(sc.score->'training_exclusion_reasons')
         END AS raw_reasons,
+        -- read before an accepted release's row stands in for the score: the release's own score row counts too
+        CASE WHEN py_iter_refuses(sc.score->'training_exclusion_reasons') THEN sc.score->'training_exclusion_reasons' END AS refused_reasons,
+        CASE WHEN py_iter_refuses(sc.score->'training_exclusion_reasons') THEN sc.origin END AS reasons_origin,
         CASE WHEN t.release_row IS NOT NULL THEN 'true'::JSON ELSE sc.score->'training_eligible' END AS eligible_flag,
         NULL::BOOLEAN AS native_eligible,
         NULL::VARCHAR[] AS native_reasons
@@ -135,7 +145,9 @@ SELECT
     t.tool_call_count,
     p.episode_id IS NOT NULL AS has_perception,
     el.artifact AS eligibility_artifact,
+    el.path AS eligibility_path,
     sem.artifact AS semantic_artifact,
+    sem.path AS semantic_path,
     fx.case_id IS NOT NULL AS in_fixed_split,
     fx.split AS fixed_split,
     fx.split_group_id AS fixed_split_group_id,
@@ -167,6 +179,8 @@ CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     refused_score JSON,
     score_origin VARCHAR,
     raw_reasons VARCHAR[],
+    refused_reasons JSON,
+    reasons_origin VARCHAR,
     eligible_flag JSON,
     native_eligible BOOLEAN,
     native_reasons VARCHAR[],
@@ -176,7 +190,9 @@ CREATE TABLE IF NOT EXISTS export_snapshot.candidate_episodes (
     tool_call_count BIGINT,
     has_perception BOOLEAN,
     eligibility_artifact JSON,
+    eligibility_path VARCHAR,
     semantic_artifact JSON,
+    semantic_path VARCHAR,
     in_fixed_split BOOLEAN,
     fixed_split VARCHAR,
     fixed_split_group_id VARCHAR,

@@ -5,8 +5,10 @@
 -- position), and one of EviScene's own where the seed would meet it: reading the sources one
 -- by one in the order given, each source's perception file line by line (an example already
 -- read) and then its trace files in name order (an episode already read, which seed 002 would
--- file twice; a semantic-reward artifact that does not match the trace; a teacher score
--- float() refuses: an accepted release's before that check, a trajectory_scores row's after);
+-- file twice; a score row's training_exclusion_reasons the seed cannot iterate; a semantic-reward
+-- artifact that does not match the trace; a teacher score float() refuses: an accepted release's
+-- before that check, a trajectory_scores row's after; an eligibility, then a semantic-reward,
+-- artifact whose gates is no object);
 -- an imported trajectory_sft row that is no SFT record, episode by episode in id order (the
 -- seed builds every trajectory once all sources are read);
 -- mixed decision_policy_version values; in frozen mode a teacher case missing from the
@@ -21,6 +23,11 @@
 CREATE OR REPLACE MACRO unwritable_split_message(case_id, split) AS
     'fixed case split row of case ' || case_id || ' names split ' || json_ascii(split)
     || ' (white space around it): seed 002 accepts it stripped but writes it as given, to no train/validation file';
+-- Whether seed 002's `artifact.get("gates", {}).get(...)` raises (AttributeError): the key is there
+-- and holds no object (null, a list, text, a number).
+CREATE OR REPLACE MACRO gates_refused(artifact) AS coalesce(json_type(json_extract(artifact, '$.gates')) <> 'OBJECT', false);
+CREATE OR REPLACE MACRO refused_gates_message(path, artifact, gate) AS
+    path || ': gates ' || json_extract(artifact, '$.gates')::VARCHAR || ' is not an object: seed 002 cannot read ' || gate || ' from it';
 CREATE OR REPLACE VIEW dataset_problems AS
 WITH s AS (SELECT * FROM dataset_settings),
 candidates AS (SELECT * FROM rollout_selection),
@@ -33,6 +40,12 @@ trace_reads AS (
     SELECT source_id, episode_id, semantic_mismatch,
            [source_position, 1, row_number() OVER (PARTITION BY source_id ORDER BY source_trace)] AS position
     FROM candidates
+),
+-- each trace's position with what the seed reads of it
+trace_facts AS (
+    SELECT t.position, c.*
+    FROM trace_reads t
+    JOIN export_snapshot.candidate_episodes c USING (source_id, episode_id)
 ),
 -- EviScene's own refusal, raised where seed 002 would read the second trace (an accepted
 -- release's action-only traces, its one source, come after its candidates)
@@ -117,25 +130,42 @@ SELECT 1, [source_position, 0, line_number], 'duplicate_perception_episode', epi
        'duplicate perception episode across source runs: ' || episode_id
 FROM duplicate_perception
 UNION ALL
--- within one trace (after the duplicate, at the trace's own position): the seed reads a
--- release row's teacher_score (step 1), checks the semantic artifact (2), then reads a score
--- row's total (3)
-SELECT 1, t.position || [CASE WHEN c.release_row IS NOT NULL THEN 1 ELSE 3 END], 'refused_teacher_score', t.episode_id,
-       c.score_origin || ': ' || CASE WHEN c.release_row IS NOT NULL THEN 'teacher_score ' ELSE 'total ' END
-       || c.refused_score::VARCHAR || CASE
+-- within one trace (after the duplicate, at the trace's own position): the seed iterates its
+-- score row's training_exclusion_reasons (step 0), reads a release row's teacher_score (1),
+-- checks the semantic artifact (2), reads a score row's total (3), then, writing the episode's
+-- metadata, the eligibility artifact's gates (4) and the semantic artifact's (5)
+SELECT 1, position || [0], 'refused_exclusion_reasons', episode_id,
+       reasons_origin || ': training_exclusion_reasons ' || refused_reasons::VARCHAR || ' is '
+       || CASE WHEN json_type(refused_reasons) = 'BOOLEAN' THEN 'a boolean' ELSE 'a number' END
+       || ', not a list of reasons: seed 002 cannot iterate it'
+FROM trace_facts
+WHERE refused_reasons IS NOT NULL
+UNION ALL
+SELECT 1, position || [CASE WHEN release_row IS NOT NULL THEN 1 ELSE 3 END], 'refused_teacher_score', episode_id,
+       score_origin || ': ' || CASE WHEN release_row IS NOT NULL THEN 'teacher_score ' ELSE 'total ' END
+       || refused_score::VARCHAR || CASE
            -- float() reads "nan", which DuckDB then holds as NULL: refused here, with what it is
-           WHEN py_float_is_nan(c.refused_score->>'$')
+           WHEN py_float_is_nan(refused_score->>'$')
                THEN ' is NaN: seed 002''s float() reads it, but a NaN score ranks nowhere among a case''s rollouts; EviScene refuses it'
            ELSE ' is not a number: seed 002''s float() refuses it'
        END
-FROM trace_reads t
-JOIN export_snapshot.candidate_episodes c USING (source_id, episode_id)
-WHERE c.refused_score IS NOT NULL
+FROM trace_facts
+WHERE refused_score IS NOT NULL
 UNION ALL
 SELECT 1, position || [2], 'semantic_artifact_mismatch', episode_id,
        'semantic diagnostic artifact does not match trace: ' || episode_id
 FROM trace_reads
 WHERE semantic_mismatch
+UNION ALL
+SELECT 1, position || [4], 'refused_gate_artifact', episode_id,
+       refused_gates_message(eligibility_path, eligibility_artifact, 'sft_eligibility_pass')
+FROM trace_facts
+WHERE gates_refused(eligibility_artifact)
+UNION ALL
+SELECT 1, position || [5], 'refused_gate_artifact', episode_id,
+       refused_gates_message(semantic_path, semantic_artifact, 'semantic_audit_pass')
+FROM trace_facts
+WHERE gates_refused(semantic_artifact)
 UNION ALL
 SELECT 2, NULL, 'malformed_trajectory_sft_row', t.episode_id, t.malformed
 FROM export_snapshot.dataset_trajectories t

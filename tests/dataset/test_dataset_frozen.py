@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -215,6 +216,83 @@ def test_a_semantic_artifact_for_another_trace_fails(log, tmp_path):
     frozen(log, tmp_path, run, split, eligibility, semantic_reward_dir=semantic)
     row = read_jsonl(tmp_path / "out" / "accepted_episodes.jsonl")[0]
     assert row["semantic_reward_artifact_id"] == "sem-a"
+
+
+def set_gates(artifact: Path, gates) -> None:
+    (payload := json.loads(artifact.read_text(encoding="utf-8")))["gates"] = gates
+    artifact.write_text(json.dumps(payload), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("gates", "shown"), [(None, "null"), ([], "[]"), ("pass", '"pass"'), (1, "1")])
+def test_an_eligibility_artifact_whose_gates_is_no_object_fails_naming_it(log, tmp_path, gates, shown):
+    """seed 002 writes each episode's `eligibility.get("gates", {}).get("sft_eligibility_pass")`:
+    gates null, a list or text raises AttributeError; the episode was excluded as
+    structured_teacher_gate_failed and the export went on."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    set_gates(eligibility / "b--r000.sft_eligibility.json", gates)
+    with pytest.raises(DatasetExportError) as raised:
+        frozen(log, tmp_path, run, split, eligibility)
+    assert str(raised.value) == (
+        f"{eligibility.resolve()}/b--r000.sft_eligibility.json: gates {shown} is not an object: "
+        "seed 002 cannot read sft_eligibility_pass from it"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_semantic_artifact_whose_gates_is_no_object_fails_naming_it(log, tmp_path):
+    """The same for `semantic.get("gates", {}).get("semantic_audit_pass")`."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    semantic = tmp_path / "semantic"
+    semantic.mkdir()
+    (semantic / "a.semantic_reward.json").write_text(json.dumps({
+        "artifact_id": "sem-a", "case_id": "a", "rollout": {"episode_id": "a--r000"},
+        "source_trace": {"sha256": file_sha(run / "traces" / "a--r000.json")}, "gates": None,
+    }))
+    with pytest.raises(DatasetExportError) as raised:
+        frozen(log, tmp_path, run, split, eligibility, semantic_reward_dir=semantic)
+    assert str(raised.value) == (
+        f"{semantic.resolve()}/a.semantic_reward.json: gates null is not an object: seed 002 cannot read semantic_audit_pass from it"
+    )
+
+
+def test_gates_that_are_no_object_fail_after_the_same_trace_s_refused_total_and_before_the_next_trace(log, tmp_path):
+    """The seed reads a trace's gates writing its metadata, after its float(total): a's refused
+    total comes before a's broken gates, and a's broken gates before b's refused total."""
+    for folder, total_of, first in (("same", "a", 'trajectory_scores.jsonl:1: total "abc" is not a number'),
+                                    ("next", "b", "a--r000.sft_eligibility.json: gates null is not an object")):
+        run = write_run_dir(tmp_path / folder / "run", "run-a", [
+            {"episode_id": "a--r000", "case_id": "a"},
+            {"episode_id": "b--r000", "case_id": "b"},
+        ])
+        split = write_case_split(tmp_path / folder / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+        eligibility = write_eligibility(tmp_path / folder / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+        set_gates(eligibility / "a--r000.sft_eligibility.json", None)
+        row = 1 if total_of == "a" else 2
+        lines = (run / "trajectory_scores.jsonl").read_text(encoding="utf-8").splitlines()
+        lines[row - 1] = json.dumps({"episode_id": f"{total_of}--r000", "total": "abc", "training_eligible": True})
+        (run / "trajectory_scores.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with pytest.raises(DatasetExportError, match=re.escape(first)):
+            frozen(log, tmp_path / folder, run, split, eligibility)
+
+
+def test_an_eligibility_artifact_whose_name_is_not_utf8_is_refused_by_name(log, tmp_path):
+    """A gate artifact named on a Latin-1 system failed the export with orjson's TypeError
+    traceback (exit 1), naming no file: the log holds every imported file's path as text."""
+    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
+    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    (eligibility / "a--r000.sft_eligibility.json").rename(eligibility / os.fsdecode(b"a-\xe9.sft_eligibility.json"))
+    with pytest.raises(ArtifactError) as raised:
+        frozen(log, tmp_path, run, split, eligibility)
+    assert str(raised.value) == (
+        f"'{eligibility.resolve()}/a-\\udce9.sft_eligibility.json' is not UTF-8 text (byte 0xe9), which the log and its files "
+        "hold only; rename it (nothing was imported)"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_frozen_mode_requires_a_case_split_and_eligibility(log, tmp_path):

@@ -1,6 +1,7 @@
-"""Imported rows seed 002 would stop at: a trajectory_sft row that is no SFT record and a
-teacher score float() refuses. Each expectation is worked out by hand from the seed's code:
-which error comes first, and which values it reads without complaint."""
+"""Imported rows seed 002 would stop at: a trajectory_sft row that is no SFT record, a
+teacher score float() refuses and exclusion reasons it cannot iterate. Each expectation is
+worked out by hand from the seed's code: which error comes first, and which values it reads
+without complaint."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import re
 
 import pytest
-from dataset_builders import read_jsonl, write_eligibility, write_run_dir
+from dataset_builders import read_jsonl, write_accepted_release, write_case_split, write_eligibility, write_run_dir
 from test_dataset_seed_rules import frozen_with_mismatches
 
 from eviscene.exports.dataset import DatasetExportError, ExportOptions, export_dataset
@@ -126,3 +127,62 @@ def test_a_refused_score_comes_after_the_same_traces_semantic_mismatch_and_befor
         replace_row(run / "trajectory_scores.jsonl", 1, {"episode_id": "a--r000", "total": "abc", "training_eligible": True})
         with pytest.raises(DatasetExportError, match=re.escape(first)):
             frozen_with_mismatches(log, tmp_path / folder, [run], [(f"{mismatched}--r000", mismatched)])
+
+
+@pytest.mark.parametrize(("reasons", "what"), [(5, "5 is a number"), (True, "true is a boolean"), (1.5, "1.5 is a number"),
+                                               (-2, "-2 is a number")])
+def test_exclusion_reasons_seed_002_cannot_iterate_fail_naming_file_line_and_value(log, tmp_path, reasons, what):
+    """seed 002's `[str(item) for item in score.get("training_exclusion_reasons", []) or []]`
+    raises TypeError for a truthy number or true; they were read as no reasons, and the
+    episode exported as eligible with no red flags."""
+    run = run_with(tmp_path, "a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
+    replace_row(run / "trajectory_scores.jsonl", 2, {"episode_id": "b--r000", "total": 1.0, "training_eligible": True,
+                                                     "training_exclusion_reasons": reasons})
+    with pytest.raises(DatasetExportError) as raised:
+        export(log, tmp_path, [run])
+    assert str(raised.value) == (
+        f"{run.resolve()}/trajectory_scores.jsonl:2: training_exclusion_reasons {what}, not a list of reasons: "
+        "seed 002 cannot iterate it"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("reasons", [0, 0.0, False, None, ""], ids=["zero", "zero-float", "false", "null", "empty"])
+def test_falsy_exclusion_reasons_read_as_none(log, tmp_path, reasons):
+    """`reasons or []`: a falsy number, false, null and "" are no reasons, not an error."""
+    run = run_with(tmp_path, "a", [{"episode_id": "a--r000", "case_id": "a", "score": {"training_exclusion_reasons": reasons}}])
+    manifest, _ = export(log, tmp_path, [run])
+    assert manifest["accepted_episode_count"] == 1
+    assert read_jsonl(tmp_path / "out" / "episode_metadata.jsonl")[0]["deterministic_red_flags"] == []
+
+
+def test_unreadable_exclusion_reasons_come_first_in_their_trace_and_after_an_earlier_trace_s_problems(log, tmp_path):
+    """The seed iterates a trace's reasons (`_deterministic_teacher_quality`) right after
+    reading the trace: before it checks the semantic artifact and reads the total; a refused
+    total of an earlier trace file still comes first."""
+    for folder, first in (("same", "training_exclusion_reasons 5 is a number"), ("next", "total \"abc\" is not a number")):
+        run = run_with(tmp_path / folder, "a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
+        write_eligibility(tmp_path / folder / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+        unreadable = "a--r000" if folder == "same" else "b--r000"  # a's total is refused either way
+        replace_row(run / "trajectory_scores.jsonl", 1, {"episode_id": "a--r000", "total": "abc", "training_eligible": True,
+                                                         "training_exclusion_reasons": 5 if folder == "same" else []})
+        replace_row(run / "trajectory_scores.jsonl", 2, {"episode_id": "b--r000", "total": 1.0, "training_eligible": True,
+                                                         "training_exclusion_reasons": 5 if folder == "next" else []})
+        with pytest.raises(DatasetExportError) as raised:
+            frozen_with_mismatches(log, tmp_path / folder, [run], [(unreadable, unreadable[0])])
+        assert str(raised.value).startswith(f"{run.resolve()}/trajectory_scores.jsonl:1: {first}")
+
+
+def test_an_accepted_release_s_own_score_row_with_unreadable_reasons_fails(log, tmp_path):
+    """The seed reads the release trace's trajectory_scores row (its reasons) before the
+    selected row stands in for the score: that row fails the export too."""
+    release = write_accepted_release(tmp_path / "release", [
+        {"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b", "score": {"training_exclusion_reasons": True}},
+    ])
+    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+    with pytest.raises(DatasetExportError) as raised:
+        export_dataset(log, ExportOptions(out_dir=tmp_path / "out", accepted_release=release, case_split=split, minimum_accepted_cases=0))
+    assert str(raised.value) == (
+        f"{release.resolve()}/trajectory_scores.jsonl:2: training_exclusion_reasons true is a boolean, not a list of reasons: "
+        "seed 002 cannot iterate it"
+    )

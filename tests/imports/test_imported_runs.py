@@ -596,6 +596,46 @@ def test_a_socket_or_a_piped_case_split_is_refused_by_name(tmp_path, deadline, m
     assert not log.exists()
 
 
+# Files named on a Latin-1 system, as their bytes, and their names as the error shows them:
+# a file of no kind, a trace, a file in a folder whose name is the one not UTF-8.
+UNDECODABLE = [(b"notes-\xe9.txt", "notes-\\udce9.txt", "0xe9"), (b"traces/\xff.json", "traces/\\udcff.json", "0xff"),
+               (b"logs-\xe9/notes.txt", "logs-\\udce9/notes.txt", "0xe9")]
+
+
+@pytest.mark.parametrize("command", [["import"], ["dataset", "export", "--out", "ds", "--run-dir"]], ids=["import", "export"])
+@pytest.mark.parametrize(("relative", "shown", "byte"), UNDECODABLE, ids=["file", "trace", "folder"])
+def test_a_file_whose_name_is_not_utf8_is_refused_by_name_and_nothing_is_imported(tmp_path, monkeypatch, command, relative, shown, byte):
+    """The log holds every file's path as text, and orjson refuses one that is not UTF-8: a run
+    directory holding such a name failed `import` and `dataset export` with a TypeError
+    traceback (exit 1) that named no file."""
+    run = write_seed_run_dir(tmp_path / "run")
+    path = run / os.fsdecode(relative)
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes((run / "traces" / "case-A--r000.json").read_bytes() if path.suffix == ".json" else b"notes")
+    if path.suffix == ".json":  # the trace moved: one episode under one name
+        (run / "traces" / "case-A--r000.json").unlink()
+    monkeypatch.chdir(tmp_path)
+    log = EventLog(tmp_path / "log.duckdb")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), *command, str(run)])
+    assert (out.exit_code, out.output) == (2, (
+        f"Error: '{run.resolve()}/{shown}' is not UTF-8 text (byte {byte}), which the log and its files hold only; "
+        "rename it (nothing was imported)\n"))
+    assert not log.exists() and not (tmp_path / "ds").exists()
+
+
+def test_a_run_directory_reached_through_a_link_is_refused_when_its_own_name_is_not_utf8(tmp_path):
+    """A UTF-8 link to a folder whose name is not UTF-8 (what the error for such a path on the
+    command line advises) still failed with a traceback: the import records where the link leads."""
+    run = write_seed_run_dir(tmp_path / os.fsdecode(b"run-\xff"))
+    (tmp_path / "run").symlink_to(run)
+    log = EventLog(tmp_path / "log.duckdb")
+    out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(tmp_path / "run")])
+    assert (out.exit_code, out.output) == (2, (
+        f"Error: '{tmp_path.resolve()}/run-\\udcff' is not UTF-8 text (byte 0xff), which the log and its files hold only; "
+        "rename it (nothing was imported)\n"))
+    assert not log.exists()
+
+
 def test_an_import_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     # The write runs with the plan's objects frozen out of collections; they are unfrozen after
     # it, whether it succeeded or failed.
