@@ -144,9 +144,7 @@ def test_structured_gate_failures_exclude_with_their_reasons(log, tmp_path):
 
 
 def test_a_trace_edited_after_its_gate_fails_the_structured_gate(log, tmp_path):
-    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
-    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
-    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    run, split, eligibility = one_case_frozen(tmp_path)
     trace = run / "traces" / "a--r000.json"
     trace.write_text(trace.read_text().replace('"a"', '"a" '), encoding="utf-8")
     manifest, _ = frozen(log, tmp_path, run, split, eligibility)
@@ -198,9 +196,7 @@ def test_frozen_mode_keeps_one_rollout_per_case_of_a_four_rollout_run(log, tmp_p
 
 
 def test_a_semantic_artifact_for_another_trace_fails(log, tmp_path):
-    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
-    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
-    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    run, split, eligibility = one_case_frozen(tmp_path)
     semantic = tmp_path / "semantic"
     semantic.mkdir()
     (semantic / "a.semantic_reward.json").write_text(json.dumps({
@@ -223,14 +219,25 @@ def set_gates(artifact: Path, gates) -> None:
     artifact.write_text(json.dumps(payload), encoding="utf-8")
 
 
+def one_case_frozen(root: Path) -> tuple[Path, Path, Path]:
+    """A run of case a (train), one rollout, its split and eligibility."""
+    run = write_run_dir(root / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
+    return run, write_case_split(root / "split.jsonl", {"a": ("train", "g1")}), write_eligibility(root / "elig", run, [("a--r000", "a")])
+
+
+def two_cases_frozen(root: Path) -> tuple[Path, Path, Path]:
+    """A run of cases a (train) and b (validation), one rollout each, its split and eligibility."""
+    run = write_run_dir(root / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
+    split = write_case_split(root / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
+    return run, split, write_eligibility(root / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+
+
 @pytest.mark.parametrize(("gates", "shown"), [(None, "null"), ([], "[]"), ("pass", '"pass"'), (1, "1")])
 def test_an_eligibility_artifact_whose_gates_is_no_object_fails_naming_it(log, tmp_path, gates, shown):
     """seed 002 writes each episode's `eligibility.get("gates", {}).get("sft_eligibility_pass")`:
     gates null, a list or text raises AttributeError; the episode was excluded as
     structured_teacher_gate_failed and the export went on."""
-    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}, {"episode_id": "b--r000", "case_id": "b"}])
-    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
-    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+    run, split, eligibility = two_cases_frozen(tmp_path)
     set_gates(eligibility / "b--r000.sft_eligibility.json", gates)
     with pytest.raises(DatasetExportError) as raised:
         frozen(log, tmp_path, run, split, eligibility)
@@ -243,9 +250,7 @@ def test_an_eligibility_artifact_whose_gates_is_no_object_fails_naming_it(log, t
 
 def test_a_semantic_artifact_whose_gates_is_no_object_fails_naming_it(log, tmp_path):
     """The same for `semantic.get("gates", {}).get("semantic_audit_pass")`."""
-    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
-    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
-    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    run, split, eligibility = one_case_frozen(tmp_path)
     semantic = tmp_path / "semantic"
     semantic.mkdir()
     (semantic / "a.semantic_reward.json").write_text(json.dumps({
@@ -264,12 +269,7 @@ def test_gates_that_are_no_object_fail_after_the_same_trace_s_refused_total_and_
     total comes before a's broken gates, and a's broken gates before b's refused total."""
     for folder, total_of, first in (("same", "a", 'trajectory_scores.jsonl:1: total "abc" is not a number'),
                                     ("next", "b", "a--r000.sft_eligibility.json: gates null is not an object")):
-        run = write_run_dir(tmp_path / folder / "run", "run-a", [
-            {"episode_id": "a--r000", "case_id": "a"},
-            {"episode_id": "b--r000", "case_id": "b"},
-        ])
-        split = write_case_split(tmp_path / folder / "split.jsonl", {"a": ("train", "g1"), "b": ("validation", "g2")})
-        eligibility = write_eligibility(tmp_path / folder / "elig", run, [("a--r000", "a"), ("b--r000", "b")])
+        run, split, eligibility = two_cases_frozen(tmp_path / folder)
         set_gates(eligibility / "a--r000.sft_eligibility.json", None)
         row = 1 if total_of == "a" else 2
         lines = (run / "trajectory_scores.jsonl").read_text(encoding="utf-8").splitlines()
@@ -282,9 +282,7 @@ def test_gates_that_are_no_object_fail_after_the_same_trace_s_refused_total_and_
 def test_an_eligibility_artifact_whose_name_is_not_utf8_is_refused_by_name(log, tmp_path):
     """A gate artifact named on a Latin-1 system failed the export with orjson's TypeError
     traceback (exit 1), naming no file: the log holds every imported file's path as text."""
-    run = write_run_dir(tmp_path / "run", "run-a", [{"episode_id": "a--r000", "case_id": "a"}])
-    split = write_case_split(tmp_path / "split.jsonl", {"a": ("train", "g1")})
-    eligibility = write_eligibility(tmp_path / "elig", run, [("a--r000", "a")])
+    run, split, eligibility = one_case_frozen(tmp_path)
     (eligibility / "a--r000.sft_eligibility.json").rename(eligibility / os.fsdecode(b"a-\xe9.sft_eligibility.json"))
     with pytest.raises(ArtifactError) as raised:
         frozen(log, tmp_path, run, split, eligibility)
