@@ -62,6 +62,7 @@ from eviscene.release import (
 )
 from eviscene.redaction import MASK, MIN_SECRET, redact_data
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 from eviscene.rules.settled_heap import settled_heap
 from eviscene.rules.source_policy import SourceAccessPolicy
 from eviscene.rules.timestamps import local_now_seconds_iso
@@ -476,8 +477,9 @@ async def resume_run(
 
 def _episodes_left(log: EventLog, run_id: str, retry_errors: bool) -> bool:
     """Whether a resume would run any episode: one scheduled whose latest attempt has not
-    finished, or with `retry_errors` one whose latest attempt counts as an error. Read before the run's lock, it
-    may count one a killed writer's last batch finished (recovered under the lock), never miss one."""
+    finished, or with `retry_errors` one whose latest attempt counts as an error. Read before the run's lock: a
+    killed writer's last batch, recovered under the lock, may finish one it counts or begin a retry it misses
+    (`resume_run` checks again then)."""
     left = log.sql("SELECT count(*) AS n FROM episodes WHERE run_id = ? AND NOT finished", [run_id])["n"][0].as_py()
     if left or not retry_errors:
         return bool(left)
@@ -549,7 +551,8 @@ def _run_errors(log: EventLog, run_id: str, known: set[str], notes: list[str]) -
     try:
         return len(_error_episodes(log, run_id))
     except LogLockedError as exc:
-        notes.append(f"the run's errors were counted from what this process saw ({exc}); `eviscene runs` counts them from the log")
+        notes.append(f"the run's errors were counted from what this process saw ({exc}); "
+                     f"`{command_line('runs', log=log.path)}` counts them from the log")
         return len(known)
 
 
@@ -703,16 +706,18 @@ async def _execute(
             log.seal([run_id])
             summary.sealed = True
         except LogLockedError as exc:
-            summary.notes.append(f"run not sealed yet ({exc}); `eviscene log seal` catches up later")
+            summary.notes.append(f"run not sealed yet ({exc}); `{command_line('log', 'seal', log=log.path)}` catches up later")
         except LogIntegrityError:
             raise
         except EvisceneError as exc:  # an archive that cannot be written (a full disk): the live segments still read
             summary.notes.append(f"run not sealed: {exc}")
         try:
             summary.status, summary.unfinished = log.run_standing(run_id)
-        except LogLockedError as exc:  # every episode has finished
-            summary.status = "completed_with_errors" if summary.run_errors else "completed"
-            summary.notes.append(f"the run's status is as this process saw it end ({exc}); `eviscene runs` reads it from the log")
+        except LogLockedError as exc:  # every episode has finished: a shard's run is whole only with its other shards
+            summary.status = ("incomplete" if plan.options.flags.shard_count > 1
+                              else "completed_with_errors" if summary.run_errors else "completed")
+            summary.notes.append(f"the run's status is as this process saw it end ({exc}); "
+                                 f"`{command_line('runs', log=log.path)}` reads it from the log")
     else:
         summary.stopped, summary.resume_when = stop.reason, stop.resume_when
         summary.status, summary.unfinished = log.run_standing(run_id)

@@ -13,7 +13,8 @@ client's own key masked first.
 Connection failures (nothing listening, no connection within the connect timeout) spend no
 retries: they feed the endpoint's `CircuitBreaker`. So do 502, 503 and 504 (a gateway with
 nothing behind it, llama.cpp's server still loading its model), which spend the call's retries
-while other calls get answers; when nothing else answers, they are an outage like a refused
+while other calls get answers; when nothing else answers (and, for a gateway's 502 or 504, which
+may be one request's own, another call failed too), they are an outage like a refused
 connection. After `outage_after_failures` failures in a row the
 endpoint counts as down, every call waits and probes again at growing intervals (the
 breaker's listener, e.g. the progress bar, is told), and once the outage has lasted
@@ -45,7 +46,7 @@ from eviscene.rules.circuit_breaker import CircuitBreaker
 from eviscene.rules.jsonl import replace_lone_surrogates
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # the endpoint not serving at all, perhaps
+UNAVAILABLE_STATUS = frozenset({502, 503, 504})  # the endpoint not serving at all, perhaps (503), or its gateway's
 _BODY_QUOTE = 300  # characters of an error body quoted in a reason
 MAX_ANSWER_BYTES = 32 * 1024**2
 """A model server's answer is read up to this size: a whole turn with its reasoning is
@@ -186,8 +187,11 @@ class JsonClient:
                 if failure.status in UNAVAILABLE_STATUS:
                     # Nothing else answered since this call's first of them in a row: the endpoint is
                     # down for every call, not refusing this one; waited for once the retries (or the
-                    # breaker's threshold) are spent, as a refused connection is.
-                    down_for_all = self.breaker.failures >= unavailable_in_a_row
+                    # breaker's threshold) are spent, as a refused connection is. A 503 says so of the
+                    # service itself; a gateway's 502 or 504 may be this request's alone (one that
+                    # crashes the server, or outlasts the gateway), so another call must have failed too.
+                    others_failed = self.breaker.failures - unavailable_in_a_row
+                    down_for_all = others_failed >= (0 if failure.status == 503 else 1)
                     unavailable_in_a_row += 1
                     if down_for_all and (spent >= policy.max_retries or self.breaker.failures + 1 >= self.breaker.threshold):
                         await self._wait_for_endpoint(url, failure, retries)

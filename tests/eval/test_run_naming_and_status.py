@@ -858,9 +858,9 @@ def test_an_archive_held_for_writing_as_a_run_ends_leaves_the_run_completed_and_
     assert ended.exit_code == 0, (ended.stdout, ended.stderr)
     assert ended.stdout == "run q: 2 of 2 episodes ran (completed 2); status completed\n"
     assert ended.stderr.splitlines() == [
-        f"the run's errors were counted from what this process saw ({held}); `eviscene runs` counts them from the log",
-        f"run not sealed yet ({held}); `eviscene log seal` catches up later",
-        f"the run's status is as this process saw it end ({held}); `eviscene runs` reads it from the log",
+        f"the run's errors were counted from what this process saw ({held}); `eviscene --db {log_path} runs` counts them from the log",
+        f"run not sealed yet ({held}); `eviscene --db {log_path} log seal` catches up later",
+        f"the run's status is as this process saw it end ({held}); `eviscene --db {log_path} runs` reads it from the log",
         f"no accuracy or error causes shown: {held}",
         f"no run directory written ({held}); `eviscene --db {log_path} materialize q --out runs/q` writes it",
     ]

@@ -286,6 +286,23 @@ async def test_a_504_only_one_request_meets_spends_its_retries_while_others_are_
     assert "failed after 4 tries; last: HTTP 504 Gateway Timeout" in str(failed[0])
 
 
+@pytest.mark.anyio
+async def test_a_gateway_error_a_lone_call_meets_fails_that_call_and_the_next_call_s_one_is_an_outage(images, case_image):
+    """At --concurrency 1 no other call can show the endpoint answering: a gateway's 504 for one
+    request that outlasts it (or a 502 for one that crashes the server) made the run wait the
+    whole outage timeout and stop, and every resume ran that episode first and stopped again.
+    The call fails after its retries (as a 5xx did before); a second call meeting one with no
+    answer between is an endpoint down, waited for."""
+    with FakeServer(lambda r: Reply(504, "<html>504 Gateway Time-out</html>")) as server:
+        async with ChatCompletionsProvider(name="openai_compatible", model="m", images=images,
+                                           endpoint=endpoint(server.url + "/v1", max_retries=1, outage_timeout_seconds=1.0)) as provider:
+            request = judgment_request(images.add(case_image[1], case_image[0]))
+            with pytest.raises(ProviderError, match=r"failed after 2 tries; last: HTTP 504 Gateway Timeout"):
+                await provider.complete(request)
+            with pytest.raises(ProviderOutage, match=r"/v1 unavailable for 1 s \(HTTP 504 Gateway Timeout: .*\), the provider outage timeout$"):
+                await provider.complete(request)
+
+
 def answer_everything(received: Received) -> Reply:
     return Reply(body=chat_completion(JUDGMENT if judging(received) else "Nothing to search."))
 
