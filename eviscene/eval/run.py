@@ -483,7 +483,7 @@ def _episodes_left(log: EventLog, run_id: str, retry_errors: bool) -> bool:
     left = log.sql("SELECT count(*) AS n FROM episodes WHERE run_id = ? AND NOT finished", [run_id])["n"][0].as_py()
     if left or not retry_errors:
         return bool(left)
-    return bool(log.sql("SELECT count(*) AS n FROM episode_errors WHERE run_id = ?", [run_id])["n"][0].as_py())
+    return bool(_error_episodes(log, run_id))
 
 
 def _run_manifest(log: EventLog, run_id: str) -> dict[str, Any]:

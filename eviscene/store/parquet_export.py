@@ -67,7 +67,7 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
     (so a sandboxed reader can allow exactly those)."""
     if not (directory / EVENTS_DIR).is_dir():
         raise EvisceneError(f"{directory} is a folder but not a `log export-parquet` export (no {EVENTS_DIR}/ in it)")
-    events = sorted(_current_events_files(directory).values())
+    events = sorted(path for _seq, _hash, path in _current_events_files(directory).values())
     blobs = sorted((directory / BLOBS_DIR).glob("blobs-*.parquet"))
     columns = ", ".join("payload::JSON AS payload" if c == "payload" else c for c in EVENT_SCHEMA.names)
     events_sql = (
@@ -86,23 +86,19 @@ def export_sources(directory: Path) -> tuple[str | None, str, list[Path]]:
 def exported_ends(directory: Path) -> dict[str, tuple[int, str]]:
     """Each run's last seq and hash prefix as its events file's name records them: what the
     file must end at (a file cut down after the export keeps its name)."""
-    return {
-        run_id: (int(match.group(1)), match.group(2))
-        for run_id, path in _current_events_files(directory).items()
-        if (match := _EVENTS_FILE.fullmatch(path.name))
-    }
+    return {run_id: (seq, hash_) for run_id, (seq, hash_, _path) in _current_events_files(directory).items()}
 
 
-def _current_events_files(directory: Path) -> dict[str, Path]:
-    """Each run's events file: the one ending furthest (its name says where). An export writes
-    a grown run's new file before it removes the old one, so one killed between the two left
-    both; the old one's events are the new one's first."""
+def _current_events_files(directory: Path) -> dict[str, tuple[int, str, Path]]:
+    """Each run's events file, with the last seq and hash prefix its name records: the one
+    ending furthest. An export writes a grown run's new file before it removes the old one, so
+    one killed between the two left both; the old one's events are the new one's first."""
     current: dict[str, tuple[int, str, Path]] = {}
     for path in (directory / EVENTS_DIR).glob("run_id=*/events-*.parquet"):
         if match := _EVENTS_FILE.fullmatch(path.name):
             run_id = unquote(path.parent.name.removeprefix("run_id="))
             current[run_id] = max(current.get(run_id, (0, "", path)), (int(match.group(1)), match.group(2), path))
-    return {run_id: path for run_id, (_seq, _hash, path) in current.items()}
+    return current
 
 
 def export_parquet(log_path: Path, directory: Path, con: duckdb.DuckDBPyConnection) -> ExportReport:
