@@ -278,14 +278,15 @@ def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: 
     if replace:
         _check_holds_only_run_files(out_dir, summary.run_id)  # one that gained a file of someone's meanwhile
     earlier = out_dir.stat() if replace and out_dir.exists() else None
-    materialize = f"`{command_line('materialize', summary.run_id, '--out', out_dir, log=log.path)}`"  # it writes only a new or empty folder
+    finish = f"`{command_line('materialize', summary.run_id, '--out', out_dir, log=log.path)}`"  # it writes only a new or empty folder
     try:
-        finish = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`" if replace else materialize
+        if replace:  # its flags (a masked --searxng-url, --trust-endpoints) are read from the log before the directory
+            finish = f"`{log.resume_line(summary.run_id, '--output-dir', out_dir)}`"  # what is left if that read is refused
+            finish = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
         with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
             written = materialize_run(log, summary.run_id, out_dir, replace=replace)
             say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
     except LogLockedError as exc:  # the run's end is recorded: what is left is to write its directory
-        finish = f"`{log.resume_line(summary.run_id, '--output-dir', out_dir)}`" if replace else materialize  # read from nothing
         click.echo(printable(f"no run directory written ({exc}); {finish} writes it"), err=True)
 
 

@@ -244,3 +244,46 @@ def test_a_run_whose_search_url_holds_credentials_is_resumed_with_the_url_given_
         gateway.close()
     assert resumed.unfinished == 0 and resumed.terminations == {"completed": 1}
     assert log.sql("SELECT count(*) AS n FROM events WHERE payload::VARCHAR LIKE '%hunter2%'")["n"].to_pylist() == [0]
+
+
+def test_a_resume_whose_directory_write_meets_a_held_log_names_the_resume_with_the_url_given_again(
+        log, site, policy_file, tmp_path, monkeypatch):
+    """When the run directory's write found the log held, the note's resume line was built from
+    nothing read: it lacked the --searxng-url a run whose URL holds credentials must be given
+    again, so the printed command was refused as pasted. It is now the one read before the write."""
+    from click.testing import CliRunner
+
+    from eviscene.cli import eval as eval_cli
+    from eviscene.cli.main import cli
+    from eviscene.errors import LogLockedError
+
+    gateway = start_gateway(site, down_for=10**9)
+    secret_url = gateway.base.replace("http://", "http://searcher:hunter2-long-pass@")
+    try:
+        options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES, search_backend="searxng", searxng_url=secret_url,
+                              web_timeout=2.0, source_access_policy=str(policy_file()), allow_private_network=True,
+                              provider_outage_timeout=1.0)
+        stopped = anyio.run(start_run, log, options)
+        gateway.down_for = 0  # the service is back
+
+        out_dir = tmp_path / "runs" / "r"
+
+        def resume():
+            return CliRunner().invoke(cli, ["--db", str(log.path), "eval", "resume", stopped.run_id, "--trust-endpoints",
+                                            "--no-progress", "--searxng-url", secret_url, "--output-dir", str(out_dir)])
+
+        assert resume().exit_code == 0 and (out_dir / "run_manifest.json").is_file()  # finished, its directory written
+
+        def held(*args, **kwargs):
+            raise LogLockedError(f"log {log.path} is held for writing by pid 4242 (python -c)")
+
+        monkeypatch.setattr(eval_cli, "materialize_run", held)
+        resumed = resume()  # nothing left to run: its directory is written again
+    finally:
+        gateway.close()
+    assert resumed.exit_code == 0, (resumed.stdout, resumed.stderr)
+    assert resumed.stderr.splitlines()[-1] == (
+        f"no run directory written (log {log.path} is held for writing by pid 4242 (python -c)); "
+        f"`eviscene --db {log.path} eval resume {stopped.run_id} --trust-endpoints "
+        f"--searxng-url 'http://[REDACTED]@{gateway.base[7:]}' --output-dir {out_dir}` writes it")
+    assert "hunter2" not in resumed.stdout + resumed.stderr
