@@ -94,7 +94,8 @@ def _note_unfinished(log: EventLog, runs: list[str]) -> None:
     """A run not yet finished exports the episodes it finished: say what it leaves out."""
     stopped = log.sql(
         "SELECT run_id, episodes_planned - episodes_finished AS unfinished FROM runs "
-        "WHERE list_contains(?, run_id) AND status = 'running_or_interrupted' ORDER BY run_id", [runs]).to_pylist()
+        "WHERE list_contains(?, run_id) AND status = 'running_or_interrupted' AND episodes_planned > episodes_finished "
+        "ORDER BY run_id", [runs]).to_pylist()  # killed after its last episode: it owes only its end, nothing left out
     for run in stopped:
         writer = lock_holder(run_folder(log.path, run["run_id"]) / "writer.lock")
         then = (f"it is still being written by {writer}" if writer is not None

@@ -19,7 +19,7 @@ from eviscene.errors import EvisceneError, LogLockedError, no_run_message
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
 from eviscene.exports.staging import check_not_the_working_folder, staged_directory
-from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread, source_heads
+from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
@@ -29,6 +29,7 @@ from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store import EventDraft
 from eviscene.store.layout import check_not_the_log
+from eviscene.store.verify import intact_heads
 
 DEFAULT_FROZEN_MINIMUM_ACCEPTED_CASES = 40
 
@@ -230,10 +231,12 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     log.require_writable()  # the export is recorded in the log: refused before any file is written
     out_dir = check_not_the_log("dataset output directory", Path(options.out_dir), log.path, output_folder="new")
     resolved = resolve_inputs(log, options)
-    con = open_export(log, resolved.settings)
+    con = log.connect(views=False)
     try:
+        intact = intact_heads(con, resolved.settings.streams_read, log.path)  # the heads recorded: computed, not read
+        heads = {source: list(intact[source]) for source in sorted(resolved.settings.sources) if source in intact}
+        open_export(log, resolved.settings, con)
         raise_first_problem(con)
-        heads = source_heads(con, resolved.settings.sources)
         release_unread(con, FILES_READ)
         with staged_directory(out_dir, "dataset output directory") as staging:
             manifest, written = write_dataset(con, staging, resolved.settings, resolved.paths, log_path=log.path, fmt=options.fmt,

@@ -66,6 +66,12 @@ class ExportSettings:
     def as_dict(self) -> dict[str, Any]:
         return {name: (list(value) if isinstance(value, tuple) else value) for name, value in self.__dict__.items()}
 
+    @property
+    def streams_read(self) -> list[str]:
+        """Every stream of the log the export reads: its sources and the imports that decide them."""
+        imports = (self.case_split_import, self.eligibility_import, self.semantic_import, self.accepted_release_import)
+        return sorted({*self.sources, *(i for i in imports if i is not None)})
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExportSettings":
         known = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in cls.__dataclass_fields__}

@@ -32,6 +32,7 @@ from eviscene.exports.trajectories import (
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, run_folder
 from eviscene.store.locks import lock_holder
+from eviscene.store.verify import intact_heads
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
 _TRACE_CHUNK = 256
@@ -140,6 +141,11 @@ def materialize_run(
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
     check_not_the_log("run directory", out_dir, log.path, output_folder="replaced" if replace else "new")
+    con = log.connect(views=False)
+    try:
+        intact_heads(con, [run_id], log.path)  # its events and files as recorded, or no directory
+    finally:
+        con.close()
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":

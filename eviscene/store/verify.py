@@ -355,6 +355,32 @@ def missing_blobs(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> 
     ]
 
 
+# The blobs a stream's artifacts cite: every file of a run's release or of an import that a view reads.
+_ARTIFACT_BLOBS = """
+    SELECT sha256, size, content FROM blob_copies WHERE sha256 IN (
+        SELECT payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported' AND list_contains(?, run_id))
+"""
+
+
+def intact_heads(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str], log_path: Path) -> dict[str, tuple[int, str]]:
+    """Each stream of `run_ids` as an export reads it, held to what `log verify` checks of it:
+    its chain walked (every hash computed again), every blob its artifacts cite hashed, every
+    blob its events cite there. Returns each stream's head, (last seq, hash), as computed: what
+    the export read, never a stored hash an edit left in place. Raises `LogIntegrityError`
+    naming the first problem."""
+    streams = sorted(set(run_ids))
+    walk = walk_chains(con.sql(_WALK_COLUMNS + " WHERE list_contains(?, run_id) ORDER BY run_id, seq", params=[streams])
+                       .to_arrow_reader(50_000))
+    problems = [*walk.problems, *altered_blobs(con.sql(_ARTIFACT_BLOBS, params=[streams]).to_arrow_reader(100))]
+    for run_id in streams:
+        problems += missing_blobs(con, run_id)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise LogIntegrityError(f"{problems[0]}{more}: the log fails verification (`{command_line('log', 'verify', log=log_path)}` "
+                                "names every problem); nothing is written from it until it is restored")
+    return {run_id: (seq, hash_) for run_id, (seq, hash_, _type) in walk.tails.items()}
+
+
 def segment_records(
     con: duckdb.DuckDBPyConnection, log_path: Path, manifests: dict[str, list[ManifestEntry] | None] | None = None
 ) -> list[tuple]:
@@ -405,10 +431,15 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
     heads = heads or {}
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
-    live = {}
+    live, unreadable = {}, []
     for run_id in live_run_ids(log_path):
         folder = live_root(log_path) / run_id
-        live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
+        try:
+            live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
+        except LogIntegrityError as exc:  # an edited manifest: every reader refuses the log, so only this can be said
+            unreadable.append(RangeProblem(run_id, None, None, str(exc)))
+    if unreadable:
+        return VerifyReport(len(live) + len(unreadable), 0, unreadable)  # type: ignore[arg-type]
     try:
         try:
             con = open_snapshot(log_path)  # reads each blob segment's schema already

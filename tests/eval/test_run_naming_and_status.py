@@ -263,6 +263,18 @@ def test_a_resume_records_the_batch_a_killed_writer_left_before_planning_and_run
     assert sorted(row["episode_id"] for row in counts if row["type"] == "episode.finished") == ["demo-0001", "demo-0002", "demo-0003"]
 
 
+def test_a_run_killed_after_its_last_episode_exports_every_episode_without_a_note_of_any_left_out(release, tmp_path):
+    """It owes only its run.finished: the export said "note: run k has 0 unfinished episode(s),
+    not in this export; … eval resume k finishes them"."""
+    log_path = tmp_path / "log.duckdb"
+    run_killed_at("run.episodes_ended", log_path, "--benchmark", benchmark(release), "--limit", "2", "--no-progress",
+                  "--run-id", "k", "--no-materialize")
+    assert runs(EventLog(log_path))["k"]["status"] == "running_or_interrupted"
+    exported = invoke(log_path, "dataset", "export", "--run", "k", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
+    assert exported.exit_code == 0, exported.output
+    assert " of 2 candidates " in exported.stdout and exported.stderr == ""
+
+
 def test_segments_whose_manifest_was_deleted_keep_their_folder_when_their_name_is_asked_for(release, tmp_path):
     """The refused claim leaves a folder that holds more than its lock as it found it: the
     segments are the evidence `log verify` names."""

@@ -57,8 +57,8 @@ def segments(log: EventLog, run_id: str = "r1"):
     return sorted(run_folder(log, run_id).glob("events-*.parquet"))
 
 
-def verify_cli(log: EventLog):
-    return CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify"])
+def verify_cli(log: EventLog, *options: str):
+    return CliRunner().invoke(cli, ["--db", str(log.path), "log", "verify", *options])
 
 
 @pytest.fixture
@@ -532,7 +532,9 @@ def test_a_manifest_that_lists_rows_twice_is_refused_by_readers(live_log):
 
 def test_a_manifest_line_naming_a_file_outside_its_folder_is_refused_and_the_file_not_read(live_log, tmp_path):
     """A log someone hands you whose manifest names `../../elsewhere/events-….parquet`: its
-    rows would be read, allowed to the SQL sandbox and taken into the archive by a seal."""
+    rows would be read, allowed to the SQL sandbox and taken into the archive by a seal. `log
+    verify` refused it too, exit 2 with no report (no JSON under --format json): a script read
+    the edit as its own mistake in calling it."""
     folder = run_folder(live_log)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -540,11 +542,15 @@ def test_a_manifest_line_naming_a_file_outside_its_folder_is_refused_and_the_fil
     last.rename(outside / last.name)
     manifest = folder / "segments.jsonl"
     manifest.write_text(manifest.read_text().replace(f'"file":"{last.name}"', f'"file":"../../elsewhere/{last.name}"'))
-    refused = f"segments.jsonl:3: '../../elsewhere/{last.name}' is not the name of a segment in this folder"
-    for command in (["log", "verify"], ["sql", "SELECT count(*) FROM events"], ["log", "seal"]):
+    refused = f"{manifest}:3: '../../elsewhere/{last.name}' is not the name of a segment in this folder"
+    for command in (["sql", "SELECT count(*) FROM events"], ["log", "seal"]):
         result = CliRunner().invoke(cli, ["--db", str(live_log.path), *command])
         assert result.exit_code == 2 and refused in result.output, result.output
     assert not live_log.path.exists()
+    # `log verify` reports it as what it is, a log that does not verify (exit 1), not a mistake in the command (exit 2)
+    assert (verify_cli(live_log).exit_code, verify_cli(live_log).output) == (1, f"BROKEN run r1: {refused}\n1 problem(s) in 1 run(s), 0 events\n")
+    (report,) = [json.loads(verify_cli(live_log, "--format", "json").output)]
+    assert (report["ok"], [p["problem"] for p in report["problems"]]) == (False, [refused])
 
 
 def test_a_run_whose_writer_holds_the_lock_is_verified_up_to_its_last_commit(tmp_path):
