@@ -37,10 +37,11 @@ from pathlib import Path
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from eviscene.errors import ArchiveDamagedError, LogIntegrityError
 from eviscene.rules.commands import command_line, output_dir_words
-from eviscene.store.chain import GENESIS_HASH, content_digest, event_hash, unchainable
+from eviscene.store.chain import GENESIS_HASH, batch_hashes, content_digest, event_hash, unchainable
 from eviscene.store.heads import Heads
 from eviscene.store.layout import RECORDED_OUTPUT_DIRS, live_root, live_run_ids
 from eviscene.store.locks import lock_holder
@@ -179,7 +180,17 @@ def walk_chains(
     current, broken = None, False
     last_seq, opening_seq, prev_hash, last_type = 0, 0, GENESIS_HASH, ""
     shard: ShardChain | None = None
-    for batch in batches:
+    for batch in _cut_at_marks(batches):
+        if current is not None and shard is None and _one_run(batch, current):
+            if broken:  # past its first break: nothing of it is read
+                walk.events += batch.num_rows
+                continue
+            if (tail := _clean_continuation(batch, last_seq, prev_hash)) is not None:
+                walk.events += batch.num_rows
+                last_seq, prev_hash, last_type = tail
+                if (pinned := pin.get(current)) is not None and last_seq - batch.num_rows < pinned <= last_seq:
+                    walk.pinned[current] = batch.column("hash")[pinned - (last_seq - batch.num_rows) - 1].as_py()
+                continue
         c = batch.to_pydict()
         rows = zip(c["run_id"], c["seq"], c["event_id"], c["ts"], c["episode_id"], c["attempt"], c["type"],
                    c["step"], c["payload"], c["prev_hash"], c["hash"])
@@ -231,6 +242,60 @@ def walk_chains(
     if current is not None:
         _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
     return walk
+
+
+def _cut_at_marks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The batches cut so that each event the walk looks at alone (a run's first, its
+    run.finished, a merged shard's record) is a batch of its own; those between are walked
+    a batch at a time (`_clean_continuation`)."""
+    last_run = None
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+        runs, types = batch.column("run_id"), batch.column("type")
+        new_run = pa.concat_arrays([pa.array([runs[0].as_py() != last_run or runs[0].as_py() is None]),
+                                    pc.not_equal(runs[1:], runs[:-1])])
+        marks = pc.fill_null(pc.or_(new_run, pc.equal(types, "run.finished")), True)
+        imported = pc.indices_nonzero(pc.fill_null(pc.equal(types, "artifact.imported"), False))
+        shards = pc.filter(imported, pc.match_substring(pc.take(batch.column("payload"), imported), '"log_shard"'))
+        start = 0
+        for index in sorted({*pc.indices_nonzero(marks).to_pylist(), *shards.to_pylist()}):
+            if index > start:
+                yield batch.slice(start, index - start)
+            yield batch.slice(index, 1)
+            start = index + 1
+        if start < n:
+            yield batch.slice(start)
+        last_run = runs[n - 1].as_py()
+
+
+def _one_run(batch: pa.RecordBatch, run_id: str) -> bool:
+    runs = batch.column("run_id")
+    return runs.null_count == 0 and pc.all(pc.equal(runs, run_id)).as_py()
+
+
+def _clean_continuation(batch: pa.RecordBatch, last_seq: int, prev_hash: str) -> tuple[int, str, str] | None:
+    """The batch's tail (seq, hash, type) when every event of it, all of one run, continues the
+    chain from (`last_seq`, `prev_hash`) as the row-by-row walk would find: seq one more each,
+    prev_hash the hash before, the hash its content computes. None when anything is otherwise,
+    or when an event asks for more than the chain (`run.finished`'s stamp, a merged shard's
+    record, a field holding the chain's separators): the row-by-row walk then names or checks it."""
+    seq, prevs, hashes, types = (batch.column(name) for name in ("seq", "prev_hash", "hash", "type"))
+    n = batch.num_rows
+    if seq[0].as_py() != last_seq + 1 or seq[n - 1].as_py() != last_seq + n or prevs[0].as_py() != prev_hash:
+        return None
+    if n > 1 and not (pc.all(pc.equal(pc.subtract(seq[1:], seq[:-1]), 1)).as_py()
+                      and pc.all(pc.equal(prevs[1:], hashes[:-1])).as_py()):
+        return None
+    for name in ("episode_id", "type"):
+        if any(pc.any(pc.match_substring(batch.column(name), mark)).as_py() for mark in ("\x1e", "\x1f")):
+            return None
+    if n == 1 and (types[0].as_py() == "run.finished" or '"log_shard"' in batch.column("payload")[0].as_py()):
+        return None  # cut out for the row-by-row walk
+    if hashes.null_count or batch_hashes(batch) != hashes.to_pylist():
+        return None
+    return seq[n - 1].as_py(), hashes[n - 1].as_py(), types[n - 1].as_py()
 
 
 def _close(walk: ChainWalk, run_id: str, tail: tuple[int, str, str], shard: "ShardChain | None", broken: bool) -> None:
