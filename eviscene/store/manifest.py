@@ -59,6 +59,21 @@ class ManifestEntry:
         return orjson.dumps(fields) + b"\n"
 
 
+def _wrongly_typed(entry: ManifestEntry) -> str | None:
+    """The first field of a manifest line whose value is of another type than a writer records."""
+    texts = {"file": entry.file, "sha256": entry.sha256, "first_prev_hash": entry.first_prev_hash, "last_hash": entry.last_hash}
+    numbers = {"rows": entry.rows, "first_seq": entry.first_seq, "last_seq": entry.last_seq}
+    for name, value in texts.items():
+        if not (isinstance(value, str) or (value is None and name not in ("file", "sha256"))):
+            return f"{name} {value!r}"
+    for name, value in numbers.items():
+        if not ((isinstance(value, int) and not isinstance(value, bool)) or (value is None and name != "rows")):
+            return f"{name} {value!r}"
+    if not all(isinstance(name, str) for name in entry.replaces):
+        return f"replaces {list(entry.replaces)!r}"
+    return None
+
+
 def manifest_path(folder: Path) -> Path:
     return folder / MANIFEST
 
@@ -95,6 +110,8 @@ def read_manifest(folder: Path) -> list[ManifestEntry] | None:
             entry = ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))})
         except (orjson.JSONDecodeError, TypeError) as exc:
             raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({exc})") from None
+        if wrong := _wrongly_typed(entry):
+            raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({wrong} is not what a writer records)")
         # A bare segment name: `../x.parquet` would have readers, the sandbox and a seal
         # read (and keep) a file outside the run's folder.
         if not (EVENTS_FILE if entry.is_events else BLOBS_FILE).fullmatch(entry.file):

@@ -512,6 +512,24 @@ def test_a_killed_writer_s_unrecorded_last_segment_is_still_adopted(live_log):
     assert live_log.verify().ok and live_log.sql("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 12}]
 
 
+@pytest.mark.parametrize("field, value, said", [
+    ("rows", "nine", "rows 'nine'"), ("first_seq", "5", "first_seq '5'"), ("rows", True, "rows True"),
+    ("sha256", None, "sha256 None"), ("replaces", [1], "replaces [1]"),
+])
+def test_a_manifest_line_with_a_field_of_the_wrong_type_is_named_as_malformed(live_log, field, value, said):
+    """A `rows` of "nine" was read on, and refused for the wrong reason ("… is not the name of a
+    segment in this folder"), or not at all."""
+    manifest = run_folder(live_log) / "segments.jsonl"
+    lines = manifest.read_text().splitlines()
+    second = json.loads(lines[1])
+    manifest.write_text("\n".join([lines[0], json.dumps({**second, field: value}), *lines[2:]]) + "\n")
+    malformed = f"{manifest}:2: malformed segment manifest line ({said} is not what a writer records)"
+    result = verify_cli(live_log)
+    assert (result.exit_code, result.output) == (1, f"BROKEN run r1: {malformed}\n1 problem(s) in 1 run(s), 0 events\n")
+    with pytest.raises(LogIntegrityError, match=re.escape(malformed)):
+        live_log.sql("SELECT count(*) FROM events")
+
+
 def test_a_manifest_that_lists_rows_twice_is_refused_by_readers(live_log):
     folder = run_folder(live_log)
     manifest = folder / "segments.jsonl"
