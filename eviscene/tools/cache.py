@@ -13,7 +13,8 @@ Only calls whose result depends on nothing but their arguments are cached: `text
 `text_image_search` and `visit` (image comparisons depend on the case image). Evidence ids
 are per episode: a cached result's ids are re-assigned for the episode that reuses it, in
 the observation text, the sources and the structured data alike. A cached result whose
-sources the current policy blocks is never served (it is fetched again instead).
+sources, or a visit's images or links, the current policy blocks is never served (it is
+fetched again instead, so the fresh call leaves them out and logs each block).
 
 Switched by `TOOL_CACHE_ENABLED` (default off) and `TOOL_CACHE_TTL_SECONDS` (default 3600).
 """
@@ -34,7 +35,7 @@ from eviscene.events import GateDecided, ToolReturned
 from eviscene.rules.canonical import canonical_json
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy, cache_partition_name
 from eviscene.tools.interface import Toolbox
-from eviscene.tools.results import POLICY_GATE, ToolOutcome
+from eviscene.tools.results import POLICY_GATE, ToolOutcome, visit_listing
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, validate_arguments
 
 if TYPE_CHECKING:
@@ -187,7 +188,15 @@ class CachedToolbox:
             if isinstance(result, dict) and result.get("image_url") and self.policy.check(
                     str(result["image_url"]).partition("#")[0], result.get("image_sha256")):
                 return False
-        return True
+        # A visit's images and links, checked as a fresh visit lists them: one now blocked has the
+        # page visited again, which leaves it out and logs its block. A listing of another shape
+        # (a merged log's) is not vouched for either.
+        images, links = outcome.data.get("images", []), outcome.data.get("links", [])
+        if not (isinstance(images, list) and isinstance(links, list) and all(isinstance(link, str) for link in links)
+                and all(isinstance(im, dict) and isinstance(im.get("image_url"), str)
+                        and isinstance(im.get("sha256"), (str, type(None))) for im in images)):
+            return False
+        return not visit_listing(self.policy, images, links)[2]
 
 
 def reassign(outcome: ToolOutcome, episode: Any) -> ToolOutcome:

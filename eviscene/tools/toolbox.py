@@ -29,13 +29,13 @@ import anyio.to_thread
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.release.case_image import CaseImage
 from eviscene.tools.corpus import Corpus
-from eviscene.tools.pages import CorpusImage, Page, PageImage
+from eviscene.tools.pages import CorpusImage, Page
 from eviscene.tools.image_index import ImageMatch
 from eviscene.tools.images import PreparedImage, prepare
 from eviscene.tools.ocr import read_text
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
 from eviscene.tools.render import comparison_detail, comparison_summary, image_fields, page_fields, page_line, page_meta
-from eviscene.tools.results import ToolOutcome, policy_block
+from eviscene.tools.results import ToolOutcome, policy_block, visit_listing
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
 from eviscene.rules.urls import normalize_url
 
@@ -175,11 +175,6 @@ class CorpusToolbox:
         reason = self.policy.check(page.url, page.content_sha256, other_sha256=[image_sha256] if image_sha256 else [])
         return policy_block(page.url, reason) if reason else None
 
-    def _blocked_image(self, page: Page, image: PageImage) -> Optional[GateDecided]:
-        url = page.image_url(image)
-        reason = self.policy.check(url, image.sha256)
-        return policy_block(url, reason) if reason else None
-
     # -- tools (the image tools run in a worker thread; each returns a renderer for the caller's task)
 
     def _text_search(self, args: dict[str, Any], _: EpisodeTools) -> Render:
@@ -301,9 +296,10 @@ class CorpusToolbox:
         block = self._blocked(page)
         if block:
             return _fixed(_unavailable([block]))
-        # An image whose content the policy blocks is not listed, nor its caption; each is a block of its own.
-        image_blocks = {page.image_url(im): self._blocked_image(page, im) for im in page.images}
-        images = [im for im in page.images if image_blocks[page.image_url(im)] is None]
+        # An image (by its URL or content) or a link the policy blocks is not listed, nor an image's caption.
+        images, links, blocks = visit_listing(
+            self.policy, [{"image_url": page.image_url(im), "sha256": im.sha256, "alt": im.alt} for im in page.images],
+            _links(page.text))
 
         def render(episode: EpisodeTools) -> ToolOutcome:
             source = episode.source(page)
@@ -313,12 +309,9 @@ class CorpusToolbox:
             if images:
                 lines.append("Images on this page:")
                 for image in images:
-                    lines.append(f"  - {page.image_url(image)}" + (f' "{image.alt}"' if image.alt else ""))
+                    lines.append(f"  - {image['image_url']}" + (f' "{image["alt"]}"' if image["alt"] else ""))
             lines += ["Text:", text]
-            data = {**page_fields(page, source), "author": page.author, "text": page.text,
-                    "images": [{"image_url": page.image_url(im), "sha256": im.sha256, "alt": im.alt} for im in images],
-                    "links": _links(page.text)}
-            blocks = _unique_blocks([b for b in image_blocks.values() if b is not None])
+            data = {**page_fields(page, source), "author": page.author, "text": page.text, "images": images, "links": links}
             return ToolOutcome(status="ok", observation="\n".join(lines), sources=[source], blocks=blocks, data=data)
 
         return render

@@ -2,6 +2,7 @@
 tools, timeouts end episodes, bad flags are clear errors."""
 
 import gc
+import json
 import sys
 
 import anyio
@@ -15,6 +16,10 @@ from eviscene.eval.options import EvalOptions
 from eviscene.eval.run import start_run
 from eviscene.providers import OfflineProvider
 from eviscene.log import EventLog
+
+
+# The sha256 of the demo corpus's images/p0057-1.jpg, a picture the first case's agent sees on a visit.
+HAIL_PICTURE_SHA256 = "80fd2da8f91681ebbbe3e5cbed1ab6ee4b9f650e5716bd17a8a9eb4ec14ec7a2"
 
 
 class FailsOnSeed(OfflineProvider):
@@ -90,6 +95,38 @@ def test_ablation_removes_tool_families(release, tmp_path):
     assert set(offered) == {"text_search"}
     manifest = log.sql("SELECT payload->'agent'->'tool_families' AS f FROM events WHERE type = 'run.started'").to_pylist()[0]["f"]
     assert '"image_retrieval":{"enabled":false' in manifest.replace(" ", "")
+
+
+def test_a_run_with_the_tool_cache_shows_no_image_its_tightened_policy_blocks(release, tmp_path):
+    """The policy gained the sha256 of a picture an earlier run's visit listed, same cache
+    partition: a run with the tool cache visits the page again and logs exactly what a run
+    without any cache does, the picture left out and its block logged (before, the earlier
+    visit was served, the picture's URL and caption shown, with no gate.decided)."""
+    policy = json.loads((release / "private" / "source_access_policy.json").read_text(encoding="utf-8"))
+    tightened = tmp_path / "policy.json"
+    tightened.write_text(json.dumps({**policy, "blocked_content_sha256": [*policy["blocked_content_sha256"], HAIL_PICTURE_SHA256]}))
+    picture = "https://valley-herald.example/2023/07/hail-the-size-of-golf-balls-hits-northern-italy/#image=images/p0057-1.jpg"
+
+    def visits_and_blocks(log, run_id):
+        rows = log.sql("SELECT type, payload::VARCHAR AS p FROM events WHERE run_id = ? AND (type = 'gate.decided' "
+                       "OR (type = 'tool.returned' AND payload->>'tool' = 'visit')) ORDER BY seq", [run_id]).to_pylist()
+        return [(r["type"], {k: v for k, v in json.loads(r["p"]).items() if k not in ("call_id", "latency_ms", "cache_hit")})
+                for r in rows]
+
+    control_log = EventLog(tmp_path / "control.duckdb")
+    control = anyio.run(lambda: start_run(control_log, options(release, limit=1, source_access_policy=str(tightened))))
+    expected = visits_and_blocks(control_log, control.run_id)
+    assert ("gate.decided", {"type": "gate.decided", "gate": "source_access_policy", "subject": picture, "passed": False,
+                             "reasons": ["blocked_content_sha256"]}) in expected
+
+    log = EventLog(tmp_path / "log.duckdb")
+    earlier = anyio.run(lambda: start_run(log, options(release, limit=1, tool_cache_enabled=True)))
+    assert any(picture in payload["observation"] for kind, payload in visits_and_blocks(log, earlier.run_id) if kind == "tool.returned")
+    later = anyio.run(lambda: start_run(log, options(release, limit=1, tool_cache_enabled=True, source_access_policy=str(tightened))))
+    assert visits_and_blocks(log, later.run_id) == expected
+    hits = log.sql("SELECT payload->>'tool' AS tool FROM events WHERE run_id = ? AND type = 'tool.returned' "
+                   "AND payload->>'cache_hit' = 'true'", [later.run_id])["tool"].to_pylist()
+    assert hits and "visit" not in hits  # the searches were served from the earlier run; the visit was not
 
 
 def test_timeout_ends_episodes_as_timeout(release, tmp_path):

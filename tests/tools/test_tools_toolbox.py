@@ -7,6 +7,7 @@ import pytest
 from tools_fixtures import FACTCHECK_TOKEN, HASH_TOKEN, PREFIX_TOKEN, SUBDOMAIN_TOKEN
 
 from eviscene.tools import ALL_TOOLS, Corpus, CorpusToolbox
+from eviscene.tools.cache import CachedToolbox, ToolCache
 from eviscene.tools.policy import source_policy_from_dict
 
 pytestmark = pytest.mark.anyio
@@ -154,6 +155,53 @@ async def test_a_visit_lists_no_image_whose_content_the_policy_blocks(corpus, ne
     assert image_url not in outcome.observation and image["alt"] not in outcome.observation
     assert "Images on this page" not in outcome.observation and outcome.data["images"] == []
     assert [(b.subject, b.passed, b.reasons) for b in outcome.blocks] == [(image_url, False, ["blocked_content_sha256"])]
+
+
+async def test_a_visit_lists_no_link_the_policy_blocks(corpus, news_corpus):
+    """The page links to a source the policy blocks: the link is left out of its listed links
+    and its block is logged, as the web backend does (before, the corpus passed it on to the
+    agent, which follows listed links, with no gate.decided)."""
+    reuse = news_corpus["pages"]["reuse"]
+    policy = {**news_corpus["policy"], "blocked_domains": [*news_corpus["policy"]["blocked_domains"], "archive.example.org"]}
+    toolbox = CorpusToolbox(corpus, source_policy_from_dict(policy))
+    outcome = await toolbox.call("visit", {"url": reuse["url"]}, toolbox.episode(news_corpus["cases"]["reuse"]))
+    assert outcome.status == "ok" and outcome.data["links"] == []
+    assert [im["image_url"] for im in outcome.data["images"]] == [f"{reuse['url']}#image=images/harbor_small.jpg"]
+    assert [(b.subject, b.passed, b.reasons) for b in outcome.blocks] == [
+        ("https://archive.example.org/photos/harbor-fire-2015", False, ["blocked_domain"])]
+
+
+@pytest.mark.parametrize("tightened", ["image", "link"])
+async def test_a_cached_visit_shows_nothing_the_current_policy_blocks(corpus, news_corpus, tightened):
+    """The policy gained the re-used picture's sha256 (or the domain the page links to), same
+    cache partition: the visit cached under the old policy is not served, the page is visited
+    again and lists exactly what a fresh visit lists, with the same block (before, the cached
+    visit showed the picture, or the link, with no gate.decided)."""
+    reuse = news_corpus["pages"]["reuse"]
+    image_url, link = f"{reuse['url']}#image=images/harbor_small.jpg", "https://archive.example.org/photos/harbor-fire-2015"
+    old = source_policy_from_dict(news_corpus["policy"])
+    new = source_policy_from_dict({**news_corpus["policy"], **(
+        {"blocked_content_sha256": [*news_corpus["policy"]["blocked_content_sha256"], reuse["images"][0]["sha256"]]}
+        if tightened == "image" else {"blocked_domains": [*news_corpus["policy"]["blocked_domains"], "archive.example.org"]})})
+    cache, case = ToolCache(ttl_seconds=3600), news_corpus["cases"]["reuse"]
+    before = CachedToolbox(CorpusToolbox(corpus, old), cache)
+    earlier = await before.call("visit", {"url": reuse["url"]}, before.episode(case))
+    assert [im["image_url"] for im in earlier.data["images"]] == [image_url] and earlier.data["links"] == [link]
+
+    fresh_toolbox = CorpusToolbox(corpus, new)
+    fresh = await fresh_toolbox.call("visit", {"url": reuse["url"]}, fresh_toolbox.episode(case))
+    after = CachedToolbox(CorpusToolbox(corpus, new), cache)
+    served = await after.call("visit", {"url": reuse["url"]}, after.episode(case))
+    assert served.cache_hit is False and (cache.hits, cache.misses) == (0, 2)
+    assert served == fresh
+    blocked = (image_url, "blocked_content_sha256") if tightened == "image" else (link, "blocked_domain")
+    assert [(b.subject, b.passed, b.reasons) for b in served.blocks] == [(blocked[0], False, [blocked[1]])]
+    assert ([im["image_url"] for im in served.data["images"]], served.data["links"]) == (
+        ([], [link]) if tightened == "image" else ([image_url], []))
+    assert (blocked[0] in served.observation) is (tightened == "link")  # a page's own text keeps its links, as on the web
+    # The new result is what the cache serves from now on, its block logged again.
+    again = await after.call("visit", {"url": reuse["url"]}, after.episode(case))
+    assert again.cache_hit is True and again.data == fresh.data and again.blocks == fresh.blocks
 
 
 async def test_visit_of_an_unknown_url_is_empty(toolbox, news_corpus):

@@ -167,6 +167,28 @@ async def test_a_visit_lists_no_image_on_a_blocked_url(toolbox, site):
     assert not any("/leak" in k for k, v in site.hits.items() if v != before.get(k, 0))  # nor fetched
 
 
+async def test_a_cached_visit_shows_no_image_or_link_the_current_policy_blocks(toolbox, site):
+    """The policy gained the prefix of a picture (and link) the page shows, same cache
+    partition: the visit cached under the old policy is not served, the page is fetched again
+    and lists exactly what a fresh visit lists, with its block (before, the cached visit passed
+    the picture and the link on, with no gate.decided)."""
+    loose = SourceAccessPolicy(policy_id="web-test", blocked_domains=["127.0.0.2"], cache_partition="web-test-v1")
+    cache, gallery, leak = ToolCache(ttl_seconds=60), site.url("/gallery"), site.url("/leak/pic.jpg")
+    fetcher = PageFetcher(loose, timeout=1.0, max_bytes=20_000, max_redirects=3, network=LOOPBACK_ALLOWED)
+    before = CachedToolbox(WebToolbox(loose, fetcher=fetcher), cache)
+    earlier = await before.call("visit", {"url": gallery}, before.episode("case.jpg"))
+    assert leak in [im["image_url"] for im in earlier.data["images"]] and leak in earlier.data["links"] and earlier.blocks == []
+
+    fetched = site.hits["127.0.0.1/gallery"]
+    after = CachedToolbox(toolbox, cache)
+    served = await after.call("visit", {"url": gallery}, after.episode("case.jpg"))
+    assert served.cache_hit is False and site.hits["127.0.0.1/gallery"] == fetched + 1
+    assert served.data["images"] == [{"image_url": site.url("/images/flood.jpg"), "sha256": None, "alt": "Flooded market square"}]
+    assert served.data["links"] == [site.url("/other")] and "/leak/" not in served.observation
+    assert [(b.subject, b.passed, b.reasons) for b in served.blocks] == [(leak, False, ["blocked_url_prefix"])]
+    assert served == await toolbox.call("visit", {"url": gallery}, toolbox.episode("case.jpg"))
+
+
 async def test_links_no_parser_takes_are_dropped_not_fatal(toolbox, site):
     # A hostile page's links and a search service's hits are whatever they say.
     episode = toolbox.episode("case.jpg")

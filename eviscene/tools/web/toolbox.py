@@ -30,7 +30,7 @@ from eviscene.errors import BackendOutage
 from eviscene.release.case_image import CaseImage
 from eviscene.events import GateDecided, SourceSeen
 from eviscene.rules.source_policy import ALLOW_ALL, SourceAccessPolicy
-from eviscene.tools.results import ToolOutcome, policy_block
+from eviscene.tools.results import ToolOutcome, policy_block, visit_listing
 from eviscene.tools.specs import ALL_TOOLS, DEFAULT_RESULTS, TOOL_FAMILIES, tool_spec, validate_arguments
 from eviscene.tools.toolbox import PAGE_TEXT_LIMIT, EpisodeTools
 from eviscene.rules.urls import normalize_url, url_host
@@ -218,13 +218,8 @@ class WebToolbox:
             return ToolOutcome(status=fetched.status, observation=f"{prefix}: {fetched.message}.", error=fetched.message,
                                data={"url": url})
         page: FetchedPage = fetched
-        # An image or link the policy blocks is not passed on: its URL alone can name the answer
-        # (a fact-check's picture, often wrapped in a link to itself); each is a block of its own.
-        listed = [im["image_url"] for im in page.images] + page.links
-        link_blocks = [b for b in (self._blocked(url) for url in dict.fromkeys(listed)) if b]
-        blocked = {b.subject for b in link_blocks}
-        images = [im for im in page.images if im["image_url"] not in blocked]
-        links = [url for url in page.links if url not in blocked]
+        # An image or link the policy blocks is not passed on (the web knows no image's content: its URL decides).
+        images, links, link_blocks = visit_listing(self.policy, page.images, page.links)
         source = episode.source(page)
         text = page.text if len(page.text) <= PAGE_TEXT_LIMIT else page.text[:PAGE_TEXT_LIMIT] + " […truncated]"
         meta = [f"{page.site_name} ({page.domain})" if page.site_name else page.domain,
