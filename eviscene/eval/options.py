@@ -28,6 +28,7 @@ from eviscene.events import FileDescriptor
 from eviscene.providers.profiles import ProviderSettings, ToolResults, resolve_settings, unused_settings
 from eviscene.redaction import redact_data
 from eviscene.release import Release, file_descriptor, sha256_file
+from eviscene.release.loader import cases_file
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES
 from eviscene.rules.tool_families import TOOL_FAMILIES
 
@@ -170,7 +171,7 @@ def resolve_options(options: EvalOptions) -> RunOptions:
     directory), the caches from the environment, the profile and flags into provider settings."""
     flags = resolve_caches(options).model_copy(
         update={
-            "benchmark": str(Path(options.benchmark).expanduser().resolve()),
+            "benchmark": str(cases_file(options.benchmark)),
             "source_access_policy": (
                 str(Path(options.source_access_policy).expanduser().resolve()) if options.source_access_policy else None
             ),

@@ -21,7 +21,7 @@ from eviscene.providers.offline import OfflineProvider
 from eviscene.providers.offline.investigation import VERDICTS
 from eviscene.redaction import MASK, redact, register_url_secrets
 from eviscene.release import Case, Release
-from eviscene.release.case_image import CheckedImageStream
+from eviscene.release.case_image import CheckedImageStream, read_picture
 from eviscene.release.gold import load_gold, require_gold_for
 from eviscene.release.loader import named
 from eviscene.release.selection import RolloutSpec
@@ -87,7 +87,7 @@ def _picture_problem(case: Case) -> str | None:
     from eviscene.tools.images import ImageTooLarge, UndecodableImage, open_image
 
     try:
-        open_image(CheckedImageStream(case.image_file.read_bytes(), case.image_path, case.image_sha256))
+        open_image(CheckedImageStream(read_picture(case.image_file), case.image_path, case.image_sha256))
     except ImageTooLarge as exc:
         return f"{named(case)}: {case.image_path} is {exc.detail}: downscale it"
     except UndecodableImage as exc:

@@ -60,6 +60,7 @@ from eviscene.release import (
     sha256_file,
     verify_case_images,
 )
+from eviscene.release.loader import cases_file
 from eviscene.redaction import MASK, MIN_SECRET, redact_data
 from eviscene.log import EventLog
 from eviscene.rules.commands import command_line
@@ -411,7 +412,7 @@ async def resume_run(
         check_recorded_endpoints(options, run_id, restated=executor or {})
     recorded = manifest["benchmark"]
     if benchmark is not None:
-        options = options.model_copy(update={"benchmark": str(Path(benchmark).expanduser().resolve())})
+        options = options.model_copy(update={"benchmark": str(cases_file(benchmark))})
         moved = load_release(options.benchmark)
         if moved.release_id != recorded["release_id"]:
             raise EvisceneError(

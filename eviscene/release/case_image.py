@@ -2,7 +2,10 @@
 case records. Preflight hashes every image before the first episode, but a file swapped after
 that would otherwise be analysed under its old hash, and its perception report cached under
 that hash for later runs. So every reader in an episode (perception, the tools, the copy sent
-to the model) takes these checked bytes, never the file again."""
+to the model) takes these checked bytes, never the file again.
+
+A picture's file, a case's or a corpus page's, is read whole (and a case's held while an episode
+uses it): one over `MAX_PICTURE_BYTES` is refused by its size, before it is read."""
 
 from __future__ import annotations
 
@@ -14,6 +17,42 @@ from pathlib import Path
 from weakref import WeakValueDictionary
 
 from eviscene.errors import ReleaseError
+
+MAX_PICTURE_BYTES = 64 * 1024**2
+"""The largest picture file read at all: a news photo is a few MB, a camera's full-size JPEG
+tens. Pillow decodes a picture followed by any padding, so without it a sparse 3 GB "JPEG"
+(96 KB on disk) cost 3.6 GB of memory. Pixels have their bound too (`tools.images.MAX_DECODE_PIXELS`)."""
+
+
+def over_file_limit(size: int) -> str | None:
+    """Why a picture file of `size` bytes is never read ("N bytes, above the file size limit of
+    …"), or None: the one test, for reading a picture and for a run's preflight of its cases."""
+    if size > MAX_PICTURE_BYTES:
+        return f"{size:,} bytes, above the file size limit of {MAX_PICTURE_BYTES:,} bytes ({MAX_PICTURE_BYTES // 1024**2} MiB)"
+    return None
+
+
+class PictureFileTooLarge(ReleaseError):
+    """A picture file over MAX_PICTURE_BYTES (`detail` says how large)."""
+
+    def __init__(self, path: str | Path, detail: str):
+        super().__init__(f"{path}: picture file is {detail}")
+        self.detail = detail
+
+
+def read_picture(path: str | Path) -> bytes:
+    """A picture file's bytes, refused (PictureFileTooLarge) by its size before they are read,
+    and never more than one byte past the limit of them (a file growing meanwhile)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size <= MAX_PICTURE_BYTES:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PICTURE_BYTES + 1)
+        size = len(data)
+    too_large = over_file_limit(size)
+    if too_large:
+        raise PictureFileTooLarge(path, too_large)
+    return data
 
 
 class CaseImageChanged(ReleaseError):
@@ -41,8 +80,8 @@ class CaseImage:
 
     @classmethod
     def of_file(cls, path: str | Path) -> CaseImage:
-        """A file read once as it is, unchecked: for the tools used on their own."""
-        data = Path(path).read_bytes()
+        """A file read once as it is (`read_picture`), unchecked: for the tools used on their own."""
+        data = read_picture(path)
         return cls(Path(path), hashlib.sha256(data).hexdigest(), data)
 
 

@@ -2,19 +2,21 @@
 
 Layout (DESIGN §2): ``<release>/manifest.json``, ``<release>/runtime_input/cases.jsonl``,
 ``<release>/runtime_input/images/…``, ``<release>/private/…``. Every path a release
-names must stay inside the release root, symlinks included. Only the public fields of a
+names, and its own manifest and cases file, must stay inside the release root, symlinks included. Only the public fields of a
 case row (``case_id``, ``image_path``, ``image_sha256``) ever leave this module.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from eviscene.errors import ReleaseError
+from eviscene.release.case_image import over_file_limit
 from eviscene.release.jsonl import read_jsonl_numbered
 from eviscene.rules.jsonl import parse_json
 from eviscene.rules.paths import PathEscapeError, not_a_file, resolve_inside, special_file_kind
@@ -115,7 +117,24 @@ def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
         raise ReleaseError(f"{what}: {exc}") from None
 
 
-def _read_manifest(manifest_path: Path, cases_path: Path) -> dict[str, Any]:
+def _release_files(cases_path: str | Path) -> tuple[Path, Path]:
+    """The release root (the cases file's grandparent as named, that folder itself resolved)
+    and the cases file inside it, links followed. The release's own files stay inside it as
+    every path it names does: a cases file or runtime_input folder that is a link out of it is
+    refused, never followed (to another release's manifest, gold and images)."""
+    named = Path(os.path.abspath(Path(cases_path).expanduser()))  # `..` taken out: its last two parts are names
+    root = named.parent.parent.resolve()
+    return root, _path_inside(root, named.relative_to(named.parent.parent).as_posix(), what=f"{named}: benchmark cases file")
+
+
+def cases_file(cases_path: str | Path) -> Path:
+    """A release's cases file named by the user, resolved (`_release_files`): what a run records."""
+    return _release_files(cases_path)[1]
+
+
+def _read_manifest(root: Path, cases_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The release manifest's path (inside the release, `_path_inside`) and its object."""
+    manifest_path = _path_inside(root, "manifest.json", what=f"{root / 'manifest.json'}: release manifest")
     kind = special_file_kind(manifest_path)
     if kind:
         raise ReleaseError(f"{manifest_path}: the release manifest is {kind}, not a regular file")
@@ -135,7 +154,7 @@ def _read_manifest(manifest_path: Path, cases_path: Path) -> dict[str, Any]:
         raise ReleaseError(f"{manifest_path}: malformed JSON: {exc}") from None
     if not isinstance(manifest, dict):
         raise ReleaseError(f"{manifest_path}: release manifest must be a JSON object")
-    return manifest
+    return manifest_path, manifest
 
 
 def _required_string(manifest: dict[str, Any], key: str, manifest_path: Path) -> str:
@@ -190,13 +209,11 @@ def load_release(cases_path: str | Path) -> Release:
     Accepts schema versions ``ifv-runtime-release-v0.3`` and ``ifv-scoring-gold-v1`` (a
     reviewed scoring package: same layout, ``is_scoring_package=True``).
     """
-    cases_path = Path(cases_path).expanduser().resolve()
+    root, cases_path = _release_files(cases_path)
     if not cases_path.is_file():
         kind = special_file_kind(cases_path)
         raise ReleaseError(f"{cases_path}: benchmark cases file " + (f"is {kind}, not a regular file" if kind else "not found"))
-    root = cases_path.parent.parent
-    manifest_path = root / "manifest.json"
-    manifest = _read_manifest(manifest_path, cases_path)
+    manifest_path, manifest = _read_manifest(root, cases_path)
 
     schema_version = manifest.get("schema_version")
     if schema_version not in ACCEPTED_SCHEMA_VERSIONS:
@@ -301,7 +318,8 @@ def named(case: Case) -> str:
 
 
 def verify_case_images(cases: Iterable[Case]) -> None:
-    """Check every case's image exists and matches its sha256.
+    """Check every case's image exists, is a file of a size read at all (`over_file_limit`) and
+    matches its sha256.
 
     Hashes all images (streamed) and reports every problem in one ReleaseError, so a
     broken release is fixed in one pass rather than one image per run.
@@ -312,6 +330,10 @@ def verify_case_images(cases: Iterable[Case]) -> None:
             problems.append(f"{named(case)}: image {case.image_path!r} {not_a_file(case.image_file, 'a picture')} ({case.image_file})")
             continue
         try:
+            too_large = over_file_limit(case.image_file.stat().st_size)  # unread: a sparse file costs nothing on disk
+            if too_large:
+                problems.append(f"{named(case)}: image {case.image_path!r} is {too_large}: downscale or recompress it")
+                continue
             actual = sha256_file(case.image_file)
         except OSError as exc:
             problems.append(f"{named(case)}: cannot read image {case.image_file}: {exc.strerror or exc}")

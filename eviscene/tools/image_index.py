@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from eviscene.errors import ReleaseError
+from eviscene.release.case_image import PictureFileTooLarge, read_picture
 from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_replacing
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
@@ -292,9 +293,12 @@ def corpus_key(groups: Groups) -> str:
 
 
 def _load_verified(sha256: str, entry: "CorpusImage") -> PreparedImage:
-    data = entry.file.read_bytes()
-    actual = hashlib.sha256(data).hexdigest()
     where = f"{entry.row}: " if entry.row else ""
+    try:
+        data = read_picture(entry.file)
+    except PictureFileTooLarge as exc:
+        raise ReleaseError(f"{where}corpus image {entry.image.path!r} is {exc.detail}") from None
+    actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise ReleaseError(f"{where}corpus image {entry.image.path!r} (page {entry.page.url}): sha256 is {actual}, pages.jsonl says {sha256}")
     try:

@@ -89,7 +89,9 @@ MAX_DECODE_PIXELS = 2 * 89_478_485
 """The largest picture decoded at all (Pillow's own refusal point at its default
 `Image.MAX_IMAGE_PIXELS`): about 179 million pixels, refused as `ImageTooLarge`, one clear
 line. Pillow's settings are the process's, never changed here: with a higher or no limit set
-by the caller, this one still holds; with a lower one, Pillow's refusal is said the same way."""
+by the caller, this one still holds; with a lower one, Pillow's refusal is said the same way.
+A case's or corpus page's picture file is bounded before this, by its size
+(`release.case_image.MAX_PICTURE_BYTES`): Pillow decodes a picture followed by any padding."""
 REDUCE_ABOVE_PIXELS = 40_000_000
 """Pictures larger than this are shrunk in their own mode right after decoding, before
 any conversion or rotation copies them: a 13000x13000 PNG then costs one decoded copy."""

@@ -5,6 +5,7 @@ run is started. An episode that finished is never lost because something later f
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -17,9 +18,11 @@ from eviscene.cli.main import cli
 from eviscene.errors import EvisceneError
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
-from eviscene.eval.preflight import check_recorded_endpoints
+from eviscene.eval.preflight import check_case_pictures, check_recorded_endpoints
 from eviscene.eval.run import resume_run, start_run
 from eviscene.log import EventLog
+from eviscene.release import Case, sha256_file
+from eviscene.release.case_image import PictureFileTooLarge
 
 BUNDLED = Path(__file__).resolve().parents[2] / "examples" / "eviscene-demo-v1"
 
@@ -289,3 +292,43 @@ def test_a_release_folder_given_as_the_benchmark_names_its_cases_file(tmp_path):
     for given in (BUNDLED / "runtime_input", BUNDLED / "manifest.json"):
         parsed = eval_group.commands["run"].make_context("run", ["--benchmark", str(given)]).params
         assert parsed["benchmark"] == str(BUNDLED / "runtime_input" / "cases.jsonl"), given
+
+
+def test_a_release_whose_cases_file_leads_out_of_it_is_refused_before_anything_is_logged(broken_release, tmp_path):
+    """The run resolved the cases path, links and all, before the release was found from it: a
+    release whose cases.jsonl linked to another's ran that other release and imported its gold."""
+    other = Path(shutil.copytree(BUNDLED, tmp_path / "other"))
+    cases = broken_release / "runtime_input" / "cases.jsonl"
+    cases.unlink()
+    cases.symlink_to(other / "runtime_input" / "cases.jsonl")
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "eval", "run", "--benchmark", str(broken_release),
+                                      "--limit", "1", "--no-progress"])
+    assert_nothing_ran(result, tmp_path / "log.duckdb",
+                       f"Error: {cases}: benchmark cases file: path 'runtime_input/cases.jsonl' resolves to "
+                       f"{other}/runtime_input/cases.jsonl, outside the release root {broken_release}\n")
+
+
+def test_a_case_picture_file_over_the_size_limit_is_refused_before_anything_is_logged(broken_release, tmp_path):
+    """A picture followed by padding decodes all the same, and its file was read whole (by the
+    preflight, then by each episode): a sparse 3 GB "JPEG" (96 KB on disk) cost 3.6 GB of memory."""
+    cases = broken_release / "runtime_input" / "cases.jsonl"
+    rows = [json.loads(line) for line in cases.read_text(encoding="utf-8").splitlines() if line.strip()]
+    os.truncate(broken_release / rows[0]["image_path"], 64 * 1024**2 + 1)  # sparse: a JPEG, then zeros
+    rows[0]["image_sha256"] = sha256_file(broken_release / rows[0]["image_path"])
+    cases.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    result = run_cli(tmp_path / "log.duckdb", broken_release, "--limit", "1")
+    assert_nothing_ran(result, tmp_path / "log.duckdb",
+                       f"Error: 1 case image(s) failed verification: {cases}:1: case {rows[0]['case_id']!r}: image "
+                       f"{rows[0]['image_path']!r} is 67,108,865 bytes, above the file size limit of 67,108,864 bytes (64 MiB): "
+                       "downscale or recompress it\n")
+
+
+def test_the_preflight_decode_reads_no_picture_file_over_the_size_limit(tmp_path):
+    """Its decode check read the file whole, whatever its size (a file grown after its hash was checked)."""
+    picture = tmp_path / "a.jpg"
+    picture.touch()
+    os.truncate(picture, 64 * 1024**2 + 1)
+    case = Case(case_id="a", image_path="images/a.jpg", image_file=picture, image_sha256="0" * 64, row="cases.jsonl:1")
+    with pytest.raises(PictureFileTooLarge) as refused:
+        check_case_pictures([case])
+    assert str(refused.value) == f"{picture}: picture file is 67,108,865 bytes, above the file size limit of 67,108,864 bytes (64 MiB)"

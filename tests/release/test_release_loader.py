@@ -2,6 +2,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,12 +10,14 @@ import pytest
 from eviscene.errors import ReleaseError
 from eviscene.release import (
     Case,
+    CaseImage,
     file_descriptor,
     load_cases,
     load_release,
     sha256_file,
     verify_case_images,
 )
+from eviscene.release.case_image import PictureFileTooLarge
 from eviscene.release.gold import load_gold
 from eviscene.tools.policy import load_source_policy
 
@@ -214,6 +217,53 @@ def test_artifact_symlink_inside_root_is_fine(make_release, base_manifest, tmp_p
     assert release.artifacts.source_access_policy == (root / "private" / "real_policy.json").resolve()
 
 
+def _release_beside_another(make_release, base_manifest, tmp_path: Path) -> tuple[Path, Path]:
+    """(tmp_path/release, tmp_path/other): two releases, the second's id `other-release`."""
+    make_release(manifest=base_manifest(release_id="other-release")).parent.parent.rename(tmp_path / "other")
+    return make_release().parent.parent.resolve(), (tmp_path / "other").resolve()
+
+
+@pytest.mark.parametrize("link", ["runtime_input/cases.jsonl", "runtime_input"])
+def test_a_cases_file_leading_out_of_its_release_is_refused(make_release, base_manifest, tmp_path: Path, link: str) -> None:
+    """Links were followed before the release root was taken (the cases file's grandparent):
+    a run over the release read another folder's manifest, gold and images, and imported that gold."""
+    root, other = _release_beside_another(make_release, base_manifest, tmp_path)
+    shutil.rmtree(root / link) if (root / link).is_dir() else (root / link).unlink()
+    os.symlink(other / link, root / link)
+    with pytest.raises(ReleaseError) as refused:
+        load_release(root / "runtime_input" / "cases.jsonl")
+    assert str(refused.value) == (
+        f"{root}/runtime_input/cases.jsonl: benchmark cases file: path 'runtime_input/cases.jsonl' resolves to "
+        f"{other}/runtime_input/cases.jsonl, outside the release root {root}"
+    )
+
+
+def test_a_manifest_leading_out_of_its_release_is_refused(make_release, base_manifest, tmp_path: Path) -> None:
+    """It was read wherever it led: the run was another release's, by its id."""
+    root, other = _release_beside_another(make_release, base_manifest, tmp_path)
+    (root / "manifest.json").unlink()
+    os.symlink(other / "manifest.json", root / "manifest.json")
+    with pytest.raises(ReleaseError) as refused:
+        load_release(root / "runtime_input" / "cases.jsonl")
+    assert str(refused.value) == (
+        f"{root}/manifest.json: release manifest: path 'manifest.json' resolves to {other}/manifest.json, "
+        f"outside the release root {root}"
+    )
+
+
+def test_a_release_reached_through_links_above_its_files_loads(make_release, tmp_path: Path) -> None:
+    """Only a release's own files leading out of it are refused: the folder above it, or the
+    release folder itself, may be a link (as /tmp is on macOS)."""
+    root = make_release().parent.parent.resolve()
+    os.symlink(tmp_path, tmp_path.parent / f"{tmp_path.name}-link")
+    os.symlink(root, tmp_path / "release-link")
+    for named in (tmp_path.parent / f"{tmp_path.name}-link" / "release", tmp_path / "release-link"):
+        release = load_release(named / "runtime_input" / "cases.jsonl")
+        assert (release.root, release.manifest_path, release.cases_path, release.release_id) == (
+            root, root / "manifest.json", root / "runtime_input" / "cases.jsonl", "demo-release"
+        )
+
+
 # --- load_cases ---------------------------------------------------------------------
 
 
@@ -395,6 +445,32 @@ def test_verify_case_images_reports_every_problem_at_once(make_release) -> None:
     release = load_release(make_release(images=images, cases=cases))
     with pytest.raises(ReleaseError, match=r"^12 case image\(s\) failed verification: .*and 2 more$"):
         verify_case_images(load_cases(release))
+
+
+def test_verify_case_images_refuses_a_picture_file_over_the_limit_before_hashing_it(make_release) -> None:
+    """A picture followed by padding decodes all the same, and a case's file was read whole: a
+    sparse 3 GB "JPEG" (96 KB on disk) cost 3.6 GB of memory."""
+    release = load_release(make_release(images={"a": b"one", "b": b"two"}))
+    os.truncate(release.root / "runtime_input" / "images" / "a.jpg", 64 * 1024**2 + 1)  # sparse: nothing written
+    with pytest.raises(ReleaseError) as refused:
+        verify_case_images(load_cases(release))
+    assert str(refused.value) == (
+        f"1 case image(s) failed verification: {release.cases_path}:1: case 'a': image 'runtime_input/images/a.jpg' is "
+        "67,108,865 bytes, above the file size limit of 67,108,864 bytes (64 MiB): downscale or recompress it"
+    )
+
+
+def test_a_picture_file_is_read_up_to_the_limit_and_refused_past_it(tmp_path: Path) -> None:
+    """An episode and the tools read a case's picture whole (`CaseImage.of_file`, its bytes held
+    while the episode runs), whatever its size."""
+    picture = tmp_path / "a.jpg"
+    picture.touch()
+    os.truncate(picture, 64 * 1024**2)
+    assert len(CaseImage.of_file(picture).data) == 67_108_864
+    os.truncate(picture, 64 * 1024**2 + 1)
+    with pytest.raises(PictureFileTooLarge) as refused:
+        CaseImage.of_file(picture)
+    assert str(refused.value) == f"{picture}: picture file is 67,108,865 bytes, above the file size limit of 67,108,864 bytes (64 MiB)"
 
 
 def test_sha256_file_streams_large_files(tmp_path: Path) -> None:

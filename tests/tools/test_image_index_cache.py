@@ -156,3 +156,18 @@ def test_a_corpus_picture_whose_data_is_damaged_is_named_by_its_pages_row(tmp_pa
         ImageIndex.build(Corpus.load(builder.write()))
     assert str(refused.value) == (f"{tmp_path / 'pages.jsonl'}:2: corpus image 'images/s2.png' is damaged picture data "
                                   "Pillow cannot read (broken data stream when reading image file)")
+
+
+def test_a_corpus_picture_file_over_the_size_limit_is_refused_by_its_pages_row(tmp_path):
+    """The index read each corpus picture whole, whatever its size: a picture followed by padding
+    decodes all the same, so a sparse 3 GB file (96 KB on disk) cost 3 GB of memory."""
+    builder = CorpusBuilder(tmp_path)
+    builder.page("https://pics.example/1", "Scene 1", "Picture one.", images=[builder.image("s1.jpg", scene(1, (320, 213)))])
+    padded = builder.image("s2.jpg", scene(2, (320, 213)))
+    os.truncate(tmp_path / "images" / "s2.jpg", 64 * 1024**2 + 1)  # sparse: the JPEG, then zeros
+    padded["sha256"] = hashlib.sha256((tmp_path / "images" / "s2.jpg").read_bytes()).hexdigest()
+    builder.page("https://pics.example/2", "Scene 2", "Picture two.", images=[padded])
+    with pytest.raises(ReleaseError) as refused:
+        ImageIndex.build(Corpus.load(builder.write()))
+    assert str(refused.value) == (f"{tmp_path / 'pages.jsonl'}:2: corpus image 'images/s2.jpg' is 67,108,865 bytes, "
+                                  "above the file size limit of 67,108,864 bytes (64 MiB)")
