@@ -291,8 +291,8 @@ def _clean_continuation(batch: pa.RecordBatch, last_seq: int, prev_hash: str) ->
     for name in ("episode_id", "type"):
         if any(pc.any(pc.match_substring(batch.column(name), mark)).as_py() for mark in ("\x1e", "\x1f")):
             return None
-    if n == 1 and (types[0].as_py() == "run.finished" or '"log_shard"' in batch.column("payload")[0].as_py()):
-        return None  # cut out for the row-by-row walk
+    if n == 1 and types[0].as_py() in ("run.finished", "artifact.imported"):
+        return None  # cut out for the row-by-row walk (a merged shard's record is an artifact.imported)
     if hashes.null_count or batch_hashes(batch) != hashes.to_pylist():
         return None
     return seq[n - 1].as_py(), hashes[n - 1].as_py(), types[n - 1].as_py()
