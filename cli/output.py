@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import math
 import os
 import re
 import shutil
@@ -35,6 +34,7 @@ import click
 from click.core import ParameterSource
 
 from eviscene.errors import EvisceneError, os_fault
+from eviscene.rules.canonical import finite_or_null
 from eviscene.rules.paths import special_file_kind
 from eviscene.rules.timestamps import format_ts
 from eviscene.store.layout import check_not_the_log
@@ -83,10 +83,8 @@ def _plain(value: Any, for_json: bool = False, nested: bool = False) -> Any:
     """`value` as JSON-like data; `nested`: inside a list or struct, which prints as JSON text."""
     if type(value) in _AS_IS:
         return value
-    if type(value) is float:
-        # JSON has no NaN or Infinity (jq and JSON.parse refuse them): null there, as pandas
-        # and polars write them; tables and CSV print `nan` and `inf`.
-        return None if for_json and not math.isfinite(value) else value
+    if type(value) is float:  # tables and CSV print `nan` and `inf`
+        return finite_or_null(value) if for_json else value
     if isinstance(value, datetime):
         return format_ts(value) if value.tzinfo else value.isoformat()
     if isinstance(value, (date, time)):
@@ -143,15 +141,10 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _finite_or_none(text: str) -> float | None:
-    number = float(text)
-    return number if math.isfinite(number) else None
-
-
 def _json_without_non_finite(text: str) -> Any:
     """A JSON column's value for JSON output: DuckDB's JSON may hold NaN and Infinity, and a
     number past a double's range (`1e400`, which Python reads as inf): null there."""
-    return json.loads(text, parse_constant=lambda _: None, parse_float=_finite_or_none)
+    return json.loads(text, parse_constant=lambda _: None, parse_float=lambda number: finite_or_null(float(number)))
 
 
 def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozenset[str], for_json: bool = False,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -10,6 +9,7 @@ from click.core import ParameterSource
 
 from eviscene.cli.output import echo, emit_result, emit_rows, format_option, json_printable
 from eviscene.log import EventLog
+from eviscene.rules.canonical import finite_json
 
 
 @click.group(invoke_without_command=True)
@@ -60,7 +60,7 @@ def compare(log: EventLog, run_a: str, run_b: str, show_cases: bool, fmt: str) -
     }
     changed = [case for case in result.cases if case["correct_a"] != case["correct_b"]]
     if show_cases and fmt == "json":
-        echo(json_printable(json.dumps({"comparison": comparison, "cases": changed}, ensure_ascii=False, indent=2)))
+        echo(json_printable(finite_json({"comparison": comparison, "cases": changed}, ensure_ascii=False, indent=2)))
         return
     if not show_cases or fmt == "table":  # csv and jsonl hold one table: with --cases, the cases asked for
         emit_rows(list(comparison), [tuple(comparison.values())], fmt)

@@ -26,6 +26,9 @@ def view(log: EventLog, port: int, host: str) -> None:
     """
     from eviscene.viewer.server import make_server
 
+    if not host.strip():  # `--host "$VAR"` with VAR unset: the socket would bind every interface, unasked
+        raise EvisceneError('--host is empty, which would serve on every interface: leave --host out for loopback '
+                            '(127.0.0.1), or name the address (--host 0.0.0.0 for every interface)')
     log.check_file()  # a run could never write there: no page would ever show anything
     try:
         server = make_server(log, host, port)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import click
@@ -11,6 +10,7 @@ from eviscene.analysis.why import episodes_line, explain_episode
 from eviscene.cli.output import echo, json_printable, say
 from eviscene.exports.dataset_why import describe
 from eviscene.log import EventLog
+from eviscene.rules.canonical import finite_json
 
 
 @click.command(short_help="Show an episode's timeline and why it was kept or dropped.")
@@ -36,7 +36,7 @@ def why(log: EventLog, episode_id: str, run_id: str | None, fmt: str, as_json: b
     """
     story = explain_episode(log, episode_id, run_id)
     if as_json or fmt == "json":
-        echo(json_printable(json.dumps(asdict(story), ensure_ascii=False, indent=2, default=str)))
+        echo(json_printable(finite_json(asdict(story), ensure_ascii=False, indent=2, default=str)))
         return
     e = story.episode
     say(f"episode {e['episode_id']}  (run {story.run_id}, case {e['case_id']}, rollout {e['rollout_index']}, group {e['prompt_group_id']})")

@@ -9,6 +9,7 @@ timestamps differently, so exports never rely on it.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from typing import Any
@@ -99,3 +100,28 @@ def readable_json(value: Any) -> str:
     """Sorted keys with Python's default `, ` and `: ` separators, non-ASCII kept: the JSON
     shown inside prompt text and the viewer, where a reader (human or model) reads it."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def finite_or_null(number: float) -> float | None:
+    """A float as JSON holds it: JSON has no NaN or Infinity (jq and JSON.parse refuse them),
+    so null there, as pandas and polars write them (`sql --format json`, the viewer's data)."""
+    return number if math.isfinite(number) else None
+
+
+def _non_finite_as_null(value: Any) -> Any:
+    if isinstance(value, float):
+        return finite_or_null(value)
+    if isinstance(value, dict):
+        return {k: _non_finite_as_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_non_finite_as_null(v) for v in value]
+    return value
+
+
+def finite_json(value: Any, **options: Any) -> str:
+    """`json.dumps(value, **options)` that writes NaN and ±Infinity as null (`finite_or_null`),
+    never as the `NaN`/`Infinity` no JSON reader takes; a value without them is not copied."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:  # "Out of range float values are not JSON compliant": a rare run's numbers
+        return json.dumps(_non_finite_as_null(value), allow_nan=False, **options)

@@ -339,7 +339,10 @@ _IMPORTED_HISTOGRAMS = (
 _IMPORTED_RUN_SQL = """
 SELECT 1 FROM events WHERE run_id = $run AND type = 'artifact.imported' AND (payload->>'kind') = 'run_dir'
   AND (payload->'metadata'->>'import_id') = run_id LIMIT 1"""
-# Distributions drawn as histograms: (name, relation, column), binned in SQL.
+# Distributions drawn as histograms: (name, relation, column), binned in SQL. A value that is
+# not finite (an imported run's `"time_taken": 1e999`) has no place on an axis: the finite ones
+# are drawn. Bins are worked out in halves: the range of two finite doubles (1e308 and -1e308)
+# overflows to Infinity, its half never does (and halving a double is exact).
 _HISTOGRAMS = (
     ("duration", "episodes", "time_taken"),
     ("reward", "post_rollout_rewards", "reward"),
@@ -347,12 +350,13 @@ _HISTOGRAMS = (
     ("rloo_advantage", "post_rollout_rewards", "rloo_advantage"),
 )
 _HISTOGRAM_SQL = """
-WITH v AS (SELECT {column}::DOUBLE AS x FROM {relation} WHERE run_id = $run AND {column} IS NOT NULL),
-r AS (SELECT min(x) AS lo, max(x) AS hi FROM v),
-b AS (SELECT CASE WHEN hi = lo THEN 0 ELSE least(floor((x - lo) / ((hi - lo) / {bins})), {bins} - 1) END::INTEGER AS bin, lo, hi
+WITH v AS (SELECT {column}::DOUBLE AS x FROM {relation} WHERE run_id = $run AND isfinite({column}::DOUBLE)),
+r AS (SELECT min(x) AS lo, max(x) AS hi, (max(x) / 2 - min(x) / 2) / {bins} AS half_width FROM v),
+b AS (SELECT CASE WHEN half_width = 0 THEN 0 ELSE least(floor((x / 2 - lo / 2) / half_width), {bins} - 1) END::INTEGER AS bin,
+             lo, hi, half_width
       FROM v, r)
-SELECT bin, count(*) AS n,
-       any_value(lo + bin * (hi - lo) / {bins}) AS start, any_value(CASE WHEN hi = lo THEN hi ELSE lo + (bin + 1) * (hi - lo) / {bins} END) AS stop
+SELECT bin, count(*) AS n, any_value(2 * (lo / 2 + bin * half_width)) AS start,
+       any_value(CASE WHEN bin = {bins} - 1 OR half_width = 0 THEN hi ELSE 2 * (lo / 2 + (bin + 1) * half_width) END) AS stop
 FROM b GROUP BY bin ORDER BY bin
 """
 

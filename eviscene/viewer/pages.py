@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from eviscene.rules.canonical import finite_json
 from eviscene.viewer import charts
 from eviscene.viewer.data import EPISODE_LIST_COLUMNS, EpisodePage
 from eviscene.viewer.images import page_images, walk_dicts
@@ -35,8 +36,9 @@ def esc(value: Any) -> str:
 
 
 def embed_json(value: Any) -> str:
-    """JSON safe inside a <script type="application/json"> element (no `</script>`, no `<!--`)."""
-    text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    """JSON safe inside a <script type="application/json"> element (no `</script>`, no `<!--`), which
+    JSON.parse reads: NaN and ±Infinity (an imported run's `1e999`) are null there."""
+    text = finite_json(value, ensure_ascii=False, default=str, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 

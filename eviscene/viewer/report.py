@@ -67,9 +67,11 @@ def build_report(log: EventLog, run_id: str, out: str | os.PathLike[str], *, com
     out = Path(out)
     check_not_the_log("report", out, log.path)
     run = data.known_run(log, run_id)
-    if compare_with:
-        data.known_run(log, compare_with)  # a mistyped run is refused before every episode is rendered
     links = ReportLinks(run_id, compare_with)
+    compare_html = ""
+    if compare_with:  # first: a mistyped run, or one that shares no scored case, is refused before every episode is rendered
+        data.known_run(log, compare_with)
+        compare_html = pages.compare_page(data.compare(log, run_id, compare_with), links)
     dashboard = pages.dashboard_page(data.dashboard(log, run_id), links)
     listing = data.episode_list(log, run_id, page_size=10**9)
     stories = data.episode_stories(log, run_id)
@@ -95,7 +97,6 @@ def build_report(log: EventLog, run_id: str, out: str | os.PathLike[str], *, com
         uri = images.thumbnail_data_uri(sha)
         if uri:
             thumbnails[sha] = uri
-    compare_html = pages.compare_page(data.compare(log, run_id, compare_with), links) if compare_with else ""
     rows = [{c: row[c] for c in data.EPISODE_LIST_COLUMNS} for row in listing.rows]
     nav = '<a href="#dashboard">Dashboard</a><a href="#episodes">Episodes</a>' + ('<a href="#compare">Compare</a>' if compare_with else "")
     body = (

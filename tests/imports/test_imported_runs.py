@@ -258,6 +258,25 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
         assert not {"\x1b", "\x07", "\r", "\u202e"} & set(output)
 
 
+def test_why_json_writes_a_number_past_a_double_as_null(tmp_path):
+    """A run directory's `"time_taken": 1e999` and `"total": 1e999` (Python's json, so the import,
+    reads them as Infinity) reached `why --json` as `Infinity`, which no JSON reader takes; null
+    now, as `sql --format json` writes them. The text form still says inf."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    for name, old in (("run_results.jsonl", '"time_taken": 1.5'), ("trajectory_scores.jsonl", '"total": 0.25')):
+        text = (run / name).read_text(encoding="utf-8")
+        (run / name).write_text(text.replace(old, old.split(":")[0] + ": 1e999"), encoding="utf-8")
+    imported = import_path(log, run).import_id
+    as_json = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    story = json.loads(as_json.output, parse_constant=pytest.fail)
+    assert (story["episode"]["time_taken"], story["score"]["total"]) == (None, None)
+    assert story["score"]["components"] == {"result_reward": 0.25}
+    text = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported])
+    assert "reward inf, the weighted sum" in text.output, text.output
+
+
 def test_a_newline_from_an_imported_run_cannot_make_a_line_of_its_own(tmp_path):
     """`why` prints a report line by line: a verdict holding a newline would print a line of
     the run's own making (a fake outcome); `runs compare --cases --format json` writes the

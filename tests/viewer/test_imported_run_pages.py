@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
+from eviscene.errors import EvisceneError
 from eviscene.imports import import_path
 from eviscene.log import EventLog
+from eviscene.viewer import data
+from eviscene.viewer.report import build_report
 
 from viewer_harness import Server, charts_drawn
 
@@ -137,8 +141,6 @@ def test_the_search_finds_text_an_imported_trace_escapes_in_either_case(tmp_path
     "CAFÉ" CAF\\u00c9. ILIKE folds the escape's hex letters, not the character's case, so a
     search for CAFÉ missed the first and café the second; each letter is matched in either
     case now, mixed cases too, and what JSON escapes in the search (a quote) as it is written."""
-    from eviscene.viewer import data
-
     run_dir = _write_seed_run_dir(tmp_path / "run")
     (run_dir / "traces" / "case-A--r000.json").write_text(json.dumps({"image_id": "case-A--r000", "note": "Café au lait"}), encoding="utf-8")
     (run_dir / "traces" / "case-A--r001.json").write_text(json.dumps({"image_id": "case-A--r001", "note": "ÉCOLE CAFÉ"}), encoding="utf-8")
@@ -151,3 +153,82 @@ def test_the_search_finds_text_an_imported_trace_escapes_in_either_case(tmp_path
     assert found == {"café": ["case-A--r000", "case-A--r001", "case-B--r000"], "CAFÉ": ["case-A--r000", "case-A--r001", "case-B--r000"],
                      "Café": ["case-A--r000", "case-A--r001", "case-B--r000"], "école": ["case-A--r001"], "École": ["case-A--r001"],
                      "éclair au cafÉ": ["case-B--r000"], "ÉCLAIR AU CAFÉ": ["case-B--r000"], '"ça VA"': ["case-B--r000"]}
+
+
+# ------------------------------------------- numbers no JSON holds, and ranges past a double's
+
+@pytest.fixture(scope="module")
+def overflowing(tmp_path_factory):
+    """The seed run directory with case-A--r000's `time_taken` 1e999 (past a double: Python's
+    json, so the import, reads it as Infinity) and case-A--r001's 1e308; its report and its viewer."""
+    base = tmp_path_factory.mktemp("overflowing-run")
+    run_dir = _write_seed_run_dir(base / "run")
+    results = run_dir / "run_results.jsonl"
+    text = results.read_text(encoding="utf-8")
+    results.write_text(text.replace('"time_taken": 1.5', '"time_taken": 1e999').replace('"time_taken": 2.0', '"time_taken": 1e308'),
+                       encoding="utf-8")
+    log = EventLog(base / "log.duckdb")
+    run_id = import_path(log, run_dir).import_id
+    report = base / "report.html"
+    build_report(log, run_id, report)
+    server = Server(log.path)
+    yield log, run_id, report, server
+    server.stop()
+
+
+def test_a_report_holding_a_number_past_a_double_draws_its_plots_and_lists_its_episodes(overflowing, watched):
+    """The report embedded the infinite duration as `Infinity` (and the histogram's edges as
+    NaN and Infinity), which JSON.parse refuses: no plot was drawn, no episode listed or shown.
+    Now it is null, shown as `–`, as `sql --format json` writes it."""
+    _, _, report, _ = overflowing
+    page = watched.page
+    page.goto(report.as_uri())
+    watched.assert_clean()
+    assert charts_drawn(page) == 5  # calibration, terminations, tool calls per episode, duration, reward
+    page.locator("header.top a", has_text="Episodes").click()
+    rows = page.locator("#report-list-body tr")
+    expect(rows).to_have_count(3, timeout=60_000)
+    time_taken = data.EPISODE_LIST_COLUMNS.index("time_taken") + 1
+    assert [rows.nth(i).locator(f"td:nth-child({time_taken})").inner_text() for i in range(3)] == ["–", "1e+308", "0.100"]
+    rows.first.locator("a").click()
+    expect(page.locator("#episode-page h1")).to_have_text("case-A--r000")
+    watched.assert_clean()
+
+
+def test_a_dashboard_with_a_duration_past_a_double_draws_every_plot(overflowing, watched):
+    """The duration histogram's bins were `lo + bin * (hi - lo) / bins`: the infinite duration made
+    them NaN and Infinity, and 1e308 made `bin * (hi - lo)` overflow, so the page's plots stopped there."""
+    _, run_id, _, server = overflowing
+    page = watched.page
+    page.goto(f"{server.url}/run/{run_id}")
+    watched.assert_clean()
+    assert charts_drawn(page) == 5
+    watched.assert_clean()
+
+
+def test_a_histogram_bins_the_finite_values_of_a_range_past_a_double(overflowing):
+    """Durations 1e999 (read as Infinity: no place on an axis), 1e308 and 0.1: the two finite ones
+    in 20 bins of (1e308 - 0.1) / 20 ≈ 5e306 each, the first and the last."""
+    log, run_id, _, _ = overflowing
+    assert data.dashboard(log, run_id)["histograms"]["duration"] == [
+        {"bin": 0, "n": 1, "start": 0.1, "stop": pytest.approx(5e306, rel=1e-12)},
+        {"bin": 19, "n": 1, "start": pytest.approx(9.5e307, rel=1e-12), "stop": 1e308},
+    ]
+
+
+def test_a_report_compared_with_a_run_sharing_no_case_is_refused_before_any_episode_is_rendered(tmp_path):
+    """The report rendered every episode page (minutes on a large run) and only then learned
+    that the two runs share no scored case; it compares them first now."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run_id = import_path(log, _write_seed_run_dir(tmp_path / "run")).import_id
+    other_dir = _write_seed_run_dir(tmp_path / "other")
+    for path in other_dir.rglob("*.json*"):  # the same rows about cases other-A and other-B
+        path.write_text(path.read_text(encoding="utf-8").replace("case-", "other-"), encoding="utf-8")
+    for trace in list((other_dir / "traces").iterdir()):
+        trace.rename(trace.with_name(trace.name.replace("case-", "other-")))
+    other = import_path(log, other_dir).import_id
+    rendered = []
+    with pytest.raises(EvisceneError) as refused:
+        build_report(log, run_id, tmp_path / "report.html", compare_with=other, progress=lambda done, total: rendered.append(done))
+    assert str(refused.value) == f"runs {run_id} and {other} share no scored case"
+    assert rendered == [] and not (tmp_path / "report.html").exists()

@@ -24,6 +24,7 @@ from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import predicate as predicate_module
 from eviscene.viewer.predicate import PredicateError, validate_predicate
+from eviscene.viewer import server as server_module
 from eviscene.viewer.server import allowed_host_names, host_name, make_server
 
 from viewer_harness import HOSTILE, Server
@@ -176,6 +177,17 @@ def test_a_port_outside_the_tcp_range_is_a_usage_error_not_a_traceback(tmp_path,
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "view", "--port", port])
     assert result.exit_code == 2 and not isinstance(result.exception, OverflowError)
     assert f"Invalid value for '--port': {port} is not in the range 0<=x<=65535." in result.output
+
+
+@pytest.mark.parametrize("host", ["", " "])
+def test_an_empty_host_is_refused_not_served_on_every_interface(tmp_path, host, monkeypatch):
+    """`--host "$VIEW_HOST"` with the variable unset passed "" to the socket, which binds every
+    interface (0.0.0.0) and so answers any Host, with no word of it; every interface is asked for by name now."""
+    monkeypatch.setattr(server_module, "make_server", lambda *args: pytest.fail(f"served on {args[1]!r}"))
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "log.duckdb"), "view", "--host", host, "--port", "0"])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("Error: --host is empty, which would serve on every interface: leave --host out for loopback "
+                             "(127.0.0.1), or name the address (--host 0.0.0.0 for every interface)\n")
 
 
 def test_a_port_in_use_is_one_line_naming_the_way_past_it(tmp_path):
