@@ -14,9 +14,10 @@ column, so editing, deleting or reordering an event breaks the chain at that eve
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 GENESIS_HASH = "0" * 64
 _NULL = "\x1e"
@@ -50,25 +51,26 @@ def event_hash(prev_hash: str, seq: int, event_id: str, ts_micros: int, content:
     return hashlib.sha256(f"{prev_hash}\x1f{seq}\x1f{event_id}\x1f{ts_micros}\x1f{content}".encode()).hexdigest()
 
 
-_SEPARATOR = pa.scalar("\x1f", pa.large_string())
-
-
 def batch_hashes(batch: pa.RecordBatch) -> list[str] | None:
     """Each event's `event_hash(prev_hash, seq, event_id, ts, content_digest(…))`, for a batch of
     events (the columns `log verify` walks, `ts` in epoch microseconds), the fields joined by
     Arrow, not one f-string an event: what a long run's walk spends most of its time on. None
     where a field that has no NULL mark is NULL (the row-by-row walk names it)."""
+    import pyarrow as pa  # here: the reading commands import this module and load no Arrow
+    import pyarrow.compute as pc
+
     if any(batch.column(name).null_count for name in ("run_id", "seq", "event_id", "ts", "type", "payload", "prev_hash")):
         return None
+    separator = pa.scalar("\x1f", pa.large_string())
 
     def text(name: str, null: str | None = None) -> pa.Array:
         values = pc.cast(batch.column(name), pa.large_string())
         return values if null is None else pc.fill_null(values, null)
 
     contents = pc.binary_join_element_wise(
-        text("run_id"), text("episode_id", _NULL), text("attempt", _NULL), text("type"), text("step", _NULL), text("payload"), _SEPARATOR
+        text("run_id"), text("episode_id", _NULL), text("attempt", _NULL), text("type"), text("step", _NULL), text("payload"), separator
     )
     digests = pa.array([hashlib.sha256(value).hexdigest() for value in pc.cast(contents, pa.large_binary()).to_pylist()],
                        pa.large_string())
-    chained = pc.binary_join_element_wise(text("prev_hash"), text("seq"), text("event_id"), text("ts"), digests, _SEPARATOR)
+    chained = pc.binary_join_element_wise(text("prev_hash"), text("seq"), text("event_id"), text("ts"), digests, separator)
     return [hashlib.sha256(value).hexdigest() for value in pc.cast(chained, pa.large_binary()).to_pylist()]

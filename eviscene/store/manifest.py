@@ -59,6 +59,11 @@ class ManifestEntry:
         return orjson.dumps(fields) + b"\n"
 
 
+class MalformedManifest(LogIntegrityError):
+    """A manifest whose lines are not what a writer records (edited): `log verify` reports it
+    as a run that does not verify; every other reader refuses the log."""
+
+
 def _wrongly_typed(entry: ManifestEntry) -> str | None:
     """The first field of a manifest line whose value is of another type than a writer records."""
     texts = {"file": entry.file, "sha256": entry.sha256, "first_prev_hash": entry.first_prev_hash, "last_hash": entry.last_hash}
@@ -109,22 +114,22 @@ def read_manifest(folder: Path) -> list[ManifestEntry] | None:
             raw = orjson.loads(line)
             entry = ManifestEntry(**{**raw, "replaces": tuple(raw.get("replaces", ()))})
         except (orjson.JSONDecodeError, TypeError) as exc:
-            raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({exc})") from None
+            raise MalformedManifest(f"{path}:{number}: malformed segment manifest line ({exc})") from None
         if wrong := _wrongly_typed(entry):
-            raise LogIntegrityError(f"{path}:{number}: malformed segment manifest line ({wrong} is not what a writer records)")
+            raise MalformedManifest(f"{path}:{number}: malformed segment manifest line ({wrong} is not what a writer records)")
         # A bare segment name: `../x.parquet` would have readers, the sandbox and a seal
         # read (and keep) a file outside the run's folder.
         if not (EVENTS_FILE if entry.is_events else BLOBS_FILE).fullmatch(entry.file):
-            raise LogIntegrityError(f"{path}:{number}: {entry.file!r} is not the name of a segment in this folder")
+            raise MalformedManifest(f"{path}:{number}: {entry.file!r} is not the name of a segment in this folder")
         if entry.file in listed:
-            raise LogIntegrityError(f"{path}:{number}: {entry.file} is listed again (first on line {listed[entry.file]}): its rows would count twice")
+            raise MalformedManifest(f"{path}:{number}: {entry.file} is listed again (first on line {listed[entry.file]}): its rows would count twice")
         listed[entry.file] = number
         check_plain_file(folder / entry.file)
         entries.append(entry)
     ranges = sorted((e.first_seq, e.last_seq, e.file) for e in committed(entries) if e.is_events)
     for (_, last, file), (first, _, overlapping) in zip(ranges, ranges[1:]):
         if first <= last:  # type: ignore[operator]
-            raise LogIntegrityError(f"{path}: {file} and {overlapping} both hold seq {first}: their rows would count twice")
+            raise MalformedManifest(f"{path}: {file} and {overlapping} both hold seq {first}: their rows would count twice")
     return entries
 
 

@@ -48,7 +48,7 @@ from eviscene.store.locks import lock_holder
 from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
 from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
 from eviscene.store.parquet_export import exported_ends
-from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, committed, file_sha256, read_manifest, unrecorded_tail
+from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, MalformedManifest, committed, file_sha256, read_manifest, unrecorded_tail
 
 # A stream is a record stream when it opens with one of these, by what wrote it; any other is a run.
 RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_prev_hash, last_hash"
@@ -528,9 +528,10 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
     live, unreadable = {}, []
     for run_id in live_run_ids(log_path):
         folder = live_root(log_path) / run_id
+        holder = lock_holder(folder / "writer.lock")
         try:
-            live[run_id] = _LiveRun(folder, lock_holder(folder / "writer.lock"), read_manifest(folder))
-        except LogIntegrityError as exc:  # an edited manifest: every reader refuses the log, so only this can be said
+            live[run_id] = _LiveRun(folder, holder, read_manifest(folder))
+        except MalformedManifest as exc:  # edited: every reader refuses the log, so only this can be said
             unreadable.append(RangeProblem(run_id, None, None, str(exc)))
     if unreadable:
         return VerifyReport(len(live) + len(unreadable), 0, unreadable)  # type: ignore[arg-type]

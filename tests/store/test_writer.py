@@ -361,6 +361,8 @@ def test_a_blob_two_runs_wrote_at_once_reads_as_one_row_once_one_of_them_is_seal
 
     async def write_both() -> None:
         async with log.writer("a", flush_seconds=30) as first, log.writer("b", flush_seconds=30) as second:
+            for writer in (first, second):  # each has read what the log stores before either writes (else, on a
+                await writer.sync()          # loaded machine, b could read a's copy first and rightly store none)
             for writer in (first, second):
                 await writer.put_blob(b"gold", "text/plain")
                 await writer.emit(EventDraft(GateDecided(gate="g", subject="s", passed=True)))
