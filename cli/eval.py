@@ -21,7 +21,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
-from eviscene.exports.staging import check_not_the_working_folder
+from eviscene.exports.staging import check_output_path
 from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
@@ -228,10 +228,10 @@ def run(
     """
     _check_slurm_shard(flags["shard_index"], flags["shard_count"])
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
-    name = _run_name(run_id, output_dir)
     if materialize and output_dir is not None:
         check_not_the_log("--output-dir", output_dir, log.path, output_folder="new")
-    check_output_dir(output_dir if materialize else None)
+    check_output_dir(output_dir if materialize else None)  # first: a path naming no folder is said as such, not by its name
+    name = _run_name(run_id, output_dir)
     # recorded for the hints that name a resume; a generated id's default folder is not known yet
     given_dir = (output_dir or (Path("runs") / name if name else None)) if materialize else None
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name, output_dir=given_dir),
@@ -252,12 +252,13 @@ def _check_slurm_shard(index: int, count: int) -> None:
 
 
 def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
-    """The name the user gave the run: --run-id, else --output-dir's last component (as the
-    seed names runs); none for a generated id. A bad name is refused naming the option given."""
+    """The name the user gave the run: --run-id, else --output-dir's last component as given
+    (`Path(output_dir).name`, as the seed names runs: a link's own name, not its target's); none
+    for a generated id. A bad name is refused naming the option given."""
     if run_id is not None:  # `--run-id ""` is refused, not read as none given
         option, name = "--run-id", run_id
     elif output_dir is not None:
-        option, name = "--output-dir", output_dir.resolve().name
+        option, name = "--output-dir", output_dir.name
     else:
         return None
     try:
@@ -331,7 +332,7 @@ def resume(
         check_not_the_log("--output-dir", out_dir, log.path, output_folder="replaced" if replaces else "new")
     if replaces:
         _check_holds_only_run_files(out_dir, run_id)
-        check_not_the_working_folder(out_dir, "--output-dir")  # before the run, not once it has ended
+        check_output_path(out_dir, "--output-dir")  # before the run, not once it has ended
     check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,

@@ -18,7 +18,7 @@ from typing import Any
 from eviscene.errors import EvisceneError, LogLockedError, no_run_message
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
-from eviscene.exports.staging import check_not_the_working_folder, staged_directory
+from eviscene.exports.staging import check_output_path, staged_directory
 from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
@@ -109,7 +109,7 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
     if options.export_concurrency < 1:
         raise DatasetExportError("export_concurrency must be at least 1")
     out = Path(options.out_dir)
-    check_not_the_working_folder(out, "dataset output directory")
+    check_output_path(out, "dataset output directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetExportError(f"dataset output directory must be new or empty: {out}")
     return frozen, minimum

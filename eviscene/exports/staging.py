@@ -25,12 +25,32 @@ from eviscene.store.faults import checkpoint
 
 
 def check_new_or_empty(out_dir: Path, what: str = "output directory") -> None:
-    check_not_the_working_folder(out_dir, what)
+    check_output_path(out_dir, what)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise EvisceneError(f"{what} must be new or empty: {out_dir}")
 
 
-def check_not_the_working_folder(out_dir: Path, what: str = "output directory") -> None:
+def check_output_path(out_dir: Path, what: str = "output directory") -> None:
+    """`out_dir` names, as it stands, the one folder the write puts in place: the checks made
+    before the work hold for the folder written at its end."""
+    for depth, part in enumerate(out_dir.parts):
+        # `new/..` names no folder while `new` is not one (the system finds nothing there), and
+        # the write, making `new` for its temporary sibling, would turn it into the folder above
+        above = Path(*out_dir.parts[:depth])
+        if part == ".." and depth and not above.is_dir():
+            raise EvisceneError(
+                f"{what} {out_dir}: its '..' steps out of {above}, which {'is not a folder' if above.exists() else 'does not exist'}, "
+                "so the path names no folder; write it without the '..'"
+            )
+    if out_dir.is_symlink():  # renamed onto, the link would be replaced, not the folder it leads to
+        raise EvisceneError(
+            f"{what} {out_dir} is a link (to {os.readlink(out_dir)}); an output folder is put in place whole, never through a link: "
+            "name the folder itself"
+        )
+    _check_not_the_working_folder(out_dir, what)
+
+
+def _check_not_the_working_folder(out_dir: Path, what: str) -> None:
     """An output folder is put in place whole, replacing what is there: the (empty) folder a
     command runs in would leave its shell in a deleted folder, and `.` cannot be renamed to."""
     try:
@@ -53,7 +73,7 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
     if not replace:
         check_new_or_empty(out_dir, what)
     else:
-        check_not_the_working_folder(out_dir, what)
+        check_output_path(out_dir, what)
     staging = _sibling(out_dir, "partial")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,11 @@ WHERE type = 'run.started' AND payload->>'output_dir' IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1
 """
 
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+=@-]{0,199}$")
+_RUN_ID_MAX = 200
+_RUN_ID_MARKS = "._:+=@-"
+_RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9{re.escape(_RUN_ID_MARKS)}]{{0,{_RUN_ID_MAX - 1}}}")
+# The rule `_RUN_ID` applies, in words, for the message that refuses a name.
+_RUN_ID_RULE = f"a run id is 1 to {_RUN_ID_MAX} characters (ASCII letters, digits and {_RUN_ID_MARKS}), the first a letter or digit"
 
 
 def resolve_log_path(path: str | os.PathLike[str] | None) -> Path:
@@ -65,13 +69,13 @@ def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *
 
 
 def _is_run_id(name: str) -> bool:
-    return bool(_RUN_ID.fullmatch(name)) and name not in {".", ".."}  # not match: `$` passes a trailing newline
+    return bool(_RUN_ID.fullmatch(name))  # the whole name: match would take a valid start of one
 
 
 def check_run_id(run_id: str) -> str:
     """`run_id`, which names a folder of the log: InvalidRunIdError unless it is a safe name."""
     if not _is_run_id(run_id):
-        raise InvalidRunIdError(f"invalid run id {run_id!r}: letters, digits and ._:+=@- only")
+        raise InvalidRunIdError(f"invalid run id {run_id!r}: {_RUN_ID_RULE}")
     return run_id
 
 

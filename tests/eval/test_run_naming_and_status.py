@@ -25,7 +25,7 @@ from eviscene.providers import OfflineProvider
 from eviscene.errors import EvisceneError, LogLockedError
 from eviscene.exports.run_dir import _write_traces, materialize_run
 from eviscene.log import EventLog
-from eviscene.store.layout import run_folder
+from eviscene.store.layout import check_run_id, run_folder
 from eviscene.store.manifest import MANIFEST
 from eviscene.store.locks import RunLock
 
@@ -101,8 +101,26 @@ def test_output_dir_names_the_run_and_a_second_run_of_that_name_is_refused(relea
     spaced = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
                     "--output-dir", "runs/bad name")
     assert spaced.exit_code == 2 and "--run-id:" not in spaced.stderr  # the option the user gave is named
-    assert spaced.stderr.startswith("Error: --output-dir: invalid run id 'bad name': letters, digits"), spaced.output
+    assert spaced.stderr == ("Error: --output-dir: invalid run id 'bad name': a run id is 1 to 200 characters (ASCII letters, "
+                             "digits and ._:+=@-), the first a letter or digit (the run is named after the folder; --run-id "
+                             "names it otherwise)\n"), spaced.output
     assert set(runs(EventLog(log_path))) == {"my-experiment", "ablation-no-web"} and not (tmp_path / "runs" / "bad name").exists()
+
+
+def test_an_invalid_run_id_is_refused_stating_the_whole_rule(release, tmp_path):
+    """`-dash`, `_x` and a name of 201 characters are made only of letters, digits and ._:+=@-,
+    all the refusal said a run id had to be; the rule it applied also asks for a letter or digit
+    first and at most 200 characters, which it now says."""
+    rule = "a run id is 1 to 200 characters (ASCII letters, digits and ._:+=@-), the first a letter or digit"
+    log_path = tmp_path / "log.duckdb"
+    for flags, said in ((("--output-dir", str(tmp_path / "runs" / "-dash")),
+                         f"--output-dir: invalid run id '-dash': {rule} (the run is named after the folder; --run-id names it otherwise)"),
+                        (("--run-id", "_x"), f"--run-id: invalid run id '_x': {rule}"),
+                        (("--run-id", "b" * 201), f"--run-id: invalid run id '{'b' * 201}': {rule}")):
+        refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", *flags)
+        assert (refused.exit_code, refused.stderr) == (2, f"Error: {said}\n")
+    assert not log_path.exists() and not (tmp_path / "runs").exists()
+    assert check_run_id("b" * 200) == "b" * 200 and check_run_id("0.x_y:z+=@-") == "0.x_y:z+=@-"
 
 
 def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
@@ -338,6 +356,59 @@ def test_a_non_empty_output_dir_is_refused_before_anything_runs(release, tmp_pat
                     "--no-progress", "--output-dir", str(out))
     assert result.exit_code == 2 and "must be new or empty" in result.output
     assert not (tmp_path / "log.duckdb").exists() or not runs(EventLog(tmp_path / "log.duckdb"))
+
+
+def test_an_output_dir_whose_dotdot_names_no_folder_is_refused_before_any_episode(release, tmp_path, monkeypatch):
+    """`--output-dir runs/new/..`, `runs/new` missing and `runs` holding a file: the new-or-empty
+    check passed (the system finds nothing at `runs/new/..`), every episode ran, then writing the
+    directory failed, exit 2, blaming another write to it. The seed names a run
+    `Path(output_dir).name`, here `..`, which names no run (nor folder) of its own; reading the
+    path as `runs` would ignore the `new` it was given (a script's `$DIR/..`, DIR missing). So the
+    path is judged as the system judges it: one whose `..` steps out of a folder that is not
+    there names no folder, refused before the first episode; one whose `..` steps out of a folder
+    that is there names the folder above it (`runs/other/..` is `runs`), refused as not empty."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "other").mkdir(parents=True)
+    (tmp_path / "runs" / "notes.txt").write_text("mine")
+    log_path = tmp_path / "log.duckdb"
+    for out, said in (("runs/new/..", "output directory runs/new/..: its '..' steps out of runs/new, which does not exist, so "
+                                      "the path names no folder; write it without the '..'"),
+                      ("runs/other/..", "output directory must be new or empty: runs/other/..")):
+        for naming in ((), ("--run-id", "named")):
+            refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                             "--output-dir", out, *naming)
+            assert (refused.exit_code, refused.stderr) == (2, f"Error: {said}\n")
+    assert not log_path.exists() or not runs(EventLog(log_path))
+    assert sorted(os.listdir(tmp_path / "runs")) == ["notes.txt", "other"]
+
+
+def test_an_output_dir_that_is_a_link_is_refused_before_any_episode_and_names_its_run_as_the_seed(release, tmp_path, monkeypatch):
+    """`--output-dir runs/latest`, a link to the empty folder `runs/exp42`: the run was named
+    `exp42`, after the link's target (the seed names it `latest`, `Path(output_dir).name`), the
+    check before the run passed, every episode ran, then writing the directory failed `Not a
+    directory`, exit 2; `eval resume` with the same --output-dir failed the same way. An output
+    folder is put in place whole, never written through a link (`materialize --out` and `dataset
+    export --out` alike): refused before anything runs; unwritten (--no-materialize), the run is `latest`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "exp42").mkdir(parents=True)
+    (tmp_path / "runs" / "latest").symlink_to("exp42")
+    log_path = tmp_path / "log.duckdb"
+    refusal = ("Error: output directory runs/latest is a link (to exp42); an output folder is put in place whole, never through a "
+               "link: name the folder itself\n")
+    refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                     "--output-dir", "runs/latest")
+    assert (refused.exit_code, refused.stderr) == (2, refusal)
+    assert not log_path.exists() or not runs(EventLog(log_path))
+
+    unwritten = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                       "--output-dir", "runs/latest", "--no-materialize")
+    assert unwritten.exit_code == 0, unwritten.output
+    assert set(runs(EventLog(log_path))) == {"latest"}
+    for command in (["eval", "resume", "latest", "--no-progress", "--output-dir", "runs/latest"],
+                    ["materialize", "latest", "--out", "runs/latest"]):
+        again = invoke(log_path, *command)
+        assert (again.exit_code, again.stderr) == (2, refusal), command
+    assert os.readlink(tmp_path / "runs" / "latest") == "exp42" and not os.listdir(tmp_path / "runs" / "exp42")
 
 
 def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):

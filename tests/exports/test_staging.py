@@ -120,3 +120,58 @@ def test_an_output_folder_under_a_file_says_a_file_is_in_the_way(tmp_path):
         with staged_directory(tmp_path / "afile" / "sub"):
             pass
     assert str(raised.value) == f"cannot write {tmp_path / 'afile'}: a file is there, where a folder was to be made"
+
+
+def test_a_path_whose_dotdot_steps_out_of_no_folder_is_refused_before_anything_is_made(tmp_path):
+    """`runs/new/..` with `runs/new` missing passed the new-or-empty check (the system finds
+    nothing there), then the write made `runs/new` for its temporary sibling, which turned the
+    path into `runs` itself: the rename onto it always failed, blamed on another write, and
+    `runs` was never checked for being empty. Such a path is now refused before anything is made."""
+    runs = tmp_path / "runs"
+    (runs / "afile").parent.mkdir()
+    (runs / "afile").write_text("mine")
+    for out, above, why in ((runs / "new" / "..", runs / "new", "does not exist"),
+                            (runs / "afile" / ".." / "x", runs / "afile", "is not a folder")):
+        for replace in (False, True):
+            with pytest.raises(EvisceneError) as raised:
+                with staged_directory(out, replace=replace):
+                    pass
+            assert str(raised.value) == (f"output directory {out}: its '..' steps out of {above}, which {why}, "
+                                         "so the path names no folder; write it without the '..'")
+    assert os.listdir(runs) == ["afile"]
+    # a '..' out of a folder that is there names the folder the system finds: written, and checked, as that one
+    (runs / "sub").mkdir()
+    with staged_directory(runs / "sub" / ".." / "x") as staging:
+        (staging / "run_manifest.json").write_bytes(b"{}")
+    assert tree(runs / "x") == {"run_manifest.json": b"{}"}
+    with pytest.raises(EvisceneError) as raised:
+        with staged_directory(runs / "sub" / ".."):
+            pass
+    assert str(raised.value) == f"output directory must be new or empty: {runs / 'sub' / '..'}"
+
+
+def test_an_output_folder_that_is_a_link_is_refused_and_what_it_leads_to_is_left_alone(tmp_path):
+    """A link to an empty folder passed the new-or-empty check (which followed it), then the
+    write's rename onto the link failed at the very end: `cannot write …: Not a directory`
+    (and a link to a folder being replaced was renamed aside itself, not what it leads to).
+    Output folders are put in place whole, never through a link: refused before the write."""
+    (tmp_path / "exp42").mkdir()
+    link = tmp_path / "latest"
+    link.symlink_to("exp42")
+    dangling = tmp_path / "gone"
+    dangling.symlink_to("nowhere")
+    for out, target in ((link, "exp42"), (dangling, "nowhere")):
+        for replace in (False, True):
+            with pytest.raises(EvisceneError) as raised:
+                with staged_directory(out, "--out folder", replace=replace):
+                    pass
+            assert str(raised.value) == (f"--out folder {out} is a link (to {target}); an output folder is put in place whole, "
+                                         "never through a link: name the folder itself")
+    assert sorted(os.listdir(tmp_path)) == ["exp42", "gone", "latest"] and not os.listdir(tmp_path / "exp42")
+    assert os.readlink(link) == "exp42"
+    # a link among the folders above the output folder is followed, as the system follows it
+    (tmp_path / "real-runs").mkdir()
+    (tmp_path / "runs").symlink_to("real-runs")
+    with staged_directory(tmp_path / "runs" / "r") as staging:
+        (staging / "run_manifest.json").write_bytes(b"{}")
+    assert tree(tmp_path / "real-runs") == {"r/run_manifest.json": b"{}"}
