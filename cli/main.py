@@ -11,7 +11,7 @@ import duckdb
 
 from eviscene import __version__
 from eviscene.cli.interrupts import EXIT_INTERRUPTED, ignore_stop_signals, interruption_message, stop_signals_interrupt
-from eviscene.cli.output import mute_stdout, printable
+from eviscene.cli.output import echo, mute_stdout, printable
 from eviscene.errors import EvisceneError, is_interruption, os_fault
 from eviscene.redaction import redact
 from eviscene.log import EventLog
@@ -42,6 +42,7 @@ class _Eviscene(click.Group):
                 if command.name not in self.commands:
                     if command.name != "profiles":  # the one command that never touches the log
                         _add_db_option(command)
+                    _add_help_option(command)
                     self.add_command(command)
         return self.commands.get(name)
 
@@ -194,3 +195,20 @@ def _add_db_option(command: click.Command) -> None:
     ))
     for sub in getattr(command, "commands", {}).values():
         _add_db_option(sub)
+
+
+def _add_help_option(command: click.Command) -> None:
+    """-h/--help written as every command's output is (`echo`), so a full standard output is
+    said naming it: click's own help option wrote it bare, and its OSError reached `invoke`,
+    which cannot know whose path it was (`cannot write ?`). Taking both names leaves click
+    none to add its own under."""
+    command.params.append(click.Option(["-h", "--help"], is_flag=True, expose_value=False, is_eager=True, callback=_show_help,
+                                       help="Show this message and exit."))
+    for sub in getattr(command, "commands", {}).values():
+        _add_help_option(sub)
+
+
+def _show_help(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        echo(ctx.get_help())
+        ctx.exit()

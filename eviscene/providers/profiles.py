@@ -14,6 +14,7 @@ flags; for thinking, the seed's environment overrides (`QWEN_<STAGE>_ENABLE_THIN
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eviscene.errors import EvisceneError
 from eviscene.redaction import redact, register_secret_fields
+from eviscene.rules.paths import not_a_file
 from eviscene.rules.stages import ACTIVE_POLICY_STAGES, STAGES
 
 WIRE_APIS = ("chat_completions", "responses", "interactions")
@@ -36,6 +38,10 @@ ToolResults = Literal["tool", "user"]
 # filling the context window. A profile's `[profiles.NAME.max_tokens]` overrides by stage.
 DEFAULT_MAX_TOKENS = {"unified_react": 4096, "unified_judgment": 2048, "perception": 1024}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# TOML's integers are 64-bit, and so are those of Arrow (`eviscene profiles`), orjson (a request's
+# body, the run manifest) and DuckDB; Python's TOML reader takes larger ones, refused here rather
+# than by whichever of those meets them first, with a traceback.
+LARGEST_INTEGER = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -147,15 +153,16 @@ class Profile(BaseModel):
     wire_api: str | None = None
     api_key_env: str | None = None
     thinking: dict[str, str] = Field(default_factory=dict)
-    max_inflight: int | None = Field(None, ge=1)
-    timeout: float | None = Field(None, gt=0)
-    connect_timeout: float | None = Field(None, gt=0)
-    max_retries: int | None = Field(None, ge=0)
-    backoff_seconds: float | None = Field(None, ge=0)
+    max_inflight: int | None = Field(None, ge=1, le=LARGEST_INTEGER)
+    # TOML has `inf`; a timer cannot wait forever (an episode failed on "cannot convert float infinity to integer")
+    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    connect_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    max_retries: int | None = Field(None, ge=0, le=LARGEST_INTEGER)
+    backoff_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
     send_reasoning: bool = False
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_tokens: dict[str, int] = Field(default_factory=dict)
-    context_window: int | None = Field(None, ge=256)
+    context_window: int | None = Field(None, ge=256, le=LARGEST_INTEGER)
     structured_output: dict[str, str] = Field(default_factory=dict)
     tool_results: ToolResults | None = None
 
@@ -166,6 +173,14 @@ class Profile(BaseModel):
             check_stage("max_tokens", stage)
             if limit < 1:
                 raise ValueError(f"max_tokens.{stage} must be at least 1")
+            if limit > LARGEST_INTEGER:
+                raise ValueError(f"max_tokens.{stage} must be at most {LARGEST_INTEGER}")
+        return value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _extra_body(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_json_numbers("extra_body", value)
         return value
 
     @field_validator("structured_output", mode="before")
@@ -212,6 +227,21 @@ def check_env_name(value: str | None) -> str | None:
     return value
 
 
+def _check_json_numbers(where: str, value: Any) -> None:
+    """Every number in `value` (sent as JSON in each request) is one JSON and orjson hold: finite
+    (orjson writes NaN as null) and within 64 bits (orjson refuses, mid-run)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_json_numbers(f"{where}.{key}", item)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_numbers(f"{where}[{index}]", item)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value} is no JSON number; give a finite one")
+    elif isinstance(value, int) and not isinstance(value, bool) and not -LARGEST_INTEGER - 1 <= value <= LARGEST_INTEGER:
+        raise ValueError(f"{where}: {value} does not fit in 64 bits")
+
+
 def check_stage(setting: str, stage: str) -> None:
     """A per-stage setting names a stage the agent has."""
     if stage not in STAGES:
@@ -243,6 +273,8 @@ def _tables(text: str, origin: str) -> dict[str, dict[str, Any]]:
     if unknown:
         raise EvisceneError(f"{origin}: unknown top-level key(s) {', '.join(unknown)}; profiles go in [profiles.NAME] tables")
     tables = data.get("profiles", {})
+    if not isinstance(tables, dict):
+        raise EvisceneError(f"{origin}: profiles must be a table of [profiles.NAME] tables")
     for name, table in tables.items():
         if not isinstance(table, dict):
             raise EvisceneError(f"{origin}: profiles.{name} must be a table")
@@ -258,17 +290,23 @@ def _profile(name: str, fields: dict[str, Any], origin: str) -> Profile:
 
 
 def load_profiles(path: Path | None = None) -> dict[str, Profile]:
-    """Built-in profiles, then the user's file over them (missing default file: built-ins only)."""
+    """Built-in profiles, then the user's file over them (missing default file: built-ins only;
+    a folder or a device in its place is said, not skipped)."""
     merged = {name: dict(table) for name, table in _tables(BUILTIN_PROFILES_TOML, "builtin").items()}
     origins = {name: "builtin" for name in merged}
-    explicit = path is not None or bool(os.environ.get("EVISCENE_PROFILES"))
+    named_by_env = path is None and bool(os.environ.get("EVISCENE_PROFILES"))
+    explicit = path is not None or named_by_env
     path = path or profiles_path()
     if path.is_file():
-        for name, table in _tables(path.read_text(encoding="utf-8"), str(path)).items():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise EvisceneError(f"{path}: not UTF-8 ({exc.reason}); save the profiles file as UTF-8 text") from None
+        for name, table in _tables(text, str(path)).items():
             merged[name] = {**merged.get(name, {}), **table}
             origins[name] = str(path)
-    elif explicit:
-        raise EvisceneError(f"profiles file {path} does not exist (EVISCENE_PROFILES)")
+    elif explicit or path.exists():
+        raise EvisceneError(f"profiles file {path} {not_a_file(path)}" + (" (EVISCENE_PROFILES)" if named_by_env else ""))
     return {name: _profile(name, fields, origins[name]) for name, fields in sorted(merged.items())}
 
 

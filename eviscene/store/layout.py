@@ -7,6 +7,7 @@ A log named `eviscene.duckdb` is:
       segments.jsonl                    the segment manifest: one line per committed file (manifest.py)
       events-<first>-<last>.parquet     committed batches (seq range), immutable once recorded
       blobs-<writer>-<n>.parquet        blobs committed with a batch (read distinct by sha256)
+  eviscene.duckdb.results/              the viewer's numbers of sealed runs, filed (signed) at seal time
 A writer owns only its run folder, so runs write at once, and readers never take a lock
 on anything being written.
 """
@@ -47,19 +48,28 @@ def live_root(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + ".live")
 
 
+def results_root(log_path: Path) -> Path:
+    return log_path.with_name(log_path.name + ".results")
+
+
 def check_not_the_log(name: str, path: str | os.PathLike[str], log_path: Path, *,
                       output_folder: Literal["new", "replaced"] | None = None) -> Path:
-    """`path` resolved, unless it is the log, its write-ahead file, its live folder or anything
-    inside them: no output overwrites the log. An `output_folder` the writer makes ("new": it must
-    be new or empty) or puts in place of what is there ("replaced") is refused too when it holds
-    the log (or will: a first run creates it), which would be removed, or is not empty once the
-    work is done. The one check for every writer, the library's functions as well as the commands
-    (`name` says what the caller called the path: `--out`, `run directory`), made before any work."""
+    """`path` resolved, unless it is the log, its write-ahead file, its live folder, its results
+    folder (the viewer's signed numbers) or anything inside them: no output overwrites the log or
+    what is filed beside it. An `output_folder` the writer makes ("new": it must be new or empty)
+    or puts in place of what is there ("replaced") is refused too when it holds the log (or will:
+    a first run creates it), which would be removed, or is not empty once the work is done. The
+    one check for every writer, the library's functions as well as the commands (`name` says what
+    the caller called the path: `--out`, `run directory`), made before any work."""
     target = Path(path).expanduser().resolve()
     log_path = Path(log_path).resolve()
     protected = (log_path, log_path.with_name(log_path.name + ".wal"), live_root(log_path))
     if any(target == p or p in target.parents for p in protected):
         raise EvisceneError(f"{name} {path}: that is the log's own file; results never overwrite the log")
+    results = results_root(log_path)
+    if target == results or results in target.parents:
+        raise EvisceneError(f"{name} {path}: that is where the viewer's numbers are filed beside the log ({results}); "
+                            "results never overwrite them")
     if output_folder == "replaced" and target in log_path.parents:
         raise EvisceneError(f"{name} {path}: holds the log {log_path}; a folder holding the log is never replaced")
     if output_folder == "new" and target in log_path.parents:

@@ -42,12 +42,11 @@ import numpy as np
 
 from eviscene.exports.serialize import write_text
 from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir
-from eviscene.store.layout import live_root
+from eviscene.store.layout import live_root, results_root
 from eviscene.views import view_definitions
 
 CACHE_FORMAT = "2"  # 2: results filed beside the log are signed
 CACHE_FOLDER = "view-cache"
-BESIDE_LOG_SUFFIX = ".results"  # <log>.results/: the results filed when a run is sealed
 
 # Each run's chain head, what its cached results are filed under: its last seq, then that
 # event's hash read by seq (the seq filter skips the row groups; arg_max(hash, seq) would read
@@ -121,11 +120,6 @@ class _Background:
             self.error = exc
 
 
-def beside_log(log_path: Path) -> Path:
-    """The folder of the results filed beside the log at seal time."""
-    return log_path.with_name(log_path.name + BESIDE_LOG_SUFFIX)
-
-
 def _owned_by(folder: Path, uid: int) -> bool:
     """`folder` is `uid`'s and no one else may write it."""
     try:
@@ -186,7 +180,7 @@ class ResultCache:
     def __init__(self, log_path: Path, folder: Path | None = None):
         self.log_path = Path(log_path).resolve()
         self.folder = (folder or runtime_dir()) / CACHE_FOLDER
-        self.beside_log = beside_log(self.log_path)
+        self.beside_log = results_root(self.log_path)  # the results filed beside the log at seal time
         self._memory: dict[tuple[str, str], tuple[str, Any]] = {}  # (kind, run) -> (key, value): the latest only
         self._live_rows: dict[tuple[str, str], Any] = {}  # (kind, run) -> a live run's rows (live_rows.py), memory only
         self._background: dict[tuple[str, str], _Background] = {}  # (kind, run) -> its first computation, while it runs

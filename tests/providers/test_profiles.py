@@ -293,3 +293,61 @@ def test_bad_limits_are_refused_with_the_field(table, problem, tmp_path, monkeyp
     monkeypatch.setenv("EVISCENE_PROFILES", str(path))
     with pytest.raises(EvisceneError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         load_profiles()
+
+
+LARGEST = "9223372036854775807"
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"profiles = 1\n", "profiles must be a table of [profiles.NAME] tables"),
+        (b"[[profiles]]\nprovider = 'openai'\n", "profiles must be a table of [profiles.NAME] tables"),
+        (b"\xff\xfe[\x00p\x00]\x00", "not UTF-8 (invalid start byte); save the profiles file as UTF-8 text"),
+        (b"[profiles.x]\nprovider = 'openai'\nmax_inflight = 99999999999999999999\n",
+         f"profile 'x': max_inflight: Input should be less than or equal to {LARGEST}"),
+        (b"[profiles.x]\nprovider = 'openai'\ntimeout = inf\nbackoff_seconds = inf\n",
+         "profile 'x': timeout: Input should be a finite number; backoff_seconds: Input should be a finite number"),
+        (b"[profiles.x]\nprovider = 'openai'\nmax_tokens = { perception = 9223372036854775808 }\n",
+         f"profile 'x': max_tokens: Value error, max_tokens.perception must be at most {LARGEST}"),
+        (b"[profiles.x]\nprovider = 'openai'\nextra_body = { stop = [1, { n = -9223372036854775809 }] }\n",
+         "profile 'x': extra_body: Value error, extra_body.stop[1].n: -9223372036854775809 does not fit in 64 bits"),
+        (b"[profiles.x]\nprovider = 'openai'\nextra_body = { temperature = -inf }\n",
+         "profile 'x': extra_body: Value error, extra_body.temperature: -inf is no JSON number; give a finite one"),
+    ],
+    ids=["profiles-not-a-table", "profiles-an-array", "utf-16", "max_inflight-past-64-bits", "infinite-timeout",
+         "max_tokens-past-64-bits", "extra_body-past-64-bits", "extra_body-infinite"],
+)
+def test_a_misshapen_profiles_file_is_one_line_exit_2_in_every_command_reading_it(tmp_path, monkeypatch, release_dir, content, problem):
+    """`profiles = 1` and a UTF-16 file crashed `_tables` and `read_text`, a `max_inflight` past
+    64 bits pyarrow's listing, an extra_body number past 64 bits orjson mid-run, an infinite
+    timeout every episode: tracebacks, exit 1, in `eviscene profiles` and in `eval run --profile`
+    naming any profile, `offline` too."""
+    path = tmp_path / "profiles.toml"
+    path.write_bytes(content)
+    monkeypatch.setenv("EVISCENE_PROFILES", str(path))
+    log = tmp_path / "log.duckdb"
+    for args in (["profiles"], ["--db", str(log), "eval", "run", "--profile", "offline", "--benchmark",
+                                str(release_dir / "runtime_input" / "cases.jsonl"), "--limit", "1", "--no-progress"]):
+        result = CliRunner().invoke(cli, args)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {path}: {problem}\n"), args
+    assert not log.exists()
+
+
+def test_a_profiles_file_that_is_no_regular_file_is_said_to_be_what_it_is(tmp_path, monkeypatch):
+    """A folder or /dev/null as EVISCENE_PROFILES was said not to exist; a folder at the default
+    place was skipped without a word."""
+    folder = tmp_path / "profiles.d"
+    folder.mkdir()
+    for named, what in ((folder, "is a folder, not a file"), ("/dev/null", "is a character device, not a regular file"),
+                        (tmp_path / "missing.toml", "does not exist")):
+        monkeypatch.setenv("EVISCENE_PROFILES", str(named))
+        result = CliRunner().invoke(cli, ["profiles"])
+        assert (result.exit_code, result.stderr) == (2, f"Error: profiles file {named} {what} (EVISCENE_PROFILES)\n")
+    monkeypatch.delenv("EVISCENE_PROFILES")
+    default = tmp_path / "config" / "eviscene" / "profiles.toml"  # the isolated XDG_CONFIG_HOME's
+    default.mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["profiles"])
+    assert (result.exit_code, result.stderr) == (2, f"Error: profiles file {default} is a folder, not a file\n")
+    default.rmdir()
+    assert CliRunner().invoke(cli, ["profiles"]).exit_code == 0  # no file there: the built-ins alone

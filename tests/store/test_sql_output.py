@@ -435,6 +435,69 @@ def test_an_output_file_that_is_a_pipe_is_refused_not_replaced(log_path, tmp_pat
     assert pipe.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == [pipe.name]
 
 
+def test_no_writer_writes_into_the_results_filed_beside_the_log(log_path, tmp_path):
+    """`<log>.results/` holds the viewer's signed numbers of sealed runs; `sql --output` wrote
+    its rows over one of them (exit 0), which only `.live/` and the log itself were kept from."""
+    from eviscene.exports.dataset import ExportOptions, export_dataset
+    from eviscene.exports.run_dir import materialize_run
+    from eviscene.store.parquet_export import export_parquet
+    from eviscene.viewer.report import build_report
+
+    work = tmp_path / "work"
+    work.mkdir()
+    copy = sandbox_log.copy(log_path, work)
+    results = work / "log.duckdb.results"
+    results.mkdir()
+    filed = results / "run-sealed.json"
+    filed.write_text("signature\n{}", encoding="utf-8")
+    before = sandbox_log.fingerprint(work)
+    refusal = f"that is where the viewer's numbers are filed beside the log ({results}); results never overwrite them"
+    for command, target in ((["sql", "SELECT 1 AS a", "--output"], filed), (["sql", "SELECT 1 AS a", "--output"], results / "new.json"),
+                            (["report", "sealed", "--out"], results / "report.html"),
+                            (["log", "verify", "--save-heads"], results / "heads.jsonl"), (["log", "export-parquet"], results),
+                            (["materialize", "sealed", "--out"], results / "run"), (["dataset", "export", "--run", "sealed", "--out"], results),
+                            (["eval", "run", "--benchmark", BENCHMARK, "--output-dir"], results / "run"),
+                            (["eval", "resume", "sealed", "--output-dir"], results)):
+        option = "DIRECTORY" if command[-1] == "export-parquet" else command[-1]
+        result = eviscene("--db", str(copy), *command, str(target), cwd=work)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {option} {target}: {refusal}\n"), command
+    log = EventLog(copy)
+    writers = {
+        "report": lambda target: build_report(log, "sealed", target),
+        "run directory": lambda target: materialize_run(log, "sealed", target, replace=True, unfinished_as_errors=True),
+        "dataset output directory": lambda target: export_dataset(log, ExportOptions(out_dir=target, runs=["sealed"])),
+        "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
+    }
+    for name, write in writers.items():
+        for target in (results, results / "out"):
+            with pytest.raises(EvisceneError) as refused:
+                write(target)
+            assert str(refused.value) == f"{name} {target}: {refusal}"
+    assert sandbox_log.fingerprint(work) == before
+
+
+def test_a_subcommands_help_on_a_full_standard_output_names_it(tmp_path):
+    """The top-level --help said `cannot write standard output`, every subcommand's
+    `cannot write ?`: click's help option wrote it bare, and its OSError reached the command
+    group's handler with no path."""
+    for args in (["sql", "--help"], ["log", "verify", "--help"], ["runs", "compare", "-h"], ["profiles", "--help"],
+                 ["eval", "run", "--help"], ["log", "-h"]):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([EVISCENE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path)
+        assert (result.returncode, result.stderr) == (2, "Error: cannot write standard output: No space left on device\n"), args
+    helped = eviscene("sql", "-h", cwd=tmp_path)
+    assert (helped.returncode, helped.stderr) == (0, "") and helped.stdout.startswith("Usage: eviscene sql [OPTIONS] QUERY\n")
+    assert "  -h, --help " in helped.stdout and helped.stdout.rstrip().endswith("Show this message and exit.")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader gone before a word is written
+    try:
+        gone = subprocess.run([EVISCENE, "log", "verify", "--help"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300,
+                              cwd=tmp_path)
+    finally:
+        os.close(write_end)
+    assert (gone.returncode, gone.stderr) == (141, "")
+
+
 def test_closed_or_full_standard_output_is_said_in_one_line(log_path, tmp_path):
     """`>&-` gave an AttributeError traceback; `> /dev/full` said `cannot write ?`, and for
     --help or --version a traceback."""

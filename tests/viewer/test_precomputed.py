@@ -18,7 +18,8 @@ from eviscene.events import RunFinished
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data
-from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, beside_log, run_head
+from eviscene.store.layout import results_root
+from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, run_head
 from test_results_cache import RUN, _finished, _write_first, _write_late
 
 
@@ -71,7 +72,7 @@ def _page_numbers(run: dict, dashboard: dict) -> dict:
 
 
 def _filed(log_path: Path) -> list[str]:
-    folder = beside_log(log_path)
+    folder = results_root(log_path)
     return sorted(p.name.split("-")[0] for p in folder.glob("*.json")) if folder.exists() else []
 
 
@@ -154,18 +155,18 @@ def test_filed_results_follow_a_moved_log_are_refiled_by_a_named_seal_and_are_no
     moved = EventLog(tmp_path / "moved" / "log.duckdb")
     moved.path.parent.mkdir()
     shutil.copyfile(log.path, moved.path)
-    shutil.copytree(beside_log(log.path), beside_log(moved.path))
+    shutil.copytree(results_root(log.path), results_root(moved.path))
     assert ResultCache(moved.path, tmp_path / "rt-moved").get("dashboard", head)["labels"][0]["accuracy"] == 0.75
     # Sealed before results were filed (an older log): naming the run to `seal` files them.
-    shutil.rmtree(beside_log(moved.path))
+    shutil.rmtree(results_root(moved.path))
     assert seal(moved, RUN) == f"sealed 0 run(s); sealed already: {RUN}\n" and _filed(moved.path) == ["dashboard", "run"]
     # A results folder others may write is not read: the numbers are computed again.
-    beside_log(log.path).chmod(0o777)
+    results_root(log.path).chmod(0o777)
     try:
         assert ResultCache(log.path, tmp_path / "rt-open").get("run", head) is None
         assert data.known_run(log, RUN, ResultCache(log.path, tmp_path / "rt-open"))["accuracy"] == 0.75
     finally:
-        beside_log(log.path).chmod(0o755)
+        results_root(log.path).chmod(0o755)
     assert ResultCache(log.path, tmp_path / "rt-closed").get("run", head)["row"]["accuracy"] == 0.75
 
 
@@ -177,7 +178,7 @@ def test_a_filed_result_edited_moved_or_signed_by_another_key_is_not_read_but_co
     anyio.run(_write_late, log)
     seal(log)
     head = _head(log, RUN)
-    [filed] = beside_log(log.path).glob("run-*.json")
+    [filed] = results_root(log.path).glob("run-*.json")
     signature, text = filed.read_text(encoding="utf-8").split("\n", 1)
     assert '"accuracy": 0.75' in text and ResultCache(log.path, tmp_path / "rt-0").get("run", head) is not None
 
@@ -204,8 +205,8 @@ def test_a_filed_result_edited_moved_or_signed_by_another_key_is_not_read_but_co
 
     # Our own signature on the run's dashboard, filed under the run row's name.
     seal(log, RUN)  # files them again, correctly
-    [dashboard] = beside_log(log.path).glob("dashboard-*.json")
-    [filed] = beside_log(log.path).glob("run-*.json")
+    [dashboard] = results_root(log.path).glob("dashboard-*.json")
+    [filed] = results_root(log.path).glob("run-*.json")
     filed.write_bytes(dashboard.read_bytes())
     assert ResultCache(log.path, tmp_path / "rt-3").get("run", head) is None
 

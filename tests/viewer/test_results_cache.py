@@ -18,7 +18,8 @@ from eviscene.events import ArtifactImported, EpisodeFinished, EpisodeScheduled,
 from eviscene.log import EventLog
 from eviscene.store import EventDraft
 from eviscene.viewer import data, pages
-from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, RunHead, beside_log, run_head
+from eviscene.store.layout import results_root
+from eviscene.viewer.results_cache import CACHE_FOLDER, ResultCache, RunHead, run_head
 
 LABELS = ["authentic", "out_of_context", "manipulated", "unverifiable"]
 RUN = "cache-run"
@@ -78,7 +79,7 @@ def _seal_unfiled(log: EventLog) -> None:
     """Seal from Python (nothing filed beside the log: `eval run` and `log seal` file, see
     test_precomputed.py): the viewer computes the numbers and caches them itself."""
     log.seal()
-    assert not beside_log(log.path).exists()
+    assert not results_root(log.path).exists()
 
 
 def _head(log: EventLog):
