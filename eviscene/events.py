@@ -215,7 +215,7 @@ class RunFinished(_Payload):
     status: Literal["completed", "completed_with_errors", "interrupted", "failed"] = Field(description="Run status as in the seed manifest.")
     completed_at: str = Field(description="ISO-8601 end time.")
     num_episodes: int = Field(description="Episodes finished in this invocation.")
-    num_errors: int = Field(description="Episodes that ended in error in this invocation.")
+    num_errors: int = Field(description="Episodes finished in this invocation that count as errors, as the seed counts them (view `episode_errors`: ended in error, with error text such as a timeout's, or with verdict `error`).")
     error: str = Field("", description="Run-level error text for status `failed`.")
     last_seq: Optional[int] = Field(None, description="seq of the event just before this one: the run's events 1..last_seq precede its end (stamped by the writer).")
     last_hash: Optional[str] = Field(None, description="hash of that event, the chain head this event closes (stamped by the writer); `log verify` checks both.")

@@ -279,8 +279,9 @@ class Episode:
     async def _investigate_and_judge(self) -> str:
         # Read once and checked against the hash the run recorded: perception and the tools use
         # these bytes, so a file swapped since preflight ends the episode as an error instead of
-        # being analysed (and its report cached) under the old hash.
-        case_image = await anyio.to_thread.run_sync(read_case_image, self.spec.image_file, self.spec.image_sha256)
+        # being analysed (and its report cached) under the old hash. The reads in threads are
+        # left behind at the episode's deadline (their results unused), so the timeout covers them.
+        case_image = await anyio.to_thread.run_sync(read_case_image, self.spec.image_file, self.spec.image_sha256, abandon_on_cancel=True)
         report = await self.perceive(case_image, self.call_model)
         await self.recorder.emit(report)
         # Printed captions are masked out of image comparisons.

@@ -33,7 +33,9 @@ class EmbeddedPerception:
 
     async def __call__(self, case_image: CaseImage, call_model: object = None) -> PerceptionReported:
         """The report of one image, from its checked bytes (so it is cached under the hash of
-        what was read); `call_model` is unused (the embedded step calls no model)."""
+        what was read); `call_model` is unused (the embedded step calls no model). An episode
+        past its timeout leaves at its deadline: the threads reading the picture give up or run
+        on into the OCR cache alone (`aread_text`), and no report is kept for it or for the log."""
         lock = self._locks.setdefault(case_image.sha256, anyio.Lock())
         async with lock:  # rollouts of one case wait for the first OCR instead of repeating it
             cached = self._reports.get(case_image.sha256)
@@ -41,7 +43,7 @@ class EmbeddedPerception:
                 return cached.model_copy(update={"cache_hit": True, "latency_ms": 0.0})
             clock = time.monotonic()
             ocr = await aread_text(case_image)
-            phash = await anyio.to_thread.run_sync(_phash, case_image)
+            phash = await anyio.to_thread.run_sync(_phash, case_image, abandon_on_cancel=True)
             report = PerceptionReported(
                 backend=PERCEPTION_BACKEND,
                 ocr_text=ocr.text,

@@ -97,6 +97,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)  # one line each, for stderr: a seal left for later, a file changed mid-run
     log_seconds: float = 0.0  # the writer's time numbering, hashing and writing batches
     run_errors: int = 0  # episodes of the whole run (every invocation) that count as errors (episode_errors)
+    errored: int = 0  # of those, the ones this invocation finished: its run.finished's num_errors
     stopped: str = ""  # why the run stopped with episodes unfinished: a signal or a backend outage
     resume_when: str = ""  # a backend's stop: when `eval resume` can finish the run ("when the server is back")
     # As the log says once this invocation ended (its `runs` row, what `eviscene runs` shows):
@@ -107,10 +108,6 @@ class RunSummary:
     def ran(self) -> int:
         """Episodes this invocation finished (one stopped in flight did not run)."""
         return sum(self.terminations.values())
-
-    @property
-    def errored(self) -> int:
-        return self.terminations["error"]
 
 
 class RunInterrupted(EvisceneError):
@@ -543,18 +540,18 @@ def _error_episodes(log: EventLog, run_id: str) -> set[str]:
     return set(log.sql("SELECT episode_id FROM episode_errors WHERE run_id = ?", [run_id])["episode_id"].to_pylist())
 
 
-def _run_errors(log: EventLog, run_id: str, known: set[str], notes: list[str]) -> int:
-    """How many of the run's episodes count as errors, once its episodes have ended: as the log
-    says, or where another process holds the archive for writing past the reader's wait (a
-    merge, a seal, a notebook's connection) as `known` says (the episodes this process saw end
-    in error, and a resume's earlier ones it did not run again; a verdict of `error` is the
-    view's alone), noted. The run's end is recorded either way: a busy archive is no crash."""
+def _run_errors(log: EventLog, run_id: str, known: set[str], notes: list[str]) -> set[str]:
+    """The run's episodes that count as errors, once its episodes have ended: as the log says,
+    or where another process holds the archive for writing past the reader's wait (a merge, a
+    seal, a notebook's connection) as `known` says (the episodes this process saw end in error,
+    and a resume's earlier ones it did not run again; a verdict of `error` is the view's alone),
+    noted. The run's end is recorded either way: a busy archive is no crash."""
     try:
-        return len(_error_episodes(log, run_id))
+        return _error_episodes(log, run_id)
     except LogLockedError as exc:
         notes.append(f"the run's errors were counted from what this process saw ({exc}); "
                      f"`{command_line('runs', log=log.path)}` counts them from the log")
-        return len(known)
+        return known
 
 
 async def _execute(
@@ -674,7 +671,8 @@ async def _execute(
                 summary.notes += filter(None, (file.change_note(run_id) for file in plan.scoring_files.values()))
                 await writer.sync()  # this invocation's episodes on the log, to count the whole run's errors
                 rerun = {spec.episode_id for spec, _ in todo}
-                summary.run_errors = _run_errors(log, run_id, (earlier_errors - rerun) | errored_now, summary.notes)
+                run_errors = _run_errors(log, run_id, (earlier_errors - rerun) | errored_now, summary.notes)
+                summary.run_errors, summary.errored = len(run_errors), len(run_errors & rerun)
         except Exception as exc:
             if is_interruption(exc):  # Ctrl-C during a query after the episodes: no crash; `eval resume` finishes the run
                 raise
@@ -684,7 +682,7 @@ async def _execute(
                 crash = crash.exceptions[0]
             await writer.emit(EventDraft(RunFinished(
                 status="failed", completed_at=local_now_seconds_iso(), num_episodes=sum(summary.terminations.values()),
-                num_errors=summary.errored, error=f"{type(crash).__name__}: {crash}",
+                num_errors=len(errored_now), error=f"{type(crash).__name__}: {crash}",  # the log may not hold them yet
             )))
             await writer.sync()  # leaving the writer with an exception cancels what is still queued
             if isinstance(crash, EvisceneError):  # said in one line, as every EvisceneError is

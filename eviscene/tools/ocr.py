@@ -8,7 +8,8 @@ One engine is built lazily per process (loading three ONNX models) and reused; i
 is serialized by a lock (the engine keeps per-call state) and results are cached by the
 image's sha256, so the perception step and later tools reading the same case image pay
 once (~0.4 s for a 640-pixel image on one CPU core). Async callers use `aread_text`,
-which runs in a worker thread.
+which runs in a worker thread that a cancelled caller leaves behind: a read not yet at the
+engine gives up, one in it finishes into the cache only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional
 
+import anyio.from_thread
 import anyio.to_thread
 import cv2
 import numpy as np
@@ -117,14 +119,19 @@ def read_text(source: str | Path | CaseImage) -> OcrResult:
     are grouped into visual rows top to bottom, each row read left to right."""
     case_image = source if isinstance(source, CaseImage) else CaseImage.of_file(source)
     key = case_image.sha256
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+    _unless_abandoned()
     image, (width, height) = open_image(case_image.open(), max_side=OCR_DECODE_SIDE)
     read = _within_read_aspect(image)
     engine = _get_engine()
     with _run_lock:
+        # Queued behind a read of the same picture (one a timed-out episode left running): its result.
+        cached = _cached(key)
+        if cached is not None:
+            return cached
+        _unless_abandoned()
         # Character boxes let `_restore_spaces` put back the spaces between Latin words
         # that the bundled (Chinese-trained) recognizer often drops: "Harborfire".
         raw, _ = engine(read, use_cls=False, return_word_box=True)
@@ -173,13 +180,31 @@ def has_text(rgb: np.ndarray, min_confidence: float = 0.6) -> bool:
 
 
 async def aread_text(source: str | Path | CaseImage) -> OcrResult:
-    return await anyio.to_thread.run_sync(read_text, source)
+    """`read_text` in a worker thread. A cancelled caller (an episode past its timeout) returns
+    at once; the thread gives up before the engine, or (it cannot be stopped there) finishes
+    the read into the cache only."""
+    return await anyio.to_thread.run_sync(read_text, source, abandon_on_cancel=True)
 
 
 def cached_text(image_path: str | Path) -> Optional[OcrResult]:
     """The cached OCR of an image, without running OCR."""
-    key = hashlib.sha256(Path(image_path).read_bytes()).hexdigest()
+    return _cached(hashlib.sha256(Path(image_path).read_bytes()).hexdigest())
+
+
+def _unless_abandoned() -> None:
+    """In a worker thread whose caller has gone (an episode past its timeout), raise its
+    cancellation: the read's result would go unused, and reads queued behind it for the engine
+    need not wait for it."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except RuntimeError:  # not an anyio worker thread: its caller waits for the answer
+        pass
+
+
+def _cached(key: str) -> Optional[OcrResult]:
     with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
         return _cache.get(key)
 
 

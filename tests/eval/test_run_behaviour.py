@@ -136,6 +136,41 @@ def test_timeout_ends_episodes_as_timeout(release, tmp_path):
     assert log.sql("SELECT error FROM episodes").to_pylist()[0]["error"].startswith("episode exceeded its 0.001 s timeout")
 
 
+def test_a_timeout_cuts_an_episode_off_in_its_perception_step_and_the_read_left_behind_changes_nothing(release, tmp_path, monkeypatch):
+    """The OCR of the perception step ran in a thread the timeout could not cancel: an episode
+    with a 0.08 s timeout ran on for the whole read (5-7 s on a loaded machine) and recorded that
+    as its time_taken. Here the engine takes 3 s per picture."""
+    from collections import OrderedDict
+    from threading import Event, enumerate as threads
+
+    from eviscene.tools import ocr
+
+    released, engine_calls = Event(), []
+
+    def slow_engine(*_args, **_kwargs):
+        engine_calls.append(1)
+        released.wait(3)
+        raise RuntimeError("this read's result is never used")
+
+    monkeypatch.setattr(ocr, "_get_engine", lambda: slow_engine)
+    monkeypatch.setattr(ocr, "_cache", OrderedDict())  # no earlier test's reads of these pictures
+    log = EventLog(tmp_path / "log.duckdb")
+    summary = anyio.run(lambda: start_run(log, options(release, limit=2, concurrency=1, timeout=0.2)))
+    rows = log.sql("SELECT termination, error, time_taken FROM episodes").to_pylist()
+    released.set()
+    for worker in threads():  # the reads left behind end (the second never reaches the engine)
+        if worker.name == "AnyIO worker thread":
+            worker.join(5)
+    assert summary.terminations == {"timeout": 2} and summary.errored == 2
+    assert [row["error"] for row in rows] == ["episode exceeded its 0.2 s timeout"] * 2
+    assert all(row["time_taken"] < 1.5 for row in rows), rows  # cut off at the deadline, not after the 3 s read
+    assert len(engine_calls) == 1  # the second picture's read, queued behind the first, gave up once its episode had
+    # nothing of the reads left behind reached the log (no perception report for a later run to reuse) or the OCR cache
+    assert log.sql("SELECT count(*) AS n FROM events WHERE type = 'perception.reported'")["n"].to_pylist() == [0]
+    assert log.sql("SELECT count(*) AS n FROM events WHERE type = 'episode.finished'")["n"].to_pylist() == [2]
+    assert not ocr._cache
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

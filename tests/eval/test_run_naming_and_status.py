@@ -425,6 +425,35 @@ def test_a_timeout_counts_as_an_error_and_names_its_cause(release, tmp_path):
     assert runs(EventLog(tmp_path / "log.duckdb"))["too-fast"]["status"] == "completed_with_errors"
 
 
+def recorded_ends(log: EventLog) -> list[dict]:
+    """What each `run.finished` of run too-fast says, in order."""
+    return log.sql("SELECT payload->>'status' AS status, (payload->>'num_episodes')::INT AS episodes, "
+                   "(payload->>'num_errors')::INT AS errors FROM events WHERE run_id = 'too-fast' AND type = 'run.finished' ORDER BY seq").to_pylist()
+
+
+def test_run_finished_counts_timeouts_among_its_errors_as_every_other_count_does(release, tmp_path, monkeypatch):
+    """`run.finished` counted only `termination = 'error'`: a run of 4 timeouts recorded
+    `status completed_with_errors, num_errors 0` beside summary.json's 4, and so did a
+    `--retry-errors` resume whose retries timed out again."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    log = EventLog(log_path)
+    first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--rollouts-per-case", "2",
+                   "--timeout", "0.001", "--no-progress", "--run-id", "too-fast")
+    assert first.exit_code == 1, first.output
+    assert "4 of 4 episodes ran (timeout 4); status completed_with_errors" in first.output
+    assert recorded_ends(log) == [{"status": "completed_with_errors", "episodes": 4, "errors": 4}]
+    retried = invoke(log_path, "eval", "resume", "too-fast", "--retry-errors", "--no-progress")
+    assert retried.exit_code == 1, retried.output
+    assert "4 of 4 episodes ran (timeout 4); status completed_with_errors" in retried.output
+    assert recorded_ends(log) == [{"status": "completed_with_errors", "episodes": 4, "errors": 4}] * 2
+    # ... as the log's views, `runs` (the viewer's row) and the run directory count them
+    assert runs(log)["too-fast"]["episodes_errored"] == 4
+    written = tmp_path / "runs" / "too-fast"
+    assert json.loads((written / "summary.json").read_text())["num_errors"] == 4
+    assert json.loads((written / "run_manifest.json").read_text())["result"]["num_errors"] == 4
+
+
 def test_the_details_command_is_one_shell_word_per_id_however_the_release_spells_it(release, tmp_path):
     """A case id is the release author's text; the printed command, pasted into a shell, must
     name that id and run nothing of its own."""
