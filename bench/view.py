@@ -108,7 +108,7 @@ from eviscene.log import EventLog
 from eviscene.viewer.data import precompute
 from eviscene.viewer.report import build_report
 from eviscene.store.layout import live_root
-from eviscene.viewer.results_cache import beside_log
+from eviscene.store.layout import results_root
 from eviscene.viewer.server import make_server
 
 GENERATOR = Path(__file__).with_name("materialize.py")
@@ -235,7 +235,7 @@ def main() -> None:
             baseline = time.perf_counter() - started
             pages = {name: path for name, path in PAGES.items() if name in args.pages}
             print(f"{episodes:>9} {'SELECT * FROM runs':<28} {baseline:>8.2f} {'':>10} {'':>7} {1.0:>18.2f}")
-            shutil.rmtree(beside_log(log.path), ignore_errors=True)  # filed again, timed: what the seal pays
+            shutil.rmtree(results_root(log.path), ignore_errors=True)  # filed again, timed: what the seal pays
             started = time.perf_counter()
             precompute(log, [RUN_ID])
             filing = time.perf_counter() - started

@@ -21,7 +21,7 @@ from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
 from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
-from eviscene.exports.staging import check_output_path
+from eviscene.exports.staging import check_output_folder
 from eviscene.rules.commands import command_line, output_dir_words
 from eviscene.cli.interrupts import Interrupted, interrupted_writing, on_interrupt_say
 from eviscene.cli.log import file_viewer_numbers
@@ -332,7 +332,7 @@ def resume(
         check_not_the_log("--output-dir", out_dir, log.path, output_folder="replaced" if replaces else "new")
     if replaces:
         _check_holds_only_run_files(out_dir, run_id)
-        check_output_path(out_dir, "--output-dir")  # before the run, not once it has ended
+        check_output_folder(out_dir, "--output-dir")  # before the run, not once it has ended
     check_output_dir(out_dir if materialize and not replaces else None)
     summary = _drive(
         log,

@@ -18,8 +18,8 @@ from typing import Any
 from eviscene.errors import EvisceneError, LogLockedError, no_run_message
 from eviscene.events import DatasetExported
 from eviscene.exports.dataset_files import FILES_READ, FORMATS, write_dataset
-from eviscene.exports.staging import check_output_path, staged_directory
-from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread
+from eviscene.exports.staging import check_output_folder, staged_directory
+from eviscene.exports.dataset_views import ExportSettings, open_export, release_unread, source_heads
 from eviscene.imports import import_path
 from eviscene.imports.files import sha256_bytes
 from eviscene.log import EventLog
@@ -109,7 +109,7 @@ def check_options(options: ExportOptions) -> tuple[bool, int | None]:
     if options.export_concurrency < 1:
         raise DatasetExportError("export_concurrency must be at least 1")
     out = Path(options.out_dir)
-    check_output_path(out, "dataset output directory")
+    check_output_folder(out, "dataset output directory")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DatasetExportError(f"dataset output directory must be new or empty: {out}")
     return frozen, minimum
@@ -233,8 +233,11 @@ def export_dataset(log: EventLog, options: ExportOptions) -> tuple[dict[str, Any
     resolved = resolve_inputs(log, options)
     con = log.connect(views=False)
     try:
-        intact = intact_heads(con, resolved.settings.streams_read, log.path)  # the heads recorded: computed, not read
-        heads = {source: list(intact[source]) for source in sorted(resolved.settings.sources) if source in intact}
+        # Where this snapshot's streams end, each proven to hold there the hash the walk computes:
+        # what the export reads and records is what `log verify` passes, never an edit's leftover.
+        read = source_heads(con, resolved.settings.streams_read)
+        intact_heads(log.path, resolved.settings.streams_read, {run: (seq, head) for run, (seq, head) in read.items()})
+        heads = {source: read[source] for source in sorted(resolved.settings.sources) if source in read}
         open_export(log, resolved.settings, con)
         raise_first_problem(con)
         release_unread(con, FILES_READ)

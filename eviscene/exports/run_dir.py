@@ -142,7 +142,7 @@ def materialize_run(
     out_dir = Path(out_dir)
     check_not_the_log("run directory", out_dir, log.path, output_folder="replaced" if replace else "new")
     # its events and files as recorded, or no directory: checked while it is written
-    verified = verified_meanwhile(lambda: log.connect(views=False), [run_id], log.path)
+    verified = verified_meanwhile(log.path, [run_id])
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":

@@ -25,12 +25,12 @@ from eviscene.store.faults import checkpoint
 
 
 def check_new_or_empty(out_dir: Path, what: str = "output directory") -> None:
-    check_output_path(out_dir, what)
+    check_output_folder(out_dir, what)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise EvisceneError(f"{what} must be new or empty: {out_dir}")
 
 
-def check_output_path(out_dir: Path, what: str = "output directory") -> None:
+def check_output_folder(out_dir: Path, what: str = "output directory") -> None:
     """`out_dir` names, as it stands, the one folder the write puts in place: the checks made
     before the work hold for the folder written at its end."""
     for depth, part in enumerate(out_dir.parts):
@@ -73,7 +73,7 @@ def staged_directory(out_dir: Path, what: str = "output directory", *, replace: 
     if not replace:
         check_new_or_empty(out_dir, what)
     else:
-        check_output_path(out_dir, what)
+        check_output_folder(out_dir, what)
     staging = _sibling(out_dir, "partial")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -180,8 +180,8 @@ def walk_chains(
     current, broken = None, False
     last_seq, opening_seq, prev_hash, last_type = 0, 0, GENESIS_HASH, ""
     shard: ShardChain | None = None
-    for batch in _cut_at_marks(batches):
-        if current is not None and shard is None and _one_run(batch, current):
+    for batch, marked in _cut_at_marks(batches):
+        if not marked and current is not None and shard is None and _one_run(batch, current):
             if broken:  # past its first break: nothing of it is read
                 walk.events += batch.num_rows
                 continue
@@ -244,10 +244,16 @@ def walk_chains(
     return walk
 
 
-def _cut_at_marks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The batches cut so that each event the walk looks at alone (a run's first, its
-    run.finished, a merged shard's record) is a batch of its own; those between are walked
-    a batch at a time (`_clean_continuation`)."""
+# Fewer unmarked events in a row than this are walked one by one: Arrow's cost per call would
+# outweigh them (a log of many short runs).
+_BATCH_WALK_MIN = 64
+
+
+def _cut_at_marks(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, bool]]:
+    """The batches cut into slices, each marked or not: an unmarked one is a stretch of at least
+    `_BATCH_WALK_MIN` events none of which the walk must look at alone (a run's first, its
+    run.finished, a merged shard's record), to be walked a slice at a time
+    (`_clean_continuation`); a marked one is everything else, walked one by one."""
     last_run = None
     for batch in batches:
         n = batch.num_rows
@@ -259,14 +265,16 @@ def _cut_at_marks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         marks = pc.fill_null(pc.or_(new_run, pc.equal(types, "run.finished")), True)
         imported = pc.indices_nonzero(pc.fill_null(pc.equal(types, "artifact.imported"), False))
         shards = pc.filter(imported, pc.match_substring(pc.take(batch.column("payload"), imported), '"log_shard"'))
+        bounds = [-1, *sorted({*pc.indices_nonzero(marks).to_pylist(), *shards.to_pylist()}), n]
         start = 0
-        for index in sorted({*pc.indices_nonzero(marks).to_pylist(), *shards.to_pylist()}):
-            if index > start:
-                yield batch.slice(start, index - start)
-            yield batch.slice(index, 1)
-            start = index + 1
+        for after, before in zip(bounds, bounds[1:]):
+            if before - after - 1 >= _BATCH_WALK_MIN:
+                if after + 1 > start:
+                    yield batch.slice(start, after + 1 - start), True
+                yield batch.slice(after + 1, before - after - 1), False
+                start = before
         if start < n:
-            yield batch.slice(start)
+            yield batch.slice(start), True
         last_run = runs[n - 1].as_py()
 
 
@@ -278,9 +286,9 @@ def _one_run(batch: pa.RecordBatch, run_id: str) -> bool:
 def _clean_continuation(batch: pa.RecordBatch, last_seq: int, prev_hash: str) -> tuple[int, str, str] | None:
     """The batch's tail (seq, hash, type) when every event of it, all of one run, continues the
     chain from (`last_seq`, `prev_hash`) as the row-by-row walk would find: seq one more each,
-    prev_hash the hash before, the hash its content computes. None when anything is otherwise,
-    or when an event asks for more than the chain (`run.finished`'s stamp, a merged shard's
-    record, a field holding the chain's separators): the row-by-row walk then names or checks it."""
+    prev_hash the hash before, the hash its content computes (none of them marked: see
+    `_cut_at_marks`). None when anything is otherwise, a field holding the chain's separators
+    included: the row-by-row walk then names it."""
     seq, prevs, hashes, types = (batch.column(name) for name in ("seq", "prev_hash", "hash", "type"))
     n = batch.num_rows
     if seq[0].as_py() != last_seq + 1 or seq[n - 1].as_py() != last_seq + n or prevs[0].as_py() != prev_hash:
@@ -291,8 +299,6 @@ def _clean_continuation(batch: pa.RecordBatch, last_seq: int, prev_hash: str) ->
     for name in ("episode_id", "type"):
         if any(pc.any(pc.match_substring(batch.column(name), mark)).as_py() for mark in ("\x1e", "\x1f")):
             return None
-    if n == 1 and types[0].as_py() in ("run.finished", "artifact.imported"):
-        return None  # cut out for the row-by-row walk (a merged shard's record is an artifact.imported)
     if hashes.null_count or batch_hashes(batch) != hashes.to_pylist():
         return None
     return seq[n - 1].as_py(), hashes[n - 1].as_py(), types[n - 1].as_py()
@@ -363,12 +369,13 @@ def _end_mismatch(payload: dict, seq: int, prev_hash: str) -> str | None:
 # The events that cite a blob by its address, and the field that holds it.
 # {run}: nothing, or a filter on one run inside each branch, where the scans take it (a seal
 # checks its own run's citations, not the whole log's).
-_CITED_BLOBS = """
-    SELECT run_id, min(seq) AS seq, sha256, count(*) AS events FROM (
-        SELECT run_id, seq, payload->>'request_sha256' AS sha256 FROM events WHERE type = 'model.called' {run}
-        UNION ALL
-        SELECT run_id, seq, payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported' {run}
-    )
+_CITED = """
+    SELECT run_id, seq, payload->>'request_sha256' AS sha256 FROM events WHERE type = 'model.called' {run}
+    UNION ALL
+    SELECT run_id, seq, payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported' {run}
+"""
+_CITED_BLOBS = f"""
+    SELECT run_id, min(seq) AS seq, sha256, count(*) AS events FROM ({_CITED})
     WHERE sha256 IS NOT NULL AND sha256 NOT IN (SELECT sha256 FROM blobs)
     GROUP BY run_id, sha256 ORDER BY run_id, seq
 """
@@ -396,18 +403,22 @@ def altered_blobs(batches: Iterable[pa.RecordBatch]) -> list[BlobProblem]:
 # An address `blobs` shows more than once: an archive table stripped of its key, or an export
 # folder two exports wrote at once. Every view that joins on blobs (the gold, the policies)
 # would count each of its rows that many times.
-_REPEATED_BLOBS = "SELECT sha256, count(*) FROM blobs GROUP BY sha256 HAVING count(*) > 1 ORDER BY sha256"
+_REPEATED_BLOBS = "SELECT sha256, count(*) FROM blobs{cited} GROUP BY sha256 HAVING count(*) > 1 ORDER BY sha256"
 
 
-def blob_problems(con: duckdb.DuckDBPyConnection) -> list[BlobProblem]:
-    """Every stored copy of every blob checked against its address, then every blob an event
-    cites looked for, then every address stored more than once."""
-    problems = altered_blobs(con.sql("SELECT sha256, size, content FROM blob_copies").to_arrow_reader(1_000))
+def blob_problems(con: duckdb.DuckDBPyConnection, runs: list[str] | None = None) -> list[BlobProblem]:
+    """Every stored copy of every blob (or of those the events of `runs` cite) checked against
+    its address, then every blob an event cites looked for, then every address stored more
+    than once."""
+    cited = "" if runs is None else f" WHERE sha256 IN (SELECT sha256 FROM ({_CITED.format(run='AND list_contains($runs, run_id)')}))"
+    params = {} if runs is None else {"runs": runs}
+    problems = altered_blobs(con.sql(f"SELECT sha256, size, content FROM blob_copies{cited}", params=params).to_arrow_reader(1_000))
     repeated = [
         BlobProblem(address, f"stored {copies} times (every view that joins on blobs counts it {copies} times)")
-        for address, copies in con.execute(_REPEATED_BLOBS).fetchall()
+        for address, copies in con.execute(_REPEATED_BLOBS.format(cited=cited), params).fetchall()
     ]
-    return problems + missing_blobs(con) + repeated
+    missing = missing_blobs(con) if runs is None else [problem for run_id in runs for problem in missing_blobs(con, run_id)]
+    return problems + missing + repeated
 
 
 def missing_blobs(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> list[BlobProblem]:
@@ -422,48 +433,34 @@ def missing_blobs(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> 
     ]
 
 
-# The blobs a stream's artifacts cite: every file of a run's release or of an import that a view reads.
-_ARTIFACT_BLOBS = """
-    SELECT sha256, size, content FROM blob_copies WHERE sha256 IN (
-        SELECT payload->>'blob_sha256' FROM events WHERE type = 'artifact.imported' AND list_contains(?, run_id))
-"""
-
-
-def intact_heads(con: duckdb.DuckDBPyConnection, run_ids: Iterable[str], log_path: Path) -> dict[str, tuple[int, str]]:
-    """Each stream of `run_ids` as an export reads it, held to what `log verify` checks of it:
-    its chain walked (every hash computed again), every blob its artifacts cite hashed, every
-    blob its events cite there. Returns each stream's head, (last seq, hash), as computed: what
-    the export read, never a stored hash an edit left in place. Raises `LogIntegrityError`
-    naming the first problem."""
-    streams = sorted(set(run_ids))
-    walk = walk_chains(con.sql(_WALK_COLUMNS + " WHERE list_contains(?, run_id) ORDER BY run_id, seq", params=[streams])
-                       .to_arrow_reader(50_000))
-    problems = [*walk.problems, *altered_blobs(con.sql(_ARTIFACT_BLOBS, params=[streams]).to_arrow_reader(100))]
-    for run_id in streams:
-        problems += missing_blobs(con, run_id)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise LogIntegrityError(f"{problems[0]}{more}: the log fails verification (`{command_line('log', 'verify', log=log_path)}` "
-                                "names every problem); nothing is written from it until it is restored")
-    return {run_id: (seq, hash_) for run_id, (seq, hash_, _type) in walk.tails.items()}
+def intact_heads(log_path: Path, run_ids: Iterable[str], heads: Heads | None = None) -> dict[str, tuple[int, str]]:
+    """Each stream of `run_ids` as an export reads it, held to everything `log verify` checks
+    of it (`verify_log` of those streams, and of the blobs they cite); given `heads`, the hash
+    each holds at the seq an export's snapshot ended at. Returns each stream's head as the walk
+    computed it. Raises `LogIntegrityError` naming the first problem."""
+    report = verify_log(log_path, heads, runs=run_ids)
+    if report.problems:
+        more = f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
+        raise LogIntegrityError(f"{report.problems[0]}{more}: the log fails verification "
+                                f"(`{command_line('log', 'verify', log=log_path)}` names every problem); "
+                                "nothing is written from it until it is restored")
+    return report.heads
 
 
 @contextmanager
-def verified_meanwhile(connect: Callable[[], duckdb.DuckDBPyConnection], run_ids: Iterable[str], log_path: Path) -> Iterator[None]:
-    """`intact_heads` of `run_ids`, on a snapshot of its own (`connect`), in a thread while the
-    block writes its output; raised as the block ends, before that output is put in place. The
-    walk is Python holding the GIL, the views are DuckDB's threads, which do not need it: on 2
-    cores it hides part of the ~0.7 s of CPU per 320k events it takes."""
+def verified_meanwhile(log_path: Path, run_ids: Iterable[str]) -> Iterator[None]:
+    """`intact_heads` of `run_ids` in a thread while the block writes its output; raised as the
+    block ends, before that output is put in place. The walk is Python holding the GIL, the
+    views are DuckDB's threads, which do not need it: on 2 cores it hides part of the ~0.7 s of
+    CPU per 320k events it takes."""
     failed: list[BaseException] = []
+    run_ids = list(run_ids)
 
     def check() -> None:
-        con = connect()
         try:
-            intact_heads(con, run_ids, log_path)
-        except BaseException as exc:  # raised in the caller's thread
+            intact_heads(log_path, run_ids)
+        except BaseException as exc:  # raised in the caller's thread, a snapshot it could not open too
             failed.append(exc)
-        finally:
-            con.close()
 
     thread = threading.Thread(target=check, name="eviscene-verify", daemon=True)
     thread.start()
@@ -510,7 +507,7 @@ class _LiveRun:
 _DUPLICATED_RANGES = """
 WITH copies AS (
     SELECT min(run_id) AS run_id, min(seq) AS seq, min(event_id) AS event_id, count(*) AS copies
-    FROM events GROUP BY event_id HAVING count(*) > 1
+    FROM events{only} GROUP BY event_id HAVING count(*) > 1
 ),
 islands AS (
     SELECT *, seq - row_number() OVER (PARTITION BY run_id, copies ORDER BY seq) AS island FROM copies
@@ -519,14 +516,20 @@ SELECT run_id, copies, min(seq) AS first, max(seq), count(*), min(event_id)
 FROM islands GROUP BY run_id, copies, island ORDER BY run_id, first
 """
 
-def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
-    """Verify the log; and, given `heads` (recorded by an earlier verification), that each
-    run still holds its recorded hash at its recorded seq."""
+def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] | None = None) -> VerifyReport:
+    """Verify the log, or the streams `runs` (and the blobs they cite) only; and, given `heads`
+    (recorded by an earlier verification), that each run still holds its recorded hash at its
+    recorded seq."""
     heads = heads or {}
+    scope = None if runs is None else sorted(set(runs))
+    only = "" if scope is None else " WHERE list_contains($runs, run_id)"
+    params = {} if scope is None else {"runs": scope}
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
     live, unreadable = {}, []
     for run_id in live_run_ids(log_path):
+        if scope is not None and run_id not in scope:
+            continue
         folder = live_root(log_path) / run_id
         holder = lock_holder(folder / "writer.lock")
         try:
@@ -542,23 +545,24 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
             return VerifyReport(len(live), 0, [ArchiveProblem(str(exc))])
         try:
             problems: list[ChainProblem | RangeProblem] = []
-            for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES).fetchall():
+            for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES.format(only=only), params).fetchall():
                 if events == 1:
                     problems.append(ChainProblem(run_id, first, event_id, f"event_id stored {copies} times"))
                 else:
                     problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
             walk = walk_chains(
-                con.sql(_WALK_COLUMNS + " ORDER BY run_id, seq").to_arrow_reader(50_000),
+                con.sql(_WALK_COLUMNS + only + " ORDER BY run_id, seq", params=params).to_arrow_reader(50_000),
                 pin={run_id: seq for run_id, (seq, _hash) in heads.items()},
             )
             problems += walk.problems
-            blobs = blob_problems(con)
+            blobs = blob_problems(con, scope)
             has_archive = bool(con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'archive' AND table_name = 'sealed_segments'"
             ).fetchone()[0])
-            records = segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
+            records = [r for r in segment_records(con, log_path, {run_id: state.entries for run_id, state in live.items()})
+                       if scope is None or r[0] in scope]
             sealed = sealed_files(con) if has_archive else {}
-            archive_gaps = _archive_disagreements(con) if has_archive else {}
+            archive_gaps = _archive_disagreements(con) if has_archive else {}  # keyed by run: the loop below reads its own
             output_dirs = dict(con.execute(RECORDED_OUTPUT_DIRS).fetchall())
         finally:
             con.close()
@@ -582,7 +586,7 @@ def verify_log(log_path: Path, heads: Heads | None = None) -> VerifyReport:
         if last_seq is not None and last_seq > expected_end.get(run_id, (0, None))[0]:
             expected_end[run_id] = (last_seq, last_hash)
     if log_path.is_dir():  # an export folder keeps no records; its file names hold each run's end
-        expected_end.update(exported_ends(log_path))
+        expected_end.update((run, end) for run, end in exported_ends(log_path).items() if scope is None or run in scope)
     unfinished, running = [], []
     for run_id in sorted(set(walk.tails) | set(live) | set(expected_end)):
         tail_seq, tail_hash, tail_type = walk.tails.get(run_id, (0, GENESIS_HASH, ""))

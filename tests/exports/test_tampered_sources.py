@@ -105,3 +105,34 @@ def test_an_edited_gold_file_is_neither_exported_nor_materialized(log_path, tmp_
     materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
     assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
     assert not (tmp_path / "ds").exists() and not (tmp_path / "runs" / "a").exists()
+
+
+def test_an_edited_model_request_is_neither_exported_nor_materialized(log_path, tmp_path):
+    """The SFT transcripts are read from the model requests the log stores as blobs: only the
+    release's files were hashed, so an edited request reached the dataset and the run directory."""
+    (request,) = EventLog(log_path).sql(
+        "SELECT payload->>'request_sha256' AS sha FROM events WHERE run_id = 'a' AND type = 'model.called' "
+        "AND payload->>'stage' <> 'perception' ORDER BY seq DESC LIMIT 1")["sha"].to_pylist()
+    edit(log_path, "UPDATE blobs SET content = encode(replace(decode(content), 'You are an image', 'You are an EDITED')) "
+                   "WHERE sha256 = ?", [request])
+    assert "EDITED" in EventLog(log_path).sql("SELECT decode(content) AS c FROM blobs WHERE sha256 = ?", [request])["c"][0].as_py()
+    problem = f"blob {request}: its content does not hash to its address (edited)"
+    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
+    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
+    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
+    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
+
+
+def test_a_run_cut_short_with_its_end_deleted_is_neither_exported_nor_materialized(log_path, tmp_path):
+    """What is left of a cut-off tail chains perfectly: only the run's recorded end tells, which
+    the walk alone did not read."""
+    (last,) = EventLog(log_path).sql("SELECT max(seq) AS seq FROM events WHERE run_id = 'a'")["seq"].to_pylist()
+    edit(log_path, "DELETE FROM events WHERE run_id = 'a' AND seq = ?", [last])
+    verified = cli_run(log_path, "log", "verify")
+    assert verified.exit_code == 1
+    (problem,) = [line.removeprefix("BROKEN ") for line in verified.stdout.splitlines() if line.startswith("BROKEN ")]
+    assert problem.startswith(f"run a, seq {last}..{last}: ")
+    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
+    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
+    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
+    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))

@@ -902,7 +902,7 @@ def test_a_blob_stored_twice_is_named(tmp_path):
     assert verify_cli(log).exit_code == 1
 
 
-@pytest.mark.parametrize("rows_per_batch", [1, 4, 50_000])
+@pytest.mark.parametrize("rows_per_batch", [1, 70, 50_000])
 @pytest.mark.parametrize("edit, first_break", [
     ("UPDATE events SET payload = '{\"gate\":\"g\",\"subject\":\"forged\",\"passed\":true}' WHERE run_id = 'r1' AND seq = 12",
      "seq 12: hash does not match the event's content (edited event)"),
@@ -911,17 +911,20 @@ def test_a_blob_stored_twice_is_named(tmp_path):
     ("DELETE FROM events WHERE run_id = 'r1' AND seq = 15", "seq 16: seq 15..15 missing (deleted events)"),
     ("UPDATE events SET episode_id = chr(30) WHERE run_id = 'r1' AND seq = 7",
      "seq 7: episode_id or type holds U+001E or U+001F, which the hash cannot tell from NULL or a field's end (edited event)"),
+    ("UPDATE events SET payload = '{\"gate\":\"g\",\"subject\":\"forged\",\"passed\":true}' WHERE run_id = 'r1' AND seq = 150",
+     "seq 150: hash does not match the event's content (edited event)"),
     ("UPDATE events SET payload = '{\"status\":\"completed\"}' WHERE run_id = 'r1' AND type = 'run.finished'",
-     "seq 21: hash does not match the event's content (edited event)"),
+     "seq 201: hash does not match the event's content (edited event)"),
 ])
 def test_the_walk_names_the_same_first_break_whatever_its_batches(tmp_path, edit, first_break, rows_per_batch):
     """A long run's events are walked a batch at a time where every one continues the chain
-    (their fields joined and hashed by Arrow), and one by one wherever one does not, a run's
-    first event and its run.finished always: which is taken where must not change what is found."""
+    (their fields joined and hashed by Arrow; stretches of 64 events or more), and one by one
+    wherever one does not, a run's first event and its run.finished always: which is taken
+    where must not change what is found."""
     from eviscene.store.verify import _WALK_COLUMNS, walk_chains
 
     log = EventLog(tmp_path / "log.duckdb")
-    log.append("r1", gates(0, 20) + [finished()])
+    log.append("r1", gates(0, 200) + [finished()])
     log.append("r2", gates(0, 9) + [finished()])
     log.seal()
     heads = {row["run_id"]: (row["seq"], row["hash"]) for row in log.sql(
@@ -936,4 +939,4 @@ def test_the_walk_names_the_same_first_break_whatever_its_batches(tmp_path, edit
     assert [f"seq {p.seq}: {p.problem}" for p in walk.problems] == [first_break]
     assert {p.run_id for p in walk.problems} == {"r1"}
     assert walk.tails["r2"] == (*heads["r2"], "run.finished") and walk.pinned == {"r1": pinned, "r2": heads["r2"][1]}
-    assert walk.events == 31 - ("DELETE" in edit)
+    assert walk.events == 211 - ("DELETE" in edit)
