@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -381,22 +382,34 @@ _CITED_BLOBS = f"""
 """
 
 
+def _values(column: pa.Array) -> Callable[[int], memoryview]:
+    """Each value of a binary column as a view of its data buffer, by the column's offsets: no
+    copy, and none of the per-value Arrow objects, which cost more than hashing a log's many
+    small blobs (a view-typed column takes each value's buffer)."""
+    width = {pa.binary(): np.int32, pa.large_binary(): np.int64}.get(column.type)
+    if width is None:
+        return lambda index: memoryview(column[index].as_buffer())
+    offsets = np.frombuffer(column.buffers()[1], dtype=width)[column.offset:column.offset + len(column) + 1].tolist()
+    data = memoryview(column.buffers()[2] or b"")
+    return lambda index: data[offsets[index]:offsets[index + 1]]
+
+
 def altered_blobs(batches: Iterable[pa.RecordBatch]) -> list[BlobProblem]:
     """Blobs (sha256, size, content batches) whose content no longer hashes to their address
     or has another size. Hashed here, not in SQL: hashlib is ~5x faster than DuckDB's sha256."""
     found = []
     for batch in batches:
         addresses, sizes, contents = batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2)
+        valid, value = contents.is_valid().to_pylist(), _values(contents)
         for index, (address, size) in enumerate(zip(addresses, sizes)):
-            content = contents[index]
-            if not content.is_valid:
+            if not valid[index]:
                 found.append(BlobProblem(address, "its content is gone"))
                 continue
-            data = content.as_buffer()
-            if hashlib.sha256(data).hexdigest() != address:
+            content = value(index)
+            if hashlib.sha256(content).hexdigest() != address:
                 found.append(BlobProblem(address, "its content does not hash to its address (edited)"))
-            elif data.size != size:
-                found.append(BlobProblem(address, f"{data.size} bytes, recorded as {size}"))
+            elif len(content) != size:
+                found.append(BlobProblem(address, f"{len(content)} bytes, recorded as {size}"))
     return found
 
 
