@@ -54,6 +54,15 @@ def refusal(log_path: Path, problem: str) -> str:
             "nothing is written from it until it is restored\n")
 
 
+def refused_by_both(log_path: Path, tmp_path: Path, problem: str) -> None:
+    """`dataset export` and `materialize` each refuse the log, naming `problem`, and write nothing."""
+    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
+    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
+    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
+    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "runs" / "a").exists()
+
+
 def exported_events(log_path: Path) -> int:
     return EventLog(log_path).sql("SELECT count(*) AS n FROM events WHERE type = 'dataset.exported'")["n"][0].as_py()
 
@@ -77,11 +86,7 @@ def test_an_edited_verdict_is_neither_exported_nor_materialized(log_path, tmp_pa
     edit(log_path, "UPDATE events SET payload = replace(payload::VARCHAR, '\"verdict\":\"', '\"verdict\":\"x')::JSON "
                    "WHERE run_id = 'a' AND seq = ?", [judged["seq"]])
     problem = f"run a, seq {judged['seq']} ({judged['event_id']}): hash does not match the event's content (edited event)"
-    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
-    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
-    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
-    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
-    assert not (tmp_path / "ds").exists() and not (tmp_path / "runs" / "a").exists()
+    refused_by_both(log_path, tmp_path, problem)
     assert exported_events(log_path) == 0
 
 
@@ -100,11 +105,7 @@ def test_an_edited_gold_file_is_neither_exported_nor_materialized(log_path, tmp_
                                      "AND type = 'artifact.imported' AND payload->>'kind' = 'evaluation_gold'")["sha"].to_pylist()
     edit(log_path, "UPDATE blobs SET content = replace(content::VARCHAR, 'authentic', 'AUTHENTIC')::BLOB WHERE sha256 = ?", [gold])
     problem = f"blob {gold}: its content does not hash to its address (edited)"
-    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
-    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
-    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
-    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
-    assert not (tmp_path / "ds").exists() and not (tmp_path / "runs" / "a").exists()
+    refused_by_both(log_path, tmp_path, problem)
 
 
 def test_an_edited_model_request_is_neither_exported_nor_materialized(log_path, tmp_path):
@@ -117,10 +118,7 @@ def test_an_edited_model_request_is_neither_exported_nor_materialized(log_path, 
                    "WHERE sha256 = ?", [request])
     assert "EDITED" in EventLog(log_path).sql("SELECT decode(content) AS c FROM blobs WHERE sha256 = ?", [request])["c"][0].as_py()
     problem = f"blob {request}: its content does not hash to its address (edited)"
-    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
-    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
-    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
-    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
+    refused_by_both(log_path, tmp_path, problem)
 
 
 def test_a_run_cut_short_with_its_end_deleted_is_neither_exported_nor_materialized(log_path, tmp_path):
@@ -132,7 +130,4 @@ def test_a_run_cut_short_with_its_end_deleted_is_neither_exported_nor_materializ
     assert verified.exit_code == 1
     (problem,) = [line.removeprefix("BROKEN ") for line in verified.stdout.splitlines() if line.startswith("BROKEN ")]
     assert problem.startswith(f"run a, seq {last}..{last}: ")
-    exported = cli_run(log_path, "dataset", "export", "--run", "a", "--out", str(tmp_path / "ds"), "--allow-training-prohibited")
-    assert (exported.exit_code, exported.stderr) == (2, refusal(log_path, problem))
-    materialized = cli_run(log_path, "materialize", "a", "--out", str(tmp_path / "runs" / "a"))
-    assert (materialized.exit_code, materialized.stderr) == (2, refusal(log_path, problem))
+    refused_by_both(log_path, tmp_path, problem)

@@ -144,15 +144,27 @@ def test_an_export_folder_may_hold_the_log(log_path, tmp_path):
     assert EventLog(tmp_path).sql("SELECT count(*) AS n FROM events").to_pylist() == EventLog(copy).sql("SELECT count(*) AS n FROM events").to_pylist()
 
 
+def library_writers(log: EventLog, copy: Path) -> dict:
+    """Each library function that writes beside a log, by the name its refusals give it."""
+    from eviscene.exports.dataset import ExportOptions, export_dataset
+    from eviscene.exports.run_dir import materialize_run
+    from eviscene.store.parquet_export import export_parquet
+    from eviscene.viewer.report import build_report
+
+    return {
+        "report": lambda target: build_report(log, "sealed", target),
+        "run directory": lambda target: materialize_run(log, "sealed", target, replace=True, unfinished_as_errors=True),
+        "dataset output directory": lambda target: export_dataset(log, ExportOptions(out_dir=target, runs=["sealed"])),
+        "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
+    }
+
+
 def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path, tmp_path):
     """The commands checked their paths, the functions behind them did not: from Python,
     `build_report(log, run, log.path)` wrote its HTML over the archive, `materialize_run(...,
     replace=True)` at the log's place moved the archive aside and deleted it, and
     `export_parquet` into the live folder left `events/` there as a run."""
-    from eviscene.exports.dataset import ExportOptions, export_dataset
     from eviscene.exports.run_dir import materialize_run
-    from eviscene.store.parquet_export import export_parquet
-    from eviscene.viewer.report import build_report
 
     work = tmp_path / "work"
     work.mkdir()
@@ -160,12 +172,7 @@ def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path,
     log = EventLog(copy)
     before = sandbox_log.fingerprint(work)
     live = work / "log.duckdb.live"
-    writers = {
-        "report": lambda target: build_report(log, "sealed", target),
-        "run directory": lambda target: materialize_run(log, "sealed", target, replace=True, unfinished_as_errors=True),
-        "dataset output directory": lambda target: export_dataset(log, ExportOptions(out_dir=target, runs=["sealed"])),
-        "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
-    }
+    writers = library_writers(log, copy)
     for name, write in writers.items():
         for target in (copy, str(copy), work / "log.duckdb.wal", live, live / "live" / "out"):  # str as Path
             with pytest.raises(EvisceneError) as refused:
@@ -438,10 +445,6 @@ def test_an_output_file_that_is_a_pipe_is_refused_not_replaced(log_path, tmp_pat
 def test_no_writer_writes_into_the_results_filed_beside_the_log(log_path, tmp_path):
     """`<log>.results/` holds the viewer's signed numbers of sealed runs; `sql --output` wrote
     its rows over one of them (exit 0), which only `.live/` and the log itself were kept from."""
-    from eviscene.exports.dataset import ExportOptions, export_dataset
-    from eviscene.exports.run_dir import materialize_run
-    from eviscene.store.parquet_export import export_parquet
-    from eviscene.viewer.report import build_report
 
     work = tmp_path / "work"
     work.mkdir()
@@ -462,12 +465,7 @@ def test_no_writer_writes_into_the_results_filed_beside_the_log(log_path, tmp_pa
         result = eviscene("--db", str(copy), *command, str(target), cwd=work)
         assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {option} {target}: {refusal}\n"), command
     log = EventLog(copy)
-    writers = {
-        "report": lambda target: build_report(log, "sealed", target),
-        "run directory": lambda target: materialize_run(log, "sealed", target, replace=True, unfinished_as_errors=True),
-        "dataset output directory": lambda target: export_dataset(log, ExportOptions(out_dir=target, runs=["sealed"])),
-        "export folder": lambda target: export_parquet(copy, target, duckdb.connect()),
-    }
+    writers = library_writers(log, copy)
     for name, write in writers.items():
         for target in (results, results / "out"):
             with pytest.raises(EvisceneError) as refused:
