@@ -274,13 +274,17 @@ and 35.4 CPU s (21.9-30.2 s); five of the six new runs under 30 s. The same code
 pages). Every file of the first pair's run directories is identical (diff -r).
 
 December 7th: materialize now holds the run to what `log verify` checks (its chain walked, the
-blobs it cites hashed, its recorded end, duplicated ranges, segments) before the directory is
-put in place, in a thread while it is written (`verified_meanwhile`). That check alone, on the
-10k log (320k events): 1.35 s of CPU. Materialize at 10k, the code before and this code
-alternately while a CI run used the other core (load 5.9-6.3): 4.5, 6.2, 5.8 s (3.3, 4.8, 4.6 s
-of CPU) -> 7.7, 10.8, 8.9 s (6.6, 8.3, 7.8 s of CPU), peak 640 -> 900 MiB. 100k was not run
-again: by the 10k figures the check adds ~13 s of CPU there, so the < 30 s goal this bench met
-is likely lost until the walk is cheaper or runs in a process of its own.
+blobs it cites hashed, its recorded end, duplicated ranges, segments) before it writes the
+directory. That check alone, on the 10k log (320k events): 1.35 s of CPU. Materialize at 10k,
+the code before and the check run in a thread while the directory was written, alternately
+while a CI run used the other core (load 5.9-6.3): 4.5, 6.2, 5.8 s (3.3, 4.8, 4.6 s of CPU) ->
+7.7, 10.8, 8.9 s (6.6, 8.3, 7.8 s of CPU), peak 640 -> 900 MiB. In one process on a quiet machine
+(load 0.2-1), three rounds of no check / the check first / the check in a thread: 4.7, 4.7, 7.4 s
+/ 5.7, 7.2, 7.2 s / 6.7, 7.8, 6.8 s (CPU 5.3, 5.4, 7.9 / 6.6, 8.1, 8.0 / 8.0, 9.2, 8.0 s): the
+thread won nothing (the walk holds the GIL the writing's Python needs) and cost more CPU, so the
+check now runs first. 100k was not run again: by the 10k figures the check adds ~13 s of CPU
+there, so the < 30 s goal this bench met is likely lost until the walk is cheaper or runs in a
+process of its own.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from eviscene.exports.trajectories import (
 from eviscene.log import EventLog
 from eviscene.store.layout import check_not_the_log, run_folder
 from eviscene.store.locks import lock_holder
-from eviscene.store.verify import verified_meanwhile
+from eviscene.store.verify import intact_heads
 from eviscene.views import drop_tables_unread, narrow_to_runs, sql_text
 
 _TRACE_CHUNK = 256
@@ -141,13 +141,12 @@ def materialize_run(
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
     check_not_the_log("run directory", out_dir, log.path, output_folder="replaced" if replace else "new")
-    # its events and files as recorded, or no directory: checked while it is written
-    verified = verified_meanwhile(log.path, [run_id])
+    intact_heads(log.path, [run_id])  # its events and files as recorded, or no directory
     imported = _imported_files(log, run_id)
     if imported:
         if fmt != "jsonl":
             raise EvisceneError(f"{run_id} is an imported run directory: it is written back as imported, without --format")
-        with staged_directory(out_dir, replace=replace) as staging, verified:
+        with staged_directory(out_dir, replace=replace) as staging:
             return _write_imported(staging, imported)
     started = _known_run(log, run_id)
     if not unfinished_as_errors:
@@ -163,7 +162,7 @@ def materialize_run(
                 f"run {run_id} has {unfinished} unfinished episode(s): `{log.resume_line(run_id)}` finishes them "
                 "(--unfinished-as-errors writes them as error rows now)"
             )
-    with staged_directory(out_dir, replace=replace) as staging, verified:
+    with staged_directory(out_dir, replace=replace) as staging:
         return _write_run_dir(log, run_id, staging, started, fmt)
 
 

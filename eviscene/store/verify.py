@@ -28,9 +28,7 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -458,31 +456,6 @@ def intact_heads(log_path: Path, run_ids: Iterable[str], heads: Heads | None = N
                                 f"(`{command_line('log', 'verify', log=log_path)}` names every problem); "
                                 "nothing is written from it until it is restored")
     return report.heads
-
-
-@contextmanager
-def verified_meanwhile(log_path: Path, run_ids: Iterable[str]) -> Iterator[None]:
-    """`intact_heads` of `run_ids` in a thread while the block writes its output; raised as the
-    block ends, before that output is put in place. The walk is Python holding the GIL, the
-    views are DuckDB's threads, which do not need it: on 2 cores it hides part of the ~0.7 s of
-    CPU per 320k events it takes."""
-    failed: list[BaseException] = []
-    run_ids = list(run_ids)
-
-    def check() -> None:
-        try:
-            intact_heads(log_path, run_ids)
-        except BaseException as exc:  # raised in the caller's thread, a snapshot it could not open too
-            failed.append(exc)
-
-    thread = threading.Thread(target=check, name="eviscene-verify", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
-    if failed:
-        raise failed[0]
 
 
 def segment_records(
