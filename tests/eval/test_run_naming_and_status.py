@@ -431,15 +431,25 @@ def recorded_ends(log: EventLog) -> list[dict]:
                    "(payload->>'num_errors')::INT AS errors FROM events WHERE run_id = 'too-fast' AND type = 'run.finished' ORDER BY seq").to_pylist()
 
 
+class SlowToAnswer(OfflineProvider):
+    """Every model call answered a second late: an episode with a shorter --timeout times out,
+    whatever its perception step found cached (a retry's may take no time at all)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        await anyio.sleep(1)
+        return await super().complete(request)
+
+
 def test_run_finished_counts_timeouts_among_its_errors_as_every_other_count_does(release, tmp_path, monkeypatch):
     """`run.finished` counted only `termination = 'error'`: a run of 4 timeouts recorded
     `status completed_with_errors, num_errors 0` beside summary.json's 4, and so did a
     `--retry-errors` resume whose retries timed out again."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run_module, "make_provider", lambda _: SlowToAnswer())
     log_path = tmp_path / "log.duckdb"
     log = EventLog(log_path)
     first = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "2", "--rollouts-per-case", "2",
-                   "--timeout", "0.001", "--no-progress", "--run-id", "too-fast")
+                   "--timeout", "0.2", "--no-progress", "--run-id", "too-fast")
     assert first.exit_code == 1, first.output
     assert "4 of 4 episodes ran (timeout 4); status completed_with_errors" in first.output
     assert recorded_ends(log) == [{"status": "completed_with_errors", "episodes": 4, "errors": 4}]
