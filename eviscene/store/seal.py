@@ -32,8 +32,8 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
-from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, sealed_files, walk_chains
+from eviscene.store.snapshot import attach_archive, closed_on_failure, limit_memory, new_connection, open_snapshot, read_a_snapshot
+from eviscene.store.verify import RECORD_COLUMNS, WALK_MEMORY_LIMIT, altered_blobs, missing_blobs, ordered_events, sealed_files, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -232,11 +232,8 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
         return
     con = new_connection()
     try:
-        reader = con.sql(
-            "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload, prev_hash, hash "
-            f"FROM {read_parquet(events)} ORDER BY seq"
-        ).to_arrow_reader(50_000)
-        walk = walk_chains(reader, start={run_id: start})
+        limit_memory(con, WALK_MEMORY_LIMIT)
+        walk = walk_chains(ordered_events(con, read_parquet(events)), start={run_id: start})
     finally:
         con.close()
     for problem in walk.problems:

@@ -553,13 +553,20 @@ def _lock_down(con: duckdb.DuckDBPyConnection, log_files: list[Path], sandbox: S
     con.execute(f"SET allowed_paths = {sql_path_list(files)}")
     # A trailing separator, so that naming /data/in does not also open /data/inbox.
     con.execute("SET allowed_directories = [" + ", ".join(f"'{sql_quoted(p)}{os.sep}'" for p in folders) + "]")
-    con.execute(f"SET temp_directory = '{sql_quoted(spill_directory())}'")
-    if sandbox.memory_limit is not None:
-        con.execute(f"SET memory_limit = '{int(sandbox.memory_limit)}B'")
-    if sandbox.spill_limit is not None:
-        con.execute(f"SET max_temp_directory_size = '{int(sandbox.spill_limit)}B'")
+    limit_memory(con, sandbox.memory_limit, sandbox.spill_limit)
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, memory_limit: int | None, spill_limit: int | None = None) -> None:
+    """`con`'s DuckDB held to `memory_limit` bytes (else its default, 80% of RAM), spilling past
+    it into this process's private folder (`spill_directory`, never the cwd), at most
+    `spill_limit` bytes of it."""
+    con.execute(f"SET temp_directory = '{sql_quoted(spill_directory())}'")
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = '{int(memory_limit)}B'")
+    if spill_limit is not None:
+        con.execute(f"SET max_temp_directory_size = '{int(spill_limit)}B'")
 
 
 def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:

@@ -44,7 +44,7 @@ from eviscene.store.chain import GENESIS_HASH, batch_hashes, content_digest, eve
 from eviscene.store.heads import Heads
 from eviscene.store.layout import RECORDED_OUTPUT_DIRS, live_root, live_run_ids
 from eviscene.store.locks import lock_holder
-from eviscene.store.snapshot import attach_archive, new_connection, open_snapshot
+from eviscene.store.snapshot import attach_archive, limit_memory, new_connection, open_snapshot
 from eviscene.store.streams import RECORD_OPENERS, announced_after, count_streams
 from eviscene.store.parquet_export import exported_ends
 from eviscene.store.manifest import BLOBS_FILE, EVENTS_FILE, ManifestEntry, MalformedManifest, committed, file_sha256, read_manifest, unrecorded_tail
@@ -162,10 +162,56 @@ class ChainWalk:
     pinned: dict[str, str] = field(default_factory=dict)  # run -> the verified hash at the seq `walk_chains` was asked for
 
 
-_WALK_COLUMNS = (
-    "SELECT run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, "
-    "prev_hash, hash FROM events"
-)
+_WALK_COLUMNS = "run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash"
+
+# Rows a slice of `ordered_events` sorts at most (but for one seq repeated past it), and
+# DuckDB's memory while they are read: one sort of every event, payloads included, held them
+# all in memory, and DuckDB kept every block of the log it read cached (3.1 GiB for a
+# 100k-episode run's 3.2M events). A slice's sort fits in the bound whatever the log's size.
+_WALK_SLICE_ROWS = 250_000
+WALK_MEMORY_LIMIT = 512 * 2**20
+
+
+def ordered_events(
+    con: duckdb.DuckDBPyConnection, source: str, scope: str = "TRUE", params: dict | None = None, batch_rows: int = 50_000,
+) -> Iterator[pa.RecordBatch]:
+    """The events of `source` (a table or table function) that match `scope`, as `walk_chains`
+    reads them: `ORDER BY run_id, seq`, NULLs last, read a slice at a time, each slice a run of
+    its own, or consecutive runs, of at most `_WALK_SLICE_ROWS` events, or a range of one
+    longer run's seqs, cut at its quantiles so that no gap or repeat in them makes many."""
+    params = params or {}
+    select = f"SELECT {_WALK_COLUMNS} FROM {source} WHERE ({scope}) AND "
+
+    def read(where: str, more: dict) -> Iterator[pa.RecordBatch]:
+        yield from con.sql(select + where + " ORDER BY run_id, seq", params={**params, **more}).to_arrow_reader(batch_rows)
+
+    sizes = con.execute(f"SELECT run_id, count(*) FROM {source} WHERE ({scope}) GROUP BY run_id ORDER BY run_id", params).fetchall()
+    together: list[str] = []  # consecutive short runs, read in one slice
+    held = 0
+    for run_id, events in [*sizes, (None, 0)]:  # the None closes the last slice
+        if together and (run_id is None or events > _WALK_SLICE_ROWS or held + events > _WALK_SLICE_ROWS):
+            yield from read("run_id BETWEEN $first AND $last", {"first": together[0], "last": together[-1]})
+            together, held = [], 0
+        if run_id is None:
+            if events:  # NULL run_ids sort last
+                yield from read("run_id IS NULL", {})
+        elif events > _WALK_SLICE_ROWS:
+            slices = -(-events // _WALK_SLICE_ROWS)
+            [(cuts,)] = con.execute(f"SELECT quantile_disc(seq, $fractions) FROM {source} WHERE ({scope}) AND run_id = $run",
+                                    {**params, "fractions": [i / slices for i in range(1, slices)], "run": run_id}).fetchall()
+            cuts = sorted({cut for cut in cuts or [] if cut is not None})
+            for low, high in zip([None, *cuts], [*cuts, None]):
+                where, values = "run_id = $run", {"run": run_id}
+                if low is not None:  # NULL seqs sort last: in the last slice
+                    where += " AND (seq >= $low" + (" OR seq IS NULL)" if high is None else ")")
+                    values["low"] = low
+                if high is not None:
+                    where += " AND seq < $high"
+                    values["high"] = high
+                yield from read(where, values)
+        else:
+            together.append(run_id)
+            held += events
 
 
 def walk_chains(
@@ -530,6 +576,7 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
         except ArchiveDamagedError as exc:
             return VerifyReport(len(live), 0, [ArchiveProblem(str(exc))])
         try:
+            limit_memory(con, WALK_MEMORY_LIMIT)
             problems: list[ChainProblem | RangeProblem] = []
             for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES.format(only=only), params).fetchall():
                 if events == 1:
@@ -537,9 +584,10 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
                 else:
                     problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
             walk = walk_chains(
-                con.sql(_WALK_COLUMNS + only + " ORDER BY run_id, seq", params=params).to_arrow_reader(50_000),
+                ordered_events(con, "events", "TRUE" if scope is None else "list_contains($runs, run_id)", params),
                 pin={run_id: seq for run_id, (seq, _hash) in heads.items()},
             )
+            con.execute("RESET memory_limit")  # one blob may be larger
             problems += walk.problems
             blobs = blob_problems(con, scope)
             has_archive = bool(con.execute(
