@@ -53,6 +53,7 @@ import numpy as np
 
 from eviscene.errors import ReleaseError
 from eviscene.release.case_image import PictureFileTooLarge, read_picture
+from eviscene.rules.blocking import unless_abandoned
 from eviscene.rules.runtime import mark_used, prune_unused, runtime_dir, write_replacing
 from eviscene.tools.image_align import DESCRIPTOR_SIDE, SCAN_SIDE, descriptors, query_windows, scan_score, thumbnail
 from eviscene.tools.image_compare import METHOD, Comparison, compare, mirrored
@@ -192,6 +193,7 @@ class ImageIndex:
             if found is not None and found[0]() is query:
                 self._compared.move_to_end(key)
                 return found[1]
+        unless_abandoned()  # a search its episode left behind (past its timeout) stops before the costly part
         stored_name = f"compared {sha256} {picture_digest(query)}"
         comparison = self._answers.get(stored_name, Comparison.model_validate_json) if self._answers else None
         if comparison is None:

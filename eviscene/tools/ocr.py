@@ -20,7 +20,6 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Optional
 
-import anyio.from_thread
 import anyio.to_thread
 import cv2
 import numpy as np
@@ -28,6 +27,7 @@ from PIL import Image
 from pydantic import BaseModel, Field
 
 from eviscene.release.case_image import CaseImage
+from eviscene.rules.blocking import unless_abandoned
 from eviscene.tools.images import open_image
 
 BACKEND = "rapidocr-onnxruntime"
@@ -122,7 +122,7 @@ def read_text(source: str | Path | CaseImage) -> OcrResult:
     cached = _cached(key)
     if cached is not None:
         return cached
-    _unless_abandoned()
+    unless_abandoned()
     image, (width, height) = open_image(case_image.open(), max_side=OCR_DECODE_SIDE)
     read = _within_read_aspect(image)
     engine = _get_engine()
@@ -131,7 +131,7 @@ def read_text(source: str | Path | CaseImage) -> OcrResult:
         cached = _cached(key)
         if cached is not None:
             return cached
-        _unless_abandoned()
+        unless_abandoned()
         # Character boxes let `_restore_spaces` put back the spaces between Latin words
         # that the bundled (Chinese-trained) recognizer often drops: "Harborfire".
         raw, _ = engine(read, use_cls=False, return_word_box=True)
@@ -189,16 +189,6 @@ async def aread_text(source: str | Path | CaseImage) -> OcrResult:
 def cached_text(image_path: str | Path) -> Optional[OcrResult]:
     """The cached OCR of an image, without running OCR."""
     return _cached(hashlib.sha256(Path(image_path).read_bytes()).hexdigest())
-
-
-def _unless_abandoned() -> None:
-    """In a worker thread whose caller has gone (an episode past its timeout), raise its
-    cancellation: the read's result would go unused, and reads queued behind it for the engine
-    need not wait for it."""
-    try:
-        anyio.from_thread.check_cancelled()
-    except RuntimeError:  # not an anyio worker thread: its caller waits for the answer
-        pass
 
 
 def _cached(key: str) -> Optional[OcrResult]:

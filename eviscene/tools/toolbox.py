@@ -13,7 +13,10 @@ that the GIL would run one at a time anyway, so they run on the caller's event l
 they cost no hand-off (a worker thread cost ~1 ms of CPU a call and, with the loop busy, up
 to ~100 ms of waiting for the GIL: `bench/providers.py`). Either way evidence ids are
 assigned and the observation rendered on the caller's task, so ids follow the order in
-which the agent awaits its calls.
+which the agent awaits its calls. A caller cancelled mid-call (an episode past its timeout)
+returns at once and leaves the worker thread behind: the thread hands out no evidence ids and
+fills only shared caches, each with a finished (correct) result, and gives up before its next
+comparison (`ImageIndex.compared`); what it computed is never rendered, so none of it reaches the log.
 """
 
 from __future__ import annotations
@@ -149,7 +152,8 @@ class CorpusToolbox:
             return _invalid(problem)
         try:
             handler = self._handlers[name]
-            render = handler(arguments, episode) if name in _ON_LOOP else await anyio.to_thread.run_sync(handler, arguments, episode)
+            render = (handler(arguments, episode) if name in _ON_LOOP
+                      else await anyio.to_thread.run_sync(handler, arguments, episode, abandon_on_cancel=True))
             return render(episode)
         except Exception as exc:  # a failing tool is an observation, not a crash of the episode
             error = f"{type(exc).__name__}: {exc}"

@@ -171,6 +171,53 @@ def test_a_timeout_cuts_an_episode_off_in_its_perception_step_and_the_read_left_
     assert not ocr._cache
 
 
+def test_a_timeout_cuts_an_episode_off_in_an_image_tool_and_the_search_left_behind_changes_nothing(release, tmp_path, monkeypatch):
+    """The image tools (reverse image search, comparison with a reference image) ran in a
+    worker thread the timeout could not cancel: an episode past its timeout ran on until the
+    search ended, recorded its tool.returned after the deadline and the whole search as its
+    time_taken. Here the reverse image search takes 6 s; the timeout is 1 s."""
+    from threading import Event
+
+    from eviscene.release.case_image import CaseImage
+    from eviscene.tools import image_index, ocr
+
+    case_image = run_module.plan_run(options(release, limit=1)).specs[0].case.image_file
+    ocr.read_text(CaseImage.of_file(case_image))  # perception is then a cache hit: the deadline falls in the search
+    searching, released, left, ended_by = Event(), Event(), Event(), []
+    real_similar, real_compare, compares = image_index.ImageIndex.similar, image_index.compare, []
+
+    def slow_similar(index, query, *args, **kwargs):
+        searching.set()
+        released.wait(6)
+        try:
+            return real_similar(index, query, *args, **kwargs)
+        except BaseException as exc:
+            ended_by.append(type(exc).__name__)
+            raise
+        finally:
+            left.set()
+
+    def counted_compare(*args, **kwargs):
+        compares.append(1)
+        return real_compare(*args, **kwargs)
+
+    monkeypatch.setattr(image_index.ImageIndex, "similar", slow_similar)
+    monkeypatch.setattr(image_index, "compare", counted_compare)
+    log = EventLog(tmp_path / "log.duckdb")
+    summary = anyio.run(lambda: start_run(log, options(release, limit=1, timeout=1.0)))
+    rows = log.sql("SELECT termination, error, time_taken FROM episodes").to_pylist()
+    events = log.sql("SELECT type, payload->>'tool' AS tool FROM events WHERE type IN ('tool.called', 'tool.returned', 'episode.finished') "
+                     "ORDER BY seq").to_pylist()
+    released.set()
+    assert left.wait(30)  # the search left behind has ended
+    assert searching.is_set() and summary.terminations == {"timeout": 1}
+    assert [row["error"] for row in rows] == ["episode exceeded its 1 s timeout"]
+    assert rows[0]["time_taken"] < 4, rows  # cut off at the deadline, not after the 6 s search
+    # the search's call is on the record, unanswered: nothing the thread left behind computed reached the log
+    assert events == [{"type": "tool.called", "tool": "reverse_image_search"}, {"type": "episode.finished", "tool": None}]
+    assert ended_by == ["CancelledError"] and not compares  # it gave up before its first comparison
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
