@@ -2,8 +2,9 @@
 
 Lines are split on ``\\n`` only: a JSON string may legally hold a raw U+2028 or U+0085,
 which ``str.splitlines`` would cut in two. Blank lines are skipped (line numbers still count
-them); a byte-order mark (which Python's json, the seed's reader, refuses), NaN/Infinity,
-repeated keys and lone surrogates are refused.
+them); a byte-order mark (which Python's json, the seed's reader, refuses), NaN/Infinity (a
+number past a double's range, `1e999`, too: Python reads it as Infinity), repeated keys and
+lone surrogates are refused.
 A line is read by orjson where that provably gives Python's reading (`read_fast`), else by
 Python's json with a hook per object (three times slower).
 Every problem is a `JsonlError` naming ``<file>:<line>``; callers turn it into their own
@@ -15,6 +16,7 @@ macro jsonl_text, split on \n, a line skipped where py_blank (`python_text`) is 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator, Literal
@@ -48,6 +50,14 @@ class JsonlError(ValueError):
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    """`json.loads`'s parse_float: a number past a double's range (`1e999`) would read as Infinity, no more JSON than NaN."""
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"{text} is past a double's range: {'-' if number < 0 else ''}Infinity is not valid JSON")
+    return number
 
 
 class RepeatedKeyError(ValueError):
@@ -89,9 +99,9 @@ def load_json_document(content: bytes) -> Any:
 
 
 def parse_json(text: str | bytes) -> Any:
-    """Parse strict JSON: no NaN/Infinity, no repeated keys in an object."""
+    """Parse strict JSON: no NaN/Infinity (nor a number past a double's range), no repeated keys in an object."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=refuse_repeated_keys)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=refuse_repeated_keys)
     except RecursionError:  # `[[[…` a few thousand deep: a malformed input, not a crash
         raise ValueError("nested too deeply") from None
     refuse_lone_surrogates(text if isinstance(text, str) else text.decode("utf-8"))

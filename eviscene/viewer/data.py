@@ -340,7 +340,7 @@ _IMPORTED_RUN_SQL = """
 SELECT 1 FROM events WHERE run_id = $run AND type = 'artifact.imported' AND (payload->>'kind') = 'run_dir'
   AND (payload->'metadata'->>'import_id') = run_id LIMIT 1"""
 # Distributions drawn as histograms: (name, relation, column), binned in SQL. A value that is
-# not finite (an imported run's `"time_taken": 1e999`) has no place on an axis: the finite ones
+# not finite (`"time_taken": 1e999` imported into an older log) has no place on an axis: the finite ones
 # are drawn. Bins are worked out in halves: the range of two finite doubles (1e308 and -1e308)
 # overflows to Infinity, its half never does (and halving a double is exact).
 _HISTOGRAMS = (

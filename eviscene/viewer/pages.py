@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from eviscene.rules.canonical import finite_json
+from eviscene.rules.canonical import finite_json, finite_or_null
 from eviscene.viewer import charts
 from eviscene.viewer.data import EPISODE_LIST_COLUMNS, EpisodePage
 from eviscene.viewer.images import page_images, walk_dicts
@@ -37,12 +37,19 @@ def esc(value: Any) -> str:
 
 def embed_json(value: Any) -> str:
     """JSON safe inside a <script type="application/json"> element (no `</script>`, no `<!--`), which
-    JSON.parse reads: NaN and ±Infinity (an imported run's `1e999`) are null there."""
+    JSON.parse reads: NaN and ±Infinity (an older log's imported `1e999`) are null there."""
     text = finite_json(value, ensure_ascii=False, default=str, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def shown(value: Any) -> Any:
+    """A value as a table shows it: NaN and ±Infinity (an older log's imported `1e999`) as
+    missing, as the page's JSON holds them (null), not as `inf`."""
+    return finite_or_null(value) if isinstance(value, float) else value
+
+
 def fmt(value: Any, digits: int = 3) -> str:
+    value = shown(value)
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -306,7 +313,7 @@ def episodes_table(run_id: str, found: EpisodePage, links: Links, *, predicate: 
     for row in found.rows:
         cells = []
         for column in EPISODE_LIST_COLUMNS:
-            value = row[column]
+            value = shown(row[column])
             if column == "episode_id":
                 cells.append(f'<td><a href="{attr(links.episode(run_id, value))}">{esc(value)}</a></td>')
             elif column == "result_correct":

@@ -27,6 +27,7 @@ from eviscene.exports.run_dir import materialize_run
 from eviscene.imports import import_path, plan_import, record_import
 from eviscene.imports.record import _drafts
 from eviscene.log import EventLog
+from eviscene.rules import jsonl
 from eviscene.store import EventDraft
 
 VIEWS_CONFTEST = Path(__file__).resolve().parent.parent / "views" / "conftest.py"
@@ -88,6 +89,14 @@ def write_seed_run_dir(root: Path, run_id: str = "20261130_141502_offline_offlin
     for row in RESULTS:
         (root / row["trace_path"]).write_text(json.dumps({"image_id": row["episode_id"], "state": {}}), encoding="utf-8")
     return root
+
+
+def import_as_older_versions_did(log: EventLog, run: Path) -> str:
+    """The run id of `run` imported as EviScene read it before a number past a double's range
+    was refused (as Infinity): a log written then holds such a number."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonl, "_finite_float", float)
+        return import_path(log, run).import_id
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -259,15 +268,16 @@ def test_control_characters_from_an_imported_run_reach_the_terminal_written_out(
 
 
 def test_why_json_writes_a_number_past_a_double_as_null(tmp_path):
-    """A run directory's `"time_taken": 1e999` and `"total": 1e999` (Python's json, so the import,
-    reads them as Infinity) reached `why --json` as `Infinity`, which no JSON reader takes; null
-    now, as `sql --format json` writes them. The text form still says inf."""
+    """A run directory's `"time_taken": 1e999` and `"total": 1e999` (Python's json reads them as
+    Infinity; the import took them before it refused them: an older log holds them) reached
+    `why --json` as `Infinity`, which no JSON reader takes; null now, as `sql --format json`
+    writes them. The text form still says inf."""
     log = EventLog(tmp_path / "log.duckdb")
     run = write_seed_run_dir(tmp_path / "run")
     for name, old in (("run_results.jsonl", '"time_taken": 1.5'), ("trajectory_scores.jsonl", '"total": 0.25')):
         text = (run / name).read_text(encoding="utf-8")
         (run / name).write_text(text.replace(old, old.split(":")[0] + ": 1e999"), encoding="utf-8")
-    imported = import_path(log, run).import_id
+    imported = import_as_older_versions_did(log, run)
     as_json = CliRunner().invoke(cli, ["--db", str(log.path), "why", "case-A--r000", "--run", imported, "--json"])
     assert as_json.exit_code == 0, as_json.output
     story = json.loads(as_json.output, parse_constant=pytest.fail)
@@ -384,6 +394,24 @@ def test_a_malformed_row_is_refused_by_name(tmp_path):
     out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
     assert out.exit_code == 2 and f"{run.resolve() / 'run_results.jsonl'}:2: not valid JSON" in out.output
     assert "Traceback" not in out.output and not log.exists()
+
+
+def test_a_number_past_a_double_is_refused_by_file_and_line_as_nan_is(tmp_path):
+    """Python's json reads `1e999` as Infinity, which JSON has no more than NaN (refused): the
+    import took it, and the run's report embedded `Infinity`, which JSON.parse refuses."""
+    log = EventLog(tmp_path / "log.duckdb")
+    run = write_seed_run_dir(tmp_path / "run")
+    for name, old, new, where, detail in (
+        ("run_results.jsonl", '"time_taken": 1.5', '"time_taken": 1e999', 1, "1e999 is past a double's range: Infinity"),
+        ("trajectory_scores.jsonl", '"total": 0.0', '"total": -1e999', 3, "-1e999 is past a double's range: -Infinity"),
+    ):
+        path = run / name
+        clean = path.read_text(encoding="utf-8")
+        path.write_text(clean.replace(old, new), encoding="utf-8")
+        out = CliRunner().invoke(cli, ["--db", str(log.path), "import", str(run)])
+        assert (out.exit_code, out.output) == (2, f"Error: {path.resolve()}:{where}: not valid JSON ({detail} is not valid JSON)\n")
+        assert not log.exists()
+        path.write_text(clean, encoding="utf-8")
 
 
 def test_a_trace_nested_too_deeply_is_refused_by_name_without_a_traceback(tmp_path):

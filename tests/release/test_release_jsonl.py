@@ -36,6 +36,7 @@ def test_a_byte_order_mark_is_refused_as_the_seed_refuses_it(tmp_path: Path) -> 
         (b'"text"\n', 1, "got a string"),
         (b'null\n', 1, "got null"),
         (b'{"a": 1}\n{"a": NaN}\n', 2, "NaN is not valid JSON"),
+        (b'{"a": 1}\n{"a": 1e999}\n', 2, "1e999 is past a double's range: Infinity is not valid JSON"),
         (b'{"a": 1, "a": 2}\n', 1, "duplicate key 'a'"),
         (b'{"a": 1}\n{"a": "\xff"}\n', 2, "not UTF-8"),
     ],

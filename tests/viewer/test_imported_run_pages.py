@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from playwright.sync_api import expect
 from eviscene.errors import EvisceneError
 from eviscene.imports import import_path
 from eviscene.log import EventLog
-from eviscene.viewer import data
+from eviscene.viewer import data, pages
 from eviscene.viewer.report import build_report
 
 from viewer_harness import Server, charts_drawn
@@ -34,13 +36,17 @@ METRICS = [
 ]
 
 
-def _write_seed_run_dir(root: Path) -> Path:
-    """tests/imports' hand-written run directory: case-A's rollout 0 wrong, its rollout 1 and case-B's rollout 0 as METRICS."""
+def _imports_tests():
     spec = importlib.util.spec_from_file_location("imported_runs_tests", IMPORTS_TESTS)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.write_seed_run_dir(root)
+    return module
+
+
+def _write_seed_run_dir(root: Path) -> Path:
+    """tests/imports' hand-written run directory: case-A's rollout 0 wrong, its rollout 1 and case-B's rollout 0 as METRICS."""
+    return _imports_tests().write_seed_run_dir(root)
 
 
 def _seed_run_dir(root: Path) -> Path:
@@ -160,7 +166,8 @@ def test_the_search_finds_text_an_imported_trace_escapes_in_either_case(tmp_path
 @pytest.fixture(scope="module")
 def overflowing(tmp_path_factory):
     """The seed run directory with case-A--r000's `time_taken` 1e999 (past a double: Python's
-    json, so the import, reads it as Infinity) and case-A--r001's 1e308; its report and its viewer."""
+    json reads it as Infinity; the import refuses it now, an older log holds it) and
+    case-A--r001's 1e308; its report and its viewer."""
     base = tmp_path_factory.mktemp("overflowing-run")
     run_dir = _write_seed_run_dir(base / "run")
     results = run_dir / "run_results.jsonl"
@@ -168,7 +175,7 @@ def overflowing(tmp_path_factory):
     results.write_text(text.replace('"time_taken": 1.5', '"time_taken": 1e999').replace('"time_taken": 2.0', '"time_taken": 1e308'),
                        encoding="utf-8")
     log = EventLog(base / "log.duckdb")
-    run_id = import_path(log, run_dir).import_id
+    run_id = _imports_tests().import_as_older_versions_did(log, run_dir)
     report = base / "report.html"
     build_report(log, run_id, report)
     server = Server(log.path)
@@ -193,6 +200,43 @@ def test_a_report_holding_a_number_past_a_double_draws_its_plots_and_lists_its_e
     rows.first.locator("a").click()
     expect(page.locator("#episode-page h1")).to_have_text("case-A--r000")
     watched.assert_clean()
+
+
+def test_the_viewer_s_tables_show_a_number_past_a_double_as_a_missing_one(overflowing, watched):
+    """The episode list and an episode's outcome table wrote the infinite duration as `inf`
+    (`f"{value:.3f}"`); now as a missing value is shown, `–` in a cell of no class, as the
+    report's episode list shows it (its JSON holds null)."""
+    _, run_id, _, server = overflowing
+    page = watched.page
+    page.goto(f"{server.url}/run/{run_id}/episodes")
+    rows = page.locator("table.episodes tbody tr")
+    expect(rows).to_have_count(3)
+
+    def column(name: str) -> list:
+        return [rows.nth(i).locator(f"td:nth-child({data.EPISODE_LIST_COLUMNS.index(name) + 1})") for i in range(3)]
+
+    # case-A--r000's duration is Infinity, case-B--r000's 0.1 (case-A--r001's 1e308 is written out in full); rewards 0.25, 0.75, 0.0
+    durations = column("time_taken")
+    assert [durations[0].inner_text(), durations[2].inner_text()] == ["–", "0.100"]
+    assert [durations[0].get_attribute("class"), durations[2].get_attribute("class")] == ["", "num"]
+    assert [cell.inner_text() for cell in column("reward")] == ["0.250", "0.750", "0.000"]
+    page.locator("a", has_text="case-A--r000").click()
+    time_taken = page.locator("table.kv tr", has=page.locator("th", has_text="time taken (s)")).locator("td")
+    expect(time_taken).to_have_text("–")
+    watched.assert_clean()
+
+
+def test_a_number_no_json_holds_is_shown_as_a_missing_one_in_every_table_cell():
+    """A value reaching a table as NaN or ±Infinity (an older log's imported `1e999`, a query's
+    result) showed as `nan`, `inf` or `-inf`; each is shown as None is, in a cell of no class."""
+    assert [pages.fmt(v) for v in (math.inf, -math.inf, math.nan, None, 0.5)] == ["–"] * 4 + ["0.500"]
+    row = dict.fromkeys(data.EPISODE_LIST_COLUMNS) | {"episode_id": "e", "confidence": math.nan, "time_taken": math.inf,
+                                                      "reward": -math.inf, "total_tool_calls": None}
+    table = pages.episodes_table("r", data.EpisodePage([row], 1, 1, 50), pages.Links(), predicate="", search="", sort="episode_id",
+                                 descending=False)
+    cells = re.findall(r"<td[^>]*>.*?</td>", table)
+    shown = {column: cells[data.EPISODE_LIST_COLUMNS.index(column)] for column in ("confidence", "time_taken", "reward", "total_tool_calls")}
+    assert shown == dict.fromkeys(shown, '<td class="">–</td>')
 
 
 def test_a_dashboard_with_a_duration_past_a_double_draws_every_plot(overflowing, watched):
