@@ -83,12 +83,14 @@ def _plain(value: Any, for_json: bool = False, nested: bool = False) -> Any:
     """`value` as JSON-like data; `nested`: inside a list or struct, which prints as JSON text."""
     if type(value) in _AS_IS:
         return value
-    if type(value) is float:  # tables and CSV print `nan` and `inf`
-        return finite_or_null(value) if for_json else value
-    if isinstance(value, datetime):
-        return format_ts(value) if value.tzinfo else value.isoformat()
-    if isinstance(value, (date, time)):
-        return value.isoformat()
+    if type(value) is float:  # tables and CSV print `nan` and `inf`; JSON, and JSON text in a cell, has no such numbers
+        return finite_or_null(value) if for_json or nested else value
+    if isinstance(value, date):  # a datetime too
+        if id(value) in _ROW_INFINITIES:
+            return _ROW_INFINITIES[id(value)]
+        return format_ts(value) if isinstance(value, datetime) and value.tzinfo else value.isoformat()
+    if isinstance(value, time):
+        return _timetz_text(value) if value.tzinfo else value.isoformat()
     if isinstance(value, Decimal):
         # HUGEINT (every sum() of integers) and DECIMAL(p, 0) arrive as Decimal: integers stay
         # integers; other decimals keep every digit (a double keeps ~16), a number in JSON.
@@ -109,6 +111,12 @@ def _plain(value: Any, for_json: bool = False, nested: bool = False) -> Any:
     return value
 
 
+# DuckDB's Python rows hand an infinite DATE or TIMESTAMP over as Python's own last or first
+# date (clamped), as these very objects (a real 9999-12-31 is a new one): printed as the Arrow
+# path prints them (`_INFINITIES`), not as a date that looks real.
+_ROW_INFINITIES = {id(date.max): "infinity", id(datetime.max): "infinity", id(date.min): "-infinity", id(datetime.min): "-infinity"}
+
+
 # A decimal's digits in JSON text are a number's: its string is marked so (a mark no text of the
 # data can hold: random per process) and written without quotes (`_exact_numbers`).
 _NUMBER_MARK = f"\ue000{os.urandom(8).hex()}:"
@@ -117,6 +125,17 @@ _MARKED_NUMBER = re.compile(f'"{re.escape(_NUMBER_MARK)}(-?[0-9.]+)"')
 
 def _exact_numbers(json_text: str) -> str:
     return _MARKED_NUMBER.sub(r"\1", json_text) if _NUMBER_MARK in json_text else json_text
+
+
+def _timetz_text(value: time) -> str:
+    """A TIMETZ as DuckDB writes it (`12:00:00.5+05`), as a result read as Arrow has it (the
+    store casts it to text there: Arrow's times hold no offset)."""
+    text = _TIME_FRACTION_ZEROS.sub(r"\1", value.isoformat())
+    return _WHOLE_HOUR_OFFSET.sub(r"\1", text)
+
+
+_TIME_FRACTION_ZEROS = re.compile(r"(\.\d*[1-9])0+(?=[+-])")  # isoformat writes a fraction's six digits
+_WHOLE_HOUR_OFFSET = re.compile(r"([+-]\d\d):00$")
 
 
 def _interval_text(months: int, days: int, micros: int) -> str:
@@ -142,8 +161,8 @@ def _cell(value: Any) -> str:
 
 
 def _json_without_non_finite(text: str) -> Any:
-    """A JSON column's value for JSON output: DuckDB's JSON may hold NaN and Infinity, and a
-    number past a double's range (`1e400`, which Python reads as inf): null there."""
+    """A JSON column's value, in every format: DuckDB's JSON may hold NaN and Infinity, and a
+    number past a double's range (`1e400`, which Python reads as inf): null there, as JSON holds them."""
     return json.loads(text, parse_constant=lambda _: None, parse_float=lambda number: finite_or_null(float(number)))
 
 
@@ -152,10 +171,9 @@ def _rows(names: list[str], rows: Iterable[Sequence[Any]], json_columns: frozens
     """Plain rows; JSON columns parsed so that they print as JSON values, not as strings
     holding JSON."""
     is_json = [name in json_columns for name in names]
-    parse = _json_without_non_finite if for_json else json.loads
     for values in rows:
         yield {
-            name: (None if value is None else parse(value)) if json_column else _plain(value, for_json)
+            name: (None if value is None else _json_without_non_finite(value)) if json_column else _plain(value, for_json)
             for name, value, json_column in zip(names, values, is_json)
         }
 
@@ -191,7 +209,8 @@ _INFINITIES = {2**31 - 1: "infinity", -(2**31 - 1): "-infinity", 2**63 - 1: "inf
 
 def _python_value(one: pa.Array) -> Any:
     """The value of a one-row column, as text where Python cannot hold it: DuckDB's
-    `infinity`, or Arrow's rendering of a date past year 9999 (`20000-01-01`)."""
+    `infinity`, or Arrow's rendering of a date past year 9999 (`20000-01-01`); in a list or a
+    struct too (a map's values not)."""
     import pyarrow as pa
 
     try:
@@ -199,6 +218,11 @@ def _python_value(one: pa.Array) -> Any:
     except (OverflowError, ValueError):
         pass
     kind = one.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        items = one[0].values
+        return [_python_value(items.slice(index, 1)) for index in range(len(items))]
+    if pa.types.is_struct(kind):
+        return {field.name: _python_value(child) for field, child in zip(kind, one.flatten())}
     if pa.types.is_date32(kind) or pa.types.is_timestamp(kind):
         stored = one.view(pa.int32() if pa.types.is_date32(kind) else pa.int64())[0].as_py()
         if stored in _INFINITIES:
@@ -286,7 +310,7 @@ def _text_cell(value: Any) -> str:
 def _json_cell(stored: str | None) -> str:
     """A JSON column's csv cell: compact JSON text (stored text is parsed and written again,
     so it reads as the table and json formats show it)."""
-    return "" if stored is None else _COMPACT_JSON(json.loads(stored))
+    return "" if stored is None else _COMPACT_JSON(_json_without_non_finite(stored))
 
 
 def _json_text(value: Any, is_json: bool) -> Any:

@@ -185,6 +185,8 @@ class EventStore:
                         con.abort()  # the rows are read as Arrow instead
                     relation = con.sql(sql, params=params)
                     names = _unique_names(relation.columns)
+                    if as_rows:
+                        relation = _with_text_for_arrow(relation)
                     batches = relation.to_arrow_reader(batch_rows)
                     if names != relation.columns:
                         batches = _renamed(batches, names)
@@ -335,13 +337,26 @@ def _json_columns(described: Iterable[tuple[str, Any]]) -> frozenset[str]:
 
 
 # Types whose values DuckDB hands to Python as Arrow's `to_pylist()` does (UUIDs as UUID, not
-# text): rows of these print the same either way. Maps (dicts, not key-value pairs),
-# intervals, nanosecond timestamps, BIT, UNION and the rest differ: such results come as Arrow.
+# text), or as text read as Arrow (`_with_text_for_arrow`): rows of these print the same either
+# way. Maps (dicts, not key-value pairs), intervals, nanosecond timestamps, UNION and the rest
+# differ: such results come as Arrow.
 _PLAIN_TYPES = frozenset({
     "boolean", "tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint", "uinteger", "ubigint", "hugeint",
     "uhugeint", "float", "double", "decimal", "varchar", "blob", "date", "time", "timestamp", "timestamp_ms",
-    "timestamp_s", "timestamp with time zone", "uuid", "enum", "null",
+    "timestamp_s", "timestamp with time zone", "uuid", "enum", "null", "bit", "time with time zone",
 })
+# Types Arrow holds wrong for text output: a BIT as its stored bytes, a TIMETZ without its offset.
+_TEXT_FOR_ARROW = frozenset({"bit", "time with time zone"})
+
+
+def _with_text_for_arrow(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """`relation` with its BIT and TIMETZ columns as DuckDB's text (`101`, `12:00:00+05`), as
+    DuckDB's rows hand them to Python (`cli.output` writes a TIMETZ so); nested in a list or a
+    struct they stay Arrow's."""
+    kinds = [kind.id for kind in relation.types]
+    if not _TEXT_FOR_ARROW.intersection(kinds):
+        return relation
+    return relation.project(", ".join(f"CAST(#{n} AS VARCHAR)" if kind in _TEXT_FOR_ARROW else f"#{n}" for n, kind in enumerate(kinds, 1)))
 
 
 def _same_python_values(kind: DuckDBPyType) -> bool:

@@ -186,13 +186,14 @@ def test_no_library_writer_writes_over_the_log_or_into_its_live_folder(log_path,
 
 def test_columns_of_one_name_and_non_finite_numbers_keep_every_value_in_every_format(log_path, tmp_path):
     """Rows are written by column name: two columns `a` showed the second's value twice (table)
-    or kept one (JSON). JSON has no NaN or Infinity: null there, as pandas writes them."""
+    or kept one (JSON). JSON has no NaN or Infinity: null there, as pandas writes them, and in
+    the JSON text of a csv or table cell (a number of its own stays `nan`, as DuckDB writes it)."""
     query = ("SELECT 1 AS a, 2 AS a, 3 AS A, 'nan'::DOUBLE AS x, '-inf'::DOUBLE AS y, [0.5, 'inf'::DOUBLE] AS l, "
              "to_json({'z': 'nan'::DOUBLE}) AS j")
     out = {fmt: eviscene("--db", str(log_path), "sql", query, "--format", fmt, cwd=tmp_path).stdout for fmt in ("jsonl", "csv", "table")}
     assert out["jsonl"] == '{"a":1,"a_1":2,"A_2":3,"x":null,"y":null,"l":[0.5,null],"j":{"z":null}}\n'
-    assert out["csv"] == 'a,a_1,A_2,x,y,l,j\n1,2,3,nan,-inf,"[0.5,Infinity]","{""z"":NaN}"\n'
-    assert out["table"].splitlines()[2] == '1  2    3    nan  -inf  [0.5,Infinity]  {"z":NaN}'
+    assert out["csv"] == 'a,a_1,A_2,x,y,l,j\n1,2,3,nan,-inf,"[0.5,null]","{""z"":null}"\n'
+    assert out["table"].splitlines()[2] == '1  2    3    nan  -inf  [0.5,null]  {"z":null}'
     as_json = eviscene("--db", str(log_path), "sql", query, "--format", "json", cwd=tmp_path).stdout
     assert json.loads(as_json, parse_constant=pytest.fail) == [
         {"a": 1, "a_1": 2, "A_2": 3, "x": None, "y": None, "l": [0.5, None], "j": {"z": None}}]
@@ -337,6 +338,55 @@ def test_a_date_or_time_python_cannot_hold_prints_as_duckdb_names_it(log_path, t
 def test_a_json_number_past_a_doubles_range_is_null_in_json_output(log_path, tmp_path):
     result = eviscene("--db", str(log_path), "sql", """SELECT '{"x": 1e400, "y": 1.5}'::JSON AS j""", "--format", "jsonl", cwd=tmp_path)
     assert result.stdout == '{"j":{"x":null,"y":1.5}}\n'  # not `Infinity`, which no JSON reader takes
+
+
+# A column of a type DuckDB's Python rows cannot carry: the result is read as Arrow instead.
+ARROW_PATH = {False: ("", "", ""), True: (", INTERVAL 1 DAY AS i", ",i", ",1 day")}
+
+
+@pytest.mark.parametrize("as_arrow", [False, True], ids=["rows", "arrow"])
+def test_json_text_in_a_csv_or_table_cell_holds_null_for_a_non_finite_number(log_path, tmp_path, as_arrow):
+    """The README says JSON holds null for NaN and Infinity: --csv, --output x.csv and the table
+    wrote a JSON column, a list or a struct as `{"a":Infinity}` and `[1.5,NaN]`, which no JSON
+    reader but Python's takes."""
+    extra_column, extra_name, extra_cell = ARROW_PATH[as_arrow]
+    query = """SELECT '{"a": 1e400, "b": 1.5}'::JSON AS j, [1.5, 'nan'::DOUBLE] AS l, {'x': '-inf'::DOUBLE} AS s""" + extra_column
+    expected_csv = f'j,l,s{extra_name}\n"{{""a"":null,""b"":1.5}}","[1.5,null]","{{""x"":null}}"{extra_cell}\n'
+    piped = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    assert eviscene("--db", str(log_path), "sql", query, "--csv", cwd=tmp_path, env=piped).stdout == expected_csv
+    target = tmp_path / "x.csv"
+    assert eviscene("--db", str(log_path), "sql", query, "--output", str(target), cwd=tmp_path).returncode == 0
+    assert target.read_text(encoding="utf-8") == expected_csv
+    table = eviscene("--db", str(log_path), "sql", query, cwd=tmp_path, env=piped).stdout
+    assert table == ("j                   l           s" + ("           i" if as_arrow else "") + "\n"
+                     "------------------  ----------  ----------" + ("  -----" if as_arrow else "") + "\n"
+                     '{"a":null,"b":1.5}  [1.5,null]  {"x":null}' + ("  1 day" if as_arrow else "") + "\n")
+
+
+@pytest.mark.parametrize("as_arrow", [False, True], ids=["rows", "arrow"])
+def test_an_infinite_date_prints_as_infinity_whatever_the_other_columns_and_a_last_real_date_as_itself(log_path, tmp_path, as_arrow):
+    """DuckDB's Python rows clamp an infinite DATE or TIMESTAMP to 9999-12-31 or 0001-01-01: it
+    printed as a real date when every column's type read as rows, `infinity` when another
+    column's type made the result Arrow."""
+    extra_column, extra_name, extra_cell = ARROW_PATH[as_arrow]
+    query = ("SELECT 'infinity'::DATE AS d, '-infinity'::TIMESTAMP AS t, 'infinity'::TIMESTAMPTZ AS tz, "
+             "['-infinity'::DATE] AS l, {'e': 'infinity'::TIMESTAMP_MS} AS s, DATE '9999-12-31' AS last, "
+             "TIMESTAMP '0001-01-01' AS first" + extra_column)
+    csv_text = eviscene("--db", str(log_path), "sql", query, "--csv", cwd=tmp_path).stdout
+    assert csv_text == (f"d,t,tz,l,s,last,first{extra_name}\n"
+                        f'infinity,-infinity,infinity,"[""-infinity""]","{{""e"":""infinity""}}",9999-12-31,0001-01-01T00:00:00{extra_cell}\n')
+    jsonl = eviscene("--db", str(log_path), "sql", query, "--jsonl", cwd=tmp_path).stdout
+    assert jsonl.startswith('{"d":"infinity","t":"-infinity","tz":"infinity","l":["-infinity"],"s":{"e":"infinity"},'
+                            '"last":"9999-12-31","first":"0001-01-01T00:00:00"')
+
+
+@pytest.mark.parametrize("as_arrow", [False, True], ids=["rows", "arrow"])
+def test_bits_and_times_with_a_time_zone_print_as_duckdb_writes_them(log_path, tmp_path, as_arrow):
+    """Read as Arrow, a BIT printed its stored bytes in hex (`05fd` for 101) and a TIMETZ lost its offset."""
+    extra_column, extra_name, extra_cell = ARROW_PATH[as_arrow]
+    query = "SELECT '101'::BIT AS b, '12:00:00.5+05:30'::TIMETZ AS t, '23:59:59-08'::TIMETZ AS w" + extra_column
+    assert eviscene("--db", str(log_path), "sql", query, "--csv", cwd=tmp_path).stdout == (
+        f"b,t,w{extra_name}\n101,12:00:00.5+05:30,23:59:59-08{extra_cell}\n")
 
 
 def test_a_tables_column_names_are_written_out_not_obeyed(log_path, tmp_path):
