@@ -228,10 +228,10 @@ def run(
     """
     _check_slurm_shard(flags["shard_index"], flags["shard_count"])
     options = EvalOptions(case_ids=list(case_ids) or None, **flags)
+    name = _run_name(run_id, output_dir)  # first: a path with no folder name (`.`, `runs/new/..`) is said as such, written or not
     if materialize and output_dir is not None:
         check_not_the_log("--output-dir", output_dir, log.path, output_folder="new")
-    check_output_dir(output_dir if materialize else None)  # first: a path naming no folder is said as such, not by its name
-    name = _run_name(run_id, output_dir)
+    check_output_dir(output_dir if materialize else None)
     # recorded for the hints that name a resume; a generated id's default folder is not known yet
     given_dir = (output_dir or (Path("runs") / name if name else None)) if materialize else None
     summary = _drive(log, lambda observer: start_run(log, options, observer=observer, run_id=name, output_dir=given_dir),
@@ -258,6 +258,9 @@ def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
     if run_id is not None:  # `--run-id ""` is refused, not read as none given
         option, name = "--run-id", run_id
     elif output_dir is not None:
+        if output_dir.name in ("", ".."):  # `.`, `..`, `runs/..`, `/`: the path ends in no folder's own name
+            raise EvisceneError(f"--output-dir {output_dir} ends in no folder's name, which names the run: name the folder, "
+                                "e.g. --output-dir runs/my-run (--run-id names the run otherwise)")
         option, name = "--output-dir", output_dir.name
     else:
         return None

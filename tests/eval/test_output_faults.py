@@ -332,7 +332,8 @@ def test_the_folder_a_command_runs_in_is_never_an_output_folder(offline_run, rel
     for command in (
         ["dataset", "export", "--run", summary.run_id, "--out", ".", "--allow-training-prohibited"],
         ["materialize", summary.run_id, "--out", "."],
-        ["eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--output-dir", "."],  # before any episode
+        # before any episode (named: unnamed, `.` is refused as no folder's name to name the run after)
+        ["eval", "run", "--benchmark", str(release / "runtime_input" / "cases.jsonl"), "--output-dir", ".", "--run-id", "here"],
     ):
         result = CliRunner().invoke(cli, ["--db", str(log.path), *command])
         assert result.exit_code == 2, (command, result.output)

@@ -123,6 +123,28 @@ def test_an_invalid_run_id_is_refused_stating_the_whole_rule(release, tmp_path):
     assert check_run_id("b" * 200) == "b" * 200 and check_run_id("0.x_y:z+=@-") == "0.x_y:z+=@-"
 
 
+def test_an_output_dir_ending_in_no_folder_name_is_refused_saying_so_written_or_not(release, tmp_path, monkeypatch):
+    """`eval run --no-materialize --output-dir .` (or `..`, `runs/..`) named the run `Path(output_dir).name`,
+    `''` or `'..'`, refused as "invalid run id ''", which did not say what to do; written (the default),
+    the same paths were refused by other checks, each in its own words (the folder this command runs in,
+    a '..' out of a missing folder). Both now say, before any work, that the path names no folder to
+    name the run after, in one message."""
+    monkeypatch.chdir(tmp_path)
+    log_path = tmp_path / "log.duckdb"
+    for out in (".", "..", "runs/..", "/"):
+        for written in ("--materialize", "--no-materialize"):
+            refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                             "--output-dir", out, written)
+            assert (refused.exit_code, refused.stderr) == (
+                2, f"Error: --output-dir {out} ends in no folder's name, which names the run: name the folder, "
+                   "e.g. --output-dir runs/my-run (--run-id names the run otherwise)\n"), (out, written)
+    assert not log_path.exists() and sorted(os.listdir(tmp_path)) == []
+    # unwritten and named by --run-id, the path names nothing: the run runs
+    named = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                   "--output-dir", ".", "--no-materialize", "--run-id", "here")
+    assert named.exit_code == 0 and "run here: 1 of 1 episodes ran (completed 1); status completed" in named.output, named.output
+
+
 def test_a_run_id_ending_in_a_newline_is_refused(release, tmp_path):
     """`demo\n` would be a second run that every listing prints as `demo`."""
     log_path = tmp_path / "log.duckdb"
@@ -374,10 +396,13 @@ def test_an_output_dir_whose_dotdot_names_no_folder_is_refused_before_any_episod
     for out, said in (("runs/new/..", "output directory runs/new/..: its '..' steps out of runs/new, which does not exist, so "
                                       "the path names no folder; write it without the '..'"),
                       ("runs/other/..", "output directory must be new or empty: runs/other/..")):
-        for naming in ((), ("--run-id", "named")):
-            refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
-                             "--output-dir", out, *naming)
-            assert (refused.exit_code, refused.stderr) == (2, f"Error: {said}\n")
+        refused = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                         "--output-dir", out, "--run-id", "named")
+        assert (refused.exit_code, refused.stderr) == (2, f"Error: {said}\n")
+        # unnamed, the run would be named after the path's last folder, which it has not: said first, as such
+        unnamed = invoke(log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress", "--output-dir", out)
+        assert (unnamed.exit_code, unnamed.stderr) == (2, f"Error: --output-dir {out} ends in no folder's name, which names the run: "
+                                                          "name the folder, e.g. --output-dir runs/my-run (--run-id names the run otherwise)\n")
     assert not log_path.exists() or not runs(EventLog(log_path))
     assert sorted(os.listdir(tmp_path / "runs")) == ["notes.txt", "other"]
 

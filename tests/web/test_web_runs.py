@@ -214,40 +214,48 @@ def test_time_spent_waiting_for_a_down_search_service_is_not_the_episodes(log, s
     assert float(finished) > 8.5
 
 
-def test_a_run_whose_search_url_holds_credentials_is_resumed_with_the_url_given_again(log, site, policy_file):
-    """The log keeps the URL masked, so a resume cannot send the credentials by itself: the command
-    the stop prints asks for the URL again, and a resume takes it only for the run's own service."""
+@pytest.fixture
+def credentialed_stop(log, site, policy_file):
+    """A run whose search URL holds credentials, stopped by its service staying down, the service
+    back up when the test starts: (the service's URL without them, the URL with them, the stop)."""
     gateway = start_gateway(site, down_for=10**9)
     secret_url = gateway.base.replace("http://", "http://searcher:hunter2-long-pass@")
-    masked = gateway.base.replace("http://", "http://[REDACTED]@")
     try:
         options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES, search_backend="searxng", searxng_url=secret_url,
                               web_timeout=2.0, source_access_policy=str(policy_file()), allow_private_network=True,
                               provider_outage_timeout=1.0)
         stopped = anyio.run(start_run, log, options)
-        assert stopped.unfinished == 1 and masked in stopped.stopped and "hunter2" not in stopped.stopped
-        assert resume_command(log, stopped.run_id) == (f"eviscene --db {log.path} eval resume {stopped.run_id} --trust-endpoints "
-                                                       f"--searxng-url 'http://[REDACTED]@{gateway.base[7:]}'")
         gateway.down_for = 0  # the service is back
-
-        def resume(**given):
-            return anyio.run(lambda: resume_run(log, stopped.run_id, trust_endpoints=True, **given))
-
-        with pytest.raises(EvisceneError, match=r"resume it with --searxng-url and the URL in full \(http://\[REDACTED\]@"):
-            resume()
-        with pytest.raises(EvisceneError, match=r"put the URL's credentials in place of \[REDACTED\]"):
-            resume(searxng_url=masked)
-        with pytest.raises(EvisceneError, match=r"is not the search service run .* used \(http://\[REDACTED\]@127"):
-            resume(searxng_url=secret_url.replace("127.0.0.1", "localhost"))
-        resumed = resume(searxng_url=secret_url)
+        yield gateway.base, secret_url, stopped
     finally:
         gateway.close()
+
+
+def test_a_run_whose_search_url_holds_credentials_is_resumed_with_the_url_given_again(log, credentialed_stop):
+    """The log keeps the URL masked, so a resume cannot send the credentials by itself: the command
+    the stop prints asks for the URL again, and a resume takes it only for the run's own service."""
+    base, secret_url, stopped = credentialed_stop
+    masked = base.replace("http://", "http://[REDACTED]@")
+    assert stopped.unfinished == 1 and masked in stopped.stopped and "hunter2" not in stopped.stopped
+    assert resume_command(log, stopped.run_id) == (f"eviscene --db {log.path} eval resume {stopped.run_id} --trust-endpoints "
+                                                   f"--searxng-url 'http://[REDACTED]@{base[7:]}'")
+
+    def resume(**given):
+        return anyio.run(lambda: resume_run(log, stopped.run_id, trust_endpoints=True, **given))
+
+    with pytest.raises(EvisceneError, match=r"resume it with --searxng-url and the URL in full \(http://\[REDACTED\]@"):
+        resume()
+    with pytest.raises(EvisceneError, match=r"put the URL's credentials in place of \[REDACTED\]"):
+        resume(searxng_url=masked)
+    with pytest.raises(EvisceneError, match=r"is not the search service run .* used \(http://\[REDACTED\]@127"):
+        resume(searxng_url=secret_url.replace("127.0.0.1", "localhost"))
+    resumed = resume(searxng_url=secret_url)
     assert resumed.unfinished == 0 and resumed.terminations == {"completed": 1}
     assert log.sql("SELECT count(*) AS n FROM events WHERE payload::VARCHAR LIKE '%hunter2%'")["n"].to_pylist() == [0]
 
 
 def test_a_resume_whose_directory_write_meets_a_held_log_names_the_resume_with_the_url_given_again(
-        log, site, policy_file, tmp_path, monkeypatch):
+        log, credentialed_stop, tmp_path, monkeypatch):
     """When the run directory's write found the log held, the note's resume line was built from
     nothing read: it lacked the --searxng-url a run whose URL holds credentials must be given
     again, so the printed command was refused as pasted. It is now the one read before the write."""
@@ -257,33 +265,23 @@ def test_a_resume_whose_directory_write_meets_a_held_log_names_the_resume_with_t
     from eviscene.cli.main import cli
     from eviscene.errors import LogLockedError
 
-    gateway = start_gateway(site, down_for=10**9)
-    secret_url = gateway.base.replace("http://", "http://searcher:hunter2-long-pass@")
-    try:
-        options = EvalOptions(benchmark=str(BENCHMARK), case_ids=CASES, search_backend="searxng", searxng_url=secret_url,
-                              web_timeout=2.0, source_access_policy=str(policy_file()), allow_private_network=True,
-                              provider_outage_timeout=1.0)
-        stopped = anyio.run(start_run, log, options)
-        gateway.down_for = 0  # the service is back
+    base, secret_url, stopped = credentialed_stop
+    out_dir = tmp_path / "runs" / "r"
 
-        out_dir = tmp_path / "runs" / "r"
+    def resume():
+        return CliRunner().invoke(cli, ["--db", str(log.path), "eval", "resume", stopped.run_id, "--trust-endpoints",
+                                        "--no-progress", "--searxng-url", secret_url, "--output-dir", str(out_dir)])
 
-        def resume():
-            return CliRunner().invoke(cli, ["--db", str(log.path), "eval", "resume", stopped.run_id, "--trust-endpoints",
-                                            "--no-progress", "--searxng-url", secret_url, "--output-dir", str(out_dir)])
+    assert resume().exit_code == 0 and (out_dir / "run_manifest.json").is_file()  # finished, its directory written
 
-        assert resume().exit_code == 0 and (out_dir / "run_manifest.json").is_file()  # finished, its directory written
+    def held(*args, **kwargs):
+        raise LogLockedError(f"log {log.path} is held for writing by pid 4242 (python -c)")
 
-        def held(*args, **kwargs):
-            raise LogLockedError(f"log {log.path} is held for writing by pid 4242 (python -c)")
-
-        monkeypatch.setattr(eval_cli, "materialize_run", held)
-        resumed = resume()  # nothing left to run: its directory is written again
-    finally:
-        gateway.close()
+    monkeypatch.setattr(eval_cli, "materialize_run", held)
+    resumed = resume()  # nothing left to run: its directory is written again
     assert resumed.exit_code == 0, (resumed.stdout, resumed.stderr)
     assert resumed.stderr.splitlines()[-1] == (
         f"no run directory written (log {log.path} is held for writing by pid 4242 (python -c)); "
         f"`eviscene --db {log.path} eval resume {stopped.run_id} --trust-endpoints "
-        f"--searxng-url 'http://[REDACTED]@{gateway.base[7:]}' --output-dir {out_dir}` writes it")
+        f"--searxng-url 'http://[REDACTED]@{base[7:]}' --output-dir {out_dir}` writes it")
     assert "hunter2" not in resumed.stdout + resumed.stderr
