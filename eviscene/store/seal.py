@@ -32,8 +32,8 @@ from eviscene.store.manifest import (
 )
 from eviscene.store.migrate import apply_migrations
 from eviscene.store.schema import BLOB_COLUMNS, EVENT_COLUMNS
-from eviscene.store.snapshot import attach_archive, closed_on_failure, limit_memory, new_connection, open_snapshot, read_a_snapshot
-from eviscene.store.verify import RECORD_COLUMNS, WALK_MEMORY_LIMIT, altered_blobs, missing_blobs, ordered_events, sealed_files, walk_chains
+from eviscene.store.snapshot import attach_archive, closed_on_failure, new_connection, open_snapshot, read_a_snapshot
+from eviscene.store.verify import RECORD_COLUMNS, altered_blobs, missing_blobs, ordered_events, sealed_files, walk_chains
 
 
 def open_archive_for_writing(log_path: Path):
@@ -232,10 +232,12 @@ def check_segments(run_id: str, folder: Path, entries: list[ManifestEntry], star
         return
     con = new_connection()
     try:
-        limit_memory(con, WALK_MEMORY_LIMIT)
         walk = walk_chains(ordered_events(con, read_parquet(events)), start={run_id: start})
     finally:
         con.close()
+    others = sorted(set(walk.tails) - {run_id}, key=str)
+    if others:  # a segment of this run holding another's events (a forged one): sealed, they would join that run
+        refuse(None, None, f"its segments hold events of {'another run' if len(others) == 1 else 'other runs'}: {', '.join(map(repr, others))}")
     for problem in walk.problems:
         refuse(problem.seq, problem.seq, f"{problem.problem} ({problem.event_id})")
     recorded_end = max(e.last_seq for e in entries if e.is_events)  # type: ignore[type-var]

@@ -164,10 +164,11 @@ class ChainWalk:
 
 _WALK_COLUMNS = "run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash"
 
-# Rows a slice of `ordered_events` sorts at most (but for one seq repeated past it), and
-# DuckDB's memory while they are read: one sort of every event, payloads included, held them
-# all in memory, and DuckDB kept every block of the log it read cached (3.1 GiB for a
-# 100k-episode run's 3.2M events). A slice's sort fits in the bound whatever the log's size.
+# Rows a slice of `ordered_events` sorts at most, and DuckDB's memory while it reads them: one
+# sort of every event, payloads included, held them all in memory, and DuckDB kept every block
+# of the log it read cached (3.1 GiB for a 100k-episode run's 3.2M events; 0.95 GiB sliced
+# and bounded). Large payloads may not fit the bound however small the slice (a Parquet
+# segment's row group is read whole: 3,000 events of 200 KiB): the bound is then lifted.
 _WALK_SLICE_ROWS = 250_000
 WALK_MEMORY_LIMIT = 512 * 2**20
 
@@ -176,14 +177,34 @@ def ordered_events(
     con: duckdb.DuckDBPyConnection, source: str, scope: str = "TRUE", params: dict | None = None, batch_rows: int = 50_000,
 ) -> Iterator[pa.RecordBatch]:
     """The events of `source` (a table or table function) that match `scope`, as `walk_chains`
-    reads them: `ORDER BY run_id, seq`, NULLs last, read a slice at a time, each slice a run of
-    its own, or consecutive runs, of at most `_WALK_SLICE_ROWS` events, or a range of one
-    longer run's seqs, cut at its quantiles so that no gap or repeat in them makes many."""
+    reads them: `ORDER BY run_id, seq`, NULLs last, read a slice at a time: consecutive runs of
+    at most `_WALK_SLICE_ROWS` events in all, or a range of one longer run's seqs, cut at the
+    quantiles of its seqs (so that no gap or repeat in them makes many). Holds `con`'s DuckDB
+    to `WALK_MEMORY_LIMIT` from here on, unless a slice does not fit it (the caller lifts it
+    when it needs to)."""
     params = params or {}
-    select = f"SELECT {_WALK_COLUMNS} FROM {source} WHERE ({scope}) AND "
+    limit_memory(con, WALK_MEMORY_LIMIT)
+    bounded = True
 
-    def read(where: str, more: dict) -> Iterator[pa.RecordBatch]:
-        yield from con.sql(select + where + " ORDER BY run_id, seq", params={**params, **more}).to_arrow_reader(batch_rows)
+    def read(where: str, values: dict) -> Iterator[pa.RecordBatch]:
+        nonlocal bounded
+        query = f"SELECT {_WALK_COLUMNS} FROM {source} WHERE ({scope}) AND {where} ORDER BY run_id, seq"
+        if bounded:
+            try:  # DuckDB sorts the whole slice before its first batch: a slice that does not fit fails before any is read
+                reader = con.sql(query, params={**params, **values}).to_arrow_reader(batch_rows)
+                first = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (duckdb.OutOfMemoryException, OSError) as exc:  # OSError: DuckDB's, through Arrow's stream
+                if not str(exc).startswith("Out of Memory Error"):
+                    raise
+                bounded = False
+                con.execute("RESET memory_limit")
+            else:
+                yield first
+                yield from reader
+                return
+        yield from con.sql(query, params={**params, **values}).to_arrow_reader(batch_rows)
 
     sizes = con.execute(f"SELECT run_id, count(*) FROM {source} WHERE ({scope}) GROUP BY run_id ORDER BY run_id", params).fetchall()
     together: list[str] = []  # consecutive short runs, read in one slice
@@ -193,7 +214,7 @@ def ordered_events(
             yield from read("run_id BETWEEN $first AND $last", {"first": together[0], "last": together[-1]})
             together, held = [], 0
         if run_id is None:
-            if events:  # NULL run_ids sort last
+            if events:  # NULL run_ids (a forged segment's) sort last
                 yield from read("run_id IS NULL", {})
         elif events > _WALK_SLICE_ROWS:
             slices = -(-events // _WALK_SLICE_ROWS)
@@ -201,17 +222,23 @@ def ordered_events(
                                     {**params, "fractions": [i / slices for i in range(1, slices)], "run": run_id}).fetchall()
             cuts = sorted({cut for cut in cuts or [] if cut is not None})
             for low, high in zip([None, *cuts], [*cuts, None]):
-                where, values = "run_id = $run", {"run": run_id}
-                if low is not None:  # NULL seqs sort last: in the last slice
-                    where += " AND (seq >= $low" + (" OR seq IS NULL)" if high is None else ")")
-                    values["low"] = low
-                if high is not None:
-                    where += " AND seq < $high"
-                    values["high"] = high
-                yield from read(where, values)
+                yield from read(*_seq_range(run_id, low, high))
         else:
             together.append(run_id)
             held += events
+
+
+def _seq_range(run_id: str, low: int | None, high: int | None) -> tuple[str, dict]:
+    """Run `run_id`'s events with `low` <= seq < `high` (None: no bound; NULL seqs, which sort
+    last, with the last range): a WHERE condition and its parameters."""
+    where, values = "run_id = $run", {"run": run_id}
+    if low is not None:
+        where += " AND (seq >= $low" + (" OR seq IS NULL)" if high is None else ")")
+        values["low"] = low
+    if high is not None:
+        where += " AND seq < $high"
+        values["high"] = high
+    return where, values
 
 
 def walk_chains(
@@ -241,6 +268,10 @@ def walk_chains(
                    c["step"], c["payload"], c["prev_hash"], c["hash"])
         for run_id, seq, event_id, ts, episode_id, attempt, type_, step, payload, row_prev, row_hash in rows:
             walk.events += 1
+            if run_id is None:  # no writer stores one (a forged segment's); they sort last, after every run
+                if not any(p.run_id is None for p in walk.problems):
+                    walk.problems.append(ChainProblem(None, seq, event_id, "run_id is NULL, which no writer stores (forged event)"))  # type: ignore[arg-type]
+                continue
             if run_id != current:
                 if current is not None:
                     _close(walk, current, (last_seq, prev_hash, last_type), shard, broken)
@@ -251,7 +282,9 @@ def walk_chains(
             if broken:
                 continue
             problem = None
-            if seq != last_seq + 1:
+            if seq is None:
+                problem = "seq is NULL, which no writer stores (forged event)"
+            elif seq != last_seq + 1:
                 problem = (
                     f"seq {last_seq + 1}..{seq - 1} missing (deleted events)" if seq > last_seq + 1
                     else "seq repeated (reordered or duplicated events)" if last_seq > opening_seq
@@ -621,6 +654,7 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
             expected_end[run_id] = (last_seq, last_hash)
     if log_path.is_dir():  # an export folder keeps no records; its file names hold each run's end
         expected_end.update((run, end) for run, end in exported_ends(log_path).items() if scope is None or run in scope)
+    recorded = {run_id for run_id, *_ in records} | set(expected_end)
     unfinished, running = [], []
     for run_id in sorted(set(walk.tails) | set(live) | set(expected_end)):
         tail_seq, tail_hash, tail_type = walk.tails.get(run_id, (0, GENESIS_HASH, ""))
@@ -642,7 +676,10 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
         if run_id in broken or live_problem:
             continue
         problem = (
-            _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id), exported=log_path.is_dir())
+            # events of no segment of its own: another run's (forged) segment holds them
+            (RangeProblem(run_id, None, None, "its events are in no segment of its own (another run's segment holds them)")
+             if state is None and run_id not in recorded and run_id not in archive_gaps else None)
+            or _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id), exported=log_path.is_dir())
             or _announced_problem(run_id, tail_seq, walk)
             or archive_gaps.get(run_id)
         )

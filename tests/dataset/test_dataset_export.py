@@ -191,22 +191,29 @@ def test_one_rollout_per_case_prefers_fewer_red_flags_then_score_then_larger_epi
     assert all(not row["training_eligible"] for row in excluded.values())
 
 
-def test_with_one_rollout_per_case_a_best_rollout_without_a_trajectory_drops_its_case(log, tmp_path):
+def test_with_one_rollout_per_case_a_best_rollout_without_a_trajectory_gives_way_to_the_next_best(log, tmp_path):
+    """The best rollout was chosen before the trajectory check, so a best rollout without a
+    trajectory dropped its whole case: 0 accepted, the runner-up marked a lower-quality
+    rollout. The best rollout that can be exported is kept (as frozen mode, where a rollout
+    without a trajectory is ineligible, keeps it); the one without a trajectory is reported
+    as derived mode reports it."""
     run = write_run_dir(tmp_path / "run", "run-a", [
         {"episode_id": ep("v", 0), "case_id": "v", "score": {"total": 2.0}, "trajectory": False},
         {"episode_id": ep("v", 1), "case_id": "v", "score": {"total": 1.0}},
+        {"episode_id": ep("v", 2), "case_id": "v", "score": {"total": 0.5}},
     ])
     manifest, _ = export(log, tmp_path / "out", run, one_rollout_per_case=True)
-    assert manifest["accepted_episode_count"] == 0 and manifest["candidate_episode_count"] == 2
+    assert manifest["accepted_episode_count"] == 1 and manifest["candidate_episode_count"] == 3
+    assert set(by_episode(tmp_path / "out" / "accepted_episodes.jsonl")) == {ep("v", 1)}
     excluded = by_episode(tmp_path / "out" / "excluded_episode_metadata.jsonl")
-    # the runner-up is not promoted
-    assert excluded[ep("v", 1)]["training_exclusion_reasons"] == ["lower_quality_rollout_for_case"]
+    assert excluded[ep("v", 2)]["training_exclusion_reasons"] == ["lower_quality_rollout_for_case"]
     assert excluded[ep("v", 0)]["training_eligible"] is True and excluded[ep("v", 0)]["trajectory_sft_rows"] == 0
+    assert excluded[ep("v", 0)]["training_exclusion_reasons"] == []
     assert "trajectory_token_count_estimate" not in excluded[ep("v", 0)]
-    # without the option the eligible rollout with a trajectory is kept
+    # without the option every eligible rollout with a trajectory is kept, the other reported alike
     manifest, _ = export(log, tmp_path / "derived", run)
-    assert set(by_episode(tmp_path / "derived" / "accepted_episodes.jsonl")) == {ep("v", 1)}
-    assert by_episode(tmp_path / "derived" / "excluded_episode_metadata.jsonl")[ep("v", 0)]["training_exclusion_reasons"] == []
+    assert set(by_episode(tmp_path / "derived" / "accepted_episodes.jsonl")) == {ep("v", 1), ep("v", 2)}
+    assert by_episode(tmp_path / "derived" / "excluded_episode_metadata.jsonl")[ep("v", 0)] == excluded[ep("v", 0)]
 
 
 def test_a_long_trajectory_goes_to_the_long_holdout(log, tmp_path):

@@ -671,6 +671,45 @@ def test_seal_refuses_an_altered_segment_and_a_broken_chain(live_log, tmp_path):
     assert not copy.path.exists()
 
 
+def test_seal_refuses_a_segment_holding_another_runs_events(live_log):
+    """Seal walks a run's segments a run at a time (`ordered_events`), so another run's chain,
+    forged into this run's last segment with its manifest line to match, walked as a chain of
+    its own: the seal passed and took it into the archive as that run's, with no record of it.
+    Refused: a run's segments hold its own events only."""
+    from eviscene.store.manifest import file_sha256
+
+    write_batches(live_log, "y", [gates(0, 3) + [finished()]])
+    folder, path = run_folder(live_log), segments(live_log)[-1]
+    pq.write_table(pa.concat_tables([pq.read_table(path), pq.read_table(segments(live_log, "y")[0])]), path)
+    lines = [json.loads(line) for line in (folder / "segments.jsonl").read_text().splitlines()]
+    lines = [{**line, "sha256": file_sha256(path), "rows": line["rows"] + 4} if line["file"] == path.name else line for line in lines]
+    (folder / "segments.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    shutil.rmtree(run_folder(live_log, "y"))
+    assert [str(p) for p in live_log.verify().problems] == ["run y: its events are in no segment of its own (another run's segment holds them)"]
+    before = archive_state(live_log)
+    with pytest.raises(LogIntegrityError, match="^run r1 not sealed: its segments hold events of another run: 'y'; the archive is unchanged$"):
+        live_log.seal(["r1"])
+    assert archive_state(live_log) == before and folder.is_dir()
+
+
+def test_the_walk_lifts_its_memory_bound_for_payloads_too_large_for_it(tmp_path, monkeypatch):
+    """Held to WALK_MEMORY_LIMIT, DuckDB cannot sort (nor even read: a Parquet segment's row
+    group is read whole) a slice of large payloads: `log verify`, seal and every export's
+    check failed with "Out of Memory Error" on a legitimate log (3,000 events of 200 KiB at
+    512 MiB). The walk lifts the bound then, and finds what it finds unbounded."""
+    import eviscene.store.verify as verify
+
+    monkeypatch.setattr(verify, "WALK_MEMORY_LIMIT", 16 * 2**20)
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("r1", [EventDraft(GateDecided(gate="g", subject=f"{i:03d}" + "x" * 2**20, passed=True), episode_id="e", attempt=1, step=i)
+                      for i in range(40)] + [finished()])  # 40 MiB of payloads, live
+    assert log.verify().ok
+    log.seal()
+    assert log.verify().ok
+    tamper(log, "UPDATE events SET payload = '{\"gate\":\"g\",\"subject\":\"forged\",\"passed\":true}' WHERE seq = 17")
+    assert [f"seq {p.seq}: {p.problem}" for p in log.verify().problems] == ["seq 17: hash does not match the event's content (edited event)"]
+
+
 def test_seal_of_an_unknown_run_is_an_error(sealed_log):
     for run_id in ["bogus", "r1-typo"]:
         result = CliRunner().invoke(cli, ["--db", str(sealed_log.path), "log", "seal", run_id])
@@ -922,6 +961,7 @@ def test_the_walk_names_the_same_first_break_whatever_its_batches(tmp_path, edit
     (their fields joined and hashed by Arrow; stretches of 64 events or more), and one by one
     wherever one does not, a run's first event and its run.finished always: which is taken
     where must not change what is found."""
+    from eviscene.store.snapshot import open_snapshot
     from eviscene.store.verify import ordered_events, walk_chains
 
     log = EventLog(tmp_path / "log.duckdb")
@@ -932,7 +972,7 @@ def test_the_walk_names_the_same_first_break_whatever_its_batches(tmp_path, edit
         "SELECT run_id, max(seq) AS seq, arg_max(hash, seq) AS hash FROM events GROUP BY run_id").to_pylist()}
     pinned = log.sql("SELECT hash FROM events WHERE run_id = 'r1' AND seq = 6")["hash"][0].as_py()
     tamper(log, edit)
-    con = log.connect(views=False)
+    con = open_snapshot(log.path)
     try:
         walk = walk_chains(ordered_events(con, "events", batch_rows=rows_per_batch), pin={"r1": 6, "r2": 10})
     finally:
@@ -968,3 +1008,28 @@ def test_the_walk_reads_the_events_in_slices_in_the_order_of_one_sort(monkeypatc
     assert read == expected
     scoped = verify.ordered_events(con, "events", "list_contains($runs, run_id)", {"runs": ["b", "long"]}, batch_rows=100)
     assert [(r, s) for batch in scoped for r, s in zip(batch["run_id"].to_pylist(), batch["seq"].to_pylist())] == expected[3:5] + expected[6:23]
+
+
+def test_an_event_without_a_run_id_or_a_seq_is_named_not_passed_over():
+    """A forged live segment's events with a NULL run_id (hashed as the walk hashed them) were
+    walked as a stream of no run, never closed nor reported: `log verify` said ok. One with a
+    NULL seq would have stopped the walk with a TypeError. Both are named."""
+    from eviscene.store.verify import ordered_events, walk_chains
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE events (run_id VARCHAR, seq BIGINT, event_id VARCHAR, ts TIMESTAMPTZ, episode_id VARCHAR, attempt INT, "
+                "type VARCHAR, step INT, payload JSON, prev_hash VARCHAR, hash VARCHAR)")
+    rows, prev = [], {}
+    for step, (run_id, seq) in enumerate([("x", 1), ("x", 2), ("y", 1), ("y", None), (None, 1), (None, 2)]):
+        content = content_digest(run_id, None, None, "gate.decided", step, "{}")
+        event_id = "ev-" + content[:32]
+        row_hash = event_hash(prev.get(run_id, GENESIS_HASH), seq, event_id, 0, content)
+        rows.append([run_id, seq, event_id, "1970-01-01 00:00:00+00", None, None, "gate.decided", step, "{}", prev.get(run_id, GENESIS_HASH), row_hash])
+        prev[run_id] = row_hash  # each run's chain as a writer hashes it
+    con.executemany("INSERT INTO events VALUES (?, ?, ?, ?::TIMESTAMPTZ, ?, ?, ?, ?, ?, ?, ?)", rows)
+    walk = walk_chains(ordered_events(con, "events"))
+    assert [str(p) for p in walk.problems] == [
+        f"run y, seq None ({rows[3][2]}): seq is NULL, which no writer stores (forged event)",
+        f"run None, seq 1 ({rows[4][2]}): run_id is NULL, which no writer stores (forged event)",
+    ]
+    assert walk.tails["x"][0] == 2 and walk.events == 6
