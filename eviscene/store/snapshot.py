@@ -562,7 +562,10 @@ def limit_memory(con: duckdb.DuckDBPyConnection, memory_limit: int | None, spill
     """`con`'s DuckDB held to `memory_limit` bytes (else its default, 80% of RAM), spilling past
     it into this process's private folder (`spill_directory`, never the cwd), at most
     `spill_limit` bytes of it."""
-    con.execute(f"SET temp_directory = '{sql_quoted(spill_directory())}'")
+    folder = str(spill_directory())
+    # once a spill has used it, the folder cannot be set again, even to itself
+    if con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] != folder:
+        con.execute(f"SET temp_directory = '{sql_quoted(folder)}'")
     if memory_limit is not None:
         con.execute(f"SET memory_limit = '{int(memory_limit)}B'")
     if spill_limit is not None:

@@ -457,3 +457,18 @@ def test_the_python_api_is_the_same_sandbox(log_copy, tmp_path):
     assert log.sql(f"SELECT a FROM '{notes}'", read=str(notes))["a"].to_pylist() == [7]
     assert log.sql(f"SELECT a FROM '{notes}'", read=notes)["a"].to_pylist() == [7]
     assert log.sql("SELECT count(*) AS n FROM events WHERE run_id = ?", ["live"])["n"].to_pylist() == [21]
+
+
+def test_memory_is_limited_again_on_a_connection_that_has_spilled():
+    """`log verify` bounds DuckDB's memory for its duplicate check, then the walk bounds it
+    again: setting the spill folder a second time, once a query had spilled into it, failed
+    ("Cannot switch temporary directory after the current one has been used") and stopped
+    every verification of a log large enough to spill (a 100k-episode run's)."""
+    from eviscene.store.snapshot import limit_memory, new_connection
+
+    con = new_connection()
+    limit_memory(con, 64 * 2**20)
+    con.execute("SELECT count(*) FROM (SELECT repeat('x', 100) || i::VARCHAR AS s FROM range(2000000) t(i) ORDER BY s DESC)").fetchall()
+    limit_memory(con, 32 * 2**20)
+    assert con.execute("SELECT current_setting('temp_directory'), current_setting('memory_limit')").fetchall() == [
+        (str(spill_directory()), "32.0 MiB")]
