@@ -15,7 +15,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from eviscene.errors import EvisceneError, LogLockedError
+from eviscene.errors import EvisceneError, LogLockedError, OutputFolderTakenError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
@@ -274,11 +274,23 @@ def _run_name(run_id: str | None, output_dir: Path | None) -> str | None:
 def _materialize(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: bool = False) -> None:
     """The run directory of a run that ran to its end; a stopped run's is left for `eval
     resume` to write (its unfinished episodes would be stand-in error rows). `replace`: the
-    run's own earlier directory there is kept until the new one is whole."""
+    run's own earlier directory there is kept until the new one is whole. The run's lock is
+    gone by now, so another command of the run (an `eval resume` of it) may put the run's
+    directory there meanwhile: that one is replaced too, never a folder holding anything else."""
     if summary.stopped:
         resume = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
         click.echo(f"no run directory written while episodes are unfinished; {resume} writes it", err=True)
         return
+    try:
+        _write_run_directory(log, summary, out_dir, replace=replace)
+    except OutputFolderTakenError:
+        if not _is_run_directory_of(out_dir, summary.run_id):
+            raise
+        # written again from the log as it is now: the other command may have finished episodes this one's write missed
+        _write_run_directory(log, summary, out_dir, replace=True)
+
+
+def _write_run_directory(log: EventLog, summary: RunSummary, out_dir: Path, *, replace: bool) -> None:
     if replace:
         _check_holds_only_run_files(out_dir, summary.run_id)  # one that gained a file of someone's meanwhile
     earlier = out_dir.stat() if replace and out_dir.exists() else None
@@ -344,10 +356,7 @@ def resume(
         progress,
         out_dir if materialize else None,
     )
-    if materialize:
-        if not replaces and _is_run_directory_of(out_dir, run_id):  # another resume of the run wrote it meanwhile
-            _check_holds_only_run_files(out_dir, run_id)
-            replaces = True
+    if materialize:  # one another resume of the run wrote meanwhile is replaced too (`_materialize`)
         _materialize(log, summary, out_dir, replace=replaces)
     _exit_status(summary)
 

@@ -39,6 +39,11 @@ class LogLockedError(EvisceneError):
     """Another process holds the log (or one run of it) for writing."""
 
 
+class OutputFolderTakenError(EvisceneError):
+    """An output folder that must be new or empty holds something: before the write, or put there
+    by another write to it that finished first (`exports/staging.py`)."""
+
+
 class LogIntegrityError(EvisceneError):
     """The log's hash chain or order is broken."""
 

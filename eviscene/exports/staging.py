@@ -20,14 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from eviscene.errors import EvisceneError, os_fault
+from eviscene.errors import EvisceneError, OutputFolderTakenError, os_fault
 from eviscene.store.faults import checkpoint
 
 
 def check_new_or_empty(out_dir: Path, what: str = "output directory") -> None:
     check_output_folder(out_dir, what)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise EvisceneError(f"{what} must be new or empty: {out_dir}")
+        raise OutputFolderTakenError(f"{what} must be new or empty: {out_dir}")
 
 
 def check_output_folder(out_dir: Path, what: str = "output directory") -> None:
@@ -106,7 +106,7 @@ def _put_in_place(staging: Path, out_dir: Path, what: str) -> None:
     except OSError as exc:
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
-        raise EvisceneError(
+        raise OutputFolderTakenError(
             f"{what} {out_dir} was filled while this write ran (another write to it, finished first?); "
             "it is kept as it is and this write's output removed"
         ) from None

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -966,6 +967,79 @@ def test_a_resume_replaces_the_run_directory_another_resume_of_the_run_wrote_mea
     second = invoke(log_path, "eval", "resume", "r", "--no-progress")
     assert second.exit_code == 0, second.output
     assert "run directory: runs/r" in second.stdout and json.loads((tmp_path / "runs" / "r" / "run_manifest.json").read_text())["run_id"] == "r"
+
+
+def paused_at(point: str, log_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
+    """A real `eviscene … args` held at the named fault point (EVISCENE_PAUSE, eviscene/store/faults.py)
+    until `go` exists in the returned folder."""
+    barrier = log_path.parent / f"barrier-{point}"
+    barrier.mkdir()
+    process = subprocess.Popen([EVISCENE, "--db", str(log_path), *args], env={**os.environ, "EVISCENE_PAUSE": f"{point}:{barrier}"},
+                               cwd=log_path.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (barrier / "reached").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{point} never reached"
+        time.sleep(0.02)
+    return process, barrier
+
+
+def ended(process: subprocess.Popen, barrier: Path) -> subprocess.CompletedProcess:
+    (barrier / "go").touch()
+    out, err = process.communicate(timeout=300)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# where `eval run` waits while `eval resume r` runs: past its seal (the run's lock gone), before its directory is
+# written; or its directory written, not yet renamed in; or it writes its directory while the resume's waits to be renamed in
+RESUME_IN_THE_GAP = {"resume written first": ("seal.removed", None), "resume renamed in first": ("staging.filled", None),
+                     "run renamed in first": ("seal.removed", "staging.filled")}
+
+
+@pytest.mark.parametrize("run_waits_at, resume_waits_at", RESUME_IN_THE_GAP.values(), ids=RESUME_IN_THE_GAP)
+def test_a_resume_between_a_runs_seal_and_its_run_directory_leaves_both_exit_0_and_the_directory_whole(
+        run_waits_at, resume_waits_at, release, tmp_path):
+    """`eval run` lets the run's lock go at its seal and writes the run directory after: an `eval
+    resume` of the run in that gap (nothing left to run) wrote the directory, and the `eval run`
+    then printed its summary and `Error: output directory must be new or empty: runs/r` (or "was
+    filled while this write ran"), exit 2; a resume whose write ended second said the same. Now
+    either replaces the run's own directory put there meanwhile, written again from the log."""
+    log_path = tmp_path / "log.duckdb"
+    run = paused_at(run_waits_at, log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                    "--output-dir", "runs/r")
+    if resume_waits_at is None:
+        resumed = subprocess.run([EVISCENE, "--db", str(log_path), "eval", "resume", "r", "--no-progress"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=300, check=False)
+        ran = ended(*run)
+    else:
+        resume = paused_at(resume_waits_at, log_path, "eval", "resume", "r", "--no-progress")
+        ran = ended(*run)
+        resumed = ended(*resume)
+    # 1 episode: a row in each of the 10 record files, and its trace
+    assert (ran.returncode, ran.stderr) == (0, "") and ran.stdout.endswith("run directory: runs/r (11 rows and traces)\n"), ran
+    assert (resumed.returncode, resumed.stderr) == (0, ""), resumed
+    assert resumed.stdout.startswith("run r: 0 of 1 episodes ran (nothing left to run); status completed\n")
+    assert resumed.stdout.endswith("run directory: runs/r (11 rows and traces)\n")
+    assert sorted(os.listdir(tmp_path / "runs")) == ["r"]  # no temporary folder left beside it
+    written = materialize_run(EventLog(log_path), "r", tmp_path / "clean")
+    assert sum(written.values()) == 11 and files_of(tmp_path / "runs" / "r") == files_of(tmp_path / "clean")
+
+
+def test_a_run_directory_written_in_the_gap_is_still_not_replaced_while_it_holds_a_file_of_someones(release, tmp_path):
+    log_path = tmp_path / "log.duckdb"
+    run = paused_at("seal.removed", log_path, "eval", "run", "--benchmark", benchmark(release), "--limit", "1", "--no-progress",
+                    "--output-dir", "runs/r")
+    materialize_run(EventLog(log_path), "r", tmp_path / "runs" / "r")  # as a resume of the run does
+    (tmp_path / "runs" / "r" / "notes.txt").write_text("mine")
+    ran = ended(*run)
+    assert (ran.returncode, ran.stderr) == (2, (
+        "Error: --output-dir runs/r is run r's earlier directory, and it also holds what a run directory does not "
+        "(notes.txt): writing it again would delete that; move it out, or name another --output-dir\n"))
+    assert (tmp_path / "runs" / "r" / "notes.txt").read_text() == "mine"
 
 
 def test_an_archive_held_for_writing_as_a_run_ends_leaves_the_run_completed_and_names_what_writes_its_directory(
