@@ -7,19 +7,22 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Callable, get_args
 
 import anyio
 import click
 from click.core import ParameterSource
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
 
-from eviscene.errors import EvisceneError, LogLockedError, OutputFolderTakenError
+from eviscene.errors import EvisceneError, LogLockedError, OutputFolderTakenError, ReleaseError
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_output_dir
 from eviscene.eval.run import RunInterrupted, RunSummary, resume_command, resume_run, start_run
 from eviscene.eval.report import accuracy_lines, error_cause_lines
+from eviscene.release.loader import named_cases_file
 from eviscene.exports.run_dir import RUN_DIRECTORY_NAMES, materialize_run
 from eviscene.exports.staging import check_output_folder
 from eviscene.rules.commands import command_line, output_dir_words
@@ -48,39 +51,48 @@ def eval_group() -> None:
     """Run the verification agent over a benchmark release into the log."""
 
 
-class _ProgressBar:
-    """Episodes done/errored, rate and ETA on stderr."""
+class _EpisodeRate(ProgressColumn):
+    """Episodes finished a second over the time the elapsed column shows (its clock, frozen
+    when the last episode finishes, as that column's is): the rate and the time always agree."""
 
-    def __init__(self, show: bool) -> None:
+    def render(self, task: Task) -> Text:
+        elapsed = task.finished_time if task.finished else task.elapsed
+        return Text(f"{task.completed / elapsed if elapsed else 0:.2f}/s")
+
+
+class _ProgressBar:
+    """Episodes done/errored, rate and ETA on stderr; its clock starts with the episodes
+    (`planned`), not with the release's loading before them."""
+
+    def __init__(self, show: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self.show = show
-        self.done = self.errored = 0
+        self.errored = 0
         self.run_id: str | None = None
-        self.started = time.monotonic()
         self.progress = Progress(
             TextColumn("[bold]episodes"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[errored]} errored · {task.fields[rate]}/s"),
+            TextColumn("{task.fields[errored]} errored ·"),
+            _EpisodeRate(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
             TextColumn("[yellow]{task.fields[waiting]}"),
             console=_stderr,
+            get_time=clock,
         )
-        self.task = self.progress.add_task("episodes", total=None, errored=0, rate="0.00", waiting="")
+        self.task = self.progress.add_task("episodes", total=None, start=False, errored=0, waiting="")
 
     def planned(self, run_id: str, episodes: int) -> None:
         self.run_id = run_id
-        self.started = time.monotonic()
         self.progress.update(self.task, total=episodes)
+        self.progress.start_task(self.task)
         if self.show and episodes:  # shown once there is a run to follow (not before an error in its setup, nor `0/0`)
             self.progress.start()
 
     def finished(self, spec, finished) -> None:
-        self.done += 1
         self.errored += finished.counts_as_error
-        rate = self.done / max(time.monotonic() - self.started, 1e-9)
-        self.progress.update(self.task, advance=1, errored=self.errored, rate=f"{rate:.2f}")
+        self.progress.update(self.task, advance=1, errored=self.errored)
 
     def warning(self, message: str) -> None:
         """A run-start warning (`RunPlan.warnings`), one line on stderr."""
@@ -126,19 +138,13 @@ def _exit_status(summary: RunSummary) -> None:
 
 
 def _cases_file(_ctx: click.Context, _param: click.Parameter, benchmark: str | None) -> str | None:
-    """--benchmark names a release's cases file; the release's folder, its runtime_input folder
-    or its manifest.json, given instead, name the release's own."""
+    """--benchmark names a release's cases file, or the release by its folder (`named_cases_file`)."""
     if benchmark is None:
         return None
-    given = Path(benchmark)
-    if given.is_dir():
-        found = [cases for cases in (given / "runtime_input" / "cases.jsonl", given / "cases.jsonl") if cases.is_file()]
-        if not found:
-            raise click.BadParameter(f"{benchmark} is a folder with no runtime_input/cases.jsonl: give a release's cases file")
-        return str(found[0])
-    if given.name == "manifest.json" and (given.parent / "runtime_input" / "cases.jsonl").is_file():
-        return str(given.parent / "runtime_input" / "cases.jsonl")
-    return benchmark
+    try:
+        return str(named_cases_file(benchmark))
+    except ReleaseError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @eval_group.command(short_help="Run the agent over a release, every step into the log.")

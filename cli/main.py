@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from importlib import import_module
@@ -45,6 +46,15 @@ class _Eviscene(click.Group):
                     _add_help_option(command)
                     self.add_command(command)
         return self.commands.get(name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        # click suggests a name from the commands loaded so far, which here is none before one
+        # runs: a misspelled command is told the closest of them all, as a group's subcommand is.
+        name = args[0]
+        if not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            ctx.fail(f"No such command {name!r}." + (f" Did you mean {close[0]!r}?" if close else ""))
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -161,12 +171,12 @@ def cli(ctx: click.Context, db: str) -> None:
     ctx.obj = EventLog(_given_log(db))
 
 
-# Commands that read a log (or, as `log seal`, tidy one) and never start one: on a path holding
+# Commands that read a log (or, as `log seal` and `eval resume`, tidy or go on with one) and never start one: on a path holding
 # no log they fail (a mistyped --db never answers from an empty log, nor creates one). Writers
 # (eval run, import, log merge) create it; `sql`, `views --columns`, `runs` (whose `compare`
 # takes its own --db) and `dataset export` (which imports path inputs first) check for themselves; `view` may start before the first run writes,
 # shows runs as they appear, and says that there is no log yet.
-READERS = {"runs compare", "why", "log verify", "log seal", "log export-parquet", "materialize", "report"}
+READERS = {"runs compare", "why", "log verify", "log seal", "log export-parquet", "materialize", "report", "eval resume"}
 
 
 def _given_log(db: str) -> str:

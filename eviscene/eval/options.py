@@ -58,7 +58,7 @@ class EvalOptions(BaseModel):
         resolved, such as the label set); names this version no longer has are left out."""
         return cls(**{name: value for name, value in config.items() if name in cls.model_fields})
 
-    benchmark: str = Field(description="Path to <release>/runtime_input/cases.jsonl.")
+    benchmark: str = Field(description="Path to <release>/runtime_input/cases.jsonl, or to the release (its folder, its manifest.json).")
     profile: str | None = None
     provider: str | None = None
     model: str | None = None

@@ -204,9 +204,9 @@ class RayExecutor:
     async def run(self, todo: list[tuple[RolloutSpec, int]], *, options: RunOptions, check: ReleaseCheck,
                   policy: SourceAccessPolicy | None, perception: dict[str, PerceptionReported],
                   tool_cache: ToolCache | None, writer: Any,
-                  on_ready: Callable[[], None], on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
-        """Start the workers, call `on_ready` once every one has loaded the release and its
-        tools, then run `todo` on them."""
+                  on_finished: Callable[[RolloutSpec, EpisodeFinished], None]) -> None:
+        """Start the workers, wait until every one has loaded the release and its tools, then
+        run `todo` on them."""
         ray = self.ray
         # The driver's EVISCENE_* settings (runtime dirs, the fault hook) hold on every node.
         env = {k: v for k, v in os.environ.items() if k.startswith("EVISCENE_")}
@@ -220,7 +220,6 @@ class RayExecutor:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
             raise EvisceneError(f"the Ray workers could not start: {_cause(exc)}") from None
-        on_ready()
         queue = list(todo)
         unfinished = len(todo)
         losses: dict[str, int] = {}

@@ -605,10 +605,6 @@ async def _execute(
     earlier_errors = set() if opening else _error_episodes(log, run_id)
     errored_now: set[str] = set()
 
-    def planned() -> None:  # on Ray, once the workers have loaded the release
-        if observer is not None:
-            observer.planned(run_id, len(queue))
-
     def record(spec: RolloutSpec, finished: EpisodeFinished) -> None:
         summary.terminations[finished.termination] += 1
         if finished.counts_as_error:
@@ -617,8 +613,11 @@ async def _execute(
             observer.finished(spec, finished)
 
     async with provider_session(plan.provider, images, perceive, observer, backend_breakers(plan.toolbox)) as perceive, log.writer(run_id, lock=claim) as writer:
-        if ray is None:
-            planned()  # once the run is this process's: a run another process writes is refused before any progress
+        # Once the run is this process's (a run another process writes is refused before any
+        # progress), as its episodes start to be scheduled, on Ray before its workers start: a
+        # progress bar's clock, rate and elapsed time alike, counts from here on both executors.
+        if observer is not None:
+            observer.planned(run_id, len(queue))
         for draft in opening:
             await writer.emit(draft)
 
@@ -648,7 +647,7 @@ async def _execute(
             if ray is not None:
                 check = ReleaseCheck(options.benchmark, plan.release.release_id, sha256_file(options.benchmark))
                 await ray.run(queue, options=plan.options, check=check, policy=plan.policy, perception=perceptions,
-                              tool_cache=cache, writer=writer, on_ready=planned, on_finished=record)
+                              tool_cache=cache, writer=writer, on_finished=record)
             else:
                 with settled_heap():  # the release, corpus indexes and OCR models stay as they are
                     async with anyio.create_task_group() as group:

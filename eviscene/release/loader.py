@@ -117,12 +117,27 @@ def _path_inside(root: Path, relative: Any, *, what: str) -> Path:
         raise ReleaseError(f"{what}: {exc}") from None
 
 
+def named_cases_file(given: str | Path) -> Path:
+    """The cases file the user names: a release's cases file, or the release's folder, its
+    runtime_input folder or its manifest.json, each naming the release's own (`--benchmark`
+    and `EvalOptions.benchmark` alike)."""
+    path = Path(given).expanduser()
+    if path.is_dir():
+        found = [cases for cases in (path / "runtime_input" / "cases.jsonl", path / "cases.jsonl") if cases.is_file()]
+        if not found:
+            raise ReleaseError(f"{given} is a folder with no runtime_input/cases.jsonl: give a release's cases file")
+        return found[0]
+    if path.name == "manifest.json" and (path.parent / "runtime_input" / "cases.jsonl").is_file():
+        return path.parent / "runtime_input" / "cases.jsonl"
+    return path
+
+
 def _release_files(cases_path: str | Path) -> tuple[Path, Path]:
     """The release root (the cases file's grandparent as named, that folder itself resolved)
     and the cases file inside it, links followed. The release's own files stay inside it as
     every path it names does: a cases file or runtime_input folder that is a link out of it is
     refused, never followed (to another release's manifest, gold and images)."""
-    named = Path(os.path.abspath(Path(cases_path).expanduser()))  # `..` taken out: its last two parts are names
+    named = Path(os.path.abspath(named_cases_file(cases_path)))  # `..` taken out: its last two parts are names
     root = named.parent.parent.resolve()
     return root, _path_inside(root, named.relative_to(named.parent.parent).as_posix(), what=f"{named}: benchmark cases file")
 

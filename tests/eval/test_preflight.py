@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from eviscene.cli.main import cli
-from eviscene.errors import EvisceneError
+from eviscene.errors import EvisceneError, ReleaseError
 from eviscene.eval import run as run_module
 from eviscene.eval.options import EvalOptions
 from eviscene.eval.preflight import check_case_pictures, check_recorded_endpoints
@@ -292,6 +292,20 @@ def test_a_release_folder_given_as_the_benchmark_names_its_cases_file(tmp_path):
     for given in (BUNDLED / "runtime_input", BUNDLED / "manifest.json"):
         parsed = eval_group.commands["run"].make_context("run", ["--benchmark", str(given)]).params
         assert parsed["benchmark"] == str(BUNDLED / "runtime_input" / "cases.jsonl"), given
+
+
+def test_the_library_takes_a_release_by_its_folder_as_the_cli_does(tmp_path):
+    """`EvalOptions(benchmark=<release folder>)` said `<folder>: benchmark cases file not found`
+    though the folder was there and `--benchmark` took it: only the CLI looked inside a folder."""
+    log = EventLog(tmp_path / "log.duckdb")
+    summary = anyio.run(start_run, log, EvalOptions(benchmark=str(BUNDLED), limit=1))
+    assert (summary.planned, summary.ran, summary.status) == (1, 1, "completed")
+    recorded = log.sql("SELECT payload->'benchmark'->>'path' AS p FROM events WHERE type = 'run.started'").to_pylist()
+    assert recorded == [{"p": str(BUNDLED / "runtime_input" / "cases.jsonl")}]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReleaseError) as refused:
+        anyio.run(start_run, EventLog(tmp_path / "other.duckdb"), EvalOptions(benchmark=str(tmp_path / "empty")))
+    assert str(refused.value) == f"{tmp_path / 'empty'} is a folder with no runtime_input/cases.jsonl: give a release's cases file"
 
 
 def test_a_release_whose_cases_file_leads_out_of_it_is_refused_before_anything_is_logged(broken_release, tmp_path):

@@ -54,3 +54,32 @@ def test_the_readme_prints_what_the_command_prints(offline_run, tmp_path, phrase
     done = subprocess.run(["bash", "-c", "\n".join([*setup, command])], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n") == printed
+
+
+# The heads block, over the log the fresh-machine line wrote once the tour has gone through it:
+# its run and the two exports (the line's `datasets/demo-anyway` and the tour's `datasets/demo`).
+HEADS = ("log verify --save-heads heads.jsonl", "log verify --check-heads heads.jsonl")
+
+
+def test_the_readme_prints_what_saving_and_checking_heads_prints_after_the_tour(offline_run, tmp_path):
+    """The block printed `1 export stream(s), 1402 events` and `saved 2 head(s)`, the log before
+    the tour's own export, under a sentence saying 2 export streams, 1403 events and 3 heads."""
+    log, summary = offline_run
+    shutil.copy(log.path, tmp_path / "eviscene.duckdb")
+    commands = _console_commands()
+    # (the parser reads an export's indented counts as more of its command: its first line is all of it)
+    exports = [command.split("\n")[0] for command, _ in commands if command.startswith("eviscene dataset export --run demo ")]
+    assert len(exports) == 2
+    setup = [command.replace("--run demo ", f"--run {summary.run_id} ") for command in exports]  # the fixture's run is not named demo
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def printed_by(command: str) -> str:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.rstrip("\n")
+
+    for command in setup:
+        printed_by(command)
+    for phrase in HEADS:
+        command, printed = next((command, printed) for command, printed in commands if command == f"eviscene {phrase}")
+        assert printed_by(command) == printed

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from pseudo_terminal import written_to_a_terminal
 
+from eviscene.events import RunStarted
 from eviscene.log import EventLog
+from eviscene.store import EventDraft
 from eviscene.store.layout import run_folder
 from eviscene.store.locks import RunLock
 
@@ -107,7 +109,11 @@ def test_a_resume_of_a_run_another_process_writes_is_refused_before_any_progress
 
 
 def test_resume_of_an_unknown_run_is_a_clear_error(tmp_path):
-    result = eviscene(tmp_path / "empty.duckdb", "eval", "resume", "no-such-run")
+    # A log holding another run: where there is no log, that is said instead (tests/store/test_missing_log.py).
+    log = EventLog(tmp_path / "other.duckdb")
+    log.append("other", [EventDraft(RunStarted(started_at="2026-11-30T00:00:00+00:00", git_commit="", benchmark={}, agent={},
+                                               source_access_policy={}))])
+    result = eviscene(log.path, "eval", "resume", "no-such-run")
     assert result.returncode == 2 and result.stderr.startswith("Error: no run 'no-such-run'"), result.stderr
     assert result.stderr.count("\n") == 1  # one line, no blank line before it
 

@@ -104,13 +104,17 @@ def test_missing_manifest(make_release) -> None:
 
 
 def test_a_release_file_given_for_the_cases_names_where_the_cases_are(make_release) -> None:
-    manifest = make_release().parent.parent / "manifest.json"
+    cases = make_release()
+    picture = cases.parent / "images" / "demo-0001.jpg"
     with pytest.raises(ReleaseError) as error:
-        load_release(manifest)
+        load_release(picture)
     assert str(error.value) == (
-        f"{manifest.parent.parent / 'manifest.json'}: release manifest not found; {manifest} should be a release's "
+        f"{cases.parent.resolve() / 'manifest.json'}: release manifest not found; {picture} should be a release's "
         "runtime_input/cases.jsonl, two levels below its manifest.json"
     )
+    # The release's folder and its manifest.json name its own cases, as `--benchmark` takes them.
+    for release in (cases.parent.parent, cases.parent.parent / "manifest.json"):
+        assert load_release(release).cases_path == cases.resolve()
 
 
 def test_missing_cases_file(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ READS = [
     ("why", "episode-1"),
     ("log", "verify"),
     ("log", "seal"),
+    ("eval", "resume", "run-1"),  # it said `no run 'run-1' in PATH; \`eviscene --db PATH runs\` lists the runs`, which said no log
     ("log", "export-parquet", "out"),
     ("materialize", "run-1", "--out", "out"),
     ("dataset", "export", "--run", "run-1", "--out", "out"),
@@ -127,7 +128,6 @@ def _not_a_log_line(path: Path) -> str:
 
 WRITES = [
     ("eval", "run", "--benchmark", str(BENCHMARK), "--limit", "1"),
-    ("eval", "resume", "run-1"),
     ("import", "split.jsonl"),
 ]
 

@@ -76,3 +76,14 @@ def test_uuids_and_fixed_size_arrays_print_from_duckdb_rows_as_from_arrow(log_pa
     report, stdout = loaded("--db", str(log_path), "sql", query, "--format", "csv", cwd=tmp_path)
     assert report == {"exit": 0, "heavy": []}
     assert stdout == 'a,u\n"[1,2]",00000000-0000-0000-0000-000000000001\n'
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("evl", "eval"), ("sqll", "sql")])
+def test_a_misspelled_command_is_told_the_closest_one_without_loading_the_commands(tmp_path, typed, meant):
+    """`eviscene evl run` said only `No such command 'evl'.`, while `eviscene eval rn` got `Did you
+    mean 'run'?`: commands load when they run, and click suggested from those loaded, none."""
+    report, _ = loaded(typed, "run", cwd=tmp_path)
+    assert report == {"exit": 2, "heavy": []}
+    result = subprocess.run([str(Path(sys.executable).with_name("eviscene")), typed, "run"], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == f"Error: No such command {typed!r}. Did you mean {meant!r}?"
