@@ -11,7 +11,9 @@ from eviscene.cli.numbers import Finite, count, int64
 from eviscene.cli.output import printable, say
 from eviscene.exports.dataset import ExportOptions, export_dataset
 from eviscene.exports.dataset_files import FORMATS
+from eviscene.exports.run_dir import shards_not_merged
 from eviscene.log import EventLog
+from eviscene.rules.commands import command_line
 from eviscene.rules.dataset_split import SHORT_TRAJECTORY_MAX_TOKENS, SPLIT_SEED, TRAIN_RATIO, VALIDATION_RATIO
 from eviscene.store.layout import check_not_the_log, run_folder
 from eviscene.store.locks import lock_holder
@@ -91,7 +93,8 @@ def export(log: EventLog, runs, run_dirs, accepted_release, out_dir, case_split,
 
 
 def _note_unfinished(log: EventLog, runs: list[str]) -> None:
-    """A run not yet finished exports the episodes it finished: say what it leaves out."""
+    """A run not yet finished, or whose shards are not all merged here, exports the episodes
+    it finished: say what it leaves out."""
     stopped = log.sql(
         "SELECT run_id, episodes_planned - episodes_finished AS unfinished FROM runs "
         "WHERE list_contains(?, run_id) AND status = 'running_or_interrupted' AND episodes_planned > episodes_finished "
@@ -102,6 +105,11 @@ def _note_unfinished(log: EventLog, runs: list[str]) -> None:
                 else f"`{log.resume_line(run['run_id'])}` finishes them")
         click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; {then}"),
                    err=True)
+    unmerged = log.sql("SELECT run_id FROM run_shards WHERE list_contains(?, run_id) AND len(shards_unmerged) > 0 ORDER BY run_id", [runs])
+    merge = command_line("log", "merge", log=log.path)
+    for run_id in unmerged["run_id"].to_pylist():
+        click.echo(printable(f"note: run {run_id} is incomplete: {shards_not_merged(log, run_id)}: this export holds none of the "
+                             f"missing shards' episodes; `{merge}` their logs into this one"), err=True)
 
 
 def _explain_exclusions(manifest: dict) -> None:

@@ -306,7 +306,9 @@ def _write_run_directory(log: EventLog, summary: RunSummary, out_dir: Path, *, r
             finish = f"`{log.resume_line(summary.run_id, '--output-dir', out_dir)}`"  # what is left if that read is refused
             finish = f"`{resume_command(log, summary.run_id, '--output-dir', out_dir)}`"
         with on_interrupt_say(lambda: interrupted_writing(out_dir, finish, replacing=earlier)):
-            written = materialize_run(log, summary.run_id, out_dir, replace=replace)
+            # a --shard-count shard's directory holds the cases it ran, as the seed's shard does (its
+            # manifest `incomplete`); no episode is unfinished here (a stopped run's returned above)
+            written = materialize_run(log, summary.run_id, out_dir, replace=replace, unfinished_as_errors=True)
             say(f"run directory: {out_dir} ({sum(written.values())} rows and traces)")
     except LogLockedError as exc:  # the run's end is recorded: what is left is to write its directory
         click.echo(printable(f"no run directory written ({exc}); {finish} writes it"), err=True)

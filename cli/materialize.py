@@ -18,14 +18,16 @@ from eviscene.store.layout import check_not_the_log
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="New or empty directory.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True, help="Tabular files as JSONL or Parquet.")
 @click.option("--unfinished-as-errors", is_flag=True,
-              help="Write a run whose episodes have not all finished (stopped, killed or still running) anyway, "
-                   "each unfinished episode as an error row; without it such a run is refused.")
+              help="Write a run whose episodes have not all finished (stopped, killed or still running), or whose "
+                   "shards are not all merged into this log, anyway: each unfinished episode as an error row, a missing "
+                   "shard's episodes not at all; without it such a run is refused.")
 @click.pass_obj
 def materialize(log: EventLog, run_id: str, out_dir: Path, fmt: str, unfinished_as_errors: bool) -> None:
     """Write RUN_ID's run directory: run_manifest.json, predictions, scores, rollout groups,
     rewards, SFT trajectories, summary.json and traces/ — byte-identical on every rerun.
     An imported run directory (RUN_ID is its import id) is written back byte for byte. A run
-    with unfinished episodes is refused: `eviscene eval resume RUN_ID` finishes it.
+    with unfinished episodes is refused: `eviscene eval resume RUN_ID` finishes it; so is a
+    sharded run with shards not merged into this log: `eviscene log merge` takes them in.
 
     \b
     Example:

@@ -18,7 +18,7 @@ def test_a_cached_catalog_is_the_parsed_one(tmp_path, monkeypatch):
     assert views._dependency_order(views._read_definitions()) == parsed  # from the cache
     runs = next(d for d in parsed if d.name == "runs")
     # sql/10_runs/runs.sql reads these views (and the `events` relation, not a view)
-    assert runs.reads == {"imported_runs", "episodes", "imported_episodes", "episode_errors", "run_manifests"}
+    assert runs.reads == {"imported_runs", "episodes", "imported_episodes", "episode_errors", "run_manifests", "run_shards"}
     assert json.loads(cache.read_text())["10_runs/runs.sql"] == sorted(runs.reads)
 
 

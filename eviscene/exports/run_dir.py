@@ -24,6 +24,7 @@ from eviscene.exports.staging import staged_directory
 from eviscene.exports.canonical_sql import column_sql, object_sql, register_functions, row_sql
 from eviscene.exports.serialize import rows, write_json, write_jsonl, write_text_column
 from eviscene.rules.canonical import canonical_json
+from eviscene.rules.commands import command_line
 from eviscene.rules.paths import PathEscapeError, resolve_inside
 from eviscene.rules.traces import safe_trace_filename
 from eviscene.exports.trajectories import (
@@ -135,8 +136,9 @@ def materialize_run(
     written per file. An imported run directory is written back as it was imported, file
     for file (files written per top-level name). `replace`: a folder at `out_dir` (one the
     caller knows may go) is replaced once the new one is whole, else it must be new or empty.
-    A run with unfinished episodes (stopped, killed or still running) is refused, unless
-    `unfinished_as_errors`: its files would show each of them as an `error` row."""
+    A run with unfinished episodes (stopped, killed or still running), or a sharded run with
+    shards not merged into this log, is refused, unless `unfinished_as_errors`: its files
+    would show each unfinished episode as an `error` row, and hold no row of a missing shard."""
     if fmt not in FORMATS:
         raise EvisceneError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
@@ -162,8 +164,28 @@ def materialize_run(
                 f"run {run_id} has {unfinished} unfinished episode(s): `{log.resume_line(run_id)}` finishes them "
                 "(--unfinished-as-errors writes them as error rows now)"
             )
+        if missing := shards_not_merged(log, run_id):  # the rest of its cases ran in other logs
+            raise EvisceneError(
+                f"run {run_id} is incomplete: {missing}; `{command_line('log', 'merge', log=log.path)}` the missing shards' logs "
+                "into this one, then materialize it (--unfinished-as-errors writes the shards it holds now)"
+            )
     with staged_directory(out_dir, replace=replace) as staging:
         return _write_run_dir(log, run_id, staging, started, fmt)
+
+
+def shards_not_merged(log: EventLog, run_id: str) -> str:
+    """Which shards that select cases a sharded run lacks in this log (`run_shards`), as a
+    clause: `shard 2 of its 3 is not in this log`; "" for a run that is whole here."""
+    found = log.sql("SELECT shard_count, shards_unmerged FROM run_shards WHERE run_id = ?", [run_id]).to_pylist()
+    missing = found[0]["shards_unmerged"] if found else []
+    if not missing:
+        return ""
+    count = found[0]["shard_count"]
+    if len(missing) == 1:
+        return f"shard {missing[0]} of its {count} is not in this log"
+    if len(missing) <= 5:
+        return f"shards {', '.join(map(str, missing[:-1]))} and {missing[-1]} of its {count} are not in this log"
+    return f"shards {', '.join(map(str, missing[:5]))}, … ({len(missing)} of its {count}) are not in this log"
 
 
 def _write_run_dir(log: EventLog, run_id: str, out_dir: Path, started: dict[str, Any], fmt: str) -> dict[str, int]:
@@ -273,7 +295,8 @@ def _write_traces(folder: Path, traces: Iterable[tuple[str, tuple[memoryview, ..
 
 
 def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """The seed's run_manifest.json: run.started's blocks, the run's status over every episode
+    """The seed's run_manifest.json: run.started's blocks (merged shards: the lowest shard's,
+    with the run's sample and episode counts and no shard index), the run's status over every episode
     (the `runs` view; a crashed run's error with it), the gold descriptor and the artifact
     file names."""
     finished = _first(con.execute(
@@ -294,6 +317,13 @@ def run_manifest(con, run_id: str, started: dict[str, Any], fmt: str) -> dict[st
     status = _first(con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]))
     benchmark = dict(started["benchmark"])
     benchmark.pop("process_reference_protocol_version", None)  # for the SFT rows (trajectories.py); seed 000's block has no such key
+    shards = _first(con.execute(
+        "SELECT count(*), sum(TRY_CAST(payload->'benchmark'->>'sample_count' AS BIGINT)), "
+        "sum(TRY_CAST(payload->'benchmark'->>'episode_count' AS BIGINT)) FROM events WHERE run_id = ? AND type = 'run.started'",
+        [run_id],
+    ))
+    if shards[0] > 1:  # merged shards: the run's counts, not its lowest shard's share (merge.PER_SHARD), and no one shard's index
+        benchmark.update(sample_count=shards[1], episode_count=shards[2], shard_index=None)
     benchmark["evaluation_gold"] = {"path": gold[0], "sha256": gold[1]} if gold else None
     extension = "parquet" if fmt == "parquet" else "jsonl"
     manifest = {

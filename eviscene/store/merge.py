@@ -218,8 +218,10 @@ def _check_shards_of_one_run(con: duckdb.DuckDBPyConnection, run_id: str, source
     if len(theirs) != 1 or not ours or (theirs[0][2] or 1) < 2:
         raise EvisceneError(f"{refusal}, and {source} is not one shard of it (--shard-count); not merged")
     release, cases, count, index, started = theirs[0]
-    if any((r[0], r[1], r[2]) != (release, cases, count) for r in ours):
-        raise EvisceneError(f"{refusal}: {source} ran another release, cases or --shard-count; not merged")
+    for held in ours:
+        for name, shard_value, value in (("--shard-count", count, held[2]), ("release", release, held[0]), ("cases sha256", cases, held[1])):
+            if shard_value != value:
+                raise EvisceneError(f"{refusal}: {source} ran it with {name} {_shown(shard_value)}, here {_shown(value)}; not merged")
     if index in {r[3] for r in ours}:
         grown = con.execute(
             # the shard's events the target holds (by id) all come before those it lacks: the shard's own log grew since

@@ -11,30 +11,20 @@
 -- (episode_errors). The status covers every episode of the run, however many invocations
 -- (`eval resume`) it took: `failed` when its last invocation crashed, `running_or_interrupted`
 -- before any invocation finished, `incomplete` while an episode has not finished or a shard of
--- a `--shard-count` run that selects cases is not in this log (a shard alone, or merged with
--- only some of the others: the run is not whole), `completed_with_errors` when an episode
+-- a `--shard-count` run that selects cases is not in this log (`run_shards`: a shard alone, or
+-- merged with only some of the others: the run is not whole), `completed_with_errors` when an episode
 -- counts as an error, else `completed`.
 CREATE OR REPLACE VIEW runs AS
 WITH started AS (
     -- a merged sharded run has one run.started per shard: run_manifests says which is the run's
-    SELECT s.run_id, s.started_at, m.manifest AS payload, s.shards, s.shard_indexes
+    SELECT s.run_id, s.started_at, m.manifest AS payload, s.shards
     FROM (
-        SELECT run_id, min(ts) AS started_at, count(*) AS shards,
-               list(DISTINCT coalesce(TRY_CAST(payload->'benchmark'->>'shard_index' AS BIGINT), 0)) AS shard_indexes
+        SELECT run_id, min(ts) AS started_at, count(*) AS shards
         FROM events WHERE type = 'run.started' GROUP BY run_id
     ) s
     JOIN run_manifests m USING (run_id)
     UNION ALL
-    SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest, 1, [] FROM imported_runs
-),
--- the shards that make a sharded run whole: each of the cases its shards split is in one of
--- the first min(shard_count, cases) (recorded since cases_before_sharding was; before, all)
-needed_shards AS (
-    SELECT run_id, shard_indexes,
-           least(TRY_CAST(payload->'benchmark'->>'shard_count' AS BIGINT),
-                 coalesce(TRY_CAST(payload->'selection'->>'cases_before_sharding' AS BIGINT),
-                          TRY_CAST(payload->'benchmark'->>'shard_count' AS BIGINT))) AS needed
-    FROM started
+    SELECT run_id, coalesce(try_cast(manifest->>'started_at' AS TIMESTAMPTZ), imported_at), manifest, 1 FROM imported_runs
 ),
 finished_runs AS (
     -- the last to finish: by time, since merging renumbers a later shard's events whenever it finished
@@ -84,7 +74,7 @@ SELECT
         WHEN finished_runs.status = 'failed' THEN 'failed'
         WHEN finished_runs.status IS NULL THEN 'running_or_interrupted'
         WHEN coalesce(planned.episodes_finished, 0) < coalesce(planned.episodes_planned, 0) THEN 'incomplete'
-        WHEN len(list_filter(needed_shards.shard_indexes, lambda i: i < needed_shards.needed)) < needed_shards.needed THEN 'incomplete'
+        WHEN len(run_shards.shards_unmerged) > 0 THEN 'incomplete'
         WHEN coalesce(errored.episodes_errored, 0) > 0 THEN 'completed_with_errors'
         ELSE 'completed'
     END AS status,
@@ -100,7 +90,7 @@ SELECT
 FROM sizes
 JOIN started USING (run_id)
 JOIN labels USING (run_id)
-JOIN needed_shards USING (run_id)
+LEFT JOIN run_shards USING (run_id)
 LEFT JOIN imported_runs imported USING (run_id)
 LEFT JOIN finished_runs USING (run_id)
 LEFT JOIN planned USING (run_id)

@@ -141,7 +141,7 @@ def test_a_shard_run_says_its_other_shards_are_missing(tmp_path: Path) -> None:
 def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_merge_order(shard_logs, tmp_path: Path) -> None:
     """A sharded run's cases are sorted by case_id (each shard's run directory is): so are its
     merged shards', the same bytes whichever shard was merged first, its manifest included:
-    shard 0's run.started blocks and start, the finish of the shard that finished last (merging
+    shard 0's run.started blocks (no one shard's index) and start, the finish of the shard that finished last (merging
     renumbers the later shard, so "first by seq" was whichever was merged first)."""
     _root, shards, _whole = shard_logs
     files = {}
@@ -160,7 +160,8 @@ def test_the_run_directory_of_merged_shards_is_in_case_id_order_whatever_the_mer
     starts = [json.loads(e["p"]) for events in own for e in events if e["type"] == "run.started"]
     last_finish = max((e for events in own for e in events if e["type"] == "run.finished"), key=lambda e: e["ts"])
     manifest = json.loads(files["ab"]["run_manifest.json"])
-    assert manifest["benchmark"]["shard_index"] == 0 and manifest["started_at"] == starts[0]["started_at"]
+    assert manifest["benchmark"]["shard_index"] is None and manifest["started_at"] == starts[0]["started_at"]
+    assert manifest["benchmark"]["release_id"] == starts[0]["benchmark"]["release_id"]
     assert manifest["completed_at"] == json.loads(last_finish["p"])["completed_at"]
 
 
@@ -436,3 +437,116 @@ def test_a_differing_setting_is_named_as_the_user_sets_it() -> None:
             "git_commit", "agent.model")
     assert [_named(key) for key in keys] == [
         "--case-id", "--rollouts-per-case", "--tool-cache-ttl", "ocr_cache_version (from the environment)", "git commit", "agent.model"]
+
+
+@pytest.fixture(scope="module")
+def three_shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], list]:
+    """Run `tri` in 3 shards of one case each (the release's first 3 case ids, sorted), each
+    in its own log and asked for its run directory, as on its own machine: a directory one
+    wrote is moved aside (`written`) before the next runs."""
+    root = tmp_path_factory.mktemp("three")
+    logs = [root / f"s{i}.duckdb" for i in range(3)]
+    results = []
+    for index, log in enumerate(logs):
+        results.append(CliRunner().invoke(cli, [
+            "--db", str(log), "eval", "run", "--benchmark", str(RELEASE), "--no-progress", "--limit", "1", "--shard-count", "3",
+            "--shard-index", str(index), "--output-dir", str(root / "runs" / "tri")]))
+        if (root / "runs" / "tri").exists():
+            (root / "runs" / "tri").rename(root / f"written-{index}")
+    return root, logs, results
+
+
+def test_a_shards_own_run_writes_the_cases_it_ran_as_an_incomplete_run(three_shards) -> None:
+    """A shard's `eval run` writes its share as the seed's shard writes its own (materialize's
+    refusal of a half-merged run is for a run the user takes to be whole), its manifest
+    `incomplete`: one case a shard, nothing on stderr."""
+    root, _logs, results = three_shards
+    assert [(result.exit_code, result.stderr) for result in results] == 3 * [(0, "")], [result.output for result in results]
+    for index in range(3):
+        manifest = json.loads((root / f"written-{index}" / "run_manifest.json").read_text())
+        rows = (root / f"written-{index}" / "run_results.jsonl").read_text().splitlines()
+        assert (manifest["status"], manifest["benchmark"]["shard_index"], len(rows)) == ("incomplete", index, 1)
+
+
+def test_a_half_merged_run_is_refused_by_materialize_and_named_by_a_dataset_export(three_shards, tmp_path: Path) -> None:
+    """Shards 0 and 1 of 3 merged (shard 2's task never wrote its log, so `shard-*.duckdb`
+    missed it): `materialize` wrote the two cases as the run, exit 0, and `dataset export`
+    exported them without a word, though `runs` read `incomplete`."""
+    _root, logs, _results = three_shards
+    half = tmp_path / "half.duckdb"
+    EventLog(half).merge_all(logs[:2])
+    assert EventLog(half).view("run_shards").to_pylist() == [
+        {"run_id": "tri", "shard_count": 3, "shards_needed": 3, "shards_merged": [0, 1], "shards_unmerged": [2]}]
+    refused = CliRunner().invoke(cli, ["--db", str(half), "materialize", "tri", "--out", str(tmp_path / "out")])
+    assert (refused.exit_code, refused.stderr) == (2, (
+        f"Error: run tri is incomplete: shard 2 of its 3 is not in this log; `eviscene --db {half} log merge` the missing shards' "
+        "logs into this one, then materialize it (--unfinished-as-errors writes the shards it holds now)\n"))
+    assert not (tmp_path / "out").exists()
+    exported = CliRunner().invoke(cli, ["--db", str(half), "dataset", "export", "--run", "tri", "--out", str(tmp_path / "ds"),
+                                        "--allow-training-prohibited"])
+    assert exported.exit_code == 0, exported.output
+    assert " of 2 candidates " in exported.stdout
+    assert exported.stderr == (f"note: run tri is incomplete: shard 2 of its 3 is not in this log: this export holds none of the "
+                               f"missing shards' episodes; `eviscene --db {half} log merge` their logs into this one\n")
+    asked = CliRunner().invoke(cli, ["--db", str(half), "materialize", "tri", "--out", str(tmp_path / "out"), "--unfinished-as-errors"])
+    assert asked.exit_code == 0, asked.output
+    manifest = json.loads((tmp_path / "out" / "run_manifest.json").read_text())
+    assert (manifest["status"], len((tmp_path / "out" / "run_results.jsonl").read_text().splitlines())) == ("incomplete", 2)
+
+
+def test_a_merged_runs_manifest_counts_the_runs_episodes_not_its_first_shards(three_shards, tmp_path: Path) -> None:
+    """The merged run's run_manifest.json said `episode_count: 1, sample_count: 1, shard_index: 0`
+    (shard 0's run.started) beside `result.num_episodes: 3`."""
+    _root, logs, _results = three_shards
+    whole = tmp_path / "whole.duckdb"
+    EventLog(whole).merge_all(list(reversed(logs)))
+    written = CliRunner().invoke(cli, ["--db", str(whole), "materialize", "tri", "--out", str(tmp_path / "out")])
+    assert written.exit_code == 0, written.output
+    manifest = json.loads((tmp_path / "out" / "run_manifest.json").read_text())
+    benchmark = {key: manifest["benchmark"][key] for key in ("episode_count", "sample_count", "shard_count", "shard_index")}
+    assert (manifest["status"], benchmark, manifest["result"]) == (
+        "completed", {"episode_count": 3, "sample_count": 3, "shard_count": 3, "shard_index": None},
+        {"num_samples": 3, "num_episodes": 3, "num_errors": 0})
+    # a shard alone, written all the same, is that shard's
+    alone = tmp_path / "alone"
+    asked = CliRunner().invoke(cli, ["--db", str(logs[1]), "materialize", "tri", "--out", str(alone), "--unfinished-as-errors"])
+    assert asked.exit_code == 0, asked.output
+    shard = json.loads((alone / "run_manifest.json").read_text())["benchmark"]
+    assert (shard["episode_count"], shard["sample_count"], shard["shard_index"]) == (1, 1, 1)
+
+
+def _bare_shard(path: Path, **benchmark: object) -> Path:
+    """A finished shard of run `exp` with no episode, its run.started's benchmark block `benchmark`."""
+    log = EventLog(path)
+    log.append("exp", [EventDraft(RunStarted(
+        started_at="2026-12-01T00:00:00+00:00", git_commit="test", agent={}, source_access_policy={}, benchmark=benchmark)),
+        EventDraft(RunFinished(status="completed", completed_at="2026-12-01T00:00:00+00:00", num_episodes=0, num_errors=0))])
+    return log.path
+
+
+@pytest.mark.parametrize(("theirs", "reason"), [
+    ({"shard_count": 13, "shard_index": 1}, "--shard-count 13, here 14"),
+    ({"release_id": "r2", "shard_count": 14, "shard_index": 1}, "release r2, here r"),
+    ({"sha256": "b" * 64, "shard_count": 14, "shard_index": 1}, f"cases sha256 {'b' * 64}, here {'a' * 64}"),
+])
+def test_a_shard_of_another_shard_count_release_or_cases_is_refused_naming_it(tmp_path: Path, theirs: dict, reason: str) -> None:
+    """It was refused as `ran another release, cases or --shard-count`, naming neither which nor the values."""
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(_bare_shard(tmp_path / "s0.duckdb", release_id="r", sha256="a" * 64, shard_count=14, shard_index=0))
+    other = _bare_shard(tmp_path / "other.duckdb", **{"release_id": "r", "sha256": "a" * 64, **theirs})
+    _refused_and_unchanged(merged, other, reason)
+
+
+def test_a_shard_merged_into_a_log_holding_the_unsharded_run_names_the_shard_count(tmp_path: Path) -> None:
+    merged = tmp_path / "merged.duckdb"
+    EventLog(merged).merge(_bare_shard(tmp_path / "whole.duckdb", release_id="r", sha256="a" * 64, shard_count=1, shard_index=0))
+    other = _bare_shard(tmp_path / "other.duckdb", release_id="r", sha256="a" * 64, shard_count=2, shard_index=1)
+    _refused_and_unchanged(merged, other, "--shard-count 2, here 1")
+
+
+def test_a_run_lacking_many_shards_is_refused_naming_the_first_five(tmp_path: Path) -> None:
+    shard = _bare_shard(tmp_path / "s0.duckdb", release_id="r", shard_count=8, shard_index=0)
+    refused = CliRunner().invoke(cli, ["--db", str(shard), "materialize", "exp", "--out", str(tmp_path / "out")])
+    assert (refused.exit_code, refused.stderr) == (2, (
+        f"Error: run exp is incomplete: shards 1, 2, 3, 4, 5, … (7 of its 8) are not in this log; `eviscene --db {shard} log merge` "
+        "the missing shards' logs into this one, then materialize it (--unfinished-as-errors writes the shards it holds now)\n"))
