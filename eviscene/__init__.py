@@ -28,7 +28,7 @@ _EXPORTS = {
     # The errors a caller may catch (eviscene.errors; every one is an EvisceneError).
     **dict.fromkeys(
         ("EvisceneError", "LogNotFoundError", "NotALogError", "LogLockedError", "LogIntegrityError", "ArchiveDamagedError", "QueryRefusedError", "ReleaseError", "OptionsError", "InvalidRunIdError",
-         "SelectionError", "DuplicateEventError", "ImportConflictError", "RunNotFoundError"),
+         "SelectionError", "DuplicateEventError", "ImportConflictError", "RunNotFoundError", "OutputFolderTakenError"),
         "eviscene.errors",
     ),
     "EvalOptions": "eviscene.eval.options",

@@ -55,7 +55,7 @@ RECORD_COLUMNS = "run_id, file_name, rows, sha256, first_seq, last_seq, first_pr
 
 @dataclass(frozen=True)
 class ChainProblem:
-    run_id: str
+    run_id: str | None  # None: an event with no run_id (a forged segment's)
     seq: int
     event_id: str
     problem: str
@@ -164,7 +164,7 @@ class ChainWalk:
 
 _WALK_COLUMNS = "run_id, seq, event_id, epoch_us(ts) AS ts, episode_id, attempt, type, step, payload::VARCHAR AS payload, prev_hash, hash"
 
-# Rows a slice of `ordered_events` sorts at most, and DuckDB's memory while it reads them: one
+# Rows a slice of `ordered_events` sorts (at most, but for repeated seqs), and DuckDB's memory while it reads them: one
 # sort of every event, payloads included, held them all in memory, and DuckDB kept every block
 # of the log it read cached (3.1 GiB for a 100k-episode run's 3.2M events; 0.95 GiB sliced
 # and bounded). Large payloads may not fit the bound however small the slice (a Parquet
@@ -179,32 +179,29 @@ def ordered_events(
     """The events of `source` (a table or table function) that match `scope`, as `walk_chains`
     reads them: `ORDER BY run_id, seq`, NULLs last, read a slice at a time: consecutive runs of
     at most `_WALK_SLICE_ROWS` events in all, or a range of one longer run's seqs, cut at the
-    quantiles of its seqs (so that no gap or repeat in them makes many). Holds `con`'s DuckDB
-    to `WALK_MEMORY_LIMIT` from here on, unless a slice does not fit it (the caller lifts it
-    when it needs to)."""
+    quantiles of its seqs (so that no gap or repeat in them makes many; a seq repeated across a
+    cut, or NULL run_ids, make a slice larger). Sets `con`'s DuckDB memory to `WALK_MEMORY_LIMIT`
+    (lifted only while a slice that does not fit it is read), and leaves it so for the caller."""
     params = params or {}
     limit_memory(con, WALK_MEMORY_LIMIT)
-    bounded = True
 
     def read(where: str, values: dict) -> Iterator[pa.RecordBatch]:
-        nonlocal bounded
         query = f"SELECT {_WALK_COLUMNS} FROM {source} WHERE ({scope}) AND {where} ORDER BY run_id, seq"
-        if bounded:
-            try:  # DuckDB sorts the whole slice before its first batch: a slice that does not fit fails before any is read
-                reader = con.sql(query, params={**params, **values}).to_arrow_reader(batch_rows)
-                first = reader.read_next_batch()
-            except StopIteration:
-                return
-            except (duckdb.OutOfMemoryException, OSError) as exc:  # OSError: DuckDB's, through Arrow's stream
-                if not str(exc).startswith("Out of Memory Error"):
-                    raise
-                bounded = False
-                con.execute("RESET memory_limit")
-            else:
-                yield first
-                yield from reader
-                return
+        try:  # DuckDB sorts the whole slice before its first batch: a slice that does not fit fails before any is read
+            reader = con.sql(query, params={**params, **values}).to_arrow_reader(batch_rows)
+            first = reader.read_next_batch()
+        except StopIteration:
+            return
+        except (duckdb.OutOfMemoryException, OSError) as exc:  # OSError: DuckDB's, through Arrow's stream
+            if not str(exc).startswith("Out of Memory Error"):
+                raise
+        else:
+            yield first
+            yield from reader
+            return
+        con.execute("RESET memory_limit")  # for this slice only
         yield from con.sql(query, params={**params, **values}).to_arrow_reader(batch_rows)
+        limit_memory(con, WALK_MEMORY_LIMIT)
 
     sizes = con.execute(f"SELECT run_id, count(*) FROM {source} WHERE ({scope}) GROUP BY run_id ORDER BY run_id", params).fetchall()
     together: list[str] = []  # consecutive short runs, read in one slice
@@ -270,7 +267,7 @@ def walk_chains(
             walk.events += 1
             if run_id is None:  # no writer stores one (a forged segment's); they sort last, after every run
                 if not any(p.run_id is None for p in walk.problems):
-                    walk.problems.append(ChainProblem(None, seq, event_id, "run_id is NULL, which no writer stores (forged event)"))  # type: ignore[arg-type]
+                    walk.problems.append(ChainProblem(None, seq, event_id, "run_id is NULL, which no writer stores (forged event)"))
                 continue
             if run_id != current:
                 if current is not None:
@@ -678,7 +675,9 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
         problem = (
             # events of no segment of its own: another run's (forged) segment holds them
             (RangeProblem(run_id, None, None, "its events are in no segment of its own (another run's segment holds them)")
-             if state is None and run_id not in recorded and run_id not in archive_gaps else None)
+             if state is None and run_id not in recorded and run_id not in archive_gaps
+             and not (live_root(log_path) / run_id).is_dir()  # a run that began after the live runs were listed
+             else None)
             or _tail_problem(run_id, tail_seq, tail_hash, expected_end.get(run_id), exported=log_path.is_dir())
             or _announced_problem(run_id, tail_seq, walk)
             or archive_gaps.get(run_id)

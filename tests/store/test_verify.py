@@ -1033,3 +1033,23 @@ def test_an_event_without_a_run_id_or_a_seq_is_named_not_passed_over():
         f"run None, seq 1 ({rows[4][2]}): run_id is NULL, which no writer stores (forged event)",
     ]
     assert walk.tails["x"][0] == 2 and walk.events == 6
+
+
+def test_a_run_begun_while_the_log_is_verified_is_not_taken_for_another_runs_events(tmp_path, monkeypatch):
+    """The live runs are listed before the snapshot is opened, so a run whose first commit lands
+    in between is in the snapshot but not the listing: the check for events in no segment of
+    their own called it broken. It is a run that began meanwhile, as the next verify shows."""
+    import eviscene.store.verify as verify
+
+    log = EventLog(tmp_path / "log.duckdb")
+    log.append("a", gates(0, 10) + [finished()])
+    snapshot = verify.open_snapshot
+
+    def begin_b_then_open(path):
+        if not (tmp_path / "log.duckdb.live" / "b").exists():
+            log.append("b", gates(0, 5))  # its first commit, now
+        return snapshot(path)
+
+    monkeypatch.setattr(verify, "open_snapshot", begin_b_then_open)
+    report = log.verify()
+    assert report.problems == [] and [(note.run_id, note.verified_seq) for note in report.unfinished] == [("b", 5)]
