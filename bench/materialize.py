@@ -285,6 +285,22 @@ thread won nothing (the walk holds the GIL the writing's Python needs) and cost 
 check now runs first. 100k was not run again: by the 10k figures the check adds ~13 s of CPU
 there, so the < 30 s goal this bench met is likely lost until the walk is cheaper or runs in a
 process of its own.
+
+December 8th, 100k (the bench's generated log, 3.2M events), materialize alone in a process of
+its own: the check peaked at 3.1 GiB, set by its one `ORDER BY run_id, seq` of every payload
+(DuckDB sorts it whole, and keeps every block of the log it read cached). The walk now reads
+slices (`verify.ordered_events`: runs grouped up to 250k events, a longer run cut at the
+quantiles of its seqs) under a 512 MiB DuckDB limit (lifted for a slice whose payloads do not
+fit: a Parquet row group is read whole). Alternating with the code before (load 1.4-1.6):
+
+              materialize s   cpu s   peak MiB      check alone s  cpu s  peak MiB
+    before    24.8 35.0 70.9  34-83   3061-3109     8.7 8.7        12.1   3057-3088
+    now       36.9 32.5 31.0 42.2  41-53  1186-1209 10.4 9.6       13-14  955-976
+
+The bound costs ~1-2 s of CPU at 100k (blocks evicted and read again across slices); sliced
+without it the check took 11.1-11.6 s of CPU at 1.24 GiB. DuckDB's sha256 in the walk's query
+(both digests, compared in Arrow) took 0.50 s of wall for 320k events beside 0.62 s for the
+whole Python walk on two cores: not worth it.
 """
 
 from __future__ import annotations
