@@ -105,11 +105,10 @@ def _note_unfinished(log: EventLog, runs: list[str]) -> None:
                 else f"`{log.resume_line(run['run_id'])}` finishes them")
         click.echo(printable(f"note: run {run['run_id']} has {run['unfinished']} unfinished episode(s), not in this export; {then}"),
                    err=True)
-    unmerged = log.sql("SELECT run_id FROM run_shards WHERE list_contains(?, run_id) AND len(shards_unmerged) > 0 ORDER BY run_id", [runs])
-    merge = command_line("log", "merge", log=log.path)
-    for run_id in unmerged["run_id"].to_pylist():
-        click.echo(printable(f"note: run {run_id} is incomplete: {shards_not_merged(log, run_id)}: this export holds none of the "
-                             f"missing shards' episodes; `{merge}` their logs into this one"), err=True)
+    for run_id in sorted(set(runs)):
+        if missing := shards_not_merged(log, run_id):
+            click.echo(printable(f"note: run {run_id} is incomplete: {missing}: this export holds none of the missing shards' "
+                                 f"episodes; `{command_line('log', 'merge', log=log.path)}` their logs into this one"), err=True)
 
 
 def _explain_exclusions(manifest: dict) -> None:

@@ -569,7 +569,7 @@ class _LiveRun:
 _DUPLICATED_RANGES = """
 WITH copies AS (
     SELECT min(run_id) AS run_id, min(seq) AS seq, min(event_id) AS event_id, count(*) AS copies
-    FROM events{only} GROUP BY event_id HAVING count(*) > 1
+    FROM events WHERE {in_scope} GROUP BY event_id HAVING count(*) > 1
 ),
 islands AS (
     SELECT *, seq - row_number() OVER (PARTITION BY run_id, copies ORDER BY seq) AS island FROM copies
@@ -584,7 +584,7 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
     recorded seq."""
     heads = heads or {}
     scope = None if runs is None else sorted(set(runs))
-    only = "" if scope is None else " WHERE list_contains($runs, run_id)"
+    in_scope = "TRUE" if scope is None else "list_contains($runs, run_id)"
     params = {} if scope is None else {"runs": scope}
     # Locks and manifests first, then the snapshot: the snapshot then holds at least what the
     # manifests name (a seal in between moves files into the archive the snapshot sees).
@@ -606,17 +606,14 @@ def verify_log(log_path: Path, heads: Heads | None = None, runs: Iterable[str] |
         except ArchiveDamagedError as exc:
             return VerifyReport(len(live), 0, [ArchiveProblem(str(exc))])
         try:
-            limit_memory(con, WALK_MEMORY_LIMIT)
+            # the walk leaves DuckDB held to WALK_MEMORY_LIMIT: for the duplicates' aggregate too
+            walk = walk_chains(ordered_events(con, "events", in_scope, params), pin={run_id: seq for run_id, (seq, _hash) in heads.items()})
             problems: list[ChainProblem | RangeProblem] = []
-            for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES.format(only=only), params).fetchall():
+            for run_id, copies, first, last, events, event_id in con.execute(_DUPLICATED_RANGES.format(in_scope=in_scope), params).fetchall():
                 if events == 1:
                     problems.append(ChainProblem(run_id, first, event_id, f"event_id stored {copies} times"))
                 else:
                     problems.append(RangeProblem(run_id, first, last, f"each of these {events} events stored {copies} times"))
-            walk = walk_chains(
-                ordered_events(con, "events", "TRUE" if scope is None else "list_contains($runs, run_id)", params),
-                pin={run_id: seq for run_id, (seq, _hash) in heads.items()},
-            )
             con.execute("RESET memory_limit")  # one blob may be larger
             problems += walk.problems
             blobs = blob_problems(con, scope)
